@@ -1,0 +1,44 @@
+"""The data model, one module per concept.
+
+Dependency direction (a module may import only those to its right):
+threads/messages/logs/values/files/effects/sessions → agents → prompts → language_models;
+env → agents, prompts, threads; api_keys → (auth only).
+
+Timestamps follow the reference wire format where it is fixed to a column:
+message and log times are integer microseconds; everything else is a datetime
+and is converted at the API edge (threads: seconds, effects: milliseconds).
+"""
+
+from agents_app.models.agents import Agent
+from agents_app.models.api_keys import ApiKey, WebSocketTicket
+from agents_app.models.effects import ScheduledEffect
+from agents_app.models.env import EnvValue
+from agents_app.models.files import ThreadFile, ThreadFileChunk
+from agents_app.models.language_models import LanguageModel, ModelFallback
+from agents_app.models.logs import Log
+from agents_app.models.messages import Message, QueuedMessage
+from agents_app.models.prompts import Prompt, PromptPart, PromptTool
+from agents_app.models.sessions import ThreadSession
+from agents_app.models.threads import Thread
+from agents_app.models.values import ThreadValue
+
+__all__ = [
+    "Agent",
+    "ApiKey",
+    "EnvValue",
+    "LanguageModel",
+    "Log",
+    "Message",
+    "ModelFallback",
+    "Prompt",
+    "PromptPart",
+    "PromptTool",
+    "QueuedMessage",
+    "ScheduledEffect",
+    "Thread",
+    "ThreadFile",
+    "ThreadFileChunk",
+    "ThreadSession",
+    "ThreadValue",
+    "WebSocketTicket",
+]

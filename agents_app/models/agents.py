@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from django.db import models
+
+from agents_app.models.prompts import Prompt
+
+
+class Agent(models.Model):
+    """An agent definition (the spec's ``defineAgent``). Side configs are columns, not JSON,
+    so the studio edits them as forms and the database keeps prompt references intact."""
+
+    class Type(models.TextChoices):
+        AI_HUMAN = "ai_human", "AI ↔ human"
+        DUAL_AI = "dual_ai", "AI ↔ AI (dual)"
+
+    name = models.CharField(max_length=128, unique=True)
+    title = models.CharField(max_length=200, blank=True)
+    type = models.CharField(max_length=16, choices=Type.choices, default=Type.AI_HUMAN)
+    max_session_turns = models.IntegerField(null=True, blank=True)
+    expose_as_tool = models.BooleanField(default=False)
+    tool_description = models.TextField(blank=True)
+    description = models.TextField(blank=True)
+    icon = models.CharField(max_length=500, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    hooks = models.JSONField(default=list, blank=True)
+
+    side_a_label = models.CharField(max_length=100, blank=True)
+    side_a_prompt = models.ForeignKey(Prompt, on_delete=models.PROTECT, related_name="side_a_of")
+    side_a_stop_on_response = models.BooleanField(default=True)
+    side_a_stop_tool = models.CharField(max_length=200, blank=True)
+    side_a_stop_tool_response_property = models.CharField(max_length=128, blank=True)
+    side_a_max_steps = models.IntegerField(null=True, blank=True)
+    side_a_end_session_tool = models.CharField(max_length=200, blank=True)
+
+    side_b_label = models.CharField(max_length=100, blank=True)
+    side_b_prompt = models.ForeignKey(
+        Prompt, on_delete=models.PROTECT, related_name="side_b_of", null=True, blank=True
+    )
+    side_b_stop_on_response = models.BooleanField(default=True)
+    side_b_stop_tool = models.CharField(max_length=200, blank=True)
+    side_b_stop_tool_response_property = models.CharField(max_length=128, blank=True)
+    side_b_max_steps = models.IntegerField(null=True, blank=True)
+    side_b_end_session_tool = models.CharField(max_length=200, blank=True)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name

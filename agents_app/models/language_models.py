@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+
+from runtime.definitions import ModelCapabilities, ScriptedResponse, StreamingSimulation
+
+
+class LanguageModel(models.Model):
+    """An LLM definition (the spec's ``defineModel``); named to keep ``Model`` unambiguous."""
+
+    class Provider(models.TextChoices):
+        OPENAI = "openai", "OpenAI"
+        OPENROUTER = "openrouter", "OpenRouter"
+        ANTHROPIC = "anthropic", "Anthropic"
+        GOOGLE = "google", "Google Gemini"
+        TEST = "test", "Test (scripted, no API key)"
+
+    name = models.CharField(max_length=128, unique=True)
+    provider = models.CharField(max_length=16, choices=Provider.choices)
+    model = models.CharField("provider model id", max_length=200)
+    included_providers = models.JSONField(
+        default=list, blank=True, help_text="OpenRouter only: upstream providers to route through, in order."
+    )
+    input_price = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True, help_text="USD per million input tokens."
+    )
+    output_price = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True, help_text="USD per million output tokens."
+    )
+    cached_price = models.DecimalField(
+        max_digits=12, decimal_places=6, null=True, blank=True, help_text="USD per million cached input tokens."
+    )
+    # Schema: runtime.definitions.ModelCapabilities (camelCase keys).
+    capabilities = models.JSONField(default=dict, blank=True)
+    base_url = models.URLField(blank=True, help_text="Override the provider's API base URL (proxies, compatible servers).")
+    # Schema: list[runtime.definitions.ScriptedResponse]; only for the test provider.
+    script = models.JSONField(null=True, blank=True)
+    # Schema: runtime.definitions.StreamingSimulation.
+    streaming = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "model"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def capabilities_obj(self) -> ModelCapabilities:
+        return ModelCapabilities.model_validate(self.capabilities or {})
+
+    def script_obj(self) -> list[ScriptedResponse] | None:
+        if self.script is None:
+            return None
+        return [ScriptedResponse.model_validate(r) for r in self.script]
+
+    def streaming_obj(self) -> StreamingSimulation | None:
+        return StreamingSimulation.model_validate(self.streaming) if self.streaming else None
+
+    def fallback_names(self) -> list[str]:
+        return [f.fallback.name for f in self.fallback_links.select_related("fallback").order_by("position")]
+
+    def set_capabilities(self, caps: ModelCapabilities | dict[str, Any]) -> None:
+        obj = caps if isinstance(caps, ModelCapabilities) else ModelCapabilities.model_validate(caps)
+        self.capabilities = obj.dump()
+
+
+class ModelFallback(models.Model):
+    """One entry of a model's ordered fallback chain."""
+
+    model = models.ForeignKey(LanguageModel, on_delete=models.CASCADE, related_name="fallback_links")
+    fallback = models.ForeignKey(LanguageModel, on_delete=models.PROTECT, related_name="fallback_of")
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(fields=["model", "fallback"], name="uniq_model_fallback"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model} → {self.fallback}"

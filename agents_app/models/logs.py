@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+from agents_app.models.threads import Thread
+from agents_app.models.timestamps import now_us
+
+
+class Log(models.Model):
+    """One LLM request attempt or one tool call."""
+
+    class Kind(models.TextChoices):
+        LLM = "llm", "LLM request"
+        TOOL = "tool", "Tool call"
+        SYSTEM = "system", "Runtime event"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="logs")
+    # The message that started the turn (the reference's "root" message id); plain id to avoid a cycle.
+    message_id = models.UUIDField(null=True, blank=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.LLM)
+    parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children")
+    retry_of = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+
+    provider = models.CharField(max_length=32, blank=True)
+    model = models.CharField(max_length=128, blank=True, help_text="Model definition name.")
+    model_id = models.CharField(max_length=200, blank=True, help_text="The provider's model id.")
+    prompt_name = models.CharField(max_length=128, blank=True)
+    attempt = models.PositiveSmallIntegerField(default=1)
+    tool_name = models.CharField(max_length=200, blank=True)
+    tool_call_id = models.CharField(max_length=200, blank=True)
+
+    # Summaries with secrets redacted and base64 stripped; the exact vendor body for "inspect".
+    request_body = models.JSONField(null=True, blank=True)
+    response_body = models.JSONField(null=True, blank=True)
+    system_prompt = models.TextField(blank=True)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    finish_reason = models.CharField(max_length=32, blank=True)
+
+    input_tokens = models.PositiveIntegerField(default=0)
+    cached_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    reasoning_tokens = models.PositiveIntegerField(default=0)
+    total_tokens = models.PositiveIntegerField(default=0)
+    cost_input = models.DecimalField(max_digits=18, decimal_places=12, default=0)
+    cost_cached = models.DecimalField(max_digits=18, decimal_places=12, default=0)
+    cost_output = models.DecimalField(max_digits=18, decimal_places=12, default=0)
+    cost_total = models.DecimalField(max_digits=18, decimal_places=12, default=0)
+
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    time_to_first_token_ms = models.PositiveIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    error_type = models.CharField(max_length=64, blank=True)
+    is_complete = models.BooleanField(default=False)
+    created_at = models.BigIntegerField(default=now_us)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["thread", "created_at"], name="log_thread_time")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.model or self.tool_name}"

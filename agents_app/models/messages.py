@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+from agents_app.models.logs import Log
+from agents_app.models.threads import Thread
+from agents_app.models.timestamps import now_us
+
+
+class Message(models.Model):
+    """A message row with the reference's fields (we own this schema: no SDK objects)."""
+
+    class Role(models.TextChoices):
+        SYSTEM = "system"
+        USER = "user"
+        ASSISTANT = "assistant"
+        TOOL = "tool"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        COMPLETED = "completed"
+        FAILED = "failed"
+
+    class ToolStatus(models.TextChoices):
+        SUCCESS = "success"
+        ERROR = "error"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField(null=True, blank=True)
+    name = models.CharField(max_length=200, blank=True, null=True)
+    # Schema: list of {id, type:"function", function:{name, arguments}} (OpenAI shape).
+    tool_calls = models.JSONField(null=True, blank=True)
+    tool_call_id = models.CharField(max_length=200, null=True, blank=True)
+    tool_status = models.CharField(max_length=8, choices=ToolStatus.choices, null=True, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, null=True, blank=True, default=Status.COMPLETED)
+    # Microseconds since the epoch (wire format); unique per thread so ordering is total.
+    created_at = models.BigIntegerField(default=now_us)
+    request_sent_at = models.BigIntegerField(null=True, blank=True)
+    response_completed_at = models.BigIntegerField(null=True, blank=True)
+    parent = models.ForeignKey("self", on_delete=models.CASCADE, null=True, blank=True, related_name="children")
+    depth = models.PositiveSmallIntegerField(default=0)
+    silent = models.BooleanField(default=False)
+    metadata = models.JSONField(default=dict, blank=True)
+    # "a" or "b": the side that authored it (the stored role also encodes it for dual_ai).
+    side = models.CharField(max_length=1, blank=True)
+    # Schema: list of AttachmentRef {id, type:"file", path, name, mimeType, size, width?, height?}.
+    attachments = models.JSONField(null=True, blank=True)
+    reasoning_content = models.TextField(null=True, blank=True)
+    reasoning_details = models.JSONField(null=True, blank=True)
+    log = models.ForeignKey(Log, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    prompt_name = models.CharField(max_length=128, blank=True)
+    # For rows about a subagent (results delivered to the parent, spawn calls).
+    subagent = models.ForeignKey(
+        Thread, on_delete=models.SET_NULL, null=True, blank=True, related_name="parent_messages"
+    )
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [
+            # Newest-page and history reads: WHERE thread=? ORDER BY created_at DESC LIMIT n.
+            models.Index(fields=["thread", "created_at"], name="message_thread_time"),
+            models.Index(fields=["thread", "tool_call_id"], name="message_thread_toolcall"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["thread", "created_at"], name="uniq_message_thread_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {(self.content or '')[:40]}"
+
+
+class QueuedMessage(models.Model):
+    """A message waiting for the thread's next step (the reference's ``message_queue``).
+
+    Durable and ordered: posted while a session runs, queued by subagents and
+    ``queue_message``; drained in ``created_at`` order; parked while stopped.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="queued_messages")
+    role = models.CharField(max_length=16, choices=Message.Role.choices, default=Message.Role.USER)
+    content = models.TextField(blank=True)
+    attachments = models.JSONField(null=True, blank=True)
+    silent = models.BooleanField(default=False)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.BigIntegerField(default=now_us)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["thread", "created_at"], name="queue_thread_time")]
+
+    def __str__(self) -> str:
+        return f"queued {self.role}: {self.content[:40]}"

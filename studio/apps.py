@@ -1,0 +1,5 @@
+from django.contrib.admin.apps import AdminConfig
+
+
+class StudioAdminConfig(AdminConfig):
+    default_site = "studio.admin_site.StudioAdminSite"

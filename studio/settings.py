@@ -1,0 +1,152 @@
+"""Settings, all from the environment. See docs/operating.md for every variable.
+
+Embedded mode (no ``REDIS_URL``): SQLite, the in-memory channel layer and an
+in-process executor, so the app runs with no services. With ``REDIS_URL`` set:
+the Redis channel layer and Celery workers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from studio.devsecrets import load_or_create
+from studio.envparse import envbool, envint, envlist, envstr
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(envstr("STUDIO_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = envbool("DEBUG", False)
+_dev = load_or_create(VAR_DIR / "dev-secrets.json") if not (
+    envstr("SECRET_KEY") and envstr("STUDIO_ENCRYPTION_KEYS")
+) else {}
+SECRET_KEY = envstr("SECRET_KEY") or _dev["SECRET_KEY"]
+# Keyring for env values, independent of SECRET_KEY: "id:base64key,id:base64key", newest first.
+STUDIO_ENCRYPTION_KEYS = envstr("STUDIO_ENCRYPTION_KEYS") or _dev["STUDIO_ENCRYPTION_KEYS"]
+
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "daphne",
+    "studio.apps.StudioAdminConfig",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "agents_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "studio.urls"
+WSGI_APPLICATION = "studio.wsgi.application"
+ASGI_APPLICATION = "studio.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        envstr("DATABASE_URL", f"sqlite:///{VAR_DIR / 'studio.sqlite3'}"),
+        conn_max_age=envint("DB_CONN_MAX_AGE", 0),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the server read while a session writes; IMMEDIATE avoids
+    # "database is locked" upgrades from read to write transactions.
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+    }
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+MEDIA_ROOT = Path(envstr("MEDIA_ROOT", str(VAR_DIR / "media")))
+MEDIA_URL = "/media/"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
+        if not DEBUG
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+
+LOGIN_URL = "/admin/login/"
+DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", 25 * 1024 * 1024)
+
+# --- services -----------------------------------------------------------------
+REDIS_URL = envstr("REDIS_URL")
+EMBEDDED = not REDIS_URL
+
+if EMBEDDED:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+else:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": envint("CHANNEL_CAPACITY", 1000)},
+        }
+    }
+
+# "inprocess" runs sessions and effects on a thread pool inside the web process.
+STUDIO_EXECUTOR = envstr("STUDIO_EXECUTOR", "inprocess" if EMBEDDED else "celery")
+
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ACKS_LATE = True
+# Late ack alone does not survive a killed worker process; reject on loss so the
+# broker redelivers. The database (not the broker) decides who owns a session.
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ALWAYS_EAGER = False
+
+# Where code-defined tools, hooks, effects and thread endpoints are discovered
+# (besides ``agents/`` packages inside installed apps).
+STUDIO_AGENTS_DIRS = envlist("STUDIO_AGENTS_DIRS", str(BASE_DIR / "agents"))
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
+}
