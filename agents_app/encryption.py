@@ -30,7 +30,9 @@ def _parse_keyring(raw: str) -> tuple[tuple[str, bytes], ...]:
     for item in (p.strip() for p in raw.split(",") if p.strip()):
         key_id, sep, b64 = item.partition(":")
         if not sep or not key_id:
-            raise ImproperlyConfigured("STUDIO_ENCRYPTION_KEYS entries must look like 'id:base64key'.")
+            raise ImproperlyConfigured(
+                "STUDIO_ENCRYPTION_KEYS entries must look like 'id:base64key'."
+            )
         try:
             key = base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4))
         except (binascii.Error, ValueError) as exc:
@@ -39,7 +41,9 @@ def _parse_keyring(raw: str) -> tuple[tuple[str, bytes], ...]:
             raise ImproperlyConfigured(f"Encryption key '{key_id}' must be 32 bytes (AES-256).")
         keys.append((key_id, key))
     if not keys:
-        raise ImproperlyConfigured("STUDIO_ENCRYPTION_KEYS is empty: env values cannot be encrypted.")
+        raise ImproperlyConfigured(
+            "STUDIO_ENCRYPTION_KEYS is empty: env values cannot be encrypted."
+        )
     return tuple(keys)
 
 

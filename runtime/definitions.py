@@ -210,7 +210,9 @@ class PromptDefinition(Definition):
     reasoning: ReasoningConfig | None = None
     recent_image_threshold: int = Field(default=10, ge=0)
     hooks: list[str] | None = None
-    env: dict[str, str] | None = None
+    # Prompt-level env values. On export secret values are withheld as null;
+    # importing null keeps the stored value.
+    env: dict[str, str | None] | None = None
     # Ours: the spec SHOULD of §5.4 (budget warning before maxSteps); a prompt may turn it off.
     step_budget_warning: bool = True
 

@@ -21,7 +21,8 @@ def load_or_create(path: Path) -> dict[str, str]:
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {
         "SECRET_KEY": secrets.token_urlsafe(50),
-        "STUDIO_ENCRYPTION_KEYS": "k1:" + base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
+        "STUDIO_ENCRYPTION_KEYS": "k1:"
+        + base64.urlsafe_b64encode(secrets.token_bytes(32)).decode(),
     }
     path.write_text(json.dumps(data, indent=2))
     path.chmod(0o600)

@@ -18,9 +18,11 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("STUDIO_VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = envbool("DEBUG", False)
-_dev = load_or_create(VAR_DIR / "dev-secrets.json") if not (
-    envstr("SECRET_KEY") and envstr("STUDIO_ENCRYPTION_KEYS")
-) else {}
+_dev = (
+    load_or_create(VAR_DIR / "dev-secrets.json")
+    if not (envstr("SECRET_KEY") and envstr("STUDIO_ENCRYPTION_KEYS"))
+    else {}
+)
 SECRET_KEY = envstr("SECRET_KEY") or _dev["SECRET_KEY"]
 # Keyring for env values, independent of SECRET_KEY: "id:base64key,id:base64key", newest first.
 STUDIO_ENCRYPTION_KEYS = envstr("STUDIO_ENCRYPTION_KEYS") or _dev["STUDIO_ENCRYPTION_KEYS"]

@@ -7,7 +7,9 @@ from django.db import models
 class ApiKey(models.Model):
     """A Bearer key for programs. Only the SHA-256 of the key is stored; it is shown once."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys"
+    )
     name = models.CharField(max_length=100)
     key_prefix = models.CharField(max_length=16, default="agtbldr_")
     last_five = models.CharField(max_length=5)
@@ -33,3 +35,6 @@ class WebSocketTicket(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"ticket for {self.pathname}"

@@ -38,7 +38,9 @@ class ScheduledEffect(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
     manual_run = models.BooleanField(default=False)
     manual_run_at = models.DateTimeField(null=True, blank=True)
-    replayed_from = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="replays")
+    replayed_from = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="replays"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -46,7 +48,9 @@ class ScheduledEffect(models.Model):
         ordering = ["due_at"]
         indexes = [
             # The beat sweep: WHERE status='pending' AND due_at <= now ORDER BY due_at.
-            models.Index(fields=["due_at"], condition=Q(status="pending"), name="effect_due_pending"),
+            models.Index(
+                fields=["due_at"], condition=Q(status="pending"), name="effect_due_pending"
+            ),
             models.Index(fields=["thread", "status", "due_at"], name="effect_thread_status"),
         ]
 

@@ -28,10 +28,22 @@ class EnvValue(models.Model):
         SECRET = "secret"
 
     scope = models.CharField(max_length=8, choices=Scope.choices)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="env_values")
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, null=True, blank=True, related_name="env_values")
-    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, null=True, blank=True, related_name="env_values")
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, null=True, blank=True, related_name="env_values")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="env_values",
+    )
+    agent = models.ForeignKey(
+        Agent, on_delete=models.CASCADE, null=True, blank=True, related_name="env_values"
+    )
+    prompt = models.ForeignKey(
+        Prompt, on_delete=models.CASCADE, null=True, blank=True, related_name="env_values"
+    )
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, null=True, blank=True, related_name="env_values"
+    )
     key = models.CharField(max_length=128)
     ciphertext = models.TextField(editable=False)
     value_type = models.CharField(max_length=8, choices=Type.choices, default=Type.SECRET)
@@ -45,14 +57,30 @@ class EnvValue(models.Model):
         ordering = ["scope", "key"]
         verbose_name = "env value"
         constraints = [
-            models.UniqueConstraint(fields=["key"], condition=Q(scope="instance"), name="uniq_env_instance"),
-            models.UniqueConstraint(fields=["user", "key"], condition=Q(scope="user"), name="uniq_env_user"),
-            models.UniqueConstraint(fields=["agent", "key"], condition=Q(scope="agent"), name="uniq_env_agent"),
-            models.UniqueConstraint(fields=["prompt", "key"], condition=Q(scope="prompt"), name="uniq_env_prompt"),
-            models.UniqueConstraint(fields=["thread", "key"], condition=Q(scope="thread"), name="uniq_env_thread"),
+            models.UniqueConstraint(
+                fields=["key"], condition=Q(scope="instance"), name="uniq_env_instance"
+            ),
+            models.UniqueConstraint(
+                fields=["user", "key"], condition=Q(scope="user"), name="uniq_env_user"
+            ),
+            models.UniqueConstraint(
+                fields=["agent", "key"], condition=Q(scope="agent"), name="uniq_env_agent"
+            ),
+            models.UniqueConstraint(
+                fields=["prompt", "key"], condition=Q(scope="prompt"), name="uniq_env_prompt"
+            ),
+            models.UniqueConstraint(
+                fields=["thread", "key"], condition=Q(scope="thread"), name="uniq_env_thread"
+            ),
             models.CheckConstraint(
                 condition=(
-                    Q(scope="instance", user__isnull=True, agent__isnull=True, prompt__isnull=True, thread__isnull=True)
+                    Q(
+                        scope="instance",
+                        user__isnull=True,
+                        agent__isnull=True,
+                        prompt__isnull=True,
+                        thread__isnull=True,
+                    )
                     | Q(scope="user", user__isnull=False)
                     | Q(scope="agent", agent__isnull=False)
                     | Q(scope="prompt", prompt__isnull=False)

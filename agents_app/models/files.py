@@ -35,7 +35,9 @@ class ThreadFile(models.Model):
 
     class Meta:
         ordering = ["path"]
-        constraints = [models.UniqueConstraint(fields=["thread", "path"], name="uniq_thread_file_path")]
+        constraints = [
+            models.UniqueConstraint(fields=["thread", "path"], name="uniq_thread_file_path")
+        ]
 
     def __str__(self) -> str:
         return self.path
@@ -50,3 +52,6 @@ class ThreadFileChunk(models.Model):
     class Meta:
         ordering = ["index"]
         constraints = [models.UniqueConstraint(fields=["file", "index"], name="uniq_file_chunk")]
+
+    def __str__(self) -> str:
+        return f"{self.file.path} #{self.index}"

@@ -21,20 +21,36 @@ class LanguageModel(models.Model):
     provider = models.CharField(max_length=16, choices=Provider.choices)
     model = models.CharField("provider model id", max_length=200)
     included_providers = models.JSONField(
-        default=list, blank=True, help_text="OpenRouter only: upstream providers to route through, in order."
+        default=list,
+        blank=True,
+        help_text="OpenRouter only: upstream providers to route through, in order.",
     )
     input_price = models.DecimalField(
-        max_digits=12, decimal_places=6, null=True, blank=True, help_text="USD per million input tokens."
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        help_text="USD per million input tokens.",
     )
     output_price = models.DecimalField(
-        max_digits=12, decimal_places=6, null=True, blank=True, help_text="USD per million output tokens."
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        help_text="USD per million output tokens.",
     )
     cached_price = models.DecimalField(
-        max_digits=12, decimal_places=6, null=True, blank=True, help_text="USD per million cached input tokens."
+        max_digits=12,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        help_text="USD per million cached input tokens.",
     )
     # Schema: runtime.definitions.ModelCapabilities (camelCase keys).
     capabilities = models.JSONField(default=dict, blank=True)
-    base_url = models.URLField(blank=True, help_text="Override the provider's API base URL (proxies, compatible servers).")
+    base_url = models.URLField(
+        blank=True, help_text="Override the provider's API base URL (proxies, compatible servers)."
+    )
     # Schema: list[runtime.definitions.ScriptedResponse]; only for the test provider.
     script = models.JSONField(null=True, blank=True)
     # Schema: runtime.definitions.StreamingSimulation.
@@ -61,18 +77,27 @@ class LanguageModel(models.Model):
         return StreamingSimulation.model_validate(self.streaming) if self.streaming else None
 
     def fallback_names(self) -> list[str]:
-        return [f.fallback.name for f in self.fallback_links.select_related("fallback").order_by("position")]
+        return [
+            f.fallback.name
+            for f in self.fallback_links.select_related("fallback").order_by("position")
+        ]
 
     def set_capabilities(self, caps: ModelCapabilities | dict[str, Any]) -> None:
-        obj = caps if isinstance(caps, ModelCapabilities) else ModelCapabilities.model_validate(caps)
+        obj = (
+            caps if isinstance(caps, ModelCapabilities) else ModelCapabilities.model_validate(caps)
+        )
         self.capabilities = obj.dump()
 
 
 class ModelFallback(models.Model):
     """One entry of a model's ordered fallback chain."""
 
-    model = models.ForeignKey(LanguageModel, on_delete=models.CASCADE, related_name="fallback_links")
-    fallback = models.ForeignKey(LanguageModel, on_delete=models.PROTECT, related_name="fallback_of")
+    model = models.ForeignKey(
+        LanguageModel, on_delete=models.CASCADE, related_name="fallback_links"
+    )
+    fallback = models.ForeignKey(
+        LanguageModel, on_delete=models.PROTECT, related_name="fallback_of"
+    )
     position = models.PositiveIntegerField(default=0)
 
     class Meta:

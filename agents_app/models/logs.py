@@ -21,8 +21,12 @@ class Log(models.Model):
     # The message that started the turn (the reference's "root" message id); plain id to avoid a cycle.
     message_id = models.UUIDField(null=True, blank=True)
     kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.LLM)
-    parent = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children")
-    retry_of = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    parent = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children"
+    )
+    retry_of = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
 
     provider = models.CharField(max_length=32, blank=True)
     model = models.CharField(max_length=128, blank=True, help_text="Model definition name.")

@@ -36,12 +36,16 @@ class Message(models.Model):
     tool_calls = models.JSONField(null=True, blank=True)
     tool_call_id = models.CharField(max_length=200, null=True, blank=True)
     tool_status = models.CharField(max_length=8, choices=ToolStatus.choices, null=True, blank=True)
-    status = models.CharField(max_length=16, choices=Status.choices, null=True, blank=True, default=Status.COMPLETED)
+    status = models.CharField(
+        max_length=16, choices=Status.choices, null=True, blank=True, default=Status.COMPLETED
+    )
     # Microseconds since the epoch (wire format); unique per thread so ordering is total.
     created_at = models.BigIntegerField(default=now_us)
     request_sent_at = models.BigIntegerField(null=True, blank=True)
     response_completed_at = models.BigIntegerField(null=True, blank=True)
-    parent = models.ForeignKey("self", on_delete=models.CASCADE, null=True, blank=True, related_name="children")
+    parent = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
+    )
     depth = models.PositiveSmallIntegerField(default=0)
     silent = models.BooleanField(default=False)
     metadata = models.JSONField(default=dict, blank=True)
@@ -66,7 +70,9 @@ class Message(models.Model):
             models.Index(fields=["thread", "tool_call_id"], name="message_thread_toolcall"),
         ]
         constraints = [
-            models.UniqueConstraint(fields=["thread", "created_at"], name="uniq_message_thread_time"),
+            models.UniqueConstraint(
+                fields=["thread", "created_at"], name="uniq_message_thread_time"
+            ),
         ]
 
     def __str__(self) -> str:

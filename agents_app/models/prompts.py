@@ -22,12 +22,26 @@ class Prompt(models.Model):
     tool_description = models.TextField(
         blank=True, help_text="Shown to a model when this prompt is offered as a tool (sub-prompt)."
     )
-    text = models.TextField("system prompt", blank=True, help_text="Plain text system prompt. Leave empty when using parts below.")
+    text = models.TextField(
+        "system prompt",
+        blank=True,
+        help_text="Plain text system prompt. Leave empty when using parts below.",
+    )
     model = models.ForeignKey(LanguageModel, on_delete=models.PROTECT, related_name="prompts")
-    include_chat = models.BooleanField(default=False, help_text="Send the conversation history to the model.")
-    include_past_tools = models.BooleanField(default=False, help_text="Send earlier tool calls and their results.")
-    parallel_tool_calls = models.BooleanField(null=True, blank=True, help_text="Let the model call several tools at once (unset: provider default).")
-    tool_choice = models.CharField(max_length=16, choices=ToolChoice.choices, default=ToolChoice.AUTO)
+    include_chat = models.BooleanField(
+        default=False, help_text="Send the conversation history to the model."
+    )
+    include_past_tools = models.BooleanField(
+        default=False, help_text="Send earlier tool calls and their results."
+    )
+    parallel_tool_calls = models.BooleanField(
+        null=True,
+        blank=True,
+        help_text="Let the model call several tools at once (unset: provider default).",
+    )
+    tool_choice = models.CharField(
+        max_length=16, choices=ToolChoice.choices, default=ToolChoice.AUTO
+    )
     # JSON Schema of the arguments when this prompt is called as a tool.
     required_schema = models.JSONField(null=True, blank=True)
     # Schema: runtime.definitions.ReasoningConfig.
@@ -90,7 +104,9 @@ class PromptTool(models.Model):
     init_user_message_property = models.CharField(max_length=128, blank=True)
     init_attachments_property = models.CharField(max_length=128, blank=True)
     init_agent_name_property = models.CharField(max_length=128, blank=True)
-    optional = models.CharField(max_length=128, blank=True, help_text="Env key that must be true to offer this tool.")
+    optional = models.CharField(
+        max_length=128, blank=True, help_text="Env key that must be true to offer this tool."
+    )
     immediate = models.BooleanField(null=True, blank=True)
     blocking = models.BooleanField(null=True, blank=True)
     resumable = models.BooleanField(default=False)

@@ -25,13 +25,19 @@ class Thread(models.Model):
     # The agent at creation; handoffs change ``agent`` but never this.
     origin_agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="origin_threads")
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="threads"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="threads",
     )
     tags = models.JSONField(default=list, blank=True)
 
     # Subagent children: the parent, the child's display name (subagent_create ``name``),
     # the relationship name the parent's model uses and the registry status.
-    parent = models.ForeignKey("self", on_delete=models.CASCADE, null=True, blank=True, related_name="children")
+    parent = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
+    )
     display_name = models.CharField(max_length=120, blank=True)
     relationship = models.CharField(max_length=200, blank=True)
     child_status = models.CharField(max_length=64, blank=True)

@@ -1,0 +1,1 @@
+"""Writes (services) and reads that check access (selectors), one module per concept."""

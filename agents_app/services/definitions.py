@@ -1,0 +1,446 @@
+"""Agents, prompts and models as spec definition objects: read, validate and save.
+
+The single path by which definitions enter the database: the admin studio, the
+HTTP API and ``import_definitions`` all call ``save_definitions`` (or the
+``*_from_definition`` functions inside one transaction), so the same §9 rules and
+reference checks apply everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.db import transaction
+
+from agents_app.models import (
+    Agent,
+    EnvValue,
+    LanguageModel,
+    ModelFallback,
+    Prompt,
+    PromptPart,
+    PromptTool,
+)
+from runtime.definitions import (
+    AgentDefinition,
+    ModelCapabilities,
+    ModelDefinition,
+    PromptDefinition,
+    PromptEnvPart,
+    PromptIncludePart,
+    PromptTextPart,
+    ReasoningConfig,
+    ResumableConfig,
+    SideConfig,
+    ToolConfig,
+    ToolEntry,
+)
+from runtime.definitions import (
+    PromptPart as PromptPartDef,
+)
+from runtime.validation import (
+    Catalog,
+    DefinitionError,
+    validate_agent,
+    validate_model,
+    validate_prompt,
+)
+
+AnyDefinition = AgentDefinition | PromptDefinition | ModelDefinition
+
+
+class DefinitionsInvalid(Exception):
+    """Raised by ``save_definitions``; ``errors`` maps a source label to its field errors."""
+
+    def __init__(self, errors: dict[str, list[DefinitionError]]):
+        self.errors = errors
+        super().__init__("; ".join(f"{src}: {e}" for src, errs in errors.items() for e in errs))
+
+
+# --- catalog ----------------------------------------------------------------------
+
+
+def registered_code_names() -> tuple[set[str], set[str]] | None:
+    """Names of code-defined tools and hooks, or None when no registry is loaded."""
+    try:
+        from agents_app.code_registry import get_registry
+    except ImportError:
+        return None
+    registry = get_registry()
+    return set(registry.tools), set(registry.hooks)
+
+
+def build_catalog(
+    extra: Iterable[AnyDefinition] = (), *, strict_code_names: bool | None = None
+) -> Catalog:
+    """Names in the database plus ``extra`` (definitions about to be saved together)."""
+    catalog = Catalog(
+        models=set(LanguageModel.objects.values_list("name", flat=True)),
+        prompts=set(Prompt.objects.values_list("name", flat=True)),
+        agents=set(Agent.objects.values_list("name", flat=True)),
+    )
+    for part in PromptPart.objects.filter(type=PromptPart.Kind.INCLUDE).select_related(
+        "prompt", "include"
+    ):
+        if part.include is not None:
+            catalog.prompt_includes.setdefault(part.prompt.name, []).append(part.include.name)
+    for link in ModelFallback.objects.select_related("model", "fallback"):
+        catalog.model_fallbacks.setdefault(link.model.name, []).append(link.fallback.name)
+    for d in extra:
+        if isinstance(d, ModelDefinition):
+            catalog.models.add(d.name)
+            catalog.model_fallbacks[d.name] = list(d.fallbacks or [])
+        elif isinstance(d, PromptDefinition):
+            catalog.prompts.add(d.name)
+            catalog.prompt_includes[d.name] = d.include_names()
+        else:
+            catalog.agents.add(d.name)
+    code = registered_code_names()
+    if code is not None:
+        catalog.tools, catalog.hooks = code
+    catalog.strict_code_names = code is not None if strict_code_names is None else strict_code_names
+    return catalog
+
+
+def validate_definition(defn: AnyDefinition, catalog: Catalog) -> list[DefinitionError]:
+    if isinstance(defn, AgentDefinition):
+        return validate_agent(defn, catalog)
+    if isinstance(defn, PromptDefinition):
+        return validate_prompt(defn, catalog)
+    return validate_model(defn, catalog)
+
+
+# --- database → definition ---------------------------------------------------------
+
+
+def _price(value: Decimal | None) -> float | None:
+    return float(value) if value is not None else None
+
+
+def model_definition(m: LanguageModel) -> ModelDefinition:
+    return ModelDefinition(
+        name=m.name,
+        provider=m.provider,  # type: ignore[arg-type]
+        model=m.model,
+        included_providers=list(m.included_providers) or None,
+        fallbacks=m.fallback_names() or None,
+        input_price=_price(m.input_price),
+        output_price=_price(m.output_price),
+        cached_price=_price(m.cached_price),
+        capabilities=ModelCapabilities.model_validate(m.capabilities) if m.capabilities else None,
+        base_url=m.base_url or None,
+        script=m.script_obj(),
+        streaming=m.streaming_obj(),
+    )
+
+
+def _part_definition(p: PromptPart) -> PromptPartDef:
+    if p.type == PromptPart.Kind.INCLUDE:
+        return PromptIncludePart(prompt=p.include.name if p.include else "")
+    if p.type == PromptPart.Kind.ENV:
+        return PromptEnvPart(property=p.env_key)
+    return PromptTextPart(content=p.content)
+
+
+def _tool_entry(t: PromptTool) -> ToolEntry:
+    cfg = ToolConfig(
+        name=t.name,
+        include_text_response=t.include_text_response,
+        include_tool_calls=t.include_tool_calls,
+        include_errors=t.include_errors,
+        init_user_message_property=t.init_user_message_property or None,
+        init_attachments_property=t.init_attachments_property or None,
+        init_agent_name_property=t.init_agent_name_property or None,
+        env=t.env or None,
+        optional=t.optional or None,
+        immediate=t.immediate,
+        blocking=t.blocking,
+        resumable=ResumableConfig(
+            receives_messages=t.receives_messages, max_instances=t.max_instances
+        )  # type: ignore[arg-type]
+        if t.resumable
+        else None,
+    )
+    return t.name if cfg.is_plain else cfg
+
+
+def _definition_env(values: Iterable[EnvValue]) -> dict[str, str | None] | None:
+    # Secret values never leave the database through definitions: they are withheld as null.
+    env = {v.key: (v.value if v.value_type == EnvValue.Type.TEXT else None) for v in values}
+    return env or None
+
+
+def prompt_definition(p: Prompt) -> PromptDefinition:
+    parts = [_part_definition(x) for x in p.parts.select_related("include").all()]
+    return PromptDefinition(
+        name=p.name,
+        tool_description=p.tool_description,
+        prompt=parts if parts else p.text,
+        model=p.model.name,
+        include_chat=p.include_chat,
+        include_past_tools=p.include_past_tools,
+        parallel_tool_calls=p.parallel_tool_calls,
+        tool_choice=p.tool_choice,  # type: ignore[arg-type]
+        required_schema=p.required_schema,
+        tools=[_tool_entry(t) for t in p.tool_entries.all()] or None,
+        reasoning=ReasoningConfig.model_validate(p.reasoning) if p.reasoning else None,
+        recent_image_threshold=p.recent_image_threshold,
+        hooks=list(p.hooks) or None,
+        env=_definition_env(p.env_values.filter(scope=EnvValue.Scope.PROMPT)),
+        step_budget_warning=p.step_budget_warning,
+    )
+
+
+def _side_definition(a: Agent, side: str) -> SideConfig | None:
+    prompt = getattr(a, f"side_{side}_prompt")
+    if prompt is None:
+        return None
+    return SideConfig(
+        prompt=prompt.name,
+        label=getattr(a, f"side_{side}_label") or None,
+        stop_on_response=getattr(a, f"side_{side}_stop_on_response"),
+        stop_tool=getattr(a, f"side_{side}_stop_tool") or None,
+        stop_tool_response_property=getattr(a, f"side_{side}_stop_tool_response_property") or None,
+        max_steps=getattr(a, f"side_{side}_max_steps"),
+        end_session_tool=getattr(a, f"side_{side}_end_session_tool") or None,
+    )
+
+
+def agent_definition(a: Agent) -> AgentDefinition:
+    side_a = _side_definition(a, "a")
+    assert side_a is not None  # side_a_prompt is NOT NULL
+    return AgentDefinition(
+        name=a.name,
+        title=a.title or None,
+        type=a.type,  # type: ignore[arg-type]
+        max_session_turns=a.max_session_turns,
+        side_a=side_a,
+        side_b=_side_definition(a, "b"),
+        expose_as_tool=a.expose_as_tool,
+        tool_description=a.tool_description or None,
+        description=a.description or None,
+        icon=a.icon or None,
+        tags=list(a.tags) or None,
+        hooks=list(a.hooks) or None,
+        tenvs=_definition_env(a.env_values.filter(scope=EnvValue.Scope.AGENT)),
+    )
+
+
+def all_definitions() -> dict[str, list[AnyDefinition]]:
+    return {
+        "models": [model_definition(m) for m in LanguageModel.objects.all()],
+        "prompts": [prompt_definition(p) for p in Prompt.objects.select_related("model")],
+        "agents": [
+            agent_definition(a)
+            for a in Agent.objects.select_related("side_a_prompt", "side_b_prompt")
+        ],
+    }
+
+
+# --- definition → database ----------------------------------------------------------
+
+
+def _dec(value: float | None) -> Decimal | None:
+    return Decimal(str(value)) if value is not None else None
+
+
+def model_from_definition(d: ModelDefinition) -> LanguageModel:
+    """Upsert the model's own fields; fallbacks are linked by ``link_model_fallbacks``."""
+    m, _ = LanguageModel.objects.update_or_create(
+        name=d.name,
+        defaults={
+            "provider": d.provider,
+            "model": d.model,
+            "included_providers": d.included_providers or [],
+            "input_price": _dec(d.input_price),
+            "output_price": _dec(d.output_price),
+            "cached_price": _dec(d.cached_price),
+            "capabilities": d.capabilities.dump() if d.capabilities else {},
+            "base_url": d.base_url or "",
+            "script": [r.dump() for r in d.script] if d.script is not None else None,
+            "streaming": d.streaming.dump() if d.streaming else None,
+        },
+    )
+    return m
+
+
+def link_model_fallbacks(d: ModelDefinition) -> None:
+    m = LanguageModel.objects.get(name=d.name)
+    m.fallback_links.all().delete()
+    by_name = LanguageModel.objects.in_bulk(d.fallbacks or [], field_name="name")
+    ModelFallback.objects.bulk_create(
+        ModelFallback(model=m, fallback=by_name[name], position=i)
+        for i, name in enumerate(d.fallbacks or [])
+    )
+
+
+def _save_env(scope: str, owner: dict[str, Any], env: dict[str, Any] | None) -> None:
+    """Definition env: keys absent from ``env`` are removed; null keeps a withheld secret."""
+    existing = {v.key: v for v in EnvValue.objects.filter(scope=scope, **owner)}
+    wanted = env or {}
+    for key, row in existing.items():
+        if key not in wanted:
+            row.delete()
+    for key, value in wanted.items():
+        if value is None:
+            continue
+        row = existing.get(key) or EnvValue(
+            scope=scope, key=key, value_type=EnvValue.Type.SECRET, **owner
+        )
+        row.value = str(value)
+        row.save()
+
+
+def prompt_from_definition(d: PromptDefinition) -> Prompt:
+    """Upsert the prompt's own fields; parts and tools are set by ``link_prompt_parts``."""
+    p, _ = Prompt.objects.update_or_create(
+        name=d.name,
+        defaults={
+            "tool_description": d.tool_description,
+            "text": d.prompt if isinstance(d.prompt, str) else "",
+            "model": LanguageModel.objects.get(name=d.model),
+            "include_chat": d.include_chat,
+            "include_past_tools": d.include_past_tools,
+            "parallel_tool_calls": d.parallel_tool_calls,
+            "tool_choice": d.tool_choice,
+            "required_schema": d.required_schema,
+            "reasoning": d.reasoning.dump() if d.reasoning else None,
+            "recent_image_threshold": d.recent_image_threshold,
+            "hooks": d.hooks or [],
+            "step_budget_warning": d.step_budget_warning,
+        },
+    )
+    _save_env(EnvValue.Scope.PROMPT, {"prompt": p}, d.env)
+    return p
+
+
+def _tool_row(p: Prompt, i: int, entry: ToolEntry) -> PromptTool:
+    cfg = ToolConfig(name=entry) if isinstance(entry, str) else entry
+    resumable = cfg.resumable if isinstance(cfg.resumable, ResumableConfig) else None
+    return PromptTool(
+        prompt=p,
+        position=i,
+        name=cfg.name,
+        include_text_response=cfg.include_text_response,
+        include_tool_calls=cfg.include_tool_calls,
+        include_errors=cfg.include_errors,
+        init_user_message_property=cfg.init_user_message_property or "",
+        init_attachments_property=cfg.init_attachments_property or "",
+        init_agent_name_property=cfg.init_agent_name_property or "",
+        optional=cfg.optional or "",
+        immediate=cfg.immediate,
+        blocking=cfg.blocking,
+        resumable=resumable is not None,
+        receives_messages=resumable.receives_messages if resumable else "side_a",
+        max_instances=resumable.max_instances if resumable else None,
+        env=cfg.env,
+    )
+
+
+def link_prompt_parts(d: PromptDefinition) -> None:
+    p = Prompt.objects.get(name=d.name)
+    p.parts.all().delete()
+    p.tool_entries.all().delete()
+    if isinstance(d.prompt, list):
+        includes = Prompt.objects.in_bulk(d.include_names(), field_name="name")
+        PromptPart.objects.bulk_create(
+            PromptPart(
+                prompt=p,
+                position=i,
+                type=part.type,
+                content=part.content if isinstance(part, PromptTextPart) else "",
+                include=includes[part.prompt] if isinstance(part, PromptIncludePart) else None,
+                env_key=part.property if isinstance(part, PromptEnvPart) else "",
+            )
+            for i, part in enumerate(d.prompt)
+        )
+    PromptTool.objects.bulk_create(_tool_row(p, i, t) for i, t in enumerate(d.tools or []))
+
+
+def _side_fields(side: str, cfg: SideConfig | None) -> dict[str, Any]:
+    return {
+        f"side_{side}_label": cfg.label or "" if cfg else "",
+        f"side_{side}_prompt": Prompt.objects.get(name=cfg.prompt) if cfg else None,
+        f"side_{side}_stop_on_response": cfg.stop_on_response if cfg else True,
+        f"side_{side}_stop_tool": cfg.stop_tool or "" if cfg else "",
+        f"side_{side}_stop_tool_response_property": cfg.stop_tool_response_property or ""
+        if cfg
+        else "",
+        f"side_{side}_max_steps": cfg.max_steps if cfg else None,
+        f"side_{side}_end_session_tool": cfg.end_session_tool or "" if cfg else "",
+    }
+
+
+def agent_from_definition(d: AgentDefinition) -> Agent:
+    a, _ = Agent.objects.update_or_create(
+        name=d.name,
+        defaults={
+            "title": d.title or "",
+            "type": d.type,
+            "max_session_turns": d.max_session_turns,
+            "expose_as_tool": d.expose_as_tool,
+            "tool_description": d.tool_description or "",
+            "description": d.description or "",
+            "icon": d.icon or "",
+            "tags": d.tags or [],
+            "hooks": d.hooks or [],
+            **_side_fields("a", d.side_a),
+            **_side_fields("b", d.side_b),
+        },
+    )
+    _save_env(EnvValue.Scope.AGENT, {"agent": a}, d.tenvs)
+    return a
+
+
+@dataclass
+class SaveReport:
+    created: list[str]
+    updated: list[str]
+
+
+def save_definitions(
+    items: Sequence[tuple[str, AnyDefinition]], *, strict_code_names: bool | None = None
+) -> SaveReport:
+    """Validate every definition against the database plus the batch, then save all or nothing.
+
+    ``items`` pairs a source label (a file path, a form) with a definition. Raises
+    ``DefinitionsInvalid`` with every error of every item; nothing is written then.
+    """
+    defs = [d for _, d in items]
+    catalog = build_catalog(defs, strict_code_names=strict_code_names)
+    errors: dict[str, list[DefinitionError]] = {}
+    for label, d in items:
+        errs = validate_definition(d, catalog)
+        if errs:
+            errors[label] = errs
+    if errors:
+        raise DefinitionsInvalid(errors)
+    existing = {
+        **{("models", n): True for n in LanguageModel.objects.values_list("name", flat=True)},
+        **{("prompts", n): True for n in Prompt.objects.values_list("name", flat=True)},
+        **{("agents", n): True for n in Agent.objects.values_list("name", flat=True)},
+    }
+    report = SaveReport(created=[], updated=[])
+    with transaction.atomic():
+        models_ = [d for d in defs if isinstance(d, ModelDefinition)]
+        prompts = [d for d in defs if isinstance(d, PromptDefinition)]
+        agents = [d for d in defs if isinstance(d, AgentDefinition)]
+        for m in models_:
+            model_from_definition(m)
+        for m in models_:
+            link_model_fallbacks(m)
+        for p in prompts:
+            prompt_from_definition(p)
+        for p in prompts:
+            link_prompt_parts(p)
+        for a in agents:
+            agent_from_definition(a)
+    for kind, group in (("models", models_), ("prompts", prompts), ("agents", agents)):
+        for d in group:
+            (report.updated if (kind, d.name) in existing else report.created).append(
+                f"{kind}/{d.name}"
+            )
+    return report

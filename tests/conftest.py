@@ -1,0 +1,41 @@
+"""Shared fixtures. Named personas make authorization tests read like sentences:
+alice owns, bob collaborates, charlie is an outsider; ops is staff (the operator)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture
+def make_user(db: Any) -> Any:
+    from django.contrib.auth import get_user_model
+
+    def _make(username: str, *, staff: bool = False, password: str = "pw-for-tests-1") -> Any:
+        User = get_user_model()
+        return User.objects.create_user(
+            username=username, password=password, is_staff=staff, is_superuser=staff
+        )
+
+    return _make
+
+
+@pytest.fixture
+def alice(make_user: Any) -> Any:
+    return make_user("alice")
+
+
+@pytest.fixture
+def bob(make_user: Any) -> Any:
+    return make_user("bob")
+
+
+@pytest.fixture
+def charlie(make_user: Any) -> Any:
+    return make_user("charlie")
+
+
+@pytest.fixture
+def ops(make_user: Any) -> Any:
+    return make_user("ops", staff=True)
