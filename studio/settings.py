@@ -78,6 +78,9 @@ DATABASES = {
         conn_max_age=envint("DB_CONN_MAX_AGE", 0),
     )
 }
+if envstr("TEST_DB_NAME"):
+    # Lets several test runs share one PostgreSQL server without clobbering each other.
+    DATABASES["default"]["TEST"] = {"NAME": envstr("TEST_DB_NAME")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the server read while a session writes; IMMEDIATE avoids
     # "database is locked" upgrades from read to write transactions.

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install everything and run the whole test suite: lint, types, import contracts, pytest.
+# Integration tests use the real PostgreSQL and Redis on 127.0.0.1 (started here if needed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install.sh
+./scripts/ensure-services.sh
+
+export DATABASE_URL="${TEST_DATABASE_URL:-postgres://root@127.0.0.1:5432/postgres}"
+export TEST_REDIS_URL="${TEST_REDIS_URL:-redis://127.0.0.1:6379/0}"
+# Unit tests run in embedded mode; integration tests start their own Redis-backed processes.
+unset REDIS_URL
+
+echo "== ruff"; .venv/bin/ruff check .
+echo "== ruff format"; .venv/bin/ruff format --check . >/dev/null || { .venv/bin/ruff format --check .; exit 1; }
+echo "== import contracts"; .venv/bin/lint-imports
+echo "== mypy"; .venv/bin/mypy runtime agents_app studio
+echo "== migrations"; .venv/bin/python manage.py makemigrations --check --dry-run >/dev/null
+echo "== pytest"
+set +e
+.venv/bin/pytest -q -p no:cacheprovider "$@"
+status=$?
+set -e
+# pytest exits 5 when it collected nothing: that is a failure of the suite, not a pass.
+exit $status
