@@ -43,8 +43,15 @@ class Message(models.Model):
     created_at = models.BigIntegerField(default=now_us)
     request_sent_at = models.BigIntegerField(null=True, blank=True)
     response_completed_at = models.BigIntegerField(null=True, blank=True)
+    # No database constraint: a sub-prompt's messages are stored before the tool-result
+    # message they hang under (it is written when the sub-prompt returns).
     parent = models.ForeignKey(
-        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
+        "self",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="children",
+        db_constraint=False,
     )
     depth = models.PositiveSmallIntegerField(default=0)
     silent = models.BooleanField(default=False)
@@ -55,11 +62,18 @@ class Message(models.Model):
     attachments = models.JSONField(null=True, blank=True)
     reasoning_content = models.TextField(null=True, blank=True)
     reasoning_details = models.JSONField(null=True, blank=True)
-    log = models.ForeignKey(Log, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    log = models.ForeignKey(
+        Log, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_constraint=False
+    )
     prompt_name = models.CharField(max_length=128, blank=True)
     # For rows about a subagent (results delivered to the parent, spawn calls).
     subagent = models.ForeignKey(
-        Thread, on_delete=models.SET_NULL, null=True, blank=True, related_name="parent_messages"
+        Thread,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="parent_messages",
+        db_constraint=False,
     )
 
     class Meta:

@@ -1,0 +1,576 @@
+"""``DjangoStore``: the engine's store protocol over the ORM (see ``runtime/store.py``).
+
+Every public method is a coroutine that runs one sync function in one
+transaction through ``sync_to_async``. ``commit`` is the hot path: it is written
+to cost a handful of queries (bulk upserts, one UPDATE … RETURNING-style read of
+the stop flag) because the engine calls it several times per step.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import uuid
+from typing import Any, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.core.files.base import ContentFile
+from django.db import transaction
+from django.db.models import Max, Q
+
+from agents_app.bridge import rows
+from agents_app.models import (
+    Agent,
+    EnvValue,
+    LanguageModel,
+    Log,
+    Message,
+    Prompt,
+    QueuedMessage,
+    Thread,
+    ThreadFile,
+    ThreadSession,
+    ThreadValue,
+)
+from agents_app.models.timestamps import now_us
+from agents_app.services import definitions as defs
+from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
+from runtime.messages import Message as EngineMessage
+from runtime.progress import SessionProgress
+from runtime.store import (
+    Commit,
+    CommitResult,
+    DefinitionKind,
+    EnvEntry,
+    EnvType,
+    FileRecord,
+    LogQuery,
+    LogRecord,
+    MessagePage,
+    MessageQuery,
+    NewThread,
+    ThreadRecord,
+    ThreadUpdate,
+)
+from runtime.store import QueuedMessage as EngineQueued
+
+T = TypeVar("T")
+ENV_ORDER = ("thread", "agent", "prompt", "user", "instance")
+
+
+def _thread(thread_id: str) -> Thread:
+    try:
+        return Thread.objects.select_related("agent", "origin_agent").get(pk=thread_id)
+    except (Thread.DoesNotExist, ValueError):
+        raise LookupError(f"Thread not found: {thread_id}") from None
+
+
+def _exists(thread_id: str) -> None:
+    if not Thread.objects.filter(pk=thread_id).exists():
+        raise LookupError(f"Thread not found: {thread_id}")
+
+
+# --- threads ---------------------------------------------------------------------------
+
+
+@transaction.atomic
+def _create_thread(new: NewThread) -> ThreadRecord:
+    agent = Agent.objects.get(name=new.agent_name)
+    parent = Thread.objects.filter(pk=new.parent_id).first() if new.parent_id else None
+    row = Thread.objects.create(
+        id=uuid.UUID(new.id),
+        agent=agent,
+        origin_agent=agent,
+        # Children belong to the parent's owner (the reference leaves them ownerless).
+        owner_id=new.user_id or (parent.owner_id if parent else None),
+        parent=parent,
+        tags=list(new.tags),
+    )
+    for key, value in new.env.items():
+        env = EnvValue(scope=EnvValue.Scope.THREAD, thread=row, key=key)
+        env.value = value
+        env.save()
+    return rows.thread_record(_thread(str(row.id)))
+
+
+def _get_thread(thread_id: str) -> ThreadRecord | None:
+    try:
+        return rows.thread_record(_thread(thread_id))
+    except LookupError:
+        return None
+
+
+# --- messages --------------------------------------------------------------------------
+
+
+def _message_filter(thread_id: str, query: MessageQuery) -> Q:
+    cond = Q(thread_id=thread_id)
+    if not query.include_silent:
+        cond &= Q(silent=False)
+    if query.max_depth is not None:
+        cond &= Q(depth__lte=query.max_depth)
+    if query.parent_id is not None:
+        cond &= Q(parent_id=query.parent_id)
+    return cond
+
+
+def _list_messages(thread_id: str, query: MessageQuery) -> MessagePage:
+    _exists(thread_id)
+    qs = Message.objects.filter(_message_filter(thread_id, query))
+    total = qs.count()
+    # Newest window first (served by the (thread, created_at) index), then sorted as asked.
+    newest = qs.order_by("-created_at")[query.offset :]
+    window = list(newest if query.limit is None else newest[: query.limit])
+    has_more = query.offset + len(window) < total
+    if query.order == "asc":
+        window.reverse()
+    return MessagePage([rows.engine_message(r) for r in window], total, has_more)
+
+
+def _get_message(thread_id: str, message_id: str) -> EngineMessage | None:
+    _exists(thread_id)
+    try:
+        row = Message.objects.filter(thread_id=thread_id, pk=message_id).first()
+    except ValueError:
+        return None
+    return rows.engine_message(row) if row else None
+
+
+def _queue_message(thread_id: str, m: EngineQueued) -> None:
+    _exists(thread_id)
+    QueuedMessage.objects.create(
+        id=uuid.UUID(m.id),
+        thread_id=thread_id,
+        role=m.role,
+        content=m.content,
+        attachments=m.attachments,
+        silent=m.silent,
+        metadata=m.metadata,
+        created_at=m.created_at or now_us(),
+    )
+
+
+# --- commit ----------------------------------------------------------------------------
+
+
+def _upsert_logs(thread_id: str, logs: list[LogRecord]) -> None:
+    Log.objects.bulk_create(
+        [rows.log_row(thread_id, log) for log in logs],
+        update_conflicts=True,
+        unique_fields=["id"],
+        update_fields=rows.LOG_UPDATE_FIELDS,
+    )
+
+
+def _upsert_messages(thread_id: str, messages: list[EngineMessage]) -> None:
+    Message.objects.bulk_create(
+        [rows.message_row(thread_id, m) for m in messages],
+        update_conflicts=True,
+        unique_fields=["id"],
+        update_fields=rows.MESSAGE_UPDATE_FIELDS,
+    )
+
+
+def _save_progress(thread_id: str, progress: SessionProgress) -> None:
+    status = ThreadSession.Status.RUNNING
+    if progress.finished:
+        stopped = progress.stop_reason in ("aborted_by_user",)
+        failed = progress.stop_reason in ("step_error",)
+        status = (
+            ThreadSession.Status.STOPPED
+            if stopped
+            else ThreadSession.Status.FAILED
+            if failed
+            else ThreadSession.Status.COMPLETED
+        )
+    ThreadSession.objects.bulk_create(
+        [
+            ThreadSession(
+                id=uuid.UUID(progress.session_id),
+                thread_id=thread_id,
+                status=status,
+                side=progress.side,
+                root_message_id=rows._uuid(progress.root_message_id),
+                progress=progress.dump(),
+                stop_reason=progress.stop_reason or "",
+            )
+        ],
+        update_conflicts=True,
+        unique_fields=["id"],
+        update_fields=["status", "side", "progress", "stop_reason"],
+    )
+
+
+def _update_thread(thread_id: str, update: ThreadUpdate) -> None:
+    fields: dict[str, Any] = {}
+    if update.agent_name is not None:
+        fields["agent"] = Agent.objects.get(name=update.agent_name)
+    if update.stopped is not None:
+        fields["stopped"] = update.stopped
+    if update.execution_state is not None:
+        fields["execution_state"] = update.execution_state.dump()
+    if fields:
+        Thread.objects.filter(pk=thread_id).update(**fields)
+
+
+def _drain_queue(thread_id: str) -> list[EngineMessage]:
+    queued = list(
+        QueuedMessage.objects.select_for_update().filter(thread_id=thread_id).order_by("created_at")
+    )
+    if not queued:
+        return []
+    last = Message.objects.filter(thread_id=thread_id).aggregate(m=Max("created_at"))["m"] or 0
+    drained: list[Message] = []
+    for row in queued:
+        last = max(last + 1, row.created_at)
+        drained.append(rows.queued_to_message(row, last))
+    Message.objects.bulk_create(drained)
+    QueuedMessage.objects.filter(pk__in=[r.pk for r in queued]).delete()
+    return [rows.engine_message(m) for m in drained]
+
+
+def _commit(thread_id: str, commit: Commit) -> CommitResult:
+    with transaction.atomic():
+        if commit.logs:
+            _upsert_logs(thread_id, commit.logs)
+        if commit.messages:
+            _upsert_messages(thread_id, commit.messages)
+        if commit.progress is not None:
+            _save_progress(thread_id, commit.progress)
+        if commit.thread is not None:
+            _update_thread(thread_id, commit.thread)
+        drained = _drain_queue(thread_id) if commit.drain_queue else []
+        stopped = Thread.objects.filter(pk=thread_id).values_list("stopped", flat=True).first()
+    if stopped is None:
+        raise LookupError(f"Thread not found: {thread_id}")
+    return CommitResult(stopped=stopped, drained=drained)
+
+
+def _load_progress(thread_id: str) -> SessionProgress | None:
+    _exists(thread_id)
+    row = (
+        ThreadSession.objects.filter(thread_id=thread_id)
+        .order_by("-created_at")
+        .only("progress")
+        .first()
+    )
+    if row is None or not row.progress:
+        return None
+    return SessionProgress.model_validate(row.progress)
+
+
+# --- logs ------------------------------------------------------------------------------
+
+
+def _list_logs(thread_id: str, query: LogQuery) -> list[LogRecord]:
+    _exists(thread_id)
+    qs = Log.objects.filter(thread_id=thread_id)
+    if query.kind is not None:
+        qs = qs.filter(kind=query.kind)
+    newest = qs.order_by("-created_at")[query.offset :]
+    window = list(newest if query.limit is None else newest[: query.limit])
+    if query.order == "asc":
+        window.reverse()
+    return [rows.engine_log(r) for r in window]
+
+
+def _count_llm_responses(thread_id: str, model: str) -> int:
+    return (
+        Log.objects.filter(thread_id=thread_id, kind=Log.Kind.LLM, model=model, is_complete=True)
+        .exclude(error_type="interrupted")
+        .count()
+    )
+
+
+# --- env -------------------------------------------------------------------------------
+
+
+def _resolve_env(thread_id: str, name: str, prompt: str | None) -> EnvEntry | None:
+    thread = _thread(thread_id)
+    prompt_name = prompt or thread.agent.side_a_prompt.name
+    candidates = EnvValue.objects.filter(key=name).filter(
+        Q(scope="thread", thread_id=thread.pk)
+        | Q(scope="agent", agent_id=thread.agent_id)
+        | Q(scope="prompt", prompt__name=prompt_name)
+        | Q(scope="user", user_id=thread.owner_id)
+        | Q(scope="instance")
+    )
+    by_scope = {row.scope: row for row in candidates if row.scope != "user" or thread.owner_id}
+    for scope in ENV_ORDER:
+        row = by_scope.get(scope)
+        if row is not None:
+            # Definition-level values are always secret (spec 0.15 / reference).
+            kind = "secret" if scope in ("agent", "prompt") else row.value_type
+            return EnvEntry(row.value, kind, scope)  # type: ignore[arg-type]
+    return None
+
+
+def _set_env(thread_id: str, name: str, value: str, kind: EnvType | None) -> None:
+    _exists(thread_id)
+    with transaction.atomic():
+        row = (
+            EnvValue.objects.select_for_update()
+            .filter(scope=EnvValue.Scope.THREAD, thread_id=thread_id, key=name)
+            .first()
+        )
+        if row is None:
+            row = EnvValue(scope=EnvValue.Scope.THREAD, thread_id=thread_id, key=name)
+            row.value_type = kind or EnvValue.Type.SECRET
+        elif kind is not None:
+            row.value_type = kind
+        row.value = value
+        row.save()
+
+
+# --- values ----------------------------------------------------------------------------
+
+
+def _get_value(thread_id: str, key: str) -> Any:
+    _exists(thread_id)
+    return (
+        ThreadValue.objects.filter(thread_id=thread_id, key=key)
+        .values_list("value", flat=True)
+        .first()
+    )
+
+
+def _set_value(thread_id: str, key: str, value: Any) -> int:
+    _exists(thread_id)
+    updated_at = now_us()
+    if value is None:
+        ThreadValue.objects.filter(thread_id=thread_id, key=key).delete()
+    else:
+        ThreadValue.objects.update_or_create(
+            thread_id=thread_id, key=key, defaults={"value": value, "updated_at": updated_at}
+        )
+    return updated_at
+
+
+def _list_values(thread_id: str, prefix: str) -> dict[str, Any]:
+    _exists(thread_id)
+    qs = ThreadValue.objects.filter(thread_id=thread_id, key__startswith=prefix).order_by("key")
+    return dict(qs.values_list("key", "value"))
+
+
+# --- files -----------------------------------------------------------------------------
+
+DIRECTORY = "inode/directory"
+
+
+def _ensure_dirs(thread_id: str, path: str) -> None:
+    while path not in ("/", ""):
+        ThreadFile.objects.get_or_create(
+            thread_id=thread_id,
+            path=path,
+            defaults={
+                "name": posixpath.basename(path),
+                "mime_type": DIRECTORY,
+                "is_directory": True,
+            },
+        )
+        path = posixpath.dirname(path)
+
+
+@transaction.atomic
+def _write_file(
+    thread_id: str,
+    path: str,
+    data: bytes,
+    mime_type: str,
+    metadata: dict[str, Any] | None,
+    width: int | None,
+    height: int | None,
+) -> FileRecord:
+    _exists(thread_id)
+    _ensure_dirs(thread_id, posixpath.dirname(path))
+    row, _ = ThreadFile.objects.get_or_create(
+        thread_id=thread_id, path=path, defaults={"name": posixpath.basename(path)}
+    )
+    if row.blob:
+        row.blob.delete(save=False)
+    row.mime_type, row.size, row.is_directory = mime_type, len(data), False
+    row.metadata, row.width, row.height = dict(metadata or {}), width, height
+    row.blob.save(uuid.uuid4().hex, ContentFile(data), save=False)
+    row.save()
+    return rows.file_record(row)
+
+
+def _read_file(thread_id: str, path: str) -> bytes | None:
+    row = ThreadFile.objects.filter(thread_id=thread_id, path=path, is_directory=False).first()
+    if row is None or not row.blob:
+        return None
+    with row.blob.open("rb") as fh:
+        return bytes(fh.read())
+
+
+def _root() -> FileRecord:
+    return FileRecord(path="/", name="", mime_type=DIRECTORY, is_directory=True)
+
+
+def _stat_file(thread_id: str, path: str) -> FileRecord | None:
+    if path == "/":
+        return _root()
+    row = ThreadFile.objects.filter(thread_id=thread_id, path=path).first()
+    return rows.file_record(row) if row else None
+
+
+def _list_dir(thread_id: str, path: str) -> list[FileRecord]:
+    prefix = path.rstrip("/") + "/"
+    qs = ThreadFile.objects.filter(thread_id=thread_id, path__startswith=prefix).order_by("path")
+    return [rows.file_record(r) for r in qs if posixpath.dirname(r.path) == path and r.path != path]
+
+
+@transaction.atomic
+def _delete_file(thread_id: str, path: str) -> bool:
+    row = ThreadFile.objects.filter(thread_id=thread_id, path=path).first()
+    if row is None:
+        return False
+    if (
+        row.is_directory
+        and ThreadFile.objects.filter(thread_id=thread_id, path__startswith=path + "/").exists()
+    ):
+        raise OSError(f"Directory not empty: {path}")
+    if row.blob:
+        row.blob.delete(save=False)
+    row.delete()
+    return True
+
+
+@transaction.atomic
+def _make_dir(thread_id: str, path: str) -> FileRecord:
+    _exists(thread_id)
+    _ensure_dirs(thread_id, path)
+    found = _stat_file(thread_id, path)
+    return found if found is not None else _root()
+
+
+# --- definitions ---------------------------------------------------------------------------
+
+
+def _get_agent(name: str) -> AgentDefinition | None:
+    row = Agent.objects.select_related("side_a_prompt", "side_b_prompt").filter(name=name).first()
+    return defs.agent_definition(row) if row else None
+
+
+def _get_prompt(name: str) -> PromptDefinition | None:
+    row = Prompt.objects.select_related("model").filter(name=name).first()
+    return defs.prompt_definition(row) if row else None
+
+
+def _get_model(name: str) -> ModelDefinition | None:
+    row = LanguageModel.objects.filter(name=name).first()
+    return defs.model_definition(row) if row else None
+
+
+_KIND_MODELS: dict[str, Any] = {"agent": Agent, "prompt": Prompt, "model": LanguageModel}
+
+
+def _definition_names(kind: DefinitionKind) -> list[str]:
+    return sorted(_KIND_MODELS[kind].objects.values_list("name", flat=True))
+
+
+class DjangoStore:
+    """The store protocol over the Django ORM.
+
+    Definitions are cached per instance: a store serves one session, which
+    should see one consistent version of its agent, prompts and models.
+    """
+
+    def __init__(self) -> None:
+        self._definitions: dict[tuple[str, str], Any] = {}
+
+    async def _cached(self, kind: str, name: str, loader: Any) -> Any:
+        key = (kind, name)
+        if key not in self._definitions:
+            self._definitions[key] = await sync_to_async(loader)(name)
+        return self._definitions[key]
+
+    async def create_thread(self, new: NewThread) -> ThreadRecord:
+        return await sync_to_async(_create_thread)(new)
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        return await sync_to_async(_get_thread)(thread_id)
+
+    async def list_messages(self, thread_id: str, query: MessageQuery) -> MessagePage:
+        return await sync_to_async(_list_messages)(thread_id, query)
+
+    async def get_message(self, thread_id: str, message_id: str) -> EngineMessage | None:
+        return await sync_to_async(_get_message)(thread_id, message_id)
+
+    async def queue_message(self, thread_id: str, message: EngineQueued) -> None:
+        await sync_to_async(_queue_message)(thread_id, message)
+
+    async def commit(self, thread_id: str, commit: Commit) -> CommitResult:
+        return await sync_to_async(_commit)(thread_id, commit)
+
+    async def load_progress(self, thread_id: str) -> SessionProgress | None:
+        return await sync_to_async(_load_progress)(thread_id)
+
+    async def list_logs(self, thread_id: str, query: LogQuery) -> list[LogRecord]:
+        return await sync_to_async(_list_logs)(thread_id, query)
+
+    async def count_llm_responses(self, thread_id: str, model: str) -> int:
+        return await sync_to_async(_count_llm_responses)(thread_id, model)
+
+    async def get_agent(self, name: str) -> AgentDefinition | None:
+        result: AgentDefinition | None = await self._cached("agent", name, _get_agent)
+        return result
+
+    async def get_prompt(self, name: str) -> PromptDefinition | None:
+        result: PromptDefinition | None = await self._cached("prompt", name, _get_prompt)
+        return result
+
+    async def get_model(self, name: str) -> ModelDefinition | None:
+        result: ModelDefinition | None = await self._cached("model", name, _get_model)
+        return result
+
+    async def definition_names(self, kind: DefinitionKind) -> list[str]:
+        return await sync_to_async(_definition_names)(kind)
+
+    async def resolve_env(
+        self, thread_id: str, name: str, prompt: str | None = None
+    ) -> EnvEntry | None:
+        return await sync_to_async(_resolve_env)(thread_id, name, prompt)
+
+    async def set_env(
+        self, thread_id: str, name: str, value: str, type: EnvType | None = None
+    ) -> None:
+        await sync_to_async(_set_env)(thread_id, name, value, type)
+
+    async def get_value(self, thread_id: str, key: str) -> Any:
+        return await sync_to_async(_get_value)(thread_id, key)
+
+    async def set_value(self, thread_id: str, key: str, value: Any) -> int:
+        return await sync_to_async(_set_value)(thread_id, key, value)
+
+    async def list_values(self, thread_id: str, prefix: str = "") -> dict[str, Any]:
+        return await sync_to_async(_list_values)(thread_id, prefix)
+
+    async def write_file(
+        self,
+        thread_id: str,
+        path: str,
+        data: bytes,
+        mime_type: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        width: int | None = None,
+        height: int | None = None,
+    ) -> FileRecord:
+        return await sync_to_async(_write_file)(
+            thread_id, path, data, mime_type, metadata, width, height
+        )
+
+    async def read_file(self, thread_id: str, path: str) -> bytes | None:
+        return await sync_to_async(_read_file)(thread_id, path)
+
+    async def stat_file(self, thread_id: str, path: str) -> FileRecord | None:
+        return await sync_to_async(_stat_file)(thread_id, path)
+
+    async def list_dir(self, thread_id: str, path: str) -> list[FileRecord]:
+        return await sync_to_async(_list_dir)(thread_id, path)
+
+    async def delete_file(self, thread_id: str, path: str) -> bool:
+        return await sync_to_async(_delete_file)(thread_id, path)
+
+    async def make_dir(self, thread_id: str, path: str) -> FileRecord:
+        return await sync_to_async(_make_dir)(thread_id, path)
