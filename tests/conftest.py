@@ -39,3 +39,17 @@ def charlie(make_user: Any) -> Any:
 @pytest.fixture
 def ops(make_user: Any) -> Any:
     return make_user("ops", staff=True)
+
+
+@pytest.fixture
+async def close_thread_connections() -> Any:
+    """Close the DB connection that ``sync_to_async`` opened in its worker thread.
+
+    Async tests reach the ORM from asgiref's executor thread; without this, its
+    connection outlives the test and blocks dropping the PostgreSQL test database.
+    """
+    yield
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    await sync_to_async(connections.close_all)()

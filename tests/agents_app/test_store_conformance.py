@@ -14,7 +14,10 @@ from runtime.messages import Clock, Message, new_id
 from runtime.progress import SessionProgress
 from runtime.store import Commit, LogRecord, MessageQuery, NewThread, QueuedMessage, ThreadUpdate
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("close_thread_connections"),
+]
 
 MODEL = ModelDefinition(name="m", provider="test", model="scripted")
 PROMPT = PromptDefinition(name="p", model="m", prompt="hi", env={"FROM_PROMPT": "prompt-value"})
