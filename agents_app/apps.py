@@ -5,3 +5,6 @@ class AgentsAppConfig(AppConfig):
     name = "agents_app"
     verbose_name = "Agents"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from agents_app import checks  # noqa: F401  (registers the start-up checks)

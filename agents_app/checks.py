@@ -1,0 +1,37 @@
+"""Start-up checks: a broken keyring or duplicate code names stop the server with a clear message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.checks import Error, register
+from django.core.exceptions import ImproperlyConfigured
+
+
+@register()
+def check_encryption_keyring(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    from agents_app.encryption import keyring
+
+    try:
+        keyring()
+    except ImproperlyConfigured as exc:
+        return [Error(str(exc), hint="See docs/operating.md, 'Encryption keys'.", id="agents.E001")]
+    return []
+
+
+@register()
+def check_code_registry(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    from agents_app.code_registry import get_registry
+    from runtime.registry import RegistryError
+
+    try:
+        get_registry()
+    except RegistryError as exc:
+        return [
+            Error(
+                str(exc),
+                hint="Tool, hook, effect and endpoint names must be unique.",
+                id="agents.E002",
+            )
+        ]
+    return []
