@@ -20,6 +20,7 @@ from runtime.definitions import (
     AgentDefinition,
     ModelDefinition,
     PromptDefinition,
+    PromptEnvPart,
     PromptIncludePart,
     SideConfig,
 )
@@ -27,6 +28,10 @@ from runtime.definitions import (
 # Names end up in file paths (export), URLs and tool names: letters, digits, '_', '-', '.',
 # never a leading dot, so "..", "/x" and "a/b" are impossible.
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
+MAX_PRICE = 1_000_000
+# Text limits mirror the database columns (agents_app.models), so that a definition that
+# validates also saves on PostgreSQL, which refuses longer values instead of truncating.
+ENV_KEY_MAX = 128
 HOOK_NAMES = (
     "filter_messages",
     "prefilter_llm_history",
@@ -73,23 +78,57 @@ class Catalog:
 # --- parsing ----------------------------------------------------------------
 
 _LABELS = {
-    "name": "Name",
     "sideA": "Side A",
     "sideB": "Side B",
-    "prompt": "Prompt",
-    "model": "Model",
-    "provider": "Provider",
-    "type": "Type",
+    "baseUrl": "Base URL",
+    "requiredSchema": "Required schema",
+}
+# What a value must be, by the pydantic error that says it is not.
+_SHAPES = {
+    "string_type": "text",
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+    "dict_type": "an object",
+    "list_type": "a list",
+    "bool_type": "true or false",
+    "int_type": "a whole number",
+    "float_type": "a number",
 }
 
 
+def _words(key: str) -> str:
+    """``maxSessionTurns`` → ``max session turns`` (labels read as words, paths stay exact)."""
+    if key in _LABELS:
+        return _LABELS[key]
+    if not re.fullmatch(r"[a-z][A-Za-z0-9]*", key):
+        # A key the author chose (an env name like API_KEY), not a spec property.
+        return f"the value of '{key}'"
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r" \1", key).lower()
+
+
 def _label(loc: tuple[Any, ...]) -> str:
-    last = str(loc[-1]) if loc else ""
-    return _LABELS.get(last, last or "Value")
+    if not loc:
+        return "Value"
+    last = loc[-1]
+    if isinstance(last, int):
+        label = f"item {last + 1} of {_words(str(loc[-2])) if len(loc) > 1 else 'the list'}"
+    else:
+        label = _words(str(last))
+    return label[:1].upper() + label[1:]
+
+
+def _number(value: Any) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def _one_of(expected: str) -> str:
+    # pydantic writes "'a', 'b' or 'c'"; a single choice reads better without "one of".
+    return f"must be {expected}" if " or " not in expected else f"must be one of: {expected}"
 
 
 def _friendly(err: Mapping[str, Any]) -> str:
     kind = err["type"]
+    ctx = err.get("ctx") or {}
     label = _label(tuple(err["loc"]))
     if kind == "missing":
         return f"{label} is required."
@@ -97,30 +136,111 @@ def _friendly(err: Mapping[str, Any]) -> str:
         return (
             f"Unknown property '{err['loc'][-1]}'. Check the spelling (properties are camelCase)."
         )
+    if kind == "union_shapes":
+        return f"{label} must be {' or '.join(ctx['shapes'])}."
     if kind == "literal_error":
-        expected = err.get("ctx", {}).get("expected", "")
-        return f"{label} must be one of: {expected}."
+        return f"{label} {_one_of(str(ctx.get('expected', '')))}."
     if kind in ("int_type", "int_parsing", "int_from_float"):
         return f"{label} must be a whole number."
-    if kind in ("float_type", "float_parsing"):
+    if kind in ("float_type", "float_parsing", "finite_number"):
         return f"{label} must be a number."
     if kind in ("bool_type", "bool_parsing"):
         return f"{label} must be true or false."
-    if kind in ("string_type",):
-        return f"{label} must be text."
-    if kind in ("list_type",):
-        return f"{label} must be a list."
-    if kind in ("dict_type", "model_type", "model_attributes_type"):
-        return f"{label} must be an object."
-    if kind.startswith("greater_than"):
-        return f"{label} must be at least {err.get('ctx', {}).get('ge', err.get('ctx', {}).get('gt'))}."
-    return str(err.get("msg", "Invalid value."))
+    if kind in _SHAPES:
+        return f"{label} must be {_SHAPES[kind]}."
+    if kind in ("greater_than_equal", "greater_than"):
+        bound = _number(ctx.get("ge", ctx.get("gt")))
+        return f"{label} must be {'at least' if 'ge' in ctx else 'greater than'} {bound}."
+    # Anything else: keep pydantic's sentence but make it speak about the field.
+    msg = str(err.get("msg", "is not valid."))
+    return re.sub(r"^Input should be", f"{label} must be", msg).rstrip(".") + "."
 
 
 def _path(loc: Iterable[Any]) -> str:
-    # Union members show up in pydantic locations ("str", "list[...]"): drop them.
-    parts = [str(p) for p in loc if not (isinstance(p, str) and ("[" in p or p in ("str", "bool")))]
-    return ".".join(parts)
+    return ".".join(str(p) for p in loc)
+
+
+def _split_at_union_tag(
+    loc: tuple[Any, ...], data: Any, kind: str
+) -> tuple[tuple[Any, ...], str, tuple[Any, ...]] | None:
+    """Find the first union-member tag in ``loc`` ("str", "ToolConfig", "list[...]").
+
+    pydantic puts the member's name into the location of every error under a
+    union. Walking the input tells a tag from a property name exactly: a property
+    is a key of the input (or, for a ``missing`` error, the last element).
+    """
+    node = data
+    for i, step in enumerate(loc):
+        is_key = isinstance(node, dict) and isinstance(step, str) and step in node
+        is_index = isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)
+        if is_key or is_index:
+            node = node[step]
+        elif i == len(loc) - 1 and kind == "missing":
+            return None
+        elif isinstance(step, str):
+            return loc[:i], step, loc[i + 1 :]
+        else:
+            return None
+    return None
+
+
+def _pick_member(
+    prefix: tuple[Any, ...], members: dict[str, list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """Errors of the union member the input was evidently meant to be.
+
+    A member whose error sits on the value itself (wrong shape) or on its ``type``
+    discriminator is not what the author meant; of the rest, the one with fewest
+    errors wins. When no member fits, one error says which shapes would.
+    """
+
+    def wrong_shape(errs: list[dict[str, Any]]) -> bool:
+        return any(
+            e["loc"] == prefix or (e["loc"] == (*prefix, "type") and e["type"] == "literal_error")
+            for e in errs
+        )
+
+    fitting = [errs for errs in members.values() if not wrong_shape(errs)]
+    if fitting:
+        return min(fitting, key=len)
+    type_errs = [e for errs in members.values() for e in errs if e["loc"] == (*prefix, "type")]
+    if len(type_errs) == len(members):
+        choices = [str(e.get("ctx", {}).get("expected", "")) for e in type_errs]
+        expected = (
+            ", ".join(choices[:-1]) + " or " + choices[-1] if len(choices) > 1 else choices[0]
+        )
+        return [{"loc": (*prefix, "type"), "type": "literal_error", "ctx": {"expected": expected}}]
+    shapes: list[str] = []
+    for errs in members.values():
+        for e in errs:
+            if e["loc"] != prefix:
+                continue
+            shape = _SHAPES.get(e["type"]) or str(e.get("ctx", {}).get("expected", "")).lower()
+            if shape and shape not in shapes:
+                shapes.append(shape)
+    return [{"loc": prefix, "type": "union_shapes", "ctx": {"shapes": shapes or ["valid"]}}]
+
+
+def _resolve_unions(errors: list[dict[str, Any]], data: Any) -> list[dict[str, Any]]:
+    """Replace the errors of every union by those of the member that was meant, outermost first."""
+    pending = errors
+    while True:
+        done: list[dict[str, Any]] = []
+        unions: dict[tuple[Any, ...], dict[str, list[dict[str, Any]]]] = {}
+        for err in pending:
+            split = _split_at_union_tag(tuple(err["loc"]), data, err["type"])
+            if split is None:
+                done.append(err)
+                continue
+            prefix, tag, rest = split
+            unions.setdefault(prefix, {}).setdefault(tag, []).append(
+                {**err, "loc": (*prefix, *rest)}
+            )
+        if not unions:
+            return done
+        pending = done
+        for prefix, members in unions.items():
+            pending = pending + _pick_member(prefix, members)
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -133,7 +253,7 @@ def parse(model: type[M], data: Any) -> tuple[M | None, list[DefinitionError]]:
         return model.model_validate(data), []
     except ValidationError as exc:
         seen: dict[str, DefinitionError] = {}
-        for err in exc.errors():
+        for err in _resolve_unions([dict(e) for e in exc.errors()], data):
             e = DefinitionError(_path(err["loc"]), _friendly(err))
             seen.setdefault(e.path, e)
         return None, list(seen.values())
@@ -180,10 +300,30 @@ def _positive(value: int | None, path: str, what: str) -> list[DefinitionError]:
     return []
 
 
+def _too_long(fields: Iterable[tuple[str, str | None, int]]) -> list[DefinitionError]:
+    """(path, value, limit) → an error for each value longer than its database column."""
+    return [
+        DefinitionError(path, f"At most {limit} characters (this one has {len(value)}).")
+        for path, value, limit in fields
+        if value is not None and len(value) > limit
+    ]
+
+
+def _env_key_lengths(path: str, env: Mapping[str, Any] | None) -> list[DefinitionError]:
+    return _too_long((f"{path}.{key}", key, ENV_KEY_MAX) for key in env or {})
+
+
 def _side_rules(
     side: SideConfig, key: str, label: str, catalog: Catalog | None
 ) -> list[DefinitionError]:
-    errs: list[DefinitionError] = []
+    errs: list[DefinitionError] = _too_long(
+        [
+            (f"{key}.label", side.label, 100),
+            (f"{key}.stopTool", side.stop_tool, 200),
+            (f"{key}.stopToolResponseProperty", side.stop_tool_response_property, 128),
+            (f"{key}.endSessionTool", side.end_session_tool, 200),
+        ]
+    )
     if not side.prompt.strip():
         errs.append(DefinitionError(f"{key}.prompt", f"{label} needs a prompt."))
     elif catalog is not None and side.prompt not in catalog.prompts:
@@ -212,11 +352,11 @@ def validate_agent(agent: AgentDefinition, catalog: Catalog | None = None) -> li
     """Spec §9 for agents; with a catalog, also that referenced prompts and tools exist."""
     errs = check_name(agent.name)
     errs += _side_rules(agent.side_a, "sideA", "Side A", catalog)
-    if agent.type == "dual_ai":
-        if agent.side_b is None:
-            errs.append(DefinitionError("sideB", "A dual_ai agent needs a side B with a prompt."))
-        else:
-            errs += _side_rules(agent.side_b, "sideB", "Side B", catalog)
+    if agent.type == "dual_ai" and agent.side_b is None:
+        errs.append(DefinitionError("sideB", "A dual_ai agent needs a side B with a prompt."))
+    # A side B given to an ai_human agent is still stored, so its prompt must exist too.
+    if agent.side_b is not None:
+        errs += _side_rules(agent.side_b, "sideB", "Side B", catalog)
     if agent.expose_as_tool and not (agent.tool_description or "").strip():
         errs.append(
             DefinitionError(
@@ -233,6 +373,8 @@ def validate_agent(agent: AgentDefinition, catalog: Catalog | None = None) -> li
             )
         )
     errs += check_icon(agent.icon)
+    errs += _too_long([("title", agent.title, 200), ("icon", agent.icon, 500)])
+    errs += _env_key_lengths("tenvs", agent.tenvs)
     errs += _hook_rules(agent.hooks, catalog)
     return errs
 
@@ -286,6 +428,7 @@ def validate_prompt(
                         )
                     )
     errs += _hook_rules(prompt.hooks, catalog)
+    errs += _prompt_lengths(prompt)
     if (
         prompt.required_schema is not None
         and prompt.required_schema.get("type", "object") != "object"
@@ -296,8 +439,28 @@ def validate_prompt(
     return errs
 
 
+def _prompt_lengths(prompt: PromptDefinition) -> list[DefinitionError]:
+    fields: list[tuple[str, str | None, int]] = []
+    for i, part in enumerate(prompt.prompt if isinstance(prompt.prompt, list) else []):
+        if isinstance(part, PromptEnvPart):
+            fields.append((f"prompt.{i}.property", part.property, ENV_KEY_MAX))
+    for i, entry in enumerate(prompt.tools or []):
+        if isinstance(entry, str):
+            fields.append((f"tools.{i}", entry, 200))
+            continue
+        fields += [
+            (f"tools.{i}.name", entry.name, 200),
+            (f"tools.{i}.initUserMessageProperty", entry.init_user_message_property, 128),
+            (f"tools.{i}.initAttachmentsProperty", entry.init_attachments_property, 128),
+            (f"tools.{i}.initAgentNameProperty", entry.init_agent_name_property, 128),
+            (f"tools.{i}.optional", entry.optional, 128),
+        ]
+    return _too_long(fields) + _env_key_lengths("env", prompt.env)
+
+
 def validate_model(model: ModelDefinition, catalog: Catalog | None = None) -> list[DefinitionError]:
     errs = check_name(model.name)
+    errs += _too_long([("model", model.model, 200), ("baseUrl", model.base_url, 200)])
     if model.provider not in PROVIDERS:
         errs.append(
             DefinitionError("provider", f"Provider must be one of: {', '.join(PROVIDERS)}.")
@@ -308,6 +471,16 @@ def validate_model(model: ModelDefinition, catalog: Catalog | None = None) -> li
         errs.append(
             DefinitionError("script", "Only models of the 'test' provider can have a script.")
         )
+    for prop, price in (
+        ("inputPrice", model.input_price),
+        ("outputPrice", model.output_price),
+        ("cachedPrice", model.cached_price),
+    ):
+        # The price columns hold 12 digits, 6 after the point (USD per million tokens).
+        if price is not None and price >= MAX_PRICE:
+            errs.append(
+                DefinitionError(prop, f"Prices must be below {MAX_PRICE:,} USD per million tokens.")
+            )
     if model.base_url and not model.base_url.startswith(("http://", "https://")):
         errs.append(DefinitionError("baseUrl", "The base URL must start with http:// or https://."))
     for i, fb in enumerate(model.fallbacks or []):

@@ -8,6 +8,7 @@ the Redis channel layer and Celery workers.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -26,6 +27,9 @@ _dev = (
 SECRET_KEY = envstr("SECRET_KEY") or _dev["SECRET_KEY"]
 # Keyring for env values, independent of SECRET_KEY: "id:base64key,id:base64key", newest first.
 STUDIO_ENCRYPTION_KEYS = envstr("STUDIO_ENCRYPTION_KEYS") or _dev["STUDIO_ENCRYPTION_KEYS"]
+
+# Password of the "admin" user that load_demo creates (generated and printed when unset).
+STUDIO_ADMIN_PASSWORD = envstr("STUDIO_ADMIN_PASSWORD")
 
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "")
@@ -123,6 +127,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", 25 * 1024 * 
 REDIS_URL = envstr("REDIS_URL")
 EMBEDDED = not REDIS_URL
 
+CHANNEL_LAYERS: dict[str, dict[str, Any]]
 if EMBEDDED:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 else:

@@ -8,6 +8,7 @@ reference checks apply everywhere.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -290,7 +291,8 @@ def _save_env(scope: str, owner: dict[str, Any], env: dict[str, Any] | None) -> 
         row = existing.get(key) or EnvValue(
             scope=scope, key=key, value_type=EnvValue.Type.SECRET, **owner
         )
-        row.value = str(value)
+        # tenvs values may be any JSON; store non-text ones as JSON (not Python's repr).
+        row.value = value if isinstance(value, str) else json.dumps(value)
         row.save()
 
 

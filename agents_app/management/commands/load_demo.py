@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from agents_app.services.definition_files import DefinitionFilesInvalid
+from agents_app.services.demo import (
+    ADMIN_PASSWORD_ENV,
+    demo_admin_ensure,
+    demo_definitions_load,
+)
+
+
+class Command(BaseCommand):
+    help = (
+        "Load the demo agents (support_agent, debate_agent, intent_classifier, all on the "
+        "test provider) and create the superuser 'admin' if there is no administrator yet."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--reset",
+            action="store_true",
+            help="Also restore demo definitions that were edited to their shipped version.",
+        )
+
+    def handle(self, *args: Any, reset: bool, **options: Any) -> None:
+        try:
+            report = demo_definitions_load(reset=reset)
+        except DefinitionFilesInvalid as exc:
+            for line in exc.errors:
+                self.stderr.write(line)
+            raise CommandError("The demo definitions did not load.") from None
+        self.stdout.write(
+            f"Demo definitions: {len(report.created)} created, {len(report.updated)} updated"
+            + ("" if reset else " (existing ones left as they are; --reset restores them)")
+            + "."
+        )
+        self._report_admin()
+
+    def _report_admin(self) -> None:
+        admin = demo_admin_ensure()
+        if admin.status == "blocked":
+            self.stdout.write(
+                self.style.WARNING(
+                    f"A user '{admin.username}' exists but is not a superuser; create one with "
+                    "'manage.py createsuperuser' to log in to the studio."
+                )
+            )
+            return
+        if admin.status == "created" and admin.generated_password:
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"Created the superuser '{admin.username}' with the password: "
+                    f"{admin.generated_password}\n"
+                    "It is shown only this once: note it now (you can change it in the studio). "
+                    f"Set {ADMIN_PASSWORD_ENV} to choose it yourself."
+                )
+            )
+        elif admin.status == "created":
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"Created the superuser '{admin.username}' with the password from "
+                    f"{ADMIN_PASSWORD_ENV}."
+                )
+            )
+        how = {
+            "created": "",
+            "exists": f" (its password was printed when it was created, or is ${ADMIN_PASSWORD_ENV})",
+            "other_admin": " with your password",
+        }[admin.status]
+        self.stdout.write(f"Log in to the studio at /admin/ as '{admin.username}'{how}.")

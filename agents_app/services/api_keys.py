@@ -1,0 +1,72 @@
+"""API keys for programs: created once, shown once, stored only as a SHA-256 hash.
+
+A key is ``agtbldr_`` + 64 hex characters (256 random bits). Authentication hashes
+the presented key and looks the hash up, so no stored secret is ever compared
+byte by byte (the comparison that could leak timing happens on a hash the caller
+cannot steer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Q
+from django.utils import timezone
+
+from agents_app.models import ApiKey
+
+KEY_PREFIX = "agtbldr_"
+_KEY_LENGTH = len(KEY_PREFIX) + 64
+NAME_MAX_LENGTH = 100
+# last_used_at is for humans ("used 3 minutes ago"); writing it on every request would
+# turn each authenticated read into a write.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+class ApiKeyNameInvalid(ValueError):
+    pass
+
+
+def _hash(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def api_key_create(*, user: Any, name: str) -> tuple[ApiKey, str]:
+    """Create a key for ``user``; returns the row and the raw key, which is never stored."""
+    name = name.strip()
+    if not 1 <= len(name) <= NAME_MAX_LENGTH:
+        raise ApiKeyNameInvalid(f"The key name must be 1 to {NAME_MAX_LENGTH} characters.")
+    raw = KEY_PREFIX + secrets.token_hex(32)
+    key = ApiKey.objects.create(
+        user=user, name=name, key_prefix=KEY_PREFIX, last_five=raw[-5:], key_hash=_hash(raw)
+    )
+    return key, raw
+
+
+def api_key_authenticate(raw: str) -> Any | None:
+    """The active user owning the unrevoked key ``raw``, or None."""
+    if not isinstance(raw, str) or len(raw) != _KEY_LENGTH or not raw.startswith(KEY_PREFIX):
+        return None
+    key = (
+        ApiKey.objects.select_related("user")
+        .filter(key_hash=_hash(raw), revoked_at__isnull=True)
+        .first()
+    )
+    if key is None or not key.user.is_active:
+        return None
+    now = timezone.now()
+    ApiKey.objects.filter(pk=key.pk).filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
+    ).update(last_used_at=now)
+    return key.user
+
+
+def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
+    """Revoke a key; it stops authenticating at once. Revoking twice keeps the first time."""
+    if api_key.revoked_at is None:
+        api_key.revoked_at = timezone.now()
+        api_key.save(update_fields=["revoked_at"])
+    return api_key

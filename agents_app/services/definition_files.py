@@ -1,0 +1,262 @@
+"""Agents, prompts and models as a directory of JSON files, so teams can keep them in git.
+
+Layout: ``<root>/{models,prompts,agents}/<name>.json``, one definition per file, each
+holding the definition object exactly as the spec writes it (camelCase property names;
+an agent file holds what ``defineAgent`` takes). A missing folder just means none of
+that kind. Folders that hold code in the reference layout (``tools/``, ``hooks/`` …) are
+skipped, so the same ``agents/`` directory can hold both; anything else is an error.
+
+Import checks every file's structure with ``parse_and_validate`` and then hands the whole
+batch to ``save_definitions`` for references, so a directory imports entirely or not at
+all, and every error comes back as one line ``<file>: <field>: <sentence>``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import DatabaseError
+from django.db.models import Model
+
+from agents_app.models import Agent, LanguageModel, Prompt
+from agents_app.services.definitions import (
+    AnyDefinition,
+    DefinitionsInvalid,
+    SaveReport,
+    all_definitions,
+    build_catalog,
+    save_definitions,
+    validate_definition,
+)
+from runtime.definitions import AgentDefinition
+from runtime.validation import DefinitionError, parse_and_validate
+
+# Dependency order: prompts refer to models, agents to prompts.
+KINDS = ("models", "prompts", "agents")
+# Folders of the reference's agents/ layout that hold code, not definitions.
+CODE_FOLDERS = frozenset({"tools", "hooks", "effects", "handlers", "api", "__pycache__"})
+_KIND_MODELS: dict[str, type[Model]] = {"models": LanguageModel, "prompts": Prompt, "agents": Agent}
+
+
+class DefinitionFilesInvalid(Exception):
+    """Nothing was imported (or exported); ``errors`` holds one line per problem."""
+
+    def __init__(self, errors: list[str]):
+        self.errors = errors
+        super().__init__("\n".join(errors))
+
+
+@dataclass
+class ExportReport:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    # Files in the kind folders that match no definition: left untouched, worth a look.
+    stale: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Scan:
+    files: list[tuple[str, Path]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+# --- reading --------------------------------------------------------------------------
+
+
+def _ignored(entry: Path) -> bool:
+    # .git, .DS_Store, .gitkeep, editor files; a README explaining the folder is welcome.
+    return entry.name.startswith(".") or entry.name.upper().startswith("README")
+
+
+def _scan(root: Path) -> _Scan:
+    if not root.exists():
+        raise DefinitionFilesInvalid([f"{root}: the directory does not exist."])
+    if not root.is_dir():
+        raise DefinitionFilesInvalid([f"{root}: not a directory."])
+    scan = _Scan()
+    expected = "definitions go in agents/, prompts/ or models/"
+    for entry in sorted(root.iterdir()):
+        if _ignored(entry) or (entry.is_dir() and entry.name in CODE_FOLDERS):
+            continue
+        if not entry.is_dir():
+            scan.errors.append(f"{entry.name}: unexpected file at the top level ({expected}).")
+        elif entry.name not in KINDS:
+            scan.errors.append(f"{entry.name}/: unknown folder ({expected}).")
+    for kind in KINDS:
+        folder = root / kind
+        if folder.is_dir():
+            _scan_kind(kind, folder, scan)
+    return scan
+
+
+def _scan_kind(kind: str, folder: Path, scan: _Scan) -> None:
+    for entry in sorted(folder.iterdir()):
+        label = f"{kind}/{entry.name}"
+        if _ignored(entry):
+            continue
+        if entry.is_dir():
+            scan.errors.append(f"{label}/: folders inside {kind}/ are not read.")
+        elif entry.suffix != ".json":
+            scan.errors.append(f"{label}: not a JSON file (definition files end in .json).")
+        else:
+            scan.files.append((kind, entry))
+
+
+def _load(kind: str, path: Path) -> tuple[AnyDefinition | None, list[str]]:
+    """Parse one file and apply the rules that need no other definition."""
+    label = f"{kind}/{path.name}"
+    try:
+        # utf-8-sig: some Windows editors start files with a byte-order mark.
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        return None, [f"{label}: the file is not UTF-8 text."]
+    except OSError as exc:
+        return None, [f"{label}: cannot be read ({exc.strerror or exc})."]
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, [f"{label}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}."]
+    defn, errs = parse_and_validate(kind, data)
+    lines = [f"{label}: {e}" for e in errs]
+    name = data.get("name") if isinstance(data, dict) else None
+    if isinstance(name, str) and name and name != path.stem:
+        lines.append(
+            f"{label}: name: The name '{name}' does not match the file name; "
+            f"rename the file to {name}.json or change the name."
+        )
+    if lines:
+        return None, lines
+    return defn, []  # type: ignore[return-value]  # parse_and_validate returns this kind's class
+
+
+def _read(root: Path) -> tuple[list[tuple[str, AnyDefinition]], list[str], _Scan]:
+    """Every well-formed definition under ``root`` (labelled by file) and the errors of the rest."""
+    scan = _scan(root)
+    items: list[tuple[str, AnyDefinition]] = []
+    errors = list(scan.errors)
+    for kind, path in scan.files:
+        defn, errs = _load(kind, path)
+        errors += errs
+        if defn is not None:
+            items.append((f"{kind}/{path.name}", defn))
+    return items, errors, scan
+
+
+def _error_lines(errors: dict[str, list[DefinitionError]]) -> list[str]:
+    return [f"{label}: {e}" for label, errs in errors.items() for e in errs]
+
+
+def _reference_errors(items: list[tuple[str, AnyDefinition]], scan: _Scan) -> list[str]:
+    """Reference errors of the well-formed files, so one run reports everything.
+
+    Names of the files that failed count as existing: their own errors are reported
+    already, and "does not exist" for each reference to them would only add noise.
+    """
+    catalog = build_catalog([d for _, d in items])
+    for kind, path in scan.files:
+        getattr(catalog, kind).add(path.stem)
+    errors = {label: validate_definition(d, catalog) for label, d in items}
+    return _error_lines({label: errs for label, errs in errors.items() if errs})
+
+
+# --- import ---------------------------------------------------------------------------
+
+
+def _existing(items: list[tuple[str, AnyDefinition]]) -> set[tuple[str, str]]:
+    """(kind, name) of the definitions in ``items`` that the database already holds."""
+    found: set[tuple[str, str]] = set()
+    for kind, model in _KIND_MODELS.items():
+        names = [d.name for label, d in items if _kind_of(label) == kind]
+        rows = model._default_manager.filter(name__in=names).values_list("name", flat=True)
+        found.update((kind, name) for name in rows)
+    return found
+
+
+def _kind_of(label: str) -> str:
+    return label.split("/", 1)[0]
+
+
+def definitions_import(*, directory: Path, only_missing: bool = False) -> SaveReport:
+    """Import every definition file under ``directory``: all of them, or none.
+
+    Re-importing updates what exists (matched by name); nothing is deleted. With
+    ``only_missing``, definitions that already exist are left as they are (the demo
+    loader uses this so edits made in the studio survive a restart). Raises
+    ``DefinitionFilesInvalid`` listing every error; the database is then unchanged.
+    """
+    items, errors, scan = _read(directory)
+    if only_missing:
+        existing = _existing(items)
+        items = [(label, d) for label, d in items if (_kind_of(label), d.name) not in existing]
+    if errors:
+        raise DefinitionFilesInvalid(errors + _reference_errors(items, scan))
+    try:
+        return save_definitions(items)
+    except DefinitionsInvalid as exc:
+        raise DefinitionFilesInvalid(_error_lines(exc.errors)) from None
+    except DatabaseError as exc:
+        # Validation passed but the database refused (e.g. a value longer than its column).
+        raise DefinitionFilesInvalid([f"The database refused the import: {exc}".strip()]) from None
+
+
+# --- export ---------------------------------------------------------------------------
+
+
+def definition_json(defn: AnyDefinition) -> str:
+    """The file text of one definition: stable, pretty, with a trailing newline.
+
+    Keys follow the definition's field order and defaults are left out; an agent
+    keeps ``type`` even at its default, because it is the first thing a reader wants.
+    """
+    data = defn.dump()
+    if isinstance(defn, AgentDefinition):
+        rest = {k: v for k, v in data.items() if k not in ("name", "type")}
+        data = {"name": defn.name, "type": defn.type, **rest}
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def definitions_export(*, directory: Path) -> ExportReport:
+    """Write every definition to ``directory/<kind>/<name>.json``.
+
+    Only those files are written; other files in the directory are left alone.
+    Secret env values are never written (the converters withhold them as null).
+    """
+    if directory.exists() and not directory.is_dir():
+        raise DefinitionFilesInvalid([f"{directory}: not a directory."])
+    report = ExportReport()
+    definitions = all_definitions()
+    try:
+        for kind in KINDS:
+            _export_kind(directory / kind, kind, definitions[kind], report)
+    except OSError as exc:
+        raise DefinitionFilesInvalid(
+            [f"{exc.filename or directory}: cannot write ({exc.strerror or exc})."]
+        ) from None
+    return report
+
+
+def _export_kind(folder: Path, kind: str, defs: list[AnyDefinition], report: ExportReport) -> None:
+    if defs:
+        folder.mkdir(parents=True, exist_ok=True)
+    for defn in defs:
+        path = folder / f"{defn.name}.json"
+        label = f"{kind}/{path.name}"
+        text = definition_json(defn)
+        if not path.exists():
+            report.created.append(label)
+        elif path.read_text(encoding="utf-8") != text:
+            report.updated.append(label)
+        else:
+            report.unchanged.append(label)
+            continue
+        path.write_text(text, encoding="utf-8")
+    if folder.is_dir():
+        names = {f"{d.name}.json" for d in defs}
+        report.stale += [
+            f"{kind}/{p.name}"
+            for p in sorted(folder.glob("*.json"))
+            if p.name not in names and not _ignored(p)
+        ]
