@@ -1,0 +1,165 @@
+"""Engine overhead per step: a 20-step scripted tool loop (19 tool calls, then a text reply).
+
+    .venv/bin/python bench/engine_bench.py                       # in-memory store
+    .venv/bin/python bench/engine_bench.py --sessions 200
+    .venv/bin/python bench/engine_bench.py --store mypkg.bench:make_store
+
+``--store module:function`` plugs in another store: the function receives the
+definitions the run needs (model, prompt, agent) and returns a ``Store`` (it
+may be async), e.g. one that saves them with the Django definition services and
+returns the Django store. The scripted model answers instantly, so the figures
+are the engine's own cost plus the store's: milliseconds per step (p50, p90
+over every step of every session) and store calls per step (by method).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import inspect
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pydantic import BaseModel  # noqa: E402
+
+from runtime.definitions import AgentDefinition, PromptDefinition, SideConfig  # noqa: E402
+from runtime.engine import Engine, NewMessage  # noqa: E402
+from runtime.memory_store import MemoryStore  # noqa: E402
+from runtime.providers.test_provider import TestScript  # noqa: E402
+from runtime.registry import Registry, define_tool  # noqa: E402
+from runtime.store import Store  # noqa: E402
+
+STEPS = 20
+
+
+class CountArgs(BaseModel):
+    n: int
+
+
+@define_tool("Count one more", CountArgs)
+async def count(state: Any, args: CountArgs) -> str:
+    return f"counted {args.n}"
+
+
+def definitions() -> list[Any]:
+    """The model (a 20-response script), prompt and agent of the bench."""
+    script = TestScript()
+    for n in range(1, STEPS):
+        script.add_tool_call("count", {"n": n})
+    script.add_text("Counted to nineteen.")
+    return [
+        script.model("bench_model"),
+        PromptDefinition(
+            name="bench_prompt",
+            model="bench_model",
+            prompt="Count, one tool call per step.",
+            tools=["count"],
+            include_chat=True,
+            include_past_tools=True,
+        ),
+        AgentDefinition(name="bench_agent", side_a=SideConfig(prompt="bench_prompt")),
+    ]
+
+
+def memory_store(defs: list[Any]) -> Store:
+    """The default: the in-memory store."""
+    return MemoryStore().add(*defs)
+
+
+class CountingStore:
+    """Counts every store call, by method name."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.calls: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self.inner, name)
+        if not inspect.iscoroutinefunction(target):
+            return target
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            return await target(*args, **kwargs)
+
+        return counted
+
+
+class StepClock:
+    """An event sink that time-stamps the end of every step."""
+
+    def __init__(self) -> None:
+        self.marks: list[float] = []
+
+    def emit(self, thread_id: str, frame: dict[str, Any]) -> None:
+        if frame.get("type") == "step_completed":
+            self.marks.append(time.perf_counter())
+
+
+async def one_session(engine: Engine, clock: StepClock) -> list[float]:
+    """Run one session; return the duration of each step in ms."""
+    thread = await engine.create_thread("bench_agent")
+    clock.marks.clear()
+    started = time.perf_counter()
+    result = await engine.run_session(thread.id, message=NewMessage("Count to nineteen."))
+    assert result.stop_reason == "stop_on_response" and result.steps == STEPS, result
+    marks = [started, *clock.marks]
+    return [(b - a) * 1000 for a, b in zip(marks, marks[1:], strict=False)]
+
+
+async def run(make_store: Callable[[list[Any]], Any], sessions: int, warmup: int) -> dict[str, Any]:
+    """Run ``warmup`` + ``sessions`` sessions and summarize the measured ones."""
+    made = make_store(definitions())
+    store = await made if inspect.isawaitable(made) else made
+    counting = CountingStore(store)
+    clock = StepClock()
+    engine = Engine(counting, clock, registry=Registry(count))  # type: ignore[arg-type]
+    for _ in range(warmup):
+        await one_session(engine, clock)
+    counting.calls.clear()
+    durations: list[float] = []
+    for _ in range(sessions):
+        durations += await one_session(engine, clock)
+    calls = sum(counting.calls.values())
+    return {
+        "sessions": sessions,
+        "steps": len(durations),
+        "p50_ms": statistics.median(durations),
+        "p90_ms": statistics.quantiles(durations, n=10)[-1],
+        "calls_per_step": calls / len(durations),
+        "by_method": {name: n / len(durations) for name, n in counting.calls.most_common()},
+    }
+
+
+def load_factory(spec: str) -> Callable[[list[Any]], Any]:
+    """``module:function`` → the function."""
+    module_name, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module_name), attr or "make_store")  # type: ignore[no-any-return]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sessions", type=int, default=100)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--store", default="", help="module:function building the store")
+    options = parser.parse_args()
+    factory = load_factory(options.store) if options.store else memory_store
+    report = asyncio.run(run(factory, options.sessions, options.warmup))
+    print(f"store:            {options.store or 'memory'}")
+    print(f"sessions × steps: {report['sessions']} × {STEPS} = {report['steps']} steps")
+    print(f"ms per step:      p50 {report['p50_ms']:.3f}   p90 {report['p90_ms']:.3f}")
+    print(f"store calls/step: {report['calls_per_step']:.2f}")
+    for name, per_step in report["by_method"].items():
+        print(f"  {name:<22} {per_step:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""The collaborators an engine is built from (passed in, never global)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from runtime.events import EventSink, NullSink
+from runtime.messages import Clock
+from runtime.providers import ProviderRegistry
+from runtime.registry import Registry
+from runtime.stops import MAX_SESSION_TURNS, MAX_TOTAL_STEPS, REPEATED_TOOL_ERRORS
+from runtime.store import Store
+
+
+@dataclass(slots=True)
+class Limits:
+    """Safety limits (the reference's numbers by default)."""
+
+    max_total_steps: int = MAX_TOTAL_STEPS
+    max_session_turns: int = MAX_SESSION_TURNS
+    repeated_tool_errors: int = REPEATED_TOOL_ERRORS
+
+
+@dataclass(slots=True)
+class Deps:
+    """Store, event sink, code registry, providers, clock and limits."""
+
+    store: Store
+    sink: EventSink = field(default_factory=NullSink)
+    registry: Registry = field(default_factory=Registry)
+    providers: ProviderRegistry = field(default_factory=ProviderRegistry)
+    clock: Clock = field(default_factory=Clock)
+    limits: Limits = field(default_factory=Limits)

@@ -1,0 +1,274 @@
+"""The engine's public face: create threads, run (or resume) sessions, get a ``ThreadState``.
+
+    engine = Engine(store, sink, registry=discover(["."]))
+    thread = await engine.create_thread("support_agent", user_id="42")
+    result = await engine.run_session(thread.id, message=NewMessage("Hello"))
+    result.stop_reason   # "stop_on_response"
+
+``run_session`` resumes the thread's unfinished session if there is one (the
+store's progress says so), else starts a new one. The host (a Celery task)
+guarantees one running session per thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.definitions import AgentDefinition
+from runtime.deps import Deps, Limits
+from runtime.events import EventSink, NullSink
+from runtime.hooks import HookRunner, hook_ids
+from runtime.loader import DefinitionLoader, DefinitionNotFound
+from runtime.messages import Clock, Message, Role, Side, new_id
+from runtime.progress import SessionProgress
+from runtime.providers import ProviderRegistry
+from runtime.recorder import Recorder
+from runtime.registry import Registry
+from runtime.results import ToolResult
+from runtime.session import Session, SessionResult, final_text, result_of
+from runtime.state import ThreadState
+from runtime.store import MessageQuery, NewThread, QueuedMessage, Store, ThreadRecord
+from runtime.transcript import Transcript
+
+CHILD_KEY = "_runtime.child_thread."
+
+
+class ThreadTerminated(RuntimeError):
+    """The thread was terminated; nothing runs on it any more."""
+
+
+@dataclass(slots=True)
+class NewMessage:
+    """A message that starts a session (``role='user'`` → side A acts; ``'assistant'`` → side B)."""
+
+    content: str
+    role: Role = "user"
+    id: str | None = None
+    attachments: list[dict[str, Any]] | None = None
+    silent: bool = False
+    metadata: dict[str, Any] | None = None
+
+
+class Engine:
+    """Runs sessions of agents on threads, over a store and an event sink."""
+
+    def __init__(
+        self,
+        store: Store,
+        sink: EventSink | None = None,
+        *,
+        registry: Registry | None = None,
+        providers: ProviderRegistry | None = None,
+        limits: Limits | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.deps = Deps(
+            store=store,
+            sink=sink or NullSink(),
+            registry=registry or Registry(),
+            providers=providers or ProviderRegistry(),
+            clock=clock or Clock(),
+            limits=limits or Limits(),
+        )
+
+    # --- threads -------------------------------------------------------------------------
+
+    async def create_thread(
+        self,
+        agent: str,
+        *,
+        user_id: str | None = None,
+        parent_id: str | None = None,
+        tags: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        thread_id: str | None = None,
+    ) -> ThreadRecord:
+        """Create a thread of ``agent`` (id: a random UUID4) and run ``after_thread_created`` hooks."""
+        definition = await self._agent(agent)
+        new = NewThread(
+            id=thread_id or new_id(),
+            agent_name=agent,
+            user_id=user_id,
+            parent_id=parent_id,
+            tags=list(tags or []),
+            env=dict(env or {}),
+            created_at=self.deps.clock.now(),
+        )
+        record = await self.deps.store.create_thread(new)
+        state, hooks = await self._rest_state(record, definition)
+        await hooks.after_thread_created(state)
+        return record
+
+    async def thread_state(self, thread_id: str) -> ThreadState:
+        """A ``ThreadState`` at rest (``execution`` is ``None``), e.g. for endpoints and effects."""
+        thread = await self._thread(thread_id)
+        state, _ = await self._rest_state(thread, await self._agent(thread.agent_name))
+        return state
+
+    async def _rest_state(
+        self, thread: ThreadRecord, agent: AgentDefinition
+    ) -> tuple[ThreadState, HookRunner]:
+        defs = DefinitionLoader(self.deps.store)
+        prompt = await defs.find_prompt(agent.side_a.prompt)
+        hooks = HookRunner(
+            self.deps.registry, hook_ids(prompt.hooks if prompt else None, agent.hooks)
+        )
+        recorder = Recorder(self.deps.store, self.deps.sink, self.deps.clock, thread.id)
+        state = ThreadState(
+            self.deps,
+            thread,
+            defs=defs,
+            recorder=recorder,
+            hooks=hooks,
+            host=self,
+            prompt_name=prompt.name if prompt else None,
+        )
+        return state, hooks
+
+    # --- sessions ----------------------------------------------------------------------------
+
+    async def run_session(
+        self, thread_id: str, *, message: NewMessage | None = None, side: Side | None = None
+    ) -> SessionResult:
+        """Resume the thread's unfinished session, or start one (with ``message``, if given).
+
+        Starting clears the thread's stop flag. A ``message`` passed while a
+        session is unfinished is queued for its next step (unless it is that
+        session's own first message, re-sent by a retried task).
+        """
+        thread = await self._thread(thread_id)
+        agent = await self._agent(thread.agent_name)
+        progress = await self.deps.store.load_progress(thread_id)
+        transcript = await self._transcript(thread_id)
+        if progress is not None and not progress.finished:
+            session = Session(self.deps, thread, agent, progress, transcript, self)
+            await self._queue_if_new(thread_id, message, progress, transcript)
+            return await session.run(resumed=True)
+        if message is not None and message.id and transcript.get(message.id) is not None:
+            # A retried task re-sending a message that is already stored.
+            if progress is not None and progress.root_message_id == message.id:
+                return result_of(thread_id, progress, final_text(transcript, progress.side))
+            message = None
+        first_side: Side = side or ("b" if message and message.role == "assistant" else "a")
+        if agent.type != "dual_ai":
+            first_side = "a"  # in ai_human only side A is an AI
+        progress = SessionProgress(session_id=new_id(), agent=thread.agent_name, side=first_side)
+        session = Session(self.deps, thread, agent, progress, transcript, self)
+        await session.start(self._inbound(message))
+        return await session.run()
+
+    async def last_result(self, thread_id: str) -> SessionResult | None:
+        """The result of the thread's last finished session (``None`` if none finished)."""
+        progress = await self.deps.store.load_progress(thread_id)
+        if progress is None or not progress.finished:
+            return None
+        transcript = await self._transcript(thread_id)
+        return result_of(thread_id, progress, final_text(transcript, progress.side))
+
+    async def run_child(
+        self,
+        parent: ThreadRecord,
+        agent: str,
+        call_id: str,
+        text: str,
+        hooks: HookRunner,
+        state: ThreadState,
+    ) -> SessionResult:
+        """An agent called as a tool: its own child thread (one per call id), run to its end.
+
+        The child id is remembered in the parent's values before the child
+        exists, so a resumed parent finds (and resumes) the same child.
+        """
+        key = CHILD_KEY + call_id
+        child_id = await self.deps.store.get_value(parent.id, key)
+        if child_id is None:
+            child_id = new_id()
+            await self.deps.store.set_value(parent.id, key, child_id)
+        if await self.deps.store.get_thread(child_id) is None:
+            await self.create_thread(
+                agent, user_id=parent.user_id, parent_id=parent.id, thread_id=child_id
+            )
+            await hooks.after_subagent_created(state, await self.thread_state(child_id))
+        progress = await self.deps.store.load_progress(child_id)
+        if progress is None:
+            return await self.run_session(child_id, message=NewMessage(text))
+        if progress.finished:
+            result = await self.last_result(child_id)
+            assert result is not None
+            return result
+        return await self.run_session(child_id)
+
+    async def invoke_tool(self, state: ThreadState, name: str, args: dict[str, Any]) -> ToolResult:
+        """``state.invoke_tool`` at rest: the tool runs in a minimal execution context."""
+        thread = await self._thread(state.thread_id)
+        agent = await self._agent(thread.agent_name)
+        progress = SessionProgress(session_id=new_id(), agent=thread.agent_name)
+        session = Session(self.deps, thread, agent, progress, Transcript(), self)
+        return await session.invoke_tool(state, name, args)
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    async def _thread(self, thread_id: str) -> ThreadRecord:
+        thread = await self.deps.store.get_thread(thread_id)
+        if thread is None:
+            raise LookupError(f"Thread not found: {thread_id}")
+        if thread.terminated:
+            raise ThreadTerminated(f"Thread is terminated: {thread_id}")
+        return thread
+
+    async def _agent(self, name: str) -> AgentDefinition:
+        agent = await self.deps.store.get_agent(name)
+        if agent is None:
+            raise DefinitionNotFound(f"Agent not found: {name}")
+        return agent
+
+    async def _transcript(self, thread_id: str) -> Transcript:
+        store = self.deps.store
+        history = await store.list_messages(
+            thread_id, MessageQuery(limit=None, include_silent=True)
+        )
+        newest = await store.list_messages(
+            thread_id, MessageQuery(limit=1, order="desc", include_silent=True, max_depth=None)
+        )
+        for message in newest.messages:
+            self.deps.clock.observe(message.created_at)
+        transcript = Transcript(history.messages)
+        self.deps.clock.observe(transcript.last_created_at)
+        return transcript
+
+    def _inbound(self, message: NewMessage | None) -> Message | None:
+        if message is None:
+            return None
+        side: Side | None = {"user": "b", "assistant": "a"}.get(message.role)  # type: ignore[assignment]
+        return Message(
+            id=message.id or new_id(),
+            role=message.role,
+            content=message.content,
+            created_at=self.deps.clock.now(),
+            side=side,
+            attachments=message.attachments,
+            silent=message.silent,
+            metadata=dict(message.metadata or {}),
+        )
+
+    async def _queue_if_new(
+        self,
+        thread_id: str,
+        message: NewMessage | None,
+        progress: SessionProgress,
+        transcript: Transcript,
+    ) -> None:
+        if message is None:
+            return
+        if message.id and (message.id == progress.root_message_id or transcript.get(message.id)):
+            return
+        queued = QueuedMessage(
+            id=message.id or new_id(),
+            role=message.role,
+            content=message.content,
+            attachments=message.attachments,
+            silent=message.silent,
+            metadata=dict(message.metadata or {}),
+        )
+        await self.deps.store.queue_message(thread_id, queued)

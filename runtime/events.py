@@ -1,0 +1,149 @@
+"""The event sink protocol and the live frames the engine emits (reference wire shapes).
+
+The engine emits a frame after the write it describes has been committed, so
+a listener that re-reads the store never sees a frame "from the future".
+Frames are live-only and at-most-once: clients reload state over HTTP after a
+reconnect. Tokens (``message_chunk``/``reasoning_chunk``) are never stored.
+
+Frame shapes (all JSON-serializable dicts; ``timestamp`` in ms):
+
+- ``{type:"message_data", message_id, depth, data: <Message wire dict>}``
+- ``{type:"message_chunk", message_id, depth, chunk}`` and ``reasoning_chunk`` alike
+- telemetry, unwrapped: ``step_started {step, side}``, ``step_completed {step, stopped}``,
+  ``llm_request {model, attempt}``, ``llm_response {tokens, latency}``,
+  ``tool_started {tool}``, ``tool_completed {tool, status}``, ``stopped {reason, side}``,
+  ``agent_handoff {new_agent_id, new_agent_title}`` (each with ``timestamp``)
+- ``{type:"event", eventType, data, timestamp}``: ``tool_call_started {id, name}``,
+  ``tool_call_done {id, name, status}``, ``kv_changed {key, deleted, updated_at}``,
+  ``file_created {path, file}``, ``file_deleted {path}`` and custom ``state.emit`` events
+- ``{type:"log_data", log_id, data}``: for the logs socket (patch semantics)
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Protocol, runtime_checkable
+
+from runtime.messages import Message, now_ms, to_wire
+from runtime.store import LogRecord
+
+Frame = dict[str, Any]
+
+TELEMETRY_TYPES = frozenset(
+    {
+        "step_started",
+        "step_completed",
+        "llm_request",
+        "llm_response",
+        "tool_started",
+        "tool_completed",
+        "stopped",
+        "agent_handoff",
+    }
+)
+
+
+@runtime_checkable
+class EventSink(Protocol):
+    """Where live frames go (a Channels group per thread in production)."""
+
+    def emit(self, thread_id: str, frame: Frame) -> None:
+        """Deliver ``frame`` to the listeners of ``thread_id``.
+
+        Must not block and must not raise: implementations buffer or schedule
+        the send (e.g. ``loop.create_task(group_send(...))``) and drop frames
+        they cannot deliver. Called from the engine's event loop.
+        """
+        ...
+
+
+class NullSink:
+    """A sink that drops every frame."""
+
+    def emit(self, thread_id: str, frame: Frame) -> None:
+        """Drop the frame."""
+
+
+class ListSink:
+    """A sink that keeps every frame in memory, per thread (tests, the bench)."""
+
+    def __init__(self) -> None:
+        self.frames: dict[str, list[Frame]] = defaultdict(list)
+
+    def emit(self, thread_id: str, frame: Frame) -> None:
+        """Append the frame to ``frames[thread_id]``."""
+        self.frames[thread_id].append(frame)
+
+    def of_type(self, thread_id: str, frame_type: str) -> list[Frame]:
+        """The frames of one ``type`` sent to one thread, in order."""
+        return [f for f in self.frames[thread_id] if f.get("type") == frame_type]
+
+    def events(self, thread_id: str, event_type: str) -> list[Frame]:
+        """The ``event`` frames of one ``eventType``."""
+        return [f for f in self.of_type(thread_id, "event") if f.get("eventType") == event_type]
+
+
+# --- frame builders ----------------------------------------------------------------------
+
+
+def message_data(message: Message) -> Frame:
+    """A full message snapshot (sent on every insert or update)."""
+    return {
+        "type": "message_data",
+        "message_id": message.id,
+        "depth": message.depth,
+        "data": to_wire(message),
+    }
+
+
+def message_chunk(message_id: str, depth: int, chunk: str, *, reasoning: bool = False) -> Frame:
+    """A streamed text (or reasoning) delta of a pending message."""
+    kind = "reasoning_chunk" if reasoning else "message_chunk"
+    return {"type": kind, "message_id": message_id, "depth": depth, "chunk": chunk}
+
+
+def telemetry(kind: str, **fields: Any) -> Frame:
+    """An unwrapped telemetry frame such as ``step_started``."""
+    return {"type": kind, **fields, "timestamp": now_ms()}
+
+
+def event(event_type: str, data: Any) -> Frame:
+    """A custom or system event frame."""
+    return {"type": "event", "eventType": event_type, "data": data, "timestamp": now_ms()}
+
+
+LOG_LIST_FIELDS = (
+    "id",
+    "message_id",
+    "kind",
+    "provider",
+    "model",
+    "model_id",
+    "prompt_name",
+    "parent_id",
+    "retry_of_id",
+    "tool_name",
+    "tool_call_id",
+    "error",
+    "error_type",
+    "finish_reason",
+    "cost_total",
+    "cost_input",
+    "cost_cached",
+    "cost_output",
+    "input_tokens",
+    "cached_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "total_tokens",
+    "latency_ms",
+    "time_to_first_token_ms",
+    "is_complete",
+    "created_at",
+)
+
+
+def log_data(log: LogRecord) -> Frame:
+    """A log list item for the logs socket (no request/response bodies)."""
+    data = {name: getattr(log, name) for name in LOG_LIST_FIELDS}
+    return {"type": "log_data", "log_id": log.id, "data": data}

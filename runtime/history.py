@@ -1,0 +1,99 @@
+"""What the model sees: stored rows → chat messages for one request.
+
+In order (``filter_messages`` runs between ``select_rows`` and ``to_llm_messages``):
+1. ``select_rows``: completed rows only (pending and failed rows are never
+   sent); without ``includeChat`` only the rows of the current session.
+2. ``to_llm_messages``: without ``includePastTools`` tool rows and tool calls
+   from before the current turn are dropped; in ``dual_ai`` the acting side's
+   messages become ``assistant`` and the other side's ``user`` (the other
+   side's tool calls and results are hidden); every assistant tool call is
+   followed directly by its result, a call whose result is missing gets a
+   synthesized error result, and results whose call is gone are dropped, so a
+   history damaged by an interruption never breaks the request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.messages import Message, Side, side_of
+
+MISSING_RESULT = "Error: this tool call did not complete (no result was stored)."
+
+
+@dataclass(slots=True)
+class Window:
+    """How a request looks at the history (from the prompt and the session's progress)."""
+
+    include_chat: bool
+    include_past_tools: bool
+    session_start: int
+    turn_start: int
+    side: Side
+    perspective: bool
+
+
+def select_rows(messages: Iterable[Message], window: Window) -> list[Message]:
+    """Completed rows the request may use (``includeChat`` applied)."""
+    return [
+        m
+        for m in messages
+        if m.status not in ("pending", "failed")
+        and (window.include_chat or m.created_at >= window.session_start)
+    ]
+
+
+def to_llm_messages(rows: list[Message], window: Window) -> list[dict[str, Any]]:
+    """Chat-format messages for the provider, with tool calls and results paired."""
+    shaped = [s for s in (_shape(m, window) for m in rows) if s is not None]
+    results = {m.tool_call_id: m for m, _ in shaped if m.role == "tool" and m.tool_call_id}
+    out: list[dict[str, Any]] = []
+    for message, role in shaped:
+        if message.role == "tool":
+            continue  # emitted right after the call that asked for it
+        calls = message.tool_calls if role == "assistant" else None
+        out.append(_llm_message(message, role, calls))
+        for call in calls or ():
+            out.append(_result_for(call["id"], call["function"]["name"], results.get(call["id"])))
+    return out
+
+
+def _shape(message: Message, window: Window) -> tuple[Message, str] | None:
+    """The message as the acting side sees it, with its role, or ``None`` when hidden."""
+    past = message.created_at < window.turn_start and not window.include_past_tools
+    if message.role == "tool":
+        return None if past else (message, "tool")
+    if message.role == "system":
+        return message, "system"
+    role = message.role
+    if window.perspective:
+        role = "assistant" if side_of(message) == window.side else "user"
+    if (past or role != "assistant") and message.tool_calls:
+        message = message.copy(tool_calls=None)
+    if not message.content and not message.tool_calls and not message.attachments:
+        return None
+    return message, role
+
+
+def _llm_message(message: Message, role: str, calls: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": role, "content": _content(message)}
+    if calls:
+        out["tool_calls"] = [dict(c) for c in calls]
+    return out
+
+
+def _content(message: Message) -> str | None:
+    text = message.content
+    if message.attachments and message.role != "tool":
+        names = ", ".join(str(a.get("name") or a.get("path")) for a in message.attachments)
+        text = f"{text or ''}\n\n[Attached files: {names}]".strip()
+    if text is None and message.role != "assistant":
+        return ""
+    return text
+
+
+def _result_for(call_id: str, name: str, row: Message | None) -> dict[str, Any]:
+    content = row.content if row is not None and row.content is not None else MISSING_RESULT
+    return {"role": "tool", "tool_call_id": call_id, "name": name, "content": content}

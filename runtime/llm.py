@@ -1,0 +1,211 @@
+"""One LLM request attempt: stream it, collect the reply, and describe it as a log row.
+
+``run_attempt`` is the unit the retry/fallback ladder (issue 4) will wrap: it
+sends one request to one provider and either returns an ``LLMReply`` or raises
+``ProviderError``. The log helpers turn an attempt into its ``LogRecord``
+(request summary, response summary, tokens, cost, latency, time to first token).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from runtime.definitions import ModelDefinition
+from runtime.messages import ToolCall, make_tool_call
+from runtime.pricing import cost_of
+from runtime.providers.base import (
+    Finish,
+    Provider,
+    ProviderError,
+    ProviderRequest,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallDone,
+    ToolCallStart,
+    Usage,
+)
+from runtime.store import LogRecord
+
+MAX_ERROR_LINES = 100
+OnDelta = Callable[[str], None]
+
+
+@dataclass(slots=True)
+class LLMReply:
+    """A complete model response."""
+
+    content: str = ""
+    reasoning: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str = "stop"
+    usage: Usage = field(default_factory=Usage)
+    latency_ms: int = 0
+    ttft_ms: int | None = None
+
+
+class _Collector:
+    """Accumulates stream events into an ``LLMReply``."""
+
+    def __init__(self, on_text: OnDelta, on_reasoning: OnDelta) -> None:
+        self.reply = LLMReply()
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: dict[str, dict[str, Any]] = {}
+        self.finished = False
+        self._on_text, self._on_reasoning = on_text, on_reasoning
+
+    def feed(self, item: object) -> None:
+        if isinstance(item, TextDelta):
+            self.text.append(item.text)
+            self._on_text(item.text)
+        elif isinstance(item, ReasoningDelta):
+            self.reasoning.append(item.text)
+            self._on_reasoning(item.text)
+        elif isinstance(item, ToolCallStart):
+            self.calls.setdefault(item.id, {"name": item.name, "args": []})
+        elif isinstance(item, ToolCallDelta):
+            self.calls.setdefault(item.id, {"name": "", "args": []})["args"].append(item.delta)
+        elif isinstance(item, ToolCallDone):
+            self.calls[item.id] = {"name": item.name, "args": [item.arguments], "done": True}
+        elif isinstance(item, Finish):
+            self.reply.finish_reason, self.reply.usage, self.finished = (
+                item.reason,
+                item.usage,
+                True,
+            )
+
+    def result(self) -> LLMReply:
+        self.reply.content = "".join(self.text)
+        self.reply.reasoning = "".join(self.reasoning) or None
+        self.reply.tool_calls = [
+            make_tool_call(call_id, c["name"], "".join(c["args"]) or "{}")
+            for call_id, c in self.calls.items()
+        ]
+        return self.reply
+
+
+async def run_attempt(
+    provider: Provider,
+    request: ProviderRequest,
+    on_text: OnDelta = lambda _: None,
+    on_reasoning: OnDelta = lambda _: None,
+) -> LLMReply:
+    """Send one request and collect the streamed reply; raises ``ProviderError``."""
+    started = time.perf_counter()
+    collector = _Collector(on_text, on_reasoning)
+    try:
+        async for item in provider.stream(request):
+            if collector.reply.ttft_ms is None:
+                collector.reply.ttft_ms = _ms_since(started)
+            collector.feed(item)
+    except ProviderError:
+        raise
+    except Exception as exc:  # an adapter bug must not look like a crash of the engine
+        raise ProviderError(f"{type(exc).__name__}: {exc}", "provider_exception") from exc
+    if not collector.finished:
+        raise ProviderError(
+            "The response stream ended without a finish event", "incomplete_stream", retryable=True
+        )
+    reply = collector.result()
+    reply.latency_ms = _ms_since(started)
+    return reply
+
+
+def _ms_since(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)
+
+
+# --- logs ----------------------------------------------------------------------------------
+
+
+def opened_log(
+    *,
+    log_id: str,
+    thread_id: str,
+    model: ModelDefinition,
+    request: ProviderRequest,
+    root_message_id: str | None,
+    parent_log_id: str | None,
+    created_at: int,
+    attempt: int = 1,
+) -> LogRecord:
+    """The log row written (incomplete) when the request is sent."""
+    return LogRecord(
+        id=log_id,
+        thread_id=thread_id,
+        kind="llm",
+        message_id=root_message_id,
+        parent_id=parent_log_id,
+        provider=model.provider,
+        model=model.name,
+        model_id=model.model,
+        prompt_name=str(request.metadata.get("prompt_name", "")),
+        attempt=attempt,
+        request_body=request.summary(),
+        system_prompt=request.system,
+        created_at=created_at,
+    )
+
+
+def completed_log(log: LogRecord, model: ModelDefinition, reply: LLMReply) -> LogRecord:
+    """The log row once the response arrived: usage, cost, timing."""
+    usage, cost = reply.usage, cost_of(model, reply.usage)
+    return replace(
+        log,
+        response_body={
+            "content": reply.content,
+            "tool_calls": reply.tool_calls,
+            "reasoning": reply.reasoning,
+            "finish_reason": reply.finish_reason,
+        },
+        status_code=200,
+        finish_reason=reply.finish_reason,
+        input_tokens=usage.input_tokens,
+        cached_tokens=usage.cached_tokens,
+        output_tokens=usage.output_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+        total_tokens=usage.total_tokens,
+        cost_input=cost.input,
+        cost_cached=cost.cached,
+        cost_output=cost.output,
+        cost_total=cost.total,
+        latency_ms=reply.latency_ms,
+        time_to_first_token_ms=reply.ttft_ms,
+        is_complete=True,
+    )
+
+
+def failed_log(log: LogRecord, error: ProviderError, latency_ms: int) -> LogRecord:
+    """The log row of a failed attempt."""
+    return replace(
+        log,
+        error=truncate_error(error.message),
+        error_type=error.code,
+        status_code=error.status,
+        latency_ms=latency_ms,
+        is_complete=True,
+        response_body={"error": error.message, "code": error.code, "retryable": error.retryable},
+    )
+
+
+def interrupted_log(log: LogRecord) -> LogRecord:
+    """A log whose request never completed (the session died): it consumed no response."""
+    return replace(
+        log,
+        error="Request did not complete (the session was interrupted)",
+        error_type="interrupted",
+        is_complete=True,
+    )
+
+
+def truncate_error(text: str) -> str:
+    """At most ``MAX_ERROR_LINES`` lines of error text."""
+    lines = text.splitlines()
+    if len(lines) <= MAX_ERROR_LINES:
+        return text
+    extra = len(lines) - MAX_ERROR_LINES
+    return "\n".join(lines[:MAX_ERROR_LINES] + [f"[Truncated: {extra} additional lines]"])

@@ -1,0 +1,406 @@
+"""An in-memory ``Store``: fast unit tests, the bench, and a second implementation
+that keeps the protocol honest. Rows are copied on the way in and out, as a
+database would, so the engine cannot rely on sharing objects with its store.
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import posixpath
+import time
+from collections import defaultdict
+from typing import Any
+
+from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
+from runtime.messages import Message, Side
+from runtime.progress import SessionProgress
+from runtime.store import (
+    Commit,
+    CommitResult,
+    DefinitionKind,
+    EnvEntry,
+    EnvType,
+    FileRecord,
+    LogQuery,
+    LogRecord,
+    MessagePage,
+    MessageQuery,
+    NewThread,
+    QueuedMessage,
+    ThreadRecord,
+    ThreadUpdate,
+)
+
+Definition = AgentDefinition | PromptDefinition | ModelDefinition
+
+
+class _ThreadData:
+    """Everything stored for one thread."""
+
+    def __init__(self, record: ThreadRecord) -> None:
+        self.record = record
+        self.messages: dict[str, Message] = {}
+        self.order: list[tuple[int, str]] = []  # (created_at, id), sorted
+        self.logs: dict[str, LogRecord] = {}
+        self.queue: list[QueuedMessage] = []
+        self.progress: SessionProgress | None = None
+        self.env: dict[str, tuple[str, EnvType]] = {}
+        self.values: dict[str, tuple[Any, int]] = {}
+        self.files: dict[str, tuple[FileRecord, bytes | None]] = {}
+
+
+class MemoryStore:
+    """The store protocol over dicts. Extra helpers (not in the protocol) set up tests."""
+
+    def __init__(self) -> None:
+        self._threads: dict[str, _ThreadData] = {}
+        self._agents: dict[str, AgentDefinition] = {}
+        self._prompts: dict[str, PromptDefinition] = {}
+        self._models: dict[str, ModelDefinition] = {}
+        self.user_env: dict[str, dict[str, tuple[str, EnvType]]] = defaultdict(dict)
+        self.instance_env: dict[str, tuple[str, EnvType]] = {}
+
+    # --- helpers for tests (not part of the protocol) ---------------------------------
+
+    def add(self, *definitions: Definition) -> MemoryStore:
+        """Register agent, prompt or model definitions (replacing same-named ones)."""
+        for item in definitions:
+            if isinstance(item, AgentDefinition):
+                self._agents[item.name] = item
+            elif isinstance(item, PromptDefinition):
+                self._prompts[item.name] = item
+            else:
+                self._models[item.name] = item
+        return self
+
+    def set_stopped(self, thread_id: str, stopped: bool = True) -> None:
+        """Set the persistent stop flag, as ``POST …/stop`` does."""
+        self._data(thread_id).record.stopped = stopped
+
+    def all_messages(self, thread_id: str) -> list[Message]:
+        """Every message of a thread (any depth, silent included), in order."""
+        data = self._data(thread_id)
+        return [copy.deepcopy(data.messages[i]) for _, i in data.order]
+
+    def queued(self, thread_id: str) -> list[QueuedMessage]:
+        """The thread's queue rows, oldest first."""
+        return list(self._data(thread_id).queue)
+
+    def thread_ids(self) -> list[str]:
+        """Ids of all threads."""
+        return list(self._threads)
+
+    # --- threads -----------------------------------------------------------------------
+
+    async def create_thread(self, new: NewThread) -> ThreadRecord:
+        """Create a thread and its thread-scope env."""
+        record = ThreadRecord(
+            id=new.id,
+            agent_name=new.agent_name,
+            origin_agent_name=new.agent_name,
+            user_id=new.user_id,
+            parent_id=new.parent_id,
+            tags=list(new.tags),
+            created_at=new.created_at or time.time_ns() // 1000,
+        )
+        data = _ThreadData(record)
+        data.env = {k: (v, "secret") for k, v in new.env.items()}
+        self._threads[new.id] = data
+        return copy.deepcopy(record)
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        """The thread or ``None``."""
+        data = self._threads.get(thread_id)
+        return copy.deepcopy(data.record) if data else None
+
+    # --- messages ----------------------------------------------------------------------
+
+    async def list_messages(self, thread_id: str, query: MessageQuery) -> MessagePage:
+        """Newest window of matching messages, sorted as asked."""
+        data = self._data(thread_id)
+        matching = [data.messages[i] for _, i in data.order if _matches(data.messages[i], query)]
+        total = len(matching)
+        end = total - query.offset
+        start = 0 if query.limit is None else max(0, end - query.limit)
+        window = [copy.deepcopy(m) for m in matching[start : max(end, 0)]]
+        if query.order == "desc":
+            window.reverse()
+        return MessagePage(messages=window, total=total, has_more=start > 0)
+
+    async def get_message(self, thread_id: str, message_id: str) -> Message | None:
+        """One message or ``None``."""
+        found = self._data(thread_id).messages.get(message_id)
+        return copy.deepcopy(found) if found else None
+
+    async def queue_message(self, thread_id: str, message: QueuedMessage) -> None:
+        """Append to the queue."""
+        queued = copy.deepcopy(message)
+        queued.created_at = queued.created_at or time.time_ns() // 1000
+        self._data(thread_id).queue.append(queued)
+
+    # --- commit ------------------------------------------------------------------------
+
+    async def commit(self, thread_id: str, commit: Commit) -> CommitResult:
+        """Apply logs, messages, progress, thread changes, then drain the queue if asked."""
+        data = self._data(thread_id)
+        for log in commit.logs:
+            data.logs[log.id] = copy.copy(log)  # the engine replaces logs, never mutates them
+        for message in commit.messages:
+            self._put(data, copy.deepcopy(message))
+        if commit.progress is not None:
+            data.progress = commit.progress.model_copy(deep=True)
+        if commit.thread is not None:
+            _apply_thread_update(data.record, commit.thread)
+        drained = self._drain(data) if commit.drain_queue else []
+        return CommitResult(stopped=data.record.stopped, drained=drained)
+
+    async def load_progress(self, thread_id: str) -> SessionProgress | None:
+        """The last committed progress."""
+        progress = self._data(thread_id).progress
+        return progress.model_copy(deep=True) if progress else None
+
+    # --- logs --------------------------------------------------------------------------
+
+    async def list_logs(self, thread_id: str, query: LogQuery) -> list[LogRecord]:
+        """Newest window of logs, sorted as asked."""
+        logs = sorted(self._data(thread_id).logs.values(), key=lambda log: log.created_at)
+        logs = [log for log in logs if query.kind is None or log.kind == query.kind]
+        end = len(logs) - query.offset
+        start = 0 if query.limit is None else max(0, end - query.limit)
+        window = [copy.deepcopy(log) for log in logs[start : max(end, 0)]]
+        return window[::-1] if query.order == "desc" else window
+
+    async def count_llm_responses(self, thread_id: str, model: str) -> int:
+        """Completed, non-interrupted LLM logs of ``model``."""
+        return sum(
+            1
+            for log in self._data(thread_id).logs.values()
+            if log.kind == "llm"
+            and log.model == model
+            and log.is_complete
+            and log.error_type != "interrupted"
+        )
+
+    # --- definitions -------------------------------------------------------------------
+
+    async def get_agent(self, name: str) -> AgentDefinition | None:
+        """Agent definition or ``None``."""
+        return self._agents.get(name)
+
+    async def get_prompt(self, name: str) -> PromptDefinition | None:
+        """Prompt definition or ``None``."""
+        return self._prompts.get(name)
+
+    async def get_model(self, name: str) -> ModelDefinition | None:
+        """Model definition or ``None``."""
+        return self._models.get(name)
+
+    async def definition_names(self, kind: DefinitionKind) -> list[str]:
+        """Sorted names of one kind."""
+        tables: dict[str, dict[str, Any]] = {
+            "agent": self._agents,
+            "prompt": self._prompts,
+            "model": self._models,
+        }
+        return sorted(tables[kind])
+
+    # --- env ---------------------------------------------------------------------------
+
+    async def resolve_env(
+        self, thread_id: str, name: str, prompt: str | None = None
+    ) -> EnvEntry | None:
+        """thread → agent → prompt → user → instance."""
+        data = self._data(thread_id)
+        if name in data.env:
+            value, kind = data.env[name]
+            return EnvEntry(value, kind, "thread")
+        found = self._definition_env(data.record.agent_name, prompt, name)
+        if found is not None:
+            return found
+        user = self.user_env.get(data.record.user_id or "", {})
+        if name in user:
+            return EnvEntry(user[name][0], user[name][1], "user")
+        if name in self.instance_env:
+            value, kind = self.instance_env[name]
+            return EnvEntry(value, kind, "instance")
+        return None
+
+    def _definition_env(self, agent_name: str, prompt: str | None, name: str) -> EnvEntry | None:
+        agent = self._agents.get(agent_name)
+        if agent and agent.tenvs and agent.tenvs.get(name) is not None:
+            return EnvEntry(str(agent.tenvs[name]), "secret", "agent")
+        definition = self._prompts.get(prompt or (agent.side_a.prompt if agent else ""))
+        if definition and definition.env and definition.env.get(name) is not None:
+            return EnvEntry(str(definition.env[name]), "secret", "prompt")
+        return None
+
+    async def set_env(
+        self, thread_id: str, name: str, value: str, type: EnvType | None = None
+    ) -> None:
+        """Write thread env, keeping the type unless given."""
+        env = self._data(thread_id).env
+        kind: EnvType = type or (env[name][1] if name in env else "secret")
+        env[name] = (value, kind)
+
+    # --- values ------------------------------------------------------------------------
+
+    async def get_value(self, thread_id: str, key: str) -> Any:
+        """Stored JSON value or ``None``."""
+        found = self._data(thread_id).values.get(key)
+        return copy.deepcopy(found[0]) if found else None
+
+    async def set_value(self, thread_id: str, key: str, value: Any) -> int:
+        """Store or delete a value."""
+        values = self._data(thread_id).values
+        updated_at = time.time_ns() // 1000
+        if value is None:
+            values.pop(key, None)
+        else:
+            values[key] = (copy.deepcopy(value), updated_at)
+        return updated_at
+
+    async def list_values(self, thread_id: str, prefix: str = "") -> dict[str, Any]:
+        """Values by key prefix."""
+        values = self._data(thread_id).values
+        return {k: copy.deepcopy(v) for k, (v, _) in sorted(values.items()) if k.startswith(prefix)}
+
+    # --- files -------------------------------------------------------------------------
+
+    async def write_file(
+        self,
+        thread_id: str,
+        path: str,
+        data: bytes,
+        mime_type: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        width: int | None = None,
+        height: int | None = None,
+    ) -> FileRecord:
+        """Create or replace a file; parent directories are created."""
+        files = self._data(thread_id).files
+        self._ensure_dirs(files, posixpath.dirname(path))
+        record = FileRecord(
+            path=path,
+            name=posixpath.basename(path),
+            mime_type=mime_type,
+            size=len(data),
+            metadata=dict(metadata or {}),
+            width=width,
+            height=height,
+            created_at=time.time_ns() // 1_000_000,
+        )
+        files[path] = (record, bytes(data))
+        return copy.deepcopy(record)
+
+    async def read_file(self, thread_id: str, path: str) -> bytes | None:
+        """File bytes or ``None``."""
+        found = self._data(thread_id).files.get(path)
+        return found[1] if found else None
+
+    async def stat_file(self, thread_id: str, path: str) -> FileRecord | None:
+        """File record or ``None``."""
+        if path == "/":
+            return FileRecord(path="/", name="", mime_type="inode/directory", is_directory=True)
+        found = self._data(thread_id).files.get(path)
+        return copy.deepcopy(found[0]) if found else None
+
+    async def list_dir(self, thread_id: str, path: str) -> list[FileRecord]:
+        """Direct children of ``path``."""
+        files = self._data(thread_id).files
+        return [
+            copy.deepcopy(record)
+            for p, (record, _) in sorted(files.items())
+            if posixpath.dirname(p) == path and p != path
+        ]
+
+    async def delete_file(self, thread_id: str, path: str) -> bool:
+        """Delete a file or an empty directory."""
+        files = self._data(thread_id).files
+        if path not in files:
+            return False
+        if any(posixpath.dirname(p) == path for p in files if p != path):
+            raise OSError(f"Directory not empty: {path}")
+        del files[path]
+        return True
+
+    async def make_dir(self, thread_id: str, path: str) -> FileRecord:
+        """Create a directory (and its parents)."""
+        files = self._data(thread_id).files
+        self._ensure_dirs(files, path)
+        return copy.deepcopy(files[path][0]) if path in files else await self._root()
+
+    # --- internals ---------------------------------------------------------------------
+
+    def _data(self, thread_id: str) -> _ThreadData:
+        try:
+            return self._threads[thread_id]
+        except KeyError:
+            raise LookupError(f"Thread not found: {thread_id}") from None
+
+    def _put(self, data: _ThreadData, message: Message) -> None:
+        old = data.messages.get(message.id)
+        if old is not None and old.created_at != message.created_at:
+            data.order.remove((old.created_at, old.id))
+            old = None
+        data.messages[message.id] = message
+        if old is None:
+            bisect.insort(data.order, (message.created_at, message.id))
+
+    def _drain(self, data: _ThreadData) -> list[Message]:
+        drained: list[Message] = []
+        last = data.order[-1][0] if data.order else 0
+        for row in data.queue:
+            last = max(last + 1, row.created_at)
+            message = _from_queue(row, last)
+            self._put(data, message)
+            drained.append(copy.deepcopy(message))
+        data.queue.clear()
+        return drained
+
+    def _ensure_dirs(self, files: dict[str, tuple[FileRecord, bytes | None]], path: str) -> None:
+        while path not in ("/", "") and path not in files:
+            record = FileRecord(
+                path=path,
+                name=posixpath.basename(path),
+                mime_type="inode/directory",
+                is_directory=True,
+                created_at=time.time_ns() // 1_000_000,
+            )
+            files[path] = (record, None)
+            path = posixpath.dirname(path)
+
+    async def _root(self) -> FileRecord:
+        return FileRecord(path="/", name="", mime_type="inode/directory", is_directory=True)
+
+
+def _matches(message: Message, query: MessageQuery) -> bool:
+    if message.silent and not query.include_silent:
+        return False
+    if query.max_depth is not None and message.depth > query.max_depth:
+        return False
+    return query.parent_id is None or message.parent_id == query.parent_id
+
+
+def _apply_thread_update(record: ThreadRecord, update: ThreadUpdate) -> None:
+    if update.agent_name is not None:
+        record.agent_name = update.agent_name
+    if update.stopped is not None:
+        record.stopped = update.stopped
+    if update.execution_state is not None:
+        record.execution_state = update.execution_state.model_copy(deep=True)
+
+
+def _from_queue(row: QueuedMessage, created_at: int) -> Message:
+    side: Side | None = "a" if row.role == "assistant" else ("b" if row.role == "user" else None)
+    return Message(
+        id=row.id,
+        role=row.role,
+        content=row.content,
+        attachments=copy.deepcopy(row.attachments),
+        silent=row.silent,
+        metadata=copy.deepcopy(row.metadata),
+        created_at=created_at,
+        side=side,
+    )

@@ -1,0 +1,367 @@
+"""Vendor errors → a small set of codes, each with a ``retryable`` flag and an optional delay.
+
+Every adapter failure becomes an ``AdapterError`` (a ``ProviderError``) whose
+``code`` is one of ``CODES``. The HTTP status gives a first answer; the vendor's
+own error type or code refines it (``insufficient_quota`` is a 429 that no
+retry will fix; ``context_length_exceeded`` is a 400 that a model with a larger
+window may accept). Messages are scrubbed of the API key before they exist, so
+a key can never reach a log or a traceback through an error.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import re
+import time
+import urllib.parse
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import httpx
+
+from runtime.providers.base import ProviderError
+
+RATE_LIMIT = "rate_limit"
+OVERLOADED = "overloaded"
+INVALID_REQUEST = "invalid_request"
+AUTHENTICATION = "authentication"
+CONTEXT_TOO_LONG = "context_too_long"
+TIMEOUT = "timeout"
+NETWORK = "network"
+UNKNOWN = "unknown"
+CODES = (
+    RATE_LIMIT,
+    OVERLOADED,
+    INVALID_REQUEST,
+    AUTHENTICATION,
+    CONTEXT_TOO_LONG,
+    TIMEOUT,
+    NETWORK,
+    UNKNOWN,
+)
+
+REDACTED = "[redacted]"
+MAX_MESSAGE_CHARS = 2000
+
+
+class AdapterError(ProviderError):
+    """A ``ProviderError`` with what the retry ladder and the log need besides the code.
+
+    ``retry_after`` is the vendor's requested delay in seconds (``Retry-After``,
+    ``retry-after-ms`` or Gemini's ``RetryInfo``); ``vendor_code`` the vendor's own
+    error type/code; ``request_id`` the vendor's request id when it sent one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        code: str = UNKNOWN,
+        status: int | None = None,
+        retryable: bool = False,
+        *,
+        retry_after: float | None = None,
+        vendor_code: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message, code, status, retryable)
+        self.retry_after = retry_after
+        self.vendor_code = vendor_code
+        self.request_id = request_id
+
+
+class PartialResponseError(AdapterError):
+    """A failure after output already reached the caller: never retried silently.
+
+    ``partial_text`` / ``partial_reasoning`` keep what was streamed, so the engine
+    can store the truncated reply as failed rather than lose it; ``cause`` is the
+    original error (its code is kept on this one).
+    """
+
+    def __init__(self, cause: ProviderError, partial_text: str, partial_reasoning: str) -> None:
+        super().__init__(
+            f"{cause.message} (the response failed after output had reached the caller; "
+            "not retried)",
+            cause.code,
+            cause.status,
+            retryable=False,
+            vendor_code=getattr(cause, "vendor_code", None),
+            request_id=getattr(cause, "request_id", None),
+        )
+        self.cause = cause
+        self.partial_text = partial_text
+        self.partial_reasoning = partial_reasoning
+
+
+# --- redaction -----------------------------------------------------------------------------
+
+
+def redact(text: str, secrets: Iterable[str | None]) -> str:
+    """``text`` with every secret (and its URL-encoded form) replaced by ``[redacted]``."""
+    for secret in secrets:
+        if not secret or len(secret) < 4:
+            continue
+        text = text.replace(secret, REDACTED)
+        quoted = urllib.parse.quote(secret, safe="")
+        if quoted != secret:
+            text = text.replace(quoted, REDACTED)
+    return text
+
+
+# --- classification ------------------------------------------------------------------------
+
+# Vendor error types, codes and gRPC statuses → (code, retryable). Looked up most
+# specific first: the error's ``code``, then a Gemini ErrorInfo ``reason``, then
+# its ``type`` / ``status``.
+_VENDOR_KINDS: dict[str, tuple[str, bool]] = {
+    # OpenAI / OpenRouter
+    "context_length_exceeded": (CONTEXT_TOO_LONG, False),
+    "string_above_max_length": (CONTEXT_TOO_LONG, False),
+    "insufficient_quota": (RATE_LIMIT, False),
+    "rate_limit_exceeded": (RATE_LIMIT, True),
+    "invalid_api_key": (AUTHENTICATION, False),
+    "model_not_found": (INVALID_REQUEST, False),
+    "server_error": (UNKNOWN, True),
+    # Anthropic
+    "invalid_request_error": (INVALID_REQUEST, False),
+    "authentication_error": (AUTHENTICATION, False),
+    "permission_error": (AUTHENTICATION, False),
+    "not_found_error": (INVALID_REQUEST, False),
+    "request_too_large": (CONTEXT_TOO_LONG, False),
+    "rate_limit_error": (RATE_LIMIT, True),
+    "overloaded_error": (OVERLOADED, True),
+    "api_error": (UNKNOWN, True),
+    "billing_error": (RATE_LIMIT, False),
+    "enforced_spend_limit_reached": (RATE_LIMIT, False),
+    # Gemini (gRPC statuses and ErrorInfo reasons)
+    "API_KEY_INVALID": (AUTHENTICATION, False),
+    "INVALID_ARGUMENT": (INVALID_REQUEST, False),
+    "FAILED_PRECONDITION": (INVALID_REQUEST, False),
+    "NOT_FOUND": (INVALID_REQUEST, False),
+    "PERMISSION_DENIED": (AUTHENTICATION, False),
+    "UNAUTHENTICATED": (AUTHENTICATION, False),
+    "RESOURCE_EXHAUSTED": (RATE_LIMIT, True),
+    "UNAVAILABLE": (OVERLOADED, True),
+    "INTERNAL": (UNKNOWN, True),
+    "DEADLINE_EXCEEDED": (TIMEOUT, True),
+}
+
+# Context overflows that arrive as a plain 400 invalid-request.
+_CONTEXT_PATTERNS = re.compile(
+    r"prompt is too long|maximum context length|context length|context window"
+    r"|input token count .* exceeds|too many tokens",
+    re.IGNORECASE,
+)
+
+
+def status_kind(status: int) -> tuple[str, bool]:
+    """The code and retryability an HTTP status alone implies."""
+    if status in (401, 403):
+        return AUTHENTICATION, False
+    if status == 402:
+        return RATE_LIMIT, False  # out of credits: waiting does not help
+    if status == 408:
+        return TIMEOUT, True
+    if status == 409:
+        return UNKNOWN, True  # OpenAI: lock contention, worth one more try
+    if status == 413:
+        return CONTEXT_TOO_LONG, False
+    if status == 429:
+        return RATE_LIMIT, True
+    if status in (502, 503, 529):
+        return OVERLOADED, True
+    if status == 504:
+        return TIMEOUT, True
+    if status >= 500:
+        return UNKNOWN, True
+    return INVALID_REQUEST, False
+
+
+def classify(
+    vendor: str,
+    status: int | None,
+    error: Mapping[str, Any],
+    *,
+    headers: Mapping[str, str] | None = None,
+    secrets: Iterable[str | None] = (),
+) -> AdapterError:
+    """An ``AdapterError`` for a vendor error object (``body["error"]``) and its HTTP status."""
+    numeric = error.get("code") if isinstance(error.get("code"), int) else None
+    effective = status if status is not None else numeric
+    code, retryable = status_kind(effective) if effective is not None else (UNKNOWN, False)
+    vendor_code = _vendor_code(error)
+    for key in _vendor_keys(error):
+        if key in _VENDOR_KINDS:
+            # A generic vendor "server error" does not blur a precise status (503 → overloaded).
+            if _VENDOR_KINDS[key][0] != UNKNOWN or effective is None:
+                code, retryable = _VENDOR_KINDS[key]
+            break
+    if effective in (401, 403):
+        code, retryable = (
+            AUTHENTICATION,
+            False,
+        )  # whatever type the body gives (OpenAI: invalid_request_error)
+    message = _error_message(error)
+    if code == INVALID_REQUEST and _CONTEXT_PATTERNS.search(message):
+        code, retryable = CONTEXT_TOO_LONG, False
+    retryable = _should_retry_header(headers, retryable)
+    text = f"{vendor} error"
+    if effective is not None:
+        text += f" {effective}"
+    if vendor_code:
+        text += f" ({vendor_code})"
+    text = redact(f"{text}: {message}"[:MAX_MESSAGE_CHARS], secrets)
+    return AdapterError(
+        text,
+        code,
+        effective,
+        retryable,
+        retry_after=retry_after(headers or {}, error),
+        vendor_code=vendor_code,
+        request_id=(headers or {}).get("request-id") or (headers or {}).get("x-request-id"),
+    )
+
+
+def from_response(
+    vendor: str, status: int, body: bytes, headers: Mapping[str, str], secrets: Iterable[str | None]
+) -> AdapterError:
+    """Classify a non-2xx HTTP response from its status, headers and (JSON or text) body."""
+    payload: Any = None
+    try:
+        payload = json.loads(body) if body else None
+    except ValueError:
+        payload = None
+    if isinstance(payload, list) and payload and isinstance(payload[0], dict):
+        payload = payload[0]  # Gemini's JSON-array stream wraps errors in a list
+    error: Mapping[str, Any]
+    if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+        error = payload["error"]
+        if "request_id" in payload and "request-id" not in headers:
+            headers = {**headers, "request-id": str(payload["request_id"])}
+    else:
+        text = body.decode("utf-8", "replace").strip()
+        error = {"message": text[:500] or httpx.codes.get_reason_phrase(status)}
+    return classify(vendor, status, error, headers=headers, secrets=secrets)
+
+
+def from_transport(
+    vendor: str, exc: httpx.HTTPError, secrets: Iterable[str | None]
+) -> AdapterError:
+    """A connection-level failure: timeouts, refused connections, cut streams."""
+    detail = redact(str(exc) or type(exc).__name__, secrets)
+    if isinstance(exc, httpx.ReadTimeout):
+        return AdapterError(f"{vendor}: the response timed out ({detail})", TIMEOUT, retryable=True)
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return AdapterError(
+            f"{vendor}: the connection closed before the response was complete ({detail})",
+            NETWORK,
+            retryable=True,
+        )
+    return AdapterError(
+        f"{vendor}: network error ({type(exc).__name__}: {detail})", NETWORK, retryable=True
+    )
+
+
+def incomplete_stream(vendor: str, terminal: str) -> AdapterError:
+    """The byte stream ended without the vendor's terminal event: a truncated reply."""
+    return AdapterError(
+        f"{vendor}: the stream ended before {terminal}; the response is incomplete",
+        NETWORK,
+        retryable=True,
+    )
+
+
+def malformed(vendor: str, what: str) -> AdapterError:
+    """The vendor sent something we cannot read (not JSON, wrong shape)."""
+    return AdapterError(f"{vendor}: malformed response ({what})", UNKNOWN, retryable=True)
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _vendor_keys(error: Mapping[str, Any]) -> list[str]:
+    keys: list[str] = []
+    code = error.get("code")
+    if isinstance(code, str):
+        keys.append(code)
+    details = error.get("details")
+    if isinstance(details, Mapping) and isinstance(details.get("error_code"), str):
+        keys.append(details["error_code"])  # Anthropic spend limits
+    for detail in details if isinstance(details, list) else []:
+        if isinstance(detail, Mapping) and isinstance(detail.get("reason"), str):
+            keys.append(detail["reason"])
+    for name in ("type", "status"):
+        if isinstance(error.get(name), str):
+            keys.append(error[name])
+    return keys
+
+
+def _vendor_code(error: Mapping[str, Any]) -> str | None:
+    keys = _vendor_keys(error)
+    return keys[0] if keys else None
+
+
+def _error_message(error: Mapping[str, Any]) -> str:
+    message = str(error.get("message") or "").strip() or "no message"
+    metadata = error.get("metadata")
+    if isinstance(metadata, Mapping):
+        # OpenRouter: "Provider returned error" says little; the upstream text says why.
+        raw = metadata.get("raw")
+        if raw:
+            message += f" — {raw if isinstance(raw, str) else json.dumps(raw)}"
+        if metadata.get("provider_name"):
+            message += f" [provider: {metadata['provider_name']}]"
+    return message
+
+
+def _should_retry_header(headers: Mapping[str, str] | None, default: bool) -> bool:
+    """Honour ``x-should-retry`` (OpenAI and Anthropic send it to override the status)."""
+    value = (headers or {}).get("x-should-retry", "").strip().lower()
+    if value == "true":
+        return True
+    if value == "false":
+        return False
+    return default
+
+
+def retry_after(headers: Mapping[str, str], error: Mapping[str, Any] | None = None) -> float | None:
+    """The delay the vendor asked for, in seconds, or ``None``."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(float(ms) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value:
+        seconds = _parse_retry_after(value)
+        if seconds is not None:
+            return seconds
+    return _google_retry_delay(error or {})
+
+
+def _parse_retry_after(value: str) -> float | None:
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def _google_retry_delay(error: Mapping[str, Any]) -> float | None:
+    """Gemini puts the delay in ``details[].RetryInfo.retryDelay`` ("34.4s"), not in a header."""
+    details = error.get("details")
+    for detail in details if isinstance(details, list) else []:
+        if not isinstance(detail, Mapping):
+            continue
+        delay = detail.get("retryDelay")
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                return max(float(delay[:-1]), 0.0)
+            except ValueError:
+                return None
+    return None

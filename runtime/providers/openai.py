@@ -1,0 +1,348 @@
+"""OpenAI Chat Completions (``POST {base}/chat/completions``).
+
+Why Chat Completions and not the Responses API: the engine's neutral message
+format *is* the chat format, OpenRouter speaks the same dialect (one parser for
+both), and every fixture-backed behaviour we need (parallel tool calls, cached
+and reasoning token counts) is there. What we give up: Chat Completions never
+returns reasoning text or encrypted reasoning items, so reasoning models start
+each request without their previous reasoning. See docs/providers.md.
+
+Wire notes (fixtures under /work/shared/fixtures/providers/openai):
+- streaming tool-call fragments are keyed by ``tool_calls[].index``; the id and
+  name come only in the first fragment;
+- with ``stream_options.include_usage`` the usage arrives in an extra chunk with
+  ``choices: []`` just before ``data: [DONE]``; ``[DONE]`` is the terminal event;
+- an error can arrive as a data chunk ``{"error": {...}}`` mid-stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime.providers import errors
+from runtime.providers.adapter import (
+    FinishDetails,
+    HTTPAdapter,
+    PreparedRequest,
+    StreamParser,
+    as_int,
+    content_parts,
+    load_event_json,
+    tool_choice_name,
+)
+from runtime.providers.base import (
+    FinishReason,
+    ProviderRequest,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallDone,
+    ToolCallStart,
+    ToolSchema,
+    Usage,
+)
+from runtime.providers.sse import SSEEvent
+
+FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+    "error": "error",
+}
+
+
+# --- request ---------------------------------------------------------------------------------
+
+
+def chat_messages(request: ProviderRequest) -> list[dict[str, Any]]:
+    """System prompt plus history in Chat Completions shape (unknown keys dropped)."""
+    out: list[dict[str, Any]] = []
+    if request.system:
+        out.append({"role": "system", "content": request.system})
+    out.extend(chat_message(m) for m in request.messages)
+    return out
+
+
+def chat_message(message: dict[str, Any]) -> dict[str, Any]:
+    """One neutral message as OpenAI expects it."""
+    role = message.get("role", "user")
+    if role == "tool":
+        return {
+            "role": "tool",
+            "tool_call_id": message.get("tool_call_id", ""),
+            "content": _tool_content(message.get("content")),
+        }
+    if role == "assistant":
+        out: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+        if message.get("tool_calls"):
+            out["tool_calls"] = [_tool_call(c) for c in message["tool_calls"]]
+        return out
+    return {"role": role, "content": _user_content(message.get("content"))}
+
+
+def _user_content(content: Any) -> Any:
+    if content is None or isinstance(content, str):
+        return content or ""
+    return content_parts(content)  # already OpenAI parts (text / image_url)
+
+
+def _tool_content(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") for p in content_parts(content))
+
+
+def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function") or {}
+    return {
+        "id": call.get("id", ""),
+        "type": "function",
+        "function": {
+            "name": function.get("name", ""),
+            "arguments": function.get("arguments") or "{}",
+        },
+    }
+
+
+def chat_tools(tools: Iterable[ToolSchema]) -> list[dict[str, Any]]:
+    """Tools as ``{"type": "function", "function": {name, description, parameters}}``."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+    ]
+
+
+def chat_tool_choice(choice: Any) -> Any:
+    """``auto`` / ``none`` / ``required`` as they are; a named tool as a function choice."""
+    name = tool_choice_name(choice)
+    if name is not None:
+        return {"type": "function", "function": {"name": name}}
+    return choice if choice in ("auto", "none", "required") else "auto"
+
+
+def chat_body(request: ProviderRequest, *, stream: bool) -> dict[str, Any]:
+    """The Chat Completions body shared by OpenAI and OpenRouter."""
+    body: dict[str, Any] = {"model": request.model, "messages": chat_messages(request)}
+    if request.tools:
+        body["tools"] = chat_tools(request.tools)
+        body["tool_choice"] = chat_tool_choice(request.tool_choice)
+        # Only sent when the prompt sets it (reference §4.8): the vendor default otherwise.
+        if request.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = request.parallel_tool_calls
+    body["stream"] = stream
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+# --- response ----------------------------------------------------------------------------------
+
+
+def chat_usage(usage: Any) -> Usage:
+    """``prompt_tokens`` (cached tokens are a subset) and ``completion_tokens`` (reasoning included)."""
+    if not isinstance(usage, dict):
+        return Usage()
+    prompt_details = usage.get("prompt_tokens_details") or {}
+    completion_details = usage.get("completion_tokens_details") or {}
+    return Usage(
+        input_tokens=as_int(usage.get("prompt_tokens")),
+        output_tokens=as_int(usage.get("completion_tokens")),
+        cached_tokens=as_int(prompt_details.get("cached_tokens")),
+        reasoning_tokens=as_int(completion_details.get("reasoning_tokens")),
+    )
+
+
+def finish_reason(raw: str | None, has_tool_calls: bool) -> FinishReason:
+    """The engine's finish reason; tool calls win over a vendor that says ``stop``."""
+    reason = FINISH_REASONS.get(raw or "", "stop")
+    if has_tool_calls and reason == "stop":
+        return "tool_calls"
+    return reason
+
+
+@dataclass(slots=True)
+class _PendingCall:
+    id: str
+    name: str
+    arguments: list[str] = field(default_factory=list)
+
+
+class ToolCallAssembler:
+    """Chat-completions tool-call fragments, keyed by ``index`` (parallel calls included)."""
+
+    def __init__(self) -> None:
+        self.calls: dict[int, _PendingCall] = {}
+
+    def feed(self, fragments: Any) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        for position, fragment in enumerate(fragments or []):
+            if not isinstance(fragment, dict):
+                continue
+            index = fragment.get("index", position)
+            function = fragment.get("function") or {}
+            call = self.calls.get(index)
+            if call is None:
+                call = _PendingCall(
+                    str(fragment.get("id") or f"call_{index}"), function.get("name") or ""
+                )
+                self.calls[index] = call
+                events.append(ToolCallStart(call.id, call.name))
+            piece = function.get("arguments")
+            if piece:
+                call.arguments.append(piece)
+                events.append(ToolCallDelta(call.id, piece))
+        return events
+
+    def done(self) -> list[StreamEvent]:
+        return [
+            ToolCallDone(c.id, c.name, "".join(c.arguments) or "{}")
+            for _, c in sorted(self.calls.items())
+        ]
+
+
+class ChatStreamParser:
+    """Chat Completions SSE chunks → events; ``[DONE]`` is the terminal event."""
+
+    vendor = "OpenAI"
+
+    def __init__(self) -> None:
+        self.calls = ToolCallAssembler()
+        self.finish: str | None = None
+        self.usage: Any = None
+        self.model: str | None = None
+        self.response_id: str | None = None
+        self.done = False
+
+    def feed(self, event: SSEEvent) -> list[StreamEvent]:
+        if event.data.strip() == "[DONE]":
+            self.done = True
+            return []
+        chunk = load_event_json(self.vendor, event)
+        if not isinstance(chunk, dict):
+            raise errors.malformed(self.vendor, "stream chunk is not an object")
+        if isinstance(chunk.get("error"), dict):
+            raise errors.classify(self.vendor, None, chunk["error"])
+        self.model = chunk.get("model") or self.model
+        self.response_id = chunk.get("id") or self.response_id
+        self.on_chunk(chunk)
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        events: list[StreamEvent] = []
+        for choice in chunk.get("choices") or []:
+            if isinstance(choice, dict) and choice.get("index", 0) == 0:
+                events.extend(self.choice(choice))
+        return events
+
+    def choice(self, choice: dict[str, Any]) -> list[StreamEvent]:
+        """Events of one ``choices[0]`` delta; a null finish never overwrites a real one."""
+        delta = choice.get("delta") or {}
+        events: list[StreamEvent] = []
+        events.extend(self.extra_delta(delta))
+        if delta.get("content"):
+            events.append(TextDelta(delta["content"]))
+        if delta.get("refusal"):
+            events.append(TextDelta(delta["refusal"]))
+        events.extend(self.calls.feed(delta.get("tool_calls")))
+        if choice.get("finish_reason"):
+            self.finish = choice["finish_reason"]
+        return events
+
+    def on_chunk(self, chunk: dict[str, Any]) -> None:
+        """Hook for dialects with more top-level chunk fields (OpenRouter's ``provider``)."""
+
+    def extra_delta(self, delta: dict[str, Any]) -> list[StreamEvent]:
+        """Hook for dialects with more delta fields (OpenRouter's reasoning)."""
+        return []
+
+    def close(self) -> list[StreamEvent]:
+        if not self.done:
+            raise errors.incomplete_stream(self.vendor, "data: [DONE]")
+        return [*self.calls.done(), self.finish_event()]
+
+    def finish_event(self) -> FinishDetails:
+        return FinishDetails(
+            finish_reason(self.finish, bool(self.calls.calls)),
+            chat_usage(self.usage),
+            response_model=self.model,
+            response_id=self.response_id,
+            vendor_finish_reason=self.finish,
+        )
+
+
+def parse_chat_completion(vendor: str, payload: Any) -> tuple[list[StreamEvent], dict[str, Any]]:
+    """Events of a complete chat completion, and its ``choices[0].message``."""
+    if not isinstance(payload, dict):
+        raise errors.malformed(vendor, "the body is not an object")
+    if isinstance(payload.get("error"), dict):
+        raise errors.classify(vendor, None, payload["error"])
+    choices = payload.get("choices") or []
+    choice = choices[0] if choices and isinstance(choices[0], dict) else {}
+    message = choice.get("message") or {}
+    events: list[StreamEvent] = []
+    if message.get("reasoning"):
+        events.append(ReasoningDelta(message["reasoning"]))
+    if message.get("content"):
+        events.append(TextDelta(message["content"]))
+    if message.get("refusal"):
+        events.append(TextDelta(message["refusal"]))
+    calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+    for call in calls:
+        function = call.get("function") or {}
+        call_id, name = str(call.get("id") or ""), function.get("name") or ""
+        arguments = function.get("arguments") or "{}"
+        events += [ToolCallStart(call_id, name), ToolCallDelta(call_id, arguments)]
+        events.append(ToolCallDone(call_id, name, arguments))
+    raw_finish = choice.get("finish_reason")
+    events.append(
+        FinishDetails(
+            finish_reason(raw_finish, bool(calls)),
+            chat_usage(payload.get("usage")),
+            response_model=payload.get("model"),
+            response_id=payload.get("id"),
+            vendor_finish_reason=raw_finish,
+        )
+    )
+    return events, message
+
+
+# --- the adapter -------------------------------------------------------------------------------
+
+
+class OpenAIProvider(HTTPAdapter):
+    """OpenAI Chat Completions over an injected ``httpx.AsyncClient``."""
+
+    name = "openai"
+    vendor = "OpenAI"
+    default_base_url = "https://api.openai.com/v1"
+    key_env = "OPENAI_API_KEY"
+
+    def build_request(
+        self, request: ProviderRequest, *, stream: bool | None = None
+    ) -> PreparedRequest:
+        streaming = self.streaming if stream is None else stream
+        body = chat_body(request, stream=streaming)
+        if request.reasoning is not None and request.reasoning.effort:
+            body["reasoning_effort"] = request.reasoning.effort
+        headers = self.base_headers()
+        if streaming:
+            headers["accept"] = "text/event-stream"
+        return PreparedRequest(
+            "POST", f"{self.base_url}/chat/completions", headers, body, streaming
+        )
+
+    def auth_headers(self, key: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}"}
+
+    def stream_parser(self, request: ProviderRequest) -> StreamParser:
+        return ChatStreamParser()
+
+    def parse_body(self, payload: Any, request: ProviderRequest) -> list[StreamEvent]:
+        return parse_chat_completion(self.vendor, payload)[0]

@@ -1,0 +1,327 @@
+"""The attempt ladder: retries with backoff on one model, then each fallback model in order.
+
+Reference §4.8: two attempts per model; between attempts of the same model wait
+``base × 2^(n−1)`` (plus a little jitter) or the vendor's Retry-After when that
+is larger; then the next model of ``fallbacks``. Our decisions on top:
+
+- an error that is not ``retryable`` (bad request, bad key, context too long)
+  skips the second attempt on that model but still moves to the fallbacks: a
+  different model or vendor may accept what this one refused;
+- a ``timeout`` (first chunk or stall) also skips the in-place retry, as in the
+  reference;
+- a Retry-After longer than ``max_delay`` is not waited for: we move on;
+- once any output reached the caller, a failure is raised as
+  ``PartialResponseError`` with the partial text: the ladder never retries or
+  switches models silently under a half-streamed reply.
+
+Each attempt is reported through ``on_event`` (started / failed / succeeded,
+plus ``FallbackTriggered`` when moving to the next model) so the engine writes
+one log row per attempt and emits its ``fallback_triggered`` frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from runtime.definitions import ModelDefinition
+from runtime.providers import errors
+from runtime.providers.base import (
+    Finish,
+    Provider,
+    ProviderError,
+    ProviderRequest,
+    ReasoningDelta,
+    StreamEvent,
+    TextDelta,
+)
+
+T = TypeVar("T")
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How hard to try. Timeouts are in seconds (``None``: no guard)."""
+
+    attempts_per_model: int = 2
+    base_delay: float = 1.0
+    max_delay: float = 60.0
+    jitter: float = 0.1  # up to +10 % on the computed backoff, so retries do not align
+    first_chunk_timeout: float | None = 120.0
+    stall_timeout: float | None = 45.0
+
+
+@dataclass(slots=True)
+class AttemptContext:
+    """One attempt: which model, which try, and what output already reached the caller."""
+
+    model: ModelDefinition
+    number: int  # 1-based across the whole ladder
+    model_attempt: int  # 1-based within this model
+    fallback_index: int  # 0 for the primary model
+    previous_error: ProviderError | None = None
+    delivered: bool = False
+    _text: list[str] = field(default_factory=list)
+    _reasoning: list[str] = field(default_factory=list)
+
+    @property
+    def is_fallback(self) -> bool:
+        return self.fallback_index > 0
+
+    def deliver_text(self, text: str) -> None:
+        """Call when a text delta reaches the caller (the point of no silent retry)."""
+        self.delivered = True
+        self._text.append(text)
+
+    def deliver_reasoning(self, text: str) -> None:
+        """Call when a reasoning delta reaches the caller."""
+        self.delivered = True
+        self._reasoning.append(text)
+
+    def mark_delivered(self) -> None:
+        """Call when any other output (a tool-call event) reaches the caller."""
+        self.delivered = True
+
+    @property
+    def partial_text(self) -> str:
+        return "".join(self._text)
+
+    @property
+    def partial_reasoning(self) -> str:
+        return "".join(self._reasoning)
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptStarted:
+    attempt: AttemptContext
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptFailed:
+    """``retry_in`` is the delay before the same model is tried again, ``None`` when it is not."""
+
+    attempt: AttemptContext
+    error: ProviderError
+    retry_in: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptSucceeded:
+    attempt: AttemptContext
+    finish: Finish | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackTriggered:
+    from_model: ModelDefinition
+    to_model: ModelDefinition
+    error: ProviderError | None
+
+
+LadderEvent = AttemptStarted | AttemptFailed | AttemptSucceeded | FallbackTriggered
+OnEvent = Callable[[LadderEvent], Awaitable[None] | None]
+
+
+def retry_delay(
+    error: ProviderError,
+    model_attempt: int,
+    policy: RetryPolicy,
+    rand: Callable[[], float] = random.random,
+) -> float | None:
+    """Seconds to wait before retrying the same model, or ``None`` to move on."""
+    if model_attempt >= policy.attempts_per_model:
+        return None
+    if not error.retryable or error.code == errors.TIMEOUT:
+        return None
+    backoff = policy.base_delay * 2 ** (model_attempt - 1)
+    backoff = min(backoff * (1 + policy.jitter * rand()), policy.max_delay)
+    asked = getattr(error, "retry_after", None)
+    if asked is not None and asked > policy.max_delay:
+        return None  # the vendor wants a long pause: a fallback model is the better bet
+    return max(backoff, asked or 0.0)
+
+
+def exhausted(models: Sequence[ModelDefinition], last: ProviderError | None) -> errors.AdapterError:
+    """The ladder's final error (reference wording, then the last error's text)."""
+    text = (
+        f"All retry attempts exhausted for model {models[0].name} and {len(models) - 1} fallbacks"
+    )
+    if last is not None:
+        text += f": {last.message}"
+    return errors.AdapterError(
+        text,
+        last.code if last else errors.UNKNOWN,
+        last.status if last else None,
+        retryable=False,
+        vendor_code=getattr(last, "vendor_code", None),
+    )
+
+
+async def _emit(on_event: OnEvent | None, event: LadderEvent) -> None:
+    if on_event is None:
+        return
+    result = on_event(event)
+    if inspect.isawaitable(result):
+        await result
+
+
+def _attempts(models: Sequence[ModelDefinition], policy: RetryPolicy) -> list[tuple[int, int]]:
+    return [
+        (index, n) for index in range(len(models)) for n in range(1, policy.attempts_per_model + 1)
+    ]
+
+
+async def run_with_fallbacks(
+    models: Sequence[ModelDefinition],
+    attempt: Callable[[AttemptContext], Awaitable[T]],
+    *,
+    policy: RetryPolicy | None = None,
+    on_event: OnEvent | None = None,
+    sleep: Sleep = asyncio.sleep,
+    rand: Callable[[], float] = random.random,
+) -> T:
+    """Run ``attempt`` along the ladder until one returns; raise the final error otherwise.
+
+    ``attempt`` raises ``ProviderError`` on failure and must call
+    ``ctx.deliver_text`` / ``deliver_reasoning`` / ``mark_delivered`` as output
+    reaches its caller. Any other exception (a bug, a cancellation) stops the ladder.
+    """
+    policy = policy or RetryPolicy()
+    last: ProviderError | None = None
+    skip_model = -1
+    for number, (index, model_attempt) in enumerate(_attempts(models, policy), start=1):
+        if index == skip_model:
+            continue
+        if model_attempt == 1 and index > 0:
+            await _emit(on_event, FallbackTriggered(models[index - 1], models[index], last))
+        ctx = AttemptContext(models[index], number, model_attempt, index, last)
+        await _emit(on_event, AttemptStarted(ctx))
+        try:
+            result = await attempt(ctx)
+        except ProviderError as error:
+            if ctx.delivered:
+                raise errors.PartialResponseError(
+                    error, ctx.partial_text, ctx.partial_reasoning
+                ) from error
+            delay = retry_delay(error, model_attempt, policy, rand)
+            await _emit(on_event, AttemptFailed(ctx, error, delay))
+            last = error
+            if delay is None:
+                skip_model = index
+            else:
+                await sleep(delay)
+            continue
+        await _emit(on_event, AttemptSucceeded(ctx))
+        return result
+    raise exhausted(models, last)
+
+
+async def stream_with_fallbacks(
+    models: Sequence[ModelDefinition],
+    provider_for: Callable[[ModelDefinition], Provider],
+    request_for: Callable[[ModelDefinition], ProviderRequest],
+    *,
+    policy: RetryPolicy | None = None,
+    on_event: OnEvent | None = None,
+    sleep: Sleep = asyncio.sleep,
+    rand: Callable[[], float] = random.random,
+) -> AsyncIterator[StreamEvent]:
+    """The ladder as one event stream: events of the attempt that succeeds reach the
+    caller as they arrive; ``on_event`` says which attempt they belong to."""
+    policy = policy or RetryPolicy()
+    last: ProviderError | None = None
+    skip_model = -1
+    for number, (index, model_attempt) in enumerate(_attempts(models, policy), start=1):
+        if index == skip_model:
+            continue
+        model = models[index]
+        if model_attempt == 1 and index > 0:
+            await _emit(on_event, FallbackTriggered(models[index - 1], model, last))
+        ctx = AttemptContext(model, number, model_attempt, index, last)
+        await _emit(on_event, AttemptStarted(ctx))
+        finish: Finish | None = None
+        try:
+            provider = provider_for(model)
+            events = watch_stream(provider.stream(request_for(model)), policy)
+            async for event in events:
+                _record(ctx, event)
+                if isinstance(event, Finish):
+                    finish = event
+                yield event
+        except ProviderError as error:
+            if ctx.delivered:
+                raise errors.PartialResponseError(
+                    error, ctx.partial_text, ctx.partial_reasoning
+                ) from error
+            delay = retry_delay(error, model_attempt, policy, rand)
+            await _emit(on_event, AttemptFailed(ctx, error, delay))
+            last = error
+            if delay is None:
+                skip_model = index
+            else:
+                await sleep(delay)
+            continue
+        await _emit(on_event, AttemptSucceeded(ctx, finish))
+        return
+    raise exhausted(models, last)
+
+
+def _record(ctx: AttemptContext, event: StreamEvent) -> None:
+    if isinstance(event, TextDelta):
+        ctx.deliver_text(event.text)
+    elif isinstance(event, ReasoningDelta):
+        ctx.deliver_reasoning(event.text)
+    elif not isinstance(event, Finish):
+        ctx.mark_delivered()
+
+
+# --- stream guards ---------------------------------------------------------------------------
+
+
+async def watch_stream(
+    stream: AsyncIterator[T], policy: RetryPolicy | None = None
+) -> AsyncIterator[T]:
+    """``stream`` with the first-chunk and stall timeouts applied (``timeout`` errors).
+
+    The first event must come within ``first_chunk_timeout`` (this covers
+    connecting and the vendor's time to first token), each next one within
+    ``stall_timeout`` of the previous.
+    """
+    policy = policy or RetryPolicy()
+    limit, what = policy.first_chunk_timeout, "first chunk"
+    try:
+        while True:
+            try:
+                async with asyncio.timeout(limit):
+                    item = await anext(stream)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise errors.AdapterError(
+                    f"No {what} from the provider within {limit:g} s",
+                    errors.TIMEOUT,
+                    retryable=True,
+                ) from None
+            yield item
+            limit, what = policy.stall_timeout, "data"
+    finally:
+        closer: Any = getattr(stream, "aclose", None)
+        if closer is not None:
+            await closer()
+
+
+class GuardedProvider:
+    """A provider whose stream has the first-chunk and stall timeouts applied."""
+
+    def __init__(self, provider: Provider, policy: RetryPolicy | None = None) -> None:
+        self.provider = provider
+        self.policy = policy or RetryPolicy()
+        self.name = provider.name
+
+    def stream(self, request: ProviderRequest) -> AsyncIterator[StreamEvent]:
+        return watch_stream(self.provider.stream(request), self.policy)

@@ -1,0 +1,484 @@
+"""``ThreadState``: what tools, hooks, effects and endpoints get to work with a thread.
+
+The same object serves code running inside a session (``execution`` is set)
+and code running at rest (``execution`` is ``None``). Names follow the spec
+in snake_case: ``state.get_messages``, ``state.inject_message``,
+``state.get_value``/``set_value``, ``state.env``, ``state.execution.stop()`` …
+"""
+
+from __future__ import annotations
+
+import asyncio
+import posixpath
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
+from runtime.events import event
+from runtime.messages import MESSAGE_FIELDS, Message, Role, Side, new_id
+from runtime.recorder import Batch, Recorder
+from runtime.results import ToolResult
+from runtime.store import (
+    EnvType,
+    FileRecord,
+    LogQuery,
+    LogRecord,
+    MessageQuery,
+    QueuedMessage,
+    ThreadRecord,
+)
+from runtime.transcript import Transcript
+
+if TYPE_CHECKING:
+    from runtime.deps import Deps
+    from runtime.hooks import HookRunner
+    from runtime.loader import DefinitionLoader
+
+
+class EnvNotFound(KeyError):
+    """``state.env(name)`` found no value in any tier."""
+
+
+class ToolHost(Protocol):
+    """Runs tools on behalf of ``ThreadState.invoke_tool``/``queue_tool``."""
+
+    async def invoke_tool(self, state: ThreadState, name: str, args: dict[str, Any]) -> ToolResult:
+        """Run tool (or prompt, or agent) ``name`` now and return its result; nothing is stored."""
+        ...
+
+
+@dataclass(slots=True)
+class MessagesResult:
+    """A page of messages (``get_messages``)."""
+
+    messages: list[Message]
+    total: int
+    has_more: bool
+
+
+@dataclass(slots=True)
+class QueuedTool:
+    """A tool call queued by ``state.queue_tool`` for the running step."""
+
+    name: str
+    args: dict[str, Any]
+    id: str = field(default_factory=lambda: "call_" + new_id().replace("-", "")[:12])
+
+
+class ExecutionControl:
+    """The live control block of a running session, shared by every ``ExecutionState`` view."""
+
+    def __init__(self, flow_id: str, side: Side, transcript: Transcript | None) -> None:
+        self.flow_id = flow_id
+        self.side: Side = side
+        self.step_count = 0
+        self.side_steps: dict[str, int] = {"a": 0, "b": 0}
+        self.stopped = False
+        self.stopped_by: Side | None = None
+        self.stop_requested: str | None = None  # set by stop(): the session ends after the step
+        self.forced_side: Side | None = None
+        self.queued_tools: list[QueuedTool] = []
+        self.abort_signal = asyncio.Event()
+        self.transcript = transcript
+        self.prompt_name = ""
+
+
+class ExecutionState:
+    """The spec's ``ExecutionState``: counters and controls of the running session.
+
+    One view per tool call, so ``tool_call_id`` is the id of the call being run
+    (use it to make external side effects idempotent); hooks get a view without one.
+    """
+
+    def __init__(self, control: ExecutionControl, tool_call_id: str | None = None) -> None:
+        self._control = control
+        self.tool_call_id = tool_call_id
+
+    @property
+    def flow_id(self) -> str:
+        """Unique id of this session run."""
+        return self._control.flow_id
+
+    @property
+    def current_side(self) -> Side:
+        """The side acting now."""
+        return self._control.side
+
+    @property
+    def step_count(self) -> int:
+        """Steps run in this session (all sides)."""
+        return self._control.step_count
+
+    @property
+    def side_a_step_count(self) -> int:
+        """Steps run by side A in this session."""
+        return self._control.side_steps["a"]
+
+    @property
+    def side_b_step_count(self) -> int:
+        """Steps run by side B in this session."""
+        return self._control.side_steps["b"]
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the session has been asked to stop."""
+        return self._control.stopped or self._control.stop_requested is not None
+
+    @property
+    def stopped_by(self) -> Side | None:
+        """The side that stopped the session, if any."""
+        return self._control.stopped_by
+
+    @property
+    def prompt_name(self) -> str:
+        """The prompt of the current step."""
+        return self._control.prompt_name
+
+    @property
+    def message_history(self) -> list[Message]:
+        """The top-level messages of the thread as the session holds them."""
+        transcript = self._control.transcript
+        return list(transcript.messages) if transcript else []
+
+    @property
+    def abort_signal(self) -> asyncio.Event:
+        """Set when the session is stopping; long-running tools may watch it."""
+        return self._control.abort_signal
+
+    def force_turn(self, side: Side) -> None:
+        """Make ``side`` act next (in ``ai_human``, forcing side B hands over to the human)."""
+        self._control.forced_side = side
+
+    def stop(self) -> None:
+        """End the session after the current step (stop reason ``state_stop_session``)."""
+        self.stop_session()
+
+    def stop_session(self, result: str | None = None) -> None:
+        """End the session after the current step, with an optional result text."""
+        self._control.stop_requested = result or ""
+        self._control.stopped_by = self._control.side
+        self._control.abort_signal.set()
+
+
+class ThreadState:
+    """The unified interface to one thread (spec ``ThreadState``)."""
+
+    def __init__(
+        self,
+        deps: Deps,
+        thread: ThreadRecord,
+        *,
+        defs: DefinitionLoader,
+        recorder: Recorder,
+        hooks: HookRunner | None = None,
+        host: ToolHost | None = None,
+        prompt_name: str | None = None,
+        execution: ExecutionState | None = None,
+        context: dict[str, Any] | None = None,
+    ) -> None:
+        self._deps, self._thread, self._defs = deps, thread, defs
+        self._recorder, self._hooks, self._host = recorder, hooks, host
+        self._prompt_name = prompt_name
+        self.execution = execution
+        self.context: dict[str, Any] = context if context is not None else {}
+
+    def _with(self, **changes: Any) -> ThreadState:
+        values: dict[str, Any] = {
+            "defs": self._defs,
+            "recorder": self._recorder,
+            "hooks": self._hooks,
+            "host": self._host,
+            "prompt_name": self._prompt_name,
+            "execution": self.execution,
+            "context": self.context,
+        }
+        values.update(changes)
+        return ThreadState(self._deps, self._thread, **values)
+
+    def for_tool_call(self, tool_call_id: str) -> ThreadState:
+        """A view whose ``execution.tool_call_id`` is the call being run."""
+        if self.execution is None:
+            return self
+        return self._with(execution=ExecutionState(self.execution._control, tool_call_id))
+
+    def for_prompt(self, prompt_name: str, hooks: HookRunner) -> ThreadState:
+        """A view for code running under another prompt (sub-prompts)."""
+        return self._with(prompt_name=prompt_name, hooks=hooks)
+
+    # --- identity ---------------------------------------------------------------------
+
+    @property
+    def thread_id(self) -> str:
+        """Thread id (a UUID4)."""
+        return self._thread.id
+
+    @property
+    def agent_id(self) -> str:
+        """Name of the thread's agent."""
+        return self._thread.agent_name
+
+    @property
+    def user_id(self) -> str | None:
+        """Owner of the thread, if any."""
+        return self._thread.user_id
+
+    @property
+    def created_at(self) -> int:
+        """Creation time, µs since the epoch."""
+        return self._thread.created_at
+
+    @property
+    def parent_id(self) -> str | None:
+        """The parent thread (for child threads)."""
+        return self._thread.parent_id
+
+    # --- messages ---------------------------------------------------------------------
+
+    async def get_messages(
+        self,
+        limit: int = 100,
+        offset: int = 0,
+        order: Literal["asc", "desc"] = "asc",
+        include_silent: bool = False,
+        max_depth: int = 0,
+    ) -> MessagesResult:
+        """The newest ``limit`` messages (after skipping ``offset`` newest), sorted by ``order``."""
+        query = MessageQuery(limit, offset, order, include_silent, max_depth)
+        page = await self._deps.store.list_messages(self.thread_id, query)
+        return MessagesResult(page.messages, page.total, page.has_more)
+
+    async def get_message(self, message_id: str) -> Message | None:
+        """One message, or ``None``."""
+        return await self._deps.store.get_message(self.thread_id, message_id)
+
+    async def inject_message(
+        self,
+        role: Role,
+        content: str,
+        *,
+        silent: bool = False,
+        metadata: dict[str, Any] | None = None,
+        attachments: list[dict[str, Any]] | None = None,
+    ) -> Message:
+        """Add a top-level message now (``before/after_create_message`` hooks run)."""
+        side: Side | None = "a" if role == "assistant" else ("b" if role == "user" else None)
+        message = Message(
+            id=new_id(),
+            role=role,
+            content=content,
+            created_at=self._deps.clock.now(),
+            silent=silent,
+            metadata=dict(metadata or {}),
+            attachments=attachments,
+            side=side,
+            prompt_name=self._prompt_name,
+        )
+        return await self.create_message(message)
+
+    async def create_message(self, message: Message) -> Message:
+        """Insert a prepared message with hooks, store it and announce it."""
+        if self._hooks is not None:
+            message = await self._hooks.before_create_message(self, message)
+        await self._recorder.commit(Batch(created=[message]), self._hooks, self)
+        return message
+
+    async def update_message(
+        self, message_id: str, *, content: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> Message:
+        """Change a message's content and/or merge its metadata (``before/after_update_message``)."""
+        current = await self._current(message_id)
+        updates: dict[str, Any] = {}
+        if content is not None:
+            updates["content"] = content
+        if metadata is not None:
+            updates["metadata"] = {**current.metadata, **metadata}
+        return await self.apply_update(current, updates)
+
+    async def apply_update(self, current: Message, updates: dict[str, Any]) -> Message:
+        """Apply field updates to a message with hooks, store it and announce it."""
+        if self._hooks is not None:
+            updates = await self._hooks.before_update_message(self, current.id, updates)
+        known = {k: v for k, v in updates.items() if k in MESSAGE_FIELDS and k != "id"}
+        updated = current.copy(**known)
+        await self._recorder.commit(Batch(updated=[updated]), self._hooks, self)
+        return updated
+
+    async def _current(self, message_id: str) -> Message:
+        transcript = self._recorder.transcript
+        found = transcript.get(message_id) if transcript else None
+        found = found or await self.get_message(message_id)
+        if found is None:
+            raise LookupError(f"Message not found: {message_id}")
+        return found
+
+    async def queue_message(
+        self,
+        content: str,
+        role: Role = "user",
+        *,
+        silent: bool = False,
+        metadata: dict[str, Any] | None = None,
+    ) -> str:
+        """Queue a message for the thread's next step (durable, ordered); returns its id."""
+        queued = QueuedMessage(
+            id=new_id(), role=role, content=content, silent=silent, metadata=dict(metadata or {})
+        )
+        await self._deps.store.queue_message(self.thread_id, queued)
+        return queued.id
+
+    async def get_logs(
+        self, limit: int = 100, offset: int = 0, order: Literal["asc", "desc"] = "asc"
+    ) -> list[LogRecord]:
+        """Execution logs of the thread."""
+        return await self._deps.store.list_logs(self.thread_id, LogQuery(limit, offset, order))
+
+    # --- definitions ------------------------------------------------------------------
+
+    async def load_model(self, name: str) -> ModelDefinition:
+        """A model definition; ``LookupError`` when missing."""
+        return await self._defs.model(name)
+
+    async def load_prompt(self, name: str) -> PromptDefinition:
+        """A prompt definition; ``LookupError`` when missing."""
+        return await self._defs.prompt(name)
+
+    async def load_agent(self, name: str) -> AgentDefinition:
+        """An agent definition; ``LookupError`` when missing."""
+        return await self._defs.agent(name)
+
+    async def get_prompt_names(self) -> list[str]:
+        """Names of all prompts."""
+        return await self._deps.store.definition_names("prompt")
+
+    async def get_agent_names(self) -> list[str]:
+        """Names of all agents."""
+        return await self._deps.store.definition_names("agent")
+
+    async def get_model_names(self) -> list[str]:
+        """Names of all models."""
+        return await self._deps.store.definition_names("model")
+
+    # --- tools and events -------------------------------------------------------------
+
+    def queue_tool(self, name: str, args: dict[str, Any] | None = None) -> str:
+        """Run tool ``name`` after the current step's tool calls (its result is stored); returns the call id."""
+        if self.execution is None:
+            raise RuntimeError("queue_tool needs a running session; use invoke_tool at rest")
+        queued = QueuedTool(name, dict(args or {}))
+        self.execution._control.queued_tools.append(queued)
+        return queued.id
+
+    async def invoke_tool(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
+        """Run a tool, prompt or agent now and return its result (no message is stored)."""
+        if self._host is None:
+            raise RuntimeError("This ThreadState cannot run tools")
+        return await self._host.invoke_tool(self, name, dict(args or {}))
+
+    def emit(self, event_name: str, data: Any = None) -> None:
+        """Send a custom event to the thread's live listeners."""
+        self._recorder.emit(event(event_name, data))
+
+    # --- values -----------------------------------------------------------------------
+
+    async def get_value(self, key: str) -> Any:
+        """A durable JSON value of the thread, or ``None``."""
+        return await self._deps.store.get_value(self.thread_id, key)
+
+    async def set_value(self, key: str, value: Any) -> None:
+        """Store a durable JSON value (``None`` deletes it)."""
+        updated_at = await self._deps.store.set_value(self.thread_id, key, value)
+        self.emit("kv_changed", {"key": key, "deleted": value is None, "updated_at": updated_at})
+
+    async def list_values(self, prefix: str = "") -> dict[str, Any]:
+        """Durable values whose key starts with ``prefix``."""
+        return await self._deps.store.list_values(self.thread_id, prefix)
+
+    # --- env --------------------------------------------------------------------------
+
+    async def env(self, name: str) -> str:
+        """An env value (thread → agent → prompt → user → instance); ``EnvNotFound`` when missing."""
+        entry = await self._deps.store.resolve_env(self.thread_id, name, self._prompt_name)
+        if entry is None:
+            raise EnvNotFound(f"Environment variable not found: {name}")
+        return entry.value
+
+    async def env_type(self, name: str) -> EnvType:
+        """``'text'`` or ``'secret'`` (``'secret'`` when missing)."""
+        entry = await self._deps.store.resolve_env(self.thread_id, name, self._prompt_name)
+        return entry.type if entry else "secret"
+
+    async def set_env(self, name: str, value: str, type: EnvType | None = None) -> None:
+        """Write a thread env value (a new key is ``secret`` unless ``type`` says otherwise)."""
+        await self._deps.store.set_env(self.thread_id, name, value, type)
+
+    # --- files ------------------------------------------------------------------------
+
+    async def write_file(
+        self,
+        path: str,
+        data: bytes | str,
+        mime_type: str = "application/octet-stream",
+        *,
+        metadata: dict[str, Any] | None = None,
+        width: int | None = None,
+        height: int | None = None,
+    ) -> FileRecord:
+        """Create or replace a file in the thread's file system."""
+        raw = data.encode() if isinstance(data, str) else data
+        record = await self._deps.store.write_file(
+            self.thread_id,
+            normalize_path(path),
+            raw,
+            mime_type,
+            metadata=metadata,
+            width=width,
+            height=height,
+        )
+        self.emit("file_created", {"path": record.path, "file": _file_dict(record)})
+        return record
+
+    async def read_file(self, path: str) -> bytes | None:
+        """A file's bytes, or ``None``."""
+        return await self._deps.store.read_file(self.thread_id, normalize_path(path))
+
+    async def stat_file(self, path: str) -> FileRecord | None:
+        """A file's record, or ``None``."""
+        return await self._deps.store.stat_file(self.thread_id, normalize_path(path))
+
+    async def stat(self, path: str) -> FileRecord | None:
+        """Alias of ``stat_file``."""
+        return await self.stat_file(path)
+
+    async def readdir(self, path: str = "/") -> list[FileRecord]:
+        """Entries of a directory."""
+        return await self._deps.store.list_dir(self.thread_id, normalize_path(path))
+
+    async def unlink(self, path: str) -> bool:
+        """Delete a file or an empty directory."""
+        normalized = normalize_path(path)
+        deleted = await self._deps.store.delete_file(self.thread_id, normalized)
+        if deleted:
+            self.emit("file_deleted", {"path": normalized})
+        return deleted
+
+    async def mkdir(self, path: str) -> FileRecord:
+        """Create a directory (and its parents)."""
+        return await self._deps.store.make_dir(self.thread_id, normalize_path(path))
+
+
+def normalize_path(path: str) -> str:
+    """``'a//b/'`` → ``'/a/b'``; ``'..'`` segments are refused."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise ValueError(f"Path may not contain '..': {path}")
+    return posixpath.join("/", *parts)
+
+
+def _file_dict(record: FileRecord) -> dict[str, Any]:
+    return {
+        "path": record.path,
+        "name": record.name,
+        "mimeType": record.mime_type,
+        "size": record.size,
+        "isDirectory": record.is_directory,
+    }

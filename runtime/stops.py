@@ -1,0 +1,217 @@
+"""Stop conditions: small predicates over what a step did, checked in priority order.
+
+Each predicate returns a ``Stop`` (a reason code, whether it ends the turn or
+the whole session, and the stop tool's value) or ``None``. ``evaluate`` returns
+the first hit. The order follows the AgentBuilder agents API (end-session tool,
+stop tool, max steps, stop on response), after the user's stop and a stop
+requested through ``state``, and before the safety limits (repeated identical
+tool errors, the global step ceiling). ``maxSessionTurns`` is checked by the
+loop when a turn completes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from runtime.definitions import SideConfig
+from runtime.messages import Message, Side, ToolCall, parse_arguments
+from runtime.progress import StopReason
+
+MAX_TOTAL_STEPS = 250
+MAX_SESSION_TURNS = 250
+REPEATED_TOOL_ERRORS = 8
+
+
+@dataclass(slots=True)
+class Continue:
+    """The loop goes on with another step."""
+
+
+@dataclass(slots=True)
+class Finished:
+    """The session ends, for ``reason``."""
+
+    reason: StopReason
+    detail: str | None = None
+    value: Any = None
+
+
+StepOutcome = Continue | Finished
+
+
+@dataclass(slots=True)
+class Stop:
+    """A stop condition that matched: ``scope`` says whether the turn or the session ends."""
+
+    reason: StopReason
+    scope: Literal["turn", "session"]
+    value: Any = None
+    detail: str | None = None
+
+
+@dataclass(slots=True)
+class CallResult:
+    """A tool call of the step and how it ended (``ok``, the stored text)."""
+
+    call: ToolCall
+    ok: bool
+    content: str
+
+
+@dataclass(slots=True)
+class StepFacts:
+    """Everything the predicates look at, for the step that just ran."""
+
+    side: Side
+    config: SideConfig
+    reply: Message
+    results: list[CallResult] = field(default_factory=list)
+    side_steps: int = 0
+    total_steps: int = 0
+    max_total_steps: int = MAX_TOTAL_STEPS
+    user_stopped: bool = False
+    state_stop: str | None = None
+    recent_tool_rows: list[Message] = field(default_factory=list)
+    repeat_limit: int = REPEATED_TOOL_ERRORS
+
+    def called(self, name: str | None) -> list[CallResult]:
+        """The results of this step's calls to tool ``name``."""
+        return [r for r in self.results if name and r.call["function"]["name"] == name]
+
+
+def user_stopped(f: StepFacts) -> Stop | None:
+    """The user pressed stop (the thread's persistent stop flag)."""
+    return Stop("aborted_by_user", "session") if f.user_stopped else None
+
+
+def state_stop_session(f: StepFacts) -> Stop | None:
+    """A tool or hook called ``state.execution.stop()`` / ``state.stop_session()``."""
+    if f.state_stop is None:
+        return None
+    return Stop("state_stop_session", "session", value=f.state_stop or None)
+
+
+def end_session_tool(f: StepFacts) -> Stop | None:
+    """``endSessionTool`` was called and at least one call succeeded: the session ends."""
+    calls = f.called(f.config.end_session_tool)
+    if not any(r.ok for r in calls):
+        return None
+    return Stop("session_stop", "session", value=_property(calls[0], None))
+
+
+def stop_tool(f: StepFacts) -> Stop | None:
+    """``stopTool`` was called: the side's turn ends with its response property as outcome."""
+    calls = f.called(f.config.stop_tool)
+    if not calls:
+        return None
+    return Stop(
+        "stop_tool", "turn", value=_property(calls[0], f.config.stop_tool_response_property)
+    )
+
+
+def max_side_steps(f: StepFacts) -> Stop | None:
+    """The side used its ``maxSteps``: it is forced to stop (and the session with it)."""
+    limit = f.config.max_steps
+    if limit is None or f.side_steps < limit:
+        return None
+    return Stop("max_side_steps", "session", detail=f"Side {f.side} reached max steps ({limit})")
+
+
+def stop_on_response(f: StepFacts) -> Stop | None:
+    """``stopOnResponse`` (default on): text without tool calls ends the turn."""
+    if not f.config.stop_on_response or f.reply.tool_calls:
+        return None
+    return Stop("stop_on_response", "turn") if (f.reply.content or "").strip() else None
+
+
+def repeated_tool_error(f: StepFacts) -> Stop | None:
+    """The newest tool results are all the same error, ``REPEATED_TOOL_ERRORS`` times in a row."""
+    if all(r.ok for r in f.results):
+        return None  # only a step that just failed can complete the streak
+    rows = f.recent_tool_rows[-f.repeat_limit :]
+    if len(rows) < f.repeat_limit or any(r.tool_status != "error" for r in rows):
+        return None
+    if len({error_signature(r.content or "") for r in rows}) != 1:
+        return None
+    return Stop("repeated_tool_error", "session", detail=rows[-1].content)
+
+
+def max_total_steps(f: StepFacts) -> Stop | None:
+    """The global step ceiling of the session."""
+    if f.total_steps < f.max_total_steps:
+        return None
+    return Stop("max_total_steps", "session", detail=f"Maximum steps reached ({f.max_total_steps})")
+
+
+PRIORITY: tuple[Callable[[StepFacts], Stop | None], ...] = (
+    user_stopped,
+    state_stop_session,
+    end_session_tool,
+    stop_tool,
+    max_side_steps,
+    stop_on_response,
+    repeated_tool_error,
+    max_total_steps,
+)
+
+
+def evaluate(facts: StepFacts) -> Stop | None:
+    """The highest-priority stop condition that matches, or ``None``.
+
+    A called ``endSessionTool`` whose calls all failed stops nothing and
+    disables the turn conditions for that step (the model is expected to retry).
+    """
+    end_tool_failed = bool(facts.called(facts.config.end_session_tool))
+    for check in PRIORITY:
+        if end_tool_failed and check in TURN_CONDITIONS:
+            continue
+        found = check(facts)
+        if found is not None:
+            return found
+    return None
+
+
+TURN_CONDITIONS = (stop_tool, stop_on_response)
+
+
+def has_turn_condition(config: SideConfig) -> bool:
+    """Whether the side can end its turn on its own (else every step is a turn)."""
+    return config.stop_on_response or config.stop_tool is not None
+
+
+def session_turn_cap(max_session_turns: int | None) -> int:
+    """``maxSessionTurns``, never above the hard cap of 250."""
+    return min(max_session_turns or MAX_SESSION_TURNS, MAX_SESSION_TURNS)
+
+
+def _property(result: CallResult, name: str | None) -> Any:
+    """The stop tool's response property: from the call's arguments, else from its result."""
+    try:
+        arguments = parse_arguments(result.call)
+    except ValueError:
+        arguments = {}
+    if name is None:
+        return arguments or None
+    if name in arguments:
+        return arguments[name]
+    try:
+        parsed = json.loads(result.content)
+    except ValueError:
+        return result.content if result.ok else None
+    return parsed.get(name) if isinstance(parsed, dict) else parsed
+
+
+_QUOTED = re.compile(r"(\"[^\"]*\"|'[^']*'|`[^`]*`)")
+_PATH = re.compile(r"(/[\w.\-]+)+")
+_DIGITS = re.compile(r"\d+")
+
+
+def error_signature(text: str) -> str:
+    """Two errors that differ only in quoted values, paths or numbers have the same signature."""
+    text = text.lower().removeprefix("failed to execute tool:").strip()
+    text = _DIGITS.sub("", _PATH.sub("", _QUOTED.sub("", text)))
+    return " ".join(text.split())[:120]

@@ -1,0 +1,386 @@
+"""The store protocol: everything the engine reads and writes, in a few coarse calls.
+
+The engine never talks to a database. It calls a ``Store``: the in-memory one
+(``runtime.memory_store``) for tests and the Django one (in ``agents_app``) in
+production. Both must behave identically; ``tests/runtime`` runs against a
+``store`` fixture that can be parametrized over implementations.
+
+Design rules:
+- **Writes during a session go through ``commit``**: one atomic call per
+  checkpoint (open a step; store an LLM response; store a tool result together
+  with the step's progress). One call = one transaction = one round trip.
+- **Reads are few**: a session reads its thread, progress, definitions and the
+  top-level history once, then keeps the history in memory.
+- Everything is keyed by ``thread_id``; a store never needs to know which
+  session is running (there is at most one per thread; the host guarantees it).
+- Timestamps: message/log ``created_at`` are integer microseconds chosen by the
+  engine (strictly increasing per thread); queue rows drained by ``commit`` get
+  a ``created_at`` from the store that is greater than every existing message
+  of the thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
+from runtime.messages import Message, Role
+from runtime.progress import SessionProgress, ThreadExecutionState
+
+LogKind = Literal["llm", "tool", "system"]
+EnvType = Literal["text", "secret"]
+EnvSource = Literal["thread", "agent", "prompt", "user", "instance"]
+DefinitionKind = Literal["agent", "prompt", "model"]
+
+
+# --- records -------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ThreadRecord:
+    """A thread as the engine needs it.
+
+    ``created_at`` is µs since the epoch (spec ``ThreadMetadata``). ``agent_name``
+    is the current agent (a handoff changes it), ``origin_agent_name`` the agent
+    at creation (never changes). ``stopped`` is the persistent stop flag set by
+    a user stop and cleared by a new user message or a continue.
+    """
+
+    id: str
+    agent_name: str
+    origin_agent_name: str
+    user_id: str | None = None
+    parent_id: str | None = None
+    tags: list[str] = field(default_factory=list)
+    created_at: int = 0
+    stopped: bool = False
+    terminated: bool = False
+    execution_state: ThreadExecutionState = field(default_factory=ThreadExecutionState)
+
+
+@dataclass(slots=True)
+class NewThread:
+    """What ``create_thread`` needs; the engine chooses ``id`` (a UUID4)."""
+
+    id: str
+    agent_name: str
+    user_id: str | None = None
+    parent_id: str | None = None
+    tags: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    created_at: int = 0
+
+
+@dataclass(slots=True)
+class ThreadUpdate:
+    """Changes to a thread made by a commit; ``None`` fields are left alone."""
+
+    agent_name: str | None = None
+    stopped: bool | None = None
+    execution_state: ThreadExecutionState | None = None
+
+
+@dataclass(slots=True)
+class LogRecord:
+    """One LLM request attempt (``kind='llm'``), one tool call (``'tool'``) or a runtime event.
+
+    Mirrors the ``Log`` table. ``message_id`` is the message the turn started
+    from (the session's root message, or for sub-prompts the parent step's
+    assistant message). Costs are USD floats (12 decimals). An LLM log is
+    inserted with ``is_complete=False`` when the request is sent and replaced
+    with the completed row when the response (or error) arrives.
+    ``error_type='interrupted'`` marks a request that never completed (the
+    session died); such logs do not count as consumed responses.
+    """
+
+    id: str
+    thread_id: str
+    kind: LogKind = "llm"
+    message_id: str | None = None
+    parent_id: str | None = None
+    retry_of_id: str | None = None
+    provider: str = ""
+    model: str = ""
+    model_id: str = ""
+    prompt_name: str = ""
+    attempt: int = 1
+    tool_name: str = ""
+    tool_call_id: str = ""
+    request_body: dict[str, Any] | None = None
+    response_body: dict[str, Any] | None = None
+    system_prompt: str = ""
+    status_code: int | None = None
+    finish_reason: str = ""
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    total_tokens: int = 0
+    cost_input: float = 0.0
+    cost_cached: float = 0.0
+    cost_output: float = 0.0
+    cost_total: float = 0.0
+    latency_ms: int | None = None
+    time_to_first_token_ms: int | None = None
+    error: str = ""
+    error_type: str = ""
+    is_complete: bool = False
+    created_at: int = 0
+
+
+@dataclass(slots=True)
+class QueuedMessage:
+    """A message waiting for the next step of the thread (durable, ordered by ``created_at``)."""
+
+    id: str
+    role: Role = "user"
+    content: str = ""
+    attachments: list[dict[str, Any]] | None = None
+    silent: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: int = 0
+
+
+@dataclass(slots=True)
+class FileRecord:
+    """An entry of a thread's file system. ``path`` is normalized (leading '/', no trailing '/')."""
+
+    path: str
+    name: str
+    mime_type: str = "application/octet-stream"
+    size: int = 0
+    is_directory: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+    width: int | None = None
+    height: int | None = None
+    created_at: int = 0  # ms
+
+
+@dataclass(slots=True)
+class EnvEntry:
+    """A resolved env value, its type and the tier it came from."""
+
+    value: str
+    type: EnvType = "secret"
+    source: EnvSource = "thread"
+
+
+@dataclass(slots=True)
+class MessageQuery:
+    """Which messages ``list_messages`` returns.
+
+    Paging follows the reference: the window is the *newest* ``limit`` matching
+    messages after skipping the newest ``offset`` (``limit=None``: all of them);
+    ``order`` only sorts the returned window (``'asc'`` oldest first, ``'desc'``
+    newest first). ``max_depth=None`` means any depth; ``parent_id`` restricts
+    to the direct children of one message. Silent rows are included only with
+    ``include_silent``.
+    """
+
+    limit: int | None = 100
+    offset: int = 0
+    order: Literal["asc", "desc"] = "asc"
+    include_silent: bool = False
+    max_depth: int | None = 0
+    parent_id: str | None = None
+
+
+@dataclass(slots=True)
+class MessagePage:
+    """A page of messages, the total matching the filters, and whether older ones exist."""
+
+    messages: list[Message]
+    total: int
+    has_more: bool
+
+
+@dataclass(slots=True)
+class LogQuery:
+    """Which logs ``list_logs`` returns (same paging rules as ``MessageQuery``)."""
+
+    limit: int | None = 100
+    offset: int = 0
+    order: Literal["asc", "desc"] = "asc"
+    kind: LogKind | None = None
+
+
+@dataclass(slots=True)
+class Commit:
+    """One atomic write of the engine (one transaction).
+
+    Apply in this order: ``logs`` (upsert by id), ``messages`` (upsert by id:
+    insert new rows, replace every field of existing ones), ``progress``
+    (replace the session progress of the thread), ``thread`` (update the
+    thread row), then, if ``drain_queue``, move every queued message of the
+    thread into ``messages`` (same id, role, content, attachments, silent,
+    metadata; ``status='completed'``, ``depth=0``, ``side`` 'b' for ``user`` rows and
+    'a' for ``assistant`` rows, ``created_at`` greater than
+    every message of the thread, increasing in queue order) and delete the
+    queue rows.
+    """
+
+    messages: list[Message] = field(default_factory=list)
+    logs: list[LogRecord] = field(default_factory=list)
+    progress: SessionProgress | None = None
+    thread: ThreadUpdate | None = None
+    drain_queue: bool = False
+
+
+@dataclass(slots=True)
+class CommitResult:
+    """What a commit reports back: the thread's stop flag *after* the commit, and drained rows."""
+
+    stopped: bool = False
+    drained: list[Message] = field(default_factory=list)
+
+
+# --- the protocol --------------------------------------------------------------------
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Persistence for the engine. Every method is a coroutine; every call may be one round trip.
+
+    Implementations raise ``LookupError`` for an unknown ``thread_id`` in
+    methods that need the thread to exist (all but ``create_thread``).
+    """
+
+    # threads ------------------------------------------------------------------------
+    async def create_thread(self, new: NewThread) -> ThreadRecord:
+        """Create a thread (and its thread-scope env values) and return it.
+
+        ``new.parent_id`` makes it a child thread (agents called as tools);
+        ``origin_agent_name`` is ``new.agent_name``.
+        """
+        ...
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        """The thread, or ``None`` when it does not exist."""
+        ...
+
+    # messages -----------------------------------------------------------------------
+    async def list_messages(self, thread_id: str, query: MessageQuery) -> MessagePage:
+        """Messages of a thread, paged and filtered as ``MessageQuery`` describes."""
+        ...
+
+    async def get_message(self, thread_id: str, message_id: str) -> Message | None:
+        """One message of the thread, or ``None``."""
+        ...
+
+    async def queue_message(self, thread_id: str, message: QueuedMessage) -> None:
+        """Append a message to the thread's queue; a running session drains it at its next step."""
+        ...
+
+    # the one write path of a running session -------------------------------------------
+    async def commit(self, thread_id: str, commit: Commit) -> CommitResult:
+        """Apply ``commit`` atomically (see ``Commit`` for the order) and report the stop flag.
+
+        All or nothing: when it raises, none of it is stored.
+        """
+        ...
+
+    async def load_progress(self, thread_id: str) -> SessionProgress | None:
+        """The progress last committed for the thread's current session, or ``None``.
+
+        A finished progress (``finished=True``) means the last session ended;
+        the engine then starts a new one, whose first commit replaces it.
+        """
+        ...
+
+    # logs ---------------------------------------------------------------------------
+    async def list_logs(self, thread_id: str, query: LogQuery) -> list[LogRecord]:
+        """Logs of a thread, paged like messages."""
+        ...
+
+    async def count_llm_responses(self, thread_id: str, model: str) -> int:
+        """How many responses the thread has received from model definition ``model``.
+
+        Counts logs with ``kind='llm'``, ``model=model``, ``is_complete=True`` and
+        ``error_type != 'interrupted'`` (a provider error is a response too).
+        The ``test`` provider replays its script from this count.
+        """
+        ...
+
+    # definitions --------------------------------------------------------------------
+    async def get_agent(self, name: str) -> AgentDefinition | None:
+        """The agent definition named ``name``, or ``None``."""
+        ...
+
+    async def get_prompt(self, name: str) -> PromptDefinition | None:
+        """The prompt definition named ``name``, or ``None``."""
+        ...
+
+    async def get_model(self, name: str) -> ModelDefinition | None:
+        """The model definition named ``name``, or ``None``."""
+        ...
+
+    async def definition_names(self, kind: DefinitionKind) -> list[str]:
+        """Names of all definitions of one kind, sorted."""
+        ...
+
+    # env ----------------------------------------------------------------------------
+    async def resolve_env(
+        self, thread_id: str, name: str, prompt: str | None = None
+    ) -> EnvEntry | None:
+        """Resolve an env value: thread → agent → prompt → user → instance, first hit wins.
+
+        The agent is the thread's current agent (its ``tenvs``), the prompt is
+        ``prompt`` (its ``env``); agent and prompt values are always ``secret``.
+        ``None`` when no tier defines ``name``.
+        """
+        ...
+
+    async def set_env(
+        self, thread_id: str, name: str, value: str, type: EnvType | None = None
+    ) -> None:
+        """Write a thread env value; ``type=None`` keeps the existing type (``secret`` when new)."""
+        ...
+
+    # values -------------------------------------------------------------------------
+    async def get_value(self, thread_id: str, key: str) -> Any:
+        """The JSON value stored under ``key``, or ``None``."""
+        ...
+
+    async def set_value(self, thread_id: str, key: str, value: Any) -> int:
+        """Store a JSON value (``None`` deletes the key); returns the update time in µs."""
+        ...
+
+    async def list_values(self, thread_id: str, prefix: str = "") -> dict[str, Any]:
+        """All values whose key starts with ``prefix``."""
+        ...
+
+    # files --------------------------------------------------------------------------
+    async def write_file(
+        self,
+        thread_id: str,
+        path: str,
+        data: bytes,
+        mime_type: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        width: int | None = None,
+        height: int | None = None,
+    ) -> FileRecord:
+        """Create or replace a file (parent directories are implied); returns its record."""
+        ...
+
+    async def read_file(self, thread_id: str, path: str) -> bytes | None:
+        """A file's bytes, or ``None`` when missing or a directory."""
+        ...
+
+    async def stat_file(self, thread_id: str, path: str) -> FileRecord | None:
+        """A file's or directory's record, or ``None``."""
+        ...
+
+    async def list_dir(self, thread_id: str, path: str) -> list[FileRecord]:
+        """Direct entries of a directory (``'/'`` is the root), sorted by path."""
+        ...
+
+    async def delete_file(self, thread_id: str, path: str) -> bool:
+        """Delete a file or an empty directory; ``False`` when nothing was there."""
+        ...
+
+    async def make_dir(self, thread_id: str, path: str) -> FileRecord:
+        """Create a directory (idempotent) and return its record."""
+        ...

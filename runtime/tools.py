@@ -1,0 +1,376 @@
+"""The tool half of a step: run the calls of an assistant message and store each result.
+
+Per call: ``tool_started`` telemetry and a ``tool_call_started`` event; the
+call is dispatched (native tool, sub-prompt, agent, handoff, stop tool);
+argument errors and exceptions become error results the model sees; then
+``after_tool_call_success``/``_failure``, ``before_store_tool_result``, new
+attachments stored under ``/attachments/``, ``before_create_message``; the
+result row and a tool log are committed together. Calls run one by one, or
+concurrently when the prompt sets ``parallelToolCalls``; either way results
+are stored in call order. The last result is not committed here: it goes out
+with the step's progress in the session's closing commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import mimetypes
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from runtime.definitions import ToolConfig
+from runtime.deps import Deps
+from runtime.events import event, telemetry
+from runtime.loader import DefinitionLoader
+from runtime.messages import Message, ToolCall, make_tool_call, new_id, now_ms, parse_arguments
+from runtime.recorder import Batch, Recorder, is_commit_failure
+from runtime.results import ToolResult, failure, normalize, success
+from runtime.state import ExecutionControl, ThreadState
+from runtime.steps import INVALID_RESPONSE_TOOL, Scope
+from runtime.store import LogRecord
+from runtime.toolset import OfferedTool, resolve
+
+if TYPE_CHECKING:
+    from runtime.delegation import Delegate
+
+EMPTY_RESPONSE_ERROR = (
+    "Your last response was empty. Reply with text, call a tool, or attach a file."
+)
+
+
+@dataclass(slots=True)
+class Slot:
+    """Where a call's result will be stored: a pre-assigned message id and ``created_at``.
+
+    Pre-assigning in call order keeps results in call order when calls run
+    concurrently, and gives sub-prompts a parent id before their result exists.
+    """
+
+    id: str
+    created_at: int
+    exists: bool = False
+    subagent_id: str | None = None
+    detached: bool = False  # ``invoke_tool``: no result row will ever exist
+
+
+@dataclass(slots=True)
+class CallOutcome:
+    """A call of the step and its result row (stored or about to be)."""
+
+    call: ToolCall
+    message: Message
+
+    @property
+    def ok(self) -> bool:
+        """Whether the call succeeded."""
+        return self.message.tool_status != "error"
+
+
+@dataclass(slots=True)
+class Prepared:
+    """A finished call whose result row is ready to commit."""
+
+    outcome: CallOutcome
+    batch: Batch
+    state: ThreadState
+
+
+@dataclass(slots=True)
+class ToolRun:
+    """All calls of a step; ``deferred`` holds the uncommitted last result."""
+
+    outcomes: list[CallOutcome] = field(default_factory=list)
+    deferred: Batch = field(default_factory=Batch)
+    stopped: bool = False
+
+
+class ToolRunner:
+    """Executes tool calls for one session."""
+
+    def __init__(
+        self, deps: Deps, defs: DefinitionLoader, recorder: Recorder, control: ExecutionControl
+    ) -> None:
+        self.deps, self.defs, self.recorder, self.control = deps, defs, recorder, control
+        self.delegate: Delegate | None = None
+
+    async def run(self, scope: Scope, message: Message, stored: dict[str, Message]) -> ToolRun:
+        """Run the calls of ``message`` that have no stored result, plus tools queued meanwhile."""
+        run = ToolRun()
+        calls = list(message.tool_calls or [])
+        slots = self._slots(calls, stored)
+        started = (
+            self._start_all(scope, calls, slots, stored) if scope.prompt.parallel_tool_calls else {}
+        )
+        index = 0
+        try:
+            while index < len(calls):
+                call = calls[index]
+                index += 1
+                done = stored.get(call["id"])
+                if done is not None and done.status != "pending":
+                    run.outcomes.append(CallOutcome(call, done))
+                    continue
+                task = started.get(call["id"])
+                prepared = (
+                    await task if task else await self.execute(scope, call, slots[call["id"]])
+                )
+                run.outcomes.append(prepared.outcome)
+                self._take_queued(scope, message, calls, slots, run)
+                if index == len(calls):
+                    run.deferred = run.deferred.merge(prepared.batch)
+                elif (
+                    await self.recorder.commit(prepared.batch, scope.hooks, prepared.state)
+                ).stopped:
+                    run.stopped = True
+                    break
+        finally:
+            for task in started.values():
+                task.cancel()
+        return run
+
+    def _slots(self, calls: list[ToolCall], stored: dict[str, Message]) -> dict[str, Slot]:
+        slots = {}
+        for call in calls:
+            row = stored.get(call["id"])
+            if row is not None:
+                slots[call["id"]] = Slot(row.id, row.created_at, exists=True)
+            else:
+                slots[call["id"]] = Slot(new_id(), self.deps.clock.now())
+        return slots
+
+    def _start_all(
+        self,
+        scope: Scope,
+        calls: list[ToolCall],
+        slots: dict[str, Slot],
+        stored: dict[str, Message],
+    ) -> dict[str, asyncio.Task[Prepared]]:
+        return {
+            c["id"]: asyncio.ensure_future(self.execute(scope, c, slots[c["id"]]))
+            for c in calls
+            if stored.get(c["id"]) is None or stored[c["id"]].status == "pending"
+        }
+
+    def _take_queued(
+        self,
+        scope: Scope,
+        message: Message,
+        calls: list[ToolCall],
+        slots: dict[str, Slot],
+        run: ToolRun,
+    ) -> None:
+        """Append tools queued with ``state.queue_tool`` to this step (and to its assistant message)."""
+        if not self.control.queued_tools:
+            return
+        queued = [make_tool_call(q.id, q.name, q.args) for q in self.control.queued_tools]
+        self.control.queued_tools.clear()
+        calls.extend(queued)
+        slots.update(self._slots(queued, {}))
+        updated = message.copy(
+            tool_calls=list(calls), metadata={**message.metadata, "queued_tools": True}
+        )
+        run.deferred = run.deferred.merge(Batch(updated=[updated]))
+
+    # --- one call --------------------------------------------------------------------
+
+    async def execute(self, scope: Scope, call: ToolCall, slot: Slot) -> Prepared:
+        """Run one call and prepare its result row and log (not committed)."""
+        name = call["function"]["name"]
+        state = scope.state.for_tool_call(call["id"])
+        self.recorder.emit(telemetry("tool_started", tool=name))
+        self.recorder.emit(event("tool_call_started", {"id": call["id"], "name": name}))
+        started = time.perf_counter()
+        result = await self.dispatch(scope, call, slot, state)
+        self.recorder.emit(
+            event("tool_call_done", {"id": call["id"], "name": name, "status": result.status})
+        )
+        self.recorder.emit(telemetry("tool_completed", tool=name, status=result.status))
+        result = await scope.hooks.after_tool_call(state, call, result)
+        result = await scope.hooks.before_store_tool_result(state, call, result)
+        attachments, notes = await self._attachments(state, result)
+        message = self._result_row(scope, call, slot, result, attachments, notes)
+        if not slot.exists:
+            message = await scope.hooks.before_create_message(state, message)
+        log = self._log(scope, call, result, started)
+        batch = Batch(logs=[log])
+        (batch.updated if slot.exists else batch.created).append(message)
+        return Prepared(CallOutcome(call, message), batch, state)
+
+    async def dispatch(
+        self, scope: Scope, call: ToolCall, slot: Slot, state: ThreadState
+    ) -> ToolResult:
+        """What the call returns; never raises (except cancellation)."""
+        name = call["function"]["name"]
+        if name == INVALID_RESPONSE_TOOL:
+            return failure(EMPTY_RESPONSE_ERROR)
+        offered = scope.tools.get(name)
+        if offered is None:
+            return failure(f"Tool '{name}' is not available for this prompt.")
+        try:
+            args = parse_arguments(call)
+        except ValueError as exc:
+            return failure(f"Tool arguments are not valid JSON: {exc}")
+        try:
+            return await self._call(scope, offered, call, args, slot, state)
+        except Exception as exc:  # a failing tool is a result the model sees, not a crash
+            if is_commit_failure(exc):
+                raise
+            return failure(str(exc) or type(exc).__name__, stack=traceback.format_exc())
+
+    async def _call(
+        self,
+        scope: Scope,
+        offered: OfferedTool,
+        call: ToolCall,
+        args: dict[str, Any],
+        slot: Slot,
+        state: ThreadState,
+    ) -> ToolResult:
+        if offered.kind == "native":
+            return await self._native(offered, args, state)
+        if offered.kind == "stop":
+            return success(_stop_text(args))
+        assert self.delegate is not None
+        if offered.kind == "prompt":
+            return await self.delegate.subprompt(scope, offered, call, args, slot)
+        if offered.kind == "agent":
+            return await self.delegate.agent(scope, offered, call, args, slot)
+        return self.delegate.handoff(offered, args)
+
+    async def _native(
+        self, offered: OfferedTool, args: dict[str, Any], state: ThreadState
+    ) -> ToolResult:
+        tool = offered.tool
+        assert tool is not None
+        parsed = None
+        if tool.args_model is not None:
+            try:
+                parsed = tool.args_model.model_validate(args)
+            except ValidationError as exc:
+                return failure("Tool argument validation failed: " + validation_text(exc))
+        return normalize(await tool(state, parsed))
+
+    async def invoke(self, scope: Scope, name: str, args: dict[str, Any]) -> ToolResult:
+        """``state.invoke_tool``: run any tool, prompt or agent now; nothing is stored."""
+        offered = scope.tools.get(name) or await resolve(
+            self.defs, self.deps.registry, ToolConfig(name=name)
+        )
+        if offered is None:
+            return failure(f"Tool '{name}' not found.")
+        call = make_tool_call("call_" + new_id().replace("-", "")[:12], name, args)
+        invoked = Scope(**{**_scope_fields(scope), "tools": {**scope.tools, name: offered}})
+        slot = Slot(new_id(), self.deps.clock.now(), detached=True)
+        return await self.dispatch(invoked, call, slot, scope.state.for_tool_call(call["id"]))
+
+    # --- result rows -------------------------------------------------------------------
+
+    def _result_row(
+        self,
+        scope: Scope,
+        call: ToolCall,
+        slot: Slot,
+        result: ToolResult,
+        attachments: list[dict[str, Any]],
+        notes: list[str],
+    ) -> Message:
+        content = "\n".join([result.content, *notes]) if notes else result.content
+        metadata = {"subagent_id": slot.subagent_id} if slot.subagent_id else {}
+        return Message(
+            id=slot.id,
+            role="tool",
+            content=content,
+            name=call["function"]["name"],
+            tool_call_id=call["id"],
+            tool_status="success" if result.ok else "error",
+            status="completed",
+            created_at=slot.created_at,
+            parent_id=scope.parent_id,
+            depth=scope.depth,
+            side=scope.side,
+            attachments=attachments or None,
+            prompt_name=scope.prompt.name,
+            metadata=metadata,
+            subagent_id=slot.subagent_id,
+        )
+
+    def _log(self, scope: Scope, call: ToolCall, result: ToolResult, started: float) -> LogRecord:
+        return LogRecord(
+            id=new_id(),
+            thread_id=scope.thread.id,
+            kind="tool",
+            message_id=scope.root_message_id,
+            parent_id=scope.log_id,
+            prompt_name=scope.prompt.name,
+            tool_name=call["function"]["name"],
+            tool_call_id=call["id"],
+            request_body={"arguments": call["function"]["arguments"]},
+            response_body=result.to_dict() | {"stack": None},
+            error=result.error or "" if not result.ok else "",
+            error_type="" if result.ok else "tool_execution_error",
+            latency_ms=int((time.perf_counter() - started) * 1000),
+            is_complete=True,
+            created_at=self.deps.clock.now(),
+        )
+
+    async def _attachments(
+        self, state: ThreadState, result: ToolResult
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        refs: list[dict[str, Any]] = []
+        notes: list[str] = []
+        for item in result.attachments:
+            if "data" not in item:
+                refs.append(item)
+                continue
+            ref = await store_attachment(state, item)
+            refs.append(ref)
+            notes.append(f'Attachment path for "{ref["name"]}": {ref["path"]}')
+        return refs, notes
+
+
+async def store_attachment(state: ThreadState, item: dict[str, Any]) -> dict[str, Any]:
+    """Write a new tool attachment under ``/attachments/`` and return its ``AttachmentRef``."""
+    name = str(item.get("name") or "attachment")
+    mime = str(item.get("mimeType") or mimetypes.guess_type(name)[0] or "application/octet-stream")
+    try:
+        data = base64.b64decode(item["data"], validate=False)
+    except (binascii.Error, TypeError) as exc:
+        raise ValueError(f"Attachment {name} is not valid base64: {exc}") from exc
+    ext = (
+        name.rsplit(".", 1)[-1] if "." in name else (mimetypes.guess_extension(mime) or ".bin")[1:]
+    )
+    path = f"/attachments/{now_ms()}-{new_id()[:8]}.{ext}"
+    width, height = item.get("width"), item.get("height")
+    record = await state.write_file(path, data, mime, width=width, height=height)
+    ref: dict[str, Any] = {
+        "id": new_id(),
+        "type": "file",
+        "path": record.path,
+        "name": name,
+        "mimeType": mime,
+        "size": record.size,
+    }
+    if width is not None:
+        ref["width"], ref["height"] = width, height
+    return ref
+
+
+def validation_text(exc: ValidationError) -> str:
+    """``[path] message; …`` for a pydantic validation error."""
+    return "; ".join(
+        f"[{'.'.join(str(p) for p in err['loc']) or '(root)'}] {err['msg']}" for err in exc.errors()
+    )
+
+
+def _stop_text(args: dict[str, Any]) -> str:
+    values = [v for v in args.values() if isinstance(v, str)]
+    return values[0] if len(values) == 1 else "Done"
+
+
+def _scope_fields(scope: Scope) -> dict[str, Any]:
+    return {name: getattr(scope, name) for name in Scope.__dataclass_fields__}

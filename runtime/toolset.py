@@ -1,0 +1,148 @@
+"""Which tools a prompt offers the model, and what each name resolves to.
+
+A prompt ``tools`` entry resolves, in this order, to a native (code) tool, a
+prompt (a sub-prompt), or an agent: an agent with ``exposeAsTool`` runs in a
+new child thread and returns its answer (spec §7.2); any other ``ai_human``
+agent is a handoff (the thread switches agents). The side's ``stopTool`` and
+``endSessionTool`` are offered too; when no code defines them the engine
+supplies a built-in tool that just succeeds (so a stop tool needs no code).
+An entry with ``optional: ENV_NAME`` exists only when that env value is truthy.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from runtime.definitions import AgentDefinition, PromptDefinition, SideConfig, ToolConfig
+from runtime.loader import DefinitionLoader
+from runtime.providers.base import ToolSchema
+from runtime.registry import EMPTY_OBJECT_SCHEMA, Registry, ToolDefinition
+
+logger = logging.getLogger("runtime.toolset")
+ToolKind = Literal["native", "prompt", "agent", "handoff", "stop"]
+EnvLookup = Callable[[str], Awaitable[str | None]]
+TRUTHY = ("true", "1", "yes")
+
+
+@dataclass(slots=True)
+class OfferedTool:
+    """One tool the model may call: its schema and what runs when it is called."""
+
+    name: str
+    kind: ToolKind
+    schema: ToolSchema
+    entry: ToolConfig
+    tool: ToolDefinition | None = None
+    prompt: PromptDefinition | None = None
+    agent: AgentDefinition | None = None
+
+
+async def offered_tools(
+    defs: DefinitionLoader,
+    registry: Registry,
+    prompt: PromptDefinition,
+    side: SideConfig | None,
+    env: EnvLookup,
+) -> dict[str, OfferedTool]:
+    """The prompt's tools (plus the side's stop and end-session tools), by name."""
+    out: dict[str, OfferedTool] = {}
+    for entry in _entries(prompt):
+        if entry.optional and (await env(entry.optional) or "").strip().lower() not in TRUTHY:
+            continue
+        offered = await resolve(defs, registry, entry)
+        if offered is None:
+            logger.warning(
+                "Prompt %s lists tool %r, which resolves to nothing", prompt.name, entry.name
+            )
+            continue
+        out[offered.name] = offered
+    for name, prop in _side_tools(side):
+        if name not in out:
+            out[name] = await resolve(defs, registry, ToolConfig(name=name)) or stop_tool(
+                name, prop
+            )
+    return out
+
+
+def _entries(prompt: PromptDefinition) -> list[ToolConfig]:
+    return [ToolConfig(name=t) if isinstance(t, str) else t for t in prompt.tools or []]
+
+
+def _side_tools(side: SideConfig | None) -> list[tuple[str, str | None]]:
+    if side is None:
+        return []
+    out = []
+    if side.stop_tool:
+        out.append((side.stop_tool, side.stop_tool_response_property))
+    if side.end_session_tool:
+        out.append((side.end_session_tool, None))
+    return out
+
+
+async def resolve(
+    defs: DefinitionLoader, registry: Registry, entry: ToolConfig
+) -> OfferedTool | None:
+    """What a tool name means: native tool → prompt → agent; ``None`` when nothing matches."""
+    name = entry.name
+    native = registry.tools.get(name)
+    if native is not None:
+        schema = ToolSchema(name, native.description, native.args_schema)
+        return OfferedTool(name, "native", schema, entry, tool=native)
+    prompt = await defs.find_prompt(name)
+    if prompt is not None:
+        schema = ToolSchema(
+            name, prompt.tool_description or f"Run the {name} prompt", _schema_of(prompt)
+        )
+        return OfferedTool(name, "prompt", schema, entry, prompt=prompt)
+    agent = await defs.find_agent(name)
+    if agent is not None:
+        return await _agent_tool(defs, agent, entry)
+    return None
+
+
+async def _agent_tool(
+    defs: DefinitionLoader, agent: AgentDefinition, entry: ToolConfig
+) -> OfferedTool | None:
+    first = await defs.find_prompt(agent.side_a.prompt)
+    title = agent.title or agent.name
+    if agent.expose_as_tool:
+        description = agent.tool_description or f"Ask the {title} agent and get its answer"
+        schema = _schema_of(first) if first and first.required_schema else dict(MESSAGE_SCHEMA)
+        return OfferedTool(
+            entry.name, "agent", ToolSchema(entry.name, description, schema), entry, agent=agent
+        )
+    if agent.type == "ai_human":
+        description = agent.tool_description or f"Hand off conversation to {title} agent"
+        schema = _schema_of(first) if first else dict(EMPTY_OBJECT_SCHEMA)
+        return OfferedTool(
+            entry.name, "handoff", ToolSchema(entry.name, description, schema), entry, agent=agent
+        )
+    return None
+
+
+def stop_tool(name: str, response_property: str | None) -> OfferedTool:
+    """A built-in tool for a stop/end-session tool no code defines: it accepts and succeeds."""
+    schema: dict[str, Any] = {"type": "object", "properties": {}}
+    if response_property:
+        schema["properties"][response_property] = {"type": "string"}
+        schema["required"] = [response_property]
+    description = "Call this when you are done" + (
+        f" (give the {response_property})" if response_property else ""
+    )
+    return OfferedTool(
+        name, "stop", ToolSchema(name, description + ".", schema), ToolConfig(name=name)
+    )
+
+
+def _schema_of(prompt: PromptDefinition) -> dict[str, Any]:
+    return dict(prompt.required_schema or EMPTY_OBJECT_SCHEMA)
+
+
+MESSAGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"message": {"type": "string", "description": "What to ask the agent"}},
+    "required": ["message"],
+}

@@ -1,0 +1,55 @@
+"""The top-level conversation of a thread, kept in memory for the length of a session.
+
+Loaded once when a session starts; every write the session makes (and every
+drained queue row) is applied to it, so building a request costs no read.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from runtime.messages import Message
+
+
+class Transcript:
+    """Depth-0 messages in ``created_at`` order, addressable by id and by tool call id."""
+
+    def __init__(self, messages: list[Message] | None = None) -> None:
+        self.messages: list[Message] = []
+        self._by_id: dict[str, Message] = {}
+        for message in sorted(messages or [], key=lambda m: m.created_at):
+            self.upsert(message)
+
+    def upsert(self, message: Message) -> None:
+        """Add or replace a message (sub-prompt messages, depth > 0, are ignored)."""
+        if message.depth != 0:
+            return
+        old = self._by_id.get(message.id)
+        if old is not None:
+            self.messages.remove(old)
+        self._by_id[message.id] = message
+        if not self.messages or self.messages[-1].created_at < message.created_at:
+            self.messages.append(message)
+        else:
+            keys = [m.created_at for m in self.messages]
+            self.messages.insert(bisect.bisect(keys, message.created_at), message)
+
+    def get(self, message_id: str) -> Message | None:
+        """A message by id."""
+        return self._by_id.get(message_id)
+
+    def result_for(self, call_id: str) -> Message | None:
+        """The stored tool message answering ``call_id`` (newest first)."""
+        for message in reversed(self.messages):
+            if message.role == "tool" and message.tool_call_id == call_id:
+                return message
+        return None
+
+    def tool_rows(self) -> list[Message]:
+        """Completed tool messages, oldest first."""
+        return [m for m in self.messages if m.role == "tool" and m.status != "pending"]
+
+    @property
+    def last_created_at(self) -> int:
+        """``created_at`` of the newest message (0 when empty)."""
+        return self.messages[-1].created_at if self.messages else 0
