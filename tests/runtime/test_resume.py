@@ -7,6 +7,7 @@ session died between running it and storing its result.
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +23,14 @@ from runtime.providers.test_provider import TestProvider, TestScript
 from runtime.registry import Registry, define_tool
 from runtime.store import Commit, CommitResult, LogQuery, MessageQuery, Store
 from tests.runtime.conftest import Harness, prompt, side
+
+
+def inbound_id(thread_id: str) -> str:
+    """The id of a thread's inbound message: a retried send repeats it.
+
+    Message ids are UUIDs, unique across threads (primary keys in the database).
+    """
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"inbound:{thread_id}"))
 
 
 class SimulatedCrash(Exception):
@@ -171,7 +180,9 @@ def _ten_step_script() -> TestScript:
 
 def _start_with(text: str) -> Callable[[Engine], Any]:
     return lambda engine: (
-        lambda thread_id: engine.run_session(thread_id, message=NewMessage(text, id="inbound-1"))
+        lambda thread_id: engine.run_session(
+            thread_id, message=NewMessage(text, id=inbound_id(thread_id))
+        )
     )
 
 
@@ -341,7 +352,7 @@ async def test_message_resent_by_a_retried_task_is_not_stored_twice(harness: Har
     # The retried task runs with the same message again; it resumes instead of duplicating it.
     thread_id2 = thread_id
     result = await scenario.engine(harness.store).run_session(
-        thread_id2, message=NewMessage("hello", id="inbound-1")
+        thread_id2, message=NewMessage("hello", id=inbound_id(thread_id2))
     )
     contents = [m[1] for m in await _transcript(harness.store, thread_id2)]
     assert contents.count("hello") == 1
@@ -384,10 +395,10 @@ async def test_a_session_stopped_by_the_user_while_dead_ends_on_resume(harness: 
     engine = scenario.engine(crashing)
     thread = await engine.create_thread("agent")
     with pytest.raises(SimulatedCrash):
-        await engine.run_session(thread.id, message=NewMessage("hi", id="inbound-1"))
+        await engine.run_session(thread.id, message=NewMessage("hi", id=inbound_id(thread.id)))
     harness.press_stop(thread.id)
     result = await scenario.engine(harness.store).run_session(
-        thread.id, message=NewMessage("hi", id="inbound-1")
+        thread.id, message=NewMessage("hi", id=inbound_id(thread.id))
     )
     assert result.stop_reason == "aborted_by_user"
     rows = await _transcript(harness.store, thread.id)

@@ -125,6 +125,7 @@ async def test_commit_without_drain_leaves_the_queue(store: Store, thread_id: st
 async def test_commit_reports_the_stop_flag_and_updates_the_thread(
     store: Store, thread_id: str, harness: Harness
 ) -> None:
+    harness.define(prompt("p2"), agent("other", "p2"))  # a handoff target must exist
     assert (await store.commit(thread_id, Commit())).stopped is False
     harness.press_stop(thread_id)
     assert (await store.commit(thread_id, Commit())).stopped is True
@@ -144,7 +145,7 @@ async def test_commit_reports_the_stop_flag_and_updates_the_thread(
 
 async def test_progress_round_trip(store: Store, thread_id: str) -> None:
     assert await store.load_progress(thread_id) is None
-    progress = SessionProgress(session_id="s1", agent="agent", steps=3, side_steps={"a": 3, "b": 0})
+    progress = SessionProgress(session_id=new_id(), agent="agent", steps=3, side_steps={"a": 3, "b": 0})
     await store.commit(thread_id, Commit(progress=progress))
     assert await store.load_progress(thread_id) == progress
 

@@ -1,0 +1,19 @@
+"""The engine test modules, collected again here so they run over ``DjangoStore``
+(the fixtures in this folder's conftest replace the in-memory store)."""
+
+from tests.runtime.test_context import *  # noqa: F403
+from tests.runtime.test_hooks import *  # noqa: F403
+from tests.runtime.test_logs_and_events import *  # noqa: F403
+from tests.runtime.test_resume import *  # noqa: F403
+from tests.runtime.test_spec_agents_as_tools import *  # noqa: F403
+from tests.runtime.test_spec_definitions_and_types import *  # noqa: F403
+from tests.runtime.test_spec_stop_conditions import *  # noqa: F403
+from tests.runtime.test_store_protocol import *  # noqa: F403
+from tests.runtime.test_subprompts import *  # noqa: F403
+from tests.runtime.test_thread_state import *  # noqa: F403
+from tests.runtime.test_tools import *  # noqa: F403
+
+# Not run here: it renders an include of a prompt that does not exist. The database cannot
+# hold such a definition (includes are foreign keys; validation rejects dangling names),
+# so only the in-memory store can exercise the engine's "[Prompt not found]" fallback.
+del test_system_prompt_renders_text_includes_and_env_parts  # noqa: F821
