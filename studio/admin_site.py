@@ -1,9 +1,76 @@
-"""The studio: a Django admin site branded for people who configure agents."""
+"""The studio: a Django admin site branded for people who configure agents.
+
+The index groups models by what people do with them (configure, watch activity,
+manage people) instead of by Django app, in the order they are usually needed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 from django.contrib import admin
+from django.http import HttpRequest
+
+# (section title, [(app_label, model_name), …]); models not listed keep their app's group.
+SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
+    (
+        "Configure",
+        [
+            ("agents_app", "agent"),
+            ("agents_app", "prompt"),
+            ("agents_app", "languagemodel"),
+            ("agents_app", "envvalue"),
+        ],
+    ),
+    (
+        "Activity",
+        [
+            ("agents_app", "thread"),
+            ("agents_app", "message"),
+            ("agents_app", "log"),
+            ("agents_app", "threadsession"),
+            ("agents_app", "scheduledeffect"),
+            ("agents_app", "queuedmessage"),
+            ("agents_app", "threadvalue"),
+            ("agents_app", "threadfile"),
+        ],
+    ),
+    (
+        "People and access",
+        [
+            ("auth", "user"),
+            ("auth", "group"),
+            ("agents_app", "apikey"),
+            ("agents_app", "websocketticket"),
+        ],
+    ),
+]
 
 
 class StudioAdminSite(admin.AdminSite):
     site_header = "Standard Agents Studio"
     site_title = "Agents Studio"
     index_title = "Configure agents, prompts and models"
+
+    def get_app_list(
+        self, request: HttpRequest, app_label: str | None = None
+    ) -> list[dict[str, Any]]:
+        apps = super().get_app_list(request, app_label)
+        if app_label is not None:
+            return apps
+        by_key = {
+            (app["app_label"], m["object_name"].lower()): (app, m)
+            for app in apps
+            for m in app["models"]
+        }
+        sections = []
+        for title, keys in SECTIONS:
+            found = [by_key.pop(k) for k in keys if k in by_key]
+            if found:
+                first_app = found[0][0]
+                sections.append({**first_app, "name": title, "models": [m for _, m in found]})
+        # Anything registered later and not placed above stays in its own app's group.
+        leftovers: dict[str, dict[str, Any]] = {}
+        for app, model in by_key.values():
+            leftovers.setdefault(app["app_label"], {**app, "models": []})["models"].append(model)
+        return sections + list(leftovers.values())

@@ -1,4 +1,9 @@
-"""ASGI entry point: HTTP through Django, WebSockets through Channels (added by the service issue)."""
+"""ASGI entry point: HTTP through Django, WebSockets through Channels.
+
+WebSockets authenticate with a ticket, an API key or the session cookie
+(``agents_app.consumers.websocket_auth``). ``LoopCapture`` tells the in-process
+session executor (embedded mode) which event loop serves the app.
+"""
 
 import os
 
@@ -7,6 +12,15 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
 django_asgi_app = get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from agents_app.consumers import websocket_auth  # noqa: E402
+from agents_app.executor import LoopCapture  # noqa: E402
+from agents_app.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": LoopCapture(django_asgi_app),
+        "websocket": LoopCapture(websocket_auth(URLRouter(websocket_urlpatterns))),
+    }
+)

@@ -134,7 +134,18 @@ else:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": envint("CHANNEL_CAPACITY", 1000)},
+            "CONFIG": {
+                # redis-py's asyncio pool refuses (does not wait for) a connection past
+                # max_connections, 100 by default: one process with hundreds of sockets and
+                # sessions needs a higher cap, or group sends fail under load.
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "max_connections": envint("CHANNEL_REDIS_MAX_CONNECTIONS", 1000),
+                    }
+                ],
+                "capacity": envint("CHANNEL_CAPACITY", 1000),
+            },
         }
     }
 
@@ -149,6 +160,36 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
+# Sessions wait on LLM streams: a worker runs them as asyncio tasks on one loop, and each
+# pool thread only waits for its session (see docs/api.md, "Sessions on Celery").
+CELERY_WORKER_POOL = envstr("CELERY_WORKER_POOL", "threads")
+CELERY_WORKER_CONCURRENCY = envint("CELERY_WORKER_CONCURRENCY", 64)
+# Redis redelivers an unacknowledged task after the visibility timeout, even while the
+# first worker is still running it; the session claim makes that duplicate harmless, and
+# the sweep (not redelivery) is what resumes a session whose worker died.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": envint("CELERY_VISIBILITY_TIMEOUT", 3600)}
+CELERY_TASK_IGNORE_RESULT = True
+
+# --- sessions (agents_app.services.sessions, agents_app.runner) -------------------------
+# The owner of a running session refreshes its heartbeat this often; a session whose
+# heartbeat is older than STALE is resumed by the sweep (every SWEEP seconds).
+STUDIO_SESSION_HEARTBEAT_SECONDS = envint("STUDIO_SESSION_HEARTBEAT_SECONDS", 5)
+STUDIO_SESSION_STALE_SECONDS = envint("STUDIO_SESSION_STALE_SECONDS", 30)
+STUDIO_SESSION_SWEEP_SECONDS = envint("STUDIO_SESSION_SWEEP_SECONDS", 10)
+# A queued session nobody claimed (its task was lost) is dispatched again after this.
+STUDIO_SESSION_REDISPATCH_SECONDS = envint("STUDIO_SESSION_REDISPATCH_SECONDS", 120)
+# How often a worker looks for stop requests of the sessions it runs.
+STUDIO_STOP_POLL_MS = envint("STUDIO_STOP_POLL_MS", 500)
+# Extra provider factories, "name=dotted.path,…" (the bench's clocked test provider).
+STUDIO_PROVIDER_FACTORIES = dict(
+    item.split("=", 1) for item in envlist("STUDIO_PROVIDER_FACTORIES") if "=" in item
+)
+CELERY_BEAT_SCHEDULE = {
+    "sweep-sessions": {
+        "task": "agents_app.sweep_sessions",
+        "schedule": float(STUDIO_SESSION_SWEEP_SECONDS),
+    },
+}
 
 # Where code-defined tools, hooks, effects and thread endpoints are discovered
 # (besides ``agents/`` packages inside installed apps).

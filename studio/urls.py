@@ -1,8 +1,13 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import path, re_path
 from django.views.generic import RedirectView
+
+from agents_app.api import api, not_found_view
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/", api.urls),
+    # Any other /api/… path: a JSON 404 ({"error": …}), never the HTML page.
+    re_path(r"^api(?:/.*)?$", not_found_view),
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
 ]

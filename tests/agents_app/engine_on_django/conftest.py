@@ -19,8 +19,8 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 from agents_app.bridge.store import DjangoStore  # noqa: E402
 from agents_app.models import EnvValue, Thread  # noqa: E402
-from agents_app.models import QueuedMessage as QueuedMessageRow  # noqa: E402
 from agents_app.models import Message as MessageRow  # noqa: E402
+from agents_app.models import QueuedMessage as QueuedMessageRow  # noqa: E402
 from agents_app.services import definitions as defs  # noqa: E402
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition  # noqa: E402
 from runtime.store import NewThread, ThreadRecord  # noqa: E402
