@@ -16,8 +16,9 @@ from asgiref.sync import sync_to_async
 from django.core.files.base import ContentFile
 from django.db import transaction
 from django.db.models import Max, Q
+from django.utils import timezone
 
-from agents_app.bridge import rows
+from agents_app.bridge import fast_commit, rows
 from agents_app.models import (
     Agent,
     EnvValue,
@@ -170,7 +171,7 @@ def _upsert_messages(thread_id: str, messages: list[EngineMessage]) -> None:
     )
 
 
-def _save_progress(thread_id: str, progress: SessionProgress) -> None:
+def _session_row(thread_id: str, progress: SessionProgress) -> ThreadSession:
     status = ThreadSession.Status.RUNNING
     if progress.finished:
         stopped = progress.stop_reason in ("aborted_by_user",)
@@ -182,18 +183,21 @@ def _save_progress(thread_id: str, progress: SessionProgress) -> None:
             if failed
             else ThreadSession.Status.COMPLETED
         )
+    return ThreadSession(
+        id=uuid.UUID(progress.session_id),
+        thread_id=thread_id,
+        status=status,
+        side=progress.side,
+        root_message_id=rows._uuid(progress.root_message_id),
+        progress=progress.dump(),
+        stop_reason=progress.stop_reason or "",
+        created_at=timezone.now(),
+    )
+
+
+def _save_progress(thread_id: str, progress: SessionProgress) -> None:
     ThreadSession.objects.bulk_create(
-        [
-            ThreadSession(
-                id=uuid.UUID(progress.session_id),
-                thread_id=thread_id,
-                status=status,
-                side=progress.side,
-                root_message_id=rows._uuid(progress.root_message_id),
-                progress=progress.dump(),
-                stop_reason=progress.stop_reason or "",
-            )
-        ],
+        [_session_row(thread_id, progress)],
         update_conflicts=True,
         unique_fields=["id"],
         update_fields=["status", "side", "progress", "stop_reason"],
@@ -229,6 +233,25 @@ def _drain_queue(thread_id: str) -> list[EngineMessage]:
 
 
 def _commit(thread_id: str, commit: Commit) -> CommitResult:
+    if fast_commit.supported():
+        return _commit_fast(thread_id, commit)
+    return _commit_orm(thread_id, commit)
+
+
+def _commit_fast(thread_id: str, commit: Commit) -> CommitResult:
+    session = _session_row(thread_id, commit.progress) if commit.progress is not None else None
+    stopped, queued = fast_commit.commit_in_one_statement(thread_id, commit, session)
+    if not (commit.drain_queue and queued):
+        return CommitResult(stopped=stopped, drained=[])
+    with transaction.atomic():
+        drained = _drain_queue(thread_id)
+        stopped = bool(
+            Thread.objects.filter(pk=thread_id).values_list("stopped", flat=True).first()
+        )
+    return CommitResult(stopped=stopped, drained=drained)
+
+
+def _commit_orm(thread_id: str, commit: Commit) -> CommitResult:
     with transaction.atomic():
         if commit.logs:
             _upsert_logs(thread_id, commit.logs)

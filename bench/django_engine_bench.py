@@ -1,0 +1,142 @@
+"""The engine bench over the production pieces: DjangoStore on PostgreSQL, live events on.
+
+    .venv/bin/python bench/django_engine_bench.py [--sessions 50] [--redis redis://127.0.0.1:6379/9]
+
+Creates a throw-away PostgreSQL database (``BENCH_POSTGRES_URL``, default the local
+server), migrates it, saves the bench's model/prompt/agent through the definition
+services, and runs the 20-step scripted tool loop of ``engine_bench.py`` with the
+Django store and the Channels sink (Redis channel layer with ``--redis``, else the
+in-memory layer). Prints ms per step (p50, p90), store calls and SQL queries per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+
+def _database(admin_url: str) -> str:
+    import psycopg
+
+    name = f"bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_url, autocommit=True) as con:
+        con.execute(f'CREATE DATABASE "{name}"')
+    return f"{admin_url.rsplit('/', 1)[0]}/{name}"
+
+
+def _drop(admin_url: str, url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(admin_url, autocommit=True) as con:
+        con.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+
+
+class Fanout:
+    """Time-stamps steps (bench clock) and forwards every frame to the live sink."""
+
+    def __init__(self, clock: Any, live: Any) -> None:
+        self.clock, self.live = clock, live
+
+    def emit(self, thread_id: str, frame: dict[str, Any]) -> None:
+        self.live.emit(thread_id, frame)
+        self.clock.emit(thread_id, frame)
+
+
+QUERIES = [0]
+
+
+def _count_queries(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+    QUERIES[0] += 1
+    return execute(sql, params, many, context)
+
+
+def _install_counter(connection: Any, **_: Any) -> None:
+    connection.execute_wrappers.append(_count_queries)
+
+
+async def bench(sessions: int, warmup: int) -> dict[str, Any]:
+    from django.db.backends.signals import connection_created
+
+    from agents_app.bridge.events import ChannelsSink
+    from agents_app.bridge.store import DjangoStore
+    from agents_app.services.definitions import save_definitions
+    from engine_bench import STEPS, CountingStore, StepClock, count, definitions, one_session
+    from runtime.engine import Engine
+    from runtime.registry import Registry
+
+    connection_created.connect(_install_counter, weak=False)
+    from asgiref.sync import sync_to_async
+
+    await sync_to_async(save_definitions)([(d.name, d) for d in definitions()], strict_code_names=False)
+    clock = StepClock()
+    store = CountingStore(DjangoStore())
+    live = ChannelsSink()
+    engine = Engine(store, Fanout(clock, live), registry=Registry(count))  # type: ignore[arg-type]
+    for _ in range(warmup):
+        await one_session(engine, clock)
+    store.calls.clear()
+    QUERIES[0] = 0
+    durations: list[float] = []
+    started = time.perf_counter()
+    for _ in range(sessions):
+        durations += await one_session(engine, clock)
+    await live.flush()
+    wall = time.perf_counter() - started
+    steps = len(durations)
+    assert steps == sessions * STEPS
+    return {
+        "steps": steps,
+        "p50": statistics.median(durations),
+        "p90": statistics.quantiles(durations, n=10)[-1],
+        "calls": sum(store.calls.values()) / steps,
+        "queries": QUERIES[0] / steps,
+        "wall": wall,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sessions", type=int, default=50)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--redis", default="", help="Redis URL for the channel layer (default: in-memory)")
+    options = parser.parse_args()
+    admin_url = os.environ.get("BENCH_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/postgres")
+    url = _database(admin_url)
+    os.environ["DATABASE_URL"] = url
+    os.environ["DB_CONN_MAX_AGE"] = "600"
+    if options.redis:
+        os.environ["REDIS_URL"] = options.redis
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
+    try:
+        import django
+        from django.core.management import call_command
+
+        django.setup()
+        call_command("migrate", verbosity=0)
+        report = asyncio.run(bench(options.sessions, options.warmup))
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        _drop(admin_url, url)
+    layer = "redis" if options.redis else "in-memory"
+    print(f"DjangoStore on PostgreSQL, Channels sink ({layer} layer)")
+    print(f"steps:            {report['steps']}  ({report['wall']:.1f} s)")
+    print(f"ms per step:      p50 {report['p50']:.3f}   p90 {report['p90']:.3f}")
+    print(f"store calls/step: {report['calls']:.2f}")
+    print(f"SQL queries/step: {report['queries']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
