@@ -1,0 +1,115 @@
+"""Models (LLM definitions): provider, prices, capabilities, fallbacks and the test script."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from agents_app.admin.display import OrderColumn
+from agents_app.forms import LanguageModelForm, ModelFallbackForm, ModelFallbackFormSet
+from agents_app.models import LanguageModel, ModelFallback
+
+
+class ModelFallbackInline(OrderColumn, admin.TabularInline):
+    model = ModelFallback
+    fk_name = "model"
+    form = ModelFallbackForm
+    formset = ModelFallbackFormSet
+    fields = ("order", "fallback")
+    extra = 1
+    verbose_name = "fallback"
+    verbose_name_plural = "Fallbacks: tried in this order when a request to this model fails"
+
+
+@admin.register(LanguageModel)
+class LanguageModelAdmin(admin.ModelAdmin):
+    form = LanguageModelForm
+    inlines = [ModelFallbackInline]
+    list_display = (
+        "name",
+        "provider",
+        "model",
+        "fallbacks",
+        "input_price",
+        "output_price",
+        "updated_at",
+    )
+    list_filter = ("provider",)
+    search_fields = ("name", "model")
+    fieldsets = [
+        ("General", {"fields": ("name", "provider", "model", "base_url")}),
+        (
+            "Prices",
+            {
+                "description": "In US dollars per million tokens; used to show what threads cost.",
+                "fields": ("input_price", "output_price", "cached_price"),
+            },
+        ),
+        (
+            "Capabilities",
+            {
+                "description": "What the model can do. Untick what it cannot, so the studio "
+                "does not send it images, tools or schemas it would reject.",
+                "fields": (
+                    "capabilities_vision",
+                    "capabilities_function_calling",
+                    "capabilities_structured_outputs",
+                ),
+            },
+        ),
+        ("OpenRouter", {"classes": ("collapse",), "fields": ("included_providers",)}),
+        (
+            "Test provider: scripted replies",
+            {
+                "classes": ("collapse",),
+                "description": "Only for models whose provider is Test: they answer from this "
+                "script instead of calling an API, which makes agents testable without keys.",
+                "fields": ("script", "streaming_chunk_size", "streaming_chunk_delay_ms"),
+            },
+        ),
+    ]
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None or obj.provider != LanguageModel.Provider.TEST:
+            return fieldsets
+        # A test model's script is what people come to edit: show it open.
+        return [
+            (name, {**opts, "classes": ()})
+            if name and name.startswith("Test provider")
+            else (name, opts)
+            for name, opts in fieldsets
+        ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[LanguageModel]:
+        return super().get_queryset(request).prefetch_related("fallback_links__fallback")
+
+    @admin.display(description="Fallbacks")
+    def fallbacks(self, obj: LanguageModel) -> str:
+        # Uses the prefetch above (fallback_names() would query once per row).
+        links = sorted(obj.fallback_links.all(), key=lambda link: link.position)
+        return " → ".join(link.fallback.name for link in links) or "–"
+
+    # Pages of people who may only view show these form-only fields through the admin.
+    @admin.display(description="Vision", boolean=True)
+    def capabilities_vision(self, obj: LanguageModel) -> bool:
+        return obj.capabilities.get("vision") is not False
+
+    @admin.display(description="Function calling", boolean=True)
+    def capabilities_function_calling(self, obj: LanguageModel) -> bool:
+        return obj.capabilities.get("functionCalling") is not False
+
+    @admin.display(description="Structured outputs", boolean=True)
+    def capabilities_structured_outputs(self, obj: LanguageModel) -> bool:
+        return obj.capabilities.get("structuredOutputs") is not False
+
+    @admin.display(description="Chunk size")
+    def streaming_chunk_size(self, obj: LanguageModel) -> Any:
+        return (obj.streaming or {}).get("chunkSize")
+
+    @admin.display(description="Chunk delay (ms)")
+    def streaming_chunk_delay_ms(self, obj: LanguageModel) -> Any:
+        return (obj.streaming or {}).get("chunkDelayMs")

@@ -1,0 +1,159 @@
+"""Prompts: fields in fieldsets, ordered parts and tool entries inline, prompt env values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest
+
+from agents_app.admin.display import OrderColumn, excerpt
+from agents_app.admin.env import EnvOwnerAdminMixin, PromptEnvValueInline
+from agents_app.forms import (
+    PromptForm,
+    PromptPartForm,
+    PromptPartFormSet,
+    PromptToolForm,
+    PromptToolFormSet,
+)
+from agents_app.models import Prompt, PromptPart, PromptTool
+
+
+class PromptPartInline(OrderColumn, admin.TabularInline):
+    model = PromptPart
+    fk_name = "prompt"
+    form = PromptPartForm
+    formset = PromptPartFormSet
+    fields = ("order", "type", "content", "include", "env_key")
+    extra = 1
+    verbose_name = "part"
+    verbose_name_plural = (
+        "Parts: build the system prompt from text, other prompts and env values, in order "
+        "(instead of the System prompt field above)"
+    )
+
+
+class PromptToolInline(OrderColumn, admin.StackedInline):
+    model = PromptTool
+    fk_name = "prompt"
+    form = PromptToolForm
+    formset = PromptToolFormSet
+    extra = 1
+    verbose_name = "tool"
+    verbose_name_plural = "Tools the model may call"
+    fieldsets = [
+        (None, {"fields": ("order", "name")}),
+        (
+            "When the tool is a prompt or an agent",
+            {
+                "classes": ("collapse",),
+                "fields": (
+                    ("include_text_response", "include_tool_calls", "include_errors"),
+                    "init_user_message_property",
+                    "init_attachments_property",
+                ),
+            },
+        ),
+        (
+            "When the tool is an agent (subagent)",
+            {
+                "classes": ("collapse",),
+                "fields": (
+                    "init_agent_name_property",
+                    "blocking",
+                    "resumable",
+                    "receives_messages",
+                    "max_instances",
+                ),
+            },
+        ),
+        (
+            "When it is offered",
+            {"classes": ("collapse",), "fields": ("optional", "immediate", "env")},
+        ),
+    ]
+
+
+@admin.register(Prompt)
+class PromptAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
+    form = PromptForm
+    inlines = [PromptPartInline, PromptToolInline, PromptEnvValueInline]
+    list_display = ("name", "model", "description", "tool_count", "updated_at")
+    list_filter = ("model", "tool_choice", "include_chat")
+    search_fields = ("name", "tool_description", "text")
+    list_select_related = ("model",)
+    fieldsets = [
+        ("General", {"fields": ("name", "model")}),
+        (
+            "System prompt",
+            {
+                "description": "Write the instructions here, or build them from parts "
+                "(text, other prompts, env values) in the Parts section below, not both.",
+                "fields": ("text",),
+            },
+        ),
+        (
+            "Conversation",
+            {
+                "fields": (
+                    "include_chat",
+                    "include_past_tools",
+                    "recent_image_threshold",
+                    "step_budget_warning",
+                )
+            },
+        ),
+        (
+            "Tool use",
+            {
+                "description": "The tools themselves are listed in the Tools section below.",
+                "fields": ("tool_choice", "parallel_tool_calls"),
+            },
+        ),
+        (
+            "Reasoning",
+            {
+                "classes": ("collapse",),
+                "fields": (
+                    "reasoning_effort",
+                    "reasoning_max_tokens",
+                    "reasoning_exclude",
+                    "reasoning_include",
+                ),
+            },
+        ),
+        (
+            "When another prompt calls this one as a tool",
+            {"classes": ("collapse",), "fields": ("tool_description", "required_schema")},
+        ),
+        ("Advanced", {"classes": ("collapse",), "fields": ("hooks",)}),
+    ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Prompt]:
+        return super().get_queryset(request).annotate(tools_total=Count("tool_entries"))
+
+    @admin.display(description="Description")
+    def description(self, obj: Prompt) -> str:
+        return excerpt(obj.tool_description or obj.text, 70)
+
+    @admin.display(description="Tools", ordering="tools_total")
+    def tool_count(self, obj: Prompt) -> int:
+        return getattr(obj, "tools_total", 0)
+
+    # Pages of people who may only view show these form-only fields through the admin.
+    @admin.display(description="Reasoning effort")
+    def reasoning_effort(self, obj: Prompt) -> Any:
+        return (obj.reasoning or {}).get("effort")
+
+    @admin.display(description="Max reasoning tokens")
+    def reasoning_max_tokens(self, obj: Prompt) -> Any:
+        return (obj.reasoning or {}).get("maxTokens")
+
+    @admin.display(description="Exclude reasoning from the response", boolean=True)
+    def reasoning_exclude(self, obj: Prompt) -> bool:
+        return bool((obj.reasoning or {}).get("exclude"))
+
+    @admin.display(description="Send earlier reasoning back", boolean=True)
+    def reasoning_include(self, obj: Prompt) -> bool:
+        return bool((obj.reasoning or {}).get("include"))

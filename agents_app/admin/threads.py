@@ -1,0 +1,224 @@
+"""Threads and the state the engine keeps for them: sessions, values and files (read-only)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+
+from agents_app.admin.display import excerpt, from_us, json_excerpt, short_id
+from agents_app.admin.env import ThreadEnvValueInline
+from agents_app.admin.read_only import ReadOnlyAdmin, ReadOnlyInline
+from agents_app.models import (
+    Message,
+    Thread,
+    ThreadFile,
+    ThreadFileChunk,
+    ThreadSession,
+    ThreadValue,
+)
+
+# The thread page shows the newest messages only; the full history is one click away.
+RECENT_MESSAGES = 50
+
+
+class MessageInline(ReadOnlyInline):
+    model = Message
+    fk_name = "thread"
+    fields = ("when", "role", "side", "text", "tools", "status")
+    readonly_fields = fields
+    verbose_name_plural = f"Latest messages (up to {RECENT_MESSAGES})"
+
+    @admin.display(description="When")
+    def when(self, obj: Message) -> datetime | None:
+        return from_us(obj.created_at)
+
+    @admin.display(description="Content")
+    def text(self, obj: Message) -> str:
+        return excerpt(obj.content, 160)
+
+    @admin.display(description="Tool")
+    def tools(self, obj: Message) -> str:
+        return tool_summary(obj)
+
+
+def tool_summary(obj: Message) -> str:
+    if obj.tool_calls:
+        names = [
+            c.get("function", {}).get("name", "?") for c in obj.tool_calls if isinstance(c, dict)
+        ]
+        return "calls " + ", ".join(names)
+    if obj.role == Message.Role.TOOL:
+        return f"{obj.name or 'result'} ({obj.tool_status or 'done'})"
+    return ""
+
+
+class SessionInline(ReadOnlyInline):
+    model = ThreadSession
+    fields = ("status", "side", "owner", "stop_reason", "created_at", "ended_at")
+    readonly_fields = fields
+
+
+class ValueInline(ReadOnlyInline):
+    model = ThreadValue
+    fields = ("key", "shown", "updated")
+    readonly_fields = fields
+    verbose_name_plural = "Values (key-value storage)"
+
+    @admin.display(description="Value")
+    def shown(self, obj: ThreadValue) -> str:
+        return json_excerpt(obj.value, 120)
+
+    @admin.display(description="Updated")
+    def updated(self, obj: ThreadValue) -> datetime | None:
+        return from_us(obj.updated_at)
+
+
+@admin.register(Thread)
+class ThreadAdmin(ReadOnlyAdmin):
+    inlines = [MessageInline, SessionInline, ValueInline, ThreadEnvValueInline]
+    list_display = (
+        "short",
+        "agent",
+        "owner",
+        "child_of",
+        "stopped",
+        "preview",
+        "last_activity_at",
+        "created_at",
+    )
+    list_filter = ("agent", "stopped", "child_status", "created_at")
+    search_fields = (
+        "id",
+        "display_name",
+        "relationship",
+        "last_message_preview",
+        "owner__username",
+        "agent__name",
+    )
+    list_select_related = ("agent", "owner", "parent__agent")
+    date_hierarchy = "created_at"
+    fieldsets = [
+        (None, {"fields": ("id", "agent", "origin_agent", "owner", "tags", "all_messages")}),
+        (
+            "Status",
+            {
+                "fields": (
+                    "stopped",
+                    "terminated_at",
+                    "created_at",
+                    "last_activity_at",
+                    "last_message_at",
+                )
+            },
+        ),
+        (
+            "Subagent",
+            {
+                "classes": ("collapse",),
+                "fields": (
+                    "parent",
+                    "display_name",
+                    "relationship",
+                    "child_status",
+                    "subagent_config",
+                ),
+            },
+        ),
+        ("Engine state", {"classes": ("collapse",), "fields": ("execution_state",)}),
+    ]
+    readonly_fields = ("all_messages",)
+    # Deleting a whole conversation (with its messages, logs and files) is an operator's call.
+    deletable = True
+
+    def get_formset_kwargs(
+        self, request: HttpRequest, obj: Any, inline: Any, prefix: str
+    ) -> dict[str, Any]:
+        kwargs = super().get_formset_kwargs(request, obj, inline, prefix)
+        if isinstance(inline, MessageInline) and obj is not None and obj.pk is not None:
+            newest = obj.messages.order_by("-created_at").values_list("pk", flat=True)[
+                :RECENT_MESSAGES
+            ]
+            kwargs["queryset"] = Message.objects.filter(pk__in=list(newest)).order_by("created_at")
+        return kwargs
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        deleted, counts, _perms_needed, protected = super().get_deleted_objects(objs, request)
+        # Messages, logs and sessions cannot be deleted one by one, but go with their thread.
+        return deleted, counts, set(), protected
+
+    @admin.display(description="Thread", ordering="id")
+    def short(self, obj: Thread) -> str:
+        return short_id(obj.id)
+
+    @admin.display(description="Subagent of")
+    def child_of(self, obj: Thread) -> str:
+        if obj.parent is None:
+            return ""
+        return f"{obj.parent} as {obj.display_name or obj.relationship or 'child'}"
+
+    @admin.display(description="Last message")
+    def preview(self, obj: Thread) -> str:
+        return excerpt(obj.last_message_preview, 60)
+
+    @admin.display(description="Messages")
+    def all_messages(self, obj: Thread) -> str:
+        url = reverse("admin:agents_app_message_changelist") + f"?thread__id__exact={obj.pk}"
+        return format_html('<a href="{}">All {} messages</a>', url, obj.messages.count())
+
+
+@admin.register(ThreadSession)
+class ThreadSessionAdmin(ReadOnlyAdmin):
+    list_display = (
+        "short",
+        "thread",
+        "status",
+        "side",
+        "owner",
+        "stop_reason",
+        "heartbeat_at",
+        "created_at",
+        "ended_at",
+    )
+    list_filter = ("status", "stop_reason", "side")
+    search_fields = ("id", "thread__id", "owner", "stop_reason")
+    list_select_related = ("thread__agent",)
+
+    @admin.display(description="Session", ordering="id")
+    def short(self, obj: ThreadSession) -> str:
+        return short_id(obj.id)
+
+
+@admin.register(ThreadValue)
+class ThreadValueAdmin(ReadOnlyAdmin):
+    list_display = ("key", "thread", "shown", "updated")
+    search_fields = ("key", "thread__id")
+    list_select_related = ("thread__agent",)
+
+    @admin.display(description="Value")
+    def shown(self, obj: ThreadValue) -> str:
+        return json_excerpt(obj.value)
+
+    @admin.display(description="Updated", ordering="updated_at")
+    def updated(self, obj: ThreadValue) -> datetime | None:
+        return from_us(obj.updated_at)
+
+
+class ChunkInline(ReadOnlyInline):
+    model = ThreadFileChunk
+    fields = ("index", "size", "blob")
+    readonly_fields = fields
+    show_change_link = False
+
+
+@admin.register(ThreadFile)
+class ThreadFileAdmin(ReadOnlyAdmin):
+    inlines = [ChunkInline]
+    list_display = ("path", "thread", "mime_type", "size", "is_directory", "updated_at")
+    list_filter = ("is_directory", "is_chunked", "mime_type")
+    search_fields = ("path", "name", "thread__id")
+    list_select_related = ("thread__agent",)

@@ -1,0 +1,154 @@
+"""The agent form: general settings, two sides and "as a tool", validated as one definition."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django import forms
+
+from agents_app.forms.definition_check import (
+    DefinitionForm,
+    DefinitionRowsFormSet,
+    ErrorRoutes,
+    without_none,
+)
+from agents_app.forms.fields import CommaSeparatedField, SuggestionsInput
+from agents_app.forms.suggestions import callable_names, hooks_help
+from agents_app.models import Agent
+from runtime.definitions import MAX_SESSION_TURNS_CAP, AgentDefinition
+
+SIDE_FIELDS = ("label", "prompt", "stop_on_response", "stop_tool", "stop_tool_response_property",
+               "max_steps", "end_session_tool")  # fmt: skip
+
+
+def _side_help(side: str) -> dict[str, str]:
+    """Help texts of one side: each stop condition explained next to its field."""
+    who = "Side A (the AI)" if side == "a" else "Side B (the second AI)"
+    return {
+        f"side_{side}_label": "A name for this side shown in conversations (optional).",
+        f"side_{side}_prompt": f"The prompt {who} runs on: its instructions, model and tools.",
+        f"side_{side}_stop_on_response": "End this side's turn as soon as the model answers "
+        "with text and calls no tool. Untick to let it keep working until another stop "
+        "condition below is met.",
+        f"side_{side}_stop_tool": "End the turn when the model calls this tool. Requires the "
+        "response property below.",
+        f"side_{side}_stop_tool_response_property": "Which property of the stop tool's "
+        "result holds the outcome of the turn. Required when a stop tool is set.",
+        f"side_{side}_max_steps": "End the turn after this many steps (a step is one model "
+        "request plus the tools it called). Empty: no limit. Must be 1 or more.",
+        f"side_{side}_end_session_tool": "End the whole session (not only the turn) when the "
+        "model calls this tool.",
+    }
+
+
+def _side_labels(side: str) -> dict[str, str]:
+    return {
+        f"side_{side}_label": "Label",
+        f"side_{side}_prompt": "Prompt",
+        f"side_{side}_stop_on_response": "Stop on response",
+        f"side_{side}_stop_tool": "Stop tool",
+        f"side_{side}_stop_tool_response_property": "Stop tool response property",
+        f"side_{side}_max_steps": "Max steps",
+        f"side_{side}_end_session_tool": "End session tool",
+    }
+
+
+class AgentForm(DefinitionForm):
+    definition_model = AgentDefinition
+
+    tags = CommaSeparatedField(label="Tags", help_text="Separate tags with commas.")
+    hooks = CommaSeparatedField(label="Hooks")
+
+    class Meta:
+        model = Agent
+        fields = [
+            "name",
+            "title",
+            "type",
+            "description",
+            "icon",
+            "tags",
+            "hooks",
+            "max_session_turns",
+            *(f"side_a_{f}" for f in SIDE_FIELDS),
+            *(f"side_b_{f}" for f in SIDE_FIELDS),
+            "expose_as_tool",
+            "tool_description",
+        ]
+        labels = {
+            **_side_labels("a"),
+            **_side_labels("b"),
+            "type": "Type",
+            "max_session_turns": "Max session turns",
+            "expose_as_tool": "Expose as a tool",
+        }
+        help_texts = {
+            **_side_help("a"),
+            **_side_help("b"),
+            "name": "How prompts and the API refer to this agent. Letters, digits, '_', '-' "
+            "and '.'.",
+            "title": "A human-friendly name shown in lists.",
+            "type": "AI ↔ human: a person talks to side A. AI ↔ AI: side A and side B talk "
+            "to each other; side B below is then required.",
+            "icon": "An absolute path starting with '/' or an http(s) URL.",
+            "max_session_turns": "End a session after this many turns (a turn is one side "
+            f"finishing its work). Empty: no limit. From 1 to {MAX_SESSION_TURNS_CAP}.",
+            "expose_as_tool": "Let prompts call this agent as a tool (a handoff or subagent).",
+            "tool_description": "Required when exposed as a tool: tells the calling model what "
+            "this agent does and when to use it.",
+        }
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 3}),
+            "tool_description": forms.Textarea(attrs={"rows": 3}),
+            **{
+                f"side_{s}_{f}": SuggestionsInput(callable_names)
+                for s in ("a", "b")
+                for f in ("stop_tool", "end_session_tool")
+            },
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["hooks"].help_text = hooks_help("Code hooks that run for this agent.")
+
+    def _side(self, side: str) -> dict[str, Any] | None:
+        cd = self.cleaned_data
+        prompt = cd.get(f"side_{side}_prompt")
+        if prompt is None:
+            return None
+        return without_none(
+            {
+                "prompt": prompt.name,
+                "label": cd.get(f"side_{side}_label") or None,
+                "stopOnResponse": cd.get(f"side_{side}_stop_on_response"),
+                "stopTool": cd.get(f"side_{side}_stop_tool") or None,
+                "stopToolResponseProperty": cd.get(f"side_{side}_stop_tool_response_property")
+                or None,
+                "maxSteps": cd.get(f"side_{side}_max_steps"),
+                "endSessionTool": cd.get(f"side_{side}_end_session_tool") or None,
+            }
+        )
+
+    def definition_data(self, rows: Mapping[str, DefinitionRowsFormSet]) -> dict[str, Any]:
+        cd = self.cleaned_data
+        # Env values (tenvs) are left out: no rule reads them, and secrets stay sealed.
+        return without_none(
+            {
+                "name": cd.get("name"),
+                "title": cd.get("title") or None,
+                "type": cd.get("type"),
+                "maxSessionTurns": cd.get("max_session_turns"),
+                "sideA": self._side("a") or {"prompt": ""},
+                "sideB": self._side("b"),
+                "exposeAsTool": cd.get("expose_as_tool"),
+                "toolDescription": cd.get("tool_description") or None,
+                "description": cd.get("description") or None,
+                "icon": cd.get("icon") or None,
+                "tags": cd.get("tags") or None,
+                "hooks": cd.get("hooks") or None,
+            }
+        )
+
+    def error_routes(self, rows: Mapping[str, DefinitionRowsFormSet]) -> ErrorRoutes:
+        return ErrorRoutes(fields={"sideA": "side_a_prompt", "sideB": "side_b_prompt"})

@@ -1,0 +1,146 @@
+"""Form fields and widgets that let people edit JSON columns without writing JSON."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+
+class CommaSeparatedField(forms.CharField):
+    """A list of names typed as ``a, b, c`` (hooks, tags, included providers)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return ", ".join(str(v) for v in value)
+        return value
+
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
+        if isinstance(value, list | tuple):
+            return [str(v) for v in value]
+        text = super().to_python(value) or ""
+        return [item.strip() for item in text.split(",") if item.strip()]
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        return self.to_python(initial or []) != self.to_python(data)
+
+
+class PrettyJSONField(forms.JSONField):
+    """JSON in a textarea, shown indented, with a parse error that says where the mistake is."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 8, "class": "studio-code"}))
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, forms.fields.InvalidJSONInput):
+            return value
+        if value is None:  # not set: an empty box, not the word "null"
+            return ""
+        return json.dumps(value, ensure_ascii=False, indent=2)
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str) and value.strip():
+            try:
+                json.loads(value, parse_constant=_no_constants)
+            except json.JSONDecodeError as exc:
+                raise ValidationError(
+                    "This is not valid JSON: %(msg)s (line %(line)s, column %(col)s).",
+                    code="invalid",
+                    params={"msg": exc.msg, "line": exc.lineno, "col": exc.colno},
+                ) from exc
+            except ValueError as exc:
+                raise ValidationError(str(exc), code="invalid") from exc
+        return super().to_python(value)
+
+
+def _no_constants(name: str) -> Any:
+    # Python reads NaN and Infinity, but they are not JSON and PostgreSQL refuses to store them.
+    raise ValueError(f"{name} is not allowed in JSON; write a number or a string instead.")
+
+
+class KeyValueLinesField(forms.CharField):
+    """A flat ``{NAME: value}`` map typed one ``NAME=value`` per line (plain text, no secrets)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 2}))
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            return "\n".join(f"{k}={v}" for k, v in value.items())
+        return value
+
+    def to_python(self, value: Any) -> dict[str, str] | None:  # type: ignore[override]
+        if isinstance(value, dict):
+            return value or None
+        text = super().to_python(value) or ""
+        out: dict[str, str] = {}
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            key, sep, val = line.partition("=")
+            if not sep or not key.strip():
+                raise ValidationError(
+                    "Line %(n)s: write each value as NAME=value.", params={"n": number}
+                )
+            out[key.strip()] = val.strip()
+        return out or None
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        try:
+            return self.to_python(initial) != self.to_python(data)
+        except ValidationError:
+            return True
+
+
+class DefaultYesNoSelect(forms.NullBooleanSelect):
+    """Yes / No / the default, for settings where "not set" means "use the default"."""
+
+    def __init__(self, default_label: str = "Default", attrs: dict[str, Any] | None = None):
+        super().__init__(attrs)
+        self.choices = [("unknown", default_label), ("true", "Yes"), ("false", "No")]
+
+
+class SuggestionsInput(forms.TextInput):
+    """A text input with a ``<datalist>`` of known names; any other name may still be typed.
+
+    ``suggestions`` is called at render time so the list is never stale.
+    """
+
+    def __init__(
+        self,
+        suggestions: Callable[[], Iterable[tuple[str, str]]],
+        attrs: dict[str, Any] | None = None,
+    ):
+        super().__init__(attrs)
+        self.suggestions = suggestions
+
+    def render(
+        self,
+        name: str,
+        value: Any,
+        attrs: dict[str, Any] | None = None,
+        renderer: Any = None,
+    ) -> SafeString:
+        list_id = re.sub(r"[^A-Za-z0-9_-]", "_", f"{(attrs or {}).get('id') or name}_names")
+        attrs = {**(attrs or {}), "list": list_id, "autocomplete": "off"}
+        options = format_html_join("", '<option value="{}">{}</option>', self.suggestions())
+        return format_html(
+            '{}<datalist id="{}">{}</datalist>',
+            super().render(name, value, attrs, renderer),
+            list_id,
+            options,
+        )

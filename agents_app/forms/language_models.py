@@ -1,0 +1,231 @@
+"""The model (LLM definition) form: capabilities as checkboxes, fallbacks as ordered rows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from pydantic import ValidationError as PydanticValidationError
+
+from agents_app.forms.definition_check import (
+    DefinitionForm,
+    DefinitionRowsFormSet,
+    ErrorRoutes,
+    OrderedRowForm,
+    RowsTarget,
+    release_unique_values,
+    without_none,
+)
+from agents_app.forms.fields import CommaSeparatedField, PrettyJSONField
+from agents_app.models import LanguageModel, ModelFallback
+from runtime.definitions import ModelCapabilities, ModelDefinition, ScriptedResponse
+from runtime.validation import Catalog, DefinitionError, parse
+
+SCRIPT_HELP = (
+    "Test provider only. A JSON list of scripted replies: a thread's first request to this "
+    'model gets the first item, and so on. Example: [{"content": "Hello!"}, '
+    '{"toolCalls": [{"name": "lookup_order", "arguments": {"order_id": "A-1"}}]}]. '
+    "Item fields: content, toolCalls, reasoningContent, finishReason, usage, error, "
+    "delayMs, expectInput."
+)
+
+
+def _float(value: Decimal | None) -> float | None:
+    return float(value) if value is not None else None
+
+
+def _script_item_errors(number: int, item: Any) -> list[str]:
+    if not isinstance(item, dict):
+        return [
+            f'Script item {number}: each reply must be a JSON object, like {{"content": "Hi"}}.'
+        ]
+    _, errors = parse(ScriptedResponse, item)
+    out = []
+    for e in errors:
+        where = f" ({e.path})" if "." in e.path else ""
+        out.append(f"Script item {number}{where}: {e.message}")
+    return out
+
+
+class LanguageModelForm(DefinitionForm):
+    definition_model = ModelDefinition
+
+    included_providers = CommaSeparatedField(
+        label="Included providers",
+        help_text="OpenRouter only: upstream providers to route through, in order, separated "
+        "by commas (for example: anthropic, google-vertex).",
+    )
+    capabilities_vision = forms.BooleanField(
+        required=False, label="Vision", help_text="The model accepts images."
+    )
+    capabilities_function_calling = forms.BooleanField(
+        required=False, label="Function calling", help_text="The model can call tools."
+    )
+    capabilities_structured_outputs = forms.BooleanField(
+        required=False,
+        label="Structured outputs",
+        help_text="The model can answer in a given JSON schema.",
+    )
+    base_url = forms.URLField(
+        required=False,
+        max_length=200,
+        assume_scheme="https",
+        label="Base URL",
+        help_text="Override the provider's API address (proxies, compatible servers). "
+        "Empty: the provider's usual address.",
+    )
+    script = PrettyJSONField(label="Script", help_text=SCRIPT_HELP)
+    streaming_chunk_size = forms.IntegerField(
+        required=False,
+        label="Chunk size",
+        help_text="Test provider only: characters per streamed chunk (empty: 8).",
+    )
+    streaming_chunk_delay_ms = forms.IntegerField(
+        required=False,
+        label="Chunk delay (ms)",
+        help_text="Test provider only: pause between streamed chunks (empty: no pause).",
+    )
+
+    class Meta:
+        model = LanguageModel
+        fields = [
+            "name",
+            "provider",
+            "model",
+            "base_url",
+            "input_price",
+            "output_price",
+            "cached_price",
+            "included_providers",
+            "script",
+        ]
+        labels = {"model": "Provider model id"}
+        help_texts = {
+            "name": "How prompts refer to this model. Letters, digits, '_', '-' and '.'.",
+            "model": "The id the provider uses, for example gpt-4o-mini or "
+            "anthropic/claude-3.5-sonnet.",
+            "provider": "Who serves the model. 'Test' answers from the script below and "
+            "needs no API key.",
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        try:
+            caps = self.instance.capabilities_obj()
+        except PydanticValidationError:  # a hand-edited row: show the defaults, saving fixes it
+            caps = ModelCapabilities()
+        # The reference treats a missing capability flag as "supported": only an explicit
+        # false leaves the box unticked.
+        for name in ("vision", "function_calling", "structured_outputs"):
+            self.fields[f"capabilities_{name}"].initial = getattr(caps, name) is not False
+        streaming = self.instance.streaming or {}
+        self.fields["streaming_chunk_size"].initial = streaming.get("chunkSize")
+        self.fields["streaming_chunk_delay_ms"].initial = streaming.get("chunkDelayMs")
+
+    def clean_script(self) -> list[dict[str, Any]] | None:
+        script = self.cleaned_data.get("script")
+        if script is None:
+            return None
+        if not isinstance(script, list):
+            raise ValidationError(
+                'The script must be a JSON list of replies, like [{"content": "Hi"}].'
+            )
+        errors = [m for n, item in enumerate(script, start=1) for m in _script_item_errors(n, item)]
+        if errors:
+            raise ValidationError(errors)
+        return [ScriptedResponse.model_validate(item).dump() for item in script]
+
+    def definition_data(self, rows: Mapping[str, DefinitionRowsFormSet]) -> dict[str, Any]:
+        cd = self.cleaned_data
+        if "fallbacks" in rows:
+            fallbacks = [f.cleaned_data["fallback"].name for f in rows["fallbacks"].rows()]
+        else:
+            fallbacks = self.instance.fallback_names() if self.instance.pk else []
+        streaming = without_none(
+            {
+                "chunkSize": cd.get("streaming_chunk_size"),
+                "chunkDelayMs": cd.get("streaming_chunk_delay_ms"),
+            }
+        )
+        return without_none(
+            {
+                "name": cd.get("name"),
+                "provider": cd.get("provider"),
+                "model": cd.get("model"),
+                "includedProviders": cd.get("included_providers") or None,
+                "fallbacks": fallbacks or None,
+                "inputPrice": _float(cd.get("input_price")),
+                "outputPrice": _float(cd.get("output_price")),
+                "cachedPrice": _float(cd.get("cached_price")),
+                "capabilities": {
+                    "vision": cd.get("capabilities_vision", False),
+                    "functionCalling": cd.get("capabilities_function_calling", False),
+                    "structuredOutputs": cd.get("capabilities_structured_outputs", False),
+                },
+                "baseUrl": cd.get("base_url") or None,
+                "script": cd.get("script"),
+                "streaming": streaming or None,
+            }
+        )
+
+    def error_routes(self, rows: Mapping[str, DefinitionRowsFormSet]) -> ErrorRoutes:
+        targets = {}
+        if "fallbacks" in rows:
+            targets["fallbacks"] = RowsTarget(
+                rows["fallbacks"], rows["fallbacks"].rows(), default_field="fallback"
+            )
+        return ErrorRoutes(
+            fields={"streaming": "streaming_chunk_size"},
+            rows=targets,
+            item_labels={"script": "Script item"},
+        )
+
+    def locate_errors(
+        self, errors: list[DefinitionError], defn: Any, catalog: Catalog
+    ) -> list[DefinitionError]:
+        # "Only test models can have a script" is about the streaming fields when no script is set.
+        return [
+            DefinitionError("streaming", e.message)
+            if e.path == "script" and defn.script is None
+            else e
+            for e in errors
+        ]
+
+    def save(self, commit: bool = True) -> Any:
+        d: ModelDefinition | None = self.definition
+        if d is not None:
+            # Stored exactly as services.definitions.model_from_definition stores them.
+            self.instance.capabilities = d.capabilities.dump() if d.capabilities else {}
+            self.instance.streaming = d.streaming.dump() if d.streaming else None
+        return super().save(commit)
+
+
+class ModelFallbackForm(OrderedRowForm):
+    class Meta:
+        model = ModelFallback
+        fields = ["order", "fallback"]
+        labels = {"fallback": "Fallback model"}
+
+
+class ModelFallbackFormSet(DefinitionRowsFormSet):
+    """The ordered fallback chain: used in order when the model's request fails."""
+
+    role = "fallbacks"
+
+    def clean(self) -> None:
+        seen: set[int] = set()
+        for form in self.rows():
+            fallback = form.cleaned_data.get("fallback")
+            if fallback is not None and fallback.pk in seen:
+                form.add_error("fallback", "This model is already in the fallback list.")
+            elif fallback is not None:
+                seen.add(fallback.pk)
+        super().clean()
+
+    def save(self, commit: bool = True) -> list[Any]:
+        if commit:
+            release_unique_values(self, "fallback")
+        return super().save(commit)

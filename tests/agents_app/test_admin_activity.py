@@ -1,0 +1,164 @@
+"""Rows the engine writes (threads, messages, logs, keys…): viewable, searchable, never edited."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from agents_app.models import (
+    Agent,
+    ApiKey,
+    EnvValue,
+    LanguageModel,
+    Log,
+    Message,
+    Prompt,
+    ScheduledEffect,
+    Thread,
+    WebSocketTicket,
+)
+from agents_app.services.api_keys import api_key_create
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def staff(client: Client, ops: Any) -> Client:
+    client.force_login(ops)
+    return client
+
+
+@pytest.fixture
+def thread(alice: Any) -> Thread:
+    model = LanguageModel.objects.create(name="m", provider="test", model="x")
+    agent = Agent.objects.create(
+        name="support", side_a_prompt=Prompt.objects.create(name="p", model=model)
+    )
+    return Thread.objects.create(agent=agent, origin_agent=agent, owner=alice)
+
+
+def test_the_index_groups_models_by_what_people_do(staff: Client) -> None:
+    page = staff.get(reverse("admin:index")).content.decode()
+
+    positions = [page.index(title) for title in ("Configure", "Activity", "People and access")]
+    assert positions == sorted(positions)
+    assert page.index(">Agents<") < page.index(">Prompts<") < page.index(">Models<")
+    assert "Standard Agents Studio" in page
+    assert "studio/studio.css" in page
+
+
+def test_the_thread_page_shows_its_latest_messages(staff: Client, thread: Thread) -> None:
+    for i in range(55):
+        Message.objects.create(thread=thread, role="user", content=f"message number {i:02d}")
+    Message.objects.create(
+        thread=thread,
+        role="assistant",
+        tool_calls=[{"id": "1", "type": "function", "function": {"name": "lookup_order"}}],
+    )
+
+    page = staff.get(reverse("admin:agents_app_thread_change", args=[thread.pk])).content.decode()
+
+    assert "message number 54" in page
+    assert "message number 05" not in page  # only the newest 50 are inline
+    assert "calls lookup_order" in page
+    assert "All 56 messages" in page
+
+
+def test_messages_can_be_filtered_by_thread_and_searched(staff: Client, thread: Thread) -> None:
+    Message.objects.create(thread=thread, role="user", content="Where is order A-1001?")
+    url = reverse("admin:agents_app_message_changelist")
+
+    by_thread = staff.get(url, {"thread__id__exact": str(thread.pk)})
+    by_text = staff.get(url, {"q": "A-1001"})
+
+    assert by_thread.status_code == 200 and "Where is order A-1001?" in by_thread.content.decode()
+    assert "Where is order A-1001?" in by_text.content.decode()
+
+
+def test_engine_rows_cannot_be_added_edited_or_deleted_by_hand(
+    staff: Client, thread: Thread
+) -> None:
+    message = Message.objects.create(thread=thread, role="user", content="hi")
+    log = Log.objects.create(thread=thread)
+    effect = ScheduledEffect.objects.create(thread=thread, name="remind", due_at=timezone.now())
+
+    assert staff.get(reverse("admin:agents_app_message_add")).status_code == 403
+    for name, obj in (("message", message), ("log", log), ("scheduledeffect", effect)):
+        url = reverse(f"admin:agents_app_{name}_change", args=[obj.pk])
+        assert staff.get(url).status_code == 200  # view
+        assert staff.post(url, {}).status_code == 403
+        delete = reverse(f"admin:agents_app_{name}_delete", args=[obj.pk])
+        assert staff.post(delete, {"post": "yes"}).status_code == 403
+    assert Message.objects.filter(pk=message.pk, content="hi").exists()
+
+
+def test_an_operator_may_delete_a_whole_thread(staff: Client, thread: Thread) -> None:
+    Message.objects.create(thread=thread, role="user", content="hi")
+    url = reverse("admin:agents_app_thread_delete", args=[thread.pk])
+
+    assert staff.post(url, {"post": "yes"}).status_code == 302
+    assert not Thread.objects.exists() and not Message.objects.exists()
+
+
+def test_list_pages_render_with_their_filters(staff: Client, thread: Thread) -> None:
+    Log.objects.create(thread=thread, kind="llm", model="m", error="boom")
+    for name, params in (
+        ("thread", {"stopped__exact": "0"}),
+        ("log", {"kind__exact": "llm"}),
+        ("threadsession", {"status__exact": "running"}),
+        ("scheduledeffect", {"status__exact": "pending"}),
+        ("envvalue", {"scope__exact": "instance"}),
+    ):
+        response = staff.get(reverse(f"admin:agents_app_{name}_changelist"), params)
+        assert response.status_code == 200, name
+
+
+def test_api_keys_never_show_their_hash_and_can_be_revoked(staff: Client, alice: Any) -> None:
+    key, raw = api_key_create(user=alice, name="CI")
+    list_url = reverse("admin:agents_app_apikey_changelist")
+    change_url = reverse("admin:agents_app_apikey_change", args=[key.pk])
+
+    for url in (list_url, change_url):
+        body = staff.get(url).content.decode()
+        assert key.key_hash not in body and raw not in body
+        assert f"agtbldr_…{raw[-5:]}" in body
+    assert staff.get(reverse("admin:agents_app_apikey_add")).status_code == 403
+
+    staff.post(list_url, {"action": "revoke", "_selected_action": [key.pk]})
+
+    assert ApiKey.objects.get().revoked_at is not None
+
+
+def test_websocket_tickets_never_show_their_hash(staff: Client, alice: Any) -> None:
+    ticket = WebSocketTicket.objects.create(
+        ticket_hash="ab" * 32,
+        pathname="/api/threads/x/stream",
+        user=alice,
+        expires_at=timezone.now(),
+    )
+    url = reverse("admin:agents_app_websocketticket_change", args=[ticket.pk])
+
+    body = staff.get(url).content.decode()
+
+    assert "/api/threads/x/stream" in body and ticket.ticket_hash not in body
+
+
+def test_a_log_page_masks_stored_secrets_in_what_was_sent(staff: Client, thread: Thread) -> None:
+    secret = EnvValue(scope="instance", key="TOKEN", value_type="secret")
+    secret.value = 'sk-"quoted"-1234'
+    secret.save()
+    log = Log.objects.create(
+        thread=thread,
+        system_prompt='Use token sk-"quoted"-1234 politely.',
+        request_body={"messages": [{"role": "system", "content": 'token sk-"quoted"-1234'}]},
+    )
+
+    body = staff.get(reverse("admin:agents_app_log_change", args=[log.pk])).content.decode()
+
+    assert "quoted" not in body
+    assert "Use token [secret] politely." in body
+    assert "token [secret]" in body
