@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from runtime.events import EventSink, NullSink
 from runtime.messages import Clock
 from runtime.providers import ProviderRegistry
+from runtime.providers.retry import RetryPolicy, Sleep
 from runtime.registry import Registry
 from runtime.stops import MAX_SESSION_TURNS, MAX_TOTAL_STEPS, REPEATED_TOOL_ERRORS
 from runtime.store import Store
@@ -14,16 +16,25 @@ from runtime.store import Store
 
 @dataclass(slots=True)
 class Limits:
-    """Safety limits (the reference's numbers by default)."""
+    """Safety limits (the reference's numbers by default).
+
+    ``retry`` is the attempt ladder of every LLM request: attempts per model,
+    backoff, and the first-chunk / stall guards (``RetryPolicy``).
+    """
 
     max_total_steps: int = MAX_TOTAL_STEPS
     max_session_turns: int = MAX_SESSION_TURNS
     repeated_tool_errors: int = REPEATED_TOOL_ERRORS
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 @dataclass(slots=True)
 class Deps:
-    """Store, event sink, code registry, providers, clock and limits."""
+    """Store, event sink, code registry, providers, clock, limits, and how to wait.
+
+    ``sleep`` is what the attempt ladder awaits between attempts (tests pass a
+    recorder that returns at once).
+    """
 
     store: Store
     sink: EventSink = field(default_factory=NullSink)
@@ -31,3 +42,4 @@ class Deps:
     providers: ProviderRegistry = field(default_factory=ProviderRegistry)
     clock: Clock = field(default_factory=Clock)
     limits: Limits = field(default_factory=Limits)
+    sleep: Sleep = asyncio.sleep

@@ -12,6 +12,7 @@ guarantees one running session per thread.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from runtime.loader import DefinitionLoader, DefinitionNotFound
 from runtime.messages import Clock, Message, Role, Side, new_id
 from runtime.progress import SessionProgress
 from runtime.providers import ProviderRegistry
+from runtime.providers.retry import Sleep
 from runtime.recorder import Recorder
 from runtime.registry import Registry
 from runtime.results import ToolResult
@@ -62,7 +64,9 @@ class Engine:
         providers: ProviderRegistry | None = None,
         limits: Limits | None = None,
         clock: Clock | None = None,
+        sleep: Sleep | None = None,
     ) -> None:
+        """``sleep`` replaces ``asyncio.sleep`` for the waits between LLM attempts (tests)."""
         self.deps = Deps(
             store=store,
             sink=sink or NullSink(),
@@ -70,6 +74,7 @@ class Engine:
             providers=providers or ProviderRegistry(),
             clock=clock or Clock(),
             limits=limits or Limits(),
+            sleep=sleep or asyncio.sleep,
         )
 
     # --- threads -------------------------------------------------------------------------

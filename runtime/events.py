@@ -10,7 +10,8 @@ Frame shapes (all JSON-serializable dicts; ``timestamp`` in ms):
 - ``{type:"message_data", message_id, depth, data: <Message wire dict>}``
 - ``{type:"message_chunk", message_id, depth, chunk}`` and ``reasoning_chunk`` alike
 - telemetry, unwrapped: ``step_started {step, side}``, ``step_completed {step, stopped}``,
-  ``llm_request {model, attempt}``, ``llm_response {tokens, latency}``,
+  ``llm_request {model, attempt}`` (one per attempt), ``fallback_triggered {from, to}``
+  (the attempt ladder moves to the next model), ``llm_response {tokens, latency}``,
   ``tool_started {tool}``, ``tool_completed {tool, status}``, ``stopped {reason, side}``,
   ``agent_handoff {new_agent_id, new_agent_title}`` (each with ``timestamp``)
 - ``{type:"event", eventType, data, timestamp}``: ``tool_call_started {id, name}``,
@@ -34,6 +35,7 @@ TELEMETRY_TYPES = frozenset(
         "step_started",
         "step_completed",
         "llm_request",
+        "fallback_triggered",
         "llm_response",
         "tool_started",
         "tool_completed",

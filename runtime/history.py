@@ -9,7 +9,10 @@ In order (``filter_messages`` runs between ``select_rows`` and ``to_llm_messages
    side's tool calls and results are hidden); every assistant tool call is
    followed directly by its result, a call whose result is missing gets a
    synthesized error result, and results whose call is gone are dropped, so a
-   history damaged by an interruption never breaks the request.
+   history damaged by an interruption never breaks the request. A tool result
+   says ``is_error`` when it failed; an assistant message sent as the acting
+   side's own carries its response's ``provider_data`` (thinking signatures,
+   reasoning details) so the vendor can continue from it.
 """
 
 from __future__ import annotations
@@ -81,6 +84,10 @@ def _llm_message(message: Message, role: str, calls: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"role": role, "content": _content(message)}
     if calls:
         out["tool_calls"] = [dict(c) for c in calls]
+    data = message.metadata.get("provider_data")
+    if role == "assistant" and data:
+        # Only on the side's own messages: the signatures are the model's own reasoning.
+        out["provider_data"] = data
     return out
 
 
@@ -96,4 +103,12 @@ def _content(message: Message) -> str | None:
 
 def _result_for(call_id: str, name: str, row: Message | None) -> dict[str, Any]:
     content = row.content if row is not None and row.content is not None else MISSING_RESULT
-    return {"role": "tool", "tool_call_id": call_id, "name": name, "content": content}
+    out: dict[str, Any] = {
+        "role": "tool",
+        "tool_call_id": call_id,
+        "name": name,
+        "content": content,
+    }
+    if row is None or row.content is None or row.tool_status == "error":
+        out["is_error"] = True  # Anthropic's is_error, Gemini's {"error": …} response
+    return out

@@ -1,9 +1,10 @@
 """One LLM request attempt: stream it, collect the reply, and describe it as a log row.
 
-``run_attempt`` is the unit the retry/fallback ladder (issue 4) will wrap: it
-sends one request to one provider and either returns an ``LLMReply`` or raises
-``ProviderError``. The log helpers turn an attempt into its ``LogRecord``
-(request summary, response summary, tokens, cost, latency, time to first token).
+``run_attempt`` is the unit the retry/fallback ladder wraps (``runtime.attempts``):
+it sends one request to one provider and either returns an ``LLMReply`` or
+raises ``ProviderError``. The log helpers turn an attempt into its ``LogRecord``
+(the exact vendor request, a response summary, tokens, cost, latency, time to
+first token, the error).
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from typing import Any
 from runtime.definitions import ModelDefinition
 from runtime.messages import ToolCall, make_tool_call
 from runtime.pricing import cost_of
+from runtime.providers.adapter import FinishDetails, wire_request
 from runtime.providers.base import (
+    NETWORK,
+    UNKNOWN,
     Finish,
     Provider,
     ProviderError,
@@ -45,6 +49,19 @@ class LLMReply:
     usage: Usage = field(default_factory=Usage)
     latency_ms: int = 0
     ttft_ms: int | None = None
+    # From the adapter's ``FinishDetails`` (empty for the ``test`` provider).
+    provider_data: dict[str, Any] = field(default_factory=dict)
+    response_model: str | None = None
+    response_id: str | None = None
+    served_by: str | None = None
+    vendor_finish_reason: str | None = None
+    reported_cost: float | None = None
+
+    @property
+    def reasoning_details(self) -> list[Any] | None:
+        """OpenRouter's ``reasoning_details`` (the spec's message field), when it sent any."""
+        details = self.provider_data.get("openrouter", {}).get("reasoning_details")
+        return list(details) if details else None
 
 
 class _Collector:
@@ -77,6 +94,15 @@ class _Collector:
                 item.usage,
                 True,
             )
+            if isinstance(item, FinishDetails):
+                self._details(item)
+
+    def _details(self, item: FinishDetails) -> None:
+        reply = self.reply
+        reply.provider_data = dict(item.provider_data)
+        reply.response_model, reply.response_id = item.response_model, item.response_id
+        reply.served_by, reply.vendor_finish_reason = item.served_by, item.vendor_finish_reason
+        reply.reported_cost = item.reported_cost
 
     def result(self) -> LLMReply:
         self.reply.content = "".join(self.text)
@@ -105,10 +131,10 @@ async def run_attempt(
     except ProviderError:
         raise
     except Exception as exc:  # an adapter bug must not look like a crash of the engine
-        raise ProviderError(f"{type(exc).__name__}: {exc}", "provider_exception") from exc
+        raise ProviderError(f"Provider failure ({type(exc).__name__}: {exc})", UNKNOWN) from exc
     if not collector.finished:
         raise ProviderError(
-            "The response stream ended without a finish event", "incomplete_stream", retryable=True
+            "The response stream ended without a finish event", NETWORK, retryable=True
         )
     reply = collector.result()
     reply.latency_ms = _ms_since(started)
@@ -132,6 +158,8 @@ def opened_log(
     parent_log_id: str | None,
     created_at: int,
     attempt: int = 1,
+    retry_of_id: str | None = None,
+    provider: object = None,
 ) -> LogRecord:
     """The log row written (incomplete) when the request is sent."""
     return LogRecord(
@@ -140,28 +168,44 @@ def opened_log(
         kind="llm",
         message_id=root_message_id,
         parent_id=parent_log_id,
+        retry_of_id=retry_of_id,
         provider=model.provider,
         model=model.name,
         model_id=model.model,
         prompt_name=str(request.metadata.get("prompt_name", "")),
         attempt=attempt,
-        request_body=request.summary(),
+        request_body=request_body(provider, request),
         system_prompt=request.system,
         created_at=created_at,
     )
 
 
+def request_body(provider: object, request: ProviderRequest) -> dict[str, Any]:
+    """What the log keeps of a request.
+
+    For an HTTP adapter, the exact vendor request (method, URL, headers without
+    credentials, body with inline base64 data stripped) plus a short ``summary``;
+    for a provider without a wire format (``test``), the neutral request itself.
+    """
+    wire = wire_request(provider, request) if provider is not None else None
+    if wire is None:
+        return request.summary()
+    wire["summary"] = {
+        "model": request.model,
+        "messages": len(request.messages),
+        "tools": [t.name for t in request.tools],
+        "tool_choice": request.tool_choice,
+        "reasoning": request.reasoning.dump() if request.reasoning else None,
+    }
+    return wire
+
+
 def completed_log(log: LogRecord, model: ModelDefinition, reply: LLMReply) -> LogRecord:
-    """The log row once the response arrived: usage, cost, timing."""
-    usage, cost = reply.usage, cost_of(model, reply.usage)
+    """The log row once the response arrived: usage, cost, timing, what served it."""
+    usage, cost = reply.usage, cost_of(model, reply.usage, reply.reported_cost)
     return replace(
         log,
-        response_body={
-            "content": reply.content,
-            "tool_calls": reply.tool_calls,
-            "reasoning": reply.reasoning,
-            "finish_reason": reply.finish_reason,
-        },
+        response_body=response_body(reply),
         status_code=200,
         finish_reason=reply.finish_reason,
         input_tokens=usage.input_tokens,
@@ -179,8 +223,36 @@ def completed_log(log: LogRecord, model: ModelDefinition, reply: LLMReply) -> Lo
     )
 
 
-def failed_log(log: LogRecord, error: ProviderError, latency_ms: int) -> LogRecord:
-    """The log row of a failed attempt."""
+def response_body(reply: LLMReply) -> dict[str, Any]:
+    """A summary of the response for the log (the vendor's own fields when it sent them)."""
+    body: dict[str, Any] = {
+        "content": reply.content,
+        "tool_calls": reply.tool_calls,
+        "reasoning": reply.reasoning,
+        "finish_reason": reply.finish_reason,
+    }
+    extras = {
+        "vendor_finish_reason": reply.vendor_finish_reason,
+        "response_model": reply.response_model,
+        "response_id": reply.response_id,
+        "served_by": reply.served_by,
+        "reported_cost": reply.reported_cost,
+        "provider_data": reply.provider_data or None,
+    }
+    body.update({k: v for k, v in extras.items() if v is not None})
+    return body
+
+
+def failed_log(
+    log: LogRecord,
+    error: ProviderError,
+    latency_ms: int,
+    partial_text: str = "",
+) -> LogRecord:
+    """The log row of a failed attempt (``partial_text``: what was streamed before it failed)."""
+    body = error.describe()
+    if partial_text:
+        body["partial_text"] = partial_text
     return replace(
         log,
         error=truncate_error(error.message),
@@ -188,7 +260,7 @@ def failed_log(log: LogRecord, error: ProviderError, latency_ms: int) -> LogReco
         status_code=error.status,
         latency_ms=latency_ms,
         is_complete=True,
-        response_body={"error": error.message, "code": error.code, "retryable": error.retryable},
+        response_body=body,
     )
 
 

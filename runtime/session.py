@@ -115,6 +115,9 @@ class Session:
 
     async def _respond(self, scope: Scope, request: Any, opened: Opened) -> StepOutcome:
         reply = await self.stepper.respond(scope, request, opened)
+        if reply.stopped:
+            self.progress.open_step = None
+            return self._end(Finished("aborted_by_user"), reply.batch)
         if reply.error is not None:
             return await self._failed_step(reply.batch, reply.error)
         if not reply.message.tool_calls:

@@ -3,41 +3,46 @@
 A ``Scope`` says where a step runs (which prompt and model, which side, at
 which depth, with which hooks and tools). The ``Stepper`` turns a scope and
 chat messages into a request, opens the step (the pending assistant message
-and the incomplete log, one commit) and gets the response (the completed or
-failed message and log, returned as a batch the caller commits, so a text
-reply can be stored together with the step's progress).
+and the incomplete log, one commit) and gets the response along the attempt
+ladder (``runtime.attempts``: retries, then the model's fallbacks, one log row
+per attempt). The completed or failed message and the last attempt's log are
+returned as a batch the caller commits, so a text reply can be stored together
+with the step's progress.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from runtime.attempts import (
+    Attempt,
+    AttemptLadder,
+    LadderOutcome,
+    OpenStepProgress,
+    provider_or_none,
+    resume_start,
+    tools_allowed,
+)
 from runtime.definitions import ModelDefinition, PromptDefinition
 from runtime.deps import Deps
-from runtime.events import message_chunk, telemetry
+from runtime.events import telemetry
 from runtime.hooks import HookRunner
-from runtime.llm import (
-    LLMReply,
-    completed_log,
-    failed_log,
-    interrupted_log,
-    opened_log,
-    run_attempt,
-)
+from runtime.llm import LLMReply, completed_log, interrupted_log, opened_log
 from runtime.loader import DefinitionLoader
 from runtime.messages import MESSAGE_FIELDS, Message, Side, make_tool_call, new_id, role_for_side
-from runtime.progress import SessionProgress
 from runtime.prompting import render_prompt
-from runtime.providers.base import ProviderError, ProviderRequest
+from runtime.providers.base import INVALID_REQUEST, ProviderError, ProviderRequest
+from runtime.providers.retry import LadderStart
 from runtime.recorder import Batch, Recorder
 from runtime.state import ThreadState
 from runtime.store import LogRecord, ThreadRecord
 from runtime.toolset import OfferedTool
 
 INVALID_RESPONSE_TOOL = "invalid_assistant_response"
+STOPPED_MESSAGE = "Stopped by the user before the request could be retried."
 EnvLookup = Callable[[str], Awaitable[str | None]]
 
 
@@ -66,21 +71,40 @@ class Scope:
 
 @dataclass(slots=True)
 class Opened:
-    """An opened step: the pending message, the incomplete log, the stop flag after the commit."""
+    """An opened step: the pending message, the incomplete log, the stop flag after the commit.
+
+    ``attempt`` is the first attempt of the step's ladder (its model, request and
+    log row), ``chain`` the models of the ladder and ``start`` its first rung (not
+    the first one when a redone step continues its ladder). ``progress`` is the
+    session's progress with its open step pointing at a given message and log
+    (``None`` inside sub-prompts); later attempts commit it again.
+    """
 
     message: Message
-    log: LogRecord
+    attempt: Attempt
+    chain: list[ModelDefinition]
+    start: LadderStart
     stopped: bool = False
+    progress: OpenStepProgress = lambda _m, _l: None
+
+    @property
+    def log(self) -> LogRecord:
+        """The first attempt's log row."""
+        return self.attempt.log
 
 
 @dataclass(slots=True)
 class Reply:
-    """The outcome of the LLM call: the final message (completed or failed) and what to commit."""
+    """The outcome of the LLM call: the final message (completed or failed) and what to commit.
+
+    ``stopped``: the user's stop ended the attempt ladder (``error`` says so too).
+    """
 
     message: Message
     batch: Batch
     error: ProviderError | None = None
     reply: LLMReply | None = None
+    stopped: bool = False
 
 
 @dataclass(slots=True)
@@ -99,19 +123,29 @@ class Stepper:
         """The provider request for ``messages`` under ``scope`` (system prompt rendered, tools listed)."""
         system = await render_prompt(scope.prompt, self.defs.find_prompt, self._env(scope))
         system = await scope.hooks.after_system_message(scope.state, system)
-        capabilities = scope.model.capabilities
-        tools_allowed = capabilities is None or capabilities.function_calling is not False
         return ProviderRequest(
             model=scope.model.model,
             system=system,
             messages=messages,
-            tools=[t.schema for t in scope.tools.values()] if tools_allowed else [],
+            tools=[t.schema for t in scope.tools.values()] if tools_allowed(scope.model) else [],
             tool_choice=scope.prompt.tool_choice,
             parallel_tool_calls=scope.prompt.parallel_tool_calls,
             reasoning=scope.prompt.reasoning,
             model_name=scope.model.name,
-            sequence=await self._sequence(scope.thread.id, scope.model.name),
             metadata={"thread_id": scope.thread.id, "prompt_name": scope.prompt.name},
+        )
+
+    async def prepare(
+        self, scope: Scope, request: ProviderRequest, model: ModelDefinition
+    ) -> ProviderRequest:
+        """``request`` as one attempt sends it to ``model``: its model id, the tools if it
+        takes them, and its response number on this thread (``sequence``)."""
+        return replace(
+            request,
+            model=model.model,
+            model_name=model.name,
+            tools=[t.schema for t in scope.tools.values()] if tools_allowed(model) else [],
+            sequence=await self._sequence(scope.thread.id, model.name),
         )
 
     def _env(self, scope: Scope) -> EnvLookup:
@@ -124,7 +158,7 @@ class Stepper:
     async def _sequence(self, thread_id: str, model: str) -> int:
         """Reserve the next response number of ``model`` on this thread.
 
-        Counted once from storage, then in memory: every request built is sent
+        Counted once from storage, then in memory: every attempt prepared is sent
         (or the session ends), so concurrent sub-prompts get distinct numbers.
         """
         key = (thread_id, model)
@@ -138,11 +172,19 @@ class Stepper:
         scope: Scope,
         request: ProviderRequest,
         *,
-        progress: Callable[[str, str], SessionProgress | None] = lambda _m, _l: None,
+        progress: OpenStepProgress = lambda _m, _l: None,
         reuse: Message | None = None,
     ) -> Opened:
-        """Store the pending message and the incomplete log (one commit, with ``progress``)."""
-        clock = self.deps.clock
+        """Store the pending message and the first attempt's incomplete log (one commit, with
+        ``progress``). Redoing a step (``reuse``: its pending message) continues its ladder."""
+        chain = await self.chain(scope.model)
+        start, retried = LadderStart(), None
+        if reuse is not None:
+            start, retried = await resume_start(
+                self.deps.store, scope.thread.id, reuse.log_id, chain, self.deps.limits.retry
+            )
+        model = chain[start.index]
+        attempt_request = await self.prepare(scope, request, model)
         log_id = new_id()
         message = self._pending(scope, reuse, log_id)
         if reuse is None:
@@ -150,17 +192,21 @@ class Stepper:
         log = opened_log(
             log_id=log_id,
             thread_id=scope.thread.id,
-            model=scope.model,
-            request=request,
+            model=model,
+            request=attempt_request,
             root_message_id=scope.root_message_id,
             parent_log_id=scope.parent_log_id,
-            created_at=clock.now(),
+            created_at=self.deps.clock.now(),
+            attempt=start.number,
+            retry_of_id=retried.id if retried else None,
+            provider=provider_or_none(self.deps, model),
         )
         batch = Batch(logs=[log], progress=progress(message.id, log_id))
         (batch.updated if reuse else batch.created).append(message)
         result = await self.recorder.commit(batch, scope.hooks, scope.state)
         scope.log_id = log_id
-        return Opened(message, log, result.stopped)
+        attempt = Attempt(model, attempt_request, log, time.perf_counter())
+        return Opened(message, attempt, chain, start, result.stopped, progress)
 
     def _pending(self, scope: Scope, reuse: Message | None, log_id: str) -> Message:
         now = self.deps.clock.now()
@@ -180,30 +226,46 @@ class Stepper:
         )
 
     async def respond(self, scope: Scope, request: ProviderRequest, opened: Opened) -> Reply:
-        """Call the model; return the final message and log as an uncommitted batch."""
-        sink, message = self.recorder, opened.message
-        sink.emit(telemetry("llm_request", model=scope.model.name, attempt=opened.log.attempt))
-        started = time.perf_counter()
-        try:
-            provider = self.deps.providers.for_model(scope.model)
-            reply = await run_attempt(
-                provider,
-                request,
-                on_text=lambda text: sink.emit(message_chunk(message.id, scope.depth, text)),
-                on_reasoning=lambda text: sink.emit(
-                    message_chunk(message.id, scope.depth, text, reasoning=True)
-                ),
-            )
-        except ProviderError as error:
-            return await self._failed(
-                scope, opened, error, int((time.perf_counter() - started) * 1000)
-            )
-        sink.emit(
+        """Call the model along the attempt ladder; return the final message and the last
+        attempt's log as an uncommitted batch (failed attempts before it are committed)."""
+
+        async def prepare(model: ModelDefinition) -> ProviderRequest:
+            return await self.prepare(scope, request, model)
+
+        ladder = AttemptLadder(
+            self.deps,
+            self.recorder,
+            message=opened.message,
+            depth=scope.depth,
+            chain=opened.chain,
+            start=opened.start,
+            first=opened.attempt,
+            prepare=prepare,
+            progress=opened.progress,
+        )
+        outcome = await ladder.run()
+        scope.log_id = outcome.attempt.log.id
+        if outcome.reply is None:
+            return await self._failed(scope, opened, outcome)
+        reply = outcome.reply
+        self.recorder.emit(
             telemetry("llm_response", tokens=reply.usage.total_tokens, latency=reply.latency_ms)
         )
-        return await self._completed(scope, opened, reply)
+        return await self._completed(scope, opened, outcome, reply)
 
-    async def _completed(self, scope: Scope, opened: Opened, reply: LLMReply) -> Reply:
+    async def chain(self, model: ModelDefinition) -> list[ModelDefinition]:
+        """The model, then each of its ``fallbacks`` (loaded by name; missing or repeated
+        names are skipped; a fallback's own fallbacks are not followed)."""
+        chain = [model]
+        for name in model.fallbacks or []:
+            fallback = await self.defs.find_model(name)
+            if fallback is not None and all(m.name != fallback.name for m in chain):
+                chain.append(fallback)
+        return chain
+
+    async def _completed(
+        self, scope: Scope, opened: Opened, outcome: LadderOutcome, reply: LLMReply
+    ) -> Reply:
         calls = reply.tool_calls
         if not calls and not reply.content.strip():
             # The reference's empty-response guard: tell the model through an error tool result.
@@ -212,25 +274,40 @@ class Stepper:
                     "call_" + new_id().replace("-", "")[:12], INVALID_RESPONSE_TOOL, "{}"
                 )
             ]
+        attempt = outcome.attempt
         updates: dict[str, Any] = {
             "content": reply.content or None,
             "tool_calls": calls or None,
             "reasoning_content": reply.reasoning,
+            "reasoning_details": reply.reasoning_details,
             "status": "completed",
             "response_completed_at": self.deps.clock.now(),
-            "log_id": opened.log.id,
+            "log_id": attempt.log.id,
         }
+        if reply.provider_data:
+            # Sent back with this message in later requests (history.to_llm_messages).
+            updates["metadata"] = {**opened.message.metadata, "provider_data": reply.provider_data}
         message = await self._update(scope, opened.message, updates)
-        log = completed_log(opened.log, scope.model, reply)
+        log = completed_log(attempt.log, attempt.model, reply)
         return Reply(message, Batch(updated=[message], logs=[log]), reply=reply)
 
-    async def _failed(
-        self, scope: Scope, opened: Opened, error: ProviderError, latency: int
-    ) -> Reply:
-        updates = {"status": "failed", "response_completed_at": self.deps.clock.now()}
+    async def _failed(self, scope: Scope, opened: Opened, outcome: LadderOutcome) -> Reply:
+        """The message failed; a partial reply stays visible, the error is kept on it."""
+        error = outcome.error or ProviderError(STOPPED_MESSAGE, INVALID_REQUEST)
+        updates: dict[str, Any] = {
+            "status": "failed",
+            "response_completed_at": self.deps.clock.now(),
+            "log_id": outcome.attempt.log.id,
+        }
+        if not outcome.stopped:  # a stop is no error of the model's
+            updates["metadata"] = {**opened.message.metadata, "error": error.describe()}
+        if outcome.partial_text:
+            updates["content"] = outcome.partial_text
+        if outcome.partial_reasoning:
+            updates["reasoning_content"] = outcome.partial_reasoning
         message = await self._update(scope, opened.message, updates)
-        log = failed_log(opened.log, error, latency)
-        return Reply(message, Batch(updated=[message], logs=[log]), error=error)
+        batch = Batch(updated=[message], logs=outcome.pending_logs())
+        return Reply(message, batch, error=error, stopped=outcome.stopped)
 
     async def _update(self, scope: Scope, message: Message, updates: dict[str, Any]) -> Message:
         updates = await scope.hooks.before_update_message(scope.state, message.id, updates)

@@ -1,14 +1,14 @@
 """Providers by name: a small registry the engine asks for the provider of a model.
 
-Real adapters (openai, openrouter, anthropic, google) register their factory
-here later; tests can pin a model name to a provider instance (``override``)
-to inspect exactly what it was sent.
+The HTTP adapters (openai, openrouter, anthropic, google) register their
+factories through ``runtime.providers.registry.install``; tests can pin a model
+name to a provider instance (``override``) to inspect exactly what it was sent.
 """
 
 from __future__ import annotations
 
 from runtime.definitions import ModelDefinition
-from runtime.providers.base import Provider, ProviderError, ProviderFactory
+from runtime.providers.base import INVALID_REQUEST, Provider, ProviderError, ProviderFactory
 from runtime.providers.test_provider import TestProvider
 
 
@@ -36,7 +36,7 @@ class ProviderRegistry:
         if factory is None:
             raise ProviderError(
                 f"No provider adapter is installed for '{model.provider}' (model {model.name}).",
-                "provider_unavailable",
+                INVALID_REQUEST,
             )
         return factory(model)
 

@@ -229,13 +229,45 @@ class HTTPAdapter:
 
 
 def wire_request(provider: object, request: ProviderRequest) -> dict[str, Any] | None:
-    """What ``provider`` would send for ``request`` (method, URL, headers, body), keys
-    excluded, for the request log; ``None`` for providers without a wire format (``test``)."""
+    """What ``provider`` would send for ``request`` (method, URL, headers, body) for the
+    request log: keys excluded (they are added at send time only), inline base64 data
+    replaced by a size note. ``None`` for providers without a wire format (``test``)."""
     build = getattr(provider, "build_request", None)
     if build is None:
         return None
     prepared = build(request)
-    return prepared.dump() if isinstance(prepared, PreparedRequest) else None
+    if not isinstance(prepared, PreparedRequest):
+        return None
+    dumped: dict[str, Any] = strip_inline_data(prepared.dump())
+    return dumped
+
+
+# Keys whose string value is raw base64 when their object says so: Anthropic
+# ``source: {type: base64, data}``, Gemini ``inlineData: {mimeType, data}``.
+_INLINE_MARKERS = ("media_type", "mimeType", "mime_type")
+
+
+def strip_inline_data(value: Any) -> Any:
+    """A copy of a JSON value with inline base64 payloads (data URLs, Anthropic base64
+    sources, Gemini ``inlineData``) replaced by ``[base64: N chars]``: logs stay small."""
+    if isinstance(value, dict):
+        inline = isinstance(value.get("data"), str) and (
+            value.get("type") == "base64" or any(k in value for k in _INLINE_MARKERS)
+        )
+        return {
+            k: _base64_note(v) if inline and k == "data" else strip_inline_data(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [strip_inline_data(v) for v in value]
+    if isinstance(value, str) and value.startswith("data:") and ";base64," in value[:200]:
+        header, _, data = value.partition(",")
+        return f"{header},{_base64_note(data)}"
+    return value
+
+
+def _base64_note(data: str) -> str:
+    return f"[base64: {len(data)} chars]"
 
 
 # --- shared helpers for the request builders -------------------------------------------------

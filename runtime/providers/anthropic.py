@@ -420,7 +420,8 @@ class AnthropicProvider(HTTPAdapter):
         self, request: ProviderRequest, *, stream: bool | None = None
     ) -> PreparedRequest:
         streaming = self.streaming if stream is None else stream
-        body = anthropic_body(request, stream=streaming, max_tokens=self.max_tokens)
+        max_tokens = request.max_output_tokens or self.max_tokens
+        body = anthropic_body(request, stream=streaming, max_tokens=max_tokens)
         headers = {**self.base_headers(), "anthropic-version": API_VERSION}
         if streaming:
             headers["accept"] = "text/event-stream"

@@ -1,14 +1,20 @@
 """The provider interface: one streamed chat request in, a stream of events out.
 
-Adapters (``test`` now; ``openai``, ``openrouter``, ``anthropic``, ``google``
-later, over an injected ``httpx.AsyncClient``) translate a ``ProviderRequest``
-into their wire format and their stream back into ``StreamEvent``s. The engine
-never sees vendor payloads. Every failure is a ``ProviderError`` that says
-whether retrying may help (the retry/fallback ladder reads ``retryable``).
+Adapters (the scripted ``test`` provider; ``openai``, ``openrouter``,
+``anthropic`` and ``google`` over an injected ``httpx.AsyncClient``) translate a
+``ProviderRequest`` into their wire format and their stream back into
+``StreamEvent``s. The engine never sees vendor payloads. Every failure is a
+``ProviderError`` whose ``code`` is one of ``ERROR_CODES`` and which says
+whether retrying may help (the retry/fallback ladder reads ``retryable`` and
+``retry_after``).
 
 Messages use the OpenAI chat shape as the neutral format:
 ``{role, content, tool_calls?, tool_call_id?, name?}`` with ``tool_calls`` in
-OpenAI shape (``runtime.messages.ToolCall``).
+OpenAI shape (``runtime.messages.ToolCall``). Two optional keys go beyond it:
+an assistant message may carry ``provider_data`` (what its response's
+``FinishDetails.provider_data`` held: thinking signatures and the like, sent
+back so the vendor can continue its reasoning) and a tool message
+``is_error`` (the result is an error).
 """
 
 from __future__ import annotations
@@ -21,6 +27,26 @@ from runtime.definitions import ModelDefinition, ReasoningConfig
 
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error"]
 ToolChoiceValue = Literal["auto", "none", "required"] | dict[str, str]
+
+# The eight error codes every provider maps its failures to (docs/providers.md#errors).
+RATE_LIMIT = "rate_limit"
+OVERLOADED = "overloaded"
+INVALID_REQUEST = "invalid_request"
+AUTHENTICATION = "authentication"
+CONTEXT_TOO_LONG = "context_too_long"
+TIMEOUT = "timeout"
+NETWORK = "network"
+UNKNOWN = "unknown"
+ERROR_CODES = (
+    RATE_LIMIT,
+    OVERLOADED,
+    INVALID_REQUEST,
+    AUTHENTICATION,
+    CONTEXT_TOO_LONG,
+    TIMEOUT,
+    NETWORK,
+    UNKNOWN,
+)
 
 
 @dataclass(slots=True)
@@ -40,6 +66,8 @@ class ProviderRequest:
     name. ``sequence`` is how many responses this thread already received from
     this model definition (scripted providers replay from it; real providers
     ignore it). ``metadata`` carries ``thread_id`` and ``prompt_name``.
+    ``max_output_tokens`` caps the response (``None``: the adapter's default;
+    Anthropic requires a value and uses 8192).
     """
 
     model: str
@@ -52,6 +80,7 @@ class ProviderRequest:
     model_name: str = ""
     sequence: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    max_output_tokens: int | None = None
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready copy for the request log."""
@@ -138,22 +167,43 @@ StreamEvent = TextDelta | ReasoningDelta | ToolCallStart | ToolCallDelta | ToolC
 
 
 class ProviderError(Exception):
-    """A failed request. ``code`` is a short machine word (``invalid_request``,
-    ``rate_limit``, ``timeout``, ``server_error`` …), ``status`` the HTTP status
-    when there was one, ``retryable`` whether the same request may succeed later."""
+    """A failed request.
+
+    ``code`` is one of ``ERROR_CODES``, ``status`` the HTTP status when there was
+    one, ``retryable`` whether the same request may succeed later. ``retry_after``
+    is the delay the vendor asked for (seconds), ``vendor_code`` the vendor's own
+    error type or code, ``request_id`` the vendor's id of the failed request.
+    ``message`` never contains an API key (adapters redact it before raising).
+    """
 
     def __init__(
         self,
         message: str,
-        code: str = "unknown",
+        code: str = UNKNOWN,
         status: int | None = None,
         retryable: bool = False,
+        *,
+        retry_after: float | None = None,
+        vendor_code: str | None = None,
+        request_id: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
         self.status = status
         self.retryable = retryable
+        self.retry_after = retry_after
+        self.vendor_code = vendor_code
+        self.request_id = request_id
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready description (for message metadata and log rows)."""
+        out: dict[str, Any] = {"code": self.code, "message": self.message}
+        for name in ("status", "retry_after", "vendor_code", "request_id"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        out["retryable"] = self.retryable
+        return out
 
 
 @runtime_checkable
@@ -179,5 +229,28 @@ class ProviderFactory(Protocol):
 
 
 def retryable_status(status: int | None) -> bool:
-    """Whether an HTTP status is worth retrying (429 and 5xx)."""
-    return status is not None and (status == 429 or status >= 500)
+    """Whether an HTTP status is worth retrying (what ``status_kind`` says)."""
+    return status is not None and status_kind(status)[1]
+
+
+def status_kind(status: int) -> tuple[str, bool]:
+    """The error code and retryability an HTTP status alone implies."""
+    if status in (401, 403):
+        return AUTHENTICATION, False
+    if status == 402:
+        return RATE_LIMIT, False  # out of credits: waiting does not help
+    if status == 408:
+        return TIMEOUT, True
+    if status == 409:
+        return UNKNOWN, True  # OpenAI: lock contention, worth one more try
+    if status == 413:
+        return CONTEXT_TOO_LONG, False
+    if status == 429:
+        return RATE_LIMIT, True
+    if status in (502, 503, 529):
+        return OVERLOADED, True
+    if status == 504:
+        return TIMEOUT, True
+    if status >= 500:
+        return UNKNOWN, True
+    return INVALID_REQUEST, False

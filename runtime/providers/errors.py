@@ -20,54 +20,33 @@ from typing import Any
 
 import httpx
 
-from runtime.providers.base import ProviderError
-
-RATE_LIMIT = "rate_limit"
-OVERLOADED = "overloaded"
-INVALID_REQUEST = "invalid_request"
-AUTHENTICATION = "authentication"
-CONTEXT_TOO_LONG = "context_too_long"
-TIMEOUT = "timeout"
-NETWORK = "network"
-UNKNOWN = "unknown"
-CODES = (
-    RATE_LIMIT,
-    OVERLOADED,
-    INVALID_REQUEST,
+from runtime.providers.base import (
     AUTHENTICATION,
     CONTEXT_TOO_LONG,
-    TIMEOUT,
+    ERROR_CODES,
+    INVALID_REQUEST,
     NETWORK,
+    OVERLOADED,
+    RATE_LIMIT,
+    TIMEOUT,
     UNKNOWN,
+    ProviderError,
+    status_kind,
 )
+
+CODES = ERROR_CODES
 
 REDACTED = "[redacted]"
 MAX_MESSAGE_CHARS = 2000
 
 
 class AdapterError(ProviderError):
-    """A ``ProviderError`` with what the retry ladder and the log need besides the code.
+    """A ``ProviderError`` raised by an HTTP adapter.
 
-    ``retry_after`` is the vendor's requested delay in seconds (``Retry-After``,
-    ``retry-after-ms`` or Gemini's ``RetryInfo``); ``vendor_code`` the vendor's own
-    error type/code; ``request_id`` the vendor's request id when it sent one.
+    ``retry_after`` comes from ``Retry-After``, ``retry-after-ms`` or Gemini's
+    ``RetryInfo``; ``vendor_code`` is the vendor's own error type/code; ``request_id``
+    the vendor's request id when it sent one (all three live on ``ProviderError``).
     """
-
-    def __init__(
-        self,
-        message: str,
-        code: str = UNKNOWN,
-        status: int | None = None,
-        retryable: bool = False,
-        *,
-        retry_after: float | None = None,
-        vendor_code: str | None = None,
-        request_id: str | None = None,
-    ) -> None:
-        super().__init__(message, code, status, retryable)
-        self.retry_after = retry_after
-        self.vendor_code = vendor_code
-        self.request_id = request_id
 
 
 class PartialResponseError(AdapterError):
@@ -85,8 +64,9 @@ class PartialResponseError(AdapterError):
             cause.code,
             cause.status,
             retryable=False,
-            vendor_code=getattr(cause, "vendor_code", None),
-            request_id=getattr(cause, "request_id", None),
+            retry_after=cause.retry_after,
+            vendor_code=cause.vendor_code,
+            request_id=cause.request_id,
         )
         self.cause = cause
         self.partial_text = partial_text
@@ -152,29 +132,6 @@ _CONTEXT_PATTERNS = re.compile(
     r"|input token count .* exceeds|too many tokens",
     re.IGNORECASE,
 )
-
-
-def status_kind(status: int) -> tuple[str, bool]:
-    """The code and retryability an HTTP status alone implies."""
-    if status in (401, 403):
-        return AUTHENTICATION, False
-    if status == 402:
-        return RATE_LIMIT, False  # out of credits: waiting does not help
-    if status == 408:
-        return TIMEOUT, True
-    if status == 409:
-        return UNKNOWN, True  # OpenAI: lock contention, worth one more try
-    if status == 413:
-        return CONTEXT_TOO_LONG, False
-    if status == 429:
-        return RATE_LIMIT, True
-    if status in (502, 503, 529):
-        return OVERLOADED, True
-    if status == 504:
-        return TIMEOUT, True
-    if status >= 500:
-        return UNKNOWN, True
-    return INVALID_REQUEST, False
 
 
 def classify(

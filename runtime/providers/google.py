@@ -212,9 +212,14 @@ def gemini_body(request: ProviderRequest) -> dict[str, Any]:
         config = tool_config(request)
         if config:
             body["toolConfig"] = config
+    generation: dict[str, Any] = {}
+    if request.max_output_tokens:
+        generation["maxOutputTokens"] = request.max_output_tokens
     thinking = thinking_config(request)
     if thinking:
-        body["generationConfig"] = {"thinkingConfig": thinking}
+        generation["thinkingConfig"] = thinking
+    if generation:
+        body["generationConfig"] = generation
     return body
 
 

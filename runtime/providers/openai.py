@@ -137,6 +137,9 @@ def chat_body(request: ProviderRequest, *, stream: bool) -> dict[str, Any]:
         # Only sent when the prompt sets it (reference §4.8): the vendor default otherwise.
         if request.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = request.parallel_tool_calls
+    if request.max_output_tokens:
+        # ``max_tokens`` is deprecated on OpenAI and refused by reasoning models.
+        body["max_completion_tokens"] = request.max_output_tokens
     body["stream"] = stream
     if stream:
         body["stream_options"] = {"include_usage": True}

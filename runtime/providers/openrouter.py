@@ -186,6 +186,8 @@ class OpenRouterProvider(HTTPAdapter):
         streaming = self.streaming if stream is None else stream
         body = chat_body(request, stream=streaming)
         body["messages"] = openrouter_messages(request)
+        if "max_completion_tokens" in body:  # OpenRouter's name for the cap
+            body["max_tokens"] = body.pop("max_completion_tokens")
         route = routing(self.included_providers)
         if route:
             body["provider"] = route

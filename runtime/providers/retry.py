@@ -61,7 +61,7 @@ class AttemptContext:
     """One attempt: which model, which try, and what output already reached the caller."""
 
     model: ModelDefinition
-    number: int  # 1-based across the whole ladder
+    number: int  # 1-based across the whole ladder (attempts made, skipped ones not counted)
     model_attempt: int  # 1-based within this model
     fallback_index: int  # 0 for the primary model
     previous_error: ProviderError | None = None
@@ -127,6 +127,35 @@ LadderEvent = AttemptStarted | AttemptFailed | AttemptSucceeded | FallbackTrigge
 OnEvent = Callable[[LadderEvent], Awaitable[None] | None]
 
 
+@dataclass(frozen=True, slots=True)
+class LadderStart:
+    """Where a ladder starts: a fresh one at the first model's first attempt, a resumed
+    one at the rung after the attempts already made (``previous``: the last one's error)."""
+
+    index: int = 0
+    model_attempt: int = 1
+    number: int = 1
+    previous: ProviderError | None = None
+
+
+def next_rung(
+    models: Sequence[ModelDefinition],
+    index: int,
+    model_attempt: int,
+    number: int,
+    error: ProviderError,
+    policy: RetryPolicy | None = None,
+) -> LadderStart | None:
+    """Where the ladder goes after attempt ``number`` (``model_attempt`` of ``models[index]``)
+    failed with ``error``; ``None`` when it is exhausted."""
+    policy = policy or RetryPolicy()
+    if retry_delay(error, model_attempt, policy, rand=lambda: 0.0) is not None:
+        return LadderStart(index, model_attempt + 1, number + 1, error)
+    if index + 1 < len(models):
+        return LadderStart(index + 1, 1, number + 1, error)
+    return None
+
+
 def retry_delay(
     error: ProviderError,
     model_attempt: int,
@@ -140,7 +169,7 @@ def retry_delay(
         return None
     backoff = policy.base_delay * 2 ** (model_attempt - 1)
     backoff = min(backoff * (1 + policy.jitter * rand()), policy.max_delay)
-    asked = getattr(error, "retry_after", None)
+    asked = error.retry_after
     if asked is not None and asked > policy.max_delay:
         return None  # the vendor wants a long pause: a fallback model is the better bet
     return max(backoff, asked or 0.0)
@@ -158,7 +187,8 @@ def exhausted(models: Sequence[ModelDefinition], last: ProviderError | None) -> 
         last.code if last else errors.UNKNOWN,
         last.status if last else None,
         retryable=False,
-        vendor_code=getattr(last, "vendor_code", None),
+        vendor_code=last.vendor_code if last else None,
+        request_id=last.request_id if last else None,
     )
 
 
@@ -170,9 +200,14 @@ async def _emit(on_event: OnEvent | None, event: LadderEvent) -> None:
         await result
 
 
-def _attempts(models: Sequence[ModelDefinition], policy: RetryPolicy) -> list[tuple[int, int]]:
+def _attempts(
+    models: Sequence[ModelDefinition], policy: RetryPolicy, start: LadderStart = LadderStart()
+) -> list[tuple[int, int]]:
     return [
-        (index, n) for index in range(len(models)) for n in range(1, policy.attempts_per_model + 1)
+        (index, n)
+        for index in range(len(models))
+        for n in range(1, policy.attempts_per_model + 1)
+        if (index, n) >= (start.index, start.model_attempt)
     ]
 
 
@@ -184,19 +219,22 @@ async def run_with_fallbacks(
     on_event: OnEvent | None = None,
     sleep: Sleep = asyncio.sleep,
     rand: Callable[[], float] = random.random,
+    start: LadderStart | None = None,
 ) -> T:
     """Run ``attempt`` along the ladder until one returns; raise the final error otherwise.
 
     ``attempt`` raises ``ProviderError`` on failure and must call
     ``ctx.deliver_text`` / ``deliver_reasoning`` / ``mark_delivered`` as output
     reaches its caller. Any other exception (a bug, a cancellation) stops the ladder.
+    ``start`` resumes a ladder whose first attempts were made earlier (``next_rung``).
     """
-    policy = policy or RetryPolicy()
-    last: ProviderError | None = None
-    skip_model = -1
-    for number, (index, model_attempt) in enumerate(_attempts(models, policy), start=1):
+    policy, start = policy or RetryPolicy(), start or LadderStart()
+    last: ProviderError | None = start.previous
+    skip_model, number = -1, start.number - 1
+    for index, model_attempt in _attempts(models, policy, start):
         if index == skip_model:
             continue
+        number += 1  # attempts actually made, so log rows number 1, 2, 3 …
         if model_attempt == 1 and index > 0:
             await _emit(on_event, FallbackTriggered(models[index - 1], models[index], last))
         ctx = AttemptContext(models[index], number, model_attempt, index, last)
@@ -235,10 +273,11 @@ async def stream_with_fallbacks(
     caller as they arrive; ``on_event`` says which attempt they belong to."""
     policy = policy or RetryPolicy()
     last: ProviderError | None = None
-    skip_model = -1
-    for number, (index, model_attempt) in enumerate(_attempts(models, policy), start=1):
+    skip_model, number = -1, 0
+    for index, model_attempt in _attempts(models, policy):
         if index == skip_model:
             continue
+        number += 1
         model = models[index]
         if model_attempt == 1 and index > 0:
             await _emit(on_event, FallbackTriggered(models[index - 1], model, last))

@@ -27,6 +27,9 @@ from runtime.definitions import (
     StreamingSimulation,
 )
 from runtime.providers.base import (
+    ERROR_CODES,
+    INVALID_REQUEST,
+    UNKNOWN,
     Finish,
     FinishReason,
     ProviderError,
@@ -38,7 +41,7 @@ from runtime.providers.base import (
     ToolCallDone,
     ToolCallStart,
     Usage,
-    retryable_status,
+    status_kind,
 )
 
 DEFAULT_TEXT = "Test response received."
@@ -171,7 +174,7 @@ class TestProvider:
             return ScriptedResponse(content=DEFAULT_TEXT, finish_reason="stop")
         if index < len(self.script):
             return self.script[index]
-        raise ProviderError(_exhausted_message(len(self.script), request), "invalid_request")
+        raise ProviderError(_exhausted_message(len(self.script), request), INVALID_REQUEST)
 
     async def _events(
         self, response: ScriptedResponse, request: ProviderRequest, index: int
@@ -244,9 +247,15 @@ def _text_of(message: dict[str, Any]) -> str:
 
 
 def _scripted_error(error: ScriptedError) -> ProviderError:
-    return ProviderError(
-        error.message, error.code or "unknown", error.status, retryable_status(error.status)
-    )
+    """The scripted failure as an adapter would raise it: the status decides retryability;
+    a scripted code outside the eight is kept as the vendor's code."""
+    code, retryable = status_kind(error.status) if error.status else (UNKNOWN, False)
+    vendor_code = None
+    if error.code in ERROR_CODES:
+        code = error.code
+    elif error.code:
+        vendor_code = error.code
+    return ProviderError(error.message, code, error.status, retryable, vendor_code=vendor_code)
 
 
 def _exhausted_message(count: int, request: ProviderRequest) -> str:
@@ -281,7 +290,7 @@ def _check_expectation(response: ScriptedResponse, request: ProviderRequest) -> 
         )
     if problems:
         raise ProviderError(
-            "TestProvider: input expectation failed: " + "; ".join(problems), "invalid_request"
+            "TestProvider: input expectation failed: " + "; ".join(problems), INVALID_REQUEST
         )
 
 

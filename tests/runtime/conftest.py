@@ -100,6 +100,7 @@ class World:
         self.registry = Registry()
         self.providers = ProviderRegistry()
         self.scripted: dict[str, TestProvider] = {}
+        self.sleeps: list[float] = []  # the attempt ladder's backoffs, not actually waited
         self._engine: Engine | None = None
 
     @property
@@ -107,9 +108,16 @@ class World:
         """The engine (built on first use, after the registry is filled)."""
         if self._engine is None:
             self._engine = Engine(
-                self.store, self.sink, registry=self.registry, providers=self.providers
+                self.store,
+                self.sink,
+                registry=self.registry,
+                providers=self.providers,
+                sleep=self._sleep,
             )
         return self._engine
+
+    async def _sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
 
     def define(self, *definitions: AgentDefinition | PromptDefinition | ModelDefinition) -> None:
         """Add definitions."""

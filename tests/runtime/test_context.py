@@ -138,6 +138,7 @@ def test_tool_call_without_result_gets_a_synthesized_error_result() -> None:
         "tool_call_id": "c1",
         "name": "search",
         "content": MISSING_RESULT,
+        "is_error": True,
     }
     assert sent[3] == {"role": "user", "content": "again"}
 
@@ -236,3 +237,26 @@ async def test_models_without_function_calling_get_no_tools(world: World) -> Non
     )
     await world.chat("x")
     assert world.requests()[0].tools == []
+
+
+def test_failed_tool_results_are_flagged_as_errors() -> None:
+    ok, bad = make_tool_call("c1", "search", {}), make_tool_call("c2", "fetch", {})
+    rows = [
+        _row(1, "user", content="hi"),
+        _row(2, "assistant", tool_calls=[ok, bad]),
+        _row(3, "tool", content="found", tool_call_id="c1", name="search", tool_status="success"),
+        _row(4, "tool", content="Error: 404", tool_call_id="c2", name="fetch", tool_status="error"),
+    ]
+    sent = to_llm_messages(rows, _window())
+    assert "is_error" not in sent[2] and sent[3]["is_error"] is True
+
+
+def test_provider_data_goes_back_on_the_sides_own_messages_only() -> None:
+    data = {"anthropic": {"thinking": [{"type": "thinking", "thinking": "t", "signature": "s"}]}}
+    rows = [
+        _row(1, "user", content="hi"),
+        _row(2, "assistant", content="hello", side="a", metadata={"provider_data": data}),
+    ]
+    assert to_llm_messages(rows, _window())[1]["provider_data"] == data
+    as_other_side = to_llm_messages(rows, _window(side="b", perspective=True))
+    assert as_other_side[1]["role"] == "user" and "provider_data" not in as_other_side[1]

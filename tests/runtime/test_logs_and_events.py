@@ -92,17 +92,21 @@ async def test_usage_is_estimated_at_four_characters_per_token(world: World) -> 
 
 async def test_failed_request_is_logged_and_the_message_failed(world: World) -> None:
     world.define(prompt(), agent())
-    world.script("m", TestScript().add_error("Upstream overloaded", "overloaded", 529))
+    world.script("m", TestScript().add_error("Bad request", "invalid_request", 400))
     thread, result = await world.chat("hi")
-    assert result.stop_reason == "step_error" and "Upstream overloaded" in (result.detail or "")
-    log = (await world.store.list_logs(thread.id, LogQuery(kind="llm")))[0]
+    assert result.stop_reason == "step_error" and "Bad request" in (result.detail or "")
+    [log] = await world.store.list_logs(thread.id, LogQuery(kind="llm"))
     assert (log.error, log.error_type, log.status_code, log.is_complete) == (
-        "Upstream overloaded",
-        "overloaded",
-        529,
+        "Bad request",
+        "invalid_request",
+        400,
         True,
     )
-    assert (await world.messages(thread.id))[-1].status == "failed"
+    reply = (await world.messages(thread.id))[-1]
+    assert reply.status == "failed" and reply.log_id == log.id
+    assert reply.metadata["error"]["code"] == "invalid_request"
+    assert "All retry attempts exhausted for model m" in reply.metadata["error"]["message"]
+    assert world.sleeps == []  # not retryable: no second attempt
 
 
 def test_cost_uses_input_price_for_cached_tokens_without_a_cached_price() -> None:

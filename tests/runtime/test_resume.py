@@ -92,7 +92,11 @@ class Scenario:
         return count
 
     def engine(self, store: Any) -> Engine:
-        return Engine(store, registry=self.registry, providers=self.providers)
+        return Engine(store, registry=self.registry, providers=self.providers, sleep=_no_wait)
+
+
+async def _no_wait(_seconds: float) -> None:
+    """The attempt ladder's backoff, skipped."""
 
 
 def _normalized(messages: list[Message]) -> list[tuple[Any, ...]]:
@@ -191,13 +195,15 @@ async def _check_matrix(
     scenario_factory: Callable[[Harness], Scenario],
     start: Callable[[Engine], Any],
     reason: str = "stop_on_response",
+    extra_responses: int = 0,
 ) -> int:
     baseline = scenario_factory(harness)
     counting = CrashingStore(harness.store)
     thread_id, _ = await _run_with_crash(baseline, counting, None, start)
     expected = await _transcript(harness.store, thread_id)
     total_commits = counting.commits
-    responses = len(baseline.script.responses)
+    scripted = len(baseline.script.responses)
+    responses = scripted + extra_responses  # other models' responses (fallbacks)
     for crash_at in range(1, total_commits + 1):
         scenario = scenario_factory(harness)
         thread_id, crashed = await _run_with_crash(scenario, harness.store, crash_at, start)
@@ -218,7 +224,7 @@ async def _check_matrix(
                 )
             else:
                 assert runs <= 2, f"crash before commit {crash_at}: {call_id} ran {runs} times"
-        assert {r.sequence for r in scenario.provider.requests} == set(range(responses))
+        assert {r.sequence for r in scenario.provider.requests} == set(range(scripted))
         progress = await harness.store.load_progress(thread_id)
         assert progress is not None and progress.finished and progress.stop_reason == reason
         await _check_children(harness.store, thread_id)
@@ -339,6 +345,38 @@ async def test_resume_while_an_agent_tool_runs_in_a_child_thread(harness: Harnes
 
     commits = await _check_matrix(harness, factory, _start_with("ask the helper"))
     assert commits == 12  # 6 on the parent, 6 on the child thread: kills inside the child too
+
+
+async def test_resume_along_the_attempt_ladder(harness: Harness) -> None:
+    """Kills between a failed attempt, its retry and the fallback: a response whose log
+    is stored is never requested again, and the transcript is the uninterrupted one."""
+
+    def factory(h: Harness) -> Scenario:
+        script = (
+            TestScript()
+            .add_error("busy", "overloaded", 529)
+            .add_tool_call("count", {"n": 1}, id="l-1")
+            .add_error("busy", "overloaded", 529)
+            .add_error("busy", "overloaded", 529)
+            .add_text("Done.")
+        )
+        backup = TestScript().add_tool_call("count", {"n": 2}, id="l-2")
+        scenario = Scenario(
+            h,
+            script,
+            [prompt(tools=["count"]), AgentDefinition(name="agent", side_a=side("main"))],
+        )
+        from runtime.definitions import ModelDefinition
+
+        h.define(
+            ModelDefinition(name="backup", provider="test", model="scripted"),
+            ModelDefinition(name="m", provider="test", model="scripted", fallbacks=["backup"]),
+        )
+        scenario.providers.override("backup", TestProvider(backup))
+        return scenario
+
+    commits = await _check_matrix(harness, factory, _start_with("count"), extra_responses=1)
+    assert commits >= 12
 
 
 async def test_message_resent_by_a_retried_task_is_not_stored_twice(harness: Harness) -> None:

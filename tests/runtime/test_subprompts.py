@@ -178,7 +178,13 @@ async def test_subprompt_include_errors_flag(
 
 
 async def test_subprompt_provider_failure_is_an_error_result(world: World) -> None:
-    _world(world, TestScript().add_error("model overloaded", "overloaded", 529))
+    # Overloaded twice: the ladder retries once, then gives up.
+    _world(
+        world,
+        TestScript()
+        .add_error("model overloaded", "overloaded", 529)
+        .add_error("model overloaded", "overloaded", 529),
+    )
     world.script("m", _parent_script({"query": "q"}))
     thread, result = await world.chat("x")
     tool_row = next(m for m in await world.messages(thread.id) if m.role == "tool" and m.depth == 0)

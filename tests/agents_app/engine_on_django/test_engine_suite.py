@@ -1,6 +1,7 @@
 """The engine test modules, collected again here so they run over ``DjangoStore``
 (the fixtures in this folder's conftest replace the in-memory store)."""
 
+from tests.runtime.test_attempt_ladder import *  # noqa: F403
 from tests.runtime.test_context import *  # noqa: F403
 from tests.runtime.test_hooks import *  # noqa: F403
 from tests.runtime.test_logs_and_events import *  # noqa: F403

@@ -14,7 +14,9 @@ import pytest
 from pydantic import BaseModel
 
 from runtime.definitions import ModelDefinition
+from runtime.messages import Message
 from runtime.providers.registry import KEY_NAMES, install
+from runtime.providers.test_provider import TestScript
 from runtime.registry import define_tool
 from runtime.store import LogQuery
 from tests.runtime.conftest import World, agent, prompt
@@ -120,3 +122,36 @@ async def test_tool_loop_session_through_the_adapter(world: World, replay, clien
     assert len(logs) == len(interactions) and all(log.is_complete for log in logs)
     assert sum(log.output_tokens or 0 for log in logs) > 0
     assert PLANTED_KEY not in json.dumps([log.request_body for log in logs], default=str)
+    # Each log keeps the exact body that went on the wire, and what served it.
+    for log, sent in zip(logs, replay.requests, strict=True):
+        assert log.request_body is not None and log.request_body["body"] == sent.json()
+        assert log.status_code == 200 and log.response_body and log.finish_reason
+    # The same loop through the scripted ``test`` provider stores the same transcript shape.
+    assert _shape(rows) == _shape(await _scripted_twin(world, rows, [t.name for t in tools]))
+
+
+def _shape(rows: list[Message]) -> list[tuple[Any, ...]]:
+    return [
+        (m.role, [c["function"]["name"] for c in m.tool_calls or []], m.tool_status, m.status)
+        for m in rows
+    ]
+
+
+async def _scripted_twin(world: World, rows: list[Message], tools: list[str]) -> list[Message]:
+    """Replay the adapter session's tool calls and final text through the ``test`` provider."""
+    script = TestScript()
+    for m in rows:
+        if m.role == "assistant" and m.tool_calls:
+            calls = [
+                {"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
+                for c in m.tool_calls
+            ]
+            script.add_tool_calls(calls, content=m.content)
+    script.add_text(rows[-1].content or "")
+    world.script("twin", script)
+    world.define(
+        prompt("twin_prompt", model="twin", tools=tools, text="You are a helpful chatbot."),
+        agent("twin_agent", prompt="twin_prompt"),
+    )
+    thread, _ = await world.chat("Please use the tool.", "twin_agent")
+    return await world.messages(thread.id)
