@@ -156,15 +156,34 @@ class AttemptLadder:
     async def _attempt(self, ctx: AttemptContext) -> LLMReply:
         provider = GuardedProvider(self.deps.providers.for_model(ctx.model), self.deps.limits.retry)
 
+        redactor = await self.recorder.ready()
+        # A secret may be split across deltas: each stream holds back a short tail.
+        streams = {False: redactor.stream(), True: redactor.stream()}
+
+        def send(text: str, reasoning: bool) -> None:
+            shown = streams[reasoning].feed(text)
+            if shown:
+                self.recorder.emit(
+                    message_chunk(self.message.id, self.depth, shown, reasoning=reasoning)
+                )
+
         def on_text(text: str) -> None:
             ctx.deliver_text(text)
-            self.recorder.emit(message_chunk(self.message.id, self.depth, text))
+            send(text, False)
 
         def on_reasoning(text: str) -> None:
             ctx.deliver_reasoning(text)
-            self.recorder.emit(message_chunk(self.message.id, self.depth, text, reasoning=True))
+            send(text, True)
 
-        return await run_attempt(provider, self.current.request, on_text, on_reasoning)
+        try:
+            return await run_attempt(provider, self.current.request, on_text, on_reasoning)
+        finally:
+            for reasoning, stream in streams.items():
+                rest = stream.flush()
+                if rest:
+                    self.recorder.emit(
+                        message_chunk(self.message.id, self.depth, rest, reasoning=reasoning)
+                    )
 
     async def _on_event(self, event: LadderEvent) -> None:
         if isinstance(event, FallbackTriggered):

@@ -120,6 +120,7 @@ class Engine:
             self.deps.registry, hook_ids(prompt.hooks if prompt else None, agent.hooks)
         )
         recorder = Recorder(self.deps.store, self.deps.sink, self.deps.clock, thread.id)
+        await recorder.ready()  # frames emitted at rest are redacted too
         state = ThreadState(
             self.deps,
             thread,

@@ -16,9 +16,11 @@ from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefiniti
 from runtime.messages import Message, Side
 from runtime.progress import SessionProgress
 from runtime.store import (
+    CanceledBy,
     Commit,
     CommitResult,
     DefinitionKind,
+    EffectRun,
     EnvEntry,
     EnvType,
     FileRecord,
@@ -60,6 +62,7 @@ class MemoryStore:
         self._models: dict[str, ModelDefinition] = {}
         self.user_env: dict[str, dict[str, tuple[str, EnvType]]] = defaultdict(dict)
         self.instance_env: dict[str, tuple[str, EnvType]] = {}
+        self.effects: dict[str, EffectRun] = {}  # every run, by id (tests inspect it)
 
     # --- helpers for tests (not part of the protocol) ---------------------------------
 
@@ -235,6 +238,21 @@ class MemoryStore:
             return EnvEntry(str(definition.env[name]), "secret", "prompt")
         return None
 
+    async def secret_values(self, thread_id: str) -> list[tuple[str, str]]:
+        """Every secret the thread could resolve (all tiers, shadowed ones too)."""
+        data = self._data(thread_id)
+        user = self.user_env.get(data.record.user_id or "", {})
+        pairs = [
+            (name, value)
+            for env in (data.env, user, self.instance_env)
+            for name, (value, kind) in env.items()
+            if kind == "secret"
+        ]
+        envs = [a.tenvs for a in self._agents.values()] + [p.env for p in self._prompts.values()]
+        for env in envs:
+            pairs += [(name, str(value)) for name, value in (env or {}).items() if value is not None]
+        return pairs
+
     async def set_env(
         self, thread_id: str, name: str, value: str, type: EnvType | None = None
     ) -> None:
@@ -330,6 +348,41 @@ class MemoryStore:
         files = self._data(thread_id).files
         self._ensure_dirs(files, path)
         return copy.deepcopy(files[path][0]) if path in files else await self._root()
+
+    # --- effects -----------------------------------------------------------------------
+
+    async def schedule_effect(self, run: EffectRun) -> tuple[EffectRun, bool]:
+        """Insert a pending run unless its id exists."""
+        self._data(run.thread_id)
+        if run.id in self.effects:
+            return copy.deepcopy(self.effects[run.id]), False
+        stored = copy.deepcopy(run)
+        stored.status, stored.created_at = "pending", time.time_ns() // 1_000_000
+        self.effects[run.id] = stored
+        return copy.deepcopy(stored), True
+
+    async def list_effects(self, thread_id: str, name: str | None = None) -> list[EffectRun]:
+        """Pending runs of the thread, by due time."""
+        self._data(thread_id)
+        runs = [
+            r
+            for r in self.effects.values()
+            if r.thread_id == thread_id and r.status == "pending" and name in (None, r.name)
+        ]
+        runs.sort(key=lambda r: (r.scheduled_at, r.created_at))
+        return [copy.deepcopy(r) for r in runs]
+
+    async def cancel_effect(
+        self, thread_id: str, effect_id: str, by: CanceledBy
+    ) -> EffectRun | None:
+        """Pending → ``<by>_canceled``."""
+        self._data(thread_id)
+        run = self.effects.get(effect_id)
+        if run is None or run.thread_id != thread_id or run.status != "pending":
+            return None
+        run.status = "agent_canceled" if by == "agent" else "user_canceled"
+        run.completed_at = time.time_ns() // 1_000_000
+        return copy.deepcopy(run)
 
     # --- internals ---------------------------------------------------------------------
 

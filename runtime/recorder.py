@@ -7,12 +7,16 @@ listeners (frames describe stored facts only).
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from runtime.events import EventSink, log_data, message_data
 from runtime.messages import Clock, Message
 from runtime.progress import SessionProgress
+from runtime.redaction import Redactor, current_redactor, install_log_filter
 from runtime.store import Commit, CommitResult, LogRecord, Store, ThreadUpdate
 from runtime.transcript import Transcript
 
@@ -21,6 +25,7 @@ if TYPE_CHECKING:
 
 
 COMMIT_FAILED = "_engine_commit_failed"
+install_log_filter(logging.getLogger("runtime"))
 
 
 def is_commit_failure(exc: BaseException) -> bool:
@@ -67,14 +72,59 @@ class Recorder:
         self.thread_id = thread_id
         self.transcript = transcript
         self.commits = 0
+        # Every secret the thread can resolve; loaded once, before the first write.
+        self.redactor = Redactor()
+        self._secrets_loaded = False
+        self._loading: asyncio.Task[Redactor] | None = None
+        self._pending: list[dict[str, Any]] = []
+
+    async def ready(self) -> Redactor:
+        """The thread's redactor, loading its secrets from the store on first use."""
+        if not self._secrets_loaded:
+            load = getattr(self.store, "secret_values", None)
+            pairs = await load(self.thread_id) if load is not None else []
+            self.redactor.add(pairs)
+            self._secrets_loaded = True
+            current_redactor.set(self.redactor)
+            pending, self._pending = self._pending, []
+            for frame in pending:
+                self.sink.emit(self.thread_id, self.redactor.data(frame))
+        return self.redactor
+
+    def redact_message(self, message: Message) -> Message:
+        """Redact ``message`` in place (every holder of it sees the redacted text) and return it."""
+        if self.redactor:
+            for f in dataclasses.fields(message):
+                value = getattr(message, f.name)
+                if isinstance(value, str | list | dict):
+                    setattr(message, f.name, self.redactor.data(value))
+        return message
+
+    def redact_log(self, log: LogRecord) -> LogRecord:
+        """A redacted copy of ``log`` (its request body may still be in flight to the provider)."""
+        if not self.redactor:
+            return log
+        r = self.redactor
+        return dataclasses.replace(
+            log,
+            request_body=r.data(log.request_body),
+            response_body=r.data(log.response_body),
+            system_prompt=r.text(log.system_prompt),
+            error=r.text(log.error),
+        )
 
     async def commit(
         self, batch: Batch, hooks: HookRunner | None = None, state: Any = None
     ) -> CommitResult:
-        """Store ``batch`` atomically, then update the transcript, run hooks, emit frames."""
+        """Store ``batch`` atomically, then update the transcript, run hooks, emit frames.
+
+        Secrets are redacted first: stored rows, the transcript the model sees
+        next and every frame carry ``[REDACTED:NAME]`` instead of the value.
+        """
+        await self.ready()
         commit = Commit(
-            messages=batch.created + batch.updated,
-            logs=batch.logs,
+            messages=[self.redact_message(m) for m in batch.created + batch.updated],
+            logs=[self.redact_log(log) for log in batch.logs],
             progress=batch.progress,
             thread=batch.thread,
             drain_queue=batch.drain,
@@ -89,7 +139,7 @@ class Recorder:
             self.clock.observe(message.created_at)
         self._remember(commit.messages + result.drained)
         await self._after_hooks(batch, hooks, state)
-        self._emit(commit.messages + result.drained, batch.logs)
+        self._emit(commit.messages + result.drained, commit.logs)
         return result
 
     def _remember(self, messages: list[Message]) -> None:
@@ -108,10 +158,24 @@ class Recorder:
 
     def _emit(self, messages: list[Message], logs: list[LogRecord]) -> None:
         for log in logs:
-            self.sink.emit(self.thread_id, log_data(log))
+            self.emit(log_data(log))
         for message in messages:
-            self.sink.emit(self.thread_id, message_data(message))
+            self.emit(message_data(message))
 
     def emit(self, frame: dict[str, Any]) -> None:
-        """Send a frame to the thread's listeners."""
-        self.sink.emit(self.thread_id, frame)
+        """Send a frame (redacted) to the thread's listeners.
+
+        Before the thread's secrets are loaded, frames wait (in order) for the
+        load, which is started here when an event loop is running.
+        """
+        if self._secrets_loaded:
+            self.sink.emit(self.thread_id, self.redactor.data(frame))
+            return
+        self._pending.append(frame)
+        if self._loading is None or self._loading.done():
+            try:
+                self._loading = asyncio.get_running_loop().create_task(self.ready())
+            except RuntimeError:  # no loop: nothing can load the secrets; send what we know
+                pending, self._pending = self._pending, []
+                for item in pending:
+                    self.sink.emit(self.thread_id, self.redactor.data(item))

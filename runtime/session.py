@@ -91,6 +91,7 @@ class Session:
 
     async def run(self, resumed: bool = False) -> SessionResult:
         """Resume the step in flight (if any), then step until a stop condition ends the session."""
+        await self.recorder.ready()  # load the thread's secrets before anything is written
         outcome = await self._resume() if resumed else Continue()
         while isinstance(outcome, Continue):
             try:

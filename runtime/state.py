@@ -9,16 +9,18 @@ in snake_case: ``state.get_messages``, ``state.inject_message``,
 from __future__ import annotations
 
 import asyncio
-import posixpath
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from runtime import files
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
+from runtime.effects import EFFECT_ID_KEY, SCHEDULED_EFFECT_KEY, Effects
 from runtime.events import event
 from runtime.messages import MESSAGE_FIELDS, Message, Role, Side, new_id
 from runtime.recorder import Batch, Recorder
 from runtime.results import ToolResult
 from runtime.store import (
+    EffectRun,
     EnvType,
     FileRecord,
     LogQuery,
@@ -181,6 +183,7 @@ class ThreadState:
         self._prompt_name = prompt_name
         self.execution = execution
         self.context: dict[str, Any] = context if context is not None else {}
+        self._effects: Effects | None = None
 
     def _with(self, **changes: Any) -> ThreadState:
         values: dict[str, Any] = {
@@ -268,7 +271,7 @@ class ThreadState:
             content=content,
             created_at=self._deps.clock.now(),
             silent=silent,
-            metadata=dict(metadata or {}),
+            metadata=_effect_metadata(self.context) | dict(metadata or {}),
             attachments=attachments,
             side=side,
             prompt_name=self._prompt_name,
@@ -378,6 +381,31 @@ class ThreadState:
         """Send a custom event to the thread's live listeners."""
         self._recorder.emit(event(event_name, data))
 
+    # --- effects ----------------------------------------------------------------------
+
+    async def schedule_effect(self, name: str, args: Any = None, delay_ms: int = 0) -> str:
+        """Schedule effect ``name`` to run ``delay_ms`` from now, outside any session; its id.
+
+        ``EffectNotFound`` for an unknown name and ``EffectArgsInvalid`` for arguments
+        that fail its schema (nothing is stored then). See ``runtime.effects``.
+        """
+        return await self._effect_calls().schedule(name, args, delay_ms)
+
+    async def get_scheduled_effects(self, name: str | None = None) -> list[EffectRun]:
+        """Pending effect runs of this thread (of effect ``name`` if given), by due time."""
+        return await self._effect_calls().scheduled(name)
+
+    async def remove_scheduled_effect(self, effect_id: str) -> bool:
+        """Cancel a pending run (kept in history as ``agent_canceled``); ``False`` if not pending."""
+        return await self._effect_calls().remove(effect_id)
+
+    def _effect_calls(self) -> Effects:
+        if self._effects is None:
+            # Ids scheduled from a tool call or an effect run are derived from its id.
+            key = self.execution.tool_call_id if self.execution else self.context.get(EFFECT_ID_KEY)
+            self._effects = Effects(self._deps, self._recorder, self.thread_id, key)
+        return self._effects
+
     # --- values -----------------------------------------------------------------------
 
     async def get_value(self, key: str) -> Any:
@@ -410,6 +438,8 @@ class ThreadState:
     async def set_env(self, name: str, value: str, type: EnvType | None = None) -> None:
         """Write a thread env value (a new key is ``secret`` unless ``type`` says otherwise)."""
         await self._deps.store.set_env(self.thread_id, name, value, type)
+        if (type or await self.env_type(name)) == "secret":
+            self._recorder.redactor.add([(name, value)])
 
     # --- files ------------------------------------------------------------------------
 
@@ -466,12 +496,15 @@ class ThreadState:
         return await self._deps.store.make_dir(self.thread_id, normalize_path(path))
 
 
+def _effect_metadata(context: dict[str, Any]) -> dict[str, Any]:
+    """Messages injected by an effect handler say which run wrote them (as the reference does)."""
+    scheduled = context.get(SCHEDULED_EFFECT_KEY)
+    return {"scheduledEffect": dict(scheduled)} if scheduled else {}
+
+
 def normalize_path(path: str) -> str:
-    """``'a//b/'`` → ``'/a/b'``; ``'..'`` segments are refused."""
-    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise ValueError(f"Path may not contain '..': {path}")
-    return posixpath.join("/", *parts)
+    """``'a//b/./c/../d/'`` → ``'/a/b/d'``; a path above the root raises ``FilePathError``."""
+    return files.normalize_path(path)
 
 
 def _file_dict(record: FileRecord) -> dict[str, Any]:

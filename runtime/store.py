@@ -32,6 +32,10 @@ LogKind = Literal["llm", "tool", "system"]
 EnvType = Literal["text", "secret"]
 EnvSource = Literal["thread", "agent", "prompt", "user", "instance"]
 DefinitionKind = Literal["agent", "prompt", "model"]
+EffectStatus = Literal[
+    "pending", "processing", "completed", "failed", "agent_canceled", "user_canceled"
+]
+CanceledBy = Literal["agent", "user"]
 
 
 # --- records -------------------------------------------------------------------------
@@ -235,6 +239,32 @@ class CommitResult:
     drained: list[Message] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class EffectRun:
+    """One scheduled run of an effect (the reference's ``EffectRun``); times are ms.
+
+    ``scheduled_at`` is when it is due, ``created_at`` when it was scheduled.
+    ``args`` are the JSON arguments exactly as scheduled. A run starts
+    ``pending``; a worker claims it (``processing``) and finishes it
+    (``completed`` or ``failed``), or it is canceled while pending
+    (``agent_canceled``/``user_canceled``, with ``completed_at``).
+    """
+
+    id: str
+    thread_id: str
+    name: str
+    args: Any = None
+    scheduled_at: int = 0
+    created_at: int = 0
+    status: EffectStatus = "pending"
+    attempts: int = 0
+    error: str | None = None
+    completed_at: int | None = None
+    manual_run: bool = False
+    manual_run_at: int | None = None
+    replayed_from: str | None = None
+
+
 # --- the protocol --------------------------------------------------------------------
 
 
@@ -337,6 +367,15 @@ class Store(Protocol):
         """Write a thread env value; ``type=None`` keeps the existing type (``secret`` when new)."""
         ...
 
+    async def secret_values(self, thread_id: str) -> list[tuple[str, str]]:
+        """Every ``(name, value)`` of type ``secret`` the thread could resolve, for redaction.
+
+        All tiers: the thread's secret values, its agent's and every prompt's
+        definition env (always secret), its owner's and the instance's secret
+        values, including values shadowed by a higher tier.
+        """
+        ...
+
     # values -------------------------------------------------------------------------
     async def get_value(self, thread_id: str, key: str) -> Any:
         """The JSON value stored under ``key``, or ``None``."""
@@ -383,4 +422,29 @@ class Store(Protocol):
 
     async def make_dir(self, thread_id: str, path: str) -> FileRecord:
         """Create a directory (idempotent) and return its record."""
+        ...
+
+    # effects ------------------------------------------------------------------------
+    async def schedule_effect(self, run: EffectRun) -> tuple[EffectRun, bool]:
+        """Store a ``pending`` run (id, name, args and ``scheduled_at`` chosen by the engine).
+
+        Idempotent on ``run.id``: when a run with that id exists, nothing is
+        written and ``(existing, False)`` is returned; else ``(stored, True)``.
+        The store sets ``created_at``. Durable when the call returns.
+        """
+        ...
+
+    async def list_effects(self, thread_id: str, name: str | None = None) -> list[EffectRun]:
+        """The thread's ``pending`` runs (of effect ``name`` if given), by ``scheduled_at``
+        then ``created_at``."""
+        ...
+
+    async def cancel_effect(
+        self, thread_id: str, effect_id: str, by: CanceledBy
+    ) -> EffectRun | None:
+        """Turn a ``pending`` run of the thread into ``<by>_canceled`` (with ``completed_at``).
+
+        Returns the changed run, or ``None`` when no pending run of the thread
+        has that id (unknown, already running, finished or canceled).
+        """
         ...

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import posixpath
 import uuid
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
@@ -27,6 +28,7 @@ from agents_app.models import (
     Message,
     Prompt,
     QueuedMessage,
+    ScheduledEffect,
     Thread,
     ThreadFile,
     ThreadSession,
@@ -34,13 +36,16 @@ from agents_app.models import (
 )
 from agents_app.models.timestamps import now_us
 from agents_app.services import definitions as defs
+from agents_app.services import effects as effect_service
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
 from runtime.messages import Message as EngineMessage
 from runtime.progress import SessionProgress
 from runtime.store import (
+    CanceledBy,
     Commit,
     CommitResult,
     DefinitionKind,
+    EffectRun,
     EnvEntry,
     EnvType,
     FileRecord,
@@ -327,6 +332,22 @@ def _resolve_env(thread_id: str, name: str, prompt: str | None) -> EnvEntry | No
     return None
 
 
+def secret_values_for_thread(thread_id: str) -> list[tuple[str, str]]:
+    """Every ``(name, value)`` secret the thread can resolve (sync; for redaction)."""
+    # Definition-level values of every agent and prompt count: a handoff or a
+    # sub-prompt can reach them, and over-redacting is harmless.
+    thread = _thread(thread_id)
+    secret = Q(value_type=EnvValue.Type.SECRET)
+    cond = (
+        (Q(scope="thread", thread_id=thread.pk) & secret)
+        | Q(scope__in=("agent", "prompt"))
+        | (Q(scope="instance") & secret)
+    )
+    if thread.owner_id:
+        cond |= Q(scope="user", user_id=thread.owner_id) & secret
+    return [(row.key, row.value) for row in EnvValue.objects.filter(cond)]
+
+
 def _set_env(thread_id: str, name: str, value: str, kind: EnvType | None) -> None:
     _exists(thread_id)
     with transaction.atomic():
@@ -491,6 +512,60 @@ def _definition_names(kind: DefinitionKind) -> list[str]:
     return sorted(_KIND_MODELS[kind].objects.values_list("name", flat=True))
 
 
+# --- effects (rows and transitions: agents_app.services.effects) -------------------------------
+
+
+def _ms(value: datetime | None) -> int | None:
+    return int(value.timestamp() * 1000) if value is not None else None
+
+
+def effect_record(row: ScheduledEffect) -> EffectRun:
+    """The engine's view of an effect run row (times in ms)."""
+    return EffectRun(
+        id=str(row.pk),
+        thread_id=str(row.thread_id),
+        name=row.name,
+        args=row.args,
+        scheduled_at=_ms(row.due_at) or 0,
+        created_at=_ms(row.created_at) or 0,
+        status=row.status,  # type: ignore[arg-type]
+        attempts=row.attempts,
+        error=row.error or None,
+        completed_at=_ms(row.completed_at),
+        manual_run=row.manual_run,
+        manual_run_at=_ms(row.manual_run_at),
+        replayed_from=str(row.replayed_from_id) if row.replayed_from_id else None,
+    )
+
+
+def _schedule_effect(run: EffectRun) -> tuple[EffectRun, bool]:
+    _exists(run.thread_id)
+    row, created = effect_service.effect_schedule(
+        thread_id=run.thread_id,
+        name=run.name,
+        args=run.args,
+        due_at=datetime.fromtimestamp(run.scheduled_at / 1000, tz=UTC),
+        effect_id=run.id,
+    )
+    return effect_record(row), created
+
+
+def _list_effects(thread_id: str, name: str | None) -> list[EffectRun]:
+    _exists(thread_id)
+    rows = effect_service.effects_pending(thread_id=thread_id, name=name)
+    return [effect_record(r) for r in rows]
+
+
+def _cancel_effect(thread_id: str, effect_id: str, by: CanceledBy) -> EffectRun | None:
+    _exists(thread_id)
+    try:
+        pk = uuid.UUID(effect_id)
+    except ValueError:
+        return None
+    row = effect_service.cancel_pending(thread_id=thread_id, effect_id=pk, by=by)
+    return effect_record(row) if row is not None else None
+
+
 class DjangoStore:
     """The store protocol over the Django ORM.
 
@@ -559,6 +634,9 @@ class DjangoStore:
     ) -> None:
         await sync_to_async(_set_env)(thread_id, name, value, type)
 
+    async def secret_values(self, thread_id: str) -> list[tuple[str, str]]:
+        return await sync_to_async(secret_values_for_thread)(thread_id)
+
     async def get_value(self, thread_id: str, key: str) -> Any:
         return await sync_to_async(_get_value)(thread_id, key)
 
@@ -597,3 +675,14 @@ class DjangoStore:
 
     async def make_dir(self, thread_id: str, path: str) -> FileRecord:
         return await sync_to_async(_make_dir)(thread_id, path)
+
+    async def schedule_effect(self, run: EffectRun) -> tuple[EffectRun, bool]:
+        return await sync_to_async(_schedule_effect)(run)
+
+    async def list_effects(self, thread_id: str, name: str | None = None) -> list[EffectRun]:
+        return await sync_to_async(_list_effects)(thread_id, name)
+
+    async def cancel_effect(
+        self, thread_id: str, effect_id: str, by: CanceledBy
+    ) -> EffectRun | None:
+        return await sync_to_async(_cancel_effect)(thread_id, effect_id, by)

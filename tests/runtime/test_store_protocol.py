@@ -145,7 +145,9 @@ async def test_commit_reports_the_stop_flag_and_updates_the_thread(
 
 async def test_progress_round_trip(store: Store, thread_id: str) -> None:
     assert await store.load_progress(thread_id) is None
-    progress = SessionProgress(session_id=new_id(), agent="agent", steps=3, side_steps={"a": 3, "b": 0})
+    progress = SessionProgress(
+        session_id=new_id(), agent="agent", steps=3, side_steps={"a": 3, "b": 0}
+    )
     await store.commit(thread_id, Commit(progress=progress))
     assert await store.load_progress(thread_id) == progress
 

@@ -162,7 +162,7 @@ async def test_files(state: Any, world: World) -> None:
         "file_deleted",
     ]
     with pytest.raises(ValueError):
-        normalize_path("/a/../etc/passwd")
+        normalize_path("/a/../../etc/passwd")  # above the root
 
 
 async def test_execution_state_inside_a_tool(world: World) -> None:

@@ -1,0 +1,57 @@
+"""Key rotation for env values: move every ciphertext to the newest key of the keyring."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from agents_app.encryption import current_key_id, decrypt, encrypt, key_id_of, keyring
+from agents_app.models import EnvValue
+
+
+class MissingKeys(Exception):
+    """Some env values were encrypted with keys that are no longer configured."""
+
+    def __init__(self, values: list[str]) -> None:
+        self.values = values
+        super().__init__(
+            "These env values use a key missing from STUDIO_ENCRYPTION_KEYS (nothing was "
+            "changed): " + ", ".join(values)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ReencryptReport:
+    total: int
+    reencrypted: int
+    already_current: int
+    key_id: str
+
+
+def _label(row: EnvValue) -> str:
+    owner = row.thread_id or row.agent_id or row.prompt_id or row.user_id or ""
+    where = f"{row.scope}:{owner}" if owner else row.scope
+    return f"{where}:{row.key} (key '{key_id_of(row.ciphertext)}')"
+
+
+@transaction.atomic
+def env_reencrypt() -> ReencryptReport:
+    """Re-encrypt every ``EnvValue`` not yet under the newest key; idempotent.
+
+    All or nothing: rows are locked, and if any row's key is missing the
+    transaction changes nothing and ``MissingKeys`` names each such value
+    (scope, owner, key name; never a value).
+    """
+    newest = current_key_id()
+    known = {key_id for key_id, _ in keyring()}
+    rows = list(EnvValue.objects.select_for_update().order_by("pk"))
+    missing = [_label(r) for r in rows if key_id_of(r.ciphertext) not in known]
+    if missing:
+        raise MissingKeys(missing)
+    stale = [r for r in rows if key_id_of(r.ciphertext) != newest]
+    for row in stale:
+        row.ciphertext = encrypt(decrypt(row.ciphertext))
+    # bulk_update leaves updated_at alone: rotation is not an edit of the value.
+    EnvValue.objects.bulk_update(stale, ["ciphertext"], batch_size=500)
+    return ReencryptReport(len(rows), len(stale), len(rows) - len(stale), newest)

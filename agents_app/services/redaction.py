@@ -1,0 +1,68 @@
+"""Secrets known for a thread → a ``Redactor``, for the layers outside the engine.
+
+The engine redacts what it stores and emits (``runtime.redaction``). Anything
+else that shows thread data (API responses, WebSocket frames sent by the API
+or consumers, admin pages) can pass it through here as a second line of
+defence:
+
+- ``redact_for_thread(thread_id, data)``: a redacted copy of a JSON-like value;
+- ``thread_redactor(thread_id)``: the redactor itself, to reuse for many values;
+- ``RedactingSink(sink)``: wraps an ``EventSink`` so every frame is redacted with
+  the redactor of the frame's thread (loaded once per thread, refreshed after
+  ``REFRESH_SECONDS``).
+
+All secret-typed values the thread can resolve count (thread, agent, prompt,
+user, instance; shadowed ones too). Values under 4 characters are ignored.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from agents_app.bridge.store import secret_values_for_thread
+from runtime.events import EventSink, Frame
+from runtime.redaction import Redactor
+
+REFRESH_SECONDS = 30.0
+
+
+def thread_redactor(thread_id: str) -> Redactor:
+    """A redactor for every secret the thread can resolve (an empty one for unknown threads)."""
+    try:
+        return Redactor(secret_values_for_thread(str(thread_id)))
+    except LookupError:
+        return Redactor()
+
+
+def redact_for_thread(thread_id: str, data: Any) -> Any:
+    """A copy of ``data`` (str, dict, list, …) with the thread's secrets replaced."""
+    return thread_redactor(thread_id).data(data)
+
+
+class RedactingSink:
+    """An ``EventSink`` that redacts each frame before handing it to ``inner``.
+
+    Loading secrets queries the database, so ``emit`` must be called from sync
+    code (or build the sink's cache ahead with ``await sync_to_async(sink.prime)(id)``).
+    """
+
+    def __init__(self, inner: EventSink) -> None:
+        self.inner = inner
+        self._cache: dict[str, tuple[float, Redactor]] = {}
+
+    def prime(self, thread_id: str) -> Redactor:
+        """Load (or reload) the redactor of ``thread_id``."""
+        redactor = thread_redactor(thread_id)
+        self._cache[thread_id] = (time.monotonic(), redactor)
+        return redactor
+
+    def redactor(self, thread_id: str) -> Redactor:
+        cached = self._cache.get(thread_id)
+        if cached is None or time.monotonic() - cached[0] > REFRESH_SECONDS:
+            return self.prime(thread_id)
+        return cached[1]
+
+    def emit(self, thread_id: str, frame: Frame) -> None:
+        """Redact ``frame`` and pass it on."""
+        self.inner.emit(thread_id, self.redactor(thread_id).data(frame))

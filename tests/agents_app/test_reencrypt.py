@@ -1,0 +1,67 @@
+"""``manage.py reencrypt_env``: rotate by prepending a key, re-encrypt, drop the old key."""
+
+from __future__ import annotations
+
+import base64
+import os
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.test import override_settings
+
+from agents_app.encryption import key_id_of
+from agents_app.models import EnvValue
+
+pytestmark = pytest.mark.django_db
+
+
+def _key() -> str:
+    return base64.urlsafe_b64encode(os.urandom(32)).decode()
+
+
+OLD = f"old:{_key()}"
+NEW = f"new:{_key()}"
+
+
+def _plant(key: str, value: str) -> EnvValue:
+    row = EnvValue(scope=EnvValue.Scope.INSTANCE, key=key)
+    row.value = value
+    row.save()
+    return row
+
+
+def _run() -> str:
+    out = StringIO()
+    call_command("reencrypt_env", stdout=out)
+    return out.getvalue()
+
+
+def test_rotate_reencrypt_and_drop_the_old_key() -> None:
+    with override_settings(STUDIO_ENCRYPTION_KEYS=OLD):
+        _plant("A", "alpha-value")
+        _plant("B", "beta-value")
+    with override_settings(STUDIO_ENCRYPTION_KEYS=f"{NEW},{OLD}"):
+        _plant("C", "gamma-value")
+        out = _run()
+        assert "2 env value(s) re-encrypted with key 'new', 1 already current, 3 in total" in out
+        assert "0 env value(s) re-encrypted" in _run()  # idempotent
+    with override_settings(STUDIO_ENCRYPTION_KEYS=NEW):
+        values = {r.key: r.value for r in EnvValue.objects.all()}
+        assert values == {"A": "alpha-value", "B": "beta-value", "C": "gamma-value"}
+        assert {key_id_of(r.ciphertext) for r in EnvValue.objects.all()} == {"new"}
+
+
+def test_missing_key_fails_naming_the_value_and_changes_nothing() -> None:
+    with override_settings(STUDIO_ENCRYPTION_KEYS=OLD):
+        _plant("LOST", "lost-value")
+    with override_settings(STUDIO_ENCRYPTION_KEYS=NEW):
+        _plant("KEPT", "kept-value")
+    before = dict(EnvValue.objects.values_list("key", "ciphertext"))
+    newer = override_settings(STUDIO_ENCRYPTION_KEYS=f"newer:{_key()},{NEW}")
+    with newer, pytest.raises(CommandError) as caught:
+        _run()
+    message = str(caught.value)
+    assert "instance:LOST (key 'old')" in message and "KEPT" not in message
+    assert "lost-value" not in message
+    assert dict(EnvValue.objects.values_list("key", "ciphertext")) == before
