@@ -67,18 +67,20 @@ def _install_counter(connection: Any, **_: Any) -> None:
 
 async def bench(sessions: int, warmup: int) -> dict[str, Any]:
     from django.db.backends.signals import connection_created
+    from engine_bench import STEPS, CountingStore, StepClock, count, definitions, one_session
 
     from agents_app.bridge.events import ChannelsSink
     from agents_app.bridge.store import DjangoStore
     from agents_app.services.definitions import save_definitions
-    from engine_bench import STEPS, CountingStore, StepClock, count, definitions, one_session
     from runtime.engine import Engine
     from runtime.registry import Registry
 
     connection_created.connect(_install_counter, weak=False)
     from asgiref.sync import sync_to_async
 
-    await sync_to_async(save_definitions)([(d.name, d) for d in definitions()], strict_code_names=False)
+    await sync_to_async(save_definitions)(
+        [(d.name, d) for d in definitions()], strict_code_names=False
+    )
     clock = StepClock()
     store = CountingStore(DjangoStore())
     live = ChannelsSink()
@@ -109,7 +111,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--redis", default="", help="Redis URL for the channel layer (default: in-memory)")
+    parser.add_argument(
+        "--redis", default="", help="Redis URL for the channel layer (default: in-memory)"
+    )
     options = parser.parse_args()
     admin_url = os.environ.get("BENCH_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/postgres")
     url = _database(admin_url)

@@ -250,7 +250,9 @@ class MemoryStore:
         ]
         envs = [a.tenvs for a in self._agents.values()] + [p.env for p in self._prompts.values()]
         for env in envs:
-            pairs += [(name, str(value)) for name, value in (env or {}).items() if value is not None]
+            pairs += [
+                (name, str(value)) for name, value in (env or {}).items() if value is not None
+            ]
         return pairs
 
     async def set_env(

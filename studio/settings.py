@@ -131,23 +131,41 @@ CHANNEL_LAYERS: dict[str, dict[str, Any]]
 if EMBEDDED:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 else:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {
-                # redis-py's asyncio pool refuses (does not wait for) a connection past
-                # max_connections, 100 by default: one process with hundreds of sockets and
-                # sessions needs a higher cap, or group sends fail under load.
-                "hosts": [
-                    {
-                        "address": REDIS_URL,
-                        "max_connections": envint("CHANNEL_REDIS_MAX_CONNECTIONS", 1000),
-                    }
-                ],
-                "capacity": envint("CHANNEL_CAPACITY", 1000),
-            },
-        }
+    _redis_host = {
+        "address": REDIS_URL,
+        # redis-py's asyncio pool refuses (does not wait for) a connection past
+        # max_connections, 100 by default: one process with hundreds of sockets and
+        # sessions needs a higher cap, or sends fail under load.
+        "max_connections": envint("CHANNEL_REDIS_MAX_CONNECTIONS", 1000),
+        # redis-py 8 reads with a 5 s socket timeout by default, the same as the core
+        # layer's blocking BZPOPMIN: an idle receive then fails with "Timeout reading"
+        # and the consumer dies. Keep the read timeout above 5 s.
+        "socket_timeout": envint("CHANNEL_REDIS_SOCKET_TIMEOUT", 30),
+        "socket_connect_timeout": 5,
     }
+    # Live frames are at-most-once and clients reload over HTTP after a gap, so the
+    # Pub/Sub layer fits: one PUBLISH per group send and pushed receives, where the core
+    # layer pays four Redis round trips per received message and drops past a per-process
+    # capacity (docs/api.md, "Live updates under load"). CHANNEL_LAYER=core selects it.
+    if envstr("CHANNEL_LAYER", "pubsub") == "core":
+        CHANNEL_LAYERS = {
+            "default": {
+                "BACKEND": "channels_redis.core.RedisChannelLayer",
+                "CONFIG": {
+                    "hosts": [_redis_host],
+                    "capacity": envint("CHANNEL_CAPACITY", 1000),
+                    # Lets several deployments (or test runs) share one Redis.
+                    "prefix": envstr("CHANNEL_PREFIX", "asgi"),
+                },
+            }
+        }
+    else:
+        CHANNEL_LAYERS = {
+            "default": {
+                "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+                "CONFIG": {"hosts": [_redis_host], "prefix": envstr("CHANNEL_PREFIX", "asgi")},
+            }
+        }
 
 # "inprocess" runs sessions and effects on a thread pool inside the web process.
 STUDIO_EXECUTOR = envstr("STUDIO_EXECUTOR", "inprocess" if EMBEDDED else "celery")
@@ -169,6 +187,7 @@ CELERY_WORKER_CONCURRENCY = envint("CELERY_WORKER_CONCURRENCY", 64)
 # the sweep (not redelivery) is what resumes a session whose worker died.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": envint("CELERY_VISIBILITY_TIMEOUT", 3600)}
 CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_DEFAULT_QUEUE = envstr("CELERY_QUEUE", "celery")
 
 # --- sessions (agents_app.services.sessions, agents_app.runner) -------------------------
 # The owner of a running session refreshes its heartbeat this often; a session whose
@@ -178,6 +197,9 @@ STUDIO_SESSION_STALE_SECONDS = envint("STUDIO_SESSION_STALE_SECONDS", 30)
 STUDIO_SESSION_SWEEP_SECONDS = envint("STUDIO_SESSION_SWEEP_SECONDS", 10)
 # A queued session nobody claimed (its task was lost) is dispatched again after this.
 STUDIO_SESSION_REDISPATCH_SECONDS = envint("STUDIO_SESSION_REDISPATCH_SECONDS", 120)
+# Token chunk frames per second one process sends, all streams together: with many
+# messages streaming, each one's chunks are batched so the total stays near this.
+STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND = envint("STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND", 2000)
 # How often a worker looks for stop requests of the sessions it runs.
 STUDIO_STOP_POLL_MS = envint("STUDIO_STOP_POLL_MS", 500)
 # Extra provider factories, "name=dotted.path,…" (the bench's clocked test provider).
@@ -189,6 +211,34 @@ CELERY_BEAT_SCHEDULE = {
         "task": "agents_app.sweep_sessions",
         "schedule": float(STUDIO_SESSION_SWEEP_SECONDS),
     },
+}
+
+# --- effects (agents_app.services.effects, agents_app.effect_runner; docs/effects.md) -------
+# Beat sends a sweep tick this often; each tick claims due effects (SELECT … FOR UPDATE
+# SKIP LOCKED) and runs them, polling every POLL ms for about one interval. No task is
+# ever sent with a countdown/eta: the database row is the schedule.
+STUDIO_EFFECT_SWEEP_MS = envint("STUDIO_EFFECT_SWEEP_MS", 1000)
+STUDIO_EFFECT_POLL_MS = envint("STUDIO_EFFECT_POLL_MS", 200)
+# Rows per claim, and runs in flight per sweeper.
+STUDIO_EFFECT_BATCH = envint("STUDIO_EFFECT_BATCH", 50)
+STUDIO_EFFECT_CONCURRENCY = envint("STUDIO_EFFECT_CONCURRENCY", 50)
+# A worker refreshes the heartbeat of the runs it holds every HEARTBEAT seconds; a run whose
+# heartbeat is older than STALE is taken back (checked every RECOVER seconds per sweeper).
+STUDIO_EFFECT_HEARTBEAT_SECONDS = envint("STUDIO_EFFECT_HEARTBEAT_SECONDS", 5)
+STUDIO_EFFECT_STALE_SECONDS = envint("STUDIO_EFFECT_STALE_SECONDS", 60)
+STUDIO_EFFECT_RECOVER_SECONDS = envint("STUDIO_EFFECT_RECOVER_SECONDS", 10)
+# Attempts per run (failures and lost workers count), and the backoff between them.
+STUDIO_EFFECT_MAX_ATTEMPTS = envint("STUDIO_EFFECT_MAX_ATTEMPTS", 3)
+STUDIO_EFFECT_RETRY_BASE_MS = envint("STUDIO_EFFECT_RETRY_BASE_MS", 5000)
+STUDIO_EFFECT_RETRY_MAX_MS = envint("STUDIO_EFFECT_RETRY_MAX_MS", 300_000)
+# A handler running longer than this is cancelled and counts as a failed attempt.
+STUDIO_EFFECT_TIMEOUT_SECONDS = envint("STUDIO_EFFECT_TIMEOUT_SECONDS", 300)
+CELERY_IMPORTS = ["agents_app.effect_tasks"]
+CELERY_BEAT_SCHEDULE["effects-tick"] = {
+    "task": "agents_app.effects_tick",
+    "schedule": STUDIO_EFFECT_SWEEP_MS / 1000,
+    # A tick that waited in the queue (workers down) is dropped: the next one does its work.
+    "options": {"expires": max(2.0, 2 * STUDIO_EFFECT_SWEEP_MS / 1000)},
 }
 
 # Where code-defined tools, hooks, effects and thread endpoints are discovered

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import itertools
 import logging
 import threading
+import time
 import uuid
 from collections import defaultdict
 from typing import Any
@@ -64,23 +66,79 @@ def registry_user_group(user_id: Any) -> str:
     return f"registry-user-{user_id}"
 
 
-class LiveSink:
-    """The engine's sink for sessions: ordered per thread, coalescing token chunks under load.
+def logs_group(thread_id: str) -> str:
+    """Where ``log_data`` frames go (only the logs socket listens; message sockets never see them)."""
+    return f"thread-{thread_id}-logs"
 
-    One sender task per thread sends frames in order (concurrent ``group_send``
-    calls could reorder them). While a send is in flight, consecutive chunks of
-    the same message are merged into one frame, so an idle layer adds no delay
-    and a busy one sends fewer, larger frames instead of falling behind. Every
-    frame gets ``seq`` (consecutive per thread within this sink) and ``stream``
-    (this sink's id): a consumer that sees a gap in one stream knows the layer
-    dropped frames and tells its client to reload.
+
+def group_of(thread_id: str, frame: dict[str, Any]) -> str:
+    return logs_group(thread_id) if frame.get("type") == "log_data" else thread_group(thread_id)
+
+
+class ChunkPacer:
+    """How often one message's token chunks may be sent, given this process's load.
+
+    Each process has a budget of chunk frames per second
+    (``STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND``); with ``n`` messages streaming, each may
+    send one chunk frame every ``n / budget`` seconds (at most ``MAX_INTERVAL``). One
+    stream alone is sent at once; two hundred are batched into a few frames per second
+    each, so the layer, the consumers and the clients see a bounded frame rate.
     """
 
-    def __init__(self, layer: Any = None, stream: str | None = None) -> None:
+    MAX_INTERVAL = 0.25
+    WINDOW = 1.0
+
+    def __init__(self, budget: float | None = None) -> None:
+        self.budget = budget
+        self._active: dict[str, float] = {}
+        self._pruned = 0.0
+
+    def touch(self, group: str, now: float) -> None:
+        self._active[group] = now
+        if now - self._pruned > self.WINDOW:
+            self._pruned = now
+            stale = now - self.WINDOW
+            for key in [k for k, t in self._active.items() if t < stale]:
+                del self._active[key]
+
+    def interval(self) -> float:
+        budget = self.budget
+        if budget is None:
+            from django.conf import settings
+
+            budget = float(getattr(settings, "STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND", 2000))
+        if budget <= 0 or len(self._active) <= 1:
+            return 0.0
+        return min(self.MAX_INTERVAL, len(self._active) / budget)
+
+
+pacer = ChunkPacer()
+
+
+class LiveSink:
+    """The engine's sink for sessions: ordered per group, token chunks coalesced under load.
+
+    One sender task per group sends frames in order (concurrent ``group_send``
+    calls could reorder them). Consecutive chunks of the same message merge into
+    one frame while they wait: while a send is in flight, and while the process's
+    ``ChunkPacer`` says this message must wait (under load). Any other frame cuts
+    the wait short, so message rows and telemetry are never delayed by pacing.
+    Every frame gets ``seq`` (consecutive per group within this sink) and
+    ``stream`` (this sink's id): a consumer that sees a gap in one stream knows
+    frames were lost and tells its client to reload. ``log_data`` frames go to the
+    thread's logs group, so message sockets are not sent what they would drop.
+    """
+
+    def __init__(
+        self, layer: Any = None, stream: str | None = None, pacer: ChunkPacer | None = None
+    ) -> None:
         self._layer = layer or get_channel_layer()
         self.stream = stream or uuid.uuid4().hex[:12]
+        self._pacer = pacer or globals()["pacer"]
         self._queues: dict[str, collections.deque[dict[str, Any]]] = defaultdict(collections.deque)
         self._senders: dict[str, asyncio.Task[None]] = {}
+        self._wake: dict[str, asyncio.Event] = {}
+        self._last_chunk: dict[str, float] = {}
         self._seq: dict[str, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
         self.sent = 0
         self.merged = 0
@@ -88,11 +146,15 @@ class LiveSink:
     def emit(self, thread_id: str, frame: dict[str, Any]) -> None:
         if self._layer is None:
             return
-        queue = self._queues[thread_id]
+        group = group_of(thread_id, frame)
+        queue = self._queues[group]
         last = queue[-1] if queue else None
+        chunk = frame.get("type") in CHUNK_TYPES
+        if chunk:
+            self._pacer.touch(f"{group}:{frame.get('message_id')}", time.monotonic())
         if (
-            last is not None
-            and frame.get("type") in CHUNK_TYPES
+            chunk
+            and last is not None
             and last.get("type") == frame.get("type")
             and last.get("message_id") == frame.get("message_id")
         ):
@@ -100,26 +162,44 @@ class LiveSink:
             self.merged += 1
         else:
             queue.append(dict(frame))
-        if thread_id not in self._senders:
-            task = asyncio.get_running_loop().create_task(self._pump(thread_id))
-            self._senders[thread_id] = task
+        if not chunk and group in self._wake:
+            self._wake[group].set()
+        if group not in self._senders:
+            self._senders[group] = asyncio.get_running_loop().create_task(self._pump(group))
 
-    async def _pump(self, thread_id: str) -> None:
-        queue, group = self._queues[thread_id], thread_group(thread_id)
+    async def _pace(self, group: str, queue: collections.deque[dict[str, Any]]) -> None:
+        """Hold a chunk at the head of the queue until its message may send again."""
+        if len(queue) > 1 or queue[0].get("type") not in CHUNK_TYPES:
+            return
+        wait = self._last_chunk.get(group, 0.0) + self._pacer.interval() - time.monotonic()
+        if wait <= 0:
+            return
+        wake = self._wake.setdefault(group, asyncio.Event())
+        wake.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wake.wait(), wait)
+
+    async def _pump(self, group: str) -> None:
+        queue = self._queues[group]
         try:
             while queue:
+                await self._pace(group, queue)
                 frame = queue.popleft()
-                frame["seq"], frame["stream"] = next(self._seq[thread_id]), self.stream
+                if frame.get("type") in CHUNK_TYPES:
+                    self._last_chunk[group] = time.monotonic()
+                frame["seq"], frame["stream"] = next(self._seq[group]), self.stream
                 try:
                     await self._layer.group_send(group, {"type": "thread.frame", "frame": frame})
                     self.sent += 1
                 except Exception:  # a dropped live frame must never break a session
                     logger.warning("live frame to %s dropped", group, exc_info=True)
         finally:
-            self._senders.pop(thread_id, None)
+            self._senders.pop(group, None)
 
     async def flush(self) -> None:
         """Wait until every queued frame has been handed to the layer."""
+        for wake in self._wake.values():
+            wake.set()
         while self._senders:
             await asyncio.gather(*list(self._senders.values()), return_exceptions=True)
 
@@ -143,7 +223,7 @@ async def asend_thread_frames(thread_id: str, frames: list[dict[str, Any]]) -> N
     for frame in _stamp(thread_id, frames):
         try:
             await layer.group_send(
-                thread_group(thread_id), {"type": "thread.frame", "frame": frame}
+                group_of(thread_id, frame), {"type": "thread.frame", "frame": frame}
             )
         except Exception:
             logger.warning("live frame to thread %s dropped", thread_id, exc_info=True)

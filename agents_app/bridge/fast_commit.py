@@ -119,5 +119,3 @@ def commit_in_one_statement(
 
 def supported() -> bool:
     return connection.vendor == "postgresql" and not connection.in_atomic_block
-
-

@@ -52,6 +52,12 @@ class ScheduledEffect(models.Model):
                 fields=["due_at"], condition=Q(status="pending"), name="effect_due_pending"
             ),
             models.Index(fields=["thread", "status", "due_at"], name="effect_thread_status"),
+            # Recovery: WHERE status='processing' AND heartbeat_at < stale (few rows, any table size).
+            models.Index(
+                fields=["heartbeat_at"],
+                condition=Q(status="processing"),
+                name="effect_processing_heartbeat",
+            ),
         ]
 
     def __str__(self) -> str:

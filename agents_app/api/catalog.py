@@ -1,0 +1,217 @@
+"""The definitions catalog: agents, prompts, models, tools and hooks (read-only).
+
+``GET /api/agents`` is open to every authenticated user (authoring fields for
+staff only); the rest is staff only, as in the reference. Shapes follow the
+reference's snake_case listing; staff also get ``definition``, the spec's
+camelCase definition object from ``services.definitions`` (secret env values
+withheld as null).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from django.http import HttpRequest
+from ninja import Field, Query, Router, Schema
+
+from agents_app import wire
+from agents_app.api.schemas import ERRORS
+from agents_app.api.security import require_staff
+from agents_app.code_registry import get_registry
+from agents_app.errors import NotFound
+from agents_app.models import Agent, LanguageModel, Prompt
+from agents_app.services import definitions as defs
+from runtime.registry import args_json_schema
+
+router = Router(tags=["catalog"])
+
+
+def _agent_row(name: str) -> Agent:
+    row = (
+        Agent.objects.select_related("side_a_prompt", "side_b_prompt").filter(name=name).first()
+        if len(name) <= 128
+        else None
+    )
+    if row is None:
+        raise NotFound(f"Agent not found: {name}")
+    return row
+
+
+def _agent(row: Agent, staff: bool) -> dict[str, Any]:
+    a, b = wire.side_backings(row)
+    item: dict[str, Any] = {
+        "id": row.name,
+        "name": row.name,
+        "title": row.title or row.name,
+        "type": row.type,
+        "side_a_backing": a,
+        "side_b_backing": b,
+        "description": row.description or None,
+        "tool_description": row.tool_description or None,
+        "icon": row.icon or None,
+        "primary": True,
+        "parentHooks": [],
+        "created_at": wire.seconds(row.created_at),
+        "packed": False,
+    }
+    if staff:
+        item.update(
+            {
+                "side_a_label": row.side_a_label or None,
+                "side_a_agent_prompt": row.side_a_prompt.name,
+                "side_b_label": row.side_b_label or None,
+                "side_b_agent_prompt": row.side_b_prompt.name if row.side_b_prompt else None,
+                "max_session_turns": row.max_session_turns,
+                "expose_as_tool": row.expose_as_tool,
+                "definition": defs.agent_definition(row).dump(),
+            }
+        )
+    return item
+
+
+@router.get("/agents", response={200: dict, **ERRORS}, tags=["catalog"], summary="Agents")
+def agent_list(request: HttpRequest) -> dict[str, Any]:
+    staff = bool(getattr(request.auth, "is_staff", False))  # type: ignore[attr-defined]
+    rows = Agent.objects.select_related("side_a_prompt", "side_b_prompt").order_by("name")
+    return {"agents": [_agent(r, staff) for r in rows]}
+
+
+@router.get("/agents/{name}", response={200: dict, **ERRORS}, summary="One agent (staff)")
+def agent_get(request: HttpRequest, name: str) -> dict[str, Any]:
+    require_staff(request)
+    return {"agent": _agent(_agent_row(name), True)}
+
+
+def _prompt_text(row: Prompt, definition: Any) -> str:
+    if isinstance(definition.prompt, str):
+        return definition.prompt
+    return json.dumps([part.dump() for part in definition.prompt])
+
+
+def _prompt(row: Prompt) -> dict[str, Any]:
+    definition = defs.prompt_definition(row)
+    return {
+        "id": row.name,
+        "name": row.name,
+        "tool_description": row.tool_description,
+        "prompt": _prompt_text(row, definition),
+        "required_schema": row.required_schema,
+        "model_id": row.model.name,
+        "model_name": row.model.model,
+        "model_provider": row.model.provider,
+        "include_chat": row.include_chat,
+        "include_past_tools": row.include_past_tools,
+        "parallel_tool_calls": row.parallel_tool_calls,
+        "tool_choice": row.tool_choice,
+        "tools": definition.tool_names(),
+        "reasoning": row.reasoning,
+        "hooks": list(row.hooks or []),
+        "created_at": wire.seconds(row.created_at),
+        "definition": definition.dump(),
+    }
+
+
+@router.get("/prompts", response={200: dict, **ERRORS}, summary="Prompts (staff)")
+def prompt_list(request: HttpRequest) -> dict[str, Any]:
+    require_staff(request)
+    return {
+        "prompts": [_prompt(r) for r in Prompt.objects.select_related("model").order_by("name")]
+    }
+
+
+@router.get("/prompts/{name}", response={200: dict, **ERRORS}, summary="One prompt (staff)")
+def prompt_get(request: HttpRequest, name: str) -> dict[str, Any]:
+    require_staff(request)
+    row = Prompt.objects.select_related("model").filter(name=name[:129]).first()
+    if row is None:
+        raise NotFound(f"Prompt not found: {name}")
+    return {"prompt": _prompt(row)}
+
+
+def _model(row: LanguageModel) -> dict[str, Any]:
+    definition = defs.model_definition(row)
+    return {
+        "id": row.name,
+        "name": row.name,
+        "provider": row.provider,
+        "model": row.model,
+        "input_price": definition.input_price,
+        "output_price": definition.output_price,
+        "cached_price": definition.cached_price,
+        "included_providers": list(row.included_providers or []),
+        "fallbacks": definition.fallbacks or [],
+        "capabilities": row.capabilities or {},
+        "created_at": wire.seconds(row.created_at),
+        "definition": definition.dump(),
+    }
+
+
+@router.get("/models", response={200: dict, **ERRORS}, summary="Models (staff)")
+def model_list(request: HttpRequest) -> dict[str, Any]:
+    require_staff(request)
+    return {"models": [_model(r) for r in LanguageModel.objects.order_by("name")]}
+
+
+@router.get("/models/{name}", response={200: dict, **ERRORS}, summary="One model (staff)")
+def model_get(request: HttpRequest, name: str) -> dict[str, Any]:
+    require_staff(request)
+    row = LanguageModel.objects.filter(name=name[:129]).first()
+    if row is None:
+        raise NotFound(f"Model not found: {name}")
+    return {"model": _model(row)}
+
+
+class ToolQuery(Schema):
+    type: Literal["tools", "prompts", "agents"] | None = None
+    schema_: bool = Field(False, alias="schema")
+
+
+def _tool_entries(kind: str | None, with_schema: bool) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    if kind in (None, "tools"):
+        for tool in get_registry().tools.values():
+            entry: dict[str, Any] = {"description": tool.description, "type": "tool"}
+            if with_schema:
+                entry["schema"] = tool.args_schema
+            out[tool.name] = entry
+    if kind in (None, "prompts"):
+        for prompt in Prompt.objects.select_related("model").order_by("name"):
+            entry = {"description": prompt.tool_description, "type": "prompt"}
+            entry["model"] = prompt.model.name
+            if with_schema:
+                entry["schema"] = prompt.required_schema or args_json_schema(None)
+            out.setdefault(prompt.name, entry)
+    agents = Agent.objects.order_by("name")
+    if kind == "agents":
+        agents = agents.filter(expose_as_tool=True)
+    if kind in (None, "agents"):
+        for agent in agents:
+            entry = {
+                "description": agent.tool_description or agent.description,
+                "type": "agent" if kind == "agents" else "handoff",
+            }
+            out.setdefault(agent.name, entry)
+    return out
+
+
+@router.get("/tools", response={200: dict, **ERRORS}, summary="Tools, prompts, agents (staff)")
+def tool_list(request: HttpRequest, params: Query[ToolQuery]) -> dict[str, Any]:
+    require_staff(request)
+    return _tool_entries(params.type, params.schema_)
+
+
+@router.get("/tools/{name}", response={200: dict, **ERRORS}, summary="One tool (staff)")
+def tool_get(request: HttpRequest, name: str) -> dict[str, Any]:
+    require_staff(request)
+    entry = _tool_entries(None, True).get(name)
+    if entry is None:
+        raise NotFound(f"Tool not found: {name}")
+    return {"name": name, "hasError": False, **entry}
+
+
+@router.get("/hooks", response={200: dict, **ERRORS}, summary="Hooks (staff)")
+def hook_list(request: HttpRequest) -> dict[str, Any]:
+    require_staff(request)
+    hooks = sorted(get_registry().hooks.values(), key=lambda h: (h.hook, h.id))
+    return {"hooks": [{"id": h.id, "hook": h.hook, "description": h.description} for h in hooks]}

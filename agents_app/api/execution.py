@@ -1,0 +1,104 @@
+"""Execution control: stop, continue; scheduled effects (list, cancel, run now)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from django.http import HttpRequest
+from ninja import Field, Query, Router, Schema
+from ninja.responses import Status
+
+from agents_app import selectors
+from agents_app.api.schemas import ERRORS
+from agents_app.errors import Invalid, NotFound
+from agents_app.services import effects as effect_service
+from agents_app.services import sessions
+
+router = Router(tags=["execution"])
+
+
+class ContinueIn(Schema):
+    side: Literal["a", "b"] = Field("a", description="The side that acts (default a).")
+
+
+class EffectListQuery(Schema):
+    limit: int = Field(100, ge=1, le=500)
+    offset: int = Field(0, ge=0, le=10_000_000)
+
+
+@router.post("/{thread_id}/stop", response={200: dict, **ERRORS}, summary="Stop execution")
+def thread_stop(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    sessions.thread_stop(thread=thread)
+    return {"status": "stopped", "message": "Thread execution stopped"}
+
+
+@router.post(
+    "/{thread_id}/continue",
+    response={202: dict, **ERRORS},
+    summary="Continue",
+    openapi_extra={
+        "requestBody": {
+            "required": False,
+            "content": {"application/json": {"schema": ContinueIn.model_json_schema()}},
+        }
+    },
+)
+def thread_continue(request: HttpRequest, thread_id: str) -> Status:
+    side = _side(request.body if request.content_type == "application/json" else b"")
+    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    session = sessions.thread_continue(thread=thread, side=side)
+    return Status(
+        202,
+        {
+            "status": "queued",
+            "queueId": str(session.pk) if session else None,
+            "message": "Continuing execution. Connect via WebSocket for real-time updates.",
+        },
+    )
+
+
+def _side(body: bytes) -> str:
+    """``{"side": "a"|"b"}``; an empty body (or no side) means side A."""
+    if not body.strip():
+        return "a"
+    try:
+        data = json.loads(body)
+    except ValueError:
+        raise Invalid("Invalid JSON body") from None
+    side = data.get("side", "a") if isinstance(data, dict) else None
+    side = "a" if side is None else side
+    if side not in ("a", "b"):
+        raise Invalid("side must be 'a' or 'b'")
+    return str(side)
+
+
+@router.get("/{thread_id}/effects", response={200: dict, **ERRORS}, summary="Scheduled effects")
+def effect_list(
+    request: HttpRequest, thread_id: str, params: Query[EffectListQuery]
+) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    return selectors.effect_page(thread, params.limit, params.offset)
+
+
+def _effect(request: HttpRequest, thread_id: str, effect_id: str) -> Any:
+    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    effect = selectors.effect_in_thread(thread, effect_id)
+    if effect is None:
+        raise NotFound(f"Effect not found: {effect_id}")
+    return effect
+
+
+@router.post(
+    "/{thread_id}/effects/{effect_id}/cancel", response={200: dict, **ERRORS}, summary="Cancel"
+)
+def effect_cancel(request: HttpRequest, thread_id: str, effect_id: str) -> dict[str, Any]:
+    return effect_service.effect_cancel(effect=_effect(request, thread_id, effect_id))
+
+
+@router.post(
+    "/{thread_id}/effects/{effect_id}/run", response={200: dict, **ERRORS}, summary="Run now"
+)
+def effect_run(request: HttpRequest, thread_id: str, effect_id: str) -> dict[str, Any]:
+    return effect_service.effect_run(effect=_effect(request, thread_id, effect_id))

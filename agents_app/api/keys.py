@@ -1,0 +1,64 @@
+"""The caller's API keys: list, create (the key is shown once), delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Field, Router, Schema
+from ninja.responses import Status
+
+from agents_app import wire
+from agents_app.api.schemas import ERRORS
+from agents_app.errors import Invalid, NotFound
+from agents_app.models import ApiKey
+from agents_app.services.api_keys import ApiKeyNameInvalid, api_key_create, api_key_revoke
+
+router = Router(tags=["api-keys"])
+
+
+class KeyIn(Schema):
+    name: str = Field(..., max_length=100)
+
+
+def _key(row: ApiKey) -> dict[str, Any]:
+    return {
+        "id": str(row.pk),
+        "name": row.name,
+        "key_prefix": row.key_prefix,
+        "last_five": row.last_five,
+        "source": "local",
+        "created_at": wire.seconds(row.created_at),
+        "last_used_at": wire.seconds(row.last_used_at),
+    }
+
+
+@router.get("", response={200: dict, **ERRORS}, summary="My API keys")
+def key_list(request: HttpRequest) -> dict[str, Any]:
+    rows = ApiKey.objects.filter(user=request.auth, revoked_at__isnull=True)  # type: ignore[attr-defined]
+    return {"keys": [_key(r) for r in rows.order_by("-created_at")]}
+
+
+@router.post("", response={201: dict, **ERRORS}, summary="Create an API key (shown once)")
+def key_create(request: HttpRequest, payload: KeyIn) -> Status:
+    try:
+        row, raw = api_key_create(user=request.auth, name=payload.name)  # type: ignore[attr-defined]
+    except ApiKeyNameInvalid as exc:
+        raise Invalid(str(exc)) from None
+    data = _key(row)
+    data.pop("last_used_at")
+    data.pop("source")
+    return Status(201, {"key": raw, **data})
+
+
+@router.delete("/{key_id}", response={200: dict, **ERRORS}, summary="Delete one of my keys")
+def key_delete(request: HttpRequest, key_id: str) -> dict[str, Any]:
+    row = (
+        ApiKey.objects.filter(pk=int(key_id), user=request.auth, revoked_at__isnull=True).first()  # type: ignore[attr-defined]
+        if key_id.isdigit() and len(key_id) < 18
+        else None
+    )
+    if row is None:
+        raise NotFound("API key not found")
+    api_key_revoke(api_key=row)
+    return {"success": True}

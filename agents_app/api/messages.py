@@ -1,0 +1,108 @@
+"""Messages of a thread: the page (queued rows as ``pending``), post (202), edit, delete."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from django.http import HttpRequest
+from ninja import Field, Query, Router, Schema
+from ninja.responses import Status
+
+from agents_app import selectors
+from agents_app.api.schemas import ERRORS, id_list
+from agents_app.services import messages as message_service
+from agents_app.services.messages import CONTENT_MAX, NewAttachment
+
+router = Router(tags=["messages"])
+
+
+class MessageListQuery(Schema):
+    limit: int = Field(100, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=10_000_000)
+    order: Literal["asc", "desc"] = "desc"
+    includeSilent: bool = False
+    depth: int = Field(0, ge=0, le=1000)
+    ids: str | None = Field(None, max_length=8000, description="Comma-separated ids (≤200).")
+
+
+class AttachmentIn(Schema):
+    name: str = Field(..., min_length=1, max_length=255)
+    mimeType: str = Field("application/octet-stream", max_length=200)
+    data: str = Field(..., description="Base64 bytes.")
+    width: int | None = Field(None, ge=0, le=100_000)
+    height: int | None = Field(None, ge=0, le=100_000)
+    thumbnail: str | None = Field(None, description="Accepted and ignored.")
+
+
+class MessageIn(Schema):
+    role: Literal["user", "assistant", "system"] = "user"
+    content: str | None = Field(None, max_length=CONTENT_MAX)
+    attachments: list[AttachmentIn] | None = Field(None, max_length=20)
+    silent: bool = False
+
+
+class MessagePatchIn(Schema):
+    content: str = Field(..., max_length=CONTENT_MAX)
+
+
+@router.get("/{thread_id}/messages", response={200: dict, **ERRORS}, summary="Messages")
+def message_list(
+    request: HttpRequest, thread_id: str, params: Query[MessageListQuery]
+) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    query = selectors.MessageQuery(
+        limit=params.limit,
+        offset=params.offset,
+        order=params.order,
+        include_silent=params.includeSilent,
+        depth=params.depth,
+        ids=id_list(params.ids),
+    )
+    page, total, has_more = selectors.message_page(thread, query)
+    return {"messages": page, "total": total, "hasMore": has_more}
+
+
+@router.post("/{thread_id}/messages", response={202: dict, **ERRORS}, summary="Send a message")
+def message_post(request: HttpRequest, thread_id: str, payload: MessageIn) -> Status:
+    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    attachments = [
+        NewAttachment(a.name, a.mimeType, a.data, a.width, a.height)
+        for a in payload.attachments or []
+    ]
+    queued = message_service.message_post(
+        thread=thread,
+        role=payload.role,
+        content=payload.content or "",
+        attachments=attachments,
+        silent=payload.silent,
+    )
+    return Status(
+        202,
+        {
+            "status": "queued",
+            "queueId": str(queued.pk),
+            "messageId": str(queued.pk),
+            "message": "Message queued for processing. "
+            "Connect via WebSocket for real-time updates.",
+        },
+    )
+
+
+@router.patch(
+    "/{thread_id}/messages/{message_id}", response={200: dict, **ERRORS}, summary="Edit content"
+)
+def message_patch(
+    request: HttpRequest, thread_id: str, message_id: str, payload: MessagePatchIn
+) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    message_service.message_update(thread=thread, message_id=message_id, content=payload.content)
+    return {"success": True}
+
+
+@router.delete(
+    "/{thread_id}/messages/{message_id}", response={200: dict, **ERRORS}, summary="Delete"
+)
+def message_delete(request: HttpRequest, thread_id: str, message_id: str) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    message_service.message_delete(thread=thread, message_id=message_id)
+    return {"success": True}

@@ -1,0 +1,56 @@
+"""How API callers authenticate: an API key (``Authorization: Bearer agtbldr_…``) for
+programs, the Django session cookie (with CSRF on unsafe methods) for the browser.
+
+The authenticated user is ``request.auth``; ``request.auth_type`` says how
+(``api_key`` or ``session``), as ``GET /api/auth/me`` reports it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest
+from ninja.errors import HttpError
+from ninja.security import APIKeyCookie, HttpBearer
+from ninja.utils import check_csrf
+
+from agents_app.services.api_keys import api_key_authenticate
+
+
+class ApiKeyAuth(HttpBearer):
+    """``Authorization: Bearer agtbldr_<64 hex>``."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> Any | None:
+        user = api_key_authenticate(token)
+        if user is not None:
+            request.auth_type = "api_key"  # type: ignore[attr-defined]
+        return user
+
+
+class SessionCookieAuth(APIKeyCookie):
+    """The Django session; unsafe methods need the CSRF token (``X-CSRFToken`` header).
+
+    Anonymous requests are not CSRF-checked, so they get 401 (not a misleading 403).
+    """
+
+    param_name: str = settings.SESSION_COOKIE_NAME
+
+    def _get_key(self, request: HttpRequest) -> str | None:
+        user = getattr(request, "user", None)
+        if user is None or not user.is_authenticated:
+            return None
+        if not getattr(request, "_ninja_csrf_exempt", False) and check_csrf(request):
+            raise HttpError(403, "CSRF check failed")
+        return request.COOKIES.get(self.param_name)
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> Any | None:
+        if key is None:
+            return None
+        request.auth_type = "session"  # type: ignore[attr-defined]
+        return request.user
+
+
+def require_staff(request: HttpRequest) -> None:
+    if not getattr(request.auth, "is_staff", False):  # type: ignore[attr-defined]
+        raise HttpError(403, "Forbidden: Admin access required")

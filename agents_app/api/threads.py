@@ -1,0 +1,179 @@
+"""Threads: create, list, get, patch, delete; subagents, cost; the stream path over HTTP."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from django.db.models import Count
+from django.http import HttpRequest
+from ninja import Field, Query, Router, Schema
+from ninja.errors import HttpError
+
+from agents_app import selectors
+from agents_app.api.schemas import ERRORS, ErrorOut
+from agents_app.models import Thread
+from agents_app.services import threads as thread_service
+from agents_app.services.env import EnvPatch
+
+router = Router(tags=["threads"])
+
+NameType = Literal["text", "secret"]
+
+
+class ThreadIn(Schema):
+    agent_id: str = Field(..., min_length=1, max_length=128)
+    tags: list[str] | None = Field(None, max_length=100)
+    env: dict[str, str] | None = None
+    env_types: dict[str, str] | None = None
+    tenvs: dict[str, str] | None = Field(None, description="Legacy alias of env.")
+    properties: dict[str, Any] | None = Field(None, description="Accepted and ignored.")
+    initial_messages: list[Any] | None = Field(None, description="Accepted and ignored.")
+    data: Any = Field(None, description="Accepted and ignored.")
+
+
+class ThreadPatchIn(Schema):
+    tags: list[str] | None = Field(None, max_length=100)
+    agent_id: str | None = Field(None, min_length=1, max_length=128)
+    env: dict[str, str] | None = Field(None, description="Replaces the thread's env.")
+    tenvs: dict[str, str] | None = Field(None, description="Legacy alias of env.")
+    env_types: dict[str, str] | None = None
+    env_patch: dict[str, str] | None = None
+    env_type_patch: dict[str, str] | None = None
+    env_delete: list[str] | None = None
+
+
+class ThreadListQuery(Schema):
+    limit: int = Field(50, ge=1, le=500)
+    offset: int = Field(0, ge=0, le=10_000_000)
+    agent_id: str | None = Field(None, max_length=128)
+    user_id: str | None = Field(None, max_length=32, description="Staff only.")
+    search: str | None = Field(None, max_length=200)
+    startDate: int | None = Field(None, ge=0, le=253_402_300_799)
+    endDate: int | None = Field(None, ge=0, le=253_402_300_799)
+    sort: Literal["activity", "created", "oldest"] = "activity"
+    executing: bool | None = None
+    terminated: bool | None = None
+    include_children: bool = False
+
+
+@router.post("", response={200: dict, **ERRORS}, summary="Create a thread")
+def thread_create(request: HttpRequest, payload: ThreadIn) -> dict[str, Any]:
+    thread = thread_service.thread_create(
+        user=request.auth,  # type: ignore[attr-defined]
+        agent_name=payload.agent_id,
+        tags=payload.tags,
+        env=payload.env if payload.env is not None else payload.tenvs,
+        env_types=payload.env_types,
+    )
+    return {
+        "threadId": str(thread.pk),
+        "agent_id": thread.agent.name,
+        "message": "Thread created successfully",
+    }
+
+
+@router.get("", response={200: dict, **ERRORS}, summary="List threads")
+def thread_list(request: HttpRequest, params: Query[ThreadListQuery]) -> dict[str, Any]:
+    filters = selectors.ThreadFilters(
+        limit=params.limit,
+        offset=params.offset,
+        agent_id=params.agent_id,
+        user_id=params.user_id,
+        search=params.search,
+        start_date=params.startDate,
+        end_date=params.endDate,
+        sort=params.sort,
+        executing=params.executing,
+        terminated=params.terminated,
+        include_children=params.include_children,
+    )
+    items, total, has_more = selectors.thread_list(request.auth, filters)  # type: ignore[attr-defined]
+    return {"threads": items, "total": total, "hasMore": has_more}
+
+
+@router.get("/owners", response={200: dict, **ERRORS}, summary="Thread owners")
+def thread_owners(request: HttpRequest) -> dict[str, Any]:
+    rows = (
+        selectors.visible_threads(request.auth)  # type: ignore[attr-defined]
+        .exclude(owner=None)
+        .values("owner_id", "owner__username", "owner__email", "owner__first_name")
+        .annotate(n=Count("id"))
+        .order_by("owner__username")
+    )
+    return {
+        "owners": [
+            {
+                "user_id": str(r["owner_id"]),
+                "username": r["owner__username"],
+                "display_name": r["owner__first_name"] or None,
+                "email": r["owner__email"] or None,
+                "thread_count": r["n"],
+            }
+            for r in rows
+        ]
+    }
+
+
+def _thread(request: HttpRequest, thread_id: str) -> Thread:
+    return selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+
+
+@router.get("/{thread_id}", response={200: dict, **ERRORS}, summary="Get a thread")
+def thread_get(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+    return selectors.thread_detail(_thread(request, thread_id))
+
+
+@router.patch("/{thread_id}", response={200: dict, **ERRORS}, summary="Update a thread")
+def thread_patch(request: HttpRequest, thread_id: str, payload: ThreadPatchIn) -> dict[str, Any]:
+    thread = _thread(request, thread_id)
+    replace = payload.env if payload.env is not None else payload.tenvs
+    env = EnvPatch(
+        replace=replace,
+        replace_types=payload.env_types,
+        patch=payload.env_patch or {},
+        type_patch=payload.env_type_patch or {},
+        delete=payload.env_delete or [],
+    )
+    changes = thread_service.ThreadChanges(
+        tags=payload.tags,
+        agent_name=payload.agent_id,
+        env=None if env.is_empty() else env,
+    )
+    return thread_service.thread_update(
+        thread=thread,
+        changes=changes,
+        actor=request.auth,  # type: ignore[attr-defined]
+    )
+
+
+@router.delete("/{thread_id}", response={200: dict, **ERRORS}, summary="Delete a thread tree")
+def thread_delete(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+    thread = _thread(request, thread_id)
+    deleted = thread_service.thread_delete(thread=thread)
+    return {
+        "success": True,
+        "threadId": str(thread_id),
+        "deletedThreadIds": deleted,
+        "deletedCount": len(deleted),
+        "message": "Thread deleted successfully",
+    }
+
+
+@router.get("/{thread_id}/subagents", response={200: dict, **ERRORS}, summary="Child threads")
+def thread_subagents(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+    return {"subagents": selectors.subagents(_thread(request, thread_id))}
+
+
+@router.get("/{thread_id}/cost", response={200: dict, **ERRORS}, summary="Cost, recursively")
+def thread_cost(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+    return selectors.thread_cost(_thread(request, thread_id))
+
+
+@router.get(
+    "/{thread_id}/stream",
+    response={400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut},
+    summary="The live message stream (WebSocket only)",
+)
+def thread_stream_http(request: HttpRequest, thread_id: str) -> Any:
+    _thread(request, thread_id)
+    raise HttpError(400, "This endpoint only supports WebSocket connections")

@@ -1,0 +1,257 @@
+"""WebSocket consumers: the thread message stream, the thread logs stream, registry events.
+
+Consumers only authorize and relay: frames arrive on the channel layer from the
+session runner (``LiveSink``) or from services (on commit), and each socket
+applies its own filters (``includeSilent``, ``depth``, ``reasoning``).
+
+Refusals happen after the handshake: the socket is accepted, gets one
+``{"type": "error", "error": …, "status": …}`` frame and is closed with code
+``4000 + status`` (4401 no credentials, 4403 someone else's thread, 4404 unknown
+thread), because browsers cannot read the HTTP status of a refused handshake.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from asgiref.sync import sync_to_async
+from channels.auth import get_user
+from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.middleware import BaseMiddleware
+from channels.sessions import SessionMiddlewareStack
+from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
+
+from agents_app.bridge.events import REGISTRY_ALL, logs_group, registry_user_group, thread_group
+from agents_app.errors import DomainError
+from agents_app.selectors import access_thread
+from agents_app.services.api_keys import api_key_authenticate
+from agents_app.services.tickets import ticket_consume
+
+logger = logging.getLogger("agents_app.consumers")
+
+PINGS = {"stream_ping": "stream_pong", "ping": "pong"}
+CHUNKS = ("message_chunk", "reasoning_chunk")
+LOG_FRAMES = ("log_data",)
+
+
+# --- authentication -------------------------------------------------------------------------
+
+
+def _headers(scope: dict[str, Any]) -> dict[str, str]:
+    return {k.decode("latin1").lower(): v.decode("latin1") for k, v in scope.get("headers", [])}
+
+
+def _origin_allowed(headers: dict[str, str]) -> bool:
+    """A session cookie only counts for same-origin (or trusted-origin) pages: a cookie is
+    sent by the browser from any site, so cross-site pages could open sockets otherwise."""
+    origin = headers.get("origin")
+    if not origin:
+        return True
+    if origin in settings.CSRF_TRUSTED_ORIGINS:
+        return True
+    return urlsplit(origin).netloc == headers.get("host", "")
+
+
+class WebSocketAuthMiddleware(BaseMiddleware):
+    """Sets ``scope["user"]`` and ``scope["auth_type"]``: a ``?ticket=`` (single use, bound to
+    this path), an ``Authorization: Bearer`` API key, or the session cookie (same origin)."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        scope = dict(scope)
+        user, kind = await self.authenticate(scope)
+        scope["user"], scope["auth_type"] = user or AnonymousUser(), kind
+        return await super().__call__(scope, receive, send)
+
+    async def authenticate(self, scope: dict[str, Any]) -> tuple[Any, str | None]:
+        query = parse_qs(scope.get("query_string", b"").decode("latin1"))
+        if "ticket" in query:
+            user = await sync_to_async(ticket_consume)(
+                raw=query["ticket"][0], pathname=scope.get("path", "")
+            )
+            return user, "ticket" if user else None
+        headers = _headers(scope)
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and token:
+            user = await sync_to_async(api_key_authenticate)(token.strip())
+            return user, "api_key" if user else None
+        if "session" in scope and _origin_allowed(headers):
+            user = await get_user(scope)
+            if user.is_authenticated:
+                return user, "session"
+        return None, None
+
+
+def websocket_auth(inner: Any) -> Any:
+    return SessionMiddlewareStack(WebSocketAuthMiddleware(inner))
+
+
+# --- consumers ---------------------------------------------------------------------------------
+
+
+def _flag(query: dict[str, list[str]], name: str) -> bool:
+    value = query.get(name, [""])[0].strip().lower()
+    return value not in ("", "0", "false", "no")
+
+
+class _ThreadSocket(AsyncWebsocketConsumer):
+    """Authorize the thread, join its group, answer pings."""
+
+    thread_id: str = ""
+
+    async def connect(self) -> None:
+        self.thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
+        refusal = await self._refusal()
+        self.joined: list[str] = []
+        if refusal is None:
+            # Join before accepting: once the client sees the socket open, no frame is missed.
+            for group in self.groups_to_join():
+                await self.channel_layer.group_add(group, self.channel_name)
+                self.joined.append(group)
+        await self.accept()
+        if refusal is not None:
+            status, message = refusal
+            await self.send_json({"type": "error", "error": message, "status": status})
+            await self.close(code=4000 + status)
+
+    async def _refusal(self) -> tuple[int, str] | None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            return 401, "Unauthorized"
+        try:
+            thread = await sync_to_async(access_thread)(self.thread_id, user)
+        except DomainError as exc:
+            return exc.status, exc.message
+        self.thread_id = str(thread.pk)
+        return None
+
+    def groups_to_join(self) -> list[str]:
+        return [thread_group(self.thread_id)]
+
+    async def disconnect(self, code: int) -> None:
+        for group in getattr(self, "joined", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        reply = PINGS.get((text_data or "").strip())
+        if reply is not None:
+            await self.send(text_data=reply)
+
+    async def send_json(self, data: dict[str, Any]) -> None:
+        await self.send(text_data=json.dumps(data, separators=(",", ":")))
+
+
+class ThreadStreamConsumer(_ThreadSocket):
+    """``/api/threads/{id}/stream?includeSilent=true&depth=N&reasoning=1``.
+
+    Relays ``message_data``, ``message_chunk``, opt-in ``reasoning_chunk``,
+    telemetry and ``event`` frames. Frames carry ``seq`` and ``stream``; when a
+    stream skips numbers (the channel layer dropped frames) the socket first sends
+    ``{"type": "resync", …}``: reload ``GET …/messages`` and go on.
+    """
+
+    async def connect(self) -> None:
+        self.include_silent = _flag(self.query_of(), "includeSilent")
+        self.reasoning = _flag(self.query_of(), "reasoning")
+        try:
+            self.max_depth = max(0, int(self.query_of().get("depth", ["0"])[0]))
+        except ValueError:
+            self.max_depth = 0
+        self.last_seq: dict[str, int] = {}
+        await super().connect()
+
+    def query_of(self) -> dict[str, list[str]]:
+        return parse_qs(self.scope.get("query_string", b"").decode("latin1"))
+
+    def wanted(self, frame: dict[str, Any]) -> bool:
+        kind = frame.get("type")
+        if kind in LOG_FRAMES:
+            return False
+        if kind == "reasoning_chunk" and not self.reasoning:
+            return False
+        if (kind in CHUNKS or kind == "message_data") and int(
+            frame.get("depth") or 0
+        ) > self.max_depth:
+            return False
+        if kind == "message_data":
+            data = frame.get("data") or {}
+            if data.get("silent") and not self.include_silent:
+                return False
+        return True
+
+    async def thread_frame(self, event: dict[str, Any]) -> None:
+        frame = event["frame"]
+        stream, seq = frame.get("stream"), frame.get("seq")
+        if isinstance(stream, str) and isinstance(seq, int):
+            last = self.last_seq.get(stream)
+            if last is not None and seq > last + 1:
+                await self.send_json(
+                    {"type": "resync", "reason": "frames dropped", "missed": seq - last - 1}
+                )
+            self.last_seq[stream] = max(seq, last or 0)
+        if self.wanted(frame):
+            await self.send_json(frame)
+
+
+class ThreadLogsConsumer(_ThreadSocket):
+    """``/api/threads/{id}/logs`` (WebSocket): ``log_data``, ``kv_data``, ``stopped_by_user``."""
+
+    def groups_to_join(self) -> list[str]:
+        return [thread_group(self.thread_id), logs_group(self.thread_id)]
+
+    async def thread_frame(self, event: dict[str, Any]) -> None:
+        frame = event["frame"]
+        kind = frame.get("type")
+        if kind == "log_data" or kind == "stopped_by_user":
+            await self.send_json(frame)
+        elif kind == "event" and frame.get("eventType") == "kv_changed":
+            await self.send_json({"type": "kv_data", **(frame.get("data") or {})})
+
+
+class RegistryConsumer(AsyncWebsocketConsumer):
+    """``/api/events?scope=user|all``: thread created/updated/deleted/activity frames."""
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin1"))
+        scope = query.get("scope", ["user"])[0]
+        refusal = None
+        if user is None or not user.is_authenticated:
+            refusal = (401, "Unauthorized")
+        elif scope not in ("user", "all"):
+            refusal = (400, "scope must be 'user' or 'all'")
+        elif scope == "all" and not user.is_staff:
+            refusal = (403, "Forbidden: Admin access required")
+        if refusal is None:
+            self.group = REGISTRY_ALL if scope == "all" else registry_user_group(user.pk)
+            await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        if refusal is not None:
+            await self.send(
+                text_data=json.dumps({"type": "error", "error": refusal[1], "status": refusal[0]})
+            )
+            await self.close(code=4000 + refusal[0])
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        reply = PINGS.get((text_data or "").strip())
+        if reply is not None:
+            await self.send(text_data=reply)
+
+    async def registry_frame(self, event: dict[str, Any]) -> None:
+        await self.send(text_data=json.dumps(event["frame"], separators=(",", ":")))
+
+
+class NotFoundConsumer(AsyncWebsocketConsumer):
+    async def connect(self) -> None:
+        await self.accept()
+        await self.send(
+            text_data=json.dumps({"type": "error", "error": "Not found", "status": 404})
+        )
+        await self.close(code=4404)

@@ -1,0 +1,21 @@
+"""Celery tasks for scheduled effects (thin: the work is in ``agents_app.effect_runner``).
+
+Beat sends ``effects_tick`` every ``STUDIO_EFFECT_SWEEP_MS``. A tick claims due runs
+in the database and runs them for about one interval; nothing is ever sent with a
+countdown or an eta (see docs/effects.md for why). A tick is not acknowledged late:
+a lost or duplicated tick is harmless, because the next one, or the row claims,
+decide what runs.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.conf import settings
+
+
+@shared_task(name="agents_app.effects_tick", acks_late=False, ignore_result=True)
+def effects_tick() -> int:
+    """Claim and run due effects for about one sweep interval; how many runs it claimed."""
+    from agents_app.effect_runner import drain_for
+
+    return drain_for(settings.STUDIO_EFFECT_SWEEP_MS / 1000)

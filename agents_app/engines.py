@@ -1,0 +1,63 @@
+"""Building the engine for this process: the Django store, a sink, the code registry, providers.
+
+``build_engine`` is the one place that composes ``runtime.engine.Engine`` with
+its Django collaborators; the session runner, thread creation, thread endpoints
+and effects all use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import httpx
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+from agents_app.bridge.events import LiveSink
+from agents_app.bridge.store import DjangoStore
+from agents_app.code_registry import get_registry
+from runtime.engine import Engine
+from runtime.events import EventSink
+from runtime.providers import ProviderRegistry
+from runtime.providers.registry import install, store_env_lookup
+
+T = TypeVar("T")
+
+
+def provider_registry(store: Any, http: httpx.AsyncClient | None = None) -> ProviderRegistry:
+    """The ``test`` provider, the HTTP adapters when ``http`` is given, and any overrides.
+
+    ``settings.STUDIO_PROVIDER_FACTORIES`` maps a provider name to a dotted path of a
+    factory ``(ModelDefinition) -> Provider`` (the bench uses it for a clocked provider).
+    """
+    providers = ProviderRegistry()
+    if http is not None:
+        install(providers, http, env_lookup=store_env_lookup(store))
+    for name, path in getattr(settings, "STUDIO_PROVIDER_FACTORIES", {}).items():
+        providers.register(name, import_string(path))
+    return providers
+
+
+def build_engine(
+    *,
+    sink: EventSink | None = None,
+    store: Any = None,
+    http: httpx.AsyncClient | None = None,
+) -> Engine:
+    store = store if store is not None else DjangoStore()
+    return Engine(
+        store,
+        sink,
+        registry=get_registry(),
+        providers=provider_registry(store, http),
+    )
+
+
+async def with_engine(fn: Callable[[Engine], Awaitable[T]]) -> T:
+    """Run ``fn`` with an engine whose frames go to the thread's listeners (flushed after)."""
+    sink = LiveSink()
+    try:
+        return await fn(build_engine(sink=sink))
+    finally:
+        await sink.flush()

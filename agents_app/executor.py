@@ -1,0 +1,142 @@
+"""Where sessions run: Celery workers, or this process (embedded mode).
+
+``dispatch(session_id)`` is called on commit by the services. With
+``STUDIO_EXECUTOR = "celery"`` it enqueues ``agents_app.tasks.run_session``;
+with ``"inprocess"`` (the default without ``REDIS_URL``) it schedules
+``runner.run_session_job`` on an event loop of this process: the ASGI server's
+loop when one is known (so the in-memory channel layer, which is bound to that
+loop, reaches the consumers), else a private background loop (management
+commands, tests). The in-process executor also runs the periodic sweep, so a
+session interrupted by a restart resumes. ``"none"`` dispatches nothing
+(sessions are then run explicitly, e.g. by tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+logger = logging.getLogger("agents_app.executor")
+
+
+class InProcessExecutor:
+    """Runs session jobs as asyncio tasks on one loop of this process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._own: threading.Thread | None = None
+        self._sweeping: set[asyncio.AbstractEventLoop] = set()
+        self.futures: list[Future[Any]] = []
+
+    def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Use ``loop`` (the ASGI server's) from now on; called for every ASGI request."""
+        if self._loop is loop:
+            return
+        with self._lock:
+            # The first loop wins; a private loop started before the server's is kept
+            # (its sessions are running on it) unless it has stopped.
+            if self._loop is None or not self._loop.is_running():
+                self._loop = loop
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or not self._loop.is_running() and self._own is None:
+                self._loop = asyncio.new_event_loop()
+                self._own = threading.Thread(
+                    target=self._loop.run_forever, name="studio-sessions", daemon=True
+                )
+                self._own.start()
+            return self._loop
+
+    def submit(self, coro: Any) -> Future[Any]:
+        loop = self.loop()
+        if loop not in self._sweeping:
+            self._sweeping.add(loop)
+            run_detached(_sweep_forever(self), loop)
+        future = run_detached(coro, loop)
+        future.add_done_callback(_log_failure)
+        self.futures = [f for f in self.futures if not f.done()] + [future]
+        return future
+
+
+def run_detached(coro: Any, loop: asyncio.AbstractEventLoop) -> Future[Any]:
+    """Like ``asyncio.run_coroutine_threadsafe``, but the task starts with an empty context.
+
+    Called from a request's thread, the plain version would copy that request's context
+    into the task, including asgiref's per-request executor: once the request ends, every
+    ``sync_to_async`` of the task fails with "CurrentThreadExecutor already quit".
+    """
+    future: Future[Any] = Future()
+
+    def done(task: asyncio.Task[Any]) -> None:
+        if task.cancelled():
+            future.cancel()
+        elif task.exception() is not None:
+            future.set_exception(task.exception())  # type: ignore[arg-type]
+        else:
+            future.set_result(task.result())
+
+    def start() -> None:
+        loop.create_task(coro, context=contextvars.Context()).add_done_callback(done)
+
+    loop.call_soon_threadsafe(start, context=contextvars.Context())
+    return future
+
+
+def _log_failure(future: Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        logger.error("session job failed", exc_info=future.exception())
+
+
+async def _sweep_forever(executor: InProcessExecutor) -> None:
+    from agents_app.runner import run_session_job
+    from agents_app.services.sessions import sessions_sweep
+
+    while True:
+        await asyncio.sleep(settings.STUDIO_SESSION_SWEEP_SECONDS)
+        try:
+            for session_id in await sync_to_async(sessions_sweep)():
+                asyncio.get_running_loop().create_task(run_session_job(session_id))
+        except Exception:
+            logger.warning("session sweep failed", exc_info=True)
+
+
+inprocess = InProcessExecutor()
+
+
+def dispatch(session_id: str) -> None:
+    """Start (or resume) a session somewhere; duplicates are harmless (the claim decides)."""
+    mode = settings.STUDIO_EXECUTOR
+    if mode == "celery":
+        from agents_app.tasks import run_session
+
+        run_session.delay(session_id)
+    elif mode == "inprocess":
+        from agents_app.runner import run_session_job
+
+        inprocess.submit(run_session_job(session_id))
+    elif mode != "none":
+        raise ValueError(f"Unknown STUDIO_EXECUTOR {mode!r}")
+
+
+class LoopCapture:
+    """ASGI middleware: tell the in-process executor which loop serves the app."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> Any:
+        inprocess.bind_loop(asyncio.get_running_loop())
+        # Embedded mode has no Celery beat: the effect sweeper runs in-process (idempotent).
+        from agents_app import effect_runner
+
+        effect_runner.start_embedded_sweeper()
+        return await self.app(scope, receive, send)

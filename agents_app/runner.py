@@ -1,0 +1,370 @@
+"""Running claimed sessions: the engine under supervision, on whatever event loop hosts it.
+
+``run_session_job(session_id)`` is what a Celery task or the in-process executor
+runs: claim the row (or exit: a duplicate delivery finds it owned), run the
+engine over a ``ClaimedStore``, tidy up after a stop, release the row and go on
+with the next queued message while there is one.
+
+A per-loop ``Supervisor`` does the periodic work for every session of the loop
+in one query each: heartbeats, and stop requests (the thread's ``stopped``
+flag). A stop cancels the engine task, which aborts the request in flight; the
+engine is then resumed once so that it records the stop itself (its resume
+path ends at once on a stopped thread), and ``stop_cleanup`` answers open tool
+calls and stores "Execution stopped by user".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.utils import timezone
+
+from agents_app.bridge import store as bridge_store
+from agents_app.bridge.events import LiveSink, asend_registry, asend_thread_frames
+from agents_app.bridge.store import DjangoStore
+from agents_app.engines import build_engine
+from agents_app.models import QueuedMessage, ThreadSession
+from agents_app.selectors import registry_thread
+from agents_app.services import sessions
+from agents_app.services.sessions import Claim
+from agents_app.wire import RESUME_MARK
+from runtime.engine import Engine, NewMessage, ThreadTerminated
+from runtime.loader import DefinitionNotFound
+from runtime.outcomes import SessionResult
+from runtime.progress import SessionProgress
+from runtime.store import Commit, CommitResult
+
+logger = logging.getLogger("agents_app.runner")
+OWNER = sessions.owner_id()
+STATUS_BY_REASON = {
+    "aborted_by_user": ThreadSession.Status.STOPPED,
+    "step_error": ThreadSession.Status.FAILED,
+}
+
+
+class SessionLost(Exception):
+    """This process no longer owns the session (it was declared dead and taken over)."""
+
+
+# --- the store a claimed session writes through ---------------------------------------------
+
+
+class ClaimedStore(DjangoStore):
+    """``DjangoStore`` whose commits for the claimed thread are fenced by the claim.
+
+    Each commit of the claimed thread locks the session row, checks that this
+    process still owns it (else ``SessionLost``: nothing is written), applies the
+    engine's commit, removes queue rows the commit stored as messages (a posted
+    message becomes the session's first message under the same id), and saves
+    the progress on the claimed row with a fresh heartbeat, all in one
+    transaction. Commits of other threads (child threads of agents called as
+    tools) go through unchanged.
+    """
+
+    def __init__(self, claim: Claim) -> None:
+        super().__init__()
+        self.claim = claim
+        self.started = bool(claim.progress)
+        self.finished: SessionProgress | None = None
+
+    async def commit(self, thread_id: str, commit: Commit) -> CommitResult:
+        if thread_id != self.claim.thread_id:
+            return await super().commit(thread_id, commit)
+        result = await sync_to_async(self._commit_claimed)(thread_id, commit)
+        if commit.progress is not None:
+            self.started = True
+            if commit.progress.finished:
+                self.finished = commit.progress
+        return result
+
+    def _commit_claimed(self, thread_id: str, commit: Commit) -> CommitResult:
+        claim = self.claim
+        with transaction.atomic():
+            row = (
+                ThreadSession.objects.select_for_update()
+                .filter(pk=claim.session_id)
+                .values("owner", "status")
+                .first()
+            )
+            if row is None or row["owner"] != claim.owner or row["status"] != "running":
+                raise SessionLost(claim.session_id)
+            inner = Commit(
+                messages=commit.messages,
+                logs=commit.logs,
+                thread=commit.thread,
+                drain_queue=commit.drain_queue,
+            )
+            result = bridge_store._commit(thread_id, inner)
+            stored = [m.id for m in commit.messages]
+            if stored:
+                QueuedMessage.objects.filter(thread_id=thread_id, pk__in=stored).delete()
+            fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
+            if commit.progress is not None:
+                progress = commit.progress
+                fields.update(
+                    progress=progress.dump(),
+                    side=progress.side,
+                    stop_reason=progress.stop_reason or "",
+                )
+            ThreadSession.objects.filter(pk=claim.session_id).update(**fields)
+        return result
+
+    async def load_progress(self, thread_id: str) -> SessionProgress | None:
+        if thread_id != self.claim.thread_id:
+            return await super().load_progress(thread_id)
+        if self.finished is not None:
+            return self.finished
+        progress = await sync_to_async(_claimed_progress)(self.claim.session_id)
+        return SessionProgress.model_validate(progress) if progress else None
+
+
+def _claimed_progress(session_id: str) -> dict[str, Any] | None:
+    row = ThreadSession.objects.filter(pk=session_id).values("progress").first()
+    return row["progress"] if row and row["progress"] else None
+
+
+# --- supervision ------------------------------------------------------------------------------
+
+
+@dataclass
+class Entry:
+    claim: Claim
+    task: asyncio.Task[Any] | None = None
+    reason: str | None = None  # "stop" or "lost": why the supervisor cancelled the task
+    watch_stop: bool = True
+
+
+@dataclass
+class Supervisor:
+    """Heartbeats and stop detection for every session running on one event loop."""
+
+    entries: dict[str, Entry] = field(default_factory=dict)
+    _task: asyncio.Task[None] | None = None
+    _last_beat: float = 0.0
+
+    def add(self, claim: Claim) -> Entry:
+        entry = Entry(claim)
+        self.entries[claim.session_id] = entry
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        return entry
+
+    def remove(self, claim: Claim) -> None:
+        self.entries.pop(claim.session_id, None)
+
+    async def _run(self) -> None:
+        poll = settings.STUDIO_STOP_POLL_MS / 1000
+        while self.entries:
+            await asyncio.sleep(poll)
+            try:
+                await self._tick()
+            except Exception:  # the database hiccuped: try again next tick
+                logger.warning("session supervisor tick failed", exc_info=True)
+
+    async def _tick(self) -> None:
+        entries = list(self.entries.values())
+        watched = [e.claim.thread_id for e in entries if e.watch_stop and e.task]
+        for thread_id in await sync_to_async(sessions.stopped_threads)(watched):
+            for e in entries:
+                if e.claim.thread_id == thread_id and e.watch_stop and e.task:
+                    e.watch_stop, e.reason = False, "stop"
+                    e.task.cancel()
+        if time.monotonic() - self._last_beat < settings.STUDIO_SESSION_HEARTBEAT_SECONDS:
+            return
+        self._last_beat = time.monotonic()
+        by_owner: dict[str, list[str]] = {}
+        for e in entries:
+            by_owner.setdefault(e.claim.owner, []).append(e.claim.session_id)
+        for owner, ids in by_owner.items():
+            for lost in await sync_to_async(sessions.sessions_heartbeat)(ids, owner):
+                entry = self.entries.get(lost)
+                if entry is not None and entry.task is not None:
+                    entry.reason = "lost"
+                    entry.task.cancel()
+
+
+_supervisors: dict[asyncio.AbstractEventLoop, Supervisor] = {}
+_clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+
+
+def supervisor() -> Supervisor:
+    loop = asyncio.get_running_loop()
+    if loop not in _supervisors:
+        _supervisors[loop] = Supervisor()
+    return _supervisors[loop]
+
+
+def http_client() -> httpx.AsyncClient:
+    """One HTTP client per loop for the provider adapters (connection reuse)."""
+    loop = asyncio.get_running_loop()
+    if loop not in _clients:
+        _clients[loop] = httpx.AsyncClient(timeout=httpx.Timeout(120.0, connect=10.0))
+    return _clients[loop]
+
+
+# --- one session ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """What to do with a claimed session."""
+
+    kind: str  # "resume", "start", "park", "finished"
+    message: NewMessage | None = None
+    side: str | None = None
+
+
+def plan_session(claim: Claim) -> Plan:
+    """Decide how the claimed session runs (one transaction, thread row locked)."""
+    progress = claim.progress
+    if progress:
+        return Plan("finished" if progress.get("finished") else "resume")
+    with transaction.atomic():
+        thread = sessions.lock_thread(claim.thread_id)
+        first = QueuedMessage.objects.filter(thread=thread).order_by("created_at").first()
+        if thread.stopped:
+            if not sessions.runnable_queue(thread):
+                return Plan("park")
+            # A user message posted after the stop resumes the thread.
+            thread.stopped = False
+            thread.save(update_fields=["stopped"])
+    if first is None:
+        if claim.root_message_id is not None:
+            return Plan("finished")  # its message was cancelled before it ran
+        return Plan("start", side=claim.side or "a")
+    metadata = {k: v for k, v in (first.metadata or {}).items() if k != RESUME_MARK}
+    message = NewMessage(
+        content=first.content,
+        role=first.role,  # type: ignore[arg-type]
+        id=str(first.pk),
+        attachments=first.attachments,
+        silent=first.silent,
+        metadata=metadata,
+    )
+    return Plan("start", message=message)
+
+
+async def _supervised(entry: Entry, coro: Any) -> SessionResult | None:
+    """Run ``coro`` as the entry's task; ``None`` when the supervisor cancelled it for a stop."""
+    entry.task = asyncio.get_running_loop().create_task(coro)
+    try:
+        return await entry.task  # type: ignore[no-any-return]
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if entry.reason is None or (current is not None and current.cancelling()):
+            raise  # we are being cancelled ourselves (shutdown): let it propagate
+        if entry.reason == "lost":
+            raise SessionLost(entry.claim.session_id) from None
+        return None
+    finally:
+        entry.task = None
+
+
+async def _run_engine(entry: Entry, engine: Engine, store: ClaimedStore, plan: Plan) -> str:
+    """Run the engine for a start/resume plan; returns the session's stop reason."""
+    thread_id = entry.claim.thread_id
+    if plan.kind == "start":
+        side = plan.side if plan.message is None else None
+        coro = engine.run_session(thread_id, message=plan.message, side=side)  # type: ignore[arg-type]
+    else:
+        coro = engine.run_session(thread_id)
+    result = await _supervised(entry, coro)
+    if result is not None:
+        return result.stop_reason
+    # Stopped mid-flight (the request in flight was aborted). Before the session's first
+    # commit there is nothing to record; after it, resume once: the engine sees the stop
+    # flag and records the end of the session itself.
+    if not store.started and not await sync_to_async(_claimed_progress)(entry.claim.session_id):
+        return "aborted_by_user"
+    result = await _supervised(entry, engine.run_session(thread_id))
+    return result.stop_reason if result is not None else "aborted_by_user"
+
+
+async def run_claim(claim: Claim) -> str:
+    """Run one claimed session to its end; returns the status to release it with."""
+    store = ClaimedStore(claim)
+    sink = LiveSink()
+    engine = build_engine(sink=sink, store=store, http=http_client())
+    entry = supervisor().add(claim)
+    await _announce_activity(claim.thread_id)
+    try:
+        plan = await sync_to_async(plan_session)(claim)
+        if plan.kind == "finished":
+            reason = str(claim.progress.get("stop_reason") or "")
+        elif plan.kind == "park":
+            reason = "aborted_by_user"
+        else:
+            reason = await _run_engine(entry, engine, store, plan)
+        if reason == "aborted_by_user":
+            await sink.flush()
+            frames = await sync_to_async(sessions.stop_cleanup)(
+                claim.thread_id, key=claim.session_id
+            )
+            await asend_thread_frames(claim.thread_id, frames)
+        return STATUS_BY_REASON.get(reason, ThreadSession.Status.COMPLETED)
+    except (DefinitionNotFound, ThreadTerminated, LookupError) as exc:
+        logger.warning("session %s failed: %s", claim.session_id, exc, exc_info=True)
+        await _fail(claim, str(exc))
+        return ThreadSession.Status.FAILED
+    finally:
+        supervisor().remove(claim)
+        await sink.flush()
+
+
+async def _fail(claim: Claim, detail: str) -> None:
+    frames = await sync_to_async(sessions.failure_message)(claim.thread_id, detail)
+    await asend_thread_frames(claim.thread_id, frames)
+
+
+async def _announce_activity(thread_id: str) -> None:
+    item = await sync_to_async(registry_thread)(thread_id)
+    if item is not None:
+        frame = {
+            "type": "thread_activity",
+            "threadId": thread_id,
+            "executing": item["executing"],
+            "last_activity_at": item["last_activity_at"],
+        }
+        await asend_registry(frame, item["user_id"])
+
+
+async def run_session_job(session_id: str, owner: str = OWNER) -> None:
+    """Claim a session and run it, then the next ones while queued messages remain.
+
+    Safe to call any number of times for the same id: only one call wins the claim.
+    """
+    await sync_to_async(close_old_connections)()
+    claim = await sync_to_async(sessions.session_claim)(session_id, owner)
+    while claim is not None:
+        try:
+            status = await run_claim(claim)
+            error = ""
+        except SessionLost:
+            logger.warning("session %s was taken over by another worker", claim.session_id)
+            return
+        except Exception as exc:
+            logger.exception("session %s crashed", claim.session_id)
+            await _fail(claim, type(exc).__name__)
+            status, error = ThreadSession.Status.FAILED, f"{type(exc).__name__}: {exc}"
+        claim = await sync_to_async(sessions.session_release)(claim, status=status, error=error)
+        if claim is None:
+            await _announce_activity_after(session_id)
+
+
+async def _announce_activity_after(session_id: str) -> None:
+    thread_id = await sync_to_async(_thread_of)(session_id)
+    if thread_id:
+        await _announce_activity(thread_id)
+
+
+def _thread_of(session_id: str) -> str | None:
+    row = ThreadSession.objects.filter(pk=session_id).values("thread_id").first()
+    return str(row["thread_id"]) if row else None

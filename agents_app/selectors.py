@@ -1,0 +1,504 @@
+"""Reads that check access: ``access_thread(id, user)`` returns the thread or raises.
+
+The API, the consumers and the thread endpoints resolve every thread through
+``access_thread``, so "who may see what" is decided here once: staff see every
+thread, everybody else only the threads they own (ownerless threads are staff only).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any, Literal
+
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
+
+from agents_app import wire
+from agents_app.errors import THREAD_FORBIDDEN, Forbidden, NotFound
+from agents_app.models import (
+    EnvValue,
+    Log,
+    Message,
+    QueuedMessage,
+    ScheduledEffect,
+    Thread,
+    ThreadFile,
+    ThreadSession,
+    ThreadValue,
+)
+
+ACTIVE_SESSION = (ThreadSession.Status.QUEUED, ThreadSession.Status.RUNNING)
+MAX_IDS = 200
+MAX_SUBTREE = 200
+
+
+def parse_uuid(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value))
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
+def can_see_all(user: Any) -> bool:
+    return bool(getattr(user, "is_staff", False))
+
+
+def access_thread(thread_id: str, user: Any, *, for_update: bool = False) -> Thread:
+    """The thread ``thread_id`` if ``user`` may use it; ``NotFound`` / ``Forbidden`` otherwise."""
+    pk = parse_uuid(thread_id)
+    qs = Thread.objects.select_related(
+        "agent", "origin_agent", "agent__side_a_prompt", "agent__side_b_prompt"
+    )
+    if for_update:
+        qs = qs.select_for_update(of=("self",))
+    thread = qs.filter(pk=pk).first() if pk else None
+    if thread is None:
+        raise NotFound(f"Thread not found: {thread_id}")
+    if not can_see_all(user) and (thread.owner_id is None or thread.owner_id != user.pk):
+        raise Forbidden(THREAD_FORBIDDEN)
+    return thread
+
+
+def active_session_exists() -> Exists:
+    return Exists(ThreadSession.objects.filter(thread_id=OuterRef("pk"), status__in=ACTIVE_SESSION))
+
+
+def is_executing(thread_id: Any) -> bool:
+    return ThreadSession.objects.filter(thread_id=thread_id, status__in=ACTIVE_SESSION).exists()
+
+
+# --- thread list -----------------------------------------------------------------------
+
+Sort = Literal["activity", "created", "oldest"]
+
+
+@dataclass
+class ThreadFilters:
+    limit: int = 50
+    offset: int = 0
+    agent_id: str | None = None
+    user_id: str | None = None
+    search: str | None = None
+    start_date: int | None = None
+    end_date: int | None = None
+    sort: Sort = "activity"
+    executing: bool | None = None
+    terminated: bool | None = None
+    include_children: bool = False
+
+
+def _descendants(roots: list[uuid.UUID]) -> set[uuid.UUID]:
+    found: set[uuid.UUID] = set()
+    frontier = list(roots)
+    while frontier:
+        children = list(Thread.objects.filter(parent_id__in=frontier).values_list("pk", flat=True))
+        frontier = [c for c in children if c not in found]
+        found.update(frontier)
+    return found
+
+
+def visible_threads(user: Any) -> QuerySet[Thread]:
+    qs = Thread.objects.all()
+    return qs if can_see_all(user) else qs.filter(owner=user)
+
+
+def thread_list(user: Any, f: ThreadFilters) -> tuple[list[dict[str, Any]], int, bool]:
+    qs = visible_threads(user).annotate(is_executing=active_session_exists())
+    if f.user_id is not None and can_see_all(user):
+        qs = qs.filter(owner_id=int(f.user_id)) if f.user_id.isdigit() else qs.none()
+    if f.agent_id:
+        matching = Q(agent__name=f.agent_id) | Q(origin_agent__name=f.agent_id)
+        if f.include_children:
+            roots = list(qs.filter(matching).values_list("pk", flat=True))
+            matching |= Q(pk__in=_descendants(roots))
+        qs = qs.filter(matching)
+    if f.search:
+        term = f.search.strip()
+        cond = Q(tags__icontains=term)
+        pk = parse_uuid(term)
+        cond |= Q(pk=pk) if pk else Q()
+        qs = qs.filter(cond)
+    if f.start_date is not None:
+        qs = qs.filter(created_at__gte=datetime.fromtimestamp(f.start_date, UTC))
+    if f.end_date is not None:
+        qs = qs.filter(created_at__lte=datetime.fromtimestamp(f.end_date, UTC))
+    if f.executing is not None:
+        qs = qs.filter(is_executing=f.executing)
+    if f.terminated is not None:
+        qs = qs.filter(terminated_at__isnull=not f.terminated)
+    order = {
+        "activity": ("-last_activity_at", "-created_at"),
+        "created": ("-created_at",),
+        "oldest": ("created_at",),
+    }[f.sort]
+    total = qs.count()
+    page = list(
+        qs.select_related("agent", "origin_agent").order_by(*order, "pk")[
+            f.offset : f.offset + f.limit
+        ]
+    )
+    items = [wire.thread_item(t, bool(t.is_executing)) for t in page]  # type: ignore[attr-defined]
+    return items, total, f.offset + len(items) < total
+
+
+def thread_detail(thread: Thread) -> dict[str, Any]:
+    messages = Message.objects.filter(thread=thread).count()
+    logs = Log.objects.filter(thread=thread).count()
+    return wire.thread_detail(thread, messages, logs)
+
+
+def thread_subtree(thread: Thread) -> list[uuid.UUID]:
+    """The thread and all its descendants, parents before children."""
+    ordered = [thread.pk]
+    frontier = [thread.pk]
+    while frontier:
+        children = list(
+            Thread.objects.filter(parent_id__in=frontier)
+            .order_by("created_at")
+            .values_list("pk", flat=True)
+        )
+        children = [c for c in children if c not in ordered]
+        ordered.extend(children)
+        frontier = children
+    return ordered
+
+
+def registry_thread(thread_id: Any) -> dict[str, Any] | None:
+    row = (
+        Thread.objects.select_related("agent", "origin_agent")
+        .annotate(is_executing=active_session_exists())
+        .filter(pk=thread_id)
+        .first()
+    )
+    if row is None:
+        return None
+    return wire.registry_thread(row, bool(row.is_executing))  # type: ignore[attr-defined]
+
+
+# --- messages --------------------------------------------------------------------------
+
+
+@dataclass
+class MessageQuery:
+    limit: int = 100
+    offset: int = 0
+    order: Literal["asc", "desc"] = "desc"
+    include_silent: bool = False
+    depth: int = 0
+    ids: list[str] | None = None
+
+
+def _children_by_id(rows: list[Message]) -> dict[uuid.UUID, Thread]:
+    ids = {r.subagent_id for r in rows if r.subagent_id}
+    if not ids:
+        return {}
+    return {t.pk: t for t in Thread.objects.select_related("agent").filter(pk__in=ids)}
+
+
+def _message_dicts(rows: list[Message]) -> list[dict[str, Any]]:
+    children = _children_by_id(rows)
+    return [
+        wire.message_wire(r, children.get(r.subagent_id) if r.subagent_id else None) for r in rows
+    ]
+
+
+def message_page(thread: Thread, q: MessageQuery) -> tuple[list[dict[str, Any]], int, bool]:
+    """The reference's page: the newest ``limit`` (``order=desc``) or the oldest
+    (``order=asc``) after skipping ``offset``, always returned oldest first.
+
+    Queued messages (not stored yet) count as the newest rows, shown as ``pending``.
+    """
+    if q.ids is not None:
+        return _messages_by_ids(thread, q.ids)
+    stored = Message.objects.filter(thread=thread, depth__lte=q.depth)
+    queued_qs = QueuedMessage.objects.filter(thread=thread)
+    if not q.include_silent:
+        stored = stored.filter(silent=False)
+        queued_qs = queued_qs.filter(silent=False)
+    queued = [wire.queued_wire(r) for r in queued_qs.order_by("created_at")]
+    n_stored = stored.count()
+    total = n_stored + len(queued)
+    if q.order == "desc":
+        # newest first: queued rows, then stored rows by created_at DESC (index scan).
+        from_queue = queued[::-1][q.offset : q.offset + q.limit]
+        skip = max(0, q.offset - len(queued))
+        take = q.limit - len(from_queue)
+        rows = list(stored.order_by("-created_at")[skip : skip + take]) if take > 0 else []
+        window = _message_dicts(rows)[::-1] + from_queue[::-1]
+    else:
+        rows = list(stored.order_by("created_at")[q.offset : q.offset + q.limit])
+        skip = max(0, q.offset - n_stored)
+        take = q.limit - len(rows)
+        window = _message_dicts(rows) + (queued[skip : skip + take] if take > 0 else [])
+    return window, total, q.offset + len(window) < total
+
+
+def _messages_by_ids(thread: Thread, ids: list[str]) -> tuple[list[dict[str, Any]], int, bool]:
+    pks = [pk for pk in (parse_uuid(i) for i in ids[:MAX_IDS]) if pk]
+    rows = list(Message.objects.filter(thread=thread, pk__in=pks).order_by("created_at"))
+    queued = QueuedMessage.objects.filter(thread=thread, pk__in=pks).order_by("created_at")
+    window = _message_dicts(rows) + [wire.queued_wire(r) for r in queued]
+    return window, len(window), False
+
+
+def message_in_thread(thread: Thread, message_id: str) -> Message | None:
+    pk = parse_uuid(message_id)
+    return Message.objects.filter(thread=thread, pk=pk).first() if pk else None
+
+
+def queued_in_thread(thread: Thread, message_id: str) -> QueuedMessage | None:
+    pk = parse_uuid(message_id)
+    return QueuedMessage.objects.filter(thread=thread, pk=pk).first() if pk else None
+
+
+# --- logs, cost ------------------------------------------------------------------------
+
+
+@dataclass
+class LogQuery:
+    limit: int = 100
+    offset: int = 0
+    order: Literal["asc", "desc"] = "asc"
+    ids: list[str] | None = None
+    message_ids: list[str] | None = None
+
+
+def log_page(thread: Thread, q: LogQuery) -> tuple[list[dict[str, Any]], int, bool]:
+    qs = Log.objects.filter(thread=thread)
+    if q.ids is not None:
+        qs = qs.filter(pk__in=[p for p in (parse_uuid(i) for i in q.ids[:MAX_IDS]) if p])
+    if q.message_ids is not None:
+        pks = [p for p in (parse_uuid(i) for i in q.message_ids[:MAX_IDS]) if p]
+        qs = qs.filter(message_id__in=pks)
+    total = qs.count()
+    ordering = "created_at" if q.order == "asc" else "-created_at"
+    rows = list(qs.order_by(ordering)[q.offset : q.offset + q.limit])
+    return [wire.log_item(r) for r in rows], total, q.offset + len(rows) < total
+
+
+def log_detail(thread: Thread, log_id: str) -> dict[str, Any]:
+    pk = parse_uuid(log_id)
+    row = Log.objects.filter(thread=thread, pk=pk).first() if pk else None
+    if row is None:
+        raise NotFound(f"Log not found: {log_id}")
+    source = (
+        Message.objects.filter(thread=thread, pk=row.message_id).first() if row.message_id else None
+    )
+    return wire.log_detail(row, source)
+
+
+def _f(value: Decimal | None) -> float:
+    return float(value or 0)
+
+
+def thread_cost(thread: Thread) -> dict[str, Any]:
+    """The recursive cost summary over the thread and its descendants (at most 200)."""
+    subtree = thread_subtree(thread)
+    truncated = len(subtree) > MAX_SUBTREE + 1
+    subtree = subtree[: MAX_SUBTREE + 1]
+    logs = Log.objects.filter(thread_id__in=subtree, kind=Log.Kind.LLM)
+    per_model = (
+        logs.values("model_id", "model")
+        .annotate(
+            total=Sum("cost_total"),
+            input=Sum("cost_input"),
+            cached=Sum("cost_cached"),
+            output=Sum("cost_output"),
+            requests=Count("id"),
+            messages=Count("message_id", distinct=True),
+        )
+        .order_by()
+    )
+    breakdown = []
+    by_model_avg: dict[str, dict[str, Any]] = {}
+    for row in per_model:
+        name = row["model_id"] or row["model"] or "unknown"
+        total = _f(row["total"])
+        breakdown.append(
+            {
+                "modelName": name,
+                "totalCost": total,
+                "inputCost": _f(row["input"]),
+                "cachedCost": _f(row["cached"]),
+                "outputCost": _f(row["output"]),
+                "routerFeeCost": 0.0,
+                "requestCount": row["requests"],
+                "avgCostPerRequest": total / row["requests"] if row["requests"] else 0.0,
+            }
+        )
+        by_model_avg[name] = {
+            "avgCost": total / row["messages"] if row["messages"] else 0.0,
+            "messageCount": row["messages"],
+        }
+    breakdown.sort(key=lambda b: b["totalCost"], reverse=True)
+    per_thread = _thread_costs(thread, subtree, logs)
+    sums = logs.aggregate(
+        total=Sum("cost_total"),
+        input=Sum("cost_input"),
+        cached=Sum("cost_cached"),
+        output=Sum("cost_output"),
+        requests=Count("id"),
+        messages=Count("message_id", distinct=True),
+    )
+    total = _f(sums["total"])
+    return {
+        "totalCost": total,
+        "inputCost": _f(sums["input"]),
+        "cachedCost": _f(sums["cached"]),
+        "outputCost": _f(sums["output"]),
+        "routerFeeCost": 0.0,
+        "ownCost": next((t["totalCost"] for t in per_thread if t["isRoot"]), 0.0),
+        "requestCount": sums["requests"],
+        "messageCount": sums["messages"],
+        "avgCostPerMessage": total / sums["messages"] if sums["messages"] else 0.0,
+        "modelBreakdown": breakdown,
+        "avgCostPerMessageByModel": by_model_avg,
+        "threads": per_thread,
+        "truncated": truncated,
+    }
+
+
+def _thread_costs(root: Thread, subtree: list[uuid.UUID], logs: QuerySet[Log]) -> list[dict]:
+    sums = {
+        r["thread_id"]: r
+        for r in logs.values("thread_id")
+        .annotate(
+            total=Sum("cost_total"),
+            input=Sum("cost_input"),
+            cached=Sum("cost_cached"),
+            output=Sum("cost_output"),
+            requests=Count("id"),
+        )
+        .order_by()
+    }
+    threads = Thread.objects.select_related("agent").in_bulk(subtree)
+    out = []
+    for pk in subtree:
+        row, t = sums.get(pk), threads.get(pk)
+        if t is None or (pk != root.pk and not row):
+            continue
+        out.append(
+            {
+                "threadId": str(pk),
+                "agentName": t.agent.name,
+                "threadName": t.display_name or None,
+                "parent": str(t.parent_id) if t.parent_id else None,
+                "isRoot": pk == root.pk,
+                "totalCost": _f(row["total"]) if row else 0.0,
+                "inputCost": _f(row["input"]) if row else 0.0,
+                "cachedCost": _f(row["cached"]) if row else 0.0,
+                "outputCost": _f(row["output"]) if row else 0.0,
+                "routerFeeCost": 0.0,
+                "requestCount": row["requests"] if row else 0,
+            }
+        )
+    return out
+
+
+# --- effects, subagents, values, files, env ------------------------------------------------
+
+
+def effect_page(thread: Thread, limit: int, offset: int) -> dict[str, Any]:
+    """Pending/processing first (by due time), then history newest first."""
+    upcoming_states = (ScheduledEffect.Status.PENDING, ScheduledEffect.Status.PROCESSING)
+    base = ScheduledEffect.objects.filter(thread=thread)
+    upcoming = list(base.filter(status__in=upcoming_states).order_by("due_at", "created_at"))
+    history = base.exclude(status__in=upcoming_states).order_by("-created_at")
+    total = len(upcoming) + history.count()
+    page = upcoming[offset : offset + limit]
+    rest = limit - len(page)
+    if rest > 0:
+        skip = max(0, offset - len(upcoming))
+        page += list(history[skip : skip + rest])
+    return {
+        "effects": [wire.effect_run(r) for r in page],
+        "total": min(total, 1001),
+        "upcomingCount": sum(1 for r in upcoming if r.status == ScheduledEffect.Status.PENDING),
+        "limit": limit,
+        "offset": offset,
+    }
+
+
+def effect_in_thread(thread: Thread, effect_id: str) -> ScheduledEffect | None:
+    pk = parse_uuid(effect_id)
+    return ScheduledEffect.objects.filter(thread=thread, pk=pk).first() if pk else None
+
+
+def subagents(thread: Thread) -> list[dict[str, Any]]:
+    children = Thread.objects.select_related("agent").filter(parent=thread).order_by("created_at")
+    return [
+        {
+            "id": str(c.pk),
+            "relationship": c.relationship or c.agent.name,
+            "agent_name": c.agent.name,
+            "title": c.agent.title or c.agent.name,
+            "threadName": c.display_name or None,
+            "status": c.child_status or "running",
+        }
+        for c in children
+    ]
+
+
+def value_get(thread: Thread, key: str) -> ThreadValue:
+    row = ThreadValue.objects.filter(thread=thread, key=key).first()
+    if row is None:
+        raise NotFound(f"Key not found: {key}")
+    return row
+
+
+def value_page(thread: Thread, search: str, limit: int, offset: int) -> tuple[list, int]:
+    qs = ThreadValue.objects.filter(thread=thread)
+    if search:
+        qs = qs.filter(Q(key__icontains=search) | Q(value__icontains=search))
+    total = qs.count()
+    rows = list(qs.order_by("key")[offset : offset + limit])
+    return rows, total
+
+
+def file_at(thread: Thread, path: str) -> ThreadFile | None:
+    return ThreadFile.objects.filter(thread=thread, path=path).first()
+
+
+def file_listing(thread: Thread, path: str) -> list[ThreadFile]:
+    prefix = "/" if path == "/" else path + "/"
+    depth = prefix.count("/")
+    rows = ThreadFile.objects.filter(thread=thread, path__startswith=prefix).order_by("path")
+    return [r for r in rows if r.path.count("/") == depth and r.path != path]
+
+
+def file_stats(thread: Thread) -> dict[str, int]:
+    agg = ThreadFile.objects.filter(thread=thread, is_directory=False).aggregate(
+        size=Sum("size"), count=Count("id")
+    )
+    return {"totalSize": agg["size"] or 0, "fileCount": agg["count"] or 0}
+
+
+def env_variables(scope: str, *, user: Any = None, thread: Thread | None = None) -> list[dict]:
+    """Names, types and times of one scope's env values; text values only (secrets write-only)."""
+    qs = EnvValue.objects.filter(scope=scope)
+    if scope == EnvValue.Scope.USER:
+        qs = qs.filter(user=user)
+    if scope == EnvValue.Scope.THREAD:
+        qs = qs.filter(thread=thread)
+    out = []
+    for row in qs.order_by("key"):
+        item: dict[str, Any] = {
+            "name": row.key,
+            "type": row.value_type,
+            "created_at": wire.seconds(row.created_at),
+            "updated_at": wire.seconds(row.updated_at),
+        }
+        if row.value_type == EnvValue.Type.TEXT:
+            item["value"] = row.value
+        out.append(item)
+    return out
+
+
+def thread_env_types(thread: Thread) -> dict[str, str]:
+    return dict(
+        EnvValue.objects.filter(scope=EnvValue.Scope.THREAD, thread=thread)
+        .order_by("key")
+        .values_list("key", "value_type")
+    )

@@ -1,0 +1,177 @@
+"""Message writes: post (queue, broadcast a provisional ``pending`` row, request a session),
+edit and delete.
+
+A posted message is stored as a ``QueuedMessage`` first and becomes a ``Message``
+(same id) when a session takes it: as the session's first message, or drained
+before the running session's next step. Either way it is never dropped and the
+queue keeps posting order.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import mimetypes
+import posixpath
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from agents_app import wire
+from agents_app.bridge.events import send_registry, send_thread_frames
+from agents_app.errors import Invalid, Locked, NotFound
+from agents_app.models import Message, QueuedMessage, Thread, ThreadFile
+from agents_app.models.timestamps import now_us
+from agents_app.selectors import message_in_thread, queued_in_thread
+from agents_app.services import sessions
+from agents_app.services.thread_files import file_delete, file_write
+from agents_app.services.threads import preview_of
+from runtime.events import event
+
+CONTENT_MAX = 1_000_000
+ROLES = ("user", "assistant", "system")
+
+
+@dataclass
+class NewAttachment:
+    name: str
+    mime_type: str
+    data: str  # base64
+    width: int | None = None
+    height: int | None = None
+
+
+def _store_attachments(thread: Thread, items: list[NewAttachment]) -> list[dict[str, Any]]:
+    refs = []
+    for item in items:
+        try:
+            data = base64.b64decode(item.data, validate=True)
+        except (binascii.Error, ValueError):
+            raise Invalid(f"Attachment {item.name!r}: data is not valid base64") from None
+        ext = posixpath.splitext(item.name)[1].lower() or (
+            mimetypes.guess_extension(item.mime_type) or ".bin"
+        )
+        path = f"/attachments/{now_us() // 1000}-{uuid.uuid4().hex[:8]}{ext[:10]}"
+        row = file_write(
+            thread,
+            path,
+            data,
+            item.mime_type or "application/octet-stream",
+            width=item.width,
+            height=item.height,
+            metadata={"name": item.name},
+        )
+        ref = wire.attachment_ref(row)
+        ref["name"] = item.name
+        refs.append(ref)
+    return refs
+
+
+@transaction.atomic
+def message_post(
+    *,
+    thread: Thread,
+    role: str,
+    content: str,
+    attachments: list[NewAttachment] | None = None,
+    silent: bool = False,
+) -> QueuedMessage:
+    """Queue a message and make sure a session will take it (now, or after the running one)."""
+    if role not in ROLES:
+        raise Invalid("role must be one of: user, assistant, system")
+    if not content.strip() and not attachments:
+        raise Invalid("Message content or attachments required")
+    if len(content) > CONTENT_MAX:
+        raise Invalid(f"Message content is longer than {CONTENT_MAX} characters")
+    locked = sessions.lock_thread(thread.pk)
+    if locked.terminated_at is not None:
+        raise Locked(f"Thread is terminated (terminated_at={wire.micros(locked.terminated_at)})")
+    idle = sessions.active_session(locked) is None
+    metadata: dict[str, Any] = {}
+    if role == "user" and (idle or locked.stopped):
+        # A user message resumes a stopped thread (the reference clears the flag for it).
+        metadata[wire.RESUME_MARK] = wire.RESUME_VALUE
+    queued = QueuedMessage.objects.create(
+        thread=locked,
+        role=role,
+        content=content,
+        attachments=_store_attachments(locked, attachments or []) or None,
+        silent=silent,
+        metadata=metadata,
+    )
+    _touch(locked, role, content, silent)
+    if idle:
+        sessions.session_request(
+            locked, side="b" if role == "assistant" else "a", root_message_id=queued.pk
+        )
+    frame = wire.message_frame(wire.queued_wire(queued))
+    activity = {
+        "type": "thread_activity",
+        "threadId": str(locked.pk),
+        "last_activity_at": wire.seconds(locked.last_activity_at),
+        "executing": True,
+    }
+    if role == "user" and not silent:
+        activity["last_message_preview"] = locked.last_message_preview
+        activity["last_message_at"] = wire.seconds(locked.last_message_at)
+    transaction.on_commit(lambda: send_thread_frames(str(locked.pk), [frame]))
+    transaction.on_commit(lambda: send_registry(activity, locked.owner_id))
+    return queued
+
+
+def _touch(thread: Thread, role: str, content: str, silent: bool) -> None:
+    now = timezone.now()
+    thread.last_activity_at = now
+    fields = ["last_activity_at"]
+    if role == "user" and not silent and content.strip():
+        thread.last_message_at, thread.last_message_preview = now, preview_of(content)
+        fields += ["last_message_at", "last_message_preview"]
+    thread.save(update_fields=fields)
+
+
+@transaction.atomic
+def message_update(*, thread: Thread, message_id: str, content: str) -> None:
+    """Replace a message's content (stored or still queued) and tell the listeners."""
+    if len(content) > CONTENT_MAX:
+        raise Invalid(f"Message content is longer than {CONTENT_MAX} characters")
+    row = message_in_thread(thread, message_id)
+    if row is not None:
+        row.content = content
+        row.save(update_fields=["content"])
+        frame = wire.message_frame(wire.message_wire(row))
+    else:
+        queued = queued_in_thread(thread, message_id)
+        if queued is None:
+            raise NotFound("Message not found")
+        queued.content = content
+        queued.save(update_fields=["content"])
+        frame = wire.message_frame(wire.queued_wire(queued))
+    transaction.on_commit(lambda: send_thread_frames(str(thread.pk), [frame]))
+
+
+@transaction.atomic
+def message_delete(*, thread: Thread, message_id: str) -> None:
+    """Cancel a queued message, or delete a stored one with its tool results and attachments."""
+    queued = queued_in_thread(thread, message_id)
+    if queued is not None:
+        queued.delete()
+    else:
+        row = message_in_thread(thread, message_id)
+        if row is None:
+            raise NotFound("Message not found")
+        call_ids = [c.get("id") for c in row.tool_calls or [] if isinstance(c, dict)]
+        if call_ids:
+            Message.objects.filter(thread=thread, tool_call_id__in=call_ids).delete()
+        paths = [a.get("path") for a in row.attachments or [] if isinstance(a, dict)]
+        row.delete()
+        for path in paths:
+            if (
+                isinstance(path, str)
+                and ThreadFile.objects.filter(thread=thread, path=path).exists()
+            ):
+                file_delete(thread, path)
+    frame = event("message_deleted", {"id": message_id})
+    transaction.on_commit(lambda: send_thread_frames(str(thread.pk), [frame]))

@@ -1,0 +1,334 @@
+"""Sessions in the database: request, claim, heartbeat, release, sweep; stop and continue.
+
+Ownership of a session lives in its ``ThreadSession`` row, never in the broker:
+
+- a session is *requested* by creating a ``queued`` row; the partial unique
+  constraint ``one_active_session_per_thread`` allows one queued-or-running row
+  per thread, so a request while one is active just leaves the work queued;
+- a worker *claims* the row with one conditional UPDATE (``queued`` → ``running``,
+  or a ``running`` row whose heartbeat is older than the stale limit) that must
+  change exactly one row; every delivery of a task may be a duplicate, and a
+  duplicate finds the row owned and exits;
+- the owner refreshes ``heartbeat_at``; every commit of the engine checks the
+  owner (``agents_app.runner.ClaimedStore``), so a worker that lost the row
+  (declared dead, taken over) cannot write any more;
+- the periodic sweep re-dispatches rows whose heartbeat stopped (the new owner
+  resumes from the stored progress) and queued rows whose task was lost.
+
+Writers that decide whether a session must start (posting, continue, stop,
+release) lock the thread row first (``SELECT … FOR UPDATE``), which serializes
+them per thread.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max, Q
+from django.utils import timezone
+
+from agents_app import wire
+from agents_app.bridge.events import send_thread_frames
+from agents_app.errors import Locked
+from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession, WebSocketTicket
+from agents_app.models.timestamps import now_us
+from agents_app.selectors import ACTIVE_SESSION
+from runtime.events import telemetry
+
+STOP_TEXT = "Execution stopped by user"
+FAILED_TEXT = "The agent run failed unexpectedly: {detail}"
+_STOP_NAMESPACE = uuid.UUID("6f1c1a52-8a3e-4d0e-9a55-6f0b3f3c9d21")
+
+
+def owner_id() -> str:
+    """A process-unique owner name: host, pid and a random suffix (pids are reused)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def stale_after() -> timedelta:
+    return timedelta(seconds=settings.STUDIO_SESSION_STALE_SECONDS)
+
+
+def _dispatch_on_commit(session_id: uuid.UUID) -> None:
+    from agents_app.executor import dispatch
+
+    transaction.on_commit(lambda: dispatch(str(session_id)))
+
+
+def lock_thread(thread_id: Any) -> Thread:
+    """The thread row, locked until the end of the transaction (serializes session decisions)."""
+    return Thread.objects.select_for_update().get(pk=thread_id)
+
+
+def session_request(
+    thread: Thread, *, side: str = "a", root_message_id: Any = None
+) -> ThreadSession | None:
+    """Request a session for ``thread`` unless one is active. Hold the thread lock."""
+    if ThreadSession.objects.filter(thread=thread, status__in=ACTIVE_SESSION).exists():
+        return None
+    row = ThreadSession.objects.create(
+        thread=thread,
+        status=ThreadSession.Status.QUEUED,
+        side=side,
+        root_message_id=root_message_id,
+    )
+    _dispatch_on_commit(row.pk)
+    return row
+
+
+def active_session(thread: Thread) -> ThreadSession | None:
+    return ThreadSession.objects.filter(thread=thread, status__in=ACTIVE_SESSION).first()
+
+
+# --- stop and continue -----------------------------------------------------------------
+
+
+@transaction.atomic
+def thread_stop(*, thread: Thread) -> None:
+    """Set the stop flag. An idle thread is tidied now; a running session stops at its next
+    safe point (its worker aborts the request in flight and tidies, see ``runner``)."""
+    locked = lock_thread(thread.pk)
+    locked.stopped = True
+    locked.save(update_fields=["stopped"])
+    if active_session(locked) is None:
+        frames = stop_cleanup(str(locked.pk), key=None)
+        transaction.on_commit(lambda: send_thread_frames(str(locked.pk), frames))
+
+
+@transaction.atomic
+def thread_continue(*, thread: Thread, side: str) -> ThreadSession | None:
+    """Clear the stop flag and run a session on ``side`` (parked queued messages go first)."""
+    locked = lock_thread(thread.pk)
+    if locked.terminated_at is not None:
+        raise Locked(f"Thread is terminated (terminated_at={wire.micros(locked.terminated_at)})")
+    locked.stopped = False
+    locked.last_activity_at = timezone.now()
+    locked.save(update_fields=["stopped", "last_activity_at"])
+    return session_request(locked, side=side) or active_session(locked)
+
+
+def _next_created_at(thread_id: str) -> int:
+    last = Message.objects.filter(thread_id=thread_id).aggregate(m=Max("created_at"))["m"] or 0
+    return max(now_us(), last + 1)
+
+
+def _open_tool_calls(thread_id: str) -> list[tuple[Message, dict[str, Any]]]:
+    """Top-level tool calls (newest 200 calling messages) that have no result row."""
+    callers = list(
+        Message.objects.filter(thread_id=thread_id, depth=0, tool_calls__isnull=False).order_by(
+            "-created_at"
+        )[:200]
+    )
+    ids = [c.get("id") for m in callers for c in (m.tool_calls or []) if isinstance(c, dict)]
+    answered = set(
+        Message.objects.filter(
+            thread_id=thread_id, role=Message.Role.TOOL, tool_call_id__in=ids
+        ).values_list("tool_call_id", flat=True)
+    )
+    return [
+        (m, c)
+        for m in reversed(callers)
+        for c in (m.tool_calls or [])
+        if isinstance(c, dict) and c.get("id") and c["id"] not in answered
+    ]
+
+
+@transaction.atomic
+def stop_cleanup(thread_id: str, *, key: str | None) -> list[dict[str, Any]]:
+    """What a stop leaves behind, once: pending rows failed, open tool calls answered with an
+    error, unfinished request logs closed, and the system message "Execution stopped by user".
+
+    ``key`` (the session id) makes it idempotent per session; returns the frames to send.
+    """
+    stop_id = uuid.uuid5(_STOP_NAMESPACE, key) if key else uuid.uuid4()
+    if Message.objects.filter(pk=stop_id).exists():
+        return []
+    changed: list[Message] = []
+    now = now_us()
+    for row in Message.objects.filter(thread_id=thread_id, status=Message.Status.PENDING):
+        row.status = Message.Status.FAILED
+        row.response_completed_at = row.response_completed_at or now
+        row.save(update_fields=["status", "response_completed_at"])
+        changed.append(row)
+    Log.objects.filter(thread_id=thread_id, is_complete=False).update(
+        is_complete=True,
+        error="Request did not complete (stopped by user)",
+        error_type="interrupted",
+    )
+    created_at = _next_created_at(thread_id)
+    for caller, call in _open_tool_calls(thread_id):
+        function = call.get("function") or {}
+        changed.append(
+            Message.objects.create(
+                thread_id=thread_id,
+                role=Message.Role.TOOL,
+                content=STOP_TEXT,
+                name=function.get("name") if isinstance(function, dict) else None,
+                tool_call_id=call["id"],
+                tool_status=Message.ToolStatus.ERROR,
+                status=Message.Status.COMPLETED,
+                side=caller.side,
+                created_at=created_at,
+            )
+        )
+        created_at += 1
+    changed.append(
+        Message.objects.create(
+            id=stop_id,
+            thread_id=thread_id,
+            role=Message.Role.SYSTEM,
+            content=STOP_TEXT,
+            status=Message.Status.COMPLETED,
+            created_at=created_at,
+            metadata={"stopped_by_user": True},
+        )
+    )
+    frames = [wire.message_frame(wire.message_wire(m)) for m in changed]
+    return [*frames, telemetry("stopped_by_user")]
+
+
+def failure_message(thread_id: str, detail: str) -> list[dict[str, Any]]:
+    """Store the failed assistant message that explains a crashed run; returns its frame."""
+    if not Thread.objects.filter(pk=thread_id).exists():
+        return []
+    row = Message.objects.create(
+        thread_id=thread_id,
+        role=Message.Role.ASSISTANT,
+        content=FAILED_TEXT.format(detail=detail),
+        status=Message.Status.FAILED,
+        side="a",
+        created_at=_next_created_at(thread_id),
+    )
+    return [wire.message_frame(wire.message_wire(row))]
+
+
+# --- claiming ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A session row this process owns right now."""
+
+    session_id: str
+    thread_id: str
+    owner: str
+    side: str
+    root_message_id: str | None
+    progress: dict[str, Any]
+
+
+def _claim_of(row: ThreadSession) -> Claim:
+    return Claim(
+        session_id=str(row.pk),
+        thread_id=str(row.thread_id),
+        owner=row.owner,
+        side=row.side,
+        root_message_id=str(row.root_message_id) if row.root_message_id else None,
+        progress=dict(row.progress or {}),
+    )
+
+
+def session_claim(session_id: str, owner: str) -> Claim | None:
+    """Take the session if it is queued or its owner stopped heartbeating; ``None`` otherwise.
+
+    One conditional UPDATE that must change exactly one row: two workers racing for
+    the same row (a duplicate delivery, a sweep and a redelivery) cannot both win.
+    """
+    now = timezone.now()
+    claimable = Q(status=ThreadSession.Status.QUEUED) | Q(
+        status=ThreadSession.Status.RUNNING, heartbeat_at__lt=now - stale_after()
+    )
+    changed = (
+        ThreadSession.objects.filter(pk=session_id)
+        .filter(claimable)
+        .update(status=ThreadSession.Status.RUNNING, owner=owner, heartbeat_at=now)
+    )
+    if changed != 1:
+        return None
+    row = ThreadSession.objects.get(pk=session_id)
+    if row.started_at is None:
+        ThreadSession.objects.filter(pk=session_id).update(started_at=now)
+    return _claim_of(row)
+
+
+def sessions_heartbeat(session_ids: list[str], owner: str) -> set[str]:
+    """Refresh the heartbeat of the sessions ``owner`` still holds; returns the ones it lost."""
+    if not session_ids:
+        return set()
+    mine = ThreadSession.objects.filter(
+        pk__in=session_ids, owner=owner, status=ThreadSession.Status.RUNNING
+    )
+    mine.update(heartbeat_at=timezone.now())
+    alive = {str(pk) for pk in mine.values_list("pk", flat=True)}
+    return set(session_ids) - alive
+
+
+def stopped_threads(thread_ids: list[str]) -> set[str]:
+    if not thread_ids:
+        return set()
+    rows = Thread.objects.filter(pk__in=thread_ids, stopped=True).values_list("pk", flat=True)
+    return {str(pk) for pk in rows}
+
+
+def runnable_queue(thread: Thread) -> bool:
+    """Queued messages that should run now: any, unless the thread is stopped; while stopped
+    only a message that resumes it (a user message posted after the stop) does."""
+    queued = QueuedMessage.objects.filter(thread=thread)
+    if thread.stopped:
+        queued = queued.filter(**{f"metadata__{wire.RESUME_MARK}": wire.RESUME_VALUE})
+    return queued.exists()
+
+
+@transaction.atomic
+def session_release(claim: Claim, *, status: str, error: str = "") -> Claim | None:
+    """End the claimed session; when queued work remains, open the next session for the
+    same owner and return its claim (``None`` when done, failed or no longer ours)."""
+    thread = Thread.objects.select_for_update().filter(pk=claim.thread_id).first()
+    now = timezone.now()
+    ended = ThreadSession.objects.filter(pk=claim.session_id, owner=claim.owner).update(
+        status=status, ended_at=now, error=error[:2000]
+    )
+    if thread is None or ended != 1:
+        return None
+    thread.last_activity_at = now
+    thread.save(update_fields=["last_activity_at"])
+    if status == ThreadSession.Status.FAILED or not runnable_queue(thread):
+        return None
+    if active_session(thread) is not None:  # someone requested one meanwhile: it runs instead
+        return None
+    row = ThreadSession.objects.create(
+        thread=thread,
+        status=ThreadSession.Status.RUNNING,
+        owner=claim.owner,
+        heartbeat_at=now,
+        started_at=now,
+    )
+    return _claim_of(row)
+
+
+def sessions_sweep() -> list[str]:
+    """Sessions to dispatch again: running ones whose heartbeat stopped, and queued ones whose
+    task seems lost (not dispatched for a while). Also drops expired WebSocket tickets."""
+    now = timezone.now()
+    dead = ThreadSession.objects.filter(
+        status=ThreadSession.Status.RUNNING, heartbeat_at__lt=now - stale_after()
+    )
+    redispatch = now - timedelta(seconds=settings.STUDIO_SESSION_REDISPATCH_SECONDS)
+    # heartbeat_at of a queued row is the last time the sweep dispatched it.
+    lost = ThreadSession.objects.filter(
+        status=ThreadSession.Status.QUEUED, created_at__lt=redispatch
+    )
+    lost = lost.filter(Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=redispatch))
+    lost_ids = list(lost.values_list("pk", flat=True))
+    ThreadSession.objects.filter(pk__in=lost_ids, status=ThreadSession.Status.QUEUED).update(
+        heartbeat_at=now
+    )
+    WebSocketTicket.objects.filter(expires_at__lt=now - timedelta(minutes=5)).delete()
+    return [str(pk) for pk in dead.values_list("pk", flat=True)] + [str(pk) for pk in lost_ids]

@@ -1,0 +1,54 @@
+"""Celery tasks: thin wrappers that hand work to the session runner.
+
+A worker process runs every session on one event loop in a background thread
+(sessions wait on LLM streams; a loop holds hundreds of them); each task waits
+for its session so that ``acks_late`` keeps its meaning. Every task may be
+delivered twice: ``run_session`` claims the session row first and exits when it
+is owned by a live worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+from celery import shared_task
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def worker_loop() -> asyncio.AbstractEventLoop:
+    """This process's session loop (started lazily, after any fork)."""
+    global _loop
+    with _loop_lock:
+        if _loop is None or _loop.is_closed():
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="studio-sessions", daemon=True).start()
+        return _loop
+
+
+def run_on_worker_loop(coro: Any) -> Any:
+    from agents_app.executor import run_detached
+
+    return run_detached(coro, worker_loop()).result()
+
+
+@shared_task(name="agents_app.run_session", acks_late=True)
+def run_session(session_id: str) -> None:
+    """Claim and run a session (then the thread's next queued messages)."""
+    from agents_app.runner import run_session_job
+
+    run_on_worker_loop(run_session_job(session_id))
+
+
+@shared_task(name="agents_app.sweep_sessions")
+def sweep_sessions() -> int:
+    """Re-dispatch sessions whose worker died and queued sessions whose task was lost."""
+    from agents_app.services.sessions import sessions_sweep
+
+    ids = sessions_sweep()
+    for session_id in ids:
+        run_session.delay(session_id)
+    return len(ids)

@@ -1,0 +1,331 @@
+"""The reference's JSON shapes for our rows, shared by the HTTP API and the WebSocket frames.
+
+Timestamp units follow the reference wire format (documented in docs/api.md):
+message and log times are integer microseconds (stored that way); thread times
+are unix seconds; effect and file times are milliseconds.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from agents_app.bridge import rows
+from agents_app.models import (
+    Agent,
+    Log,
+    Message,
+    QueuedMessage,
+    ScheduledEffect,
+    Thread,
+    ThreadFile,
+)
+from runtime.messages import to_wire
+
+# Keys a queued (not yet stored) message carries on the wire, as the reference does.
+QUEUE_METADATA = ("queued", "queue_status", "queue_source", "queue_id")
+# Ours: set on a queued row posted while the thread was stopped, so the next session
+# runs even though the stop flag is set (a new user message resumes a stopped thread).
+RESUME_MARK = "queue_source"
+RESUME_VALUE = "alarm_queue"
+
+
+def seconds(value: datetime | None) -> int | None:
+    return int(value.timestamp()) if value is not None else None
+
+
+def millis(value: datetime | None) -> int | None:
+    return int(value.timestamp() * 1000) if value is not None else None
+
+
+def micros(value: datetime | None) -> int | None:
+    return int(value.timestamp() * 1_000_000) if value is not None else None
+
+
+def user_wire(user: Any) -> dict[str, Any]:
+    """``{id, username, role}``; staff are the reference's ``admin`` role."""
+    return {
+        "id": str(user.pk),
+        "username": user.get_username(),
+        "role": "admin" if user.is_staff else "user",
+        "email": getattr(user, "email", "") or None,
+    }
+
+
+# --- messages ------------------------------------------------------------------------
+
+
+def message_wire(row: Message, child: Thread | None = None) -> dict[str, Any]:
+    """One stored message; the same dict the engine puts in ``message_data`` frames."""
+    data = to_wire(rows.engine_message(row))
+    if child is not None:
+        data.update(subagent_projection(child))
+    return data
+
+
+def subagent_projection(child: Thread) -> dict[str, Any]:
+    config = child.subagent_config or {}
+    return {
+        "subagent_name": child.agent.name,
+        "subagent_title": child.agent.title or child.agent.name,
+        "subagent_description": child.agent.description or None,
+        "subagent_status": child.child_status or "running",
+        "subagent_relationship": child.relationship or child.agent.name,
+        "subagent_blocking": config.get("blocking"),
+        "subagent_thread_name": child.display_name or None,
+        "subagent_spawn_group_id": config.get("spawn_group_id"),
+    }
+
+
+def queued_wire(row: QueuedMessage) -> dict[str, Any]:
+    """A queued message shown as the reference's synthetic ``pending`` row."""
+    metadata = dict(row.metadata or {})
+    metadata.update(
+        {
+            "queued": True,
+            "queue_status": "queued",
+            "queue_source": metadata.get(RESUME_MARK) or "message_queue",
+            "queue_id": str(row.id),
+        }
+    )
+    return {
+        "id": str(row.id),
+        "role": row.role,
+        "content": row.content,
+        "name": None,
+        "tool_calls": None,
+        "tool_call_id": None,
+        "tool_status": None,
+        "status": "pending",
+        "created_at": row.created_at,
+        "request_sent_at": None,
+        "response_completed_at": None,
+        "parent_id": None,
+        "depth": 0,
+        "silent": row.silent,
+        "metadata": metadata,
+        "side": None,
+        "attachments": row.attachments or [],
+        "reasoning_content": None,
+        "reasoning_details": None,
+        "log_id": None,
+        "prompt_name": None,
+        "subagent_id": None,
+    }
+
+
+def message_frame(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "message_data",
+        "message_id": data["id"],
+        "depth": data["depth"],
+        "data": data,
+    }
+
+
+# --- threads -------------------------------------------------------------------------
+
+
+def side_backings(agent: Agent) -> tuple[str, str]:
+    return "prompt", ("prompt" if agent.type == Agent.Type.DUAL_AI else "human")
+
+
+def agent_summary(agent: Agent) -> dict[str, Any]:
+    a, b = side_backings(agent)
+    return {
+        "name": agent.name,
+        "title": agent.title or agent.name,
+        "side_a_backing": a,
+        "side_b_backing": b,
+        "description": agent.description or None,
+        "icon": agent.icon or None,
+    }
+
+
+def thread_item(row: Thread, executing: bool) -> dict[str, Any]:
+    """A thread in ``GET /api/threads`` and in registry events."""
+    return {
+        "id": str(row.id),
+        "agent_id": row.agent.name,
+        "origin_agent_id": row.origin_agent.name,
+        "user_id": str(row.owner_id) if row.owner_id else None,
+        "tags": list(row.tags or []),
+        "parent": str(row.parent_id) if row.parent_id else None,
+        "terminated": micros(row.terminated_at),
+        "created_at": seconds(row.created_at),
+        "last_activity_at": seconds(row.last_activity_at),
+        "executing": executing,
+        "last_message_preview": row.last_message_preview or None,
+        "last_message_at": seconds(row.last_message_at),
+        "agent": agent_summary(row.agent),
+    }
+
+
+def registry_thread(row: Thread, executing: bool) -> dict[str, Any]:
+    """The registry socket's thread shape (``agent_name`` instead of ``agent_id``)."""
+    item = thread_item(row, executing)
+    item["agent_name"] = item.pop("agent_id")
+    item["origin_agent_name"] = item.pop("origin_agent_id")
+    return item
+
+
+def thread_detail(row: Thread, message_count: int, log_count: int) -> dict[str, Any]:
+    agent = row.agent
+    a, b = side_backings(agent)
+    return {
+        "thread": {
+            "id": str(row.id),
+            "agent_id": agent.name,
+            "user_id": str(row.owner_id) if row.owner_id else None,
+            "tags": list(row.tags or []),
+            "parent": str(row.parent_id) if row.parent_id else None,
+            "terminated": micros(row.terminated_at),
+            "created_at": seconds(row.created_at),
+        },
+        "agent": {
+            "id": agent.name,
+            "title": agent.title or agent.name,
+            "description": agent.description or None,
+            "icon": agent.icon or None,
+            "side_a_backing": a,
+            "side_b_backing": b,
+            "side_a_label": agent.side_a_label or None,
+            "side_b_label": agent.side_b_label or None,
+            "side_a_agent_prompt": agent.side_a_prompt.name,
+            "side_b_agent_prompt": agent.side_b_prompt.name if agent.side_b_prompt else None,
+            "side_a_handler": None,
+            "side_b_handler": None,
+        },
+        "stats": {"message_count": message_count, "log_count": log_count},
+    }
+
+
+# --- logs ----------------------------------------------------------------------------
+
+
+def _tools_called(row: Log) -> list[str]:
+    body = row.response_body if isinstance(row.response_body, dict) else {}
+    calls = body.get("tool_calls") or []
+    names = []
+    for call in calls:
+        if isinstance(call, dict):
+            fn = call.get("function") or {}
+            if isinstance(fn, dict) and fn.get("name"):
+                names.append(str(fn["name"]))
+    if row.kind == Log.Kind.TOOL and row.tool_name:
+        names.append(row.tool_name)
+    return names
+
+
+def log_item(row: Log) -> dict[str, Any]:
+    return {
+        "id": str(row.id),
+        "kind": row.kind,
+        "message_id": str(row.message_id) if row.message_id else None,
+        "provider": row.provider or None,
+        "actual_provider": None,
+        "standard_agents_router_used": False,
+        "model": row.model or None,
+        "model_name": row.model_id or None,
+        "prompt_name": row.prompt_name or None,
+        "tool_name": row.tool_name or None,
+        "tool_call_id": row.tool_call_id or None,
+        "tools_called": _tools_called(row),
+        "queued_tools": None,
+        "provider_tools": None,
+        "parent_log_id": str(row.parent_id) if row.parent_id else None,
+        "retry_of_log_id": str(row.retry_of_id) if row.retry_of_id else None,
+        "attempt": row.attempt,
+        "error": row.error or None,
+        "error_type": row.error_type or None,
+        "error_origin": None,
+        "finish_reason": row.finish_reason or None,
+        "cost_total": float(row.cost_total),
+        "input_tokens": row.input_tokens,
+        "cached_tokens": row.cached_tokens,
+        "output_tokens": row.output_tokens,
+        "reasoning_tokens": row.reasoning_tokens,
+        "total_tokens": row.total_tokens,
+        "latency_ms": row.latency_ms,
+        "time_to_first_token_ms": row.time_to_first_token_ms,
+        "is_complete": row.is_complete,
+        "created_at": row.created_at,
+    }
+
+
+def log_detail(row: Log, source: Message | None) -> dict[str, Any]:
+    data = log_item(row)
+    data.update(
+        {
+            "status_code": row.status_code,
+            "cost_input": float(row.cost_input),
+            "cost_cached": float(row.cost_cached),
+            "cost_output": float(row.cost_output),
+            "cost_router_fee": 0.0,
+            "request_body": row.request_body,
+            "response_body": row.response_body,
+            "system_prompt": row.system_prompt or None,
+            "source_message_content": source.content if source else None,
+            "source_message_role": source.role if source else None,
+            "source_message_created_at": source.created_at if source else None,
+        }
+    )
+    return data
+
+
+# --- effects and files -----------------------------------------------------------------
+
+
+def effect_run(row: ScheduledEffect, *, with_args: bool = True) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": str(row.id),
+        "name": row.name,
+        "scheduledAt": millis(row.due_at),
+        "createdAt": millis(row.created_at),
+        "status": row.status,
+        "attempts": row.attempts,
+        "error": row.error or None,
+        "completedAt": millis(row.completed_at),
+        "manualRun": row.manual_run,
+        "manualRunAt": millis(row.manual_run_at),
+        "replayedFrom": str(row.replayed_from_id) if row.replayed_from_id else None,
+    }
+    if with_args:
+        data["args"] = row.args
+    return data
+
+
+def file_record(row: ThreadFile) -> dict[str, Any]:
+    """The reference's FileRecord (``createdAt`` in ms)."""
+    return {
+        "path": row.path,
+        "name": row.name,
+        "mimeType": row.mime_type,
+        "storage": "local",
+        "location": None,
+        "size": row.size,
+        "metadata": row.metadata or {},
+        "isDirectory": row.is_directory,
+        "createdAt": millis(row.created_at),
+        "width": row.width,
+        "height": row.height,
+        "isChunked": row.is_chunked,
+        "chunkCount": row.chunk_count,
+    }
+
+
+def attachment_ref(row: ThreadFile) -> dict[str, Any]:
+    """The reference's AttachmentRef."""
+    ref: dict[str, Any] = {
+        "id": row.path,
+        "type": "file",
+        "path": row.path,
+        "name": row.name,
+        "mimeType": row.mime_type,
+        "size": row.size,
+    }
+    if row.width is not None:
+        ref["width"] = row.width
+    if row.height is not None:
+        ref["height"] = row.height
+    return ref

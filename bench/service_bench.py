@@ -1,0 +1,327 @@
+"""The service bench: live streaming through the real stack, and the messages page.
+
+    .venv/bin/python bench/service_bench.py [--levels 1,50,100,200,300] [--rate 50] [--seconds 15]
+
+Starts the integration stack (a throw-away PostgreSQL database, Redis, Daphne, one
+Celery worker with the threads pool) with a clocked ``test`` provider in the worker
+(``bench/clocked_provider.py``): every token carries the microsecond at which it
+left the provider, so WebSocket clients on this machine measure its trip:
+provider → engine → LiveSink → Redis channel layer → Daphne consumer → socket.
+
+(a) token latency, p50/p99: one session alone (level 1) and under each load level;
+(b) for each level N: N threads streaming at once (``--rate`` tokens/s each, for
+    ``--seconds``), each watched by its own WebSocket; a level passes when every
+    session ends, every token arrives and no socket errors. ``peak`` is the most
+    sessions streaming at the same moment, ``tok/s/session`` the median rate a
+    client received; with the peak RSS of Daphne and of the worker;
+(c) ``GET /api/threads/{id}/messages?limit=100`` latency on threads of 100 and
+    10,000 stored messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+from websockets.asyncio.client import connect  # noqa: E402
+
+from tests.integration.stack import Stack, wait_until  # noqa: E402
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process and its children, MB (from /proc)."""
+    total = 0
+    pids = [pid]
+    while pids:
+        current = pids.pop()
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+            total += next(int(x.split()[1]) for x in status.splitlines() if x.startswith("VmRSS"))
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+            pids += [int(c) for c in children]
+        except (OSError, StopIteration):
+            continue
+    return total / 1024
+
+
+SEED = """
+from agents_app.services.definitions import save_definitions
+from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+model = ModelDefinition(name="clocked", provider="test", model="clocked-{rate}x{tokens}")
+prompt = PromptDefinition(name="streamer-prompt", model="clocked", prompt="Stream.")
+agent = AgentDefinition(name="streamer", side_a=SideConfig(prompt="streamer-prompt"))
+save_definitions([("m", model), ("p", prompt), ("a", agent)], strict_code_names=False)
+"""
+
+
+# Requests in flight at once: every concurrent request holds a database connection in
+# Daphne (one thread per request), and PostgreSQL allows 100 by default.
+HTTP_CONCURRENCY = 24
+
+
+@dataclass
+class Result:
+    first: float = 0.0  # monotonic time of the first and last token received
+    last: float = 0.0
+    tokens: int = 0
+    latencies_ms: list[float] = field(default_factory=list)
+    ended: bool = False
+    error: str | None = None
+    frames: int = 0
+
+
+async def watch_session(
+    stack: Stack,
+    http: httpx.AsyncClient,
+    thread_id: str,
+    result: Result,
+    go: asyncio.Event,
+    gate: asyncio.Semaphore,
+) -> None:
+    headers = {"Authorization": f"Bearer {stack.keys['alice']}"}
+    try:
+        async with connect(
+            f"{stack.ws}/api/threads/{thread_id}/stream",
+            additional_headers=headers,
+            max_size=None,
+            open_timeout=60,
+        ) as socket:
+            await go.wait()
+            async with gate:
+                posted = await http.post(
+                    f"/api/threads/{thread_id}/messages", json={"content": "stream please"}
+                )
+            if posted.status_code != 202:
+                raise RuntimeError(f"post answered {posted.status_code}")
+            async for raw in socket:
+                received = now_us()
+                frame = json.loads(raw)
+                result.frames += 1
+                if frame.get("type") == "message_chunk":
+                    result.first = result.first or time.monotonic()
+                    result.last = time.monotonic()
+                    for token in frame["chunk"].split():
+                        result.tokens += 1
+                        result.latencies_ms.append((received - int(token)) / 1000)
+                elif frame.get("type") == "stopped":
+                    result.ended = True
+                    return
+                elif frame.get("type") in ("resync", "error"):
+                    raise RuntimeError(f"{frame['type']} frame: {frame}")
+    except Exception as exc:  # counted as an error of this level
+        result.error = f"{type(exc).__name__}: {exc}"
+
+
+async def run_level(stack: Stack, sessions: int, tokens: int, timeout: float) -> dict[str, Any]:
+    limits = httpx.Limits(max_connections=400, max_keepalive_connections=400)
+    async with httpx.AsyncClient(
+        base_url=stack.http,
+        headers={"Authorization": f"Bearer {stack.keys['alice']}"},
+        timeout=120,
+        limits=limits,
+    ) as http:
+        gate = asyncio.Semaphore(HTTP_CONCURRENCY)
+
+        async def create() -> str:
+            async with gate:
+                response = await http.post("/api/threads", json={"agent_id": "streamer"})
+            if response.status_code != 200:
+                raise RuntimeError(f"create answered {response.status_code}: {response.text}")
+            return str(response.json()["threadId"])
+
+        thread_ids = list(await asyncio.gather(*(create() for _ in range(sessions))))
+        results = [Result() for _ in thread_ids]
+        go = asyncio.Event()
+        tasks = [
+            asyncio.create_task(watch_session(stack, http, t, r, go, gate))
+            for t, r in zip(thread_ids, results, strict=True)
+        ]
+        await asyncio.sleep(1.0)  # let every socket connect (and join its group) first
+        started = time.monotonic()
+        peak = {"daphne": 0.0, "worker": 0.0}
+
+        async def sample_memory() -> None:
+            while True:
+                peak["daphne"] = max(peak["daphne"], rss_mb(stack.daphne.popen.pid))
+                peak["worker"] = max(peak["worker"], rss_mb(stack.bench_worker.popen.pid))
+                await asyncio.sleep(0.5)
+
+        sampler = asyncio.create_task(sample_memory())
+        go.set()
+        done, pending = await asyncio.wait(tasks, timeout=timeout)
+        elapsed = time.monotonic() - started
+        sampler.cancel()
+        for task in pending:
+            task.cancel()
+    latencies = [x for r in results for x in r.latencies_ms]
+    errors = [r.error for r in results if r.error] + [
+        "did not finish" for r in results if not r.ended and not r.error
+    ]
+    received = sum(r.tokens for r in results)
+    rates = [r.tokens / (r.last - r.first) for r in results if r.last > r.first]
+    return {
+        "peak": peak_overlap(results),
+        "session_rate": statistics.median(rates) if rates else 0.0,
+        "sessions": sessions,
+        "ok": not errors and received == sessions * tokens,
+        "errors": len(errors),
+        "first_error": errors[0] if errors else None,
+        "tokens": f"{received}/{sessions * tokens}",
+        "tokens_per_s": received / elapsed if elapsed else 0,
+        "frames": sum(r.frames for r in results),
+        "p50_ms": pct(latencies, 50),
+        "p99_ms": pct(latencies, 99),
+        "max_ms": max(latencies) if latencies else float("nan"),
+        "seconds": elapsed,
+        "daphne_mb": peak["daphne"],
+        "worker_mb": peak["worker"],
+    }
+
+
+def peak_overlap(results: list[Result]) -> int:
+    """The most sessions that were streaming (between first and last token) at one moment."""
+    edges = [(r.first, 1) for r in results if r.first] + [(r.last, -1) for r in results if r.first]
+    current = best = 0
+    for _, step in sorted(edges, key=lambda e: (e[0], -e[1])):
+        current += step
+        best = max(best, current)
+    return best
+
+
+def fill_thread(stack: Stack, thread_id: str, count: int) -> None:
+    """Insert ``count`` stored messages directly (the page read is what is measured)."""
+    import psycopg
+
+    base = now_us()
+    rows = [
+        (
+            str(uuid.uuid4()),
+            thread_id,
+            "user" if i % 2 == 0 else "assistant",
+            f"message number {i} " + "x" * 200,
+            "completed",
+            base + i,
+        )
+        for i in range(count)
+    ]
+    url = stack.database_url.replace("postgres://", "postgresql://", 1)
+    with psycopg.connect(url) as conn, conn.cursor() as cursor:
+        with cursor.copy(
+            "COPY agents_app_message (id, thread_id, role, content, status, created_at, depth,"
+            " silent, metadata, side, prompt_name) FROM STDIN"
+        ) as copy:
+            for row in rows:
+                copy.write_row((*row, 0, False, "{}", "", ""))
+        conn.commit()
+
+
+def page_latency(stack: Stack, sizes: list[int], repeat: int = 60) -> dict[int, dict[str, float]]:
+    client = stack.client("alice")
+    out = {}
+    for size in sizes:
+        thread_id = client.post("/api/threads", json={"agent_id": "greeter"}).json()["threadId"]
+        fill_thread(stack, thread_id, size)
+        url = f"/api/threads/{thread_id}/messages?limit=100"
+        assert len(client.get(url).json()["messages"]) == 100
+        timings = []
+        for _ in range(repeat):
+            started = time.perf_counter()
+            response = client.get(url)
+            timings.append((time.perf_counter() - started) * 1000)
+            assert response.status_code == 200
+        out[size] = {"p50_ms": pct(timings, 50), "p99_ms": pct(timings, 99)}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--levels", default="1,50,100,200,300")
+    parser.add_argument("--rate", type=int, default=50, help="tokens per second per session")
+    parser.add_argument("--seconds", type=int, default=15, help="streaming time per session")
+    args = parser.parse_args()
+    levels = [int(x) for x in args.levels.split(",")]
+    tokens = args.rate * args.seconds
+    stack = Stack(Path(tempfile.mkdtemp(prefix="service-bench-")))
+    stack.env.update(
+        {
+            "STUDIO_PROVIDER_FACTORIES": "test=bench.clocked_provider.factory",
+            "CELERY_WORKER_CONCURRENCY": str(max(levels) + 40),
+            "STUDIO_SESSION_HEARTBEAT_SECONDS": "5",
+            "STUDIO_SESSION_STALE_SECONDS": "60",
+            "STUDIO_SESSION_SWEEP_SECONDS": "10",
+            "STUDIO_STOP_POLL_MS": "500",
+            "LOG_LEVEL": "WARNING",
+        }
+    )
+    stack.start()
+    try:
+        stack.run(
+            [
+                str(Path(sys.executable)),
+                "-c",
+                "import django; django.setup()\n" + SEED.format(rate=args.rate, tokens=tokens),
+            ]
+        )
+        stack.bench_worker = stack.worker("bench")  # type: ignore[attr-defined]
+        wait_until(
+            lambda: "ready" in stack.bench_worker.log.read_text(),  # type: ignore[attr-defined]
+            "the worker to start",
+        )
+        print(
+            f"machine: {len(__import__('os').sched_getaffinity(0))} cores; "
+            f"{args.rate} tokens/s per session for {args.seconds}s ({tokens} tokens)"
+        )
+        print("\n(a)+(b) streaming sessions at once")
+        header = (
+            f"{'sessions':>8} {'ok':>4} {'errors':>6} {'peak':>5} {'tokens':>15} "
+            f"{'tok/s/session':>13} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} "
+            f"{'daphne MB':>9} {'worker MB':>9}"
+        )
+        print(header)
+        for level in levels:
+            row = asyncio.run(run_level(stack, level, tokens, timeout=args.seconds * 4 + 60))
+            print(
+                f"{row['sessions']:>8} {'yes' if row['ok'] else 'NO':>4} {row['errors']:>6} "
+                f"{row['peak']:>5} {row['tokens']:>15} {row['session_rate']:>13.1f} "
+                f"{row['p50_ms']:>7.1f} {row['p99_ms']:>7.1f} {row['max_ms']:>7.1f} "
+                f"{row['daphne_mb']:>9.0f} {row['worker_mb']:>9.0f}"
+            )
+            if row["first_error"]:
+                print(f"         first error: {row['first_error']}")
+        print("\n(c) GET /api/threads/{id}/messages?limit=100 (newest page)")
+        for size, figures in page_latency(stack, [100, 10_000]).items():
+            print(
+                f"  thread of {size:>6} messages: p50 {figures['p50_ms']:.1f} ms, "
+                f"p99 {figures['p99_ms']:.1f} ms"
+            )
+        print(f"\nafter the run: daphne {rss_mb(stack.daphne.popen.pid):.0f} MB")
+    finally:
+        stack.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""Integration fixtures: one real stack per test session (PostgreSQL, Redis, Daphne, Celery)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.integration.stack import Stack
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    running = Stack(tmp_path_factory.mktemp("stack")).start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def worker(stack: Stack) -> Iterator[Any]:
+    """Start Celery workers for one test (``worker("w1")``); all are stopped after it."""
+    started = []
+
+    def start(name: str, **kw: Any) -> Any:
+        process = stack.worker(name, **kw)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.stop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.failed and "stack" in getattr(item, "fixturenames", ()):
+        stack = item.funcargs.get("stack")  # type: ignore[attr-defined]
+        if stack is not None:
+            report.sections.append(("stack logs", stack.tails()))
+    return report

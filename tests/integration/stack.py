@@ -1,0 +1,210 @@
+"""A real stack for integration tests: PostgreSQL database, Redis, Daphne, Celery workers.
+
+Each run creates its own database (``studio_it_<random>``), uses its own Redis
+database number, Celery queue and channel-layer prefix, so runs never share state.
+Processes run from the repository with the virtualenv's executables; their output
+goes to log files that ``Stack.tails()`` prints when a test fails.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+PG_ADMIN_URL = os.environ.get("TEST_PG_ADMIN_URL", "postgresql://root@127.0.0.1:5432/postgres")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until(check: Any, what: str, timeout: float = 30.0, interval: float = 0.1) -> Any:
+    """Poll ``check()`` until it returns something truthy; fail with ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            result = check()
+            if result:
+                return result
+        except Exception as exc:  # the service may not be up yet
+            last_error = exc
+        time.sleep(interval)
+    raise AssertionError(
+        f"timed out after {timeout}s waiting for {what} (last error: {last_error})"
+    )
+
+
+@dataclass
+class Process:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    def kill_hard(self) -> None:
+        """``kill -9`` the whole process group (the worker and everything it started)."""
+        os.killpg(self.popen.pid, signal.SIGKILL)
+        self.popen.wait(10)
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            os.killpg(self.popen.pid, signal.SIGTERM)
+            try:
+                self.popen.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait(5)
+
+
+@dataclass
+class Stack:
+    tmp: Path
+    db_name: str = field(default_factory=lambda: f"studio_it_{uuid.uuid4().hex[:10]}")
+    port: int = field(default_factory=free_port)
+    processes: list[Process] = field(default_factory=list)
+    keys: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        redis_base = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+        parts = urlsplit(redis_base)
+        self.redis_url = f"{parts.scheme}://{parts.netloc}/{random.randint(1, 15)}"
+        admin = urlsplit(PG_ADMIN_URL)
+        self.database_url = f"postgres://{admin.netloc}/{self.db_name}"
+        self.queue = f"it-{uuid.uuid4().hex[:8]}"
+        key = base64.urlsafe_b64encode(os.urandom(32)).decode()
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "DJANGO_SETTINGS_MODULE": "studio.settings",
+            "DATABASE_URL": self.database_url,
+            "REDIS_URL": self.redis_url,
+            "CELERY_QUEUE": self.queue,
+            "CHANNEL_PREFIX": f"asgi-{self.queue}",
+            "STUDIO_VAR_DIR": str(self.tmp / "var"),
+            "SECRET_KEY": "integration-" + uuid.uuid4().hex,
+            "STUDIO_ENCRYPTION_KEYS": f"it:{key}",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "STUDIO_EXECUTOR": "celery",
+            "STUDIO_SESSION_HEARTBEAT_SECONDS": "1",
+            "STUDIO_SESSION_STALE_SECONDS": "4",
+            "STUDIO_SESSION_SWEEP_SECONDS": "1",
+            "STUDIO_STOP_POLL_MS": "200",
+            "CELERY_WORKER_CONCURRENCY": "8",
+            "LOG_LEVEL": "INFO",
+        }
+        self.env.pop("TEST_DB_NAME", None)
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> Stack:
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{self.db_name}"')
+        self.run([str(BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"])
+        out = self.run([str(BIN / "python"), "-m", "tests.integration.seed"])
+        self.keys = json.loads(out.strip().splitlines()[-1])["keys"]
+        self.daphne = self.spawn(
+            "daphne",
+            [
+                str(BIN / "daphne"),
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "studio.asgi:application",
+            ],
+        )
+        wait_until(
+            lambda: httpx.get(f"{self.http}/api/auth/csrf", timeout=2).status_code == 200,
+            "Daphne to answer",
+        )
+        return self
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            process.stop()
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{self.db_name}" WITH (FORCE)')
+
+    def run(self, args: list[str]) -> str:
+        done = subprocess.run(
+            args, cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=180
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{args} failed:\n{done.stdout}\n{done.stderr}")
+        return done.stdout
+
+    def spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> Process:
+        log = self.tmp / f"{name}.log"
+        handle = log.open("ab")
+        popen = subprocess.Popen(
+            args,
+            cwd=ROOT,
+            env={**self.env, **(env or {})},
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so kill -9 takes the whole worker
+        )
+        process = Process(name, popen, log)
+        self.processes.append(process)
+        return process
+
+    def worker(self, name: str, *, beat: bool = False) -> Process:
+        args = [
+            str(BIN / "celery"),
+            "-A",
+            "studio",
+            "worker",
+            "-n",
+            f"{name}@%h",
+            "-l",
+            "INFO",
+            "--without-gossip",
+            "--without-mingle",
+        ]
+        if beat:
+            args += ["-B", "-s", str(self.tmp / f"beat-{name}")]
+        return self.spawn(name, args)
+
+    def tails(self, lines: int = 40) -> str:
+        out = []
+        for process in self.processes:
+            text = process.log.read_text(errors="replace").splitlines()[-lines:]
+            out.append(f"----- {process.name} -----\n" + "\n".join(text))
+        return "\n".join(out)
+
+    # --- clients ---------------------------------------------------------------------------
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def client(self, user: str | None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.keys[user]}"} if user else {}
+        return httpx.Client(base_url=self.http, headers=headers, timeout=30)
+
+    def sql(self, query: str, *args: Any) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.database_url.replace("postgres://", "postgresql://", 1)) as conn:
+            return list(conn.execute(query, args).fetchall())
