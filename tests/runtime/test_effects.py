@@ -297,8 +297,7 @@ def test_the_wire_shape_is_the_reference_effect_run() -> None:
 async def test_memory_store_keeps_canceled_runs_in_history(state: Any, world: World) -> None:
     from runtime.memory_store import MemoryStore
 
-    if not isinstance(world.store, MemoryStore):
-        pytest.skip("history is inspected through the database in tests/agents_app")
+    assert isinstance(world.store, MemoryStore)
     effect_id = await state.schedule_effect("ping", None, 60_000)
     await state.remove_scheduled_effect(effect_id)
     assert world.store.effects[effect_id].status == "agent_canceled"
