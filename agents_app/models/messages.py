@@ -79,11 +79,12 @@ class Message(models.Model):
     class Meta:
         ordering = ["created_at"]
         indexes = [
-            # Newest-page and history reads: WHERE thread=? ORDER BY created_at DESC LIMIT n.
-            models.Index(fields=["thread", "created_at"], name="message_thread_time"),
             models.Index(fields=["thread", "tool_call_id"], name="message_thread_toolcall"),
         ]
         constraints = [
+            # Its index also serves newest-page and history reads:
+            # WHERE thread=? ORDER BY created_at DESC LIMIT n (a second index on the same
+            # columns only slowed every insert on the engine's hot path).
             models.UniqueConstraint(
                 fields=["thread", "created_at"], name="uniq_message_thread_time"
             ),

@@ -76,6 +76,6 @@ def test_migrations_apply_on_postgres_and_roll_back(fresh_postgres_db: str) -> N
             )
         }
     # The hot-path indexes the data model promises.
-    assert {"message_thread_time", "effect_due_pending", "thread_owner_activity"} <= indexes
+    assert {"uniq_message_thread_time", "effect_due_pending", "thread_owner_activity"} <= indexes
     back = _manage("migrate", "agents_app", "zero", "--noinput", database_url=fresh_postgres_db)
     assert back.returncode == 0, back.stderr
