@@ -211,6 +211,28 @@ def _attempts(
     ]
 
 
+async def _after_failure(
+    ctx: AttemptContext,
+    error: ProviderError,
+    policy: RetryPolicy,
+    on_event: OnEvent | None,
+    sleep: Sleep,
+    rand: Callable[[], float],
+) -> bool:
+    """Report a failed attempt and wait before the next one; True means skip to the next model.
+
+    Once output reached the caller the failure is final: it is raised with the partial text.
+    """
+    if ctx.delivered:
+        raise errors.PartialResponseError(error, ctx.partial_text, ctx.partial_reasoning) from error
+    delay = retry_delay(error, ctx.model_attempt, policy, rand)
+    await _emit(on_event, AttemptFailed(ctx, error, delay))
+    if delay is None:
+        return True
+    await sleep(delay)
+    return False
+
+
 async def run_with_fallbacks(
     models: Sequence[ModelDefinition],
     attempt: Callable[[AttemptContext], Awaitable[T]],
@@ -242,17 +264,9 @@ async def run_with_fallbacks(
         try:
             result = await attempt(ctx)
         except ProviderError as error:
-            if ctx.delivered:
-                raise errors.PartialResponseError(
-                    error, ctx.partial_text, ctx.partial_reasoning
-                ) from error
-            delay = retry_delay(error, model_attempt, policy, rand)
-            await _emit(on_event, AttemptFailed(ctx, error, delay))
             last = error
-            if delay is None:
+            if await _after_failure(ctx, error, policy, on_event, sleep, rand):
                 skip_model = index
-            else:
-                await sleep(delay)
             continue
         await _emit(on_event, AttemptSucceeded(ctx))
         return result
@@ -293,17 +307,9 @@ async def stream_with_fallbacks(
                     finish = event
                 yield event
         except ProviderError as error:
-            if ctx.delivered:
-                raise errors.PartialResponseError(
-                    error, ctx.partial_text, ctx.partial_reasoning
-                ) from error
-            delay = retry_delay(error, model_attempt, policy, rand)
-            await _emit(on_event, AttemptFailed(ctx, error, delay))
             last = error
-            if delay is None:
+            if await _after_failure(ctx, error, policy, on_event, sleep, rand):
                 skip_model = index
-            else:
-                await sleep(delay)
             continue
         await _emit(on_event, AttemptSucceeded(ctx, finish))
         return
