@@ -29,6 +29,7 @@ from agents_app.bridge.events import REGISTRY_ALL, logs_group, registry_user_gro
 from agents_app.errors import DomainError
 from agents_app.selectors import access_thread
 from agents_app.services.api_keys import api_key_authenticate
+from agents_app.services.redaction import RedactorCache
 from agents_app.services.tickets import ticket_consume
 
 logger = logging.getLogger("agents_app.consumers")
@@ -98,9 +99,13 @@ def _flag(query: dict[str, list[str]], name: str) -> bool:
 
 
 class _ThreadSocket(AsyncWebsocketConsumer):
-    """Authorize the thread, join its group, answer pings."""
+    """Authorize the thread, join its group, answer pings, redact every frame sent."""
 
     thread_id: str = ""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.redactors = RedactorCache()
 
     async def connect(self) -> None:
         self.thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
@@ -141,6 +146,14 @@ class _ThreadSocket(AsyncWebsocketConsumer):
             await self.send(text_data=reply)
 
     async def send_json(self, data: dict[str, Any]) -> None:
+        # Every frame passes the thread's redactor (secrets cached per consumer, reloaded
+        # after REFRESH_SECONDS): the engine redacts its frames, this covers the rest.
+        if self.thread_id and getattr(self, "joined", None):
+            redactor = self.redactors.fresh(self.thread_id)
+            if redactor is None:
+                redactor = await sync_to_async(self.redactors.get)(self.thread_id)
+            if redactor:
+                data = redactor.data(data)
         await self.send(text_data=json.dumps(data, separators=(",", ":")))
 
 

@@ -17,6 +17,7 @@ from django.utils.module_loading import import_string
 from agents_app.bridge.events import LiveSink
 from agents_app.bridge.store import DjangoStore
 from agents_app.code_registry import get_registry
+from agents_app.services.subagents import DjangoHost
 from runtime.engine import Engine
 from runtime.events import EventSink
 from runtime.providers import ProviderRegistry
@@ -51,6 +52,7 @@ def build_engine(
         sink,
         registry=get_registry(),
         providers=provider_registry(store, http),
+        subagent_host=DjangoHost(),
     )
 
 

@@ -299,6 +299,8 @@ async def run_claim(claim: Claim) -> str:
         plan = await sync_to_async(plan_session)(claim)
         if plan.kind == "finished":
             reason = str(claim.progress.get("stop_reason") or "")
+            # The worker died after the session's last commit: a child's end may be unsettled.
+            await engine.subagents.recover(claim.thread_id)
         elif plan.kind == "park":
             reason = "aborted_by_user"
         else:
@@ -322,6 +324,18 @@ async def run_claim(claim: Claim) -> str:
 async def _fail(claim: Claim, detail: str) -> None:
     frames = await sync_to_async(sessions.failure_message)(claim.thread_id, detail)
     await asend_thread_frames(claim.thread_id, frames)
+    # A subagent child's parent learns of it (once per session, see docs/subagents.md): the
+    # child's real result when the session finished before the error, else a failure.
+    progress = await sync_to_async(_claimed_progress)(claim.session_id)
+    sink = LiveSink()
+    engine = build_engine(sink=sink, store=DjangoStore())
+    try:
+        if progress and progress.get("finished"):
+            await engine.subagents.recover(claim.thread_id)
+        else:
+            await engine.subagents.crashed(claim.thread_id, detail, claim.session_id)
+    finally:
+        await sink.flush()
 
 
 async def _announce_activity(thread_id: str) -> None:

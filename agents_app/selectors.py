@@ -426,21 +426,6 @@ def effect_in_thread(thread: Thread, effect_id: str) -> ScheduledEffect | None:
     return ScheduledEffect.objects.filter(thread=thread, pk=pk).first() if pk else None
 
 
-def subagents(thread: Thread) -> list[dict[str, Any]]:
-    children = Thread.objects.select_related("agent").filter(parent=thread).order_by("created_at")
-    return [
-        {
-            "id": str(c.pk),
-            "relationship": c.relationship or c.agent.name,
-            "agent_name": c.agent.name,
-            "title": c.agent.title or c.agent.name,
-            "threadName": c.display_name or None,
-            "status": c.child_status or "running",
-        }
-        for c in children
-    ]
-
-
 def value_get(thread: Thread, key: str) -> ThreadValue:
     row = ThreadValue.objects.filter(thread=thread, key=key).first()
     if row is None:

@@ -37,12 +37,15 @@ from runtime.toolset import OfferedTool
 
 if TYPE_CHECKING:
     from runtime.session import SessionResult
+    from runtime.subagents import Subagents
 
 FAILED_REASONS = frozenset({"step_error", "hook_blocked", "repeated_tool_error", "aborted_by_user"})
 
 
 class ChildRunner(Protocol):
     """Runs (or resumes) the child-thread session of an agent called as a tool."""
+
+    subagents: Subagents
 
     async def run_child(
         self,
@@ -230,21 +233,31 @@ class Delegate:
     async def agent(
         self, scope: Scope, offered: OfferedTool, call: ToolCall, args: dict[str, Any], slot: Slot
     ) -> ToolResult:
-        """Run an ``exposeAsTool`` agent in a child thread and return its answer."""
+        """Run an agent in a child thread: to its end (its answer is the result), or in the
+        background (``blocking: false``); engine-injected subagent tools run their handler."""
+        if offered.handler is not None:
+            return await offered.handler(scope, call, args, slot)  # type: ignore[no-any-return]
         agent = offered.agent
         assert agent is not None
         problem = schema_problem(offered.schema.parameters, args)
         if problem:
             return failure(f"Agent tool argument validation failed: {problem}")
         text = init_text(offered.entry, args, default_property="message") or "{}"
+        if offered.entry.blocking is False:
+            return await self.children.subagents.spawn(scope, offered, call, text, slot)
         result = await self.children.run_child(
             scope.thread, agent.name, call["id"], text, scope.hooks, scope.state
         )
         slot.subagent_id = result.thread_id
+        # A declared subagent names its child, as the reference's blocking results do.
+        reference = f"\n\nReference: {result.thread_id}" if offered.entry.blocking else ""
         if result.stop_reason in FAILED_REASONS:
             return failure(
                 f"Agent {agent.name} did not finish ({result.stop_reason}): {result.detail or ''}".strip()
+                + reference
             )
+        if reference:
+            return success(f"{result.answer if result.answer is not None else ''}{reference}")
         return success(result.answer)
 
     def handoff(self, offered: OfferedTool, args: dict[str, Any]) -> ToolResult:

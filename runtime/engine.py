@@ -13,6 +13,7 @@ guarantees one running session per thread.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,7 @@ from runtime.results import ToolResult
 from runtime.session import Session, SessionResult, final_text, result_of
 from runtime.state import ThreadState
 from runtime.store import MessageQuery, NewThread, QueuedMessage, Store, ThreadRecord
+from runtime.subagents import ForwardingSink, NullHost, SubagentHost, Subagents
 from runtime.transcript import Transcript
 
 CHILD_KEY = "_runtime.child_thread."
@@ -65,8 +67,13 @@ class Engine:
         limits: Limits | None = None,
         clock: Clock | None = None,
         sleep: Sleep | None = None,
+        subagent_host: SubagentHost | None = None,
     ) -> None:
-        """``sleep`` replaces ``asyncio.sleep`` for the waits between LLM attempts (tests)."""
+        """``sleep`` replaces ``asyncio.sleep`` for the waits between LLM attempts (tests).
+
+        ``subagent_host`` starts sessions of threads this engine does not run itself
+        (non-blocking subagents, woken parents); without one, queued messages wait.
+        """
         self.deps = Deps(
             store=store,
             sink=sink or NullSink(),
@@ -76,6 +83,7 @@ class Engine:
             limits=limits or Limits(),
             sleep=sleep or asyncio.sleep,
         )
+        self.subagents = Subagents(self, subagent_host or NullHost())
 
     # --- threads -------------------------------------------------------------------------
 
@@ -88,8 +96,15 @@ class Engine:
         tags: list[str] | None = None,
         env: dict[str, str] | None = None,
         thread_id: str | None = None,
+        display_name: str = "",
+        relationship: str = "",
+        child_status: str = "",
+        subagent: dict[str, Any] | None = None,
     ) -> ThreadRecord:
-        """Create a thread of ``agent`` (id: a random UUID4) and run ``after_thread_created`` hooks."""
+        """Create a thread of ``agent`` (id: a random UUID4) and run ``after_thread_created`` hooks.
+
+        The last four describe a subagent child (``runtime.subagents``).
+        """
         definition = await self._agent(agent)
         new = NewThread(
             id=thread_id or new_id(),
@@ -99,6 +114,10 @@ class Engine:
             tags=list(tags or []),
             env=dict(env or {}),
             created_at=self.deps.clock.now(),
+            display_name=display_name,
+            relationship=relationship,
+            child_status=child_status,
+            subagent=subagent,
         )
         record = await self.deps.store.create_thread(new)
         state, hooks = await self._rest_state(record, definition)
@@ -129,6 +148,7 @@ class Engine:
             hooks=hooks,
             host=self,
             prompt_name=prompt.name if prompt else None,
+            relations=self.subagents,
         )
         return state, hooks
 
@@ -141,14 +161,66 @@ class Engine:
 
         Starting clears the thread's stop flag. A ``message`` passed while a
         session is unfinished is queued for its next step (unless it is that
-        session's own first message, re-sent by a retried task).
+        session's own first message, re-sent by a retried task). Without a
+        ``message``, a new session starts from the thread's queued messages.
+
+        On a child thread the session's frames are also forwarded to the parent
+        (``subagent_start``/``subagent_event``/``subagent_end``) and its end settles
+        the child's registry entry (and delivers its result, see ``runtime.subagents``).
         """
         thread = await self._thread(thread_id)
+        deps = self.deps
+        if thread.parent_id is not None:
+            parent = Recorder(self.deps.store, self.deps.sink, self.deps.clock, thread.parent_id)
+            await parent.ready()
+            deps = dataclasses.replace(
+                self.deps, sink=ForwardingSink(self.deps.sink, thread, parent)
+            )
+            parent.emit(self.subagents.start_frame(thread, message.content if message else None))
+            if thread.child_status != "running":
+                await self.deps.store.set_child_status(thread_id, "running")
+        self.subagents.running.add(thread_id)
+        try:
+            result = await self._run_session(thread, deps, message, side)
+        finally:
+            await self.subagents.session_ended(thread_id)
+        if thread.parent_id is not None:
+            await self.subagents.settle(thread, result)
+        return result
+
+    async def run_queued(self, thread_id: str) -> SessionResult | None:
+        """Run a session on the thread's queued messages; ``None`` when there is nothing to do
+        (nothing queued, the thread is stopped or terminated, or this engine runs it already)."""
+        thread = await self.deps.store.get_thread(thread_id)
+        if thread is None or thread.stopped or thread.terminated:
+            return None
+        if thread_id in self.subagents.running:
+            return None
+        progress = await self.deps.store.load_progress(thread_id)
+        unfinished = progress is not None and not progress.finished
+        if not unfinished and not await self.deps.store.list_queued(thread_id):
+            if progress is not None and thread.parent_id is not None:
+                # A host retrying a child whose end may not have been settled (a crash
+                # between its last commit and its delivery): settle it now, once.
+                await self.subagents.recover(thread_id)
+            return None
+        return await self.run_session(thread_id)
+
+    async def emit_to(self, thread_id: str, frame: dict[str, Any]) -> None:
+        """Send a frame to a thread's live listeners (redacted with that thread's secrets)."""
+        recorder = Recorder(self.deps.store, self.deps.sink, self.deps.clock, thread_id)
+        await recorder.ready()
+        recorder.emit(frame)
+
+    async def _run_session(
+        self, thread: ThreadRecord, deps: Deps, message: NewMessage | None, side: Side | None
+    ) -> SessionResult:
+        thread_id = thread.id
         agent = await self._agent(thread.agent_name)
         progress = await self.deps.store.load_progress(thread_id)
         transcript = await self._transcript(thread_id)
         if progress is not None and not progress.finished:
-            session = Session(self.deps, thread, agent, progress, transcript, self)
+            session = Session(deps, thread, agent, progress, transcript, self)
             await self._queue_if_new(thread_id, message, progress, transcript)
             return await session.run(resumed=True)
         if message is not None and message.id and transcript.get(message.id) is not None:
@@ -160,7 +232,7 @@ class Engine:
         if agent.type != "dual_ai":
             first_side = "a"  # in ai_human only side A is an AI
         progress = SessionProgress(session_id=new_id(), agent=thread.agent_name, side=first_side)
-        session = Session(self.deps, thread, agent, progress, transcript, self)
+        session = Session(deps, thread, agent, progress, transcript, self)
         await session.start(self._inbound(message))
         return await session.run()
 
@@ -193,17 +265,29 @@ class Engine:
             await self.deps.store.set_value(parent.id, key, child_id)
         if await self.deps.store.get_thread(child_id) is None:
             await self.create_thread(
-                agent, user_id=parent.user_id, parent_id=parent.id, thread_id=child_id
+                agent,
+                user_id=parent.user_id,
+                parent_id=parent.id,
+                thread_id=child_id,
+                relationship=agent,
+                child_status="running",
+                subagent={"blocking": True, "resumable": False, "tool_call_id": call_id},
             )
             await hooks.after_subagent_created(state, await self.thread_state(child_id))
         progress = await self.deps.store.load_progress(child_id)
-        if progress is None:
-            return await self.run_session(child_id, message=NewMessage(text))
-        if progress.finished:
+        if progress is not None and progress.finished:
+            # Finished before a crash of the parent: settle again (idempotent), then answer.
+            await self.subagents.recover(child_id)
             result = await self.last_result(child_id)
             assert result is not None
             return result
-        return await self.run_session(child_id)
+        try:
+            if progress is None:
+                return await self.run_session(child_id, message=NewMessage(text))
+            return await self.run_session(child_id)
+        except Exception as exc:  # the tool call fails; the registry must not say running
+            await self.subagents.crashed(child_id, type(exc).__name__, call_id)
+            raise
 
     async def invoke_tool(self, state: ThreadState, name: str, args: dict[str, Any]) -> ToolResult:
         """``state.invoke_tool`` at rest: the tool runs in a minimal execution context."""
@@ -256,6 +340,8 @@ class Engine:
             attachments=message.attachments,
             silent=message.silent,
             metadata=dict(message.metadata or {}),
+            # A queued subagent result that starts the parent's session names its child.
+            subagent_id=(message.metadata or {}).get("subagent_id"),
         )
 
     async def _queue_if_new(

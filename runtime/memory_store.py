@@ -10,8 +10,11 @@ import copy
 import posixpath
 import time
 from collections import defaultdict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
+from runtime import files as fs
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
 from runtime.messages import Message, Side
 from runtime.progress import SessionProgress
@@ -23,7 +26,12 @@ from runtime.store import (
     EffectRun,
     EnvEntry,
     EnvType,
+    FileChunk,
     FileRecord,
+    FileSource,
+    FileStats,
+    FileType,
+    GrepResult,
     LogQuery,
     LogRecord,
     MessagePage,
@@ -35,6 +43,15 @@ from runtime.store import (
 )
 
 Definition = AgentDefinition | PromptDefinition | ModelDefinition
+
+
+@dataclass(slots=True)
+class _Stored:
+    """A file-system entry: its record, bytes (``None`` for a directory) and thumbnail."""
+
+    record: FileRecord
+    data: bytes | None = None
+    thumbnail: bytes | None = None
 
 
 class _ThreadData:
@@ -49,7 +66,7 @@ class _ThreadData:
         self.progress: SessionProgress | None = None
         self.env: dict[str, tuple[str, EnvType]] = {}
         self.values: dict[str, tuple[Any, int]] = {}
-        self.files: dict[str, tuple[FileRecord, bytes | None]] = {}
+        self.files: dict[str, _Stored] = {}  # path → entry (directories hold no data)
 
 
 class MemoryStore:
@@ -106,6 +123,10 @@ class MemoryStore:
             parent_id=new.parent_id,
             tags=list(new.tags),
             created_at=new.created_at or time.time_ns() // 1000,
+            display_name=new.display_name,
+            relationship=new.relationship,
+            child_status=new.child_status,
+            subagent=copy.deepcopy(new.subagent),
         )
         data = _ThreadData(record)
         data.env = {k: (v, "secret") for k, v in new.env.items()}
@@ -116,6 +137,23 @@ class MemoryStore:
         """The thread or ``None``."""
         data = self._threads.get(thread_id)
         return copy.deepcopy(data.record) if data else None
+
+    async def list_children(self, thread_id: str) -> list[ThreadRecord]:
+        """Child threads, oldest first."""
+        self._data(thread_id)
+        children = [d.record for d in self._threads.values() if d.record.parent_id == thread_id]
+        return [copy.deepcopy(r) for r in sorted(children, key=lambda r: r.created_at)]
+
+    async def set_child_status(self, thread_id: str, status: str) -> None:
+        """Set the registry status."""
+        self._data(thread_id).record.child_status = status
+
+    async def terminate_thread(self, thread_id: str) -> None:
+        """Terminated and stopped; a child's status ``terminated``."""
+        record = self._data(thread_id).record
+        record.terminated = record.stopped = True
+        if record.parent_id is not None:
+            record.child_status = "terminated"
 
     # --- messages ----------------------------------------------------------------------
 
@@ -141,6 +179,10 @@ class MemoryStore:
         queued = copy.deepcopy(message)
         queued.created_at = queued.created_at or time.time_ns() // 1000
         self._data(thread_id).queue.append(queued)
+
+    async def list_queued(self, thread_id: str) -> list[QueuedMessage]:
+        """The queue, oldest first."""
+        return copy.deepcopy(self._data(thread_id).queue)
 
     # --- commit ------------------------------------------------------------------------
 
@@ -287,51 +329,87 @@ class MemoryStore:
 
     # --- files -------------------------------------------------------------------------
 
+    #: Chunk size and size limit (class-wide; tests may set them on an instance).
+    chunk_size: int = fs.CHUNK_SIZE
+    max_file_size: int = fs.MAX_FILE_SIZE
+
     async def write_file(
         self,
         thread_id: str,
         path: str,
-        data: bytes,
+        data: FileSource,
         mime_type: str,
         *,
         metadata: dict[str, Any] | None = None,
         width: int | None = None,
         height: int | None = None,
+        thumbnail: bytes | None = None,
     ) -> FileRecord:
         """Create or replace a file; parent directories are created."""
         files = self._data(thread_id).files
+        if path == fs.ROOT:
+            raise IsADirectoryError("Is a directory: /")
+        if isinstance(data, bytes):
+            if len(data) > self.max_file_size:
+                raise fs.FileTooLargeError(
+                    f"File is larger than the limit of {self.max_file_size} bytes."
+                )
+            content = bytes(data)
+        else:
+            pieces = [p async for p in fs.arechunk(data, self.chunk_size, self.max_file_size)]
+            content = b"".join(pieces)
+        old = files.get(path)
+        if old is not None and old.data is None:
+            raise IsADirectoryError(f"Is a directory: {path}")
         self._ensure_dirs(files, posixpath.dirname(path))
+        chunks = fs.chunk_count(len(content), self.chunk_size)
+        chunked = len(content) > self.chunk_size
         record = FileRecord(
             path=path,
             name=posixpath.basename(path),
             mime_type=mime_type,
-            size=len(data),
+            size=len(content),
             metadata=dict(metadata or {}),
             width=width,
             height=height,
             created_at=time.time_ns() // 1_000_000,
+            is_chunked=chunked,
+            chunk_count=chunks if chunked else 0,
+            has_thumbnail=thumbnail is not None,
         )
-        files[path] = (record, bytes(data))
+        files[path] = _Stored(record, content, thumbnail)
         return copy.deepcopy(record)
 
     async def read_file(self, thread_id: str, path: str) -> bytes | None:
         """File bytes or ``None``."""
         found = self._data(thread_id).files.get(path)
-        return found[1] if found else None
+        return found.data if found else None
+
+    async def read_file_stream(self, thread_id: str, path: str) -> AsyncIterator[FileChunk] | None:
+        """The file in ``chunk_size`` slices."""
+        data = await self.read_file(thread_id, path)
+        return None if data is None else self._slices(data)
+
+    async def _slices(self, data: bytes) -> AsyncIterator[FileChunk]:
+        total = fs.chunk_count(len(data), self.chunk_size)
+        for index in range(total):
+            piece = data[index * self.chunk_size : (index + 1) * self.chunk_size]
+            yield FileChunk(piece, index, total, index == total - 1)
 
     async def stat_file(self, thread_id: str, path: str) -> FileRecord | None:
         """File record or ``None``."""
-        if path == "/":
-            return FileRecord(path="/", name="", mime_type="inode/directory", is_directory=True)
-        found = self._data(thread_id).files.get(path)
-        return copy.deepcopy(found[0]) if found else None
+        files = self._data(thread_id).files
+        if path == fs.ROOT:
+            return await self._root()
+        found = files.get(path)
+        return copy.deepcopy(found.record) if found else None
 
     async def list_dir(self, thread_id: str, path: str) -> list[FileRecord]:
         """Direct children of ``path``."""
         files = self._data(thread_id).files
         return [
-            copy.deepcopy(record)
-            for p, (record, _) in sorted(files.items())
+            copy.deepcopy(entry.record)
+            for p, entry in sorted(files.items())
             if posixpath.dirname(p) == path and p != path
         ]
 
@@ -341,15 +419,80 @@ class MemoryStore:
         if path not in files:
             return False
         if any(posixpath.dirname(p) == path for p in files if p != path):
-            raise OSError(f"Directory not empty: {path}")
+            raise fs.DirectoryNotEmptyError(f"Directory not empty: {path}")
         del files[path]
         return True
+
+    async def remove_dir(self, thread_id: str, path: str) -> bool:
+        """Delete an empty directory."""
+        found = self._data(thread_id).files.get(path)
+        if found is not None and found.data is not None:
+            raise NotADirectoryError(f"Not a directory: {path}")
+        return await self.delete_file(thread_id, path)
 
     async def make_dir(self, thread_id: str, path: str) -> FileRecord:
         """Create a directory (and its parents)."""
         files = self._data(thread_id).files
         self._ensure_dirs(files, path)
-        return copy.deepcopy(files[path][0]) if path in files else await self._root()
+        return copy.deepcopy(files[path].record) if path in files else await self._root()
+
+    async def file_stats(self, thread_id: str) -> FileStats:
+        """Counts and total size."""
+        entries = self._data(thread_id).files.values()
+        stats = FileStats()
+        for entry in entries:
+            if entry.data is None:
+                stats.directory_count += 1
+            else:
+                stats.file_count += 1
+                stats.total_size += len(entry.data)
+        return stats
+
+    async def grep_files(
+        self,
+        thread_id: str,
+        pattern: str,
+        *,
+        path: str = "/",
+        ignore_case: bool = False,
+        limit: int = 100,
+    ) -> list[GrepResult]:
+        """Regex over text files."""
+        regex = fs.compile_grep(pattern, ignore_case=ignore_case)
+        files = self._data(thread_id).files
+        results: list[GrepResult] = []
+        left = limit
+        for p, entry in sorted(files.items()):
+            if left <= 0:
+                break
+            if entry.data is None or not fs.is_under(p, path):
+                continue
+            if not fs.is_text_mime(entry.record.mime_type):
+                continue
+            size = self.chunk_size
+            pieces = (entry.data[i : i + size] for i in range(0, len(entry.data), size))
+            hits = fs.grep_chunks(regex, pieces, left)
+            if hits:
+                results.append(GrepResult(p, hits))
+                left -= len(hits)
+        return results
+
+    async def find_files(
+        self, thread_id: str, pattern: str, *, type: FileType = "all", limit: int = 1000
+    ) -> list[FileRecord]:
+        """Glob over paths."""
+        files = self._data(thread_id).files
+        found = [
+            copy.deepcopy(entry.record)
+            for p, entry in sorted(files.items())
+            if fs.type_matches(entry.record.is_directory, type) and fs.glob_match(pattern, p)
+        ]
+        return found[:limit]
+
+    async def file_thumbnail(self, thread_id: str, path: str) -> bytes | None:
+        """Stored thumbnail bytes."""
+        found = self._data(thread_id).files.get(path)
+        return found.thumbnail if found else None
 
     # --- effects -----------------------------------------------------------------------
 
@@ -414,17 +557,25 @@ class MemoryStore:
         data.queue.clear()
         return drained
 
-    def _ensure_dirs(self, files: dict[str, tuple[FileRecord, bytes | None]], path: str) -> None:
-        while path not in ("/", "") and path not in files:
+    def _ensure_dirs(self, files: dict[str, _Stored], path: str) -> None:
+        missing: list[str] = []
+        while path not in ("/", ""):
+            found = files.get(path)
+            if found is not None:
+                if found.data is not None:
+                    raise NotADirectoryError(f"Not a directory: {path}")
+                break
+            missing.append(path)
+            path = posixpath.dirname(path)
+        for directory in reversed(missing):
             record = FileRecord(
-                path=path,
-                name=posixpath.basename(path),
-                mime_type="inode/directory",
+                path=directory,
+                name=posixpath.basename(directory),
+                mime_type=fs.DIRECTORY_MIME,
                 is_directory=True,
                 created_at=time.time_ns() // 1_000_000,
             )
-            files[path] = (record, None)
-            path = posixpath.dirname(path)
+            files[directory] = _Stored(record)
 
     async def _root(self) -> FileRecord:
         return FileRecord(path="/", name="", mime_type="inode/directory", is_directory=True)
@@ -458,4 +609,5 @@ def _from_queue(row: QueuedMessage, created_at: int) -> Message:
         metadata=copy.deepcopy(row.metadata),
         created_at=created_at,
         side=side,
+        subagent_id=row.metadata.get("subagent_id"),
     )

@@ -137,10 +137,24 @@ class Recorder:
         self.commits += 1
         for message in result.drained:
             self.clock.observe(message.created_at)
+        await self._redact_drained(result.drained)
         self._remember(commit.messages + result.drained)
         await self._after_hooks(batch, hooks, state)
         self._emit(commit.messages + result.drained, commit.logs)
         return result
+
+    async def _redact_drained(self, drained: list[Message]) -> None:
+        """Queued rows were written by the host (the API), not through ``commit``: redact them
+        in place for the transcript and frames, and store the redacted text over the raw one."""
+        if not self.redactor or not drained:
+            return
+        changed = []
+        for message in drained:
+            before = dataclasses.replace(message)
+            if self.redact_message(message) != before:
+                changed.append(message)
+        if changed:
+            await self.store.commit(self.thread_id, Commit(messages=changed))
 
     def _remember(self, messages: list[Message]) -> None:
         if self.transcript is None:

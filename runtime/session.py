@@ -78,6 +78,9 @@ class Session:
         self._hooks: dict[str, HookRunner] = {}
         self._tail = Batch()  # writes that go out with the session's end
         self._offered: dict[tuple[str, str | None], dict[str, OfferedTool]] = {}
+        self.subagents = children.subagents
+        self._immediate_done: set[tuple[str, str]] = set()
+        self._handed_off = False
         self.state = ThreadState(
             deps,
             thread,
@@ -85,6 +88,7 @@ class Session:
             recorder=self.recorder,
             host=self,
             execution=ExecutionState(self.control),
+            relations=self.subagents,
         )
 
     # --- the loop -----------------------------------------------------------------------
@@ -102,6 +106,8 @@ class Session:
 
     async def _step(self) -> StepOutcome:
         scope = await self._scope()
+        if await self._immediate(scope):
+            return Continue()  # a bootstrap pass: the step ends once children are started
         try:
             messages = await self._context(scope)
         except HookBlocked as blocked:
@@ -256,13 +262,18 @@ class Session:
         prompt = await self.defs.prompt(config.prompt)
         hooks = self.hooks_for(prompt)
         self.control.side, self.control.prompt_name = side, prompt.name
+        tools = await self.tools_for(prompt, config)
+        # Subagent lifecycle tools depend on the registry, so they are resolved every step.
+        lifecycle = await self.subagents.lifecycle_tools(
+            self.defs, self.thread, prompt, self._env_lookup(prompt.name)
+        )
         return Scope(
             thread=self.thread,
             prompt=prompt,
             model=await self.defs.model(prompt.model),
             side=side,
             hooks=hooks,
-            tools=await self.tools_for(prompt, config),
+            tools={**tools, **lifecycle} if lifecycle else tools,
             state=self.state.for_prompt(prompt.name, hooks),
             root_message_id=self.progress.root_message_id,
         )
@@ -372,9 +383,25 @@ class Session:
             prompt_name=self.control.prompt_name or None,
         )
 
+    async def _immediate(self, scope: Scope) -> bool:
+        """Start the side's ``immediate`` subagents, once per agent and side in this flow, while
+        the conversation has no visible non-system message yet or right after a handoff."""
+        key = (self.agent.name, scope.side)
+        if key in self._immediate_done:
+            return False
+        self._immediate_done.add(key)
+        handed_off, self._handed_off = self._handed_off, False
+        if not handed_off and any(
+            m.role != "system" and not m.silent for m in self.transcript.messages
+        ):
+            return False
+        env = self._env_lookup(scope.prompt.name)
+        return await self.subagents.spawn_immediate(scope, env, self.progress.session_id)
+
     async def _hand_off(self, handoff: PendingHandoff) -> None:
         """Switch the thread to another agent; its side A acts next (no turn is counted)."""
         self.agent = await self.defs.agent(handoff.agent)
+        self._handed_off = True  # the new agent's immediate subagents start (reference §4.11)
         self.thread.agent_name = handoff.agent
         self.progress.agent = handoff.agent
         self._switch("a")
@@ -422,8 +449,15 @@ class Session:
         self.progress.turn_started_at = self.progress.started_at
         batch = Batch(created=[inbound] if inbound else [], progress=self.progress)
         batch.thread = ThreadUpdate(stopped=False)
+        # Without an inbound message the session starts from the queue (a woken thread).
+        batch.drain = inbound is None
         self.thread.stopped = False
-        await self.recorder.commit(batch, self.hooks_for(prompt), self.state)
+        result = await self.recorder.commit(batch, self.hooks_for(prompt), self.state)
+        if inbound is None and result.drained:
+            first = result.drained[0]
+            self.progress.root_message_id = first.id
+            self.progress.started_at = self.progress.turn_started_at = first.created_at
+            self._follow_drained(result.drained)
 
     async def _resume(self) -> StepOutcome:
         """Finish whatever the last run left open; ``Continue`` when the loop can go on."""

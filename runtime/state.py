@@ -9,24 +9,34 @@ in snake_case: ``state.get_messages``, ``state.inject_message``,
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, Protocol
 
-from runtime import files
+from runtime import file_images, files
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
 from runtime.effects import EFFECT_ID_KEY, SCHEDULED_EFFECT_KEY, Effects
 from runtime.events import event
 from runtime.messages import MESSAGE_FIELDS, Message, Role, Side, new_id
 from runtime.recorder import Batch, Recorder
 from runtime.results import ToolResult
+from runtime.sandbox.options import CodeExecutionOptions
+from runtime.sandbox.runner import CodeExecution, run_code
 from runtime.store import (
     EffectRun,
     EnvType,
+    FileChunk,
     FileRecord,
+    FileStats,
+    FileType,
+    FindResult,
+    GrepResult,
     LogQuery,
     LogRecord,
     MessageQuery,
     QueuedMessage,
+    ReaddirResult,
     ThreadRecord,
 )
 from runtime.transcript import Transcript
@@ -39,6 +49,26 @@ if TYPE_CHECKING:
 
 class EnvNotFound(KeyError):
     """``state.env(name)`` found no value in any tier."""
+
+
+class Relations(Protocol):
+    """Queueing across threads and the subagent links (``runtime.subagents.Subagents``)."""
+
+    async def queue(self, thread_id: str, message: QueuedMessage) -> None:
+        """Queue a message for a thread and wake it when idle."""
+        ...
+
+    async def notify_parent(self, child: ThreadRecord, text: str) -> str:
+        """Queue a silent message naming ``child`` to its parent; returns its id."""
+        ...
+
+    async def child_state(self, parent_id: str, reference: str) -> ThreadState | None:
+        """A child's ``ThreadState`` at rest, or ``None``."""
+        ...
+
+    async def terminate(self, thread_id: str) -> None:
+        """Terminate a thread (and mark it in its parent's registry)."""
+        ...
 
 
 class ToolHost(Protocol):
@@ -177,8 +207,10 @@ class ThreadState:
         prompt_name: str | None = None,
         execution: ExecutionState | None = None,
         context: dict[str, Any] | None = None,
+        relations: Relations | None = None,
     ) -> None:
         self._deps, self._thread, self._defs = deps, thread, defs
+        self._relations = relations
         self._recorder, self._hooks, self._host = recorder, hooks, host
         self._prompt_name = prompt_name
         self.execution = execution
@@ -194,6 +226,7 @@ class ThreadState:
             "prompt_name": self._prompt_name,
             "execution": self.execution,
             "context": self.context,
+            "relations": self._relations,
         }
         values.update(changes)
         return ThreadState(self._deps, self._thread, **values)
@@ -322,12 +355,48 @@ class ThreadState:
         silent: bool = False,
         metadata: dict[str, Any] | None = None,
     ) -> str:
-        """Queue a message for the thread's next step (durable, ordered); returns its id."""
+        """Queue a message for the thread's next step (durable, ordered); returns its id.
+
+        A running session takes it before its next step; an idle thread starts a
+        session for it when the engine has a subagent host.
+        """
         queued = QueuedMessage(
             id=new_id(), role=role, content=content, silent=silent, metadata=dict(metadata or {})
         )
-        await self._deps.store.queue_message(self.thread_id, queued)
+        if self._relations is not None:
+            await self._relations.queue(self.thread_id, queued)
+        else:
+            await self._deps.store.queue_message(self.thread_id, queued)
         return queued.id
+
+    async def notify_parent(self, text: str) -> str:
+        """Tell the parent thread something (a silent queued message naming this child)."""
+        if self._relations is None:
+            raise RuntimeError("notify_parent needs an engine")
+        return await self._relations.notify_parent(self._thread, text)
+
+    async def children(self) -> list[ThreadRecord]:
+        """This thread's subagent registry: its child threads, oldest first."""
+        return await self._deps.store.list_children(self.thread_id)
+
+    async def get_child_thread(self, reference: str) -> ThreadState | None:
+        """The ``ThreadState`` of one of this thread's children (``None``: unknown or terminated)."""
+        if self._relations is None:
+            raise RuntimeError("get_child_thread needs an engine")
+        return await self._relations.child_state(self.thread_id, reference)
+
+    async def terminate(self) -> None:
+        """Terminate this thread for good (spec lifecycle): it stops, nothing runs on it again,
+        and a child shows ``terminated`` in its parent's registry."""
+        if self._relations is None:
+            raise RuntimeError("terminate needs an engine")
+        await self._relations.terminate(self.thread_id)
+        self._thread.terminated = self._thread.stopped = True
+
+    @property
+    def terminated(self) -> bool:
+        """Whether the thread was terminated (as known to this state)."""
+        return self._thread.terminated
 
     async def get_logs(
         self, limit: int = 100, offset: int = 0, order: Literal["asc", "desc"] = "asc"
@@ -375,11 +444,34 @@ class ThreadState:
         """Run a tool, prompt or agent now and return its result (no message is stored)."""
         if self._host is None:
             raise RuntimeError("This ThreadState cannot run tools")
-        return await self._host.invoke_tool(self, name, dict(args or {}))
+        result = await self._host.invoke_tool(self, name, dict(args or {}))
+        # Not stored, so not redacted by a commit: the caller must not see secrets either.
+        redactor = await self._recorder.ready()
+        if redactor:
+            result = dataclasses.replace(
+                result,
+                result=redactor.data(result.result),
+                error=redactor.data(result.error),
+                stack=redactor.data(result.stack),
+                attachments=redactor.data(result.attachments),
+            )
+        return result
 
     def emit(self, event_name: str, data: Any = None) -> None:
         """Send a custom event to the thread's live listeners."""
         self._recorder.emit(event(event_name, data))
+
+    # --- code execution ---------------------------------------------------------------
+
+    def run_code(
+        self, source: str, options: CodeExecutionOptions | Mapping[str, Any] | None = None
+    ) -> CodeExecution:
+        """Run JavaScript or TypeScript in a fresh capability-free sandbox (spec ``runCode``).
+
+        Await the returned handle for the result; ``handle.terminate(reason)``
+        stops it. Only what ``options`` bridges in is reachable (docs/run-code.md).
+        """
+        return run_code(source, options)
 
     # --- effects ----------------------------------------------------------------------
 
@@ -442,37 +534,72 @@ class ThreadState:
             self._recorder.redactor.add([(name, value)])
 
     # --- files ------------------------------------------------------------------------
+    # Paths are normalized here (``FilePathError``, a ``ValueError``, for traversal); every
+    # change is announced as a ``file_created`` / ``file_updated`` / ``file_deleted`` event.
 
     async def write_file(
         self,
         path: str,
-        data: bytes | str,
+        data: bytes | str | AsyncIterable[bytes] | BinaryIO,
         mime_type: str = "application/octet-stream",
         *,
         metadata: dict[str, Any] | None = None,
         width: int | None = None,
         height: int | None = None,
     ) -> FileRecord:
-        """Create or replace a file in the thread's file system."""
-        raw = data.encode() if isinstance(data, str) else data
+        """Create or replace a file; ``data`` may be bytes, text, an async iterator of byte
+        pieces or a binary file object (both streamed to the store, never held whole).
+
+        Raster images given as bytes get a thumbnail, and their width and height when
+        not given."""
+        normalized = normalize_path(path)
+        source: bytes | AsyncIterable[bytes]
+        thumbnail = None
+        if isinstance(data, str | bytes | bytearray | memoryview):
+            source = data.encode() if isinstance(data, str) else bytes(data)
+            if file_images.is_raster_image(mime_type):
+                thumb = await asyncio.to_thread(file_images.make_thumbnail, source)
+                if thumb is not None:
+                    thumbnail = thumb.data
+                    if width is None and height is None:
+                        width, height = thumb.width, thumb.height
+        elif isinstance(data, AsyncIterable):
+            source = data
+        else:
+            source = _read_pieces(data)
+        existed = await self._deps.store.stat_file(self.thread_id, normalized) is not None
         record = await self._deps.store.write_file(
             self.thread_id,
-            normalize_path(path),
-            raw,
+            normalized,
+            source,
             mime_type,
             metadata=metadata,
             width=width,
             height=height,
+            thumbnail=thumbnail,
         )
-        self.emit("file_created", {"path": record.path, "file": _file_dict(record)})
+        kind = "file_updated" if existed else "file_created"
+        self.emit(kind, {"path": record.path, "file": files.file_wire(record)})
         return record
 
     async def read_file(self, path: str) -> bytes | None:
         """A file's bytes, or ``None``."""
         return await self._deps.store.read_file(self.thread_id, normalize_path(path))
 
+    async def read_file_stream(
+        self, path: str, *, signal: asyncio.Event | None = None
+    ) -> AsyncIterator[FileChunk] | None:
+        """The file as ``FileChunk``s (one chunk for small files), or ``None`` when missing.
+
+        Setting ``signal`` (the spec's abort signal) stops the stream before its next chunk.
+        """
+        stream = await self._deps.store.read_file_stream(self.thread_id, normalize_path(path))
+        if stream is None or signal is None:
+            return stream
+        return _until(stream, signal)
+
     async def stat_file(self, path: str) -> FileRecord | None:
-        """A file's record, or ``None``."""
+        """A file's or directory's record, or ``None``."""
         return await self._deps.store.stat_file(self.thread_id, normalize_path(path))
 
     async def stat(self, path: str) -> FileRecord | None:
@@ -483,17 +610,88 @@ class ThreadState:
         """Entries of a directory."""
         return await self._deps.store.list_dir(self.thread_id, normalize_path(path))
 
+    async def readdir_file(self, path: str = "/") -> ReaddirResult:
+        """Spec ``readdirFile``: entries of a directory as ``ReaddirResult``."""
+        return ReaddirResult(entries=await self.readdir(path))
+
     async def unlink(self, path: str) -> bool:
-        """Delete a file or an empty directory."""
+        """Delete a file or an empty directory; ``False`` when nothing was there."""
         normalized = normalize_path(path)
         deleted = await self._deps.store.delete_file(self.thread_id, normalized)
         if deleted:
             self.emit("file_deleted", {"path": normalized})
         return deleted
 
+    async def unlink_file(self, path: str) -> bool:
+        """Spec ``unlinkFile`` (alias of ``unlink``)."""
+        return await self.unlink(path)
+
     async def mkdir(self, path: str) -> FileRecord:
-        """Create a directory (and its parents)."""
-        return await self._deps.store.make_dir(self.thread_id, normalize_path(path))
+        """Create a directory (and its parents); idempotent."""
+        normalized = normalize_path(path)
+        existed = await self._deps.store.stat_file(self.thread_id, normalized) is not None
+        record = await self._deps.store.make_dir(self.thread_id, normalized)
+        if not existed:
+            self.emit("file_created", {"path": record.path, "file": files.file_wire(record)})
+        return record
+
+    async def mkdir_file(self, path: str) -> FileRecord:
+        """Spec ``mkdirFile`` (alias of ``mkdir``)."""
+        return await self.mkdir(path)
+
+    async def rmdir(self, path: str) -> bool:
+        """Remove an empty directory (``DirectoryNotEmptyError`` otherwise, ``NotADirectoryError``
+        for a file); ``False`` when nothing was there."""
+        normalized = normalize_path(path)
+        if normalized == files.ROOT:
+            raise files.FilePathError("The root directory cannot be removed.")
+        removed = await self._deps.store.remove_dir(self.thread_id, normalized)
+        if removed:
+            self.emit("file_deleted", {"path": normalized})
+        return removed
+
+    async def rmdir_file(self, path: str) -> bool:
+        """Spec ``rmdirFile`` (alias of ``rmdir``)."""
+        return await self.rmdir(path)
+
+    async def get_file_stats(self) -> FileStats:
+        """File count, directory count and total size of the files."""
+        return await self._deps.store.file_stats(self.thread_id)
+
+    async def grep_files(
+        self, pattern: str, *, path: str = "/", ignore_case: bool = False, limit: int = 100
+    ) -> list[GrepResult]:
+        """Lines of text files matching the regular expression ``pattern`` (``ValueError`` when
+        it does not compile), at most ``limit`` lines."""
+        return await self._deps.store.grep_files(
+            self.thread_id, pattern, path=normalize_path(path), ignore_case=ignore_case, limit=limit
+        )
+
+    async def find_files(
+        self, pattern: str, *, type: FileType = "all", limit: int = 1000
+    ) -> FindResult:
+        """Paths matching the glob ``pattern`` (``*.txt`` at any depth, ``/docs/**`` from the
+        root, ``?`` one character)."""
+        records = await self._deps.store.find_files(self.thread_id, pattern, type=type, limit=limit)
+        return FindResult(paths=[r.path for r in records])
+
+    async def get_file_thumbnail(self, path: str) -> bytes | None:
+        """The JPEG thumbnail of an image file, or ``None``."""
+        return await self._deps.store.file_thumbnail(self.thread_id, normalize_path(path))
+
+
+async def _read_pieces(fh: BinaryIO) -> AsyncIterator[bytes]:
+    while piece := await asyncio.to_thread(fh.read, files.CHUNK_SIZE):
+        yield piece
+
+
+async def _until(
+    stream: AsyncIterator[FileChunk], signal: asyncio.Event
+) -> AsyncIterator[FileChunk]:
+    async for chunk in stream:
+        if signal.is_set():
+            return
+        yield chunk
 
 
 def _effect_metadata(context: dict[str, Any]) -> dict[str, Any]:
@@ -505,13 +703,3 @@ def _effect_metadata(context: dict[str, Any]) -> dict[str, Any]:
 def normalize_path(path: str) -> str:
     """``'a//b/./c/../d/'`` → ``'/a/b/d'``; a path above the root raises ``FilePathError``."""
     return files.normalize_path(path)
-
-
-def _file_dict(record: FileRecord) -> dict[str, Any]:
-    return {
-        "path": record.path,
-        "name": record.name,
-        "mimeType": record.mime_type,
-        "size": record.size,
-        "isDirectory": record.is_directory,
-    }

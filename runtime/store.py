@@ -21,6 +21,7 @@ Design rules:
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -61,6 +62,12 @@ class ThreadRecord:
     stopped: bool = False
     terminated: bool = False
     execution_state: ThreadExecutionState = field(default_factory=ThreadExecutionState)
+    # Subagent children (``runtime.subagents``): display name, relationship, registry status,
+    # and the link (blocking, resumable, owner side, spawning call, arguments).
+    display_name: str = ""
+    relationship: str = ""
+    child_status: str = ""
+    subagent: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -74,6 +81,10 @@ class NewThread:
     tags: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     created_at: int = 0
+    display_name: str = ""
+    relationship: str = ""
+    child_status: str = ""
+    subagent: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -159,6 +170,54 @@ class FileRecord:
     width: int | None = None
     height: int | None = None
     created_at: int = 0  # ms
+    is_chunked: bool = False  # stored (and streamed) in ``chunk_count`` pieces
+    chunk_count: int = 0
+    has_thumbnail: bool = False
+
+
+@dataclass(slots=True)
+class FileChunk:
+    """One piece of a streamed file (spec ``FileChunk``); ``index`` is 0-based."""
+
+    data: bytes
+    index: int
+    total_chunks: int
+    is_last: bool
+
+
+@dataclass(slots=True)
+class FileStats:
+    """Spec ``FileStats``: counts and the total size of the files (directories excluded)."""
+
+    file_count: int = 0
+    directory_count: int = 0
+    total_size: int = 0
+
+
+@dataclass(slots=True)
+class GrepResult:
+    """Spec ``GrepResult``: a file and its matching lines as ``(line number, content)``."""
+
+    path: str
+    matches: list[tuple[int, str]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class FindResult:
+    """Spec ``FindResult``: the matching paths."""
+
+    paths: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ReaddirResult:
+    """Spec ``ReaddirResult``: a directory's entries."""
+
+    entries: list[FileRecord] = field(default_factory=list)
+
+
+FileType = Literal["file", "directory", "all"]
+FileSource = bytes | AsyncIterable[bytes]
 
 
 @dataclass(slots=True)
@@ -289,6 +348,19 @@ class Store(Protocol):
         """The thread, or ``None`` when it does not exist."""
         ...
 
+    async def list_children(self, thread_id: str) -> list[ThreadRecord]:
+        """The direct child threads of a thread (its subagent registry), oldest first."""
+        ...
+
+    async def set_child_status(self, thread_id: str, status: str) -> None:
+        """Set a child thread's registry status (``running``, ``idle``, ``failed``, ``terminated``)."""
+        ...
+
+    async def terminate_thread(self, thread_id: str) -> None:
+        """Soft-terminate a thread for good: ``terminated`` and ``stopped`` set, and a child's
+        registry status ``terminated`` (idempotent)."""
+        ...
+
     # messages -----------------------------------------------------------------------
     async def list_messages(self, thread_id: str, query: MessageQuery) -> MessagePage:
         """Messages of a thread, paged and filtered as ``MessageQuery`` describes."""
@@ -300,6 +372,10 @@ class Store(Protocol):
 
     async def queue_message(self, thread_id: str, message: QueuedMessage) -> None:
         """Append a message to the thread's queue; a running session drains it at its next step."""
+        ...
+
+    async def list_queued(self, thread_id: str) -> list[QueuedMessage]:
+        """The thread's queued messages, oldest first."""
         ...
 
     # the one write path of a running session -------------------------------------------
@@ -390,22 +466,39 @@ class Store(Protocol):
         ...
 
     # files --------------------------------------------------------------------------
+    # Paths are already normalized (``runtime.files.normalize_path``). Files above the
+    # store's chunk size (``runtime.files.CHUNK_SIZE`` unless configured) are stored and
+    # streamed in chunks of exactly that size (the last one shorter). Errors:
+    # ``IsADirectoryError`` / ``NotADirectoryError`` when a path has the other kind,
+    # ``runtime.files.DirectoryNotEmptyError``, ``runtime.files.FileTooLargeError``.
     async def write_file(
         self,
         thread_id: str,
         path: str,
-        data: bytes,
+        data: FileSource,
         mime_type: str,
         *,
         metadata: dict[str, Any] | None = None,
         width: int | None = None,
         height: int | None = None,
+        thumbnail: bytes | None = None,
     ) -> FileRecord:
-        """Create or replace a file (parent directories are implied); returns its record."""
+        """Create or replace a file (parent directories are created); returns its record.
+
+        ``data`` is bytes or an async iterator of byte pieces of any size; an iterator
+        is consumed piece by piece and never held whole (the store keeps at most one
+        chunk in memory). ``thumbnail`` is stored as given (JPEG bytes). Nothing is
+        kept when the write fails; the previous content stays.
+        """
         ...
 
     async def read_file(self, thread_id: str, path: str) -> bytes | None:
         """A file's bytes, or ``None`` when missing or a directory."""
+        ...
+
+    async def read_file_stream(self, thread_id: str, path: str) -> AsyncIterator[FileChunk] | None:
+        """The file's content as ``FileChunk``s of the chunk size, or ``None`` when missing or
+        a directory. Only one chunk is read at a time; an empty file is one empty chunk."""
         ...
 
     async def stat_file(self, thread_id: str, path: str) -> FileRecord | None:
@@ -420,8 +513,50 @@ class Store(Protocol):
         """Delete a file or an empty directory; ``False`` when nothing was there."""
         ...
 
+    async def remove_dir(self, thread_id: str, path: str) -> bool:
+        """Delete an empty directory; ``False`` when nothing was there.
+
+        ``NotADirectoryError`` for a file, ``DirectoryNotEmptyError`` when it has entries.
+        """
+        ...
+
     async def make_dir(self, thread_id: str, path: str) -> FileRecord:
-        """Create a directory (idempotent) and return its record."""
+        """Create a directory (idempotent) and return its record.
+
+        ``NotADirectoryError`` when the path or one of its parents is a file.
+        """
+        ...
+
+    async def file_stats(self, thread_id: str) -> FileStats:
+        """How many files and directories the thread has and the files' total size."""
+        ...
+
+    async def grep_files(
+        self,
+        thread_id: str,
+        pattern: str,
+        *,
+        path: str = "/",
+        ignore_case: bool = False,
+        limit: int = 100,
+    ) -> list[GrepResult]:
+        """Lines of text files under ``path`` matching the regular expression ``pattern``.
+
+        Text files are ``runtime.files.is_text_mime`` types, decoded as UTF-8; lines are
+        numbered from 1 and cut at ``GREP_LINE_MAX`` characters. Files in path order; at
+        most ``limit`` matching lines in all. ``ValueError`` for an invalid regex.
+        """
+        ...
+
+    async def find_files(
+        self, thread_id: str, pattern: str, *, type: FileType = "all", limit: int = 1000
+    ) -> list[FileRecord]:
+        """Entries whose path matches the glob ``pattern`` (``runtime.files.glob_match``),
+        of ``type``, in path order, at most ``limit``."""
+        ...
+
+    async def file_thumbnail(self, thread_id: str, path: str) -> bytes | None:
+        """The stored thumbnail (JPEG) of a file, or ``None``."""
         ...
 
     # effects ------------------------------------------------------------------------

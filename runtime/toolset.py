@@ -7,6 +7,9 @@ agent is a handoff (the thread switches agents). The side's ``stopTool`` and
 ``endSessionTool`` are offered too; when no code defines them the engine
 supplies a built-in tool that just succeeds (so a stop tool needs no code).
 An entry with ``optional: ENV_NAME`` exists only when that env value is truthy.
+An agent entry with ``blocking`` set is a subagent tool (even without
+``exposeAsTool``); a ``resumable`` one is not offered by name at all: the
+session adds the subagent lifecycle tools instead (``runtime.subagents``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from runtime.definitions import AgentDefinition, PromptDefinition, SideConfig, ToolConfig
+from runtime.definitions import (
+    AgentDefinition,
+    PromptDefinition,
+    ResumableConfig,
+    SideConfig,
+    ToolConfig,
+)
 from runtime.loader import DefinitionLoader
 from runtime.providers.base import ToolSchema
 from runtime.registry import EMPTY_OBJECT_SCHEMA, Registry, ToolDefinition
@@ -38,6 +47,8 @@ class OfferedTool:
     tool: ToolDefinition | None = None
     prompt: PromptDefinition | None = None
     agent: AgentDefinition | None = None
+    # Engine-injected tools (the subagent lifecycle): ``(scope, call, args, slot) -> ToolResult``.
+    handler: Callable[..., Awaitable[Any]] | None = None
 
 
 async def offered_tools(
@@ -50,6 +61,8 @@ async def offered_tools(
     """The prompt's tools (plus the side's stop and end-session tools), by name."""
     out: dict[str, OfferedTool] = {}
     for entry in _entries(prompt):
+        if isinstance(entry.resumable, ResumableConfig):
+            continue  # a resumable subagent: reached through subagent_create (runtime.subagents)
         if entry.optional and (await env(entry.optional) or "").strip().lower() not in TRUTHY:
             continue
         offered = await resolve(defs, registry, entry)
@@ -108,7 +121,8 @@ async def _agent_tool(
 ) -> OfferedTool | None:
     first = await defs.find_prompt(agent.side_a.prompt)
     title = agent.title or agent.name
-    if agent.expose_as_tool:
+    subagent = entry.blocking is not None
+    if agent.expose_as_tool or subagent:
         description = agent.tool_description or f"Ask the {title} agent and get its answer"
         schema = _schema_of(first) if first and first.required_schema else dict(MESSAGE_SCHEMA)
         return OfferedTool(

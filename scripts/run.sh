@@ -11,5 +11,6 @@ $PY manage.py collectstatic --noinput --verbosity 0
 PORT="${PORT:-8000}"
 echo
 echo "Studio:  http://127.0.0.1:${PORT}/admin/   (log in as shown above)"
+echo "Chat:    http://127.0.0.1:${PORT}/chat/"
 echo
 exec .venv/bin/daphne -b 127.0.0.1 -p "$PORT" studio.asgi:application

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.http import HttpRequest
+from django.urls import URLPattern, URLResolver
 
 # (section title, [(app_label, model_name), …]); models not listed keep their app's group.
 SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
@@ -51,6 +52,18 @@ class StudioAdminSite(admin.AdminSite):
     site_header = "Standard Agents Studio"
     site_title = "Agents Studio"
     index_title = "Configure agents, prompts and models"
+
+    # The dashboard and the code catalog live in agents_app.admin.site_views; imported
+    # late because this class is loaded while the app registry is still being built.
+    def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        from agents_app.admin.site_views import dashboard_context
+
+        return super().index(request, {**dashboard_context(request), **(extra_context or {})})
+
+    def get_urls(self) -> list[URLPattern | URLResolver]:
+        from agents_app.admin.site_views import studio_urls
+
+        return [*studio_urls(self), *super().get_urls()]
 
     def get_app_list(
         self, request: HttpRequest, app_label: str | None = None

@@ -7,6 +7,7 @@ the Redis channel layer and Celery workers.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -111,14 +112,28 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 MEDIA_ROOT = Path(envstr("MEDIA_ROOT", str(VAR_DIR / "media")))
 MEDIA_URL = "/media/"
+# Thread files (and their chunks and thumbnails) go through the default storage: local disk
+# under MEDIA_ROOT, or any Django storage backend, e.g. S3-compatible object stores with
+# django-storages: STUDIO_FILE_STORAGE_BACKEND=storages.backends.s3.S3Storage and
+# STUDIO_FILE_STORAGE_OPTIONS='{"bucket_name": "...", "endpoint_url": "..."}' (docs/files.md).
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": {
+        "BACKEND": envstr(
+            "STUDIO_FILE_STORAGE_BACKEND", "django.core.files.storage.FileSystemStorage"
+        ),
+        "OPTIONS": json.loads(envstr("STUDIO_FILE_STORAGE_OPTIONS") or "{}"),
+    },
     "staticfiles": {
         "BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
         if not DEBUG
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }
+
+# Files above the chunk size are stored and streamed in pieces of that size (the reference's
+# 1.75 MiB); writes above the maximum are refused.
+STUDIO_FILE_CHUNK_SIZE = envint("STUDIO_FILE_CHUNK_SIZE", 1_835_008)
+STUDIO_FILE_MAX_SIZE = envint("STUDIO_FILE_MAX_SIZE", 1024 * 1024 * 1024)
 
 LOGIN_URL = "/admin/login/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", 25 * 1024 * 1024)

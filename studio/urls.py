@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import path, re_path
+from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
 from agents_app.api import api, not_found_view
@@ -9,5 +9,6 @@ urlpatterns = [
     path("api/", api.urls),
     # Any other /api/… path: a JSON 404 ({"error": …}), never the HTML page.
     re_path(r"^api(?:/.*)?$", not_found_view),
-    path("", RedirectView.as_view(url="/admin/", permanent=False)),
+    path("", include("agents_app.web.urls")),
+    path("", RedirectView.as_view(url="/chat/", permanent=False)),
 ]

@@ -18,6 +18,8 @@ def _side(side: str) -> tuple[str, ...]:
 class AgentAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
     form = AgentForm
     inlines = [AgentEnvValueInline]
+    # Adds the "Try this agent" chat panel (the chat page, embedded) under the form.
+    change_form_template = "admin/agents_app/agent/editor.html"
     list_display = (
         "name",
         "title",

@@ -39,6 +39,10 @@ class LanguageModelAdmin(admin.ModelAdmin):
     )
     list_filter = ("provider",)
     search_fields = ("name", "model")
+
+    class Media:
+        js = ("studio/model_editor.js",)  # opens the script section for Test models
+
     fieldsets = [
         ("General", {"fields": ("name", "provider", "model", "base_url")}),
         (

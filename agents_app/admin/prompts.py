@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.urls import path
 
 from agents_app.admin.display import OrderColumn, excerpt
 from agents_app.admin.env import EnvOwnerAdminMixin, PromptEnvValueInline
+from agents_app.admin.prompt_preview import preview_view
 from agents_app.forms import (
     PromptForm,
     PromptPartForm,
@@ -17,6 +20,7 @@ from agents_app.forms import (
     PromptToolForm,
     PromptToolFormSet,
 )
+from agents_app.forms.suggestions import callables
 from agents_app.models import Prompt, PromptPart, PromptTool
 
 
@@ -79,6 +83,8 @@ class PromptToolInline(OrderColumn, admin.StackedInline):
 class PromptAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
     form = PromptForm
     inlines = [PromptPartInline, PromptToolInline, PromptEnvValueInline]
+    # Adds the live preview of the system prompt (static/studio/prompt_preview.js).
+    change_form_template = "admin/agents_app/prompt/editor.html"
     list_display = ("name", "model", "description", "tool_count", "updated_at")
     list_filter = ("model", "tool_choice", "include_chat")
     search_fields = ("name", "tool_description", "text")
@@ -132,6 +138,32 @@ class PromptAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Prompt]:
         return super().get_queryset(request).annotate(tools_total=Count("tool_entries"))
+
+    def get_urls(self) -> list[Any]:
+        return [
+            path(
+                "preview/",
+                self.admin_site.admin_view(self.preview),
+                name="agents_app_prompt_preview",
+            ),
+            *super().get_urls(),
+        ]
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        # The tool picker's companion: every name a tool row accepts, with what it does.
+        context = {**(extra_context or {}), "tool_catalog": callables()}
+        return super().changeform_view(request, object_id, form_url, context)
+
+    def preview(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return preview_view(request)
 
     @admin.display(description="Description")
     def description(self, obj: Prompt) -> str:

@@ -6,13 +6,15 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib import admin
-from django.http import HttpRequest
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
 from agents_app.admin.display import excerpt, from_us, json_excerpt, short_id
 from agents_app.admin.env import ThreadEnvValueInline
 from agents_app.admin.read_only import ReadOnlyAdmin, ReadOnlyInline
+from agents_app.admin.thread_actions import ThreadActionsMixin
 from agents_app.models import (
     Message,
     Thread,
@@ -21,29 +23,8 @@ from agents_app.models import (
     ThreadSession,
     ThreadValue,
 )
-
-# The thread page shows the newest messages only; the full history is one click away.
-RECENT_MESSAGES = 50
-
-
-class MessageInline(ReadOnlyInline):
-    model = Message
-    fk_name = "thread"
-    fields = ("when", "role", "side", "text", "tools", "status")
-    readonly_fields = fields
-    verbose_name_plural = f"Latest messages (up to {RECENT_MESSAGES})"
-
-    @admin.display(description="When")
-    def when(self, obj: Message) -> datetime | None:
-        return from_us(obj.created_at)
-
-    @admin.display(description="Content")
-    def text(self, obj: Message) -> str:
-        return excerpt(obj.content, 160)
-
-    @admin.display(description="Tool")
-    def tools(self, obj: Message) -> str:
-        return tool_summary(obj)
+from agents_app.services.thread_inspector import thread_inspection
+from agents_app.services.threads import thread_delete
 
 
 def tool_summary(obj: Message) -> str:
@@ -61,26 +42,20 @@ class SessionInline(ReadOnlyInline):
     model = ThreadSession
     fields = ("status", "side", "owner", "stop_reason", "created_at", "ended_at")
     readonly_fields = fields
+    verbose_name_plural = "Sessions (autonomous runs)"
 
-
-class ValueInline(ReadOnlyInline):
-    model = ThreadValue
-    fields = ("key", "shown", "updated")
-    readonly_fields = fields
-    verbose_name_plural = "Values (key-value storage)"
-
-    @admin.display(description="Value")
-    def shown(self, obj: ThreadValue) -> str:
-        return json_excerpt(obj.value, 120)
-
-    @admin.display(description="Updated")
-    def updated(self, obj: ThreadValue) -> datetime | None:
-        return from_us(obj.updated_at)
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ThreadSession]:
+        return super().get_queryset(request).order_by("-created_at")
 
 
 @admin.register(Thread)
-class ThreadAdmin(ReadOnlyAdmin):
-    inlines = [MessageInline, SessionInline, ValueInline, ThreadEnvValueInline]
+class ThreadAdmin(ThreadActionsMixin, ReadOnlyAdmin):
+    """The thread inspector: the change page shows the conversation, its logs, cost,
+    effects, values, files and env (``services.thread_inspector``), with stop, continue
+    and delete (``services.sessions``, ``services.threads``)."""
+
+    inlines = [SessionInline, ThreadEnvValueInline]
+    change_form_template = "admin/agents_app/thread/inspector.html"
     list_display = (
         "short",
         "agent",
@@ -135,16 +110,30 @@ class ThreadAdmin(ReadOnlyAdmin):
     # Deleting a whole conversation (with its messages, logs and files) is an operator's call.
     deletable = True
 
-    def get_formset_kwargs(
-        self, request: HttpRequest, obj: Any, inline: Any, prefix: str
-    ) -> dict[str, Any]:
-        kwargs = super().get_formset_kwargs(request, obj, inline, prefix)
-        if isinstance(inline, MessageInline) and obj is not None and obj.pk is not None:
-            newest = obj.messages.order_by("-created_at").values_list("pk", flat=True)[
-                :RECENT_MESSAGES
-            ]
-            kwargs["queryset"] = Message.objects.filter(pk__in=list(newest)).order_by("created_at")
-        return kwargs
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        thread = self.get_object(request, object_id)
+        if thread is not None:
+            extra_context = {
+                **(extra_context or {}),
+                "inspection": thread_inspection(thread),
+                "can_act": self.can_act(request),
+                "is_dual": thread.agent.type == "dual_ai",
+            }
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def delete_model(self, request: HttpRequest, obj: Thread) -> None:
+        thread_delete(thread=obj)  # the subtree, its files' blobs, and the registry events
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Thread]) -> None:
+        for thread in queryset:
+            if Thread.objects.filter(pk=thread.pk).exists():  # a child of one deleted before
+                thread_delete(thread=thread)
 
     def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
         deleted, counts, _perms_needed, protected = super().get_deleted_objects(objs, request)

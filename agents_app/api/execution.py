@@ -10,6 +10,7 @@ from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
 from agents_app import selectors
+from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Invalid, NotFound
 from agents_app.services import effects as effect_service
@@ -75,6 +76,7 @@ def _side(body: bytes) -> str:
 
 
 @router.get("/{thread_id}/effects", response={200: dict, **ERRORS}, summary="Scheduled effects")
+@redacts_thread_data
 def effect_list(
     request: HttpRequest, thread_id: str, params: Query[EffectListQuery]
 ) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
 from agents_app import selectors
+from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS, id_list
 
 router = Router(tags=["logs"])
@@ -22,6 +23,7 @@ class LogListQuery(Schema):
 
 
 @router.get("/{thread_id}/logs", response={200: dict, **ERRORS}, summary="Logs")
+@redacts_thread_data
 def log_list(request: HttpRequest, thread_id: str, params: Query[LogListQuery]) -> dict[str, Any]:
     thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
     query = selectors.LogQuery(
@@ -36,6 +38,7 @@ def log_list(request: HttpRequest, thread_id: str, params: Query[LogListQuery]) 
 
 
 @router.get("/{thread_id}/logs/{log_id}", response={200: dict, **ERRORS}, summary="One log")
+@redacts_thread_data
 def log_get(request: HttpRequest, thread_id: str, log_id: str) -> dict[str, Any]:
     thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
     return selectors.log_detail(thread, log_id)

@@ -4,25 +4,31 @@ from __future__ import annotations
 
 import base64
 import binascii
-import fnmatch
+import html
+import itertools
 import json
+import posixpath
+import re
+from collections.abc import Iterator
 from typing import Any, Literal
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
 from agents_app import selectors, wire
 from agents_app.api.parser import NUL_ERROR, has_nul
+from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Invalid, NotFound
 from agents_app.models import Thread, ThreadFile
 from agents_app.services import thread_files, thread_values
 from agents_app.services.thread_values import KEY_MAX
+from runtime import file_images
 
 router = Router(tags=["storage"])
 
-TEXT_TYPES = ("text/", "application/json", "application/xml", "application/yaml")
+UPLOAD_PIECE = 256 * 1024
 INLINE_RISKY = ("text/html", "image/svg+xml", "application/xhtml+xml")
 
 
@@ -51,6 +57,7 @@ class ValueKeyIn(Schema):
 
 
 @router.get("/{thread_id}/kv", response={200: dict, **ERRORS}, summary="Read values")
+@redacts_thread_data
 def value_get(request: HttpRequest, thread_id: str, params: Query[ValueQuery]) -> dict[str, Any]:
     thread = _thread(request, thread_id)
     if params.key is not None:
@@ -79,6 +86,7 @@ def value_get(request: HttpRequest, thread_id: str, params: Query[ValueQuery]) -
 
 
 @router.post("/{thread_id}/kv", response={200: dict, **ERRORS}, summary="Write a value")
+@redacts_thread_data
 def value_set(request: HttpRequest, thread_id: str, payload: ValueIn) -> dict[str, Any]:
     return thread_values.value_set(
         thread=_thread(request, thread_id),
@@ -108,12 +116,14 @@ def value_delete(
 
 
 # --- fs ------------------------------------------------------------------------------------
+# The service does the work (agents_app/services/thread_files.py); these views parse and shape.
 
 
 class FsRootQuery(Schema):
     stats: str | None = Field(None, max_length=10)
     find: str | None = Field(None, max_length=500)
     grep: str | None = Field(None, max_length=500)
+    path: str = Field("/", max_length=1024)
     type: Literal["file", "directory", "all"] = "all"
     limit: int = Field(100, ge=1, le=1000)
 
@@ -124,49 +134,69 @@ class FsPathQuery(Schema):
 
 
 def _listing(thread: Thread, path: str) -> dict[str, Any]:
-    return {
-        "files": [wire.file_record(r) for r in selectors.file_listing(thread, path)],
-        "path": path,
-    }
+    rows = thread_files.listing(str(thread.pk), path)
+    return {"files": [wire.file_record(r) for r in rows], "path": path}
 
 
 @router.get("/{thread_id}/fs", response={200: dict, **ERRORS}, summary="Root, stats, find, grep")
+@redacts_thread_data
 def fs_root(request: HttpRequest, thread_id: str, params: Query[FsRootQuery]) -> dict[str, Any]:
     thread = _thread(request, thread_id)
     if params.stats is not None:
-        return selectors.file_stats(thread)
+        stats = thread_files.stats(str(thread.pk))
+        return {
+            "totalSize": stats.total_size,
+            "fileCount": stats.file_count,
+            "directoryCount": stats.directory_count,
+        }
     if params.find is not None:
-        return {"files": _find(thread, params), "pattern": params.find}
+        rows = thread_files.find(str(thread.pk), params.find, type=params.type, limit=params.limit)
+        return {"files": [wire.file_record(r) for r in rows], "pattern": params.find}
     if params.grep is not None:
-        return {"results": _grep(thread, params.grep, params.limit), "pattern": params.grep}
+        return {"results": _grep(thread, params), "pattern": params.grep}
     return _listing(thread, "/")
 
 
-def _find(thread: Thread, params: FsRootQuery) -> list[dict[str, Any]]:
-    pattern = params.find or "*"
-    if not pattern.startswith("/"):
-        pattern = "*" + pattern if pattern.startswith("*") else "*/" + pattern
-    rows = ThreadFile.objects.filter(thread=thread).order_by("path")
-    if params.type != "all":
-        rows = rows.filter(is_directory=params.type == "directory")
-    found = [r for r in rows if fnmatch.fnmatchcase(r.path, pattern)]
-    return [wire.file_record(r) for r in found[: params.limit]]
-
-
-def _grep(thread: Thread, needle: str, limit: int) -> list[dict[str, Any]]:
-    results: list[dict[str, Any]] = []
-    rows = ThreadFile.objects.filter(thread=thread, is_directory=False, size__lte=1024 * 1024)
-    for row in rows.order_by("path")[:500]:
-        if not row.mime_type.startswith(TEXT_TYPES):
-            continue
-        text = thread_files.file_bytes(row).decode("utf-8", "replace")
-        at = text.lower().find(needle.lower())
-        if at >= 0:
-            snippet = text[max(0, at - 40) : at + len(needle) + 40]
-            results.append({"path": row.path, "name": row.name, "snippet": snippet})
-            if len(results) >= limit:
-                break
+def _grep(thread: Thread, params: FsRootQuery) -> list[dict[str, Any]]:
+    """A case-insensitive literal search (a client's regex could run for ever), shaped like
+    the reference's snippets: the matching line with the match in ``<mark>``."""
+    needle = params.grep or ""
+    if not needle:
+        raise Invalid("grep must not be empty")
+    found = thread_files.grep(
+        str(thread.pk),
+        re.escape(needle),
+        path=_path(params.path),
+        ignore_case=True,
+        limit=params.limit,
+    )
+    pattern = re.compile(re.escape(needle), re.IGNORECASE)
+    results = []
+    for result in found:
+        for line, content in result.matches:
+            results.append(
+                {
+                    "path": result.path,
+                    "name": posixpath.basename(result.path),
+                    "line": line,
+                    "snippet": _snippet(pattern, content),
+                }
+            )
     return results
+
+
+def _snippet(pattern: re.Pattern[str], line: str) -> str:
+    hit = pattern.search(line)
+    if hit is None:
+        return html.escape(line[:200])
+    start, end = max(0, hit.start() - 60), hit.end() + 60
+    return (
+        html.escape(line[start : hit.start()])
+        + "<mark>"
+        + html.escape(hit.group())
+        + "</mark>"
+        + html.escape(line[hit.end() : end])
+    )
 
 
 def _path(raw: str) -> str:
@@ -174,12 +204,13 @@ def _path(raw: str) -> str:
 
 
 @router.get("/{thread_id}/fs/{path:path}", response={200: dict, **ERRORS}, summary="Read")
+@redacts_thread_data
 def fs_read(request: HttpRequest, thread_id: str, path: str, params: Query[FsPathQuery]) -> Any:
     thread = _thread(request, thread_id)
     path = _path(path)
     if path == "/":
         return _listing(thread, "/")
-    row = selectors.file_at(thread, path)
+    row = thread_files.row_at(str(thread.pk), path)
     if row is None:
         raise NotFound("Not found")
     if row.is_directory:
@@ -187,17 +218,23 @@ def fs_read(request: HttpRequest, thread_id: str, path: str, params: Query[FsPat
     if params.format == "json":
         return {"file": wire.file_record(row)}
     if params.thumbnail is not None:
-        if not row.thumbnail:
+        thumbnail = thread_files.thumbnail(str(thread.pk), path)
+        if thumbnail is None:
             raise NotFound("Not found")
-        with row.thumbnail.open("rb") as fh:
-            response = HttpResponse(fh.read(), content_type="image/jpeg")
+        response = HttpResponse(thumbnail, content_type="image/jpeg")
         response["Cache-Control"] = "public, max-age=31536000"
         return response
     return _raw(row)
 
 
-def _raw(row: ThreadFile) -> HttpResponse:
-    response = HttpResponse(thread_files.file_bytes(row), content_type=row.mime_type)
+def _raw(row: ThreadFile) -> HttpResponse | StreamingHttpResponse:
+    blobs = thread_files.blobs_of(row)
+    response: HttpResponse | StreamingHttpResponse
+    if len(blobs) > 1:  # chunked: streamed chunk by chunk, as the reference does
+        response = StreamingHttpResponse(thread_files.chunks(blobs), content_type=row.mime_type)
+    else:
+        response = HttpResponse(b"".join(thread_files.chunks(blobs)), content_type=row.mime_type)
+    response["Content-Length"] = str(row.size)
     disposition = "attachment" if row.mime_type.startswith(INLINE_RISKY) else "inline"
     safe_name = row.name.replace('"', "").replace("\r", "").replace("\n", "")
     response["Content-Disposition"] = f'{disposition}; filename="{safe_name}"'
@@ -225,13 +262,26 @@ class FileJsonIn(Schema):
         }
     },
 )
+@redacts_thread_data
 def fs_write(request: HttpRequest, thread_id: str, path: str) -> Status:
     thread = _thread(request, thread_id)
+    _path(path)  # a bad path is refused before the body is read
     content_type = request.content_type or "application/octet-stream"
     if content_type == "application/json":
         return _write_json(thread, path, request.body)
-    row = thread_files.file_write(thread, path, request.body, content_type)
+    row = thread_files.file_write(thread, path, _body(request, content_type), content_type)
     return Status(201, wire.attachment_ref(row))
+
+
+def _body(request: HttpRequest, content_type: str) -> bytes | Iterator[bytes]:
+    """The raw body: whole for images small enough to thumbnail, else streamed in pieces
+    (so an upload is never held whole)."""
+    if file_images.is_raster_image(content_type):
+        head = request.read(file_images.THUMBNAIL_INPUT_MAX + 1)
+        if len(head) <= file_images.THUMBNAIL_INPUT_MAX:
+            return head
+        return itertools.chain([head], iter(lambda: request.read(UPLOAD_PIECE), b""))
+    return iter(lambda: request.read(UPLOAD_PIECE), b"")
 
 
 def _write_json(thread: Thread, path: str, body: bytes) -> Status:

@@ -10,10 +10,12 @@ from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
 from agents_app import selectors
+from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS, ErrorOut
 from agents_app.models import Thread
 from agents_app.services import threads as thread_service
 from agents_app.services.env import EnvPatch
+from agents_app.services.subagents import subagent_registry
 
 router = Router(tags=["threads"])
 
@@ -119,11 +121,13 @@ def _thread(request: HttpRequest, thread_id: str) -> Thread:
 
 
 @router.get("/{thread_id}", response={200: dict, **ERRORS}, summary="Get a thread")
+@redacts_thread_data
 def thread_get(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     return selectors.thread_detail(_thread(request, thread_id))
 
 
 @router.patch("/{thread_id}", response={200: dict, **ERRORS}, summary="Update a thread")
+@redacts_thread_data
 def thread_patch(request: HttpRequest, thread_id: str, payload: ThreadPatchIn) -> dict[str, Any]:
     thread = _thread(request, thread_id)
     replace = payload.env if payload.env is not None else payload.tenvs
@@ -160,8 +164,9 @@ def thread_delete(request: HttpRequest, thread_id: str) -> dict[str, Any]:
 
 
 @router.get("/{thread_id}/subagents", response={200: dict, **ERRORS}, summary="Child threads")
+@redacts_thread_data
 def thread_subagents(request: HttpRequest, thread_id: str) -> dict[str, Any]:
-    return {"subagents": selectors.subagents(_thread(request, thread_id))}
+    return {"subagents": subagent_registry(_thread(request, thread_id))}
 
 
 @router.get("/{thread_id}/cost", response={200: dict, **ERRORS}, summary="Cost, recursively")

@@ -15,9 +15,10 @@ crash between the two leaves the queued rows queued, which the next commit drain
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
 
 from agents_app.bridge import rows
@@ -25,30 +26,39 @@ from agents_app.models import Log, Message, ThreadSession
 from runtime.store import Commit, ThreadUpdate
 
 
-def _columns(model: type[Model], update: list[str]) -> tuple[list[Any], list[str]]:
-    fields = list(model._meta.concrete_fields)
+@lru_cache(maxsize=64)
+def _upsert_skeleton(
+    model: type[Model], update: tuple[str, ...], alias: str, count: int
+) -> tuple[str, tuple[Any, ...]]:
+    """The statement text for ``count`` rows, and the fields whose values fill it.
+
+    Built once per shape: quoting names through ``connection.ops`` goes through
+    asgiref's context-local proxy on every access, which cost more than the SQL ran.
+    """
+    fields = tuple(model._meta.concrete_fields)
     by_name = {f.name: f for f in fields}
-    return fields, [str(by_name[n].column) for n in update if n in by_name]
+    quote = connection.ops.quote_name
+    table = quote(model._meta.db_table)
+    cols = ", ".join(quote(str(f.column)) for f in fields)
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    sets = ", ".join(
+        f"{quote(c)} = EXCLUDED.{quote(c)}" for c in (str(by_name[n].column) for n in update)
+    )
+    sql = (
+        f"{alias} AS (INSERT INTO {table} ({cols}) VALUES {', '.join([row] * count)} "
+        f"ON CONFLICT (id) DO UPDATE SET {sets} RETURNING 1)"
+    )
+    return sql, fields
 
 
 def _upsert_sql(
     model: type[Model], objs: list[Model], update: list[str], alias: str
 ) -> tuple[str, list[Any]]:
-    fields, set_cols = _columns(model, update)
-    table = connection.ops.quote_name(model._meta.db_table)
-    cols = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    sql, fields = _upsert_skeleton(model, tuple(update), alias, len(objs))
+    db = connections[DEFAULT_DB_ALIAS]  # one lookup, not one per field
     params: list[Any] = []
     for obj in objs:
-        params += [f.get_db_prep_save(getattr(obj, f.attname), connection) for f in fields]
-    sets = ", ".join(
-        f"{connection.ops.quote_name(c)} = EXCLUDED.{connection.ops.quote_name(c)}"
-        for c in set_cols
-    )
-    sql = (
-        f"{alias} AS (INSERT INTO {table} ({cols}) VALUES {', '.join([row] * len(objs))} "
-        f"ON CONFLICT (id) DO UPDATE SET {sets} RETURNING 1)"
-    )
+        params += [f.get_db_prep_save(getattr(obj, f.attname), db) for f in fields]
     return sql, params
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from agents_app.models import Log, Message, QueuedMessage, ThreadFile
+from agents_app.models import Log, Message, QueuedMessage
 from agents_app.models import Thread as ThreadRow
 from runtime.messages import Message as EngineMessage
 from runtime.progress import ThreadExecutionState
-from runtime.store import FileRecord, LogRecord, ThreadRecord
+from runtime.store import LogRecord, ThreadRecord
 
 MESSAGE_UPDATE_FIELDS = [
     "role",
@@ -188,18 +188,4 @@ def thread_record(row: ThreadRow) -> ThreadRecord:
         stopped=row.stopped,
         terminated=row.terminated_at is not None,
         execution_state=ThreadExecutionState.model_validate(row.execution_state or {}),
-    )
-
-
-def file_record(row: ThreadFile) -> FileRecord:
-    return FileRecord(
-        path=row.path,
-        name=row.name,
-        mime_type=row.mime_type,
-        size=row.size,
-        is_directory=row.is_directory,
-        metadata=row.metadata or {},
-        width=row.width,
-        height=row.height,
-        created_at=int(row.created_at.timestamp() * 1000),
     )

@@ -8,18 +8,17 @@ the stop flag) because the engine calls it several times per step.
 
 from __future__ import annotations
 
-import posixpath
 import uuid
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.core.files.base import ContentFile
 from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
 from agents_app.bridge import fast_commit, rows
+from agents_app.bridge.files import FileStoreMixin
 from agents_app.models import (
     Agent,
     EnvValue,
@@ -30,7 +29,6 @@ from agents_app.models import (
     QueuedMessage,
     ScheduledEffect,
     Thread,
-    ThreadFile,
     ThreadSession,
     ThreadValue,
 )
@@ -48,7 +46,6 @@ from runtime.store import (
     EffectRun,
     EnvEntry,
     EnvType,
-    FileRecord,
     LogQuery,
     LogRecord,
     MessagePage,
@@ -90,19 +87,52 @@ def _create_thread(new: NewThread) -> ThreadRecord:
         owner_id=new.user_id or (parent.owner_id if parent else None),
         parent=parent,
         tags=list(new.tags),
+        display_name=new.display_name[:120],
+        relationship=new.relationship[:200],
+        child_status=new.child_status,
+        subagent_config=new.subagent,
     )
     for key, value in new.env.items():
         env = EnvValue(scope=EnvValue.Scope.THREAD, thread=row, key=key)
         env.value = value
         env.save()
-    return rows.thread_record(_thread(str(row.id)))
+    return _record(_thread(str(row.id)))
+
+
+def _record(row: Thread) -> ThreadRecord:
+    record = rows.thread_record(row)
+    record.display_name, record.relationship = row.display_name, row.relationship
+    record.child_status, record.subagent = row.child_status, row.subagent_config
+    return record
 
 
 def _get_thread(thread_id: str) -> ThreadRecord | None:
     try:
-        return rows.thread_record(_thread(thread_id))
+        return _record(_thread(thread_id))
     except LookupError:
         return None
+
+
+def _list_children(thread_id: str) -> list[ThreadRecord]:
+    _exists(thread_id)
+    children = Thread.objects.select_related("agent", "origin_agent").filter(
+        parent_id=uuid.UUID(thread_id)
+    )
+    return [_record(c) for c in children.order_by("created_at")]
+
+
+def _set_child_status(thread_id: str, status: str) -> None:
+    _exists(thread_id)
+    Thread.objects.filter(pk=thread_id).update(child_status=status)
+
+
+@transaction.atomic
+def _terminate_thread(thread_id: str) -> None:
+    _exists(thread_id)
+    rows = Thread.objects.filter(pk=thread_id)
+    rows.filter(terminated_at__isnull=True).update(terminated_at=timezone.now())
+    rows.update(stopped=True)
+    rows.filter(parent__isnull=False).update(child_status="terminated")
 
 
 # --- messages --------------------------------------------------------------------------
@@ -153,6 +183,22 @@ def _queue_message(thread_id: str, m: EngineQueued) -> None:
         metadata=m.metadata,
         created_at=m.created_at or now_us(),
     )
+
+
+def _list_queued(thread_id: str) -> list[EngineQueued]:
+    _exists(thread_id)
+    return [
+        EngineQueued(
+            id=str(r.pk),
+            role=r.role,  # type: ignore[arg-type]
+            content=r.content,
+            attachments=r.attachments,
+            silent=r.silent,
+            metadata=r.metadata or {},
+            created_at=r.created_at,
+        )
+        for r in QueuedMessage.objects.filter(thread_id=thread_id).order_by("created_at")
+    ]
 
 
 # --- commit ----------------------------------------------------------------------------
@@ -231,7 +277,12 @@ def _drain_queue(thread_id: str) -> list[EngineMessage]:
     drained: list[Message] = []
     for row in queued:
         last = max(last + 1, row.created_at)
-        drained.append(rows.queued_to_message(row, last))
+        message = rows.queued_to_message(row, last)
+        # Subagent results and notifications name their child (the registry projection).
+        child = (row.metadata or {}).get("subagent_id")
+        if child and Thread.objects.filter(pk=child).exists():
+            message.subagent_id = child
+        drained.append(message)
     Message.objects.bulk_create(drained)
     QueuedMessage.objects.filter(pk__in=[r.pk for r in queued]).delete()
     return [rows.engine_message(m) for m in drained]
@@ -395,98 +446,6 @@ def _list_values(thread_id: str, prefix: str) -> dict[str, Any]:
     return dict(qs.values_list("key", "value"))
 
 
-# --- files -----------------------------------------------------------------------------
-
-DIRECTORY = "inode/directory"
-
-
-def _ensure_dirs(thread_id: str, path: str) -> None:
-    while path not in ("/", ""):
-        ThreadFile.objects.get_or_create(
-            thread_id=thread_id,
-            path=path,
-            defaults={
-                "name": posixpath.basename(path),
-                "mime_type": DIRECTORY,
-                "is_directory": True,
-            },
-        )
-        path = posixpath.dirname(path)
-
-
-@transaction.atomic
-def _write_file(
-    thread_id: str,
-    path: str,
-    data: bytes,
-    mime_type: str,
-    metadata: dict[str, Any] | None,
-    width: int | None,
-    height: int | None,
-) -> FileRecord:
-    _exists(thread_id)
-    _ensure_dirs(thread_id, posixpath.dirname(path))
-    row, _ = ThreadFile.objects.get_or_create(
-        thread_id=thread_id, path=path, defaults={"name": posixpath.basename(path)}
-    )
-    if row.blob:
-        row.blob.delete(save=False)
-    row.mime_type, row.size, row.is_directory = mime_type, len(data), False
-    row.metadata, row.width, row.height = dict(metadata or {}), width, height
-    row.blob.save(uuid.uuid4().hex, ContentFile(data), save=False)
-    row.save()
-    return rows.file_record(row)
-
-
-def _read_file(thread_id: str, path: str) -> bytes | None:
-    row = ThreadFile.objects.filter(thread_id=thread_id, path=path, is_directory=False).first()
-    if row is None or not row.blob:
-        return None
-    with row.blob.open("rb") as fh:
-        return bytes(fh.read())
-
-
-def _root() -> FileRecord:
-    return FileRecord(path="/", name="", mime_type=DIRECTORY, is_directory=True)
-
-
-def _stat_file(thread_id: str, path: str) -> FileRecord | None:
-    if path == "/":
-        return _root()
-    row = ThreadFile.objects.filter(thread_id=thread_id, path=path).first()
-    return rows.file_record(row) if row else None
-
-
-def _list_dir(thread_id: str, path: str) -> list[FileRecord]:
-    prefix = path.rstrip("/") + "/"
-    qs = ThreadFile.objects.filter(thread_id=thread_id, path__startswith=prefix).order_by("path")
-    return [rows.file_record(r) for r in qs if posixpath.dirname(r.path) == path and r.path != path]
-
-
-@transaction.atomic
-def _delete_file(thread_id: str, path: str) -> bool:
-    row = ThreadFile.objects.filter(thread_id=thread_id, path=path).first()
-    if row is None:
-        return False
-    if (
-        row.is_directory
-        and ThreadFile.objects.filter(thread_id=thread_id, path__startswith=path + "/").exists()
-    ):
-        raise OSError(f"Directory not empty: {path}")
-    if row.blob:
-        row.blob.delete(save=False)
-    row.delete()
-    return True
-
-
-@transaction.atomic
-def _make_dir(thread_id: str, path: str) -> FileRecord:
-    _exists(thread_id)
-    _ensure_dirs(thread_id, path)
-    found = _stat_file(thread_id, path)
-    return found if found is not None else _root()
-
-
 # --- definitions ---------------------------------------------------------------------------
 
 
@@ -566,8 +525,8 @@ def _cancel_effect(thread_id: str, effect_id: str, by: CanceledBy) -> EffectRun 
     return effect_record(row) if row is not None else None
 
 
-class DjangoStore:
-    """The store protocol over the Django ORM.
+class DjangoStore(FileStoreMixin):
+    """The store protocol over the Django ORM (files: ``bridge/files.py``).
 
     Definitions are cached per instance: a store serves one session, which
     should see one consistent version of its agent, prompts and models.
@@ -596,6 +555,18 @@ class DjangoStore:
 
     async def queue_message(self, thread_id: str, message: EngineQueued) -> None:
         await sync_to_async(_queue_message)(thread_id, message)
+
+    async def list_queued(self, thread_id: str) -> list[EngineQueued]:
+        return await sync_to_async(_list_queued)(thread_id)
+
+    async def list_children(self, thread_id: str) -> list[ThreadRecord]:
+        return await sync_to_async(_list_children)(thread_id)
+
+    async def set_child_status(self, thread_id: str, status: str) -> None:
+        await sync_to_async(_set_child_status)(thread_id, status)
+
+    async def terminate_thread(self, thread_id: str) -> None:
+        await sync_to_async(_terminate_thread)(thread_id)
 
     async def commit(self, thread_id: str, commit: Commit) -> CommitResult:
         return await sync_to_async(_commit)(thread_id, commit)
@@ -645,36 +616,6 @@ class DjangoStore:
 
     async def list_values(self, thread_id: str, prefix: str = "") -> dict[str, Any]:
         return await sync_to_async(_list_values)(thread_id, prefix)
-
-    async def write_file(
-        self,
-        thread_id: str,
-        path: str,
-        data: bytes,
-        mime_type: str,
-        *,
-        metadata: dict[str, Any] | None = None,
-        width: int | None = None,
-        height: int | None = None,
-    ) -> FileRecord:
-        return await sync_to_async(_write_file)(
-            thread_id, path, data, mime_type, metadata, width, height
-        )
-
-    async def read_file(self, thread_id: str, path: str) -> bytes | None:
-        return await sync_to_async(_read_file)(thread_id, path)
-
-    async def stat_file(self, thread_id: str, path: str) -> FileRecord | None:
-        return await sync_to_async(_stat_file)(thread_id, path)
-
-    async def list_dir(self, thread_id: str, path: str) -> list[FileRecord]:
-        return await sync_to_async(_list_dir)(thread_id, path)
-
-    async def delete_file(self, thread_id: str, path: str) -> bool:
-        return await sync_to_async(_delete_file)(thread_id, path)
-
-    async def make_dir(self, thread_id: str, path: str) -> FileRecord:
-        return await sync_to_async(_make_dir)(thread_id, path)
 
     async def schedule_effect(self, run: EffectRun) -> tuple[EffectRun, bool]:
         return await sync_to_async(_schedule_effect)(run)

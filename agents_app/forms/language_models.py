@@ -125,6 +125,25 @@ class LanguageModelForm(DefinitionForm):
         self.fields["streaming_chunk_size"].initial = streaming.get("chunkSize")
         self.fields["streaming_chunk_delay_ms"].initial = streaming.get("chunkDelayMs")
 
+    # Checked per field (not only in the definition) so a price error shows even when
+    # another field, such as the script, also has one.
+    def _price(self, field: str) -> Decimal | None:
+        price: Decimal | None = self.cleaned_data.get(field)
+        if price is not None and price < 0:
+            raise ValidationError(
+                "A price cannot be negative. Enter 0 or more (US dollars per million tokens)."
+            )
+        return price
+
+    def clean_input_price(self) -> Decimal | None:
+        return self._price("input_price")
+
+    def clean_output_price(self) -> Decimal | None:
+        return self._price("output_price")
+
+    def clean_cached_price(self) -> Decimal | None:
+        return self._price("cached_price")
+
     def clean_script(self) -> list[dict[str, Any]] | None:
         script = self.cleaned_data.get("script")
         if script is None:

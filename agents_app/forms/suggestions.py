@@ -2,19 +2,58 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from agents_app.models import Agent, Prompt
 from agents_app.services import definitions
 
 
-def callable_names() -> list[tuple[str, str]]:
-    """(name, what it is) for everything a prompt may call: code tools, prompts, agents."""
+@dataclass(frozen=True)
+class Callable:
+    """Something a prompt may offer the model as a tool."""
+
+    name: str
+    kind: str  # "code tool", "prompt" or "agent"
+    description: str
+
+
+def _short(text: str, length: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= length else text[: length - 1] + "…"
+
+
+def callables() -> list[Callable]:
+    """Code tools, prompts and agents with their descriptions, in that order."""
+    from agents_app.code_registry import get_registry
+
     code = definitions.registered_code_names()
-    tools = sorted(code[0]) if code else []
+    registered = get_registry().tools
     return (
-        [(name, "code tool") for name in tools]
-        + [(name, "prompt") for name in Prompt.objects.values_list("name", flat=True)]
-        + [(name, "agent") for name in Agent.objects.values_list("name", flat=True)]
+        [
+            Callable(n, "code tool", getattr(registered.get(n), "description", ""))
+            for n in sorted(code[0] if code else ())
+        ]
+        + [
+            Callable(name, "prompt", desc)
+            for name, desc in Prompt.objects.order_by("name").values_list(
+                "name", "tool_description"
+            )
+        ]
+        + [
+            Callable(name, "agent", desc or about)
+            for name, desc, about in Agent.objects.order_by("name").values_list(
+                "name", "tool_description", "description"
+            )
+        ]
     )
+
+
+def callable_names() -> list[tuple[str, str]]:
+    """(name, label) for the pickers: the label says what it is and what it does."""
+    return [
+        (c.name, f"{c.kind}: {_short(c.description)}" if c.description else c.kind)
+        for c in callables()
+    ]
 
 
 def hook_names() -> list[str]:

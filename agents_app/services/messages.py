@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import mimetypes
-import posixpath
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,10 +21,9 @@ from agents_app import wire
 from agents_app.bridge.events import send_registry, send_thread_frames
 from agents_app.errors import Invalid, Locked, NotFound
 from agents_app.models import Message, QueuedMessage, Thread, ThreadFile
-from agents_app.models.timestamps import now_us
 from agents_app.selectors import message_in_thread, queued_in_thread
 from agents_app.services import sessions
-from agents_app.services.thread_files import file_delete, file_write
+from agents_app.services.thread_files import attachment_write, file_delete
 from agents_app.services.threads import preview_of
 from runtime.events import event
 
@@ -51,18 +47,9 @@ def _store_attachments(thread: Thread, items: list[NewAttachment]) -> list[dict[
             data = base64.b64decode(item.data, validate=True)
         except (binascii.Error, ValueError):
             raise Invalid(f"Attachment {item.name!r}: data is not valid base64") from None
-        ext = posixpath.splitext(item.name)[1].lower() or (
-            mimetypes.guess_extension(item.mime_type) or ".bin"
-        )
-        path = f"/attachments/{now_us() // 1000}-{uuid.uuid4().hex[:8]}{ext[:10]}"
-        row = file_write(
-            thread,
-            path,
-            data,
-            item.mime_type or "application/octet-stream",
-            width=item.width,
-            height=item.height,
-            metadata={"name": item.name},
+        # Downsampled like the reference (thread_files.attachment_write, docs/files.md).
+        row = attachment_write(
+            thread, item.name, data, item.mime_type, width=item.width, height=item.height
         )
         ref = wire.attachment_ref(row)
         ref["name"] = item.name

@@ -66,3 +66,31 @@ class RedactingSink:
     def emit(self, thread_id: str, frame: Frame) -> None:
         """Redact ``frame`` and pass it on."""
         self.inner.emit(thread_id, self.redactor(thread_id).data(frame))
+
+
+class RedactorCache:
+    """Redactors by thread id, each loaded once and reused for ``max_age`` seconds.
+
+    One per HTTP request or per WebSocket consumer: the secrets are read from the
+    database once, not once per response value or frame.
+    """
+
+    def __init__(self, max_age: float = REFRESH_SECONDS) -> None:
+        self.max_age = max_age
+        self._cache: dict[str, tuple[float, Redactor]] = {}
+
+    def get(self, thread_id: str) -> Redactor:
+        """The thread's redactor (sync: may query the database)."""
+        key = str(thread_id)
+        cached = self._cache.get(key)
+        if cached is None or time.monotonic() - cached[0] > self.max_age:
+            cached = (time.monotonic(), thread_redactor(key))
+            self._cache[key] = cached
+        return cached[1]
+
+    def fresh(self, thread_id: str) -> Redactor | None:
+        """The cached redactor if it is still fresh (no database access), else ``None``."""
+        cached = self._cache.get(str(thread_id))
+        if cached is None or time.monotonic() - cached[0] > self.max_age:
+            return None
+        return cached[1]

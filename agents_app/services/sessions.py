@@ -97,6 +97,14 @@ def thread_stop(*, thread: Thread) -> None:
     locked = lock_thread(thread.pk)
     locked.stopped = True
     locked.save(update_fields=["stopped"])
+    # Messages queued before the stop no longer resume the thread: the stop is newer, and
+    # a session still waiting for a worker must park them instead of running.
+    marked = QueuedMessage.objects.filter(
+        thread=locked, **{f"metadata__{wire.RESUME_MARK}": wire.RESUME_VALUE}
+    )
+    for row in marked:
+        row.metadata.pop(wire.RESUME_MARK, None)
+        row.save(update_fields=["metadata"])
     if active_session(locked) is None:
         frames = stop_cleanup(str(locked.pk), key=None)
         transaction.on_commit(lambda: send_thread_frames(str(locked.pk), frames))

@@ -18,8 +18,9 @@ from agents_app import selectors
 from agents_app.bridge.events import send_registry
 from agents_app.engines import with_engine
 from agents_app.errors import Invalid, NotFound
-from agents_app.models import Agent, EnvValue, PromptTool, Thread, ThreadFile
+from agents_app.models import Agent, EnvValue, PromptTool, Thread
 from agents_app.services import env as env_service
+from agents_app.services import thread_files
 from runtime.engine import Engine
 from runtime.store import ThreadRecord
 
@@ -150,14 +151,7 @@ def thread_delete(*, thread: Thread) -> list[str]:
     """Delete the thread and every descendant; returns their ids (parents first)."""
     subtree = selectors.thread_subtree(thread)
     owners = dict(Thread.objects.filter(pk__in=subtree).values_list("pk", "owner_id"))
-    blobs = [
-        name
-        for pair in ThreadFile.objects.filter(thread_id__in=subtree).values_list(
-            "blob", "thumbnail"
-        )
-        for name in pair
-        if name
-    ]
+    blobs = thread_files.blob_names_of_threads(subtree)  # chunk blobs too
     # Children first, so no row is ever left pointing at a deleted parent.
     for pk in reversed(subtree):
         Thread.objects.filter(pk=pk).delete()

@@ -22,6 +22,7 @@ from agents_app.models import (
     WebSocketTicket,
 )
 from agents_app.services.api_keys import api_key_create
+from agents_app.services.thread_inspector import MAX_MESSAGES
 
 pytestmark = pytest.mark.django_db
 
@@ -52,8 +53,11 @@ def test_the_index_groups_models_by_what_people_do(staff: Client) -> None:
 
 
 def test_the_thread_page_shows_its_latest_messages(staff: Client, thread: Thread) -> None:
-    for i in range(55):
-        Message.objects.create(thread=thread, role="user", content=f"message number {i:02d}")
+    total = MAX_MESSAGES + 5
+    Message.objects.bulk_create(
+        Message(thread=thread, role="user", content=f"message number {i:03d}", created_at=1000 + i)
+        for i in range(total)
+    )
     Message.objects.create(
         thread=thread,
         role="assistant",
@@ -62,10 +66,10 @@ def test_the_thread_page_shows_its_latest_messages(staff: Client, thread: Thread
 
     page = staff.get(reverse("admin:agents_app_thread_change", args=[thread.pk])).content.decode()
 
-    assert "message number 54" in page
-    assert "message number 05" not in page  # only the newest 50 are inline
-    assert "calls lookup_order" in page
-    assert "All 56 messages" in page
+    assert f"message number {total - 1:03d}" in page
+    assert "message number 004" not in page  # only the newest MAX_MESSAGES are shown
+    assert "Calls <code>lookup_order</code>" in page
+    assert f"All {total + 1} messages" in page
 
 
 def test_messages_can_be_filtered_by_thread_and_searched(staff: Client, thread: Thread) -> None:

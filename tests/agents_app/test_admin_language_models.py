@@ -153,7 +153,23 @@ def test_a_name_with_a_path_is_rejected(staff: Client) -> None:
 def test_a_negative_price_is_rejected(staff: Client) -> None:
     response = post(staff, ADD, add_form(staff, input_price="-1"))
 
-    assert errors_of(response)["input_price"] == ["Input price must be at least 0."]
+    assert errors_of(response)["input_price"] == [
+        "A price cannot be negative. Enter 0 or more (US dollars per million tokens)."
+    ]
+
+
+def test_a_negative_price_is_reported_along_with_a_bad_script(staff: Client) -> None:
+    data = add_form(staff, provider="test", output_price="-3", script='["oops"]')
+
+    errors = errors_of(post(staff, ADD, data))
+
+    assert errors["output_price"] == [
+        "A price cannot be negative. Enter 0 or more (US dollars per million tokens)."
+    ]
+    assert errors["script"] == [
+        'Script item 1: each reply must be a JSON object, like {"content": "Hi"}.'
+    ]
+    assert not LanguageModel.objects.exists()
 
 
 def test_an_unknown_fallback_is_rejected(staff: Client) -> None:

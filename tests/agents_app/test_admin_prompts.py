@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils.html import escape
 
+from agents_app.code_registry import get_registry
 from agents_app.models import Agent, EnvValue, LanguageModel, Prompt, PromptPart, PromptTool
 from agents_app.services import definitions as definition_services
 from agents_app.services.definitions import build_catalog, prompt_definition, validate_definition
@@ -216,8 +218,13 @@ def test_an_unregistered_hook_is_rejected(staff: Client, model: Any) -> None:
     assert errors_of(response)["hooks"] == ["Hook 'typo_hook' is not registered."]
 
 
-def test_the_tool_name_suggests_code_tools(staff: Client) -> None:
-    assert '<option value="lookup_order">code tool</option>' in staff.get(ADD).content.decode()
+def test_the_tool_name_suggests_code_tools_with_their_descriptions(staff: Client) -> None:
+    page = staff.get(ADD).content.decode()
+
+    assert '<option value="lookup_order">code tool: ' in page
+    # The list next to the picker says what each tool does, in the registry's words.
+    description = get_registry().tools["lookup_order"].description
+    assert description and escape(description) in page
 
 
 def test_a_bad_name_is_rejected(staff: Client, model: Any) -> None:

@@ -195,6 +195,23 @@ async def test_stop_aborts_the_request_in_flight_and_parks_the_queue(alice: Any)
     ]
 
 
+async def test_stop_before_a_worker_claims_the_session_parks_its_message(alice: Any) -> None:
+    thread = await _setup(alice, [{"content": "should not run yet"}])
+    await _post(thread, "hello")
+    session_id = await _active_session(thread)
+    # The user presses Stop while the session is still waiting for a worker.
+    await sync_to_async(sessions.thread_stop)(thread=thread)
+    await run_session_job(session_id)
+    assert not [row for row in await _transcript(thread) if row[0] == "assistant"]
+    assert await sync_to_async(QueuedMessage.objects.count)() == 1  # parked, not dropped
+    continued = await sync_to_async(sessions.thread_continue)(thread=thread, side="a")
+    await run_session_job(str(continued.pk))
+    assert (await _transcript(thread))[-2:] == [
+        ("user", "completed", "hello"),
+        ("assistant", "completed", "should not run yet"),
+    ]
+
+
 async def test_a_new_user_message_resumes_a_stopped_thread(alice: Any) -> None:
     thread = await _setup(alice, [{"content": "back"}])
     await sync_to_async(sessions.thread_stop)(thread=thread)

@@ -43,7 +43,99 @@ AGENTS = {
     ),
     # A request long enough to stop (or to kill the worker) while it is in flight.
     "sleeper": ([{"content": "finally awake", "delayMs": 4000}, {"content": "still here"}], None),
+    # Subagent children (tests/integration/test_subagents.py).
+    "sub-child": ([{"content": "child result"}], None),
+    "sub-slow-child": ([{"content": "slow result", "delayMs": 300}], None),
+    "sub-fail-child": ([{"error": {"message": "child broke", "code": "invalid_request"}}], None),
+    "sub-resumable-child": ([{"content": "answer one"}, {"content": "answer two"}], None),
 }
+
+# Parents of subagents: name -> (tool entry, script).
+SUBAGENT_PARENTS = {
+    "sub-blocking-parent": (
+        {"name": "sub-child", "blocking": True},
+        [
+            {"toolCalls": [{"name": "sub-child", "arguments": {"message": "count"}}]},
+            {"content": "parent done"},
+        ],
+    ),
+    "sub-async-parent": (
+        {"name": "sub-slow-child", "blocking": False},
+        [
+            {"toolCalls": [{"name": "sub-slow-child", "arguments": {"message": "go"}}]},
+            {"content": "waiting for the child"},
+            {"content": "the child answered"},
+        ],
+    ),
+    "sub-fail-parent": (
+        {"name": "sub-fail-child", "blocking": False},
+        [
+            {"toolCalls": [{"name": "sub-fail-child", "arguments": {"message": "go"}}]},
+            {"content": "waiting"},
+            {"content": "the child failed"},
+        ],
+    ),
+    "sub-resumable-parent": (
+        {
+            "name": "sub-resumable-child",
+            "blocking": True,
+            "resumable": {"receives_messages": "side_a", "maxInstances": 1},
+        },
+        [
+            {
+                "toolCalls": [
+                    {
+                        "name": "subagent_create",
+                        "arguments": {
+                            "agent": "sub-resumable-child",
+                            "name": "Researcher",
+                            "message": "Q1",
+                        },
+                    },
+                    {
+                        "name": "subagent_create",
+                        "arguments": {
+                            "agent": "sub-resumable-child",
+                            "name": "Second",
+                            "message": "Q2",
+                        },
+                    },
+                ]
+            },
+            {"content": "created"},
+            {
+                "toolCalls": [
+                    {
+                        "name": "subagent_message",
+                        "arguments": {"referenceId": "Researcher", "message": "Q3"},
+                    }
+                ]
+            },
+            {"content": "asked again"},
+        ],
+    ),
+}
+
+
+def subagent_parent_items() -> list[tuple[str, object]]:
+    items: list[tuple[str, object]] = []
+    for name, (entry, script) in SUBAGENT_PARENTS.items():
+        model = ModelDefinition(
+            name=f"{name}-model", provider="test", model="scripted", script=script
+        )
+        prompt = PromptDefinition.model_validate(
+            {
+                "name": f"{name}-prompt",
+                "model": model.name,
+                "prompt": "You delegate.",
+                "includeChat": True,
+                "includePastTools": True,
+                "tools": [entry],
+            }
+        )
+        agent = AgentDefinition(name=name, side_a=SideConfig(prompt=prompt.name))
+        items += [(model.name, model), (prompt.name, prompt), (name, agent)]
+    return items
 
 
 def seed() -> dict[str, object]:
@@ -66,8 +158,73 @@ def seed() -> dict[str, object]:
         )
         agent = AgentDefinition(name=name, side_a=SideConfig(prompt=prompt.name))
         items += [(model.name, model), (prompt.name, prompt), (name, agent)]
+    items += subagent_parent_items()
     save_definitions(items, strict_code_names=False)
     return {"keys": keys}
+
+
+# Subagent robustness and create-or-continue (tests/integration/test_subagents.py).
+AGENTS.update(
+    {
+        # Still thinking when its worker is killed.
+        "sub-crash-child": ([{"content": "too late", "delayMs": 4000}], None),
+        "sub-continue-child": (
+            [{"content": "answer one"}, {"content": "answer two"}, {"content": "answer three"}],
+            None,
+        ),
+    }
+)
+SUBAGENT_PARENTS.update(
+    {
+        "sub-crash-parent": (
+            {"name": "sub-crash-child", "blocking": False},
+            [
+                {"toolCalls": [{"name": "sub-crash-child", "arguments": {"message": "go"}}]},
+                {"content": "waiting"},
+                {"content": "the child crashed"},
+            ],
+        ),
+        "sub-continue-parent": (
+            {
+                "name": "sub-continue-child",
+                "blocking": True,
+                "resumable": {"receives_messages": "side_a", "maxInstances": 1},
+            },
+            [
+                {
+                    "toolCalls": [
+                        {
+                            "name": "subagent_create",
+                            "arguments": {
+                                "agent": "sub-continue-child",
+                                "name": "Researcher",
+                                "message": "Q1",
+                            },
+                        },
+                        {
+                            "name": "subagent_create",
+                            "arguments": {
+                                "agent": "sub-continue-child",
+                                "name": "Second",
+                                "message": "Q2",
+                            },
+                        },
+                    ]
+                },
+                {"content": "created"},
+                {
+                    "toolCalls": [
+                        {
+                            "name": "subagent_message",
+                            "arguments": {"referenceId": "Researcher", "message": "Q3"},
+                        }
+                    ]
+                },
+                {"content": "asked again"},
+            ],
+        ),
+    }
+)
 
 
 if __name__ == "__main__":

@@ -82,6 +82,9 @@ class Stack:
     port: int = field(default_factory=free_port)
     processes: list[Process] = field(default_factory=list)
     keys: dict[str, str] = field(default_factory=dict)
+    # Extra ``manage.py`` commands run after migrate and seed, before Daphne starts
+    # (collectstatic must precede the server: WhiteNoise indexes files at start-up).
+    setup: list[list[str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         redis_base = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -121,6 +124,8 @@ class Stack:
         self.run([str(BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"])
         out = self.run([str(BIN / "python"), "-m", "tests.integration.seed"])
         self.keys = json.loads(out.strip().splitlines()[-1])["keys"]
+        for command in self.setup:
+            self.run([str(BIN / "python"), "manage.py", *command])
         self.daphne = self.spawn(
             "daphne",
             [

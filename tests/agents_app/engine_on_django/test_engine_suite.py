@@ -3,12 +3,15 @@
 
 from tests.runtime.test_attempt_ladder import *  # noqa: F403
 from tests.runtime.test_context import *  # noqa: F403
+from tests.runtime.test_files_store import *  # noqa: F403
 from tests.runtime.test_hooks import *  # noqa: F403
 from tests.runtime.test_logs_and_events import *  # noqa: F403
+from tests.runtime.test_redaction_gaps import *  # noqa: F403
 from tests.runtime.test_resume import *  # noqa: F403
 from tests.runtime.test_spec_agents_as_tools import *  # noqa: F403
 from tests.runtime.test_spec_definitions_and_types import *  # noqa: F403
 from tests.runtime.test_spec_stop_conditions import *  # noqa: F403
+from tests.runtime.test_spec_subagents import *  # noqa: F403
 from tests.runtime.test_store_protocol import *  # noqa: F403
 from tests.runtime.test_subprompts import *  # noqa: F403
 from tests.runtime.test_thread_state import *  # noqa: F403

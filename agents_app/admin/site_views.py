@@ -1,0 +1,69 @@
+"""Studio pages that belong to no single model: the dashboard context and the code catalog.
+
+``studio.admin_site.StudioAdminSite`` mounts these (``get_urls``, ``index``); the data
+comes from plain functions (``services.dashboard``, the code registry).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.admin import AdminSite
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path
+
+from agents_app.code_registry import get_registry
+from agents_app.services.dashboard import dashboard_summary
+
+CATALOG_SECTIONS = (
+    ("tools", "Tools", "Code tools a prompt can offer the model. Add one to a prompt by name."),
+    ("hooks", "Hooks", "Code that runs at fixed moments of a session (list them on a prompt "
+     "or an agent, under Advanced)."),
+    ("effects", "Effects", "Work a tool or hook schedules to run later, outside the "
+     "conversation (reminders, follow-ups)."),
+    ("endpoints", "Thread endpoints", "Extra HTTP routes under /api/threads/<id>/ that "
+     "code defines."),
+)  # fmt: skip
+
+
+def dashboard_context(request: HttpRequest) -> dict[str, Any]:
+    return {"dashboard": dashboard_summary()}
+
+
+def _pretty(schema: Any) -> str:
+    return json.dumps(schema, indent=2, ensure_ascii=False)
+
+
+def catalog_sections() -> list[dict[str, Any]]:
+    """The registry's catalog grouped for the page, each schema pretty-printed."""
+    catalog = get_registry().catalog()
+    sections = []
+    for key, title, intro in CATALOG_SECTIONS:
+        items = [
+            {**item, "schema_text": _pretty(item["args_schema"])} if "args_schema" in item else item
+            for item in sorted(catalog.get(key, []), key=lambda i: str(i["name"]))
+        ]
+        sections.append({"key": key, "title": title, "intro": intro, "items": items})
+    return sections
+
+
+def catalog_view(site: AdminSite, request: HttpRequest) -> HttpResponse:
+    context = {
+        **site.each_context(request),
+        "title": "Code catalog",
+        "subtitle": None,
+        "sections": catalog_sections(),
+    }
+    return TemplateResponse(request, "admin/studio/catalog.html", context)
+
+
+def studio_urls(site: AdminSite) -> list[URLPattern]:
+    return [
+        path(
+            "catalog/",
+            site.admin_view(lambda request: catalog_view(site, request)),
+            name="studio_catalog",
+        ),
+    ]

@@ -1,0 +1,99 @@
+"""The thread inspector's buttons: stop, continue, and cancel or run an effect now.
+
+Each is a POST to a small view that calls the same service as the API
+(``services.sessions``, ``services.effects``), reports the outcome as an admin
+message and returns to the thread page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import URLPattern, path, reverse
+from django.views.decorators.http import require_POST
+
+from agents_app.errors import DomainError
+from agents_app.models import ScheduledEffect, Thread
+from agents_app.services.effects import effect_cancel, effect_run
+from agents_app.services.sessions import thread_continue, thread_stop
+
+ThreadAction = Callable[[HttpRequest, Thread], str]
+
+
+def _stop(request: HttpRequest, thread: Thread) -> str:
+    thread_stop(thread=thread)
+    return "Stop requested: a running session stops at its next safe point."
+
+
+def _continue(request: HttpRequest, thread: Thread) -> str:
+    side = "b" if request.POST.get("side") == "b" else "a"
+    session = thread_continue(thread=thread, side=side)
+    return "Continued: a session is running." if session else "Continued."
+
+
+def _effect(thread: Thread, effect_id: str) -> ScheduledEffect:
+    return get_object_or_404(ScheduledEffect, pk=effect_id, thread=thread)
+
+
+def _cancel_effect(request: HttpRequest, thread: Thread, effect_id: str) -> str:
+    effect = _effect(thread, effect_id)
+    effect_cancel(effect=effect, by="user")
+    return f"Canceled the effect {effect.name}."
+
+
+def _run_effect(request: HttpRequest, thread: Thread, effect_id: str) -> str:
+    result = effect_run(effect=_effect(thread, effect_id), owner="admin")
+    detail = f" ({result['error']})" if result.get("error") else ""
+    verb = "Replayed" if result["action"] == "replayed" else "Ran"
+    return f"{verb} the effect: {result['status']}{detail}."
+
+
+class ThreadActionsMixin:
+    """Adds the action URLs to a thread ModelAdmin (``admin:agents_app_thread_<action>``)."""
+
+    admin_site: Any
+
+    def can_act(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm("agents_app.change_thread"))
+
+    def _wrap(self, action: Callable[..., str]) -> Callable[..., HttpResponse]:
+        @require_POST
+        def view(request: HttpRequest, object_id: str, **kwargs: Any) -> HttpResponse:
+            thread = get_object_or_404(Thread, pk=object_id)
+            back = reverse("admin:agents_app_thread_change", args=[thread.pk])
+            if not self.can_act(request):
+                messages.error(request, "You may look at threads but not act on them.")
+                return HttpResponseRedirect(back)
+            try:
+                messages.success(request, action(request, thread, **kwargs))
+            except DomainError as exc:
+                messages.warning(request, f"Not done: {exc.message}")
+            return HttpResponseRedirect(back)
+
+        return self.admin_site.admin_view(view)  # type: ignore[no-any-return]
+
+    def get_urls(self) -> list[Any]:
+        actions = [
+            path("<uuid:object_id>/stop/", self._wrap(_stop), name="agents_app_thread_stop"),
+            path(
+                "<uuid:object_id>/continue/",
+                self._wrap(_continue),
+                name="agents_app_thread_continue",
+            ),
+            path(
+                "<uuid:object_id>/effects/<uuid:effect_id>/cancel/",
+                self._wrap(_cancel_effect),
+                name="agents_app_thread_effect_cancel",
+            ),
+            path(
+                "<uuid:object_id>/effects/<uuid:effect_id>/run/",
+                self._wrap(_run_effect),
+                name="agents_app_thread_effect_run",
+            ),
+        ]
+        urls: list[URLPattern] = actions
+        return [*urls, *super().get_urls()]  # type: ignore[misc]

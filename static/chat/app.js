@@ -1,0 +1,374 @@
+// The chat page: agent picker, thread list, one thread's live transcript and the composer.
+
+import { api, threadPath } from './api.js';
+import { ThreadStream } from './stream.js';
+import { Transcript } from './transcript.js';
+import { TranscriptView } from './render.js';
+import { readAttachments, renderAttachmentChips } from './attachments.js';
+import { renderThreadList } from './threads.js';
+import { StateBar } from './state.js';
+
+const $ = (id) => document.getElementById(id);
+const boot = (id) => JSON.parse($(id).textContent);
+const query = new URLSearchParams(location.search);
+const embed = document.body.classList.contains('embed');
+const REASONING_KEY = 'chat.showReasoning';
+
+const page = {
+  threadId: boot('boot-thread-id') || null,
+  agents: [],
+  agent: null, // the chosen agent (new chat) or the thread's agent
+  transcript: new Transcript(),
+  view: new TranscriptView($('transcript')),
+  stream: null,
+  open: new Set(),
+  pendingFiles: [],
+  showReasoning: localStorage.getItem(REASONING_KEY) === '1',
+  renderQueued: false,
+};
+
+const state = new StateBar($('state'), $('stop-button'), $('continue-button'));
+
+function chatUrl(threadId) {
+  const base = threadId ? `/chat/t/${encodeURIComponent(threadId)}` : '/chat/';
+  return embed ? `${base}?embed=1` : base;
+}
+
+function showError(message) {
+  const box = $('page-error');
+  box.hidden = !message;
+  box.textContent = message || '';
+}
+
+function sideLabel(side) {
+  const a = page.agent || {};
+  return side === 'b' ? a.side_b_label || 'Side B' : a.side_a_label || 'Side A';
+}
+
+const isDual = (agent) => agent && agent.side_a_backing === 'prompt' && agent.side_b_backing === 'prompt';
+
+function render() {
+  if (page.renderQueued) return;
+  page.renderQueued = true;
+  requestAnimationFrame(() => {
+    page.renderQueued = false;
+    page.view.render({
+      transcript: page.transcript,
+      threadId: page.threadId,
+      open: page.open,
+      showReasoning: page.showReasoning,
+      dual: isDual(page.agent),
+      sideLabel,
+      agentTitle: page.agent?.title,
+    });
+  });
+}
+
+// --- the thread list ---------------------------------------------------------------------
+
+async function loadThreads() {
+  if (embed) return;
+  const status = $('threads-status');
+  try {
+    const data = await api('/api/threads?limit=50&sort=activity');
+    status.textContent = data.threads.length ? '' : 'No chats yet. Pick an agent and say hello.';
+    renderThreadList($('thread-list'), data.threads, page.threadId, chatUrl);
+  } catch (error) {
+    status.textContent = `Could not load your chats: ${error.message}`;
+  }
+}
+
+// --- one thread ----------------------------------------------------------------------------
+
+async function reload() {
+  const known = [...page.transcript.messages.keys()];
+  try {
+    const data = await api(`${threadPath(page.threadId)}/messages?limit=200&order=desc&depth=8`);
+    page.transcript.merge(data.messages, known);
+    state.fromTranscript(page.transcript);
+    if (page.loadFailed) showError('');
+    page.loadFailed = false;
+  } catch (error) {
+    page.loadFailed = true;
+    showError(`Could not load the messages: ${error.message}`);
+  }
+  render();
+}
+
+const SUBAGENT_INNER = new Set(['message_data', 'tool_started', 'stopped']);
+
+function onFrame(frame) {
+  const t = page.transcript;
+  switch (frame.type) {
+    case 'message_data':
+      t.upsert(frame.data);
+      if (!frame.depth) state.fromMessage(frame.data);
+      break;
+    case 'message_chunk':
+      t.chunk(frame.message_id, frame.chunk);
+      if (!frame.depth) state.set('writing');
+      break;
+    case 'reasoning_chunk':
+      t.chunk(frame.message_id, frame.chunk, true);
+      break;
+    case 'step_started':
+    case 'llm_request':
+      state.set('thinking');
+      break;
+    case 'tool_started':
+      state.set('tool', frame.tool);
+      break;
+    case 'tool_completed':
+      state.set('thinking');
+      break;
+    case 'stopped':
+      state.sessionEnded(frame.reason, t);
+      // A session's end is a cheap moment to reconcile with the stored rows: frames from the
+      // web process (queued rows) and from the worker travel separately and may cross.
+      reload();
+      loadThreads();
+      break;
+    case 'stopped_by_user':
+      state.set('stopped');
+      reload();
+      loadThreads();
+      break;
+    case 'resync':
+      reload();
+      return;
+    case 'event':
+      onEvent(frame);
+      break;
+    default:
+      return;
+  }
+  render();
+}
+
+function onEvent(frame) {
+  const type = frame.eventType || '';
+  if (type === 'message_deleted') page.transcript.remove(frame.data?.id);
+  else if (type === 'subagent_start' || type === 'subagent_end') page.transcript.addEvent(frame);
+  else if (type === 'subagent_event' && SUBAGENT_INNER.has(frame.data?.innerEvent?.type)) {
+    const inner = frame.data.innerEvent;
+    if (inner.type !== 'message_data' || inner.data?.status !== 'pending') page.transcript.addEvent(frame);
+  }
+}
+
+let opened = null;
+
+function openStream() {
+  page.stream?.close();
+  let resolveOpen;
+  opened = new Promise((resolve) => (resolveOpen = resolve));
+  page.stream = new ThreadStream(page.threadId, {
+    reasoning: page.showReasoning,
+    onFrame,
+    onOpen: () => {
+      resolveOpen();
+      state.connected();
+      reload(); // catches up on whatever happened while the socket was away
+    },
+    onState: (s) => {
+      if (s.kind === 'connecting') state.connecting();
+      else if (s.kind === 'reconnecting') state.reconnecting(s.delay);
+      else if (s.kind === 'fatal') {
+        state.set('error', s.message);
+        showError(s.message);
+      }
+    },
+  });
+  page.stream.start();
+  if (query.get('test_hooks') === '1') window.chatTest = { drop: (ms) => page.stream.drop(ms) };
+}
+
+async function openThread(threadId) {
+  page.threadId = threadId;
+  $('agent-picker').hidden = true;
+  try {
+    const detail = await api(threadPath(threadId));
+    page.agent = detail.agent;
+    setTitle(detail.agent);
+    state.setDual(isDual(detail.agent));
+  } catch (error) {
+    showError(error.status === 404 || error.status === 403 ? `${error.message}. Pick another chat or start a new one.` : error.message);
+    state.set('error', 'This chat could not be opened.');
+    $('composer').hidden = true;
+    return;
+  }
+  openStream();
+}
+
+function setTitle(agent) {
+  const dual = isDual(agent);
+  $('conversation-title').textContent = agent.title || agent.id || agent.name;
+  $('agent-description').textContent = dual
+    ? `${sideLabel('a')} and ${sideLabel('b')} talk to each other. Send a message to start; press Continue for more.`
+    : agent.description || '';
+  document.title = `${agent.title || agent.name} · Agents`;
+}
+
+// --- a new chat ----------------------------------------------------------------------------
+
+async function loadAgents() {
+  const select = $('agent-select');
+  try {
+    page.agents = (await api('/api/agents')).agents;
+  } catch (error) {
+    showError(`Could not load the agents: ${error.message}`);
+    return;
+  }
+  if (!page.agents.length) {
+    showError('No agents are available yet. Ask an administrator to create one in the studio.');
+    return;
+  }
+  select.replaceChildren(
+    ...page.agents.map((a) => {
+      const option = document.createElement('option');
+      option.value = a.name;
+      option.textContent = a.type === 'dual_ai' ? `${a.title} (two AIs)` : a.title;
+      return option;
+    }),
+  );
+  const wanted = boot('boot-agent') || localStorage.getItem('chat.agent');
+  if (page.agents.some((a) => a.name === wanted)) select.value = wanted;
+  chooseAgent(select.value);
+  select.addEventListener('change', () => chooseAgent(select.value, true));
+}
+
+function chooseAgent(name, byUser = false) {
+  page.agent = page.agents.find((a) => a.name === name) || null;
+  if (!page.agent) return;
+  $('agent-select-description').textContent = page.agent.description || '';
+  $('conversation-title').textContent = 'New chat';
+  $('agent-description').textContent = '';
+  state.setDual(page.agent.type === 'dual_ai');
+  if (byUser) {
+    localStorage.setItem('chat.agent', name);
+    const params = new URLSearchParams(location.search);
+    params.set('agent', name);
+    history.replaceState(null, '', `/chat/?${params}`);
+  }
+}
+
+async function startThread() {
+  const data = await api('/api/threads', { method: 'POST', json: { agent_id: page.agent.name } });
+  localStorage.setItem('chat.agent', page.agent.name);
+  history.pushState(null, '', chatUrl(data.threadId));
+  await openThread(data.threadId);
+  // Wait (briefly) for the socket so the first reply streams live; the reload catches up anyway.
+  await Promise.race([opened, new Promise((resolve) => setTimeout(resolve, 5000))]);
+  loadThreads();
+}
+
+// --- the composer --------------------------------------------------------------------------
+
+async function send() {
+  const input = $('composer-input');
+  const content = input.value.trim();
+  const files = page.pendingFiles;
+  if (!content && !files.length) {
+    input.focus();
+    return;
+  }
+  showError('');
+  const button = $('send-button');
+  button.disabled = true;
+  try {
+    if (!page.threadId) {
+      await page.agentsLoaded;
+      if (!page.agent) throw new Error('Choose an agent first.');
+      await startThread();
+    }
+    const json = { role: 'user', content };
+    if (files.length) json.attachments = files.map(({ name, mimeType, data }) => ({ name, mimeType, data }));
+    input.value = '';
+    page.pendingFiles = [];
+    renderAttachmentChips($('attachments'), page.pendingFiles, removeFile);
+    state.set('sending');
+    await api(`${threadPath(page.threadId)}/messages`, { method: 'POST', json });
+    // Frames may already have moved on (the reply can start before the 202 arrives).
+    if (state.kind === 'sending') state.set('thinking');
+  } catch (error) {
+    if (!input.value) input.value = content;
+    showError(`Your message was not sent: ${error.message}`);
+    state.set('error', 'Message not sent.');
+  } finally {
+    button.disabled = false;
+    input.focus();
+  }
+}
+
+function removeFile(index) {
+  page.pendingFiles.splice(index, 1);
+  renderAttachmentChips($('attachments'), page.pendingFiles, removeFile);
+  $('attach-button').focus();
+}
+
+async function postAction(path, json) {
+  showError('');
+  try {
+    return await api(`${threadPath(page.threadId)}/${path}`, { method: 'POST', json: json || {} });
+  } catch (error) {
+    showError(error.message);
+    return null;
+  }
+}
+
+function wireComposer() {
+  const input = $('composer-input');
+  $('composer').addEventListener('submit', (event) => {
+    event.preventDefault();
+    send();
+  });
+  input.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      send();
+    }
+  });
+  $('attach-button').addEventListener('click', () => $('file-input').click());
+  $('file-input').addEventListener('change', async (event) => {
+    const { files, errors } = await readAttachments(event.target.files, page.pendingFiles.length);
+    event.target.value = '';
+    page.pendingFiles.push(...files);
+    renderAttachmentChips($('attachments'), page.pendingFiles, removeFile);
+    showError(errors.join(' '));
+  });
+  $('stop-button').addEventListener('click', async () => {
+    state.set('stopping');
+    if (await postAction('stop')) state.set('stopped');
+  });
+  $('continue-button').addEventListener('click', async () => {
+    state.set('thinking');
+    if (!(await postAction('continue'))) state.set('error', 'Could not continue.');
+  });
+  const toggle = $('reasoning-toggle');
+  toggle.checked = page.showReasoning;
+  toggle.addEventListener('change', () => {
+    page.showReasoning = toggle.checked;
+    localStorage.setItem(REASONING_KEY, toggle.checked ? '1' : '0');
+    if (page.threadId) openStream(); // reasoning chunks only flow on a socket opened with reasoning=1
+    render();
+  });
+  const drawer = $('threads-toggle');
+  if (drawer) {
+    drawer.addEventListener('click', () => {
+      const open = drawer.getAttribute('aria-expanded') !== 'true';
+      drawer.setAttribute('aria-expanded', String(open));
+      document.body.classList.toggle('sidebar-open', open);
+    });
+  }
+}
+
+window.addEventListener('popstate', () => location.reload());
+
+wireComposer();
+loadThreads();
+if (page.threadId) {
+  openThread(page.threadId);
+} else {
+  $('agent-picker').hidden = false;
+  state.set('idle', 'Choose an agent and send a message to start.');
+  page.agentsLoaded = loadAgents();
+}

@@ -1,0 +1,235 @@
+// The transcript as DOM. Each block (a message, or a group of behind-the-scenes activity) keeps
+// its element between renders and is rebuilt only when its data changed, so streaming a reply
+// touches one element and open/closed blocks stay as the user left them.
+
+import { fileUrl } from './api.js';
+import { renderMarkdown } from './markdown.js';
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === 'text') node.textContent = value;
+    else if (key === 'className') node.className = value;
+    else node.setAttribute(key, value === true ? '' : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+const time = (us) => {
+  const date = new Date(Number(us) / 1000);
+  return el('time', { datetime: date.toISOString(), text: date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) });
+};
+
+function parseCalls(message) {
+  if (!message.tool_calls) return [];
+  try {
+    const calls = typeof message.tool_calls === 'string' ? JSON.parse(message.tool_calls) : message.tool_calls;
+    return Array.isArray(calls) ? calls : [];
+  } catch {
+    return [];
+  }
+}
+
+function pretty(text) {
+  if (text === null || text === undefined || text === '') return '(empty)';
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return String(text);
+  }
+}
+
+// A details element whose open state survives re-renders (keyed in ctx.open).
+function details(ctx, key, className, summary, ...body) {
+  const node = el('details', { className, 'data-key': key, open: ctx.open.has(key) }, el('summary', {}, summary), ...body);
+  node.addEventListener('toggle', () => (node.open ? ctx.open.add(key) : ctx.open.delete(key)));
+  return node;
+}
+
+function toolBlock(ctx, call, result) {
+  const name = call?.function?.name || result?.name || 'tool';
+  const state = !result ? 'running' : result.tool_status === 'error' ? 'error' : 'done';
+  const label = { running: 'running…', error: 'failed', done: 'done' }[state];
+  const summary = [el('span', { className: 'tool-icon', 'aria-hidden': 'true', text: '⚙' }), ' Tool ', el('code', { text: name }), ' ', el('span', { className: `badge ${state}`, text: label })];
+  const body = el('div', { className: 'tool-body' });
+  if (call) body.append(el('h4', { text: 'Arguments' }), el('pre', { className: 'tool-args', text: pretty(call.function?.arguments) }));
+  if (result) body.append(el('h4', { text: state === 'error' ? 'Error' : 'Result' }), el('pre', { className: 'tool-result', text: pretty(result.content) }));
+  return details(ctx, `tool:${call?.id || result?.id}`, `tool tool-${state}`, summary, body);
+}
+
+function attachments(ctx, message) {
+  const list = (message.attachments || []).filter((a) => a && a.path);
+  if (!list.length) return null;
+  return el(
+    'div',
+    { className: 'msg-attachments' },
+    list.map((a) =>
+      String(a.mimeType || '').startsWith('image/')
+        ? el('a', { href: fileUrl(ctx.threadId, a.path), target: '_blank', rel: 'noopener' },
+            el('img', { src: fileUrl(ctx.threadId, a.path), alt: a.name || 'attached image', loading: 'lazy' }))
+        : el('a', { href: fileUrl(ctx.threadId, a.path), target: '_blank', rel: 'noopener', text: a.name || a.path }),
+    ),
+  );
+}
+
+// In dual_ai threads side B's replies are stored with role "user" (the reference's view from
+// side A); what a person typed is the user row that no prompt wrote.
+export const fromHuman = (m) => m.role === 'user' && !m.prompt_name && !m.log_id;
+
+function author(ctx, message) {
+  if (fromHuman(message)) return 'You';
+  if (ctx.dual && message.side) return ctx.sideLabel(message.side);
+  return ctx.agentTitle || 'Assistant';
+}
+
+function messageBlock(ctx, message, results) {
+  const t = ctx.transcript;
+  const streamed = t.streaming.get(message.id);
+  const human = fromHuman(message);
+  const role = human ? 'user' : 'assistant';
+  const streaming = message.status === 'pending' && !human && !message.metadata?.queued;
+  if (message.role === 'system') {
+    const stopped = message.metadata?.stopped_by_user;
+    return el('div', { className: `notice${stopped ? ' notice-stopped' : ''}`, 'data-message-id': message.id, role: 'note' }, message.content || '');
+  }
+  if (message.role === 'tool') return el('div', { className: 'msg msg-tool', 'data-message-id': message.id }, toolBlock(ctx, null, message));
+  const side = ctx.dual && message.side && !human ? ` side-${message.side}` : '';
+  const queued = message.metadata?.queued;
+  const node = el('article', {
+    className: `msg msg-${role}${side}${message.status === 'failed' ? ' msg-failed' : ''}`,
+    'data-message-id': message.id,
+    'data-role': message.role,
+    'data-status': message.status || 'completed',
+    'data-streaming': streaming ? 'true' : null,
+  });
+  const head = el('header', { className: 'msg-head' }, el('span', { className: 'author', text: author(ctx, message) }), ' ', time(message.created_at));
+  if (queued) head.append(' ', el('span', { className: 'badge queued', text: 'queued' }));
+  if (message.status === 'failed') head.append(' ', el('span', { className: 'badge error', text: 'failed' }));
+  node.append(head);
+  const reasoning = message.reasoning_content || t.reasoning.get(message.id);
+  if (ctx.showReasoning && reasoning) {
+    node.append(details(ctx, `reasoning:${message.id}`, 'reasoning', 'Reasoning', el('div', { className: 'reasoning-body', text: reasoning })));
+  }
+  const text = message.content ?? streamed ?? '';
+  const body = el('div', { className: `msg-body${streaming ? ' streaming' : ''}` });
+  if (human) body.append(el('p', { className: 'plain', text }));
+  else if (text) body.append(renderMarkdown(text));
+  else if (streaming && !parseCalls(message).length) body.append(el('span', { className: 'typing', 'aria-label': 'writing', text: '…' }));
+  else if (message.status === 'failed' && !parseCalls(message).length) body.append(el('p', { className: 'muted', text: 'No reply: this answer was interrupted.' }));
+  if (body.childNodes.length) node.append(body);
+  const calls = parseCalls(message);
+  if (calls.length) node.append(el('div', { className: 'tools' }, calls.map((c) => toolBlock(ctx, c, results.get(c.id)))));
+  const files = attachments(ctx, message);
+  if (files) node.append(files);
+  return node;
+}
+
+function activityBlock(ctx, key, items) {
+  const count = items.length;
+  const list = el('ol', { className: 'activity-list' });
+  for (const item of items) {
+    if (item.kind === 'event') {
+      list.append(el('li', { className: 'activity-event' }, el('code', { text: item.event.eventType }), ' ', describeEvent(item.event)));
+    } else {
+      const m = item.message;
+      const li = el('li', { className: 'activity-msg', 'data-message-id': m.id });
+      li.append(el('span', { className: 'activity-role', text: `${m.role}${m.depth ? ` · level ${m.depth}` : ''}` }), ' ');
+      const calls = parseCalls(m);
+      if (m.content) li.append(el('span', { className: 'activity-text', text: m.content.length > 400 ? `${m.content.slice(0, 400)}…` : m.content }));
+      for (const c of calls) li.append(' ', el('code', { text: `${c.function?.name}(${c.function?.arguments || ''})` }));
+      list.append(li);
+    }
+  }
+  const words = count === 1 ? '1 step' : `${count} steps`;
+  return details(ctx, key, 'activity', [el('span', { className: 'activity-icon', 'aria-hidden': 'true', text: '↳' }), ` Behind the scenes: ${words} by helpers`], list);
+}
+
+function describeEvent(event) {
+  const d = event.data || {};
+  const who = d.subagentType || d.name || d.agent || '';
+  if (event.eventType === 'subagent_event') return `${who}: ${d.innerEvent?.type || ''}${d.innerEvent?.eventType ? ` ${d.innerEvent.eventType}` : ''}`;
+  return who;
+}
+
+// Blocks in order: [{key, sig, build}] where sig changes whenever the block's content does.
+function layout(ctx) {
+  const t = ctx.transcript;
+  const ordered = t.ordered();
+  const results = new Map();
+  const called = new Set();
+  for (const m of ordered) for (const c of parseCalls(m)) called.add(c.id);
+  for (const m of ordered) if (m.role === 'tool' && m.tool_call_id) results.set(m.tool_call_id, m);
+  const items = [];
+  for (const m of ordered) {
+    if (m.role === 'tool' && !m.depth && called.has(m.tool_call_id)) continue;
+    items.push({ kind: 'message', at: m.created_at, message: m });
+  }
+  for (const e of t.events) items.push({ kind: 'event', at: e.timestamp * 1000, event: e });
+  items.sort((a, b) => a.at - b.at);
+  const blocks = [];
+  let group = null;
+  for (const item of items) {
+    const deep = item.kind === 'event' || item.message.depth > 0;
+    if (deep) {
+      if (!group) {
+        group = { items: [], key: `g:${item.kind === 'event' ? `e${item.at}` : item.message.id}` };
+        blocks.push(group);
+      }
+      group.items.push(item);
+      continue;
+    }
+    group = null;
+    const m = item.message;
+    const calls = parseCalls(m).map((c) => results.get(c.id) || null);
+    blocks.push({ key: `m:${m.id}`, message: m, sig: JSON.stringify([m, t.streaming.get(m.id), t.reasoning.get(m.id), calls, ctx.showReasoning, ctx.dual]) });
+  }
+  return blocks.map((b) =>
+    b.message
+      ? { key: b.key, sig: b.sig, build: () => messageBlock(ctx, b.message, results) }
+      : { key: b.key, sig: JSON.stringify(b.items.map((i) => i.message || i.event)), build: () => activityBlock(ctx, b.key, b.items) },
+  );
+}
+
+export class TranscriptView {
+  constructor(container) {
+    this.container = container;
+    this.nodes = new Map(); // key -> {sig, node}
+  }
+
+  render(ctx) {
+    const nearBottom = this.container.scrollHeight - this.container.scrollTop - this.container.clientHeight < 80;
+    const blocks = layout(ctx);
+    const keep = new Set();
+    let previous = null;
+    for (const block of blocks) {
+      keep.add(block.key);
+      let entry = this.nodes.get(block.key);
+      if (!entry || entry.sig !== block.sig) {
+        const node = block.build();
+        if (entry) entry.node.replaceWith(node);
+        entry = { sig: block.sig, node };
+        this.nodes.set(block.key, entry);
+      }
+      const expected = previous ? previous.nextSibling : this.container.firstChild;
+      if (expected !== entry.node) this.container.insertBefore(entry.node, expected);
+      previous = entry.node;
+    }
+    for (const [key, entry] of this.nodes) {
+      if (!keep.has(key)) {
+        entry.node.remove();
+        this.nodes.delete(key);
+      }
+    }
+    if (nearBottom) this.container.scrollTop = this.container.scrollHeight;
+  }
+
+  clear() {
+    this.container.replaceChildren();
+    this.nodes.clear();
+  }
+}

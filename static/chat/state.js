@@ -1,0 +1,96 @@
+// The visible state of the thread (connecting, thinking, running a tool, stopped, error) and
+// the Stop and Continue buttons that go with it.
+
+import { fromHuman } from './render.js';
+
+const BUSY = new Set(['thinking', 'writing', 'tool']);
+const TEXT = {
+  connecting: 'Connecting…',
+  idle: 'Ready. Send a message.',
+  thinking: 'Thinking…',
+  writing: 'Writing a reply…',
+  sending: 'Sending…',
+  stopping: 'Stopping…',
+  stopped: 'Stopped. Press Continue to resume, or send a new message.',
+  error: 'Something went wrong.',
+};
+const FAILED = new Set(['step_error', 'hook_blocked', 'repeated_tool_error']);
+
+export class StateBar {
+  constructor(node, stopButton, continueButton) {
+    this.node = node;
+    this.stopButton = stopButton;
+    this.continueButton = continueButton;
+    this.kind = null;
+    this.dual = false;
+    this.hasMessages = false;
+    this.fatal = false;
+  }
+
+  setDual(dual) {
+    this.dual = dual;
+    this.update();
+  }
+
+  set(kind, detail) {
+    if (this.fatal && kind !== 'error') return;
+    if (kind === 'error' && detail && /access|does not exist|signed out/.test(detail)) this.fatal = true;
+    this.kind = kind;
+    let text = detail || TEXT[kind] || '';
+    if (kind === 'tool') text = `Running the tool ${detail || ''}…`;
+    if (kind === 'idle' && !detail && this.dual && this.hasMessages) text = 'Ready. Press Continue for another round, or send a message.';
+    this.node.textContent = text;
+    this.node.dataset.state = kind;
+    this.update();
+  }
+
+  update() {
+    this.stopButton.hidden = !BUSY.has(this.kind);
+    this.continueButton.hidden = !(this.kind === 'stopped' || (this.kind === 'idle' && this.dual && this.hasMessages));
+  }
+
+  connecting() {
+    if (!this.kind || this.kind === 'idle') this.set('connecting');
+  }
+
+  reconnecting(delayMs) {
+    this.set('connecting', `Connection lost. Reconnecting in ${Math.max(1, Math.round(delayMs / 1000))} s…`);
+  }
+
+  connected() {
+    if (this.kind === 'connecting') this.set('idle');
+  }
+
+  fromTranscript(transcript) {
+    const top = transcript.ordered().filter((m) => !m.depth);
+    this.hasMessages = top.length > 0;
+    const working = top.find((m) => !fromHuman(m) && m.role !== 'system' && m.status === 'pending' && !m.metadata?.queued);
+    if (working) {
+      this.set(transcript.streaming.get(working.id) ? 'writing' : 'thinking');
+      return;
+    }
+    const settled = top.filter((m) => !m.metadata?.queued);
+    const last = settled[settled.length - 1];
+    if (!last) this.set(top.length ? 'thinking' : 'idle');
+    else if (last.role === 'system' && last.metadata?.stopped_by_user) this.set('stopped');
+    else if (fromHuman(last) || top.length > settled.length) this.set('thinking');
+    else if (last.status === 'failed') this.set('error', 'The last reply failed. Send a message to try again.');
+    else this.set('idle');
+  }
+
+  fromMessage(message) {
+    this.hasMessages = true;
+    if (message.role === 'system' && message.metadata?.stopped_by_user) this.set('stopped');
+    else if (message.role === 'user' && message.metadata?.queued && this.kind !== 'writing') this.set('thinking');
+    else if (!fromHuman(message) && message.status === 'pending' && this.kind !== 'writing') this.set('thinking');
+    else if (!fromHuman(message) && message.status === 'failed') this.set('error', 'The reply failed.');
+    else this.update();
+  }
+
+  sessionEnded(reason, transcript) {
+    if (reason === 'aborted_by_user') this.set('stopped');
+    else if (FAILED.has(reason)) this.set('error', 'The agent stopped because of an error. Send a message to try again.');
+    else if (transcript.ordered().some((m) => m.metadata?.queued)) this.set('thinking');
+    else this.set('idle');
+  }
+}

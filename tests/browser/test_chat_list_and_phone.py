@@ -1,0 +1,79 @@
+"""The thread list (newest activity first, with previews) and the chat on a phone."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from tests.browser.support import Site, call_api, chat_login, shot, wait_for_messages
+
+# First replies wait for the worker to start on a busy machine.
+expect.set_options(timeout=15_000)
+
+
+def _say(site: Site, user: str, thread_id: str, text: str, replies: int) -> None:
+    call_api(
+        site, user, "POST", f"/api/threads/{thread_id}/messages", {"role": "user", "content": text}
+    )
+    wait_for_messages(
+        site,
+        user,
+        thread_id,
+        lambda rows: (
+            sum(r["role"] == "assistant" and r["status"] == "completed" for r in rows) >= replies
+        ),
+    )
+
+
+def test_threads_are_listed_newest_activity_first_with_a_preview(page: Page, site: Site) -> None:
+    slow = call_api(site, "charlie", "POST", "/api/threads", {"agent_id": "slowpoke"})["threadId"]
+    greet = call_api(site, "charlie", "POST", "/api/threads", {"agent_id": "greeter"})["threadId"]
+    _say(site, "charlie", slow, "one", 1)
+    _say(site, "charlie", greet, "hi", 1)
+    _say(site, "charlie", slow, "two", 2)  # the slowpoke thread is the most recent again
+
+    chat_login(page, site, "charlie")
+    links = page.locator("#thread-list a.thread-link")
+    expect(links).to_have_count(2)
+    expect(links.nth(0)).to_have_attribute("data-thread-id", slow)
+    listed = call_api(site, "charlie", "GET", "/api/threads?sort=activity")["threads"]
+    previews = {t["id"]: t["last_message_preview"] for t in listed}
+    assert previews[slow] and previews[greet]
+    expect(links.nth(0).locator(".thread-preview")).to_have_text(previews[slow])
+    expect(links.nth(1)).to_have_attribute("data-thread-id", greet)
+    expect(links.nth(1).locator(".thread-preview")).to_have_text(previews[greet])
+    shot(page, "chat-thread-list")
+
+    links.nth(1).click()
+    page.wait_for_url(f"**/chat/t/{greet}")
+    expect(page.get_by_role("heading", level=1)).to_have_text("greeter")
+    expect(page.locator("article.msg-assistant")).to_have_text(
+        re.compile("Hello Alice! How can I help you today?")
+    )
+    expect(page.locator(f'#thread-list a[data-thread-id="{greet}"]')).to_have_attribute(
+        "aria-current", "page"
+    )
+    shot(page, "chat-thread")
+
+
+def test_chat_works_at_phone_width(phone_page: Page, site: Site) -> None:
+    page = phone_page
+    chat_login(page, site, "alice", then="/chat/?agent=greeter")
+    shot(page, "chat-phone-new")
+    box = page.get_by_label("Message")
+    box.fill("Hi there")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator("article.msg-assistant")).to_contain_text(
+        "Hello Alice! How can I help you today?"
+    )
+    expect(page.locator("article.msg-user")).to_contain_text("Hi there")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    shot(page, "chat-phone-thread")
+
+    toggle = page.get_by_role("button", name="Chats")
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    expect(page.locator("#thread-list a.thread-link").first).to_be_visible()
+    shot(page, "chat-phone-threads")
+    assert page.console_errors == []  # type: ignore[attr-defined]

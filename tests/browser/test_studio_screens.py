@@ -1,0 +1,93 @@
+"""The studio's main screens as a person sees them: dashboard, code catalog, prompt preview."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.support import Site, admin_login, shot
+
+SEED = """
+from agents_app.models import Agent, EnvValue, Log, ScheduledEffect, Thread
+from django.utils import timezone
+agent = Agent.objects.get(name="support_agent")
+thread = Thread.objects.create(agent=agent, origin_agent=agent)
+Log.objects.create(thread=thread, model="demo", cost_total="0.1234", is_complete=True)
+thread.last_activity_at = timezone.now(); thread.save()
+ScheduledEffect.objects.create(thread=thread, name="send_reminder", due_at=timezone.now(),
+    status="failed", error="The mail server refused the message.")
+for key, kind, value in (("COMPANY", "text", "Acme Rockets"), ("VAULT_KEY", "secret", "%s")):
+    env = EnvValue(scope="instance", key=key, value_type=kind); env.value = value; env.save()
+"""
+
+
+@pytest.fixture(scope="module")
+def seeded(site: Site) -> Site:
+    site.python(SEED % f"vault-{uuid.uuid4().hex}")
+    return site
+
+
+def test_the_dashboard_shows_spend_failures_and_recent_threads(seeded: Site, page: Page) -> None:
+    site = seeded
+    admin_login(page, site)
+
+    expect(page.locator("#spend-today")).to_contain_text("$0.12")
+    expect(page.locator("#spend-month")).to_contain_text("$0.12")
+    failed = page.locator("#failed-effects")
+    expect(failed).to_contain_text("send_reminder")
+    expect(failed).to_contain_text("The mail server refused the message.")
+    expect(page.locator("#recent-threads")).to_contain_text("Support (demo)")
+    shot(page, "studio-dashboard")
+
+    # Each number leads to its details.
+    failed.get_by_role("link", name="send_reminder").click()
+    expect(page.locator("#content")).to_contain_text("The mail server refused the message.")
+
+
+def test_the_catalog_lists_code_tools_with_their_argument_schemas(site: Site, page: Page) -> None:
+    admin_login(page, site)
+    page.get_by_role("link", name="Code catalog").click()
+    tool = page.locator("#tools tr", has_text="lookup_order")
+    expect(tool).to_be_visible()
+    tool.get_by_text("Argument schema").click()
+    expect(tool.locator("pre")).to_contain_text('"properties"')
+    for section in ("#hooks", "#effects", "#endpoints"):
+        expect(page.locator(section)).to_be_visible()
+    shot(page, "studio-catalog")
+
+
+def test_the_prompt_editor_previews_text_includes_and_env_parts(seeded: Site, page: Page) -> None:
+    site = seeded
+    admin_login(page, site)
+    page.goto(f"{site.url}/admin/agents_app/prompt/add/")
+    page.locator("#id_name").fill("preview_prompt")
+    add_part = page.get_by_text("Add another part")
+
+    def part(index: int, kind: str) -> None:
+        kind_select = page.locator(f"#id_parts-{index}-type")
+        if kind_select.count() == 0:
+            add_part.click()
+        kind_select.select_option(kind)
+
+    part(0, "text")
+    page.locator("#id_parts-0-content").fill("You work for ")
+    part(1, "env")
+    page.locator("#id_parts-1-env_key").fill("COMPANY")
+    part(2, "text")
+    page.locator("#id_parts-2-content").fill(". Vault: ")
+    part(3, "env")
+    page.locator("#id_parts-3-env_key").fill("VAULT_KEY")
+    part(4, "env")
+    page.locator("#id_parts-4-env_key").fill("NOBODY_SET_THIS")
+    part(5, "include")
+    page.locator("#id_parts-5-include").select_option(index=1)
+
+    preview = page.locator("#prompt-preview-text")
+    expect(preview).to_contain_text("You work for Acme Rockets. Vault: [secret VAULT_KEY]")
+    expect(preview).to_contain_text("[NOBODY_SET_THIS: not set here]")
+    expect(preview).not_to_contain_text("vault-")
+    page.locator("#tool-catalog summary").click()
+    expect(page.locator("#tool-catalog")).to_contain_text("lookup_order")
+    shot(page, "studio-prompt-editor")
