@@ -5,10 +5,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from agents_app.models import Log, Message, QueuedMessage
+from agents_app.models import Log, Message, QueuedMessage, ThreadSession
 from agents_app.models import Thread as ThreadRow
 from runtime.messages import Message as EngineMessage
-from runtime.progress import ThreadExecutionState
+from runtime.progress import SessionProgress, ThreadExecutionState
 from runtime.store import LogRecord, ThreadRecord
 
 MESSAGE_UPDATE_FIELDS = [
@@ -189,3 +189,14 @@ def thread_record(row: ThreadRow) -> ThreadRecord:
         terminated=row.terminated_at is not None,
         execution_state=ThreadExecutionState.model_validate(row.execution_state or {}),
     )
+
+
+def session_status(progress: SessionProgress) -> str:
+    """The session row's status for ``progress``: running until it finishes, then how it ended."""
+    if not progress.finished:
+        return ThreadSession.Status.RUNNING
+    if progress.stop_reason == "aborted_by_user":
+        return ThreadSession.Status.STOPPED
+    if progress.stop_reason == "step_error":
+        return ThreadSession.Status.FAILED
+    return ThreadSession.Status.COMPLETED

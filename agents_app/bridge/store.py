@@ -223,21 +223,10 @@ def _upsert_messages(thread_id: str, messages: list[EngineMessage]) -> None:
 
 
 def _session_row(thread_id: str, progress: SessionProgress) -> ThreadSession:
-    status = ThreadSession.Status.RUNNING
-    if progress.finished:
-        stopped = progress.stop_reason in ("aborted_by_user",)
-        failed = progress.stop_reason in ("step_error",)
-        status = (
-            ThreadSession.Status.STOPPED
-            if stopped
-            else ThreadSession.Status.FAILED
-            if failed
-            else ThreadSession.Status.COMPLETED
-        )
     return ThreadSession(
         id=uuid.UUID(progress.session_id),
         thread_id=thread_id,
-        status=status,
+        status=rows.session_status(progress),
         side=progress.side,
         root_message_id=rows._uuid(progress.root_message_id),
         progress=progress.dump(),
@@ -295,8 +284,7 @@ def _commit(thread_id: str, commit: Commit) -> CommitResult:
 
 
 def _commit_fast(thread_id: str, commit: Commit) -> CommitResult:
-    session = _session_row(thread_id, commit.progress) if commit.progress is not None else None
-    stopped, queued = fast_commit.commit_in_one_statement(thread_id, commit, session)
+    stopped, queued = fast_commit.commit_in_one_statement(thread_id, commit)
     if not (commit.drain_queue and queued):
         return CommitResult(stopped=stopped, drained=[])
     with transaction.atomic():

@@ -1,0 +1,178 @@
+"""The one-statement commit stores exactly what the ORM commit stores, for every column."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.forms.models import model_to_dict
+
+from agents_app.bridge import fast_commit, store
+from agents_app.models import Log, Message, Thread, ThreadSession
+from agents_app.services.definitions import save_definitions
+from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.messages import Message as EngineMessage
+from runtime.messages import new_id
+from runtime.progress import SessionProgress
+from runtime.store import Commit, LogRecord, NewThread, ThreadUpdate
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+MODEL = ModelDefinition(name="m", provider="test", model="scripted")
+PROMPT = PromptDefinition(name="p", model="m", prompt="hi")
+AGENTS = [AgentDefinition(name=n, side_a=SideConfig(prompt="p")) for n in ("a", "b")]
+
+
+def _columns(model: Any) -> list[str]:
+    return [str(f.column) for f in model._meta.concrete_fields]
+
+
+def test_column_lists_are_the_models_columns() -> None:
+    assert list(fast_commit.MESSAGE_COLUMNS) == _columns(Message)
+    assert list(fast_commit.LOG_COLUMNS) == _columns(Log)
+    written = [*fast_commit.SESSION_COLUMNS, "owner", "error", "created_at"]
+    required = [
+        str(f.column)
+        for f in ThreadSession._meta.concrete_fields
+        if not f.null and str(f.column) not in written
+    ]
+    assert required == [], "a NOT NULL session column the fast commit does not write"
+
+
+def _thread() -> str:
+    if not Thread.objects.exists():
+        save_definitions(
+            [("m", MODEL), ("p", PROMPT), *[(a.name, a) for a in AGENTS]], strict_code_names=False
+        )
+    return store._create_thread(NewThread(id=new_id(), agent_name="a")).id
+
+
+def _commit(thread_id: str, n: int) -> Commit:
+    """A commit that sets every column to something other than its default."""
+    message_id, log_id, parent_log = new_id(), new_id(), new_id()
+    logs = [
+        LogRecord(id=parent_log, thread_id=thread_id, kind="system", created_at=10 + n),
+        LogRecord(
+            id=log_id,
+            thread_id=thread_id,
+            kind="llm",
+            message_id=message_id,
+            parent_id=parent_log,
+            retry_of_id=parent_log,
+            provider="test",
+            model="m",
+            model_id="scripted",
+            prompt_name="p",
+            attempt=2,
+            tool_name="t",
+            tool_call_id="call_1",
+            request_body={"messages": [{"role": "user", "content": 'é \u2603 "q"'}]},
+            response_body=None,
+            system_prompt="sys",
+            status_code=200,
+            finish_reason=None,  # type: ignore[arg-type]
+            input_tokens=11,
+            cached_tokens=3,
+            output_tokens=5,
+            reasoning_tokens=2,
+            total_tokens=16,
+            cost_input=0.1 + 0.2,
+            cost_cached=1e-13,
+            cost_output=123.456789012345678,
+            cost_total=1 / 3,
+            latency_ms=7,
+            time_to_first_token_ms=4,
+            error=None,  # type: ignore[arg-type]
+            error_type="interrupted",
+            is_complete=True,
+            created_at=20 + n,
+        ),
+    ]
+    messages = [
+        EngineMessage(
+            id=message_id,
+            role="assistant",
+            content="hello",
+            name="n",
+            tool_calls=[{"id": "call_1", "type": "function", "function": {"name": "t"}}],
+            tool_call_id="tc",
+            tool_status="error",
+            status="completed",
+            created_at=30 + n,
+            request_sent_at=31,
+            response_completed_at=32,
+            depth=1,
+            silent=True,
+            metadata=None,  # type: ignore[arg-type]
+            side="b",
+            attachments=None,
+            reasoning_content="why",
+            reasoning_details=[{"type": "reasoning.text", "text": "x"}],
+            log_id=log_id,
+            prompt_name=None,
+            subagent_id=thread_id,
+        )
+    ]
+    progress = SessionProgress(session_id=new_id(), agent="a", side="b", root_message_id=message_id)
+    progress.finished, progress.stop_reason = True, "step_error"
+    return Commit(
+        messages=messages,
+        logs=logs,
+        progress=progress,
+        thread=ThreadUpdate(agent_name="b", stopped=True),
+    )
+
+
+def _stored(commit: Commit) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for log in commit.logs:
+        row = model_to_dict(Log.objects.get(pk=log.id))
+        rows.append({k: v for k, v in row.items() if k != "id"})
+    for m in commit.messages:
+        row = model_to_dict(Message.objects.get(pk=m.id))
+        rows.append({k: v for k, v in row.items() if k not in ("id", "parent", "log")})
+    assert commit.progress is not None
+    session = ThreadSession.objects.get(pk=commit.progress.session_id)
+    rows.append({k: v for k, v in model_to_dict(session).items() if k not in ("id", "created_at")})
+    return rows
+
+
+def test_the_fast_commit_stores_what_the_orm_commit_stores() -> None:
+    assert connection.vendor == "postgresql" and fast_commit.supported()
+    fast_thread, orm_thread = _thread(), _thread()
+    fast, orm = _commit(fast_thread, 0), _commit(orm_thread, 0)
+    store._commit_fast(fast_thread, fast)
+    store._commit_orm(orm_thread, orm)
+
+    def normalized(rows: list[dict[str, Any]], thread_id: str) -> list[dict[str, Any]]:
+        # Ids differ between the two threads; every other column must be equal.
+        ids = ("thread", "parent", "retry_of", "message_id", "subagent", "root_message_id")
+        out = [{k: v for k, v in row.items() if k not in ids} for row in rows]
+        for row in out:
+            if "progress" in row:
+                row["progress"] = {
+                    k: v for k, v in row["progress"].items() if k not in ("session_id", *ids)
+                }
+        return out
+
+    fast_rows = normalized(_stored(fast), fast_thread)
+    orm_rows = normalized(_stored(orm), orm_thread)
+    assert len(fast_rows) == len(orm_rows) == 4
+    assert [sorted(r.items()) for r in fast_rows] == [sorted(r.items()) for r in orm_rows]
+
+
+def test_the_fast_commit_reads_back_the_updated_stop_flag_and_the_queue() -> None:
+    thread_id = _thread()
+    commit = _commit(thread_id, 0)
+    stopped, queued = fast_commit.commit_in_one_statement(thread_id, commit)
+    assert (stopped, queued) == (True, False)
+    thread = Thread.objects.select_related("agent").get(pk=thread_id)
+    assert (thread.stopped, thread.agent.name) == (True, "b")
+    assert ThreadSession.objects.get(pk=commit.progress.session_id).status == "failed"  # type: ignore[union-attr]
+
+
+def test_the_fast_commit_of_an_unknown_thread_is_a_lookup_error() -> None:
+    _thread()
+    with pytest.raises(LookupError):
+        fast_commit.commit_in_one_statement(new_id(), Commit())
