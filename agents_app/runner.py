@@ -27,6 +27,7 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
+from agents_app.bridge import fast_commit
 from agents_app.bridge import store as bridge_store
 from agents_app.bridge.events import LiveSink, asend_registry, asend_thread_frames
 from agents_app.bridge.store import DjangoStore
@@ -88,6 +89,8 @@ class ClaimedStore(DjangoStore):
     def _commit_claimed(self, thread_id: str, commit: Commit) -> CommitResult:
         claim = self.claim
         with transaction.atomic():
+            # The fence: a worker that lost the claim (the sweep handed the session to
+            # another one) writes nothing. The row lock holds until this commit ends.
             row = (
                 ThreadSession.objects.select_for_update()
                 .filter(pk=claim.session_id)
@@ -96,25 +99,34 @@ class ClaimedStore(DjangoStore):
             )
             if row is None or row["owner"] != claim.owner or row["status"] != "running":
                 raise SessionLost(claim.session_id)
-            inner = Commit(
-                messages=commit.messages,
-                logs=commit.logs,
-                thread=commit.thread,
-                drain_queue=commit.drain_queue,
-            )
-            result = bridge_store._commit(thread_id, inner)
-            stored = [m.id for m in commit.messages]
-            if stored:
-                QueuedMessage.objects.filter(thread_id=thread_id, pk__in=stored).delete()
-            fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
-            if commit.progress is not None:
-                progress = commit.progress
-                fields.update(
-                    progress=progress.dump(),
-                    side=progress.side,
-                    stop_reason=progress.stop_reason or "",
+            if fast_commit.supported():
+                return bridge_store._commit_fast(
+                    thread_id, commit, fast_commit.ClaimedRow(claim.session_id)
                 )
-            ThreadSession.objects.filter(pk=claim.session_id).update(**fields)
+            return self._commit_claimed_orm(thread_id, commit)
+
+    def _commit_claimed_orm(self, thread_id: str, commit: Commit) -> CommitResult:
+        """The same writes through the ORM (SQLite, the embedded default); in the caller's
+        transaction."""
+        inner = Commit(
+            messages=commit.messages,
+            logs=commit.logs,
+            thread=commit.thread,
+            drain_queue=commit.drain_queue,
+        )
+        result = bridge_store._commit(thread_id, inner)
+        stored = [m.id for m in commit.messages]
+        if stored:
+            QueuedMessage.objects.filter(thread_id=thread_id, pk__in=stored).delete()
+        fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
+        if commit.progress is not None:
+            progress = commit.progress
+            fields.update(
+                progress=progress.dump(),
+                side=progress.side,
+                stop_reason=progress.stop_reason or "",
+            )
+        ThreadSession.objects.filter(pk=self.claim.session_id).update(**fields)
         return result
 
     async def load_progress(self, thread_id: str) -> SessionProgress | None:

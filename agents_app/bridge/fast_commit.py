@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from decimal import Context, Decimal
 from typing import Any
 
@@ -249,11 +250,46 @@ def _thread_update(update: ThreadUpdate) -> tuple[list[str], list[Any]]:
     return sets, params
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimedRow:
+    """A commit made under a claimed session row (``agents_app.runner.ClaimedStore``).
+
+    The engine's progress goes onto that row (with a fresh heartbeat) instead of a row
+    of its own, and queue rows the commit stores as messages are deleted: a posted
+    message becomes the session's first message under the same id.
+    """
+
+    session_id: str
+
+
+def _claimed_ctes(
+    thread: uuid.UUID, commit: Commit, claimed: ClaimedRow
+) -> tuple[list[str], list[Any], list[uuid.UUID]]:
+    """The claimed row's update and the queue cleanup; also the ids the cleanup deletes."""
+    sets: list[str] = ["heartbeat_at = now()"]
+    params: list[Any] = []
+    if commit.progress is not None:
+        sets += ["progress = %s", "side = %s", "stop_reason = %s"]
+        progress = commit.progress
+        params = [Jsonb(progress.dump()), progress.side, progress.stop_reason or ""]
+    ctes = [f"cs AS (UPDATE agents_app_threadsession SET {', '.join(sets)} WHERE id = %s)"]
+    params.append(uuid.UUID(claimed.session_id))
+    stored = [uuid.UUID(m.id) for m in commit.messages]
+    if stored:
+        ctes.append(
+            "dq AS (DELETE FROM agents_app_queuedmessage WHERE thread_id = %s AND id = ANY(%s))"
+        )
+        params += [thread, stored]
+    return ctes, params, stored
+
+
 def _flatten(values: Sequence[tuple[Any, ...]]) -> list[Any]:
     return [v for row in values for v in row]
 
 
-def statement(thread_id: str, commit: Commit) -> tuple[str, list[Any]]:
+def statement(
+    thread_id: str, commit: Commit, claimed: ClaimedRow | None = None
+) -> tuple[str, list[Any]]:
     """The one statement that applies ``commit`` (minus the drain), and its parameters."""
     thread = uuid.UUID(thread_id)
     ctes: list[str] = []
@@ -268,7 +304,12 @@ def statement(thread_id: str, commit: Commit) -> tuple[str, list[Any]]:
             )
         )
         params += _flatten([message_values(thread, m) for m in commit.messages])
-    if commit.progress is not None:
+    consumed: list[uuid.UUID] = []
+    if claimed is not None:
+        more, more_params, consumed = _claimed_ctes(thread, commit, claimed)
+        ctes += more
+        params += more_params
+    elif commit.progress is not None:
         ctes.append(_upsert("agents_app_threadsession", SESSION_COLUMNS, SESSION_UPDATE, "ss", 1))
         params += session_values(thread, commit.progress)
     stopped = "(SELECT stopped FROM agents_app_thread WHERE id = %s)"
@@ -280,10 +321,16 @@ def statement(thread_id: str, commit: Commit) -> tuple[str, list[Any]]:
         params += [*set_params, thread]
         # Statements in one WITH see one snapshot: the updated flag comes from RETURNING.
         stopped = f"COALESCE((SELECT stopped FROM th), {stopped})"
+    queued = "SELECT 1 FROM agents_app_queuedmessage WHERE thread_id = %s"
+    tail: list[Any] = [thread, thread]
+    if consumed:
+        # One snapshot: the rows deleted above are still visible to this check.
+        queued += " AND NOT (id = ANY(%s))"
+        tail.append(consumed)
     query = ("WITH " + ", ".join(ctes) + " " if ctes else "") + (
-        f"SELECT {stopped}, EXISTS (SELECT 1 FROM agents_app_queuedmessage WHERE thread_id = %s)"
+        f"SELECT {stopped}, EXISTS ({queued})"
     )
-    return query, [*params, thread, thread]
+    return query, [*params, *tail]
 
 
 def _run(query: str, params: list[Any]) -> tuple[Any, ...] | None:
@@ -305,13 +352,16 @@ def _run(query: str, params: list[Any]) -> tuple[Any, ...] | None:
     return found[0]
 
 
-def commit_in_one_statement(thread_id: str, commit: Commit) -> tuple[bool, bool]:
+def commit_in_one_statement(
+    thread_id: str, commit: Commit, claimed: ClaimedRow | None = None
+) -> tuple[bool, bool]:
     """Apply ``commit`` minus the drain; return (stopped, something_is_queued)."""
-    found = _run(*statement(thread_id, commit))
+    found = _run(*statement(thread_id, commit, claimed))
     if found is None or found[0] is None:
         raise LookupError(f"Thread not found: {thread_id}")
     return bool(found[0]), bool(found[1])
 
 
 def supported() -> bool:
-    return connection.vendor == "postgresql" and not connection.in_atomic_block
+    """PostgreSQL only. Inside a transaction the statement is simply part of it."""
+    return connection.vendor == "postgresql"

@@ -283,8 +283,10 @@ def _commit(thread_id: str, commit: Commit) -> CommitResult:
     return _commit_orm(thread_id, commit)
 
 
-def _commit_fast(thread_id: str, commit: Commit) -> CommitResult:
-    stopped, queued = fast_commit.commit_in_one_statement(thread_id, commit)
+def _commit_fast(
+    thread_id: str, commit: Commit, claimed: fast_commit.ClaimedRow | None = None
+) -> CommitResult:
+    stopped, queued = fast_commit.commit_in_one_statement(thread_id, commit, claimed)
     if not (commit.drain_queue and queued):
         return CommitResult(stopped=stopped, drained=[])
     with transaction.atomic():

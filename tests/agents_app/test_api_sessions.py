@@ -19,10 +19,14 @@ from django.utils import timezone
 
 from agents_app.bridge.events import thread_group
 from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession
+from agents_app.models.timestamps import now_us
 from agents_app.runner import ClaimedStore, SessionLost, run_session_job
 from agents_app.services import messages as message_service
 from agents_app.services import sessions
 from agents_app.services.threads import thread_create
+from runtime.messages import Message as EngineMessage
+from runtime.messages import new_id
+from runtime.progress import SessionProgress
 from runtime.store import Commit
 from tests.agents_app.api_support import _api_hosts, define_agent  # noqa: F401
 
@@ -253,10 +257,47 @@ async def test_a_worker_that_lost_its_session_cannot_write(alice: Any) -> None:
     claim = await sync_to_async(sessions.session_claim)(session_id, "worker-1")
     assert await sync_to_async(sessions.session_claim)(session_id, "worker-2") is None
     await sync_to_async(ThreadSession.objects.filter(pk=session_id).update)(owner="worker-2")
+    written = _engine_message("written by a worker that lost its claim")
     with pytest.raises(SessionLost):
-        await ClaimedStore(claim).commit(str(thread.pk), Commit())
+        await ClaimedStore(claim).commit(str(thread.pk), Commit(messages=[written]))
+    assert not await sync_to_async(Message.objects.filter(pk=written.id).exists)()
     lost = await sync_to_async(sessions.sessions_heartbeat)([session_id], "worker-1")
     assert lost == {session_id}
+
+
+def _engine_message(content: str, message_id: str | None = None) -> EngineMessage:
+    return EngineMessage(
+        id=message_id or new_id(), role="user", content=content, created_at=now_us()
+    )
+
+
+async def test_a_claimed_commit_stores_the_posted_message_and_progresses_the_claimed_row(
+    alice: Any,
+) -> None:
+    thread = await _setup(alice, [{"content": "x"}])
+    posted = await _post(thread, "Hello")
+    session_id = await _active_session(thread)
+    assert session_id is not None
+    claim = await sync_to_async(sessions.session_claim)(session_id, "worker-1")
+
+    def queued() -> list[str]:
+        return [
+            str(pk)
+            for pk in QueuedMessage.objects.filter(thread=thread).values_list("pk", flat=True)
+        ]
+
+    assert await sync_to_async(queued)() == [posted]
+    progress = SessionProgress(session_id=new_id(), agent="helper", root_message_id=posted)
+    progress.steps = 3
+    first = _engine_message("Hello", posted)
+    await ClaimedStore(claim).commit(str(thread.pk), Commit(messages=[first], progress=progress))
+
+    assert await sync_to_async(queued)() == []  # the posted message is now the stored one
+    assert await _transcript(thread) == [("user", "completed", "Hello")]
+    rows = await sync_to_async(lambda: list(ThreadSession.objects.filter(thread=thread)))()
+    assert [str(r.pk) for r in rows] == [session_id]  # no row of the engine's own session id
+    assert rows[0].owner == "worker-1" and rows[0].heartbeat_at is not None
+    assert rows[0].progress["steps"] == 3 and rows[0].progress["root_message_id"] == posted
 
 
 async def test_the_sweep_redispatches_queued_sessions_whose_task_was_lost(
