@@ -8,17 +8,21 @@ single statement. A single statement is atomic in autocommit mode, so the
 guarantee is the same: all of it is stored, or none of it.
 
 Why it does not go through the ORM or Django's cursor: measured on the 20-step
-bench, most of a commit's time was on the client, not in PostgreSQL (which
-planned and ran the statement in ~0.3 ms). Django's psycopg backend binds
-parameters client-side, so psycopg re-scanned the ~4 KB statement for
-placeholders and inlined every value as a literal on every call, and the server
-parsed and planned it again each time; building model instances and preparing
-each field added more. Here the values come straight from the engine's records
-in a fixed column order, and the statement runs on Django's own connection
-through a server-side-binding cursor with ``prepare=True``: psycopg prepares
-each statement shape once per connection and then sends only the values.
+bench, most of a commit's time was overhead around a statement PostgreSQL runs in
+~0.3 ms. Django binds parameters client-side, so psycopg re-scanned the ~4 KB
+statement for placeholders and inlined every value on every call, the server parsed
+and planned it each time, and model instances were built per row. Here each
+table's rows go as one jsonb array parameter expanded by
+``jsonb_populate_recordset``: the statement text and its parameter types are the
+same whatever the rows, so it is prepared once per connection (a handful of
+shapes) and then only executed. It runs on Django's own connection (so inside a
+caller's transaction it is part of it) through Django's ``execute_wrappers``.
 ``tests/agents_app/test_fast_commit.py`` keeps the column lists equal to the
-models' columns, so a migration cannot silently leave a column out.
+models' columns, compares every stored column with the ORM commit's, and checks
+that the statement is really prepared.
+
+Deployment note: prepared statements need a session-pooling PgBouncer, or
+PgBouncer ≥ 1.21 with ``max_prepared_statements`` set, in transaction pooling.
 
 Draining the queue stays on the ORM path (it is rare: only when something was
 queued while the session ran) and runs as its own transaction right after; a
@@ -29,7 +33,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Context, Decimal
 from typing import Any
@@ -121,116 +125,117 @@ _SESSION_DEFAULTS = {"owner": "''", "error": "''", "created_at": "now()"}
 MESSAGE_UPDATE = MESSAGE_COLUMNS[2:]
 LOG_UPDATE = LOG_COLUMNS[2:]
 
+_NEVER_BY_REPETITION = 2**31 - 1
+
 # The cost columns (max_digits 18, 12 decimal places), converted as DecimalField does.
 _COST_CONTEXT = Context(prec=18)
 _COST = Decimal(1).scaleb(-12)
 
 
-def _uuid(value: str | None) -> uuid.UUID | None:
-    return uuid.UUID(value) if value else None
-
-
-def _json(value: Any) -> Jsonb | None:
-    """A JSON column's value: SQL NULL for ``None`` (not the JSON ``null``), as the ORM stores it."""
-    return None if value is None else Jsonb(value)
-
-
-def _cost(value: float) -> Decimal:
+def _cost(value: float) -> str:
+    """A cost as DecimalField stores it (a float at 18 significant digits, 12 places), as text
+    so that JSON carries it exactly."""
     exact = _COST_CONTEXT.create_decimal_from_float(float(value))
-    return exact.quantize(_COST, context=_COST_CONTEXT)
+    return str(exact.quantize(_COST, context=_COST_CONTEXT))
 
 
-def message_values(thread: uuid.UUID, m: Message) -> tuple[Any, ...]:
+# Rows travel as JSON objects keyed by column. ``None`` becomes SQL NULL in every column
+# (jsonb_populate_recordset maps a JSON null to NULL), which is what the ORM stores for a
+# nullable JSON field set to ``None``.
+
+
+def message_values(thread_id: str, m: Message) -> dict[str, Any]:
     """``m`` as a row of ``MESSAGE_COLUMNS`` (the same values ``rows.message_row`` stores)."""
-    return (
-        uuid.UUID(m.id),
-        thread,
-        m.role,
-        m.content,
-        m.name,
-        _json(m.tool_calls),
-        m.tool_call_id,
-        m.tool_status,
-        m.status,
-        m.created_at,
-        m.request_sent_at,
-        m.response_completed_at,
-        _uuid(m.parent_id),
-        m.depth,
-        m.silent,
-        Jsonb(m.metadata or {}),
-        m.side or "",
-        _json(m.attachments),
-        m.reasoning_content,
-        _json(m.reasoning_details),
-        _uuid(m.log_id),
-        m.prompt_name or "",
-        _uuid(m.subagent_id),
-    )
+    return {
+        "id": m.id,
+        "thread_id": thread_id,
+        "role": m.role,
+        "content": m.content,
+        "name": m.name,
+        "tool_calls": m.tool_calls,
+        "tool_call_id": m.tool_call_id,
+        "tool_status": m.tool_status,
+        "status": m.status,
+        "created_at": m.created_at,
+        "request_sent_at": m.request_sent_at,
+        "response_completed_at": m.response_completed_at,
+        "parent_id": m.parent_id or None,
+        "depth": m.depth,
+        "silent": m.silent,
+        "metadata": m.metadata or {},
+        "side": m.side or "",
+        "attachments": m.attachments,
+        "reasoning_content": m.reasoning_content,
+        "reasoning_details": m.reasoning_details,
+        "log_id": m.log_id or None,
+        "prompt_name": m.prompt_name or "",
+        "subagent_id": m.subagent_id or None,
+    }
 
 
-def log_values(thread: uuid.UUID, x: LogRecord) -> tuple[Any, ...]:
+def log_values(thread_id: str, x: LogRecord) -> dict[str, Any]:
     """``x`` as a row of ``LOG_COLUMNS`` (the same values ``rows.log_row`` stores)."""
-    return (
-        uuid.UUID(x.id),
-        thread,
-        _uuid(x.message_id),
-        x.kind,
-        _uuid(x.parent_id),
-        _uuid(x.retry_of_id),
-        x.provider,
-        x.model,
-        x.model_id,
-        x.prompt_name,
-        x.attempt,
-        x.tool_name,
-        x.tool_call_id,
-        _json(x.request_body),
-        _json(x.response_body),
-        x.system_prompt,
-        x.status_code,
-        x.finish_reason or "",
-        x.input_tokens,
-        x.cached_tokens,
-        x.output_tokens,
-        x.reasoning_tokens,
-        x.total_tokens,
-        _cost(x.cost_input),
-        _cost(x.cost_cached),
-        _cost(x.cost_output),
-        _cost(x.cost_total),
-        x.latency_ms,
-        x.time_to_first_token_ms,
-        x.error or "",
-        x.error_type,
-        x.is_complete,
-        x.created_at,
-    )
+    return {
+        "id": x.id,
+        "thread_id": thread_id,
+        "message_id": x.message_id or None,
+        "kind": x.kind,
+        "parent_id": x.parent_id or None,
+        "retry_of_id": x.retry_of_id or None,
+        "provider": x.provider,
+        "model": x.model,
+        "model_id": x.model_id,
+        "prompt_name": x.prompt_name,
+        "attempt": x.attempt,
+        "tool_name": x.tool_name,
+        "tool_call_id": x.tool_call_id,
+        "request_body": x.request_body,
+        "response_body": x.response_body,
+        "system_prompt": x.system_prompt,
+        "status_code": x.status_code,
+        "finish_reason": x.finish_reason or "",
+        "input_tokens": x.input_tokens,
+        "cached_tokens": x.cached_tokens,
+        "output_tokens": x.output_tokens,
+        "reasoning_tokens": x.reasoning_tokens,
+        "total_tokens": x.total_tokens,
+        "cost_input": _cost(x.cost_input),
+        "cost_cached": _cost(x.cost_cached),
+        "cost_output": _cost(x.cost_output),
+        "cost_total": _cost(x.cost_total),
+        "latency_ms": x.latency_ms,
+        "time_to_first_token_ms": x.time_to_first_token_ms,
+        "error": x.error or "",
+        "error_type": x.error_type,
+        "is_complete": x.is_complete,
+        "created_at": x.created_at,
+    }
 
 
-def session_values(thread: uuid.UUID, progress: SessionProgress) -> tuple[Any, ...]:
-    return (
-        uuid.UUID(progress.session_id),
-        thread,
-        rows.session_status(progress),
-        progress.side,
-        _uuid(progress.root_message_id),
-        Jsonb(progress.dump()),
-        progress.stop_reason or "",
-    )
+def session_values(thread_id: str, progress: SessionProgress) -> dict[str, Any]:
+    return {
+        "id": progress.session_id,
+        "thread_id": thread_id,
+        "status": rows.session_status(progress),
+        "side": progress.side,
+        "root_message_id": progress.root_message_id or None,
+        "progress": progress.dump(),
+        "stop_reason": progress.stop_reason or "",
+    }
 
 
-@functools.lru_cache(maxsize=256)
-def _upsert(
-    table: str, columns: tuple[str, ...], update: tuple[str, ...], alias: str, count: int
-) -> str:
-    """``alias AS (INSERT … ON CONFLICT (id) DO UPDATE …)`` for ``count`` rows of ``columns``."""
+@functools.lru_cache(maxsize=16)
+def _upsert(table: str, columns: tuple[str, ...], update: tuple[str, ...], alias: str) -> str:
+    """``alias AS (INSERT … ON CONFLICT (id) DO UPDATE …)`` reading its rows from one jsonb
+    array parameter: the statement is the same whatever the number of rows, and so is the
+    type of its parameter, so it stays prepared."""
     defaults = _SESSION_DEFAULTS if table == "agents_app_threadsession" else {}
     names = ", ".join([*columns, *defaults])
-    row = "(" + ", ".join(["%s"] * len(columns) + list(defaults.values())) + ")"
+    values = ", ".join([*columns, *defaults.values()])
     sets = ", ".join(f"{c} = EXCLUDED.{c}" for c in update)
     return (
-        f"{alias} AS (INSERT INTO {table} ({names}) VALUES {', '.join([row] * count)} "
+        f"{alias} AS (INSERT INTO {table} ({names}) "
+        f"SELECT {values} FROM jsonb_populate_recordset(NULL::{table}, %s) "
         f"ON CONFLICT (id) DO UPDATE SET {sets} RETURNING 1)"
     )
 
@@ -283,10 +288,6 @@ def _claimed_ctes(
     return ctes, params, stored
 
 
-def _flatten(values: Sequence[tuple[Any, ...]]) -> list[Any]:
-    return [v for row in values for v in row]
-
-
 def statement(
     thread_id: str, commit: Commit, claimed: ClaimedRow | None = None
 ) -> tuple[str, list[Any]]:
@@ -295,23 +296,19 @@ def statement(
     ctes: list[str] = []
     params: list[Any] = []
     if commit.logs:
-        ctes.append(_upsert("agents_app_log", LOG_COLUMNS, LOG_UPDATE, "lg", len(commit.logs)))
-        params += _flatten([log_values(thread, x) for x in commit.logs])
+        ctes.append(_upsert("agents_app_log", LOG_COLUMNS, LOG_UPDATE, "lg"))
+        params.append(Jsonb([log_values(thread_id, x) for x in commit.logs]))
     if commit.messages:
-        ctes.append(
-            _upsert(
-                "agents_app_message", MESSAGE_COLUMNS, MESSAGE_UPDATE, "ms", len(commit.messages)
-            )
-        )
-        params += _flatten([message_values(thread, m) for m in commit.messages])
+        ctes.append(_upsert("agents_app_message", MESSAGE_COLUMNS, MESSAGE_UPDATE, "ms"))
+        params.append(Jsonb([message_values(thread_id, m) for m in commit.messages]))
     consumed: list[uuid.UUID] = []
     if claimed is not None:
         more, more_params, consumed = _claimed_ctes(thread, commit, claimed)
         ctes += more
         params += more_params
     elif commit.progress is not None:
-        ctes.append(_upsert("agents_app_threadsession", SESSION_COLUMNS, SESSION_UPDATE, "ss", 1))
-        params += session_values(thread, commit.progress)
+        ctes.append(_upsert("agents_app_threadsession", SESSION_COLUMNS, SESSION_UPDATE, "ss"))
+        params.append(Jsonb([session_values(thread_id, commit.progress)]))
     stopped = "(SELECT stopped FROM agents_app_thread WHERE id = %s)"
     sets, set_params = _thread_update(commit.thread) if commit.thread else ([], [])
     if sets:
@@ -338,6 +335,11 @@ def _run(query: str, params: list[Any]) -> tuple[Any, ...] | None:
     connection.ensure_connection()
     raw = connection.connection
     assert raw is not None
+    if raw.prepare_threshold is None:
+        # Django opens connections with prepare_threshold=None, which makes psycopg ignore
+        # prepare=True too. A threshold no statement reaches by repetition enables explicit
+        # preparation only; Django's own (client-side binding) cursors never prepare.
+        raw.prepare_threshold = _NEVER_BY_REPETITION
     found: list[tuple[Any, ...] | None] = []
 
     def execute(sql: str, values: Any, many: bool, context: dict[str, Any]) -> None:

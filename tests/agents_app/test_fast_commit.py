@@ -176,3 +176,19 @@ def test_the_fast_commit_of_an_unknown_thread_is_a_lookup_error() -> None:
     _thread()
     with pytest.raises(LookupError):
         fast_commit.commit_in_one_statement(new_id(), Commit())
+
+
+def test_the_commit_statement_is_prepared_once_and_reused() -> None:
+    # Django opens connections with prepare_threshold=None, which silently disables
+    # prepare=True; the statement would then be parsed and planned on every commit.
+    thread_id = _thread()
+    for n in range(3):
+        fast_commit.commit_in_one_statement(thread_id, _commit(thread_id, n))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_prepared_statements "
+            "WHERE statement LIKE %s AND statement LIKE %s",
+            ["%jsonb_populate_recordset(NULL::agents_app_log%", "%agents_app_message%"],
+        )
+        row = cursor.fetchone()
+    assert row is not None and row[0] == 1
