@@ -19,6 +19,7 @@ from agents_app.models import (
     Prompt,
     ScheduledEffect,
     Thread,
+    ThreadSession,
     WebSocketTicket,
 )
 from agents_app.services.api_keys import api_key_create
@@ -166,3 +167,19 @@ def test_a_log_page_masks_stored_secrets_in_what_was_sent(staff: Client, thread:
     assert "quoted" not in body
     assert "Use token [secret] politely." in body
     assert "token [secret]" in body
+
+
+def test_the_thread_page_offers_stop_only_while_a_session_runs(
+    staff: Client, thread: Thread
+) -> None:
+    url = reverse("admin:agents_app_thread_change", args=[thread.pk])
+    stop = reverse("admin:agents_app_thread_stop", args=[thread.pk])
+    Message.objects.create(thread=thread, role="user", content="hello", side="b")
+
+    idle = staff.get(url).content.decode()
+    assert "Idle" in idle and stop not in idle
+    assert "side B" not in idle  # side labels only mean something on AI ↔ AI threads
+
+    ThreadSession.objects.create(thread=thread, status=ThreadSession.Status.RUNNING)
+    running = staff.get(url).content.decode()
+    assert "Running" in running and stop in running
