@@ -40,73 +40,25 @@ from typing import Any
 
 import psycopg
 from django.db import connection
+from django.db.models import Model
 from psycopg.types.json import Jsonb
 
 from agents_app.bridge import rows
+from agents_app.models import Log
+from agents_app.models import Message as MessageRow
 from runtime.messages import Message
 from runtime.progress import SessionProgress
 from runtime.store import Commit, LogRecord, ThreadUpdate
 
-MESSAGE_COLUMNS = (
-    "id",
-    "thread_id",
-    "role",
-    "content",
-    "name",
-    "tool_calls",
-    "tool_call_id",
-    "tool_status",
-    "status",
-    "created_at",
-    "request_sent_at",
-    "response_completed_at",
-    "parent_id",
-    "depth",
-    "silent",
-    "metadata",
-    "side",
-    "attachments",
-    "reasoning_content",
-    "reasoning_details",
-    "log_id",
-    "prompt_name",
-    "subagent_id",
-)
-LOG_COLUMNS = (
-    "id",
-    "thread_id",
-    "message_id",
-    "kind",
-    "parent_id",
-    "retry_of_id",
-    "provider",
-    "model",
-    "model_id",
-    "prompt_name",
-    "attempt",
-    "tool_name",
-    "tool_call_id",
-    "request_body",
-    "response_body",
-    "system_prompt",
-    "status_code",
-    "finish_reason",
-    "input_tokens",
-    "cached_tokens",
-    "output_tokens",
-    "reasoning_tokens",
-    "total_tokens",
-    "cost_input",
-    "cost_cached",
-    "cost_output",
-    "cost_total",
-    "latency_ms",
-    "time_to_first_token_ms",
-    "error",
-    "error_type",
-    "is_complete",
-    "created_at",
-)
+
+def _columns(model: type[Model]) -> tuple[str, ...]:
+    return tuple(str(f.column) for f in model._meta.concrete_fields)
+
+
+# Every column, in the table's order; ``*_values`` below build rows with exactly these keys
+# (``tests/agents_app/test_fast_commit.py`` checks it, so a new column cannot be left out).
+MESSAGE_COLUMNS = _columns(MessageRow)
+LOG_COLUMNS = _columns(Log)
 # The session row as a commit writes it; the other columns keep their defaults on insert
 # (owner and error empty, timestamps unset) and are not touched on update.
 SESSION_COLUMNS = (

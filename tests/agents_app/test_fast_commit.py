@@ -28,9 +28,14 @@ def _columns(model: Any) -> list[str]:
     return [str(f.column) for f in model._meta.concrete_fields]
 
 
-def test_column_lists_are_the_models_columns() -> None:
-    assert list(fast_commit.MESSAGE_COLUMNS) == _columns(Message)
-    assert list(fast_commit.LOG_COLUMNS) == _columns(Log)
+def test_rows_are_built_with_exactly_the_tables_columns() -> None:
+    thread_id = new_id()
+    commit = _commit(thread_id, 0)
+    assert list(fast_commit.message_values(thread_id, commit.messages[0])) == _columns(Message)
+    assert list(fast_commit.log_values(thread_id, commit.logs[1])) == _columns(Log)
+    assert commit.progress is not None
+    session = fast_commit.session_values(thread_id, commit.progress)
+    assert list(session) == list(fast_commit.SESSION_COLUMNS)
     written = [*fast_commit.SESSION_COLUMNS, "owner", "error", "created_at"]
     required = [
         str(f.column)
