@@ -146,25 +146,40 @@ def chunk_count(size: int, chunk_size: int) -> int:
     return max(1, -(-size // chunk_size))
 
 
+class _Chunker:
+    """The state of re-cutting one stream: full chunks out as pieces come in."""
+
+    def __init__(self, chunk_size: int, max_size: int) -> None:
+        self.chunk_size, self.max_size = chunk_size, max_size
+        self.buffer = bytearray()
+        self.total = 0
+        self.emitted = False
+
+    def feed(self, piece: bytes) -> Iterator[bytes]:
+        """Take ``piece``; yield the chunks it completes, one at a time (one held at once)."""
+        self.total += len(piece)
+        if self.total > self.max_size:
+            raise FileTooLargeError(f"File is larger than the limit of {self.max_size} bytes.")
+        self.buffer += piece
+        while len(self.buffer) >= self.chunk_size:
+            self.emitted = True
+            yield _take(self.buffer, self.chunk_size)
+
+    def rest(self) -> list[bytes]:
+        """The last, shorter chunk (``b""`` when the stream was empty)."""
+        return [bytes(self.buffer)] if self.buffer or not self.emitted else []
+
+
 def rechunk(pieces: Iterable[bytes], chunk_size: int, max_size: int) -> Iterator[bytes]:
     """Re-cut a stream of byte pieces into ``chunk_size`` chunks (the last may be shorter).
 
     Always yields at least one chunk (``b""`` for an empty stream), holds at most
     one chunk plus one piece, and raises ``FileTooLargeError`` past ``max_size``.
     """
-    buffer = bytearray()
-    total = 0
-    emitted = False
+    chunker = _Chunker(chunk_size, max_size)
     for piece in pieces:
-        total += len(piece)
-        if total > max_size:
-            raise FileTooLargeError(f"File is larger than the limit of {max_size} bytes.")
-        buffer += piece
-        while len(buffer) >= chunk_size:
-            yield _take(buffer, chunk_size)
-            emitted = True
-    if buffer or not emitted:
-        yield bytes(buffer)
+        yield from chunker.feed(piece)
+    yield from chunker.rest()
 
 
 def _take(buffer: bytearray, size: int) -> bytes:
@@ -179,19 +194,12 @@ async def arechunk(
     pieces: AsyncIterable[bytes], chunk_size: int, max_size: int
 ) -> AsyncIterator[bytes]:
     """``rechunk`` for an async source."""
-    buffer = bytearray()
-    total = 0
-    emitted = False
+    chunker = _Chunker(chunk_size, max_size)
     async for piece in pieces:
-        total += len(piece)
-        if total > max_size:
-            raise FileTooLargeError(f"File is larger than the limit of {max_size} bytes.")
-        buffer += piece
-        while len(buffer) >= chunk_size:
-            yield _take(buffer, chunk_size)
-            emitted = True
-    if buffer or not emitted:
-        yield bytes(buffer)
+        for chunk in chunker.feed(piece):
+            yield chunk
+    for chunk in chunker.rest():
+        yield chunk
 
 
 # --- grep ------------------------------------------------------------------------------------
