@@ -20,6 +20,9 @@ class AgentAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
     inlines = [AgentEnvValueInline]
     # Adds the "Try this agent" chat panel (the chat page, embedded) under the form.
     change_form_template = "admin/agents_app/agent/editor.html"
+
+    class Media:
+        js = ("studio/agent_editor.js",)  # shows Side B only for AI <-> AI agents
     list_display = (
         "name",
         "title",

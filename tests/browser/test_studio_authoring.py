@@ -59,6 +59,13 @@ def test_a_non_developer_builds_an_agent_and_chats_with_it(site: Site, page: Pag
     page.locator("#id_name").fill("helper_agent")
     page.locator("#id_title").fill("Studio helper")
     page.locator("#id_side_a_prompt").select_option(label="helper_prompt")
+    # Side B is only for AI <-> AI agents: hidden until that type is chosen.
+    side_b = page.locator("#id_side_b_prompt")
+    expect(side_b).to_be_hidden()
+    page.locator("#id_type").select_option("dual_ai")
+    expect(side_b).to_be_visible()
+    page.locator("#id_type").select_option("ai_human")
+    expect(side_b).to_be_hidden()
     shot(page, "studio-agent-editor")
     _save(page)
     expect(page.locator(".messagelist .success")).to_contain_text("was added successfully")
