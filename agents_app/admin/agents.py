@@ -23,6 +23,7 @@ class AgentAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
 
     class Media:
         js = ("studio/agent_editor.js",)  # shows Side B only for AI <-> AI agents
+
     list_display = (
         "name",
         "title",
