@@ -295,25 +295,6 @@ def effect_run(row: ScheduledEffect, *, with_args: bool = True) -> dict[str, Any
     return data
 
 
-def file_record(row: ThreadFile) -> dict[str, Any]:
-    """The reference's FileRecord (``createdAt`` in ms)."""
-    return {
-        "path": row.path,
-        "name": row.name,
-        "mimeType": row.mime_type,
-        "storage": "local",
-        "location": None,
-        "size": row.size,
-        "metadata": row.metadata or {},
-        "isDirectory": row.is_directory,
-        "createdAt": millis(row.created_at),
-        "width": row.width,
-        "height": row.height,
-        "isChunked": row.is_chunked,
-        "chunkCount": row.chunk_count,
-    }
-
-
 def attachment_ref(row: ThreadFile) -> dict[str, Any]:
     """The reference's AttachmentRef."""
     ref: dict[str, Any] = {

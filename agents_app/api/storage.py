@@ -135,7 +135,7 @@ class FsPathQuery(Schema):
 
 def _listing(thread: Thread, path: str) -> dict[str, Any]:
     rows = thread_files.listing(str(thread.pk), path)
-    return {"files": [wire.file_record(r) for r in rows], "path": path}
+    return {"files": [thread_files.file_wire(r) for r in rows], "path": path}
 
 
 @router.get("/{thread_id}/fs", response={200: dict, **ERRORS}, summary="Root, stats, find, grep")
@@ -151,7 +151,7 @@ def fs_root(request: HttpRequest, thread_id: str, params: Query[FsRootQuery]) ->
         }
     if params.find is not None:
         rows = thread_files.find(str(thread.pk), params.find, type=params.type, limit=params.limit)
-        return {"files": [wire.file_record(r) for r in rows], "pattern": params.find}
+        return {"files": [thread_files.file_wire(r) for r in rows], "pattern": params.find}
     if params.grep is not None:
         return {"results": _grep(thread, params), "pattern": params.grep}
     return _listing(thread, "/")
@@ -216,7 +216,7 @@ def fs_read(request: HttpRequest, thread_id: str, path: str, params: Query[FsPat
     if row.is_directory:
         return _listing(thread, path)
     if params.format == "json":
-        return {"file": wire.file_record(row)}
+        return {"file": thread_files.file_wire(row)}
     if params.thumbnail is not None:
         thumbnail = thread_files.thumbnail(str(thread.pk), path)
         if thumbnail is None:
@@ -295,7 +295,7 @@ def _write_json(thread: Thread, path: str, body: bytes) -> Status:
         raise Invalid(NUL_ERROR)
     if data.get("type") == "directory":
         row = thread_files.dir_make(thread, path)
-        return Status(201, {"directory": wire.file_record(row)})
+        return Status(201, {"directory": thread_files.file_wire(row)})
     if not isinstance(data.get("data"), str):
         raise Invalid("Invalid request body")
     try:

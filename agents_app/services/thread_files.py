@@ -36,7 +36,6 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Count, Q, Sum
 
-from agents_app import wire
 from agents_app.bridge.events import send_thread_frames
 from agents_app.errors import Conflict, DomainError, Invalid, NotFound
 from agents_app.models import Thread, ThreadFile, ThreadFileChunk
@@ -84,6 +83,11 @@ def record(row: ThreadFile) -> FileRecord:
         chunk_count=row.chunk_count,
         has_thumbnail=bool(row.thumbnail),
     )
+
+
+def file_wire(row: ThreadFile) -> dict[str, Any]:
+    """A row in the reference's ``FileRecord`` wire shape: the same one events carry."""
+    return fs.file_wire(record(row))
 
 
 def root_record() -> FileRecord:
@@ -457,7 +461,7 @@ def _announce(thread: Thread, frame: dict[str, Any]) -> None:
 
 def _changed(thread: Thread, row: ThreadFile, created: bool) -> None:
     kind = "file_created" if created else "file_updated"
-    _announce(thread, event(kind, {"path": row.path, "file": wire.file_record(row)}))
+    _announce(thread, event(kind, {"path": row.path, "file": file_wire(row)}))
 
 
 def file_write(
