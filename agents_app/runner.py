@@ -27,7 +27,7 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
-from agents_app.bridge import fast_commit
+from agents_app.bridge import async_commit, fast_commit
 from agents_app.bridge import store as bridge_store
 from agents_app.bridge.events import LiveSink, asend_registry, asend_thread_frames
 from agents_app.bridge.store import DjangoStore
@@ -71,7 +71,9 @@ class ClaimedStore(DjangoStore):
     """
 
     def __init__(self, claim: Claim) -> None:
-        super().__init__()
+        # The session runs on a worker loop, in no caller's transaction: its commits may
+        # use the loop's own connection (``bridge/async_commit.py``).
+        super().__init__(async_commits=True)
         self.claim = claim
         self.started = bool(claim.progress)
         self.finished: SessionProgress | None = None
@@ -79,12 +81,28 @@ class ClaimedStore(DjangoStore):
     async def commit(self, thread_id: str, commit: Commit) -> CommitResult:
         if thread_id != self.claim.thread_id:
             return await super().commit(thread_id, commit)
-        result = await sync_to_async(self._commit_claimed)(thread_id, commit)
+        if self.async_commits:
+            result = await self._commit_fenced(thread_id, commit)
+        else:
+            result = await sync_to_async(self._commit_claimed)(thread_id, commit)
         if commit.progress is not None:
             self.started = True
             if commit.progress.finished:
                 self.finished = commit.progress
         return result
+
+    async def _commit_fenced(self, thread_id: str, commit: Commit) -> CommitResult:
+        """The claimed commit as one statement that checks the claim itself (the same fence
+        as ``_commit_claimed``: the session row is locked while the statement runs)."""
+        claimed = fast_commit.ClaimedRow(self.claim.session_id, owner=self.claim.owner)
+        try:
+            stopped, queued = await async_commit.commit_in_one_statement(thread_id, commit, claimed)
+        except fast_commit.NotOwner:
+            raise SessionLost(self.claim.session_id) from None
+        if not (commit.drain_queue and queued):
+            return CommitResult(stopped=stopped, drained=[])
+        # Rare (something was queued while the session ran): drain under the row lock.
+        return await sync_to_async(self._commit_claimed)(thread_id, Commit(drain_queue=True))
 
     def _commit_claimed(self, thread_id: str, commit: Commit) -> CommitResult:
         claim = self.claim

@@ -91,6 +91,18 @@ class SessionProgress(_Model):
         """JSON-ready dict for the store."""
         return self.model_dump(mode="json")
 
+    def snapshot(self) -> SessionProgress:
+        """A copy that later steps cannot change (the session mutates its progress in
+        place; a staged write must store the progress as it was when staged). Cheaper than
+        a deep copy: only the containers are mutated, their items are replaced."""
+        return self.model_copy(
+            update={
+                "side_steps": dict(self.side_steps),
+                "side_turns": dict(self.side_turns),
+                "turn_outcomes": list(self.turn_outcomes),
+            }
+        )
+
 
 class ThreadExecutionState(_Model):
     """Execution state a thread keeps between sessions (``Thread.execution_state``).

@@ -3,6 +3,17 @@
 Everything the engine writes while running goes through ``Recorder.commit``,
 so the order is always the same: the store first (the write is durable), then
 listeners (frames describe stored facts only).
+
+``Recorder.stage`` keeps a batch to go out with the next commit instead of
+committing it now. The engine stages the opening of a step (the pending
+message and the request's incomplete log): nothing outside the process acts
+between opening a step and getting its response, so storing the opening on its
+own bought an awaited round trip per step and no safety (a session that dies
+before the response is stored redoes the step either way). The opening is still
+written on its own when somebody could see it: when the model streams its first
+delta, or when it has not answered within ``STAGE_DELAY`` seconds. That write
+runs in the background while the model works, and frames emitted meanwhile
+wait for it, so listeners still see the pending message before its chunks.
 """
 
 from __future__ import annotations
@@ -25,6 +36,12 @@ if TYPE_CHECKING:
 
 
 COMMIT_FAILED = "_engine_commit_failed"
+# How long a staged opening may wait for the response before it is stored on its own.
+# Models that answer sooner (scripted ones, short non-streamed tool calls) share one
+# commit with their response; a slower model's opening is stored while it thinks.
+STAGE_DELAY = 0.05
+# Frames that show a pending message: they must not reach listeners before the message.
+_STREAM_FRAMES = frozenset({"message_chunk", "reasoning_chunk"})
 install_log_filter(logging.getLogger("runtime"))
 
 
@@ -57,6 +74,15 @@ class Batch:
         )
 
 
+@dataclass(slots=True)
+class _Part:
+    """One batch of a commit, with the hooks that observe it."""
+
+    batch: Batch
+    hooks: HookRunner | None = None
+    state: Any = None
+
+
 class Recorder:
     """Commits batches for one thread and tells the world about them."""
 
@@ -77,6 +103,13 @@ class Recorder:
         self._secrets_loaded = False
         self._loading: asyncio.Task[Redactor] | None = None
         self._pending: list[dict[str, Any]] = []
+        # Staged writes (``stage``), the frames held back until they are stored, and the
+        # background write of the staged batch when it cannot wait for the next commit.
+        self._staged: list[_Part] = []
+        self._held: list[dict[str, Any]] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._flush: asyncio.Task[None] | None = None
+        self._flush_error: BaseException | None = None
 
     async def ready(self) -> Redactor:
         """The thread's redactor, loading its secrets from the store on first use."""
@@ -116,18 +149,99 @@ class Recorder:
     async def commit(
         self, batch: Batch, hooks: HookRunner | None = None, state: Any = None
     ) -> CommitResult:
-        """Store ``batch`` atomically, then update the transcript, run hooks, emit frames.
+        """Store ``batch`` (and whatever is staged) atomically, then update the transcript, run
+        hooks, emit frames.
 
         Secrets are redacted first: stored rows, the transcript the model sees
         next and every frame carry ``[REDACTED:NAME]`` instead of the value.
         """
         await self.ready()
+        await self._settle()
+        return await self._store([*self._take_staged(), _Part(batch, hooks, state)])
+
+    def stage(self, batch: Batch, hooks: HookRunner | None = None, state: Any = None) -> None:
+        """Keep ``batch`` to be stored with the next commit (see the module docstring).
+
+        It is stored on its own, in the background, when a streamed delta is
+        emitted or after ``STAGE_DELAY`` seconds, whichever comes first.
+        """
+        if batch.progress is not None:
+            batch.progress = batch.progress.snapshot()
+        self._staged.append(_Part(batch, hooks, state))
+        if self._timer is None and self._flush is None:
+            self._timer = asyncio.get_running_loop().call_later(STAGE_DELAY, self._start_flush)
+
+    def discard_staged(self) -> None:
+        """Forget staged writes and cancel their background write (the session is over: a
+        late write of an opening could land on top of the rows of a resumed session)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._staged.clear()
+        held, self._held = self._held, []
+        if self._flush is None:
+            for frame in held:
+                self._send(frame)
+
+    async def _settle(self) -> None:
+        """Before a commit: cancel the pending background write (the staged batch goes out
+        with this commit instead), or wait for the one in flight; its failure is ours."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._flush is not None:
+            await asyncio.shield(self._flush)
+        if self._flush_error is not None:
+            error, self._flush_error = self._flush_error, None
+            raise error
+
+    def _take_staged(self) -> list[_Part]:
+        staged, self._staged = self._staged, []
+        return staged
+
+    def _start_flush(self) -> None:
+        self._timer = None
+        if self._flush is None and self._staged:
+            self._flush = asyncio.get_running_loop().create_task(self._flush_staged())
+
+    async def _flush_staged(self) -> None:
+        parts = self._take_staged()
+        try:
+            commit, result = await self._write(parts)
+        except Exception as exc:  # re-raised by the next commit: the session must die
+            self._flush_error = exc
+            self._held.clear()
+            return
+        finally:
+            self._flush = None
+        # Frames first, with no await before them: a delta emitted from now on is sent at
+        # once, so the pending message and the held frames must already be out.
+        self._emit_stored(Batch(), commit, result.drained, own=False)
+        for part in parts:
+            await self._after_hooks(part.batch, part.hooks, part.state)
+
+    async def _store(self, parts: list[_Part]) -> CommitResult:
+        """Commit ``parts`` as one; the last part is the caller's, the others were staged."""
+        commit, result = await self._write(parts)
+        for part in parts:
+            await self._after_hooks(part.batch, part.hooks, part.state)
+        self._emit_stored(parts[-1].batch, commit, result.drained, own=True)
+        return result
+
+    async def _write(self, parts: list[_Part]) -> tuple[Commit, CommitResult]:
+        """Store ``parts`` in one commit (one row per id, the newest version) and update the
+        transcript."""
+        messages = _newest({m.id: self.redact_message(m) for p in parts for m in _rows(p.batch)})
+        logs = _newest({x.id: self.redact_log(x) for p in parts for x in p.batch.logs})
+        merged = Batch()
+        for part in parts:
+            merged = merged.merge(part.batch)
         commit = Commit(
-            messages=[self.redact_message(m) for m in batch.created + batch.updated],
-            logs=[self.redact_log(log) for log in batch.logs],
-            progress=batch.progress,
-            thread=batch.thread,
-            drain_queue=batch.drain,
+            messages=messages,
+            logs=logs,
+            progress=merged.progress,
+            thread=merged.thread,
+            drain_queue=merged.drain,
         )
         try:
             result = await self.store.commit(self.thread_id, commit)
@@ -139,9 +253,23 @@ class Recorder:
             self.clock.observe(message.created_at)
         await self._redact_drained(result.drained)
         self._remember(commit.messages + result.drained)
-        await self._after_hooks(batch, hooks, state)
-        self._emit(commit.messages + result.drained, commit.logs)
-        return result
+        return commit, result
+
+    def _emit_stored(self, mine: Batch, commit: Commit, drained: list[Message], own: bool) -> None:
+        """Frames of what ``commit`` stored, in the order things happened: rows that only
+        staged parts wrote, then the frames held while they were staged, then the rest
+        (``mine``: the caller's batch). Held frames stay held while something staged is
+        still unstored (a concurrent sub-prompt's opening)."""
+        own_ids = {m.id for m in _rows(mine)} | {x.id for x in mine.logs}
+        early_logs = [x for x in commit.logs if x.id not in own_ids]
+        early = [m for m in commit.messages if m.id not in own_ids]
+        self._emit(early, early_logs)
+        if not self._staged and (self._flush is None or not own):
+            held, self._held = self._held, []
+            for frame in held:
+                self._send(frame)
+        late_logs = [x for x in commit.logs if x.id in own_ids]
+        self._emit([m for m in commit.messages if m.id in own_ids] + drained, late_logs)
 
     async def _redact_drained(self, drained: list[Message]) -> None:
         """Queued rows were written by the host (the API), not through ``commit``: redact them
@@ -171,10 +299,11 @@ class Recorder:
             await hooks.after_update_message(state, message)
 
     def _emit(self, messages: list[Message], logs: list[LogRecord]) -> None:
+        # Stored facts go out at once: they are what held frames were waiting for.
         for log in logs:
-            self.emit(log_data(log))
+            self._send(log_data(log))
         for message in messages:
-            self.emit(message_data(message))
+            self._send(message_data(message))
 
     def emit(self, frame: dict[str, Any]) -> None:
         """Send a frame (redacted) to the thread's listeners.
@@ -183,7 +312,15 @@ class Recorder:
         load, which is started here when an event loop is running.
         """
         if self._secrets_loaded:
-            self.sink.emit(self.thread_id, self.redactor.data(frame))
+            if self._staged or self._flush is not None:
+                # Something this frame follows is not stored yet: hold it until it is.
+                self._held.append(frame)
+                if frame.get("type") in _STREAM_FRAMES and self._flush is None:
+                    if self._timer is not None:
+                        self._timer.cancel()
+                    self._start_flush()
+                return
+            self._send(frame)
             return
         self._pending.append(frame)
         if self._loading is None or self._loading.done():
@@ -192,4 +329,17 @@ class Recorder:
             except RuntimeError:  # no loop: nothing can load the secrets; send what we know
                 pending, self._pending = self._pending, []
                 for item in pending:
-                    self.sink.emit(self.thread_id, self.redactor.data(item))
+                    self._send(item)
+
+    def _send(self, frame: dict[str, Any]) -> None:
+        self.sink.emit(self.thread_id, self.redactor.data(frame))
+
+
+def _rows(batch: Batch) -> list[Message]:
+    return batch.created + batch.updated
+
+
+def _newest(by_id: dict[str, Any]) -> list[Any]:
+    """One row per id, the last version written (a dict keeps the first position of a key
+    and the last value): one statement cannot upsert the same row twice."""
+    return list(by_id.values())

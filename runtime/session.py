@@ -96,13 +96,16 @@ class Session:
     async def run(self, resumed: bool = False) -> SessionResult:
         """Resume the step in flight (if any), then step until a stop condition ends the session."""
         await self.recorder.ready()  # load the thread's secrets before anything is written
-        outcome = await self._resume() if resumed else Continue()
-        while isinstance(outcome, Continue):
-            try:
-                outcome = await self._step()
-            except DefinitionNotFound as exc:  # a broken definition ends the session, visibly
-                outcome = Finished("step_error", str(exc))
-        return await self._finish(outcome)
+        try:
+            outcome = await self._resume() if resumed else Continue()
+            while isinstance(outcome, Continue):
+                try:
+                    outcome = await self._step()
+                except DefinitionNotFound as exc:  # a broken definition ends the session, visibly
+                    outcome = Finished("step_error", str(exc))
+            return await self._finish(outcome)
+        finally:
+            self.recorder.discard_staged()  # nothing may land after the session (or its crash)
 
     async def _step(self) -> StepOutcome:
         scope = await self._scope()

@@ -175,7 +175,7 @@ class Stepper:
         progress: OpenStepProgress = lambda _m, _l: None,
         reuse: Message | None = None,
     ) -> Opened:
-        """Store the pending message and the first attempt's incomplete log (one commit, with
+        """Stage the pending message and the first attempt's incomplete log (with
         ``progress``). Redoing a step (``reuse``: its pending message) continues its ladder."""
         chain = await self.chain(scope.model)
         start, retried = LadderStart(), None
@@ -203,10 +203,13 @@ class Stepper:
         )
         batch = Batch(logs=[log], progress=progress(message.id, log_id))
         (batch.updated if reuse else batch.created).append(message)
-        result = await self.recorder.commit(batch, scope.hooks, scope.state)
+        # Staged, not committed: it goes out with the response, or on its own if the model
+        # streams or takes a while (``Recorder.stage``). The user's stop was read by the
+        # commit that closed the previous step; the response's commit reads it again.
+        self.recorder.stage(batch, scope.hooks, scope.state)
         scope.log_id = log_id
         attempt = Attempt(model, attempt_request, log, time.perf_counter())
-        return Opened(message, attempt, chain, start, result.stopped, progress)
+        return Opened(message, attempt, chain, start, False, progress)
 
     def _pending(self, scope: Scope, reuse: Message | None, log_id: str) -> Message:
         now = self.deps.clock.now()

@@ -52,4 +52,7 @@ async def close_thread_connections() -> Any:
     from asgiref.sync import sync_to_async
     from django.db import connections
 
+    from agents_app.bridge import async_commit
+
     await sync_to_async(connections.close_all)()
+    await async_commit.close()  # the engine's commits on this test's event loop

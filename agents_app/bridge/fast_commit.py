@@ -176,8 +176,19 @@ def session_values(thread_id: str, progress: SessionProgress) -> dict[str, Any]:
     }
 
 
-@functools.lru_cache(maxsize=16)
-def _upsert(table: str, columns: tuple[str, ...], update: tuple[str, ...], alias: str) -> str:
+# A claimed commit writes only while its worker still owns the session: every write of
+# the statement is conditioned on this row, locked until the statement ends.
+_FENCE = (
+    "own AS (SELECT 1 FROM agents_app_threadsession "
+    "WHERE id = %s AND owner = %s AND status = 'running' FOR UPDATE)"
+)
+_OWNED = "EXISTS (SELECT 1 FROM own)"
+
+
+@functools.lru_cache(maxsize=32)
+def _upsert(
+    table: str, columns: tuple[str, ...], update: tuple[str, ...], alias: str, fenced: bool = False
+) -> str:
     """``alias AS (INSERT … ON CONFLICT (id) DO UPDATE …)`` reading its rows from one jsonb
     array parameter: the statement is the same whatever the number of rows, and so is the
     type of its parameter, so it stays prepared."""
@@ -185,9 +196,10 @@ def _upsert(table: str, columns: tuple[str, ...], update: tuple[str, ...], alias
     names = ", ".join([*columns, *defaults])
     values = ", ".join([*columns, *defaults.values()])
     sets = ", ".join(f"{c} = EXCLUDED.{c}" for c in update)
+    where = f" WHERE {_OWNED}" if fenced else ""
     return (
         f"{alias} AS (INSERT INTO {table} ({names}) "
-        f"SELECT {values} FROM jsonb_populate_recordset(NULL::{table}, %s) "
+        f"SELECT {values} FROM jsonb_populate_recordset(NULL::{table}, %s){where} "
         f"ON CONFLICT (id) DO UPDATE SET {sets} RETURNING 1)"
     )
 
@@ -213,10 +225,17 @@ class ClaimedRow:
 
     The engine's progress goes onto that row (with a fresh heartbeat) instead of a row
     of its own, and queue rows the commit stores as messages are deleted: a posted
-    message becomes the session's first message under the same id.
+    message becomes the session's first message under the same id. With ``owner`` the
+    statement fences itself (writes nothing unless that owner still runs the session);
+    without it the caller holds the row lock and has checked.
     """
 
     session_id: str
+    owner: str | None = None
+
+
+class NotOwner(Exception):
+    """A fenced commit found that its worker no longer owns the session: nothing was written."""
 
 
 def _claimed_ctes(
@@ -229,12 +248,14 @@ def _claimed_ctes(
         sets += ["progress = %s", "side = %s", "stop_reason = %s"]
         progress = commit.progress
         params = [Jsonb(progress.dump()), progress.side, progress.stop_reason or ""]
-    ctes = [f"cs AS (UPDATE agents_app_threadsession SET {', '.join(sets)} WHERE id = %s)"]
+    owned = f" AND {_OWNED}" if claimed.owner else ""
+    ctes = [f"cs AS (UPDATE agents_app_threadsession SET {', '.join(sets)} WHERE id = %s{owned})"]
     params.append(uuid.UUID(claimed.session_id))
     stored = [uuid.UUID(m.id) for m in commit.messages]
     if stored:
         ctes.append(
-            "dq AS (DELETE FROM agents_app_queuedmessage WHERE thread_id = %s AND id = ANY(%s))"
+            "dq AS (DELETE FROM agents_app_queuedmessage "
+            f"WHERE thread_id = %s AND id = ANY(%s){owned})"
         )
         params += [thread, stored]
     return ctes, params, stored
@@ -247,11 +268,15 @@ def statement(
     thread = uuid.UUID(thread_id)
     ctes: list[str] = []
     params: list[Any] = []
+    fenced = bool(claimed and claimed.owner)
+    if claimed is not None and claimed.owner:
+        ctes.append(_FENCE)
+        params += [uuid.UUID(claimed.session_id), claimed.owner]
     if commit.logs:
-        ctes.append(_upsert("agents_app_log", LOG_COLUMNS, LOG_UPDATE, "lg"))
+        ctes.append(_upsert("agents_app_log", LOG_COLUMNS, LOG_UPDATE, "lg", fenced))
         params.append(Jsonb([log_values(thread_id, x) for x in commit.logs]))
     if commit.messages:
-        ctes.append(_upsert("agents_app_message", MESSAGE_COLUMNS, MESSAGE_UPDATE, "ms"))
+        ctes.append(_upsert("agents_app_message", MESSAGE_COLUMNS, MESSAGE_UPDATE, "ms", fenced))
         params.append(Jsonb([message_values(thread_id, m) for m in commit.messages]))
     consumed: list[uuid.UUID] = []
     if claimed is not None:
@@ -264,8 +289,10 @@ def statement(
     stopped = "(SELECT stopped FROM agents_app_thread WHERE id = %s)"
     sets, set_params = _thread_update(commit.thread) if commit.thread else ([], [])
     if sets:
+        owned = f" AND {_OWNED}" if fenced else ""
         ctes.append(
-            f"th AS (UPDATE agents_app_thread SET {', '.join(sets)} WHERE id = %s RETURNING stopped)"
+            f"th AS (UPDATE agents_app_thread SET {', '.join(sets)} "
+            f"WHERE id = %s{owned} RETURNING stopped)"
         )
         params += [*set_params, thread]
         # Statements in one WITH see one snapshot: the updated flag comes from RETURNING.
@@ -276,8 +303,9 @@ def statement(
         # One snapshot: the rows deleted above are still visible to this check.
         queued += " AND NOT (id = ANY(%s))"
         tail.append(consumed)
+    owner = f", {_OWNED}" if fenced else ""
     query = ("WITH " + ", ".join(ctes) + " " if ctes else "") + (
-        f"SELECT {stopped}, EXISTS ({queued})"
+        f"SELECT {stopped}, EXISTS ({queued}){owner}"
     )
     return query, [*params, *tail]
 
@@ -310,7 +338,15 @@ def commit_in_one_statement(
     thread_id: str, commit: Commit, claimed: ClaimedRow | None = None
 ) -> tuple[bool, bool]:
     """Apply ``commit`` minus the drain; return (stopped, something_is_queued)."""
-    found = _run(*statement(thread_id, commit, claimed))
+    return outcome(thread_id, _run(*statement(thread_id, commit, claimed)), claimed)
+
+
+def outcome(
+    thread_id: str, found: tuple[Any, ...] | None, claimed: ClaimedRow | None = None
+) -> tuple[bool, bool]:
+    """(stopped, something_is_queued) from the statement's row; raises when it wrote nothing."""
+    if claimed is not None and claimed.owner and (found is None or not found[2]):
+        raise NotOwner(claimed.session_id)
     if found is None or found[0] is None:
         raise LookupError(f"Thread not found: {thread_id}")
     return bool(found[0]), bool(found[1])

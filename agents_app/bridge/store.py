@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
-from agents_app.bridge import fast_commit, rows
+from agents_app.bridge import async_commit, fast_commit, rows
 from agents_app.bridge.files import FileStoreMixin
 from agents_app.models import (
     Agent,
@@ -520,10 +520,16 @@ class DjangoStore(FileStoreMixin):
 
     Definitions are cached per instance: a store serves one session, which
     should see one consistent version of its agent, prompts and models.
+
+    With ``async_commits`` (PostgreSQL only), ``commit`` runs its one statement on
+    the event loop's own psycopg connection (``bridge/async_commit.py``) instead of
+    Django's connection in asgiref's executor thread. Only for callers that hold no
+    transaction of their own: that connection would not see it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, async_commits: bool = False) -> None:
         self._definitions: dict[tuple[str, str], Any] = {}
+        self.async_commits = async_commits and fast_commit.supported()
 
     async def _cached(self, kind: str, name: str, loader: Any) -> Any:
         key = (kind, name)
@@ -559,7 +565,13 @@ class DjangoStore(FileStoreMixin):
         await sync_to_async(_terminate_thread)(thread_id)
 
     async def commit(self, thread_id: str, commit: Commit) -> CommitResult:
-        return await sync_to_async(_commit)(thread_id, commit)
+        if not self.async_commits:
+            return await sync_to_async(_commit)(thread_id, commit)
+        stopped, queued = await async_commit.commit_in_one_statement(thread_id, commit)
+        if not (commit.drain_queue and queued):
+            return CommitResult(stopped=stopped, drained=[])
+        # Rare (something was queued while the session ran): drain through the ORM.
+        return await sync_to_async(_commit)(thread_id, Commit(drain_queue=True))
 
     async def load_progress(self, thread_id: str) -> SessionProgress | None:
         return await sync_to_async(_load_progress)(thread_id)

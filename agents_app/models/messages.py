@@ -28,7 +28,11 @@ class Message(models.Model):
         ERROR = "error"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages")
+    # No index of its own: the unique (thread, created_at) constraint's index and
+    # ``message_thread_toolcall`` both lead with the thread (one write fewer per message).
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="messages", db_index=False
+    )
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField(null=True, blank=True)
     name = models.CharField(max_length=200, blank=True, null=True)

@@ -26,12 +26,12 @@ AGENT = AgentDefinition(
 )
 
 
-@pytest.fixture(params=["memory", "django"])
+@pytest.fixture(params=["memory", "django", "django-async-commits"])
 def store(request: pytest.FixtureRequest) -> Any:
     if request.param == "memory":
         return MemoryStore().add(MODEL, PROMPT, AGENT)
     save_definitions([("m", MODEL), ("p", PROMPT), ("a", AGENT)], strict_code_names=False)
-    return DjangoStore()
+    return DjangoStore(async_commits=request.param == "django-async-commits")
 
 
 async def _thread(store: Any, **env: str) -> str:

@@ -240,7 +240,10 @@ async def test_resume_after_a_kill_before_every_commit_of_a_ten_step_run(harness
         )
 
     commits = await _check_matrix(harness, factory, _start_with("count to nine"))
-    assert commits >= 30  # start + 3 per tool step + 1 extra result + text step + finish
+    # The start; per tool step the response (the step's opening rides along) and the close
+    # with the last result; one more result for step 9's second call; the text step's
+    # opening written on its own when its reply streams, then the finish with the reply.
+    assert commits == 1 + 9 * 2 + 1 + 2
 
 
 async def test_resume_with_parallel_tool_calls(harness: Harness) -> None:
@@ -315,7 +318,9 @@ async def test_resume_of_a_dual_ai_session(harness: Harness) -> None:
     commits = await _check_matrix(
         harness, factory, _start_with("debate"), reason="max_session_turns"
     )
-    assert commits == 16  # start, then 3 per tool step and 2 per text step (the last with the end)
+    # The start; 2 per tool step (its opening rides with the response) and 2 per text step
+    # (the opening is written on its own when the reply streams; the last close ends it).
+    assert commits == 1 + 3 * 2 + 3 * 2
 
 
 async def test_resume_while_an_agent_tool_runs_in_a_child_thread(harness: Harness) -> None:
@@ -344,7 +349,7 @@ async def test_resume_while_an_agent_tool_runs_in_a_child_thread(harness: Harnes
         )
 
     commits = await _check_matrix(harness, factory, _start_with("ask the helper"))
-    assert commits == 12  # 6 on the parent, 6 on the child thread: kills inside the child too
+    assert commits == 10  # 5 on the parent, 5 on the child thread: kills inside the child too
 
 
 async def test_resume_along_the_attempt_ladder(harness: Harness) -> None:
@@ -404,7 +409,9 @@ async def test_orphaned_tool_call_never_breaks_the_next_request(harness: Harness
         TestScript().add_tool_call("count", {"n": 1}, id="lost").add_text("fresh start"),
         [prompt(tools=["count"]), AgentDefinition(name="agent", side_a=side("main"))],
     )
-    crashing = CrashingStore(harness.store, crash_at=4)  # dies before the tool result is stored
+    # Commits: the start, the response asking for the tool, then the tool's result: it
+    # dies before that one.
+    crashing = CrashingStore(harness.store, crash_at=3)
     engine = scenario.engine(crashing)
     thread = await engine.create_thread("agent")
     with pytest.raises(SimulatedCrash):

@@ -126,7 +126,8 @@ def _ensure_model(name: str) -> None:
 def store(
     request: pytest.FixtureRequest, transactional_db: Any, close_thread_connections: Any
 ) -> Any:
-    return DjangoTestStore()
+    # As the session runner builds it: commits on the event loop's own connection.
+    return DjangoTestStore(async_commits=True)
 
 
 @pytest.fixture
