@@ -6,8 +6,9 @@ Creates a throw-away PostgreSQL database (``BENCH_POSTGRES_URL``, default the lo
 server over TCP), migrates it, saves the bench's model/prompt/agent through the
 definition services, and runs the 20-step scripted tool loop of ``engine_bench.py``
 with the Django store as the session runner builds it (commits on the event loop's
-own connection) and the Channels sink (Redis channel layer with ``--redis``, else the
-in-memory layer). Prints ms per step (p50, p90), store calls and SQL statements per
+own connection) and the session runner's live sink, ``LiveSink`` (``--sink channels``
+for the simpler ``ChannelsSink``), on the Redis channel layer with ``--redis``, else the
+in-memory layer. Prints ms per step (p50, p90), store calls and SQL statements per
 step (Django's queries and the engine's commit statements).
 """
 
@@ -67,11 +68,11 @@ def _install_counter(connection: Any, **_: Any) -> None:
     connection.execute_wrappers.append(_count_queries)
 
 
-async def bench(sessions: int, warmup: int) -> dict[str, Any]:
+async def bench(sessions: int, warmup: int, sink: str = "live") -> dict[str, Any]:
     from django.db.backends.signals import connection_created
     from engine_bench import STEPS, CountingStore, StepClock, count, definitions, one_session
 
-    from agents_app.bridge.events import ChannelsSink
+    from agents_app.bridge.events import ChannelsSink, LiveSink
     from agents_app.bridge.store import DjangoStore
     from agents_app.services.definitions import save_definitions
     from runtime.engine import Engine
@@ -97,7 +98,7 @@ async def bench(sessions: int, warmup: int) -> dict[str, Any]:
     clock = StepClock()
     # As the session runner builds it: commits on the event loop's own connection.
     store = CountingStore(DjangoStore(async_commits=True))
-    live = ChannelsSink()
+    live = LiveSink() if sink == "live" else ChannelsSink()
     engine = Engine(store, Fanout(clock, live), registry=Registry(count))  # type: ignore[arg-type]
     for _ in range(warmup):
         await one_session(engine, clock)
@@ -129,6 +130,7 @@ def main() -> None:
     parser.add_argument(
         "--redis", default="", help="Redis URL for the channel layer (default: in-memory)"
     )
+    parser.add_argument("--sink", choices=["live", "channels"], default="live")
     options = parser.parse_args()
     admin_url = os.environ.get("BENCH_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/postgres")
     url = _database(admin_url)
@@ -143,14 +145,15 @@ def main() -> None:
 
         django.setup()
         call_command("migrate", verbosity=0)
-        report = asyncio.run(bench(options.sessions, options.warmup))
+        report = asyncio.run(bench(options.sessions, options.warmup, options.sink))
     finally:
         from django.db import connections
 
         connections.close_all()
         _drop(admin_url, url)
     layer = "redis" if options.redis else "in-memory"
-    print(f"DjangoStore on PostgreSQL, Channels sink ({layer} layer)")
+    name = "LiveSink" if options.sink == "live" else "ChannelsSink"
+    print(f"DjangoStore on PostgreSQL, {name} ({layer} layer)")
     print(f"steps:            {report['steps']}  ({report['wall']:.1f} s)")
     print(f"ms per step:      p50 {report['p50']:.3f}   p90 {report['p90']:.3f}")
     print(f"store calls/step: {report['calls']:.2f}")

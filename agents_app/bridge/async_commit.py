@@ -20,11 +20,14 @@ holds one.
 from __future__ import annotations
 
 import asyncio
+import json
 import weakref
 from typing import Any
 
+import orjson
 import psycopg
 from django.db import connections
+from psycopg.types.json import set_json_dumps
 
 from agents_app.bridge import fast_commit
 from runtime.store import Commit
@@ -32,6 +35,17 @@ from runtime.store import Commit
 _NEVER_BY_REPETITION = 2**31 - 1
 # How these connections show in ``pg_stat_activity`` (one per event loop that ran a session).
 APPLICATION_NAME = "studio-engine-commits"
+
+
+def _dumps(value: Any) -> bytes | str:
+    """JSON for the statement's jsonb parameters: orjson, ~10x faster than the standard
+    library on a commit's rows (their request bodies grow with the conversation; measured
+    0.11 ms per commit with ``json.dumps``). PostgreSQL stores the same jsonb either way.
+    What orjson refuses (integers past 64 bits, lone surrogates) falls back to ``json``."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return json.dumps(value)
 
 
 class _LoopConnection:
@@ -49,6 +63,7 @@ class _LoopConnection:
                 prepare_threshold=_NEVER_BY_REPETITION,
                 application_name=APPLICATION_NAME,
             )
+            set_json_dumps(_dumps, self.connection)
         return self.connection
 
     async def close(self) -> None:

@@ -100,3 +100,14 @@ async def test_an_unknown_thread_is_a_lookup_error_on_the_loop_too() -> None:
     await sync_to_async(_thread)()
     with pytest.raises(LookupError):
         await DjangoStore(async_commits=True).commit(new_id(), Commit())
+
+
+async def test_values_orjson_refuses_are_stored_through_the_standard_library() -> None:
+    thread_id = await sync_to_async(_thread)()
+    commit = _commit(thread_id, 0)
+    huge = 2**70  # orjson encodes 64-bit integers only
+    commit.messages[0].metadata = {"big": huge, "text": "é \u2603"}
+    await DjangoStore(async_commits=True).commit(thread_id, commit)
+    row = await sync_to_async(Message.objects.get)(pk=commit.messages[0].id)
+    assert row.metadata == {"big": huge, "text": "é \u2603"}
+    assert async_commit._dumps({1: "x"}) == b'{"1":"x"}'  # keys as JSON has them: text
