@@ -119,8 +119,6 @@ class Session:
         self._count_step(scope.side)
         self.recorder.emit(telemetry("step_started", step=self.progress.steps, side=scope.side))
         opened = await self.stepper.open(scope, request, progress=self._opening(scope))
-        if opened.stopped:
-            return await self._abandon(scope, opened)
         return await self._respond(scope, request, opened)
 
     async def _respond(self, scope: Scope, request: Any, opened: Opened) -> StepOutcome:
@@ -365,10 +363,6 @@ class Session:
         said = self._said(scope.side, text, "hook_blocked")
         said = await scope.hooks.before_create_message(scope.state, said)
         return self._end(Finished("hook_blocked", text), Batch(created=[said]))
-
-    async def _abandon(self, scope: Scope, opened: Opened) -> StepOutcome:
-        self.progress.open_step = None
-        return self._end(Finished("aborted_by_user"), await self.stepper.abandon(scope, opened))
 
     async def _failed_step(self, batch: Batch, error: ProviderError) -> StepOutcome:
         self.progress.open_step = None

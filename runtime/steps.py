@@ -30,7 +30,7 @@ from runtime.definitions import ModelDefinition, PromptDefinition
 from runtime.deps import Deps
 from runtime.events import telemetry
 from runtime.hooks import HookRunner
-from runtime.llm import LLMReply, completed_log, interrupted_log, opened_log
+from runtime.llm import LLMReply, completed_log, opened_log
 from runtime.loader import DefinitionLoader
 from runtime.messages import MESSAGE_FIELDS, Message, Side, make_tool_call, new_id, role_for_side
 from runtime.prompting import render_prompt
@@ -71,7 +71,7 @@ class Scope:
 
 @dataclass(slots=True)
 class Opened:
-    """An opened step: the pending message, the incomplete log, the stop flag after the commit.
+    """An opened step: the pending message and the incomplete log (staged, not yet stored).
 
     ``attempt`` is the first attempt of the step's ladder (its model, request and
     log row), ``chain`` the models of the ladder and ``start`` its first rung (not
@@ -84,7 +84,6 @@ class Opened:
     attempt: Attempt
     chain: list[ModelDefinition]
     start: LadderStart
-    stopped: bool = False
     progress: OpenStepProgress = lambda _m, _l: None
 
     @property
@@ -209,7 +208,7 @@ class Stepper:
         self.recorder.stage(batch, scope.hooks, scope.state)
         scope.log_id = log_id
         attempt = Attempt(model, attempt_request, log, time.perf_counter())
-        return Opened(message, attempt, chain, start, False, progress)
+        return Opened(message, attempt, chain, start, progress)
 
     def _pending(self, scope: Scope, reuse: Message | None, log_id: str) -> Message:
         now = self.deps.clock.now()
@@ -316,8 +315,3 @@ class Stepper:
         updates = await scope.hooks.before_update_message(scope.state, message.id, updates)
         known = {k: v for k, v in updates.items() if k in MESSAGE_FIELDS and k != "id"}
         return message.copy(**known)
-
-    async def abandon(self, scope: Scope, opened: Opened) -> Batch:
-        """A step opened but not sent (the user stopped first): fail the message, close the log."""
-        message = await self._update(scope, opened.message, {"status": "failed"})
-        return Batch(updated=[message], logs=[interrupted_log(opened.log)])

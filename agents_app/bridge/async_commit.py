@@ -20,7 +20,9 @@ holds one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import time
 import weakref
 from typing import Any
 
@@ -35,6 +37,9 @@ from runtime.store import Commit
 _NEVER_BY_REPETITION = 2**31 - 1
 # How these connections show in ``pg_stat_activity`` (one per event loop that ran a session).
 APPLICATION_NAME = "studio-engine-commits"
+# Seconds idle after which the connection is checked before a commit (like Django's
+# CONN_HEALTH_CHECKS): during a session it is never idle that long, so this costs nothing there.
+HEALTH_CHECK_AFTER = 10.0
 
 
 def _dumps(value: Any) -> bytes | str:
@@ -54,8 +59,18 @@ class _LoopConnection:
     def __init__(self) -> None:
         self.lock = asyncio.Lock()
         self.connection: psycopg.AsyncConnection[Any] | None = None
+        self.used_at = 0.0
 
     async def open(self) -> psycopg.AsyncConnection[Any]:
+        """The connection, checked first when it sat idle (a server restart or an idle timeout
+        would otherwise fail the first commit after a quiet night, and with it a session)."""
+        now = time.monotonic()
+        if self.connection is not None and now - self.used_at > HEALTH_CHECK_AFTER:
+            try:
+                await self.connection.execute("SELECT 1")
+            except psycopg.Error:
+                await self.close()
+        self.used_at = now
         if self.connection is None or self.connection.closed:
             self.connection = await psycopg.AsyncConnection.connect(
                 **_params(),
@@ -69,7 +84,8 @@ class _LoopConnection:
     async def close(self) -> None:
         connection, self.connection = self.connection, None
         if connection is not None and not connection.closed:
-            await connection.close()
+            with contextlib.suppress(psycopg.Error):
+                await connection.close()
 
 
 _BY_LOOP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopConnection] = (

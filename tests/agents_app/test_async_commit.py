@@ -111,3 +111,22 @@ async def test_values_orjson_refuses_are_stored_through_the_standard_library() -
     row = await sync_to_async(Message.objects.get)(pk=commit.messages[0].id)
     assert row.metadata == {"big": huge, "text": "é \u2603"}
     assert async_commit._dumps({1: "x"}) == b'{"1":"x"}'  # keys as JSON has them: text
+
+
+async def test_a_connection_that_died_while_idle_is_replaced_before_the_next_commit() -> None:
+    thread_id = await sync_to_async(_thread)()
+    engine_store = DjangoStore(async_commits=True)
+    await engine_store.commit(thread_id, _commit(thread_id, 0))
+    pid = await async_commit.run("SELECT pg_backend_pid()", [])
+    assert pid is not None
+
+    def kill(backend: int) -> None:
+        with psycopg.connect(**async_commit._params(), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", [backend])
+
+    await sync_to_async(kill)(pid[0])
+    # The server went away while the worker had nothing to do (a restart, an idle timeout).
+    async_commit._holder().used_at -= async_commit.HEALTH_CHECK_AFTER + 1
+    after_idle = _commit(thread_id, 1)
+    await engine_store.commit(thread_id, after_idle)  # no error: checked and reopened first
+    assert await sync_to_async(Message.objects.filter(pk=after_idle.messages[0].id).exists)()
