@@ -34,7 +34,6 @@ from psycopg.types.json import set_json_dumps
 from agents_app.bridge import fast_commit
 from runtime.store import Commit
 
-_NEVER_BY_REPETITION = 2**31 - 1
 # How these connections show in ``pg_stat_activity`` (one per event loop that ran a session).
 APPLICATION_NAME = "studio-engine-commits"
 # Seconds idle after which the connection is checked before a commit (like Django's
@@ -75,7 +74,7 @@ class _LoopConnection:
             self.connection = await psycopg.AsyncConnection.connect(
                 **_params(),
                 autocommit=True,
-                prepare_threshold=_NEVER_BY_REPETITION,
+                prepare_threshold=fast_commit.EXPLICIT_PREPARE_ONLY,
                 application_name=APPLICATION_NAME,
             )
             set_json_dumps(_dumps, self.connection)

@@ -77,7 +77,8 @@ _SESSION_DEFAULTS = {"owner": "''", "error": "''", "created_at": "now()"}
 MESSAGE_UPDATE = MESSAGE_COLUMNS[2:]
 LOG_UPDATE = LOG_COLUMNS[2:]
 
-_NEVER_BY_REPETITION = 2**31 - 1
+# A prepare threshold no statement reaches by repetition: only ``prepare=True`` prepares.
+EXPLICIT_PREPARE_ONLY = 2**31 - 1
 
 # The cost columns (max_digits 18, 12 decimal places), converted as DecimalField does.
 _COST_CONTEXT = Context(prec=18)
@@ -319,7 +320,7 @@ def _run(query: str, params: list[Any]) -> tuple[Any, ...] | None:
         # Django opens connections with prepare_threshold=None, which makes psycopg ignore
         # prepare=True too. A threshold no statement reaches by repetition enables explicit
         # preparation only; Django's own (client-side binding) cursors never prepare.
-        raw.prepare_threshold = _NEVER_BY_REPETITION
+        raw.prepare_threshold = EXPLICIT_PREPARE_ONLY
     found: list[tuple[Any, ...] | None] = []
 
     def execute(sql: str, values: Any, many: bool, context: dict[str, Any]) -> None:
