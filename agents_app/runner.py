@@ -27,7 +27,7 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
-from agents_app.bridge import async_commit, fast_commit
+from agents_app.bridge import fast_commit
 from agents_app.bridge import store as bridge_store
 from agents_app.bridge.events import LiveSink, asend_registry, asend_thread_frames
 from agents_app.bridge.store import DjangoStore
@@ -96,13 +96,10 @@ class ClaimedStore(DjangoStore):
         as ``_commit_claimed``: the session row is locked while the statement runs)."""
         claimed = fast_commit.ClaimedRow(self.claim.session_id, owner=self.claim.owner)
         try:
-            stopped, queued = await async_commit.commit_in_one_statement(thread_id, commit, claimed)
+            # A drain (rare) goes through ``_commit_claimed``: under the row lock.
+            return await self._commit_on_loop(thread_id, commit, claimed, self._commit_claimed)
         except fast_commit.NotOwner:
             raise SessionLost(self.claim.session_id) from None
-        if not (commit.drain_queue and queued):
-            return CommitResult(stopped=stopped, drained=[])
-        # Rare (something was queued while the session ran): drain under the row lock.
-        return await sync_to_async(self._commit_claimed)(thread_id, Commit(drain_queue=True))
 
     def _commit_claimed(self, thread_id: str, commit: Commit) -> CommitResult:
         claim = self.claim

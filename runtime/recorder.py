@@ -216,7 +216,7 @@ class Recorder:
             self._flush = None
         # Frames first, with no await before them: a delta emitted from now on is sent at
         # once, so the pending message and the held frames must already be out.
-        self._emit_stored(Batch(), commit, result.drained, own=False)
+        self._emit_stored(Batch(), commit, result.drained)
         for part in parts:
             await self._after_hooks(part.batch, part.hooks, part.state)
 
@@ -225,7 +225,7 @@ class Recorder:
         commit, result = await self._write(parts)
         for part in parts:
             await self._after_hooks(part.batch, part.hooks, part.state)
-        self._emit_stored(parts[-1].batch, commit, result.drained, own=True)
+        self._emit_stored(parts[-1].batch, commit, result.drained)
         return result
 
     async def _write(self, parts: list[_Part]) -> tuple[Commit, CommitResult]:
@@ -255,16 +255,16 @@ class Recorder:
         self._remember(commit.messages + result.drained)
         return commit, result
 
-    def _emit_stored(self, mine: Batch, commit: Commit, drained: list[Message], own: bool) -> None:
+    def _emit_stored(self, mine: Batch, commit: Commit, drained: list[Message]) -> None:
         """Frames of what ``commit`` stored, in the order things happened: rows that only
         staged parts wrote, then the frames held while they were staged, then the rest
         (``mine``: the caller's batch). Held frames stay held while something staged is
-        still unstored (a concurrent sub-prompt's opening)."""
+        still unstored (a concurrent sub-prompt's opening, or its background write)."""
         own_ids = {m.id for m in _rows(mine)} | {x.id for x in mine.logs}
         early_logs = [x for x in commit.logs if x.id not in own_ids]
         early = [m for m in commit.messages if m.id not in own_ids]
         self._emit(early, early_logs)
-        if not self._staged and (self._flush is None or not own):
+        if not self._staged and self._flush is None:
             held, self._held = self._held, []
             for frame in held:
                 self._send(frame)

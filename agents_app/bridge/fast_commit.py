@@ -269,8 +269,8 @@ def statement(
     thread = uuid.UUID(thread_id)
     ctes: list[str] = []
     params: list[Any] = []
-    fenced = bool(claimed and claimed.owner)
-    if claimed is not None and claimed.owner:
+    fenced = claimed is not None and claimed.owner is not None
+    if claimed is not None and fenced:
         ctes.append(_FENCE)
         params += [uuid.UUID(claimed.session_id), claimed.owner]
     if commit.logs:

@@ -9,6 +9,7 @@ the stop flag) because the engine calls it several times per step.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -567,11 +568,22 @@ class DjangoStore(FileStoreMixin):
     async def commit(self, thread_id: str, commit: Commit) -> CommitResult:
         if not self.async_commits:
             return await sync_to_async(_commit)(thread_id, commit)
-        stopped, queued = await async_commit.commit_in_one_statement(thread_id, commit)
+        return await self._commit_on_loop(thread_id, commit)
+
+    async def _commit_on_loop(
+        self,
+        thread_id: str,
+        commit: Commit,
+        claimed: fast_commit.ClaimedRow | None = None,
+        drain: Callable[[str, Commit], CommitResult] = _commit,
+    ) -> CommitResult:
+        """``commit`` as one statement on the loop's connection; the queue drain, when
+        something is queued, through ``drain`` (the ORM, in a transaction of its own)."""
+        stopped, queued = await async_commit.commit_in_one_statement(thread_id, commit, claimed)
         if not (commit.drain_queue and queued):
             return CommitResult(stopped=stopped, drained=[])
-        # Rare (something was queued while the session ran): drain through the ORM.
-        return await sync_to_async(_commit)(thread_id, Commit(drain_queue=True))
+        # Rare: something was queued while the session ran.
+        return await sync_to_async(drain)(thread_id, Commit(drain_queue=True))
 
     async def load_progress(self, thread_id: str) -> SessionProgress | None:
         return await sync_to_async(_load_progress)(thread_id)

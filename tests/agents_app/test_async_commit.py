@@ -25,6 +25,18 @@ pytestmark = [
 ]
 
 
+async def _terminate_the_loops_connection() -> None:
+    """The server ends the engine connection's backend (a restart, an admin, a timeout)."""
+    pid = await async_commit.run("SELECT pg_backend_pid()", [])
+    assert pid is not None
+
+    def kill(backend: int) -> None:
+        with psycopg.connect(**async_commit._params(), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", [backend])
+
+    await sync_to_async(kill)(pid[0])
+
+
 async def test_the_async_commit_stores_what_the_commit_through_django_stores() -> None:
     sync_thread, async_thread = await sync_to_async(_thread)(), await sync_to_async(_thread)()
     on_django, on_loop = _commit(sync_thread, 0), _commit(async_thread, 0)
@@ -60,14 +72,7 @@ async def test_a_broken_connection_fails_one_commit_and_the_next_reconnects() ->
     thread_id = await sync_to_async(_thread)()
     engine_store = DjangoStore(async_commits=True)
     await engine_store.commit(thread_id, _commit(thread_id, 0))
-    pid = await async_commit.run("SELECT pg_backend_pid()", [])
-    assert pid is not None
-
-    def kill(backend: int) -> None:
-        with psycopg.connect(**async_commit._params(), autocommit=True) as admin:
-            admin.execute("SELECT pg_terminate_backend(%s)", [backend])
-
-    await sync_to_async(kill)(pid[0])
+    await _terminate_the_loops_connection()
     lost = _commit(thread_id, 1)
     with pytest.raises(psycopg.OperationalError):
         await engine_store.commit(thread_id, lost)
@@ -117,14 +122,7 @@ async def test_a_connection_that_died_while_idle_is_replaced_before_the_next_com
     thread_id = await sync_to_async(_thread)()
     engine_store = DjangoStore(async_commits=True)
     await engine_store.commit(thread_id, _commit(thread_id, 0))
-    pid = await async_commit.run("SELECT pg_backend_pid()", [])
-    assert pid is not None
-
-    def kill(backend: int) -> None:
-        with psycopg.connect(**async_commit._params(), autocommit=True) as admin:
-            admin.execute("SELECT pg_terminate_backend(%s)", [backend])
-
-    await sync_to_async(kill)(pid[0])
+    await _terminate_the_loops_connection()
     # The server went away while the worker had nothing to do (a restart, an idle timeout).
     async_commit._holder().used_at -= async_commit.HEALTH_CHECK_AFTER + 1
     after_idle = _commit(thread_id, 1)
