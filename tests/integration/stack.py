@@ -85,13 +85,17 @@ class Stack:
     # Extra ``manage.py`` commands run after migrate and seed, before Daphne starts
     # (collectstatic must precede the server: WhiteNoise indexes files at start-up).
     setup: list[list[str]] = field(default_factory=list)
+    # An existing non-superuser role that owns the database and that the processes log in as
+    # (PostgreSQL's connection limits do not apply to superusers; tests/integration/flood.py).
+    db_owner: str = ""
 
     def __post_init__(self) -> None:
         redis_base = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
         parts = urlsplit(redis_base)
         self.redis_url = f"{parts.scheme}://{parts.netloc}/{random.randint(1, 15)}"
         admin = urlsplit(PG_ADMIN_URL)
-        self.database_url = f"postgres://{admin.netloc}/{self.db_name}"
+        netloc = f"{self.db_owner}@{admin.hostname}:{admin.port or 5432}" if self.db_owner else admin.netloc
+        self.database_url = f"postgres://{netloc}/{self.db_name}"
         self.queue = f"it-{uuid.uuid4().hex[:8]}"
         key = base64.urlsafe_b64encode(os.urandom(32)).decode()
         self.env = {
@@ -120,7 +124,8 @@ class Stack:
 
     def start(self) -> Stack:
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{self.db_name}"')
+            owner = f' OWNER "{self.db_owner}"' if self.db_owner else ""
+            conn.execute(f'CREATE DATABASE "{self.db_name}"{owner}')
         self.run([str(BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"])
         out = self.run([str(BIN / "python"), "-m", "tests.integration.seed"])
         self.keys = json.loads(out.strip().splitlines()[-1])["keys"]
