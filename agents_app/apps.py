@@ -7,4 +7,11 @@ class AgentsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from agents_app import checks  # noqa: F401  (registers the start-up checks)
+        from agents_app import (
+            checks,  # noqa: F401  (registers the start-up checks)
+            dispatch,
+            executor,
+        )
+
+        # Services say which session should run; the executor runs it (agents_app/dispatch.py).
+        dispatch.install(executor.dispatch)

@@ -177,6 +177,22 @@ async def run_now(row: ScheduledEffect, owner: str) -> dict[str, Any]:
     return {"status": done.status, "error": done.error or None}
 
 
+def effect_run(*, effect: ScheduledEffect, owner: str = "api") -> dict[str, Any]:
+    """Run a pending effect now, or replay a finished one as a new linked run, in this request
+    (API and admin).
+
+    Manual runs are not retried: the outcome (``status``, ``error``) is in the answer.
+    ``Conflict`` when the run is already processing.
+    """
+    token = f"{owner}:{uuid.uuid4().hex[:12]}"
+    if effect.status in effect_service.TERMINAL:
+        replay = effect_service.effect_replay(effect=effect, owner=token)
+        done = async_to_sync(run_now)(replay, token)
+        return {"action": "replayed", "id": str(effect.pk), "replayedId": str(replay.pk), **done}
+    row = effect_service.effect_claim_now(effect=effect, owner=token)
+    return {"action": "ran", "id": str(effect.pk), **async_to_sync(run_now)(row, token)}
+
+
 # --- embedded mode ------------------------------------------------------------------------------
 
 

@@ -9,7 +9,7 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
-from agents_app import selectors
+from agents_app import effect_runner, selectors
 from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Invalid, NotFound
@@ -103,4 +103,4 @@ def effect_cancel(request: HttpRequest, thread_id: str, effect_id: str) -> dict[
     "/{thread_id}/effects/{effect_id}/run", response={200: dict, **ERRORS}, summary="Run now"
 )
 def effect_run(request: HttpRequest, thread_id: str, effect_id: str) -> dict[str, Any]:
-    return effect_service.effect_run(effect=_effect(request, thread_id, effect_id))
+    return effect_runner.effect_run(effect=_effect(request, thread_id, effect_id))

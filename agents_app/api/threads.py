@@ -16,6 +16,7 @@ from agents_app.models import Thread
 from agents_app.services import threads as thread_service
 from agents_app.services.env import EnvPatch
 from agents_app.services.subagents import subagent_registry
+from agents_app.thread_creation import thread_create as create_thread
 
 router = Router(tags=["threads"])
 
@@ -60,7 +61,7 @@ class ThreadListQuery(Schema):
 
 @router.post("", response={200: dict, **ERRORS}, summary="Create a thread")
 def thread_create(request: HttpRequest, payload: ThreadIn) -> dict[str, Any]:
-    thread = thread_service.thread_create(
+    thread = create_thread(
         user=request.auth,  # type: ignore[attr-defined]
         agent_name=payload.agent_id,
         tags=payload.tags,

@@ -26,7 +26,6 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
@@ -277,23 +276,3 @@ def effects_recover(*, stale_seconds: float, limit: int = 500) -> list[Scheduled
     if rows:
         logger.warning("recovered %d effect run(s) whose worker stopped", len(rows))
     return rows
-
-
-# --- run now / replay (API and admin) ----------------------------------------------------------
-
-
-def effect_run(*, effect: ScheduledEffect, owner: str = "api") -> dict[str, Any]:
-    """Run a pending effect now, or replay a finished one as a new linked run, in this request.
-
-    Manual runs are not retried: the outcome (``status``, ``error``) is in the answer.
-    ``Conflict`` when the run is already processing.
-    """
-    from agents_app.effect_runner import run_now  # the runner imports this module
-
-    token = f"{owner}:{uuid.uuid4().hex[:12]}"
-    if effect.status in TERMINAL:
-        replay = effect_replay(effect=effect, owner=token)
-        done = async_to_sync(run_now)(replay, token)
-        return {"action": "replayed", "id": str(effect.pk), "replayedId": str(replay.pk), **done}
-    row = effect_claim_now(effect=effect, owner=token)
-    return {"action": "ran", "id": str(effect.pk), **async_to_sync(run_now)(row, token)}

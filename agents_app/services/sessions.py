@@ -36,6 +36,7 @@ from django.utils import timezone
 
 from agents_app import wire
 from agents_app.bridge.events import send_thread_frames
+from agents_app.dispatch import session_should_run
 from agents_app.errors import Locked
 from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession, WebSocketTicket
 from agents_app.models.timestamps import now_us
@@ -56,12 +57,6 @@ def stale_after() -> timedelta:
     return timedelta(seconds=settings.STUDIO_SESSION_STALE_SECONDS)
 
 
-def _dispatch_on_commit(session_id: uuid.UUID) -> None:
-    from agents_app.executor import dispatch
-
-    transaction.on_commit(lambda: dispatch(str(session_id)))
-
-
 def lock_thread(thread_id: Any) -> Thread:
     """The thread row, locked until the end of the transaction (serializes session decisions)."""
     return Thread.objects.select_for_update().get(pk=thread_id)
@@ -79,7 +74,7 @@ def session_request(
         side=side,
         root_message_id=root_message_id,
     )
-    _dispatch_on_commit(row.pk)
+    session_should_run(row.pk)
     return row
 
 

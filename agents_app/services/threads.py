@@ -1,4 +1,5 @@
-"""Thread writes: create (through the engine, so ``after_thread_created`` hooks run),
+"""Thread writes: the checks before and the bookkeeping after a creation (the engine itself,
+which runs ``after_thread_created`` hooks, is driven by ``agents_app.thread_creation``),
 update (tags, agent, env) and delete (the whole subtree).
 
 Registry events go out on commit (``thread_created``/``updated``/``deleted``).
@@ -10,19 +11,15 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.utils import timezone
 
 from agents_app import selectors
 from agents_app.bridge.events import send_registry
-from agents_app.engines import with_engine
 from agents_app.errors import Invalid, NotFound
 from agents_app.models import Agent, EnvValue, PromptTool, Thread
 from agents_app.services import env as env_service
 from agents_app.services import thread_files
-from runtime.engine import Engine
-from runtime.store import ThreadRecord
 
 logger = logging.getLogger(__name__)
 
@@ -63,34 +60,30 @@ def _announce(kind: str, thread_id: Any, owner_id: Any) -> None:
     transaction.on_commit(send)
 
 
-def thread_create(
+def thread_creation_check(
     *,
-    user: Any,
     agent_name: str,
     tags: list[str] | None = None,
     env: dict[str, str] | None = None,
     env_types: dict[str, str] | None = None,
-) -> Thread:
-    """Create a thread owned by ``user`` and run the agent's ``after_thread_created`` hooks."""
+) -> tuple[Agent, list[str], env_service.EnvPatch]:
+    """Validate a thread creation before the engine runs it: the agent, tags and env."""
     agent = _agent(agent_name)
-    tags = clean_tags(tags or [])
     patch = env_service.clean_patch(
         env_service.EnvPatch(replace=env or {}, replace_types=env_types or {})
     )
-    owner = str(user.pk) if user is not None and user.pk else None
+    return agent, clean_tags(tags or []), patch
 
-    async def create(engine: Engine) -> ThreadRecord:
-        return await engine.create_thread(
-            agent.name, user_id=owner, tags=tags, env=patch.replace or {}
-        )
 
-    record = async_to_sync(with_engine)(create)
+def thread_created(*, thread_id: Any, agent: Agent, patch: env_service.EnvPatch) -> Thread:
+    """What follows the engine's ``create_thread``: env value types, the registry event, and
+    the first session when the agent starts immediately (``agents_app.thread_creation``)."""
     text_keys = [k for k, t in (patch.replace_types or {}).items() if t == EnvValue.Type.TEXT]
     if text_keys:
         EnvValue.objects.filter(
-            scope=EnvValue.Scope.THREAD, thread_id=record.id, key__in=text_keys
+            scope=EnvValue.Scope.THREAD, thread_id=thread_id, key__in=text_keys
         ).update(value_type=EnvValue.Type.TEXT)
-    thread = Thread.objects.select_related("agent", "origin_agent").get(pk=record.id)
+    thread = Thread.objects.select_related("agent", "origin_agent").get(pk=thread_id)
     _announce("thread_created", thread.pk, thread.owner_id)
     if _starts_immediately(agent):
         from agents_app.services.sessions import thread_continue

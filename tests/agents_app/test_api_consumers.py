@@ -14,8 +14,8 @@ from django.contrib.auth import get_user_model
 
 from agents_app.bridge.events import thread_group
 from agents_app.services.api_keys import api_key_create
-from agents_app.services.threads import thread_create
 from agents_app.services.tickets import ticket_create
+from agents_app.thread_creation import thread_create
 from studio.asgi import application
 from tests.agents_app.api_support import _api_hosts, define_agent  # noqa: F401
 

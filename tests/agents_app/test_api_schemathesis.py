@@ -42,7 +42,7 @@ def keep_connection() -> Any:
 
 @pytest.fixture
 def staff_setup(db: Any, make_user: Any, keep_connection: Any) -> dict[str, str]:
-    from agents_app.services.threads import thread_create
+    from agents_app.thread_creation import thread_create
 
     define_agent("helper")
     staff = make_user("fuzz-ops", staff=True)

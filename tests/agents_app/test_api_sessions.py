@@ -23,7 +23,7 @@ from agents_app.models.timestamps import now_us
 from agents_app.runner import ClaimedStore, SessionLost, run_session_job
 from agents_app.services import messages as message_service
 from agents_app.services import sessions
-from agents_app.services.threads import thread_create
+from agents_app.thread_creation import thread_create
 from runtime.messages import Message as EngineMessage
 from runtime.messages import new_id
 from runtime.progress import SessionProgress

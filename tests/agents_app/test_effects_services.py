@@ -15,7 +15,7 @@ from asgiref.sync import async_to_sync
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from agents_app.effect_runner import Sweeper, drain_for
+from agents_app.effect_runner import Sweeper, drain_for, effect_run
 from agents_app.errors import Conflict
 from agents_app.models import ScheduledEffect, Thread, ThreadValue
 from agents_app.services import effects as svc
@@ -260,24 +260,24 @@ def test_run_now_runs_a_pending_effect_in_the_request(
     thread: Thread, effects: Any, frames: Frames
 ) -> None:
     effect = make_effect(thread, in_s=3600)
-    result = svc.effect_run(effect=effect)
+    result = effect_run(effect=effect)
     assert result == {"action": "ran", "id": str(effect.pk), "status": "completed", "error": None}
     row = _row(effect)
     assert (row.status, row.manual_run, row.attempts) == ("completed", True, 1)
     assert row.manual_run_at is not None and len(effects) == 1
     assert frames.statuses(effect.pk) == ["processing", "completed"]
     with pytest.raises(Conflict):  # nothing to run twice
-        svc.effect_run(effect=_row(make_effect(thread, status="processing")))
+        effect_run(effect=_row(make_effect(thread, status="processing")))
 
 
 def test_replay_creates_a_linked_run(thread: Thread, effects: Any) -> None:
     flaky_failures["left"] = 1
     original = make_effect(thread, "flaky", status="failed", error="RuntimeError: old")
-    failed = svc.effect_run(effect=original)
+    failed = effect_run(effect=original)
     assert failed["action"] == "replayed" and failed["status"] == "failed"
     assert failed["error"] == "RuntimeError: not yet"
     replay = ScheduledEffect.objects.get(pk=failed["replayedId"])
     assert (replay.replayed_from_id, replay.manual_run, replay.args) == (original.pk, True, None)
-    again = svc.effect_run(effect=_row(original))
+    again = effect_run(effect=_row(original))
     assert again["status"] == "completed" and again["replayedId"] != failed["replayedId"]
     assert _row(original).status == "failed"  # history is not rewritten

@@ -18,7 +18,7 @@ from agents_app.bridge.events import asend_thread_frames
 from agents_app.models import Log, Message, ThreadValue
 from agents_app.services import thread_files
 from agents_app.services.api_keys import api_key_create
-from agents_app.services.threads import thread_create
+from agents_app.thread_creation import thread_create
 from runtime.events import event
 from studio.asgi import application
 from tests.agents_app.api_support import *  # noqa: F403  (fixtures)

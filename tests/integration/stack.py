@@ -94,7 +94,11 @@ class Stack:
         parts = urlsplit(redis_base)
         self.redis_url = f"{parts.scheme}://{parts.netloc}/{random.randint(1, 15)}"
         admin = urlsplit(PG_ADMIN_URL)
-        netloc = f"{self.db_owner}@{admin.hostname}:{admin.port or 5432}" if self.db_owner else admin.netloc
+        netloc = (
+            f"{self.db_owner}@{admin.hostname}:{admin.port or 5432}"
+            if self.db_owner
+            else admin.netloc
+        )
         self.database_url = f"postgres://{netloc}/{self.db_name}"
         self.queue = f"it-{uuid.uuid4().hex[:8]}"
         key = base64.urlsafe_b64encode(os.urandom(32)).decode()
