@@ -40,6 +40,12 @@ class Conflict(DomainError):
     status = 409
 
 
+class Unprocessable(DomainError):
+    """Well-formed, but contradicts what was stored (an idempotency key reused with another body)."""
+
+    status = 422
+
+
 class Locked(DomainError):
     """The thread cannot take this action any more (terminated)."""
 

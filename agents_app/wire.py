@@ -114,6 +114,16 @@ def queued_wire(row: QueuedMessage) -> dict[str, Any]:
     }
 
 
+def message_queued(message_id: Any) -> dict[str, Any]:
+    """The 202 answer to a posted message (stored with its idempotency key, replayed as is)."""
+    return {
+        "status": "queued",
+        "queueId": str(message_id),
+        "messageId": str(message_id),
+        "message": "Message queued for processing. Connect via WebSocket for real-time updates.",
+    }
+
+
 def message_frame(data: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "message_data",

@@ -56,6 +56,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Outages (database, broker) raised by a view: 503 + Retry-After; JSON for API clients.
+    "agents_app.overload.OverloadMiddleware",
 ]
 
 ROOT_URLCONF = "studio.urls"
@@ -203,6 +205,12 @@ CELERY_WORKER_CONCURRENCY = envint("CELERY_WORKER_CONCURRENCY", 64)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": envint("CELERY_VISIBILITY_TIMEOUT", 3600)}
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = envstr("CELERY_QUEUE", "celery")
+
+# --- posting under faults and overload (agents_app/overload.py, docs/operating.md) ---------
+# Seconds a client is told to wait (Retry-After) when the database or the broker is down
+# or out of connections; and how long an Idempotency-Key is remembered.
+STUDIO_OVERLOAD_RETRY_AFTER_SECONDS = envint("STUDIO_OVERLOAD_RETRY_AFTER_SECONDS", 2)
+STUDIO_IDEMPOTENCY_KEY_HOURS = envint("STUDIO_IDEMPOTENCY_KEY_HOURS", 24)
 
 # --- sessions (agents_app.services.sessions, agents_app.runner) -------------------------
 # The owner of a running session refreshes its heartbeat this often; a session whose

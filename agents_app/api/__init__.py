@@ -31,6 +31,7 @@ from agents_app.api import (
 from agents_app.api.parser import NUL_ERROR, NulError, StrictParser
 from agents_app.api.security import ApiKeyAuth, SessionCookieAuth
 from agents_app.errors import DomainError
+from agents_app.overload import log_overload, overload_reason, overload_response
 
 logger = logging.getLogger("agents_app.api")
 
@@ -85,6 +86,10 @@ def install_error_handlers(api: NinjaAPI) -> None:
 
     @api.exception_handler(Exception)
     def internal(request: HttpRequest, exc: Exception) -> HttpResponse:
+        reason = overload_reason(exc)
+        if reason is not None:  # the database or the broker, not the request: 503, retry
+            log_overload(request, exc)
+            return overload_response(request, reason)
         logger.exception("Unhandled error in %s %s", request.method, request.path)
         return error(api, request, "Internal error", 500)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
@@ -12,6 +12,7 @@ from agents_app import selectors
 from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS, id_list
 from agents_app.services import messages as message_service
+from agents_app.services.idempotency import idempotency_request
 from agents_app.services.messages import CONTENT_MAX, NewAttachment
 
 router = Router(tags=["messages"])
@@ -66,29 +67,31 @@ def message_list(
 
 @router.post("/{thread_id}/messages", response={202: dict, **ERRORS}, summary="Send a message")
 @redacts_thread_data
-def message_post(request: HttpRequest, thread_id: str, payload: MessageIn) -> Status:
-    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+def message_post(
+    request: HttpRequest, thread_id: str, payload: MessageIn, response: HttpResponse
+) -> Status:
+    """A repeated ``Idempotency-Key`` (per user and thread) gets the first answer again, with
+    ``Idempotent-Replayed: true``, and stores nothing; with another body it is a 422."""
+    user = request.auth  # type: ignore[attr-defined]
+    thread = selectors.access_thread(thread_id, user)
+    idempotency = idempotency_request(
+        user, request.headers.get("Idempotency-Key"), payload.model_dump()
+    )
     attachments = [
         NewAttachment(a.name, a.mimeType, a.data, a.width, a.height)
         for a in payload.attachments or []
     ]
-    queued = message_service.message_post(
+    posted = message_service.message_post(
         thread=thread,
         role=payload.role,
         content=payload.content or "",
         attachments=attachments,
         silent=payload.silent,
+        idempotency=idempotency,
     )
-    return Status(
-        202,
-        {
-            "status": "queued",
-            "queueId": str(queued.pk),
-            "messageId": str(queued.pk),
-            "message": "Message queued for processing. "
-            "Connect via WebSocket for real-time updates.",
-        },
-    )
+    if posted.replayed:
+        response["Idempotent-Replayed"] = "true"
+    return Status(posted.status_code, posted.response)
 
 
 @router.patch(

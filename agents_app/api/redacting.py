@@ -34,6 +34,10 @@ def redact_response(request: HttpRequest, thread_id: str, response: Any) -> Any:
         return response  # streamed file contents
     if not response.get("Content-Type", "").startswith("application/json"):
         return response
+    if response.status_code >= 500:
+        # Fixed sentences (internal error, outage): no thread data, and no second trip to
+        # a database that may be the reason for the error.
+        return response
     redactor = request_redactors(request).get(thread_id)
     if redactor:
         text = response.content.decode()

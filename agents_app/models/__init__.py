@@ -1,7 +1,7 @@
 """The data model, one module per concept.
 
 Dependency direction (a module may import only those to its right):
-threads/messages/logs/values/files/effects/sessions → agents → prompts → language_models;
+threads/messages/logs/values/files/effects/sessions/idempotency → agents → prompts → language_models;
 env → agents, prompts, threads; api_keys → (auth only).
 
 Timestamps follow the reference wire format where it is fixed to a column:
@@ -14,6 +14,7 @@ from agents_app.models.api_keys import ApiKey, WebSocketTicket
 from agents_app.models.effects import ScheduledEffect
 from agents_app.models.env import EnvValue
 from agents_app.models.files import ThreadFile, ThreadFileChunk
+from agents_app.models.idempotency import IdempotencyKey
 from agents_app.models.language_models import LanguageModel, ModelFallback
 from agents_app.models.logs import Log
 from agents_app.models.messages import Message, QueuedMessage
@@ -26,6 +27,7 @@ __all__ = [
     "Agent",
     "ApiKey",
     "EnvValue",
+    "IdempotencyKey",
     "LanguageModel",
     "Log",
     "Message",

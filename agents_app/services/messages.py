@@ -23,6 +23,11 @@ from agents_app.errors import Invalid, Locked, NotFound
 from agents_app.models import Message, QueuedMessage, Thread, ThreadFile
 from agents_app.selectors import message_in_thread, queued_in_thread
 from agents_app.services import sessions
+from agents_app.services.idempotency import (
+    IdempotencyRequest,
+    idempotent_record,
+    idempotent_replay,
+)
 from agents_app.services.thread_files import attachment_write, file_delete
 from agents_app.services.threads import preview_of
 from runtime.events import event
@@ -57,6 +62,19 @@ def _store_attachments(thread: Thread, items: list[NewAttachment]) -> list[dict[
     return refs
 
 
+@dataclass(frozen=True)
+class Posted:
+    """The answer to a post: the first one's, or the stored one for a repeated key."""
+
+    status_code: int
+    response: dict[str, Any]
+    replayed: bool = False
+
+    @property
+    def message_id(self) -> str:
+        return str(self.response["messageId"])
+
+
 @transaction.atomic
 def message_post(
     *,
@@ -65,15 +83,24 @@ def message_post(
     content: str,
     attachments: list[NewAttachment] | None = None,
     silent: bool = False,
-) -> QueuedMessage:
-    """Queue a message and make sure a session will take it (now, or after the running one)."""
+    idempotency: IdempotencyRequest | None = None,
+) -> Posted:
+    """Queue a message and make sure a session will take it (now, or after the running one).
+
+    With ``idempotency``, a key seen before on this thread returns the first answer and
+    writes nothing (``Unprocessable`` if it came with another body).
+    """
     if role not in ROLES:
         raise Invalid("role must be one of: user, assistant, system")
     if not content.strip() and not attachments:
         raise Invalid("Message content or attachments required")
     if len(content) > CONTENT_MAX:
         raise Invalid(f"Message content is longer than {CONTENT_MAX} characters")
-    locked = sessions.lock_thread(thread.pk)
+    locked = sessions.lock_thread(thread.pk)  # also serializes posts with the same key
+    if idempotency is not None:
+        replay = idempotent_replay(idempotency, thread=locked)
+        if replay is not None:
+            return Posted(replay.status_code, replay.response, replayed=True)
     if locked.terminated_at is not None:
         raise Locked(f"Thread is terminated (terminated_at={wire.micros(locked.terminated_at)})")
     idle = sessions.active_session(locked) is None
@@ -106,7 +133,16 @@ def message_post(
         activity["last_message_at"] = wire.seconds(locked.last_message_at)
     transaction.on_commit(lambda: send_thread_frames(str(locked.pk), [frame]))
     transaction.on_commit(lambda: send_registry(activity, locked.owner_id))
-    return queued
+    posted = Posted(202, wire.message_queued(queued.pk))
+    if idempotency is not None:
+        idempotent_record(
+            idempotency,
+            thread=locked,
+            operation="message_post",
+            status_code=posted.status_code,
+            response=posted.response,
+        )
+    return posted
 
 
 def _touch(thread: Thread, role: str, content: str, silent: bool) -> None:

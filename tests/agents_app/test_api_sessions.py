@@ -56,7 +56,7 @@ def _setup(user: Any, script: list[dict[str, Any]], streaming: Any = None) -> Th
 
 @sync_to_async
 def _post(thread: Thread, content: str) -> str:
-    return str(message_service.message_post(thread=thread, role="user", content=content).pk)
+    return message_service.message_post(thread=thread, role="user", content=content).message_id
 
 
 @sync_to_async
