@@ -85,6 +85,11 @@ DATABASES = {
         conn_max_age=envint("DB_CONN_MAX_AGE", 0),
     )
 }
+# Behind PgBouncer in transaction pooling (docker/compose.yaml): a server-side cursor would
+# outlive the transaction's server connection. Our prepared statements are protocol-level,
+# which PgBouncer >= 1.21 carries across server connections (docs/operating.md).
+if envbool("DB_TRANSACTION_POOLING", False):
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 if envstr("TEST_DB_NAME"):
     # Lets several test runs share one PostgreSQL server without clobbering each other.
     DATABASES["default"]["TEST"] = {"NAME": envstr("TEST_DB_NAME")}

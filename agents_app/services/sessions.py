@@ -41,6 +41,7 @@ from agents_app.errors import Locked
 from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession, WebSocketTicket
 from agents_app.models.timestamps import now_us
 from agents_app.selectors import ACTIVE_SESSION
+from agents_app.services.idempotency import idempotency_keys_purge
 from runtime.events import telemetry
 
 STOP_TEXT = "Execution stopped by user"
@@ -318,7 +319,8 @@ def session_release(claim: Claim, *, status: str, error: str = "") -> Claim | No
 
 def sessions_sweep() -> list[str]:
     """Sessions to dispatch again: running ones whose heartbeat stopped, and queued ones whose
-    task seems lost (not dispatched for a while). Also drops expired WebSocket tickets."""
+    task seems lost (not dispatched for a while). Also drops expired WebSocket tickets and
+    old idempotency keys."""
     now = timezone.now()
     dead = ThreadSession.objects.filter(
         status=ThreadSession.Status.RUNNING, heartbeat_at__lt=now - stale_after()
@@ -334,4 +336,5 @@ def sessions_sweep() -> list[str]:
         heartbeat_at=now
     )
     WebSocketTicket.objects.filter(expires_at__lt=now - timedelta(minutes=5)).delete()
+    idempotency_keys_purge()
     return [str(pk) for pk in dead.values_list("pk", flat=True)] + [str(pk) for pk in lost_ids]

@@ -122,3 +122,21 @@ def test_concurrent_posts_with_one_key_store_one_message(
     assert [a.status_code for a in answers] == [202] * 8
     assert len({a.json()["messageId"] for a in answers}) == 1
     assert QueuedMessage.objects.filter(thread=thread).count() == 1
+
+
+def test_idempotency_keys_are_forgotten_after_their_retention(
+    as_: Any, alice: Any, thread_of: Any, settings: Any
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agents_app.services.idempotency import idempotency_keys_purge
+
+    settings.STUDIO_IDEMPOTENCY_KEY_HOURS = 24
+    thread = thread_of(alice)
+    assert _post(as_(alice), thread, "old").status_code == 202
+    assert _post(as_(alice), thread, "new").status_code == 202
+    IdempotencyKey.objects.filter(key="old").update(created_at=timezone.now() - timedelta(hours=25))
+    assert idempotency_keys_purge() == 1
+    assert list(IdempotencyKey.objects.values_list("key", flat=True)) == ["new"]
