@@ -11,9 +11,17 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 
+from agents_app import wire
 from agents_app.engines import with_engine
 from agents_app.models import Thread
 from agents_app.services import threads as thread_service
+from agents_app.services.idempotency import (
+    Answer,
+    IdempotencyRequest,
+    idempotent_complete,
+    idempotent_release,
+    idempotent_reserve,
+)
 from runtime.engine import Engine
 from runtime.store import ThreadRecord
 
@@ -39,3 +47,22 @@ def thread_create(
 
     record = async_to_sync(with_engine)(create)
     return thread_service.thread_created(thread_id=record.id, agent=agent, patch=patch)
+
+
+def thread_create_once(*, idempotency: IdempotencyRequest | None, **fields: Any) -> Answer:
+    """``thread_create`` behind an ``Idempotency-Key`` (user-wide): a retry with the same key
+    gets the first answer and creates nothing (``services.idempotency``, reservations)."""
+    if idempotency is not None:
+        replay = idempotent_reserve(idempotency, operation="thread_create")
+        if replay is not None:
+            return Answer(replay.status_code, replay.response, replayed=True)
+    try:
+        thread = thread_create(**fields)
+    except BaseException:
+        if idempotency is not None:
+            idempotent_release(idempotency)
+        raise
+    answer = Answer(200, wire.thread_created(thread))
+    if idempotency is not None:
+        idempotent_complete(idempotency, status_code=200, response=answer.response)
+    return answer

@@ -114,6 +114,15 @@ def queued_wire(row: QueuedMessage) -> dict[str, Any]:
     }
 
 
+def thread_created(row: Thread) -> dict[str, Any]:
+    """The answer to ``POST /api/threads`` (stored with its idempotency key, replayed as is)."""
+    return {
+        "threadId": str(row.pk),
+        "agent_id": row.agent.name,
+        "message": "Thread created successfully",
+    }
+
+
 def message_queued(message_id: Any) -> dict[str, Any]:
     """The 202 answer to a posted message (stored with its idempotency key, replayed as is)."""
     return {

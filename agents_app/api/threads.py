@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from django.db.models import Count
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
+from ninja.responses import Status
 
 from agents_app import selectors
 from agents_app.api.redacting import redacts_thread_data
@@ -15,8 +16,9 @@ from agents_app.api.schemas import ERRORS, ErrorOut
 from agents_app.models import Thread
 from agents_app.services import threads as thread_service
 from agents_app.services.env import EnvPatch
+from agents_app.services.idempotency import idempotency_request
 from agents_app.services.subagents import subagent_registry
-from agents_app.thread_creation import thread_create as create_thread
+from agents_app.thread_creation import thread_create_once
 
 router = Router(tags=["threads"])
 
@@ -60,19 +62,23 @@ class ThreadListQuery(Schema):
 
 
 @router.post("", response={200: dict, **ERRORS}, summary="Create a thread")
-def thread_create(request: HttpRequest, payload: ThreadIn) -> dict[str, Any]:
-    thread = create_thread(
-        user=request.auth,  # type: ignore[attr-defined]
+def thread_create(request: HttpRequest, payload: ThreadIn, response: HttpResponse) -> Status:
+    """A repeated ``Idempotency-Key`` (per user) gets the first answer again, with
+    ``Idempotent-Replayed: true``; 409 while the first is still running; 422 with another body."""
+    user = request.auth  # type: ignore[attr-defined]
+    answer = thread_create_once(
+        idempotency=idempotency_request(
+            user, request.headers.get("Idempotency-Key"), payload.model_dump()
+        ),
+        user=user,
         agent_name=payload.agent_id,
         tags=payload.tags,
         env=payload.env if payload.env is not None else payload.tenvs,
         env_types=payload.env_types,
     )
-    return {
-        "threadId": str(thread.pk),
-        "agent_id": thread.agent.name,
-        "message": "Thread created successfully",
-    }
+    if answer.replayed:
+        response["Idempotent-Replayed"] = "true"
+    return Status(answer.status_code, answer.response)
 
 
 @router.get("", response={200: dict, **ERRORS}, summary="List threads")

@@ -140,3 +140,66 @@ def test_idempotency_keys_are_forgotten_after_their_retention(
     IdempotencyKey.objects.filter(key="old").update(created_at=timezone.now() - timedelta(hours=25))
     assert idempotency_keys_purge() == 1
     assert list(IdempotencyKey.objects.values_list("key", flat=True)) == ["new"]
+
+
+# --- thread creation ---------------------------------------------------------------------------
+
+
+def _create(client: Any, agent: str, key: str, **body: Any) -> Any:
+    return client.post_json(
+        "/api/threads", {"agent_id": agent, **body}, headers={"Idempotency-Key": key}
+    )
+
+
+def test_thread_creation_with_a_repeated_key_creates_one_thread(
+    as_: Any, alice: Any, agent: str
+) -> None:
+    from agents_app.models import Thread
+
+    first = _create(as_(alice), agent, "create-1", tags=["x"])
+    again = _create(as_(alice), agent, "create-1", tags=["x"])
+    assert first.status_code == again.status_code == 200
+    assert again.json() == first.json()
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert Thread.objects.filter(owner=alice).count() == 1
+    other = _create(as_(alice), agent, "create-1", tags=["y"])
+    assert other.status_code == 422 and "different request body" in other.json()["error"]
+
+
+def test_thread_creation_key_in_progress_is_a_409_and_a_stale_one_is_taken_over(
+    as_: Any, alice: Any, agent: str
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from agents_app.api.threads import ThreadIn
+    from agents_app.models import Thread
+    from agents_app.services.idempotency import PENDING, idempotency_request
+
+    request = idempotency_request(alice, "create-2", ThreadIn(agent_id=agent).model_dump())
+    assert request is not None
+    IdempotencyKey.objects.create(
+        user=alice,
+        key="create-2",
+        operation="thread_create",
+        fingerprint=request.fingerprint,
+        status_code=PENDING,
+        response={},
+    )
+    busy = _create(as_(alice), agent, "create-2")
+    assert busy.status_code == 409 and "in progress" in busy.json()["error"]
+    IdempotencyKey.objects.filter(key="create-2").update(
+        created_at=timezone.now() - timedelta(minutes=10)
+    )
+    taken = _create(as_(alice), agent, "create-2")
+    assert taken.status_code == 200, taken.content
+    assert Thread.objects.filter(owner=alice).count() == 1
+    assert _create(as_(alice), agent, "create-2").json() == taken.json()
+
+
+def test_failed_thread_creation_releases_its_key(as_: Any, alice: Any, agent: str) -> None:
+    missing = _create(as_(alice), "no-such-agent", "create-3")
+    assert missing.status_code == 404
+    assert not IdempotencyKey.objects.filter(key="create-3").exists()
+    assert _create(as_(alice), agent, "create-3").status_code == 200
