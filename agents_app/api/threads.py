@@ -10,6 +10,7 @@ from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
 from agents_app import selectors
+from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS, ErrorOut
 from agents_app.models import Thread
@@ -59,6 +60,7 @@ class ThreadListQuery(Schema):
 
 
 @router.post("", response={200: dict, **ERRORS}, summary="Create a thread")
+@limited("thread_create")
 def thread_create(request: HttpRequest, payload: ThreadIn) -> dict[str, Any]:
     thread = thread_service.thread_create(
         user=request.auth,  # type: ignore[attr-defined]

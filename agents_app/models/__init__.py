@@ -2,7 +2,7 @@
 
 Dependency direction (a module may import only those to its right):
 threads/messages/logs/values/files/effects/sessions → agents → prompts → language_models;
-env → agents, prompts, threads; api_keys → (auth only).
+env → agents, prompts, threads; api_keys → (auth only); limits → agents, api_keys.
 
 Timestamps follow the reference wire format where it is fixed to a column:
 message and log times are integer microseconds; everything else is a datetime
@@ -15,6 +15,7 @@ from agents_app.models.effects import ScheduledEffect
 from agents_app.models.env import EnvValue
 from agents_app.models.files import ThreadFile, ThreadFileChunk
 from agents_app.models.language_models import LanguageModel, ModelFallback
+from agents_app.models.limits import LimitedAction, SpendBudget, UsageLimit
 from agents_app.models.logs import Log
 from agents_app.models.messages import Message, QueuedMessage
 from agents_app.models.prompts import Prompt, PromptPart, PromptTool
@@ -27,6 +28,7 @@ __all__ = [
     "ApiKey",
     "EnvValue",
     "LanguageModel",
+    "LimitedAction",
     "Log",
     "Message",
     "ModelFallback",
@@ -35,10 +37,12 @@ __all__ = [
     "PromptTool",
     "QueuedMessage",
     "ScheduledEffect",
+    "SpendBudget",
     "Thread",
     "ThreadFile",
     "ThreadFileChunk",
     "ThreadSession",
     "ThreadValue",
+    "UsageLimit",
     "WebSocketTicket",
 ]
