@@ -184,10 +184,18 @@ def _override(row: UsageLimit) -> Rate | None:
     return None if row.limit is None else (row.limit, row.period)
 
 
+# What the client is told it sent too many of.
+TOO_MANY = {
+    LimitedAction.THREAD_CREATE: "new threads",
+    LimitedAction.MESSAGE_POST: "messages",
+    LimitedAction.WS_TICKET: "WebSocket tickets",
+    LimitedAction.API_KEY_CREATE: "new API keys",
+}
+
+
 def _refusal(action: str, rate: Rate, who: str) -> str:
-    label = LimitedAction(action).label.lower()
     per = PERIOD_WORDS.get(rate[1], f"per {rate[1]} seconds")
-    return f"Too many {label}: {who} may make {rate[0]} {per}. Try again in {{wait}}."
+    return f"Too many {TOO_MANY[LimitedAction(action)]}: the limit for {who} is {rate[0]} {per}. Try again in {{wait}}."
 
 
 def action_buckets(action: str, *, user: Any, api_key_id: int | None = None) -> list[Bucket]:
