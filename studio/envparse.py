@@ -77,7 +77,9 @@ def envdecimal(name: str) -> Decimal | None:
     try:
         value = Decimal(raw)
     except InvalidOperation as exc:
-        raise ImproperlyConfigured(f"{name} must be an amount like 25 or 12.50, got {raw!r}") from exc
+        raise ImproperlyConfigured(
+            f"{name} must be an amount like 25 or 12.50, got {raw!r}"
+        ) from exc
     if not value.is_finite() or value < 0:
         raise ImproperlyConfigured(f"{name} must be a non-negative amount, got {raw!r}")
     return value

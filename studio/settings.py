@@ -288,9 +288,7 @@ _RATES = {
     "api_key_create": "20/h",
 }
 STUDIO_RATE_LIMITS = {a: envrate(f"STUDIO_RATE_{a.upper()}", r) for a, r in _RATES.items()}
-STUDIO_RATE_LIMITS_PER_KEY = {
-    a: envrate(f"STUDIO_RATE_{a.upper()}_PER_KEY", "off") for a in _RATES
-}
+STUDIO_RATE_LIMITS_PER_KEY = {a: envrate(f"STUDIO_RATE_{a.upper()}_PER_KEY", "off") for a in _RATES}
 # Monthly spend (USD, from the logs' costs) after which new sessions are refused; unset means
 # no budget. The studio's "Spend budgets" override them per user or per agent.
 STUDIO_BUDGET_USER_MONTHLY_USD = envdecimal("STUDIO_BUDGET_USER_MONTHLY_USD")

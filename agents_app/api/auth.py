@@ -28,6 +28,7 @@ from agents_app.services.api_keys import api_key_revoke
 
 router = Router(tags=["auth"])
 
+
 class LoginIn(Schema):
     username: str = Field("", max_length=150)
     password: str = Field(..., max_length=1024)

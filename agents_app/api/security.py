@@ -26,7 +26,8 @@ class ApiKeyAuth(HttpBearer):
         if key is None:
             return None
         request.auth_type = "api_key"  # type: ignore[attr-defined]
-        request.api_key_id = key.pk  # type: ignore[attr-defined]  (per-key limits)
+        # Per-key request limits (agents_app.api.limits) count against this key.
+        request.api_key_id = key.pk  # type: ignore[attr-defined]
         return key.user
 
 

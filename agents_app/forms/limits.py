@@ -15,7 +15,7 @@ class UsageLimitForm(forms.ModelForm):
         fields = ["user", "api_key", "action", "limit", "period"]
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = super().clean() or {}
         user, key = cleaned.get("user"), cleaned.get("api_key")
         if key is not None and user is not None and key.user_id != user.pk:
             self.add_error("api_key", f"This key belongs to {key.user}, not to {user}.")
