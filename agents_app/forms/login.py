@@ -27,7 +27,7 @@ class LimitedLoginMixin:
 
     def clean(self) -> dict[str, Any]:
         username = self.cleaned_data.get("username")
-        if not username or not self.cleaned_data.get("password"):
+        if not username or not self.cleaned_data.get("password") or self.request is None:
             return super().clean()  # type: ignore[misc,no-any-return]
         try:
             attempt = limits.login_attempt(self.request, username)

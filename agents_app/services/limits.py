@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import ipaddress
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -29,10 +30,13 @@ from django.core.cache import cache
 from django.db.models import Q
 from django.http import HttpRequest
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 from agents_app.errors import RateLimited
 from agents_app.models import LimitedAction, SpendBudget, Thread, UsageLimit
 from agents_app.services.dashboard import spend_since
+
+logger = logging.getLogger("agents_app.limits")
 
 Rate = tuple[int, int]  # (requests, period in seconds)
 
@@ -57,8 +61,9 @@ class Hit:
 
     def refund(self) -> None:
         for key in self.keys:
-            # The window may have expired meanwhile: then there is nothing to give back.
-            with contextlib.suppress(ValueError):
+            # The window may have expired meanwhile (nothing to give back), or the cache
+            # went away (nothing to keep either).
+            with contextlib.suppress(ValueError, RedisError, OSError):
                 cache.decr(key)
         self.keys = []
 
@@ -104,14 +109,21 @@ def _take(bucket: Bucket, now: float, hit: Hit) -> float | None:
 
 
 def hit(buckets: list[Bucket], *, now: float | None = None) -> Hit:
-    """Count one request in every bucket, or raise ``RateLimited`` (counting nothing)."""
+    """Count one request in every bucket, or raise ``RateLimited`` (counting nothing).
+
+    With the cache unreachable the request passes uncounted (logged): a Redis outage must
+    not turn every write and sign-in into an error."""
     now = time.time() if now is None else now
     taken = Hit()
     refused: list[tuple[float, Bucket]] = []
-    for bucket in buckets:
-        wait = _take(bucket, now, taken)
-        if wait is not None:
-            refused.append((wait, bucket))
+    try:
+        for bucket in buckets:
+            wait = _take(bucket, now, taken)
+            if wait is not None:
+                refused.append((wait, bucket))
+    except (RedisError, OSError) as exc:
+        logger.warning("Limits not counted, the cache is unreachable: %s", exc)
+        return Hit()
     if refused:
         taken.refund()
         wait, bucket = max(refused, key=lambda item: item[0])

@@ -51,32 +51,35 @@ def no_rates(**only: tuple[int, int] | None) -> dict[str, tuple[int, int] | None
 # --- each limited action ------------------------------------------------------------------
 
 
-def _request(action: str, client: ApiClient, thread_of: Any, user: Any, agent: str) -> Any:
-    if action == "thread_create":
-        return client.post_json("/api/threads", {"agent_id": agent})
-    if action == "message_post":
-        thread = getattr(_request, "thread", None) or thread_of(user)
-        _request.thread = thread  # type: ignore[attr-defined]
-        return client.post_json(f"/api/threads/{thread.pk}/messages", {"content": "hi"})
-    if action == "ws_ticket":
-        return client.post_json(*TICKET)
-    return client.post_json("/api/api-keys", {"name": "another"})
+@pytest.fixture
+def do(as_: Any, thread_of: Any, agent: str) -> Any:
+    """``do(action, user)``: one request of that action as ``user`` (API key)."""
+    threads: dict[int, Any] = {}
+
+    def run(action: str, user: Any) -> Any:
+        client = as_(user)
+        if action == "thread_create":
+            return client.post_json("/api/threads", {"agent_id": agent})
+        if action == "message_post":
+            thread = threads.get(user.pk) or threads.setdefault(user.pk, thread_of(user))
+            return client.post_json(f"/api/threads/{thread.pk}/messages", {"content": "hi"})
+        if action == "ws_ticket":
+            return client.post_json(*TICKET)
+        return client.post_json("/api/api-keys", {"name": "another"})
+
+    return run
 
 
 @pytest.mark.parametrize("action", ["thread_create", "message_post", "ws_ticket", "api_key_create"])
 def test_spec_each_limited_action_answers_429_json_with_retry_after(
-    action: str, settings: Any, as_: Any, alice: Any, bob: Any, agent: str, thread_of: Any
+    action: str, settings: Any, do: Any, alice: Any, bob: Any
 ) -> None:
     settings.STUDIO_RATE_LIMITS = no_rates(**{action: (2, 60)})
     settings.STUDIO_RATE_LIMITS_PER_KEY = no_rates()
-    _request.thread = None  # type: ignore[attr-defined]
-    statuses = [_request(action, as_(alice), thread_of, alice, agent).status_code for _ in range(2)]
+    statuses = [do(action, alice).status_code for _ in range(2)]
     assert all(status in (200, 201, 202) for status in statuses), statuses
-    refused = _request(action, as_(alice), thread_of, alice, agent)
-    assert_429(refused, "Too many", "your account", "2 per minute")
-    # bob's count is his own
-    _request.thread = None  # type: ignore[attr-defined]
-    assert _request(action, as_(bob), thread_of, bob, agent).status_code in (200, 201, 202)
+    assert_429(do(action, alice), "Too many", "your account", "2 per minute")
+    assert do(action, bob).status_code in (200, 201, 202)  # bob's count is his own
 
 
 def test_refused_request_stores_nothing(
@@ -144,6 +147,22 @@ def test_studio_usage_limits_override_settings_per_user_and_per_key(
 def test_limit_of_zero_refuses_the_action(settings: Any, as_: Any, alice: Any) -> None:
     UsageLimit.objects.create(user=alice, action="api_key_create", limit=0, period=86400)
     assert_429(as_(alice).post_json("/api/api-keys", {"name": "x"}), "new API keys", "0 per day")
+
+
+def test_limits_fail_open_when_the_cache_is_unreachable(
+    settings: Any, as_: Any, alice: Any, thread_of: Any
+) -> None:
+    thread = thread_of(alice)
+    settings.STUDIO_RATE_LIMITS = no_rates(message_post=(1, 60))
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:1/0",  # nothing listens there
+        }
+    }
+    url = f"/api/threads/{thread.pk}/messages"
+    assert [as_(alice).post_json(url, {"content": "hi"}).status_code for _ in range(2)] == [202] * 2
+    assert _api_login(Client(), "pw-for-tests-1").status_code == 200
 
 
 # --- the sliding window ---------------------------------------------------------------------
