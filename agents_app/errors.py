@@ -52,4 +52,14 @@ class Locked(DomainError):
     status = 423
 
 
+class RateLimited(DomainError):
+    """A limit, quota or budget is used up; ``retry_after`` seconds until it may pass."""
+
+    status = 429
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, retry_after)
+
+
 THREAD_FORBIDDEN = "Forbidden: You don't have access to this thread"

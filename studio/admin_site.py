@@ -43,6 +43,8 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("auth", "group"),
             ("agents_app", "apikey"),
             ("agents_app", "websocketticket"),
+            ("agents_app", "usagelimit"),
+            ("agents_app", "spendbudget"),
         ],
     ),
 ]
@@ -59,6 +61,18 @@ class StudioAdminSite(admin.AdminSite):
         from agents_app.admin.site_views import dashboard_context
 
         return super().index(request, {**dashboard_context(request), **(extra_context or {})})
+
+    # The sign-in form counts attempts like the API's login (agents_app.services.limits).
+    @property
+    def login_form(self) -> Any:  # type: ignore[override]
+        from agents_app.forms.login import AdminLoginForm
+
+        return AdminLoginForm
+
+    def login(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        from agents_app.forms.login import mark_throttled
+
+        return mark_throttled(super().login(request, extra_context))
 
     def get_urls(self) -> list[URLPattern | URLResolver]:
         from agents_app.admin.site_views import studio_urls

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+from decimal import Decimal, InvalidOperation
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -42,3 +43,43 @@ def envint(name: str, default: int) -> int:
 
 def envlist(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in envstr(name, default).split(",") if item.strip()]
+
+
+# --- limits (agents_app.services.limits) ------------------------------------------------------
+_RATE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_rate(name: str, raw: str) -> tuple[int, int] | None:
+    """``"120/m"``, ``"10/5m"``, ``"20/h"``, ``"1000/d"`` → (count, period in seconds);
+    ``""`` or ``"off"`` → ``None`` (no limit)."""
+    text = raw.strip().lower()
+    if text in ("", "off", "none"):
+        return None
+    count, _, period = text.partition("/")
+    unit = period[-1:] if period else ""
+    multiple = period[:-1] or "1"
+    if not (count.isdigit() and multiple.isdigit() and unit in _RATE_UNITS and int(multiple)):
+        raise ImproperlyConfigured(
+            f"{name} must look like 120/m, 10/5m, 20/h or 1000/d (or off), got {raw!r}"
+        )
+    return int(count), int(multiple) * _RATE_UNITS[unit]
+
+
+def envrate(name: str, default: str) -> tuple[int, int] | None:
+    return parse_rate(name, envstr(name, default))
+
+
+def envdecimal(name: str) -> Decimal | None:
+    """A non-negative amount, or ``None`` when unset."""
+    raw = envstr(name).strip()
+    if not raw:
+        return None
+    try:
+        value = Decimal(raw)
+    except InvalidOperation as exc:
+        raise ImproperlyConfigured(
+            f"{name} must be an amount like 25 or 12.50, got {raw!r}"
+        ) from exc
+    if not value.is_finite() or value < 0:
+        raise ImproperlyConfigured(f"{name} must be a non-negative amount, got {raw!r}")
+    return value

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from studio.devsecrets import load_or_create
-from studio.envparse import envbool, envint, envlist, envstr
+from studio.envparse import envbool, envdecimal, envint, envlist, envrate, envstr
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("STUDIO_VAR_DIR", str(BASE_DIR / "var")))
@@ -268,6 +269,44 @@ CELERY_BEAT_SCHEDULE["effects-tick"] = {
     # A tick that waited in the queue (workers down) is dropped: the next one does its work.
     "options": {"expires": max(2.0, 2 * STUDIO_EFFECT_SWEEP_MS / 1000)},
 }
+
+# --- limits, quotas and budgets (agents_app.services.limits; docs/operating.md, Security) ----
+# Counters live in the shared cache, so every web process sees the same counts: Redis (the
+# broker's server, its own key prefix) with REDIS_URL, else this process's memory (embedded).
+CACHES: dict[str, dict[str, Any]] = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    if EMBEDDED
+    else {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": envstr("CACHE_KEY_PREFIX", "studio"),
+    }
+}
+# The client address comes from REMOTE_ADDR unless a proxy you run sets this header (e.g.
+# X-Forwarded-For); COUNT is how many of your proxies append to it (the client is that many
+# entries from the right). Never set it without such a proxy: clients could forge the header.
+STUDIO_TRUSTED_PROXY_HEADER = envstr("STUDIO_TRUSTED_PROXY_HEADER")
+STUDIO_TRUSTED_PROXY_COUNT = envint("STUDIO_TRUSTED_PROXY_COUNT", 1)
+if STUDIO_TRUSTED_PROXY_COUNT < 1:
+    raise ImproperlyConfigured("STUDIO_TRUSTED_PROXY_COUNT must be 1 or more")
+# Failed sign-ins (API and both HTML forms together), per client address and per account.
+STUDIO_LOGIN_RATE_PER_ADDRESS = envrate("STUDIO_LOGIN_RATE_PER_ADDRESS", "10/5m")
+STUDIO_LOGIN_RATE_PER_ACCOUNT = envrate("STUDIO_LOGIN_RATE_PER_ACCOUNT", "25/15m")
+# Requests per user (all credentials together) and per API key; the studio's "Usage limits"
+# override them per user or per key. "N/<k><s|m|h|d>", or "off".
+_RATES = {
+    "thread_create": "60/m",
+    "message_post": "120/m",
+    "ws_ticket": "120/m",
+    "api_key_create": "20/h",
+}
+STUDIO_RATE_LIMITS = {a: envrate(f"STUDIO_RATE_{a.upper()}", r) for a, r in _RATES.items()}
+STUDIO_RATE_LIMITS_PER_KEY = {a: envrate(f"STUDIO_RATE_{a.upper()}_PER_KEY", "off") for a in _RATES}
+# Monthly spend (USD, from the logs' costs) after which new sessions are refused; unset means
+# no budget. The studio's "Spend budgets" override them per user or per agent.
+STUDIO_BUDGET_USER_MONTHLY_USD = envdecimal("STUDIO_BUDGET_USER_MONTHLY_USD")
+STUDIO_BUDGET_AGENT_MONTHLY_USD = envdecimal("STUDIO_BUDGET_AGENT_MONTHLY_USD")
+# --- end limits -------------------------------------------------------------------------------
 
 # Where code-defined tools, hooks, effects and thread endpoints are discovered
 # (besides ``agents/`` packages inside installed apps).

@@ -8,6 +8,18 @@ from typing import Any
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def fresh_limit_counters() -> Any:
+    """Request and sign-in counters start at zero in every test (the in-memory cache only;
+    a shared Redis is never flushed)."""
+    from django.conf import settings
+    from django.core.cache import cache
+
+    if settings.CACHES["default"]["BACKEND"].endswith("LocMemCache"):
+        cache.clear()
+    yield
+
+
 @pytest.fixture
 def make_user(db: Any) -> Any:
     from django.contrib.auth import get_user_model

@@ -10,6 +10,7 @@ from agents_app.admin import (  # noqa: F401 (imported to register)
     effects,
     env,
     language_models,
+    limits,
     logs,
     messages,
     prompts,

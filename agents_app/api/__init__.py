@@ -28,6 +28,7 @@ from agents_app.api import (
     storage,
     threads,
 )
+from agents_app.api.limits import install_limit_handler
 from agents_app.api.parser import NUL_ERROR, NulError, StrictParser
 from agents_app.api.security import ApiKeyAuth, SessionCookieAuth
 from agents_app.errors import DomainError
@@ -105,6 +106,7 @@ api = NinjaAPI(
     openapi_url="/openapi.json",
 )
 install_error_handlers(api)
+install_limit_handler(api)
 
 api.add_router("/auth", auth.router)
 api.add_router("/api-keys", keys.router)

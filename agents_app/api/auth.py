@@ -2,35 +2,31 @@
 
 The browser logs in with a Django session (``POST /api/auth/login`` sets the
 session cookie; unsafe requests then send ``X-CSRFToken``); programs use API
-keys and never log in. Login is rate limited per client address and per
-username (the reference's numbers).
+keys and never log in. Failed logins are limited per client address and per
+account, in counters the HTML sign-in forms share (``agents_app.services.limits``).
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from django.contrib.auth import authenticate, login, logout
-from django.core.cache import cache
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 from django.middleware.csrf import get_token
 from ninja import Field, Router, Schema
 from ninja.errors import HttpError
 from ninja.utils import check_csrf
 
 from agents_app import wire
+from agents_app.api.limits import limited
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Forbidden, Invalid
 from agents_app.models import ApiKey
-from agents_app.services import tickets
+from agents_app.services import limits, tickets
 from agents_app.services.api_keys import _hash as key_hash
 from agents_app.services.api_keys import api_key_revoke
 
 router = Router(tags=["auth"])
-
-# (bucket, limit, window seconds)
-LOGIN_LIMITS = (("ip", 10, 300), ("user", 25, 900))
 
 
 class LoginIn(Schema):
@@ -40,26 +36,6 @@ class LoginIn(Schema):
 
 class TicketIn(Schema):
     pathname: str = Field(..., max_length=500)
-
-
-def _client_ip(request: HttpRequest) -> str:
-    return str(request.META.get("REMOTE_ADDR", ""))
-
-
-def _rate_limited(request: HttpRequest, username: str) -> int | None:
-    """Seconds to wait when a login bucket is exhausted, else ``None`` (counts the attempt)."""
-    for bucket, limit, window in LOGIN_LIMITS:
-        ident = _client_ip(request) if bucket == "ip" else username.lower()
-        key = "login:" + bucket + ":" + hashlib.sha256(ident.encode()).hexdigest()
-        cache.add(key, 0, timeout=window)
-        try:
-            attempts = cache.incr(key)
-        except ValueError:  # expired between add and incr
-            cache.set(key, 1, timeout=window)
-            attempts = 1
-        if attempts > limit:
-            return window
-    return None
 
 
 def _csrf(request: HttpRequest) -> None:
@@ -72,26 +48,18 @@ def csrf_token(request: HttpRequest) -> dict[str, Any]:
     return {"csrfToken": get_token(request)}
 
 
-@router.post("/login", auth=None, response={200: dict, 429: dict, **ERRORS}, summary="Log in")
+@router.post("/login", auth=None, response={200: dict, **ERRORS}, summary="Log in")
 def login_view(request: HttpRequest, payload: LoginIn) -> Any:
     _csrf(request)
     if not payload.password:
         raise Invalid("Password is required")
     if not payload.username:
         raise Invalid("Username is required")
-    wait = _rate_limited(request, payload.username)
-    if wait is not None:
-        response = HttpResponse(
-            b'{"error": "Too many authentication attempts. Try again later."}',
-            status=429,
-            content_type="application/json",
-        )
-        response["Retry-After"] = str(wait)
-        response["Cache-Control"] = "no-store"
-        return response
+    attempt = limits.login_attempt(request, payload.username)
     user = authenticate(request, username=payload.username, password=payload.password)
     if user is None:
         raise HttpError(401, "Invalid username or password")
+    attempt.refund()  # only failures count
     login(request, user)
     return {"user": wire.user_wire(user), "authType": "session"}
 
@@ -112,6 +80,7 @@ def me(request: HttpRequest) -> dict[str, Any]:
 
 
 @router.post("/websocket-ticket", response={200: dict, **ERRORS}, summary="Mint a WebSocket ticket")
+@limited("ws_ticket")
 def websocket_ticket(request: HttpRequest, payload: TicketIn) -> dict[str, Any]:
     raw = tickets.ticket_create(user=request.auth, pathname=payload.pathname)  # type: ignore[attr-defined]
     return {"ticket": raw, "expires_in": tickets.TTL_SECONDS}

@@ -9,6 +9,7 @@ from ninja import Field, Router, Schema
 from ninja.responses import Status
 
 from agents_app import wire
+from agents_app.api.limits import limited
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Invalid, NotFound
 from agents_app.models import ApiKey
@@ -40,6 +41,7 @@ def key_list(request: HttpRequest) -> dict[str, Any]:
 
 
 @router.post("", response={201: dict, **ERRORS}, summary="Create an API key (shown once)")
+@limited("api_key_create")
 def key_create(request: HttpRequest, payload: KeyIn) -> Status:
     try:
         row, raw = api_key_create(user=request.auth, name=payload.name)  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
 from agents_app import selectors
+from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS, id_list
 from agents_app.services import messages as message_service
@@ -67,6 +68,7 @@ def message_list(
 
 @router.post("/{thread_id}/messages", response={202: dict, **ERRORS}, summary="Send a message")
 @redacts_thread_data
+@limited("message_post")
 def message_post(
     request: HttpRequest, thread_id: str, payload: MessageIn, response: HttpResponse
 ) -> Status:

@@ -21,6 +21,7 @@ ERRORS: dict[int, Any] = {
     409: ErrorOut,
     413: ErrorOut,
     423: ErrorOut,
+    429: ErrorOut,
 }
 
 

@@ -15,17 +15,20 @@ from ninja.errors import HttpError
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
-from agents_app.services.api_keys import api_key_authenticate
+from agents_app.services.api_keys import api_key_in_use
 
 
 class ApiKeyAuth(HttpBearer):
     """``Authorization: Bearer agtbldr_<64 hex>``."""
 
     def authenticate(self, request: HttpRequest, token: str) -> Any | None:
-        user = api_key_authenticate(token)
-        if user is not None:
-            request.auth_type = "api_key"  # type: ignore[attr-defined]
-        return user
+        key = api_key_in_use(token)
+        if key is None:
+            return None
+        request.auth_type = "api_key"  # type: ignore[attr-defined]
+        # Per-key request limits (agents_app.api.limits) count against this key.
+        request.api_key_id = key.pk  # type: ignore[attr-defined]
+        return key.user
 
 
 class SessionCookieAuth(APIKeyCookie):

@@ -11,6 +11,7 @@ from ninja.errors import HttpError
 from ninja.responses import Status
 
 from agents_app import selectors
+from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS, ErrorOut
 from agents_app.models import Thread
@@ -62,6 +63,7 @@ class ThreadListQuery(Schema):
 
 
 @router.post("", response={200: dict, **ERRORS}, summary="Create a thread")
+@limited("thread_create")
 def thread_create(request: HttpRequest, payload: ThreadIn, response: HttpResponse) -> Status:
     """A repeated ``Idempotency-Key`` (per user) gets the first answer again, with
     ``Idempotent-Replayed: true``; 409 while the first is still running; 422 with another body."""

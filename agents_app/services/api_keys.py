@@ -48,6 +48,12 @@ def api_key_create(*, user: Any, name: str) -> tuple[ApiKey, str]:
 
 def api_key_authenticate(raw: str) -> Any | None:
     """The active user owning the unrevoked key ``raw``, or None."""
+    key = api_key_in_use(raw)
+    return key.user if key is not None else None
+
+
+def api_key_in_use(raw: str) -> ApiKey | None:
+    """The unrevoked key ``raw`` of an active user (its ``user`` loaded), or None."""
     if not isinstance(raw, str) or len(raw) != _KEY_LENGTH or not raw.startswith(KEY_PREFIX):
         return None
     key = (
@@ -61,7 +67,7 @@ def api_key_authenticate(raw: str) -> Any | None:
     ApiKey.objects.filter(pk=key.pk).filter(
         Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
     ).update(last_used_at=now)
-    return key.user
+    return key
 
 
 def api_key_revoke(*, api_key: ApiKey) -> ApiKey:

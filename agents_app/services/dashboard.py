@@ -30,17 +30,20 @@ class Dashboard:
     spend_month: Decimal
 
 
-def spend_since(start: datetime) -> Decimal:
-    """Total cost (USD) of the logs written since ``start``.
+def spend_since(start: datetime, *, threads_of: Q | None = None) -> Decimal:
+    """Total cost (USD) of the logs written since ``start`` (in the threads ``threads_of``
+    selects, e.g. ``Q(owner_id=…)``; all threads when ``None``).
 
     Log has no index on ``created_at`` alone; its (thread, created_at) index serves this
     instead. A log is written inside a session, and releasing a session stamps its
     thread's ``last_activity_at`` (an indexed column), so every log since ``start``
     belongs to a thread active since then or to a session still running.
     """
-    threads = Thread.objects.filter(
-        Q(last_activity_at__gte=start) | Q(sessions__status__in=ACTIVE)
-    ).values("pk")
+    threads = (
+        Thread.objects.filter(threads_of or Q())
+        .filter(Q(last_activity_at__gte=start) | Q(sessions__status__in=ACTIVE))
+        .values("pk")
+    )
     start_us = int(start.timestamp() * 1_000_000)
     total = Log.objects.filter(
         thread__in=threads, created_at__gte=start_us, created_at__lte=now_us()

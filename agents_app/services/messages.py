@@ -22,7 +22,7 @@ from agents_app.bridge.events import send_registry, send_thread_frames
 from agents_app.errors import Invalid, Locked, NotFound
 from agents_app.models import Message, QueuedMessage, Thread, ThreadFile
 from agents_app.selectors import message_in_thread, queued_in_thread
-from agents_app.services import sessions
+from agents_app.services import limits, sessions
 from agents_app.services.idempotency import (
     IdempotencyRequest,
     idempotent_record,
@@ -104,6 +104,8 @@ def message_post(
     if locked.terminated_at is not None:
         raise Locked(f"Thread is terminated (terminated_at={wire.micros(locked.terminated_at)})")
     idle = sessions.active_session(locked) is None
+    if idle:
+        limits.budget_check(locked)  # a post to an idle thread starts a new session
     metadata: dict[str, Any] = {}
     if role == "user" and (idle or locked.stopped):
         # A user message resumes a stopped thread (the reference clears the flag for it).

@@ -42,6 +42,7 @@ from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession
 from agents_app.models.timestamps import now_us
 from agents_app.selectors import ACTIVE_SESSION
 from agents_app.services.idempotency import idempotency_keys_purge
+from agents_app.services.limits import budget_check
 from runtime.events import telemetry
 
 STOP_TEXT = "Execution stopped by user"
@@ -112,6 +113,8 @@ def thread_continue(*, thread: Thread, side: str) -> ThreadSession | None:
     locked = lock_thread(thread.pk)
     if locked.terminated_at is not None:
         raise Locked(f"Thread is terminated (terminated_at={wire.micros(locked.terminated_at)})")
+    if active_session(locked) is None:
+        budget_check(locked)  # continuing an idle thread starts a new session
     locked.stopped = False
     locked.last_activity_at = timezone.now()
     locked.save(update_fields=["stopped", "last_activity_at"])

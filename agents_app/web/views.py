@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -10,6 +12,7 @@ from django.utils.decorators import method_decorator
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.csrf import ensure_csrf_cookie
 
+from agents_app.forms.login import ChatLoginForm, mark_throttled
 from agents_app.web.page import chat_context
 
 # The studio's "Try this agent" panel frames /chat/?embed=1 from the same origin; the sign-in
@@ -29,6 +32,10 @@ class ChatLoginView(auth_views.LoginView):
     template_name = "registration/login.html"
     redirect_authenticated_user = True
     next_page = "/chat/"
+    form_class = ChatLoginForm
+
+    def form_invalid(self, form: Any) -> HttpResponse:
+        return mark_throttled(super().form_invalid(form))
 
 
 class ChatLogoutView(auth_views.LogoutView):

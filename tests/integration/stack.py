@@ -110,6 +110,7 @@ class Stack:
             "REDIS_URL": self.redis_url,
             "CELERY_QUEUE": self.queue,
             "CHANNEL_PREFIX": f"asgi-{self.queue}",
+            "CACHE_KEY_PREFIX": f"cache-{self.queue}",
             "STUDIO_VAR_DIR": str(self.tmp / "var"),
             "SECRET_KEY": "integration-" + uuid.uuid4().hex,
             "STUDIO_ENCRYPTION_KEYS": f"it:{key}",

@@ -1,0 +1,307 @@
+"""Limits, quotas and budgets: sign-in attempts, request rates and monthly spend.
+
+Request counts live in the shared cache (Redis in production, see ``CACHES``), so every
+web process counts against the same numbers. Each limit is a sliding window approximated
+from two fixed windows (the previous window's count, weighted by how much of it still
+overlaps, plus the current one's): one atomic ``INCR`` and one ``GET`` per bucket, no
+burst of twice the limit at a window edge. A request that is refused (or whose operation
+fails) gives its count back, so hammering a closed limit does not keep it closed.
+
+Spend budgets are read from the logs' recorded costs for the current calendar month and
+stop *new* sessions only; a running session finishes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import ipaddress
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db.models import Q
+from django.http import HttpRequest
+from django.utils import timezone
+from redis.exceptions import RedisError
+
+from agents_app.errors import RateLimited
+from agents_app.models import LimitedAction, SpendBudget, Thread, UsageLimit
+from agents_app.services.dashboard import spend_since
+
+logger = logging.getLogger("agents_app.limits")
+
+Rate = tuple[int, int]  # (requests, period in seconds)
+
+PERIOD_WORDS = {60: "per minute", 3600: "per hour", 86400: "per day"}
+LOGIN_REFUSED = "Too many sign-in attempts. Try again in {wait}."
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One counter: ``name`` identifies who is counted, ``rate`` how much they may do."""
+
+    name: str
+    rate: Rate
+    refusal: str  # the sentence the client sees, with ``{wait}`` for the delay
+
+
+@dataclass
+class Hit:
+    """The counts one request took; ``refund`` gives them back (refused or failed request)."""
+
+    keys: list[str] = field(default_factory=list)
+
+    def refund(self) -> None:
+        for key in self.keys:
+            # The window may have expired meanwhile (nothing to give back), or the cache
+            # went away (nothing to keep either).
+            with contextlib.suppress(ValueError, RedisError, OSError):
+                cache.decr(key)
+        self.keys = []
+
+
+# --- the sliding window ------------------------------------------------------------------------
+
+
+def seconds_until_allowed(rate: Rate, prev: int, curr: int, elapsed: float) -> float:
+    """How long until one more request fits, given the previous window's count ``prev``,
+    the current window's ``curr`` (without the refused request) and ``elapsed`` seconds
+    into the current window."""
+    limit, period = rate
+    if limit <= 0:
+        return float(period)
+    rest = period - elapsed
+    room = limit - 1 - curr
+    if room >= 0:
+        # Wait until the previous window's weight has shrunk enough.
+        return max(0.0, rest - room * period / prev) if prev else 0.0
+    # Only in the next window, where this window's count becomes the weighted one.
+    return rest + period * (1 - (limit - 1) / curr)
+
+
+def _take(bucket: Bucket, now: float, hit: Hit) -> float | None:
+    """Count one request in ``bucket``; the wait in seconds if that passes its limit."""
+    limit, period = bucket.rate
+    window = int(now // period)
+    key = f"limit:{bucket.name}:{period}:{window}"
+    # Kept for two periods: the next window reads this one as its weighted previous count.
+    timeout = 2 * period + 60
+    cache.add(key, 0, timeout=timeout)
+    try:
+        curr = int(cache.incr(key))
+    except ValueError:  # evicted between add and incr
+        cache.set(key, 1, timeout=timeout)
+        curr = 1
+    hit.keys.append(key)
+    prev = int(cache.get(f"limit:{bucket.name}:{period}:{window - 1}") or 0)
+    elapsed = now - window * period
+    if prev * (period - elapsed) / period + curr <= limit:
+        return None
+    return seconds_until_allowed(bucket.rate, prev, curr - 1, elapsed)
+
+
+def hit(buckets: list[Bucket], *, now: float | None = None) -> Hit:
+    """Count one request in every bucket, or raise ``RateLimited`` (counting nothing).
+
+    With the cache unreachable the request passes uncounted (logged): a Redis outage must
+    not turn every write and sign-in into an error."""
+    now = time.time() if now is None else now
+    taken = Hit()
+    refused: list[tuple[float, Bucket]] = []
+    try:
+        for bucket in buckets:
+            wait = _take(bucket, now, taken)
+            if wait is not None:
+                refused.append((wait, bucket))
+    except (RedisError, OSError) as exc:
+        logger.warning("Limits not counted, the cache is unreachable: %s", exc)
+        return Hit()
+    if refused:
+        taken.refund()
+        wait, bucket = max(refused, key=lambda item: item[0])
+        seconds = max(1, math.ceil(wait))
+        raise RateLimited(bucket.refusal.format(wait=_words(seconds)), retry_after=seconds)
+    return taken
+
+
+def _words(seconds: int) -> str:
+    if seconds < 120:
+        return f"{seconds} second{'s' if seconds != 1 else ''}"
+    if seconds < 7200:
+        return f"{math.ceil(seconds / 60)} minutes"
+    return f"{math.ceil(seconds / 3600)} hours"
+
+
+def _hashed(text: str) -> str:
+    # Usernames and addresses stay out of cache keys (and the Redis keyspace).
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+# --- client address and sign-in ---------------------------------------------------------------
+
+
+def client_address(request: HttpRequest) -> str:
+    """The client's address: from ``STUDIO_TRUSTED_PROXY_HEADER`` when configured (the entry
+    ``STUDIO_TRUSTED_PROXY_COUNT`` from the right, the one your outermost proxy appended),
+    else ``REMOTE_ADDR``. IPv6 clients are grouped by /64 (one host usually holds one)."""
+    header = settings.STUDIO_TRUSTED_PROXY_HEADER
+    candidate = ""
+    if header:
+        raw = str(request.META.get("HTTP_" + header.upper().replace("-", "_"), ""))
+        hops = [hop.strip() for hop in raw.split(",") if hop.strip()]
+        if len(hops) >= settings.STUDIO_TRUSTED_PROXY_COUNT:
+            candidate = hops[-settings.STUDIO_TRUSTED_PROXY_COUNT]
+    # A request that did not come through all the proxies is counted by its socket.
+    return _network(candidate) or _network(str(request.META.get("REMOTE_ADDR", ""))) or "unknown"
+
+
+def _network(text: str) -> str:
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return ""
+    if address.version == 6 and address.ipv4_mapped is None:
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(getattr(address, "ipv4_mapped", None) or address)
+
+
+def login_attempt(request: HttpRequest, username: str) -> Hit:
+    """Count a sign-in attempt per client address and per account (API and HTML forms share
+    these counters). Raises ``RateLimited``; call ``refund()`` on the result when it
+    succeeds, so only failures count."""
+    buckets = [
+        Bucket("login:address:" + _hashed(client_address(request)), rate, LOGIN_REFUSED)
+        for rate in [settings.STUDIO_LOGIN_RATE_PER_ADDRESS]
+        if rate is not None
+    ] + [
+        Bucket("login:account:" + _hashed(username.strip().lower()), rate, LOGIN_REFUSED)
+        for rate in [settings.STUDIO_LOGIN_RATE_PER_ACCOUNT]
+        if rate is not None
+    ]
+    return hit(buckets)
+
+
+# --- request rates per user and per API key ----------------------------------------------------
+
+
+def _override(row: UsageLimit) -> Rate | None:
+    return None if row.limit is None else (row.limit, row.period)
+
+
+# What the client is told it sent too many of.
+TOO_MANY = {
+    LimitedAction.THREAD_CREATE: "new threads",
+    LimitedAction.MESSAGE_POST: "messages",
+    LimitedAction.WS_TICKET: "WebSocket tickets",
+    LimitedAction.API_KEY_CREATE: "new API keys",
+}
+
+
+def _refusal(action: str, rate: Rate, who: str) -> str:
+    per = PERIOD_WORDS.get(rate[1], f"per {rate[1]} seconds")
+    return f"Too many {TOO_MANY[LimitedAction(action)]}: the limit for {who} is {rate[0]} {per}. Try again in {{wait}}."
+
+
+def action_buckets(action: str, *, user: Any, api_key_id: int | None = None) -> list[Bucket]:
+    """The limits that apply to ``user`` doing ``action`` (with one of their API keys, when
+    ``api_key_id`` is given): settings defaults, replaced by the studio's usage limits."""
+    user_rate = settings.STUDIO_RATE_LIMITS.get(action)
+    key_rate = settings.STUDIO_RATE_LIMITS_PER_KEY.get(action) if api_key_id else None
+    rows = UsageLimit.objects.filter(user_id=user.pk, action=action).filter(
+        Q(api_key__isnull=True) | Q(api_key_id=api_key_id)
+    )
+    for row in rows:
+        if row.api_key_id is None:
+            user_rate = _override(row)
+        else:
+            key_rate = _override(row)
+    buckets = []
+    if user_rate is not None:
+        who = "your account"
+        buckets.append(
+            Bucket(f"{action}:user:{user.pk}", user_rate, _refusal(action, user_rate, who))
+        )
+    if key_rate is not None:
+        who = "this API key"
+        buckets.append(
+            Bucket(f"{action}:key:{api_key_id}", key_rate, _refusal(action, key_rate, who))
+        )
+    return buckets
+
+
+def action_hit(action: str, *, user: Any, api_key_id: int | None = None) -> Hit:
+    """Count one ``action`` for the user (and key); ``RateLimited`` when a limit is used up."""
+    return hit(action_buckets(action, user=user, api_key_id=api_key_id))
+
+
+# --- monthly spend budgets ---------------------------------------------------------------------
+
+
+def month_start(now: datetime | None = None) -> datetime:
+    now = timezone.localtime(now or timezone.now())
+    return now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def next_month_start(now: datetime | None = None) -> datetime:
+    start = month_start(now)
+    return start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
+
+
+def user_budget(user_id: Any) -> Decimal | None:
+    row = SpendBudget.objects.filter(user_id=user_id).first()
+    return row.monthly_limit_usd if row else settings.STUDIO_BUDGET_USER_MONTHLY_USD
+
+
+def agent_budget(agent_id: Any) -> Decimal | None:
+    row = SpendBudget.objects.filter(agent_id=agent_id).first()
+    return row.monthly_limit_usd if row else settings.STUDIO_BUDGET_AGENT_MONTHLY_USD
+
+
+def user_spend(user_id: Any, now: datetime | None = None) -> Decimal:
+    """This month's spend on the user's threads (their subagents' threads included)."""
+    return spend_since(month_start(now), threads_of=Q(owner_id=user_id))
+
+
+def agent_spend(agent_id: Any, now: datetime | None = None) -> Decimal:
+    """This month's spend on the threads the agent runs (a handoff moves a thread's spend)."""
+    return spend_since(month_start(now), threads_of=Q(agent_id=agent_id))
+
+
+def budget_check(thread: Thread, now: datetime | None = None) -> None:
+    """Raise ``RateLimited`` when the owner's or the agent's monthly budget is used up.
+
+    Called where a new session would start (a post to an idle thread, continue)."""
+    scopes: list[tuple[str, Decimal | None, Callable[[], Decimal]]] = []
+    if thread.owner_id is not None:
+        owner_id = thread.owner_id
+        scopes.append(
+            (
+                f"user {thread.owner.get_username()}",  # type: ignore[union-attr]
+                user_budget(owner_id),
+                lambda: user_spend(owner_id, now),
+            )
+        )
+    agent_id = thread.agent_id
+    name = f"agent {thread.agent.name!r}"
+    scopes.append((name, agent_budget(agent_id), lambda: agent_spend(agent_id, now)))
+    for whose, limit, spend in scopes:
+        if limit is None:
+            continue
+        spent = spend()
+        if spent >= limit:
+            resume = next_month_start(now)
+            wait = (resume - (now or timezone.now())).total_seconds()
+            raise RateLimited(
+                f"The monthly spend budget of ${limit:.2f} for {whose} is used up "
+                f"(${spent:.2f} spent since {month_start(now):%Y-%m-%d}). New sessions "
+                f"start again on {resume:%Y-%m-%d}, or when an operator raises the budget.",
+                retry_after=math.ceil(wait),
+            )
