@@ -42,3 +42,15 @@ def envint(name: str, default: int) -> int:
 
 def envlist(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in envstr(name, default).split(",") if item.strip()]
+
+
+def envheader(name: str) -> str | None:
+    """An HTTP header name (``X-Forwarded-Proto``) as its WSGI ``META`` key, or ``None``."""
+    raw = envstr(name).strip()
+    if not raw:
+        return None
+    if not all(c.isalnum() or c == "-" for c in raw):
+        raise ImproperlyConfigured(
+            f"{name} must be a header name like X-Forwarded-Proto, got {raw!r}"
+        )
+    return "HTTP_" + raw.upper().replace("-", "_")
