@@ -298,5 +298,6 @@ _after_security = MIDDLEWARE.index("django.middleware.security.SecurityMiddlewar
 MIDDLEWARE[_after_security:_after_security] = [
     "agents_app.web.url_length.UrlLengthMiddleware",
     "agents_app.web.csp.ContentSecurityPolicyMiddleware",
+    "agents_app.api.json_errors.ApiJsonErrorsMiddleware",
 ]
 # --- end security ------------------------------------------------------------------------
