@@ -12,6 +12,10 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
 django_asgi_app = get_asgi_application()
 
+from studio import daphne_limits  # noqa: E402
+
+daphne_limits.install()  # Daphne's own 400/414 answers in JSON too
+
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from agents_app.consumers import websocket_auth  # noqa: E402

@@ -83,3 +83,15 @@ def envdecimal(name: str) -> Decimal | None:
     if not value.is_finite() or value < 0:
         raise ImproperlyConfigured(f"{name} must be a non-negative amount, got {raw!r}")
     return value
+
+
+def envheader(name: str) -> str | None:
+    """An HTTP header name (``X-Forwarded-Proto``) as its WSGI ``META`` key, or ``None``."""
+    raw = envstr(name).strip()
+    if not raw:
+        return None
+    if not all(c.isalnum() or c == "-" for c in raw):
+        raise ImproperlyConfigured(
+            f"{name} must be a header name like X-Forwarded-Proto, got {raw!r}"
+        )
+    return "HTTP_" + raw.upper().replace("-", "_")

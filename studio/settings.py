@@ -15,7 +15,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from studio.devsecrets import load_or_create
-from studio.envparse import envbool, envdecimal, envint, envlist, envrate, envstr
+from studio.envparse import envbool, envdecimal, envheader, envint, envlist, envrate, envstr
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(envstr("STUDIO_VAR_DIR", str(BASE_DIR / "var")))
@@ -318,3 +318,38 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
 }
+
+# --- security: HTTPS, cookies, HSTS, CSP, URL length (docs/operating.md, "Security") -----
+# STUDIO_HTTPS=true: the site is reached over HTTPS only (directly or through a TLS proxy).
+# It turns on the defaults below (the ones `manage.py check --deploy` asks for); each can
+# still be set on its own.
+STUDIO_HTTPS = envbool("STUDIO_HTTPS", False)
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", STUDIO_HTTPS)
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", STUDIO_HTTPS)
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", STUDIO_HTTPS)
+# Path regexes (no leading slash) still answered over plain HTTP, e.g. an in-network probe.
+SECURE_REDIRECT_EXEMPT = envlist("SECURE_REDIRECT_EXEMPT")
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 31_536_000 if STUDIO_HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", STUDIO_HTTPS)
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", STUDIO_HTTPS)
+# Name of the header a TLS-terminating proxy sets to "https" (X-Forwarded-Proto). Only set
+# it when that proxy also overwrites the client's copy, or a client could claim HTTPS.
+_proxy_ssl_header = envheader("SECURE_PROXY_SSL_HEADER")
+SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header, "https") if _proxy_ssl_header else None
+# The pages' Content-Security-Policy (agents_app.web.csp); empty turns it off.
+STUDIO_CSP = envstr(
+    "STUDIO_CSP",
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+    "connect-src 'self'; frame-src 'self'; frame-ancestors 'self'; form-action 'self'; "
+    "base-uri 'self'; object-src 'none'",
+)
+STUDIO_CSP_REPORT_ONLY = envbool("STUDIO_CSP_REPORT_ONLY", False)
+# Longer URLs get a JSON 414 (agents_app.web.url_length); Daphne cuts at 16 KB anyway.
+STUDIO_MAX_URL_BYTES = envint("STUDIO_MAX_URL_BYTES", 8192)
+_after_security = MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1
+MIDDLEWARE[_after_security:_after_security] = [
+    "agents_app.web.url_length.UrlLengthMiddleware",
+    "agents_app.web.csp.ContentSecurityPolicyMiddleware",
+    "agents_app.api.json_errors.ApiJsonErrorsMiddleware",
+]
+# --- end security ------------------------------------------------------------------------

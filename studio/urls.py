@@ -15,3 +15,7 @@ urlpatterns = [
     path("", include("agents_app.web.urls")),
     path("", RedirectView.as_view(url="/chat/", permanent=False)),
 ]
+
+# Under /api/ even Django's last-resort errors are JSON (agents_app.api).
+handler400 = "agents_app.api.bad_request_view"
+handler500 = "agents_app.api.server_error_view"

@@ -12,7 +12,10 @@ import logging
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.http import Http404, HttpRequest, HttpResponse
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DataError
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
@@ -29,10 +32,11 @@ from agents_app.api import (
     threads,
 )
 from agents_app.api.limits import install_limit_handler
-from agents_app.api.parser import NUL_ERROR, NulError, StrictParser
+from agents_app.api.parser import StrictParser, UnstorableTextError
 from agents_app.api.security import ApiKeyAuth, SessionCookieAuth
 from agents_app.errors import DomainError
 from agents_app.overload import log_overload, overload_reason, overload_response
+from agents_app.storable_text import SURROGATE_ERROR
 
 logger = logging.getLogger("agents_app.api")
 
@@ -74,7 +78,8 @@ def install_error_handlers(api: NinjaAPI) -> None:
     def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         message = str(exc)
         if message == "Cannot parse request body":  # ninja's wrapper around the parser
-            message = NUL_ERROR if isinstance(exc.__cause__, NulError) else "Invalid JSON body"
+            cause = exc.__cause__
+            message = str(cause) if isinstance(cause, UnstorableTextError) else "Invalid JSON body"
         return error(api, request, message, exc.status_code)
 
     @api.exception_handler(Http404)
@@ -84,6 +89,22 @@ def install_error_handlers(api: NinjaAPI) -> None:
     @api.exception_handler(RequestDataTooBig)
     def too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
         return error(api, request, "Request body too large", 413)
+
+    # Backstops for input the edge checks did not catch: a value the database refuses
+    # (out of range, bad text) or text that cannot be encoded is the client's mistake, so
+    # 400 with a sentence and a one-line warning, not a 500 with a traceback.
+    @api.exception_handler(DataError)
+    def unstorable(request: HttpRequest, exc: DataError) -> HttpResponse:
+        logger.warning("Refused unstorable input in %s %s", request.method, request.path)
+        return error(api, request, "Invalid request: a value cannot be stored", 400)
+
+    @api.exception_handler(UnicodeEncodeError)
+    def unencodable(request: HttpRequest, exc: UnicodeEncodeError) -> HttpResponse:
+        return error(api, request, f"Invalid request: {SURROGATE_ERROR}", 400)
+
+    @api.exception_handler(DjangoValidationError)
+    def model_invalid(request: HttpRequest, exc: DjangoValidationError) -> HttpResponse:
+        return error(api, request, "Invalid request: " + "; ".join(exc.messages), 400)
 
     @api.exception_handler(Exception)
     def internal(request: HttpRequest, exc: Exception) -> HttpResponse:
@@ -124,3 +145,22 @@ api.add_router("/threads", endpoints.router)
 def not_found_view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
     """JSON 404 for any ``/api/…`` path no route matched."""
     return error(api, request, "Not found", 404)
+
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path == "/api" or request.path.startswith("/api/")
+
+
+def server_error_view(request: HttpRequest) -> HttpResponse:
+    """Django's last resort (``handler500``): under ``/api/`` still ``{"error": …}`` JSON,
+    for what fails outside ninja's handlers (middleware, view decorators)."""
+    if _is_api(request):
+        return JsonResponse({"error": "Internal error"}, status=500)
+    return defaults.server_error(request)
+
+
+def bad_request_view(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """``handler400`` (a disallowed host, too many fields …): JSON under ``/api/``."""
+    if _is_api(request):
+        return JsonResponse({"error": "Bad request"}, status=400)
+    return defaults.bad_request(request, exception)

@@ -15,6 +15,7 @@ from agents_app.api.schemas import ERRORS
 from agents_app.errors import Invalid, NotFound
 from agents_app.services import effects as effect_service
 from agents_app.services import sessions
+from agents_app.storable_text import describe_unstorable, find_unstorable
 
 router = Router(tags=["execution"])
 
@@ -68,6 +69,9 @@ def _side(body: bytes) -> str:
         data = json.loads(body)
     except ValueError:
         raise Invalid("Invalid JSON body") from None
+    found = find_unstorable(data)
+    if found:  # refused like any other JSON body, though only "side" is read
+        raise Invalid(describe_unstorable(found))
     side = data.get("side", "a") if isinstance(data, dict) else None
     side = "a" if side is None else side
     if side not in ("a", "b"):

@@ -1,7 +1,7 @@
-"""The request parser: JSON bodies and query strings with no NUL characters.
+"""The request parser: JSON bodies and query strings with only text PostgreSQL can store.
 
-PostgreSQL cannot store NUL in text or JSON; rejecting it at the edge turns what
-would be a database error (a 500) into a clear 400.
+NUL characters and lone UTF-16 surrogates would fail deep in a write (a 500); refusing
+them at the edge gives a 400 that names the field (``agents_app.storable_text``).
 """
 
 from __future__ import annotations
@@ -14,34 +14,31 @@ from django.utils.datastructures import MultiValueDict
 from ninja.errors import HttpError
 from ninja.parser import Parser
 
-NUL_ERROR = "Text may not contain NUL (\\u0000) characters"
+from agents_app.storable_text import describe_unstorable, find_unstorable
 
 
-class NulError(ValueError):
-    """A JSON body with a NUL character somewhere in its strings."""
+class UnstorableTextError(ValueError):
+    """A JSON body with a string PostgreSQL cannot store; ``str(exc)`` is the sentence."""
 
 
-def has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(has_nul(k) or has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(has_nul(v) for v in value)
-    return False
+def check_storable(data: Any) -> None:
+    """Raise ``UnstorableTextError`` naming the first field that cannot be stored."""
+    found = find_unstorable(data)
+    if found:
+        raise UnstorableTextError(describe_unstorable(found))
 
 
 class StrictParser(Parser):
     def parse_body(self, request: HttpRequest) -> dict[str, Any]:
         data = json.loads(request.body)
-        if has_nul(data):
-            raise NulError(NUL_ERROR)
+        check_storable(data)
         return cast(dict[str, Any], data)
 
     def parse_querydict(
         self, data: MultiValueDict, list_fields: list[str], request: HttpRequest
     ) -> dict[str, Any]:
         result = super().parse_querydict(data, list_fields, request)
-        if has_nul(result):
-            raise HttpError(400, NUL_ERROR)
+        found = find_unstorable(result)
+        if found:
+            raise HttpError(400, describe_unstorable(found))
         return result

@@ -17,13 +17,13 @@ from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
 from agents_app import selectors, wire
-from agents_app.api.parser import NUL_ERROR, has_nul
 from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Invalid, NotFound
 from agents_app.models import Thread, ThreadFile
 from agents_app.services import thread_files, thread_values
 from agents_app.services.thread_values import KEY_MAX
+from agents_app.storable_text import describe_unstorable, find_unstorable
 from runtime import file_images
 
 router = Router(tags=["storage"])
@@ -291,8 +291,9 @@ def _write_json(thread: Thread, path: str, body: bytes) -> Status:
         raise Invalid("Invalid JSON body") from None
     if not isinstance(data, dict):
         raise Invalid("Invalid request body")
-    if has_nul(data):
-        raise Invalid(NUL_ERROR)
+    found = find_unstorable(data)
+    if found:
+        raise Invalid(describe_unstorable(found))
     if data.get("type") == "directory":
         row = thread_files.dir_make(thread, path)
         return Status(201, {"directory": thread_files.file_wire(row)})

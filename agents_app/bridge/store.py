@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
@@ -64,12 +65,17 @@ ENV_ORDER = ("thread", "agent", "prompt", "user", "instance")
 def _thread(thread_id: str) -> Thread:
     try:
         return Thread.objects.select_related("agent", "origin_agent").get(pk=thread_id)
-    except (Thread.DoesNotExist, ValueError):
+    except (Thread.DoesNotExist, ValueError, ValidationError):
+        # ValidationError: not a UUID (Django's UUIDField says so before any query).
         raise LookupError(f"Thread not found: {thread_id}") from None
 
 
 def _exists(thread_id: str) -> None:
-    if not Thread.objects.filter(pk=thread_id).exists():
+    try:
+        found = Thread.objects.filter(pk=thread_id).exists()
+    except ValidationError:
+        found = False
+    if not found:
         raise LookupError(f"Thread not found: {thread_id}")
 
 

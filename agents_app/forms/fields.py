@@ -12,6 +12,8 @@ from django.core.exceptions import ValidationError
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from agents_app.storable_text import find_unstorable
+
 
 class CommaSeparatedField(forms.CharField):
     """A list of names typed as ``a, b, c`` (hooks, tags, included providers)."""
@@ -53,7 +55,7 @@ class PrettyJSONField(forms.JSONField):
     def to_python(self, value: Any) -> Any:
         if isinstance(value, str) and value.strip():
             try:
-                json.loads(value, parse_constant=_no_constants)
+                parsed = json.loads(value, parse_constant=_no_constants)
             except json.JSONDecodeError as exc:
                 raise ValidationError(
                     "This is not valid JSON: %(msg)s (line %(line)s, column %(col)s).",
@@ -62,6 +64,11 @@ class PrettyJSONField(forms.JSONField):
                 ) from exc
             except ValueError as exc:
                 raise ValidationError(str(exc), code="invalid") from exc
+            # "\ud800" or "\u0000" escapes parse, but PostgreSQL cannot store the result.
+            found = find_unstorable(parsed)
+            if found:
+                where, reason = found
+                raise ValidationError(f"{reason} (at {where or 'the top level'}).", code="invalid")
         return super().to_python(value)
 
 

@@ -66,6 +66,15 @@ def _new_page(browser: Browser, **context: Any) -> Iterator[Page]:
     page.set_default_timeout(15_000)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    # A script, style or frame the pages' Content-Security-Policy refused counts as an error.
+    page.on(
+        "console",
+        lambda m: (
+            errors.append(m.text)
+            if m.type == "error" and "Content Security Policy" in m.text
+            else None
+        ),
+    )
     page.console_errors = errors  # type: ignore[attr-defined]
     yield page
     ctx.close()
