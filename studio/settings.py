@@ -237,6 +237,12 @@ STUDIO_SESSION_STALE_SECONDS = envint("STUDIO_SESSION_STALE_SECONDS", 30)
 STUDIO_SESSION_SWEEP_SECONDS = envint("STUDIO_SESSION_SWEEP_SECONDS", 10)
 # A queued session nobody claimed (its task was lost) is dispatched again after this.
 STUDIO_SESSION_REDISPATCH_SECONDS = envint("STUDIO_SESSION_REDISPATCH_SECONDS", 120)
+# Tests only: named points where the database connection is broken on purpose
+# ("name" or "name:count"; agents_app/faults.py). Empty in production.
+STUDIO_FAULT_POINTS = {
+    name.strip(): int(count or 1)
+    for name, _, count in (item.partition(":") for item in envlist("STUDIO_FAULT_POINTS"))
+}
 # Token chunk frames per second one process sends, all streams together: with many
 # messages streaming, each one's chunks are batched so the total stays near this.
 STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND = envint("STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND", 2000)

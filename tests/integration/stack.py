@@ -148,9 +148,7 @@ class Stack:
     extra_env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        redis_base = self.redis_base or os.environ.get(
-            "TEST_REDIS_URL", "redis://127.0.0.1:6379/0"
-        )
+        redis_base = self.redis_base or os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
         parts = urlsplit(redis_base)
         self.redis_url = f"{parts.scheme}://{parts.netloc}/{random.randint(1, 15)}"
         admin = urlsplit(PG_ADMIN_URL)

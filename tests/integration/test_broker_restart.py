@@ -91,8 +91,10 @@ def test_a_worker_survives_a_redis_restart_during_a_session(
     )
     post(stack, interrupted, "second")
     wait_until(
-        lambda: messages(stack, interrupted)[2:]
-        == [("user", "completed", "second"), ("assistant", "completed", "still here")],
+        lambda: (
+            messages(stack, interrupted)[2:]
+            == [("user", "completed", "second"), ("assistant", "completed", "still here")]
+        ),
         "the interrupted thread to answer a new message",
         timeout=60,
     )
