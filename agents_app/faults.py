@@ -14,6 +14,7 @@ Points: ``claim`` (after the claiming UPDATE, in its transaction), ``announce``,
 
 from __future__ import annotations
 
+import logging
 import threading
 
 import psycopg
@@ -21,6 +22,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 
+logger = logging.getLogger("agents_app.faults")
 _lock = threading.Lock()
 _fired: dict[str, int] = {}
 
@@ -36,7 +38,8 @@ def _armed(name: str) -> bool:
         return True
 
 
-def _terminate(pid: int) -> None:
+def _terminate(name: str, pid: int) -> None:
+    logger.warning("fault point %s: terminating database backend %s", name, pid)
     params = dict(connection.get_connection_params())
     for django_only in ("cursor_factory", "context", "prepare_threshold"):
         params.pop(django_only, None)
@@ -55,7 +58,7 @@ def hit(name: str) -> None:
     if not settings.STUDIO_FAULT_POINTS or not _armed(name):
         return
     connection.ensure_connection()
-    _terminate(connection.connection.info.backend_pid)
+    _terminate(name, connection.connection.info.backend_pid)
 
 
 async def ahit(name: str) -> None:
@@ -65,4 +68,4 @@ async def ahit(name: str) -> None:
     from agents_app.bridge import async_commit
 
     pid = await async_commit.backend_pid()
-    await sync_to_async(_terminate, thread_sensitive=False)(pid)
+    await sync_to_async(_terminate, thread_sensitive=False)(name, pid)

@@ -234,7 +234,9 @@ class Stack:
         self.processes.append(process)
         return process
 
-    def worker(self, name: str, *, beat: bool = False) -> Process:
+    def worker(
+        self, name: str, *, beat: bool = False, env: dict[str, str] | None = None
+    ) -> Process:
         args = [
             str(BIN / "celery"),
             "-A",
@@ -249,7 +251,7 @@ class Stack:
         ]
         if beat:
             args += ["-B", "-s", str(self.tmp / f"beat-{name}")]
-        return self.spawn(name, args)
+        return self.spawn(name, args, env)
 
     def tails(self, lines: int = 40) -> str:
         out = []
