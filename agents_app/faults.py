@@ -22,6 +22,18 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 
+POINTS = frozenset(
+    {
+        "claim",
+        "announce",
+        "plan",
+        "load_progress",
+        "engine_commit",
+        "stop_cleanup",
+        "release",
+        "heartbeat",
+    }
+)
 logger = logging.getLogger("agents_app.faults")
 _lock = threading.Lock()
 _fired: dict[str, int] = {}

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from studio.devsecrets import load_or_create
 from studio.envparse import envbool, envint, envlist, envstr
@@ -239,10 +240,12 @@ STUDIO_SESSION_SWEEP_SECONDS = envint("STUDIO_SESSION_SWEEP_SECONDS", 10)
 STUDIO_SESSION_REDISPATCH_SECONDS = envint("STUDIO_SESSION_REDISPATCH_SECONDS", 120)
 # Tests only: named points where the database connection is broken on purpose
 # ("name" or "name:count"; agents_app/faults.py). Empty in production.
-STUDIO_FAULT_POINTS = {
-    name.strip(): int(count or 1)
-    for name, _, count in (item.partition(":") for item in envlist("STUDIO_FAULT_POINTS"))
-}
+STUDIO_FAULT_POINTS: dict[str, int] = {}
+for _point in envlist("STUDIO_FAULT_POINTS"):
+    _name, _, _count = _point.partition(":")
+    if _count and not _count.isdigit():
+        raise ImproperlyConfigured(f"STUDIO_FAULT_POINTS: {_point!r} is not NAME or NAME:COUNT")
+    STUDIO_FAULT_POINTS[_name.strip()] = int(_count or 1)
 # Token chunk frames per second one process sends, all streams together: with many
 # messages streaming, each one's chunks are batched so the total stays near this.
 STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND = envint("STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND", 2000)
