@@ -19,20 +19,14 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import psycopg
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import (
-    InterfaceError,
-    OperationalError,
-    close_old_connections,
-    connections,
-    transaction,
-)
+from django.db import close_old_connections, transaction
 from django.utils import timezone
 
 from agents_app import faults
@@ -40,6 +34,7 @@ from agents_app.bridge import fast_commit
 from agents_app.bridge import store as bridge_store
 from agents_app.bridge.events import LiveSink, asend_registry, asend_thread_frames
 from agents_app.bridge.store import DjangoStore
+from agents_app.db_retry import CONNECTION_ERRORS, drop_broken_connections, retrying
 from agents_app.engines import build_engine
 from agents_app.models import QueuedMessage, ThreadSession
 from agents_app.selectors import registry_thread
@@ -60,17 +55,9 @@ STATUS_BY_REASON = {
 }
 
 
-# Failures of the database connection, not of the work: a restarted or overloaded server
-# ("too many connections"), a killed backend, a dropped network. A claim that meets one is
-# handed back and taken again (the session resumes from its stored progress), never failed.
-CONNECTION_ERRORS = (
-    OperationalError,
-    InterfaceError,
-    psycopg.OperationalError,
-    psycopg.InterfaceError,
-)
-# Pauses between attempts after a connection error; after the last one the job gives up and
-# the sweep takes the session (its row is marked stale, or goes stale: nothing beats it).
+# Pauses between attempts after a connection error, one budget per job; after the last
+# one the job gives up and the sweep takes the session (its row is marked stale, or goes
+# stale: nothing beats it any more).
 RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
@@ -434,7 +421,7 @@ async def run_session_job(session_id: str, owner: str = OWNER) -> None:
     """
     await sync_to_async(close_old_connections)()
     attempts = iter(RETRY_DELAYS)
-    claim = await _retrying(attempts, "claim", sessions.session_claim, session_id, owner)
+    claim = await retrying(attempts, "claim", sessions.session_claim, session_id, owner)
     while claim is not None:
         try:
             status = await run_claim(claim)
@@ -459,7 +446,7 @@ async def run_session_job(session_id: str, owner: str = OWNER) -> None:
                 logger.warning("session %s: could not store its failure", claim.session_id)
                 await sync_to_async(drop_broken_connections)()
         released = claim
-        claim = await _retrying(
+        claim = await retrying(
             attempts, "release", sessions.session_release, claim, status=status, error=error
         )
         if claim is None:
@@ -467,43 +454,19 @@ async def run_session_job(session_id: str, owner: str = OWNER) -> None:
                 await _announce_activity_after(released.session_id)
 
 
-async def _retrying(attempts: Any, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """``fn`` in the database thread, tried again after connection errors (while ``attempts``
-    last: one budget per job); ``None`` once they ran out."""
-    while True:
-        try:
-            return await sync_to_async(fn)(*args, **kwargs)
-        except CONNECTION_ERRORS as exc:
-            delay = next(attempts, None)
-            logger.warning("session %s failed (%s)%s", what, exc, "" if delay else "; giving up")
-            await sync_to_async(drop_broken_connections)()
-            if delay is None:
-                return None
-            await asyncio.sleep(delay)
-
-
-async def _hand_back(attempts: Any, claim: Claim) -> Claim | None:
+async def _hand_back(attempts: Iterator[float], claim: Claim) -> Claim | None:
     """Hand the claim back (heartbeat marked stale), then take it again; ``None`` when another
     worker took it or the retries ran out (the sweep resumes it: nothing beats it any more)."""
     await sync_to_async(drop_broken_connections)()
-    if not await _retrying(attempts, "hand back", sessions.session_hand_back, claim):
+    if not await retrying(attempts, "hand back", sessions.session_hand_back, claim):
         return None
     delay = next(attempts, None)
     if delay is None:
         return None
     await asyncio.sleep(delay)
-    return await _retrying(  # type: ignore[no-any-return]
+    return await retrying(  # type: ignore[no-any-return]
         attempts, "claim", sessions.session_claim, claim.session_id, claim.owner
     )
-
-
-def drop_broken_connections() -> None:
-    """Close this thread's database connections that died, so the next query reconnects
-    (Django reconnects only in ``close_old_connections``, which the loop never calls)."""
-    for conn in connections.all(initialized_only=True):
-        if conn.connection is not None and not conn.in_atomic_block and not conn.is_usable():
-            with contextlib.suppress(Exception):
-                conn.close()
 
 
 async def _announce_activity_after(session_id: str) -> None:
