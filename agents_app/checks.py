@@ -35,3 +35,21 @@ def check_code_registry(app_configs: Any = None, **kwargs: Any) -> list[Error]:
             )
         ]
     return []
+
+
+@register()
+def check_fault_points(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    from django.conf import settings
+
+    from agents_app.faults import POINTS
+
+    unknown = sorted(set(settings.STUDIO_FAULT_POINTS) - POINTS)
+    if not unknown:
+        return []
+    return [
+        Error(
+            f"STUDIO_FAULT_POINTS names unknown points: {', '.join(unknown)}",
+            hint=f"Known points: {', '.join(sorted(POINTS))} (tests only; leave it unset).",
+            id="agents.E014",
+        )
+    ]

@@ -16,8 +16,10 @@ calls and stores "Execution stopped by user".
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,10 +29,12 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
+from agents_app import faults
 from agents_app.bridge import fast_commit
 from agents_app.bridge import store as bridge_store
 from agents_app.bridge.events import LiveSink, asend_registry, asend_thread_frames
 from agents_app.bridge.store import DjangoStore
+from agents_app.db_retry import CONNECTION_ERRORS, drop_broken_connections, retrying
 from agents_app.engines import build_engine
 from agents_app.models import QueuedMessage, ThreadSession
 from agents_app.selectors import registry_thread
@@ -49,6 +53,12 @@ STATUS_BY_REASON = {
     "aborted_by_user": ThreadSession.Status.STOPPED,
     "step_error": ThreadSession.Status.FAILED,
 }
+
+
+# Pauses between attempts after a connection error, one budget per job; after the last
+# one the job gives up and the sweep takes the session (its row is marked stale, or goes
+# stale: nothing beats it any more).
+RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 class SessionLost(Exception):
@@ -81,6 +91,7 @@ class ClaimedStore(DjangoStore):
     async def commit(self, thread_id: str, commit: Commit) -> CommitResult:
         if thread_id != self.claim.thread_id:
             return await super().commit(thread_id, commit)
+        await faults.ahit("engine_commit")
         if self.async_commits:
             result = await self._commit_fenced(thread_id, commit)
         else:
@@ -149,6 +160,7 @@ class ClaimedStore(DjangoStore):
             return await super().load_progress(thread_id)
         if self.finished is not None:
             return self.finished
+        await sync_to_async(faults.hit)("load_progress")
         progress = await sync_to_async(_claimed_progress)(self.claim.session_id)
         return SessionProgress.model_validate(progress) if progress else None
 
@@ -164,6 +176,8 @@ def _claimed_progress(session_id: str) -> dict[str, Any] | None:
 @dataclass
 class Entry:
     claim: Claim
+    # The job running the claim: once it ended, nothing may keep the session's heartbeat.
+    job: asyncio.Task[Any] | None = None
     task: asyncio.Task[Any] | None = None
     reason: str | None = None  # "stop" or "lost": why the supervisor cancelled the task
     watch_stop: bool = True
@@ -178,7 +192,7 @@ class Supervisor:
     _last_beat: float = 0.0
 
     def add(self, claim: Claim) -> Entry:
-        entry = Entry(claim)
+        entry = Entry(claim, job=asyncio.current_task())
         self.entries[claim.session_id] = entry
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
@@ -195,8 +209,15 @@ class Supervisor:
                 await self._tick()
             except Exception:  # the database hiccuped: try again next tick
                 logger.warning("session supervisor tick failed", exc_info=True)
+                await sync_to_async(drop_broken_connections)()
 
     async def _tick(self) -> None:
+        for e in list(self.entries.values()):
+            if e.job is not None and e.job.done():
+                # A heartbeat for a session whose job is gone would hide it from the sweep
+                # for ever; without it the session goes stale and is resumed.
+                logger.error("session %s: its job ended without releasing it", e.claim.session_id)
+                self.entries.pop(e.claim.session_id, None)
         entries = list(self.entries.values())
         watched = [e.claim.thread_id for e in entries if e.watch_stop and e.task]
         for thread_id in await sync_to_async(sessions.stopped_threads)(watched):
@@ -251,6 +272,7 @@ class Plan:
 
 def plan_session(claim: Claim) -> Plan:
     """Decide how the claimed session runs (one transaction, thread row locked)."""
+    faults.hit("plan")
     progress = claim.progress
     if progress:
         return Plan("finished" if progress.get("finished") else "resume")
@@ -316,13 +338,18 @@ async def _run_engine(entry: Entry, engine: Engine, store: ClaimedStore, plan: P
 
 
 async def run_claim(claim: Claim) -> str:
-    """Run one claimed session to its end; returns the status to release it with."""
-    store = ClaimedStore(claim)
+    """Run one claimed session to its end; returns the status to release it with.
+
+    Everything after the claim is inside the ``try``: whatever fails, the session leaves the
+    supervisor (no heartbeat for a session nobody runs) and the caller releases or hands
+    back the claim.
+    """
     sink = LiveSink()
-    engine = build_engine(sink=sink, store=store, http=http_client())
     entry = supervisor().add(claim)
-    await _announce_activity(claim.thread_id)
     try:
+        store = ClaimedStore(claim)
+        engine = build_engine(sink=sink, store=store, http=http_client())
+        await _announce_activity(claim.thread_id)
         plan = await sync_to_async(plan_session)(claim)
         if plan.kind == "finished":
             reason = str(claim.progress.get("stop_reason") or "")
@@ -334,9 +361,7 @@ async def run_claim(claim: Claim) -> str:
             reason = await _run_engine(entry, engine, store, plan)
         if reason == "aborted_by_user":
             await sink.flush()
-            frames = await sync_to_async(sessions.stop_cleanup)(
-                claim.thread_id, key=claim.session_id
-            )
+            frames = await sync_to_async(_stop_cleanup)(claim)
             await asend_thread_frames(claim.thread_id, frames)
         return STATUS_BY_REASON.get(reason, ThreadSession.Status.COMPLETED)
     except (DefinitionNotFound, ThreadTerminated, LookupError) as exc:
@@ -346,6 +371,11 @@ async def run_claim(claim: Claim) -> str:
     finally:
         supervisor().remove(claim)
         await sink.flush()
+
+
+def _stop_cleanup(claim: Claim) -> list[dict[str, Any]]:
+    faults.hit("stop_cleanup")
+    return sessions.stop_cleanup(claim.thread_id, key=claim.session_id)
 
 
 async def _fail(claim: Claim, detail: str) -> None:
@@ -365,8 +395,13 @@ async def _fail(claim: Claim, detail: str) -> None:
         await sink.flush()
 
 
+def _registry_thread(thread_id: str) -> dict[str, Any] | None:
+    faults.hit("announce")
+    return registry_thread(thread_id)
+
+
 async def _announce_activity(thread_id: str) -> None:
-    item = await sync_to_async(registry_thread)(thread_id)
+    item = await sync_to_async(_registry_thread)(thread_id)
     if item is not None:
         frame = {
             "type": "thread_activity",
@@ -381,9 +416,12 @@ async def run_session_job(session_id: str, owner: str = OWNER) -> None:
     """Claim a session and run it, then the next ones while queued messages remain.
 
     Safe to call any number of times for the same id: only one call wins the claim.
+    Every way out after a claim releases it or hands it back (``_hand_back``): a database
+    connection error is retried here a few times, then left to the sweep.
     """
     await sync_to_async(close_old_connections)()
-    claim = await sync_to_async(sessions.session_claim)(session_id, owner)
+    attempts = iter(RETRY_DELAYS)
+    claim = await retrying(attempts, "claim", sessions.session_claim, session_id, owner)
     while claim is not None:
         try:
             status = await run_claim(claim)
@@ -391,13 +429,44 @@ async def run_session_job(session_id: str, owner: str = OWNER) -> None:
         except SessionLost:
             logger.warning("session %s was taken over by another worker", claim.session_id)
             return
+        except CONNECTION_ERRORS as exc:
+            logger.warning(
+                "session %s: database connection failed (%s); handing the claim back",
+                claim.session_id,
+                exc,
+            )
+            claim = await _hand_back(attempts, claim)
+            continue
         except Exception as exc:
             logger.exception("session %s crashed", claim.session_id)
-            await _fail(claim, type(exc).__name__)
             status, error = ThreadSession.Status.FAILED, f"{type(exc).__name__}: {exc}"
-        claim = await sync_to_async(sessions.session_release)(claim, status=status, error=error)
+            try:
+                await _fail(claim, type(exc).__name__)
+            except CONNECTION_ERRORS:
+                logger.warning("session %s: could not store its failure", claim.session_id)
+                await sync_to_async(drop_broken_connections)()
+        released = claim
+        claim = await retrying(
+            attempts, "release", sessions.session_release, claim, status=status, error=error
+        )
         if claim is None:
-            await _announce_activity_after(session_id)
+            with contextlib.suppress(*CONNECTION_ERRORS):  # only a live notification
+                await _announce_activity_after(released.session_id)
+
+
+async def _hand_back(attempts: Iterator[float], claim: Claim) -> Claim | None:
+    """Hand the claim back (heartbeat marked stale), then take it again; ``None`` when another
+    worker took it or the retries ran out (the sweep resumes it: nothing beats it any more)."""
+    await sync_to_async(drop_broken_connections)()
+    if not await retrying(attempts, "hand back", sessions.session_hand_back, claim):
+        return None
+    delay = next(attempts, None)
+    if delay is None:
+        return None
+    await asyncio.sleep(delay)
+    return await retrying(  # type: ignore[no-any-return]
+        attempts, "claim", sessions.session_claim, claim.session_id, claim.owner
+    )
 
 
 async def _announce_activity_after(session_id: str) -> None:

@@ -208,7 +208,32 @@ CELERY_WORKER_CONCURRENCY = envint("CELERY_WORKER_CONCURRENCY", 64)
 # Redis redelivers an unacknowledged task after the visibility timeout, even while the
 # first worker is still running it; the session claim makes that duplicate harmless, and
 # the sweep (not redelivery) is what resumes a session whose worker died.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": envint("CELERY_VISIBILITY_TIMEOUT", 3600)}
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {
+    "visibility_timeout": envint("CELERY_VISIBILITY_TIMEOUT", 3600),
+}
+# --- broker faults (docs/operating.md, "Fault recovery") ---------------------------------
+# A worker must outlive a Redis restart: retry the broker forever, at start-up too (the
+# default gives up after 100 attempts, about 50 minutes, and the process exits).
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# On a lost broker connection keep running sessions: ownership is the session row, not the
+# broker, so nothing is lost by finishing them (and a thread-pool task cannot be killed).
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+CELERY_BROKER_TRANSPORT_OPTIONS.update(
+    {
+        # A broker that vanished without closing the TCP connection (failover, NAT, a
+        # paused VM): a read gives up after socket_timeout, keepalive probes the idle
+        # sockets, and redis-py PINGs a connection idle longer than health_check_interval
+        # before using it. socket_timeout must stay above kombu's 1 s BRPOP timeout.
+        "socket_timeout": envint("CELERY_BROKER_SOCKET_TIMEOUT", 30),
+        "socket_connect_timeout": envint("CELERY_BROKER_CONNECT_TIMEOUT", 5),
+        "socket_keepalive": True,
+        "health_check_interval": envint("CELERY_BROKER_HEALTH_CHECK_SECONDS", 25),
+        "retry_on_timeout": True,
+    }
+)
+# --- end broker faults ------------------------------------------------------------------
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = envstr("CELERY_QUEUE", "celery")
 
@@ -226,6 +251,14 @@ STUDIO_SESSION_STALE_SECONDS = envint("STUDIO_SESSION_STALE_SECONDS", 30)
 STUDIO_SESSION_SWEEP_SECONDS = envint("STUDIO_SESSION_SWEEP_SECONDS", 10)
 # A queued session nobody claimed (its task was lost) is dispatched again after this.
 STUDIO_SESSION_REDISPATCH_SECONDS = envint("STUDIO_SESSION_REDISPATCH_SECONDS", 120)
+# Tests only: named points where the database connection is broken on purpose
+# ("name" or "name:count"; agents_app/faults.py). Empty in production.
+STUDIO_FAULT_POINTS: dict[str, int] = {}
+for _point in envlist("STUDIO_FAULT_POINTS"):
+    _name, _, _count = _point.partition(":")
+    if _count and not _count.isdigit():
+        raise ImproperlyConfigured(f"STUDIO_FAULT_POINTS: {_point!r} is not NAME or NAME:COUNT")
+    STUDIO_FAULT_POINTS[_name.strip()] = int(_count or 1)
 # Token chunk frames per second one process sends, all streams together: with many
 # messages streaming, each one's chunks are batched so the total stays near this.
 STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND = envint("STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND", 2000)

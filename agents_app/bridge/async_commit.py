@@ -132,6 +132,13 @@ async def commit_in_one_statement(
     return fast_commit.outcome(thread_id, found, claimed)
 
 
+async def backend_pid() -> int:
+    """The server process id of this loop's connection (opened if needed); fault tests."""
+    holder = _holder()
+    async with holder.lock:
+        return (await holder.open()).info.backend_pid
+
+
 async def close() -> None:
     """Close the running loop's connection (end of a test, worker shutdown)."""
     holder = _BY_LOOP.pop(asyncio.get_running_loop(), None)

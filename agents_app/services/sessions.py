@@ -34,7 +34,7 @@ from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
-from agents_app import wire
+from agents_app import faults, wire
 from agents_app.bridge.events import send_thread_frames
 from agents_app.dispatch import session_should_run
 from agents_app.errors import Locked
@@ -242,11 +242,13 @@ def _claim_of(row: ThreadSession) -> Claim:
     )
 
 
+@transaction.atomic
 def session_claim(session_id: str, owner: str) -> Claim | None:
     """Take the session if it is queued or its owner stopped heartbeating; ``None`` otherwise.
 
     One conditional UPDATE that must change exactly one row: two workers racing for
-    the same row (a duplicate delivery, a sweep and a redelivery) cannot both win.
+    the same row (a duplicate delivery, a sweep and a redelivery) cannot both win. In one
+    transaction with reading the row back: a database error in between claims nothing.
     """
     now = timezone.now()
     claimable = Q(status=ThreadSession.Status.QUEUED) | Q(
@@ -259,16 +261,32 @@ def session_claim(session_id: str, owner: str) -> Claim | None:
     )
     if changed != 1:
         return None
+    faults.hit("claim")
     row = ThreadSession.objects.get(pk=session_id)
     if row.started_at is None:
         ThreadSession.objects.filter(pk=session_id).update(started_at=now)
     return _claim_of(row)
 
 
+def session_hand_back(claim: Claim) -> bool:
+    """Give up a claim this process cannot carry on (its database connection failed):
+    the row stays ``running`` with a heartbeat already stale, so the next claim (this
+    process retrying, or the sweep) takes it at once and resumes from the stored progress.
+    ``False`` when the claim was no longer ours."""
+    stale = timezone.now() - stale_after() - timedelta(seconds=1)
+    return (
+        ThreadSession.objects.filter(
+            pk=claim.session_id, owner=claim.owner, status=ThreadSession.Status.RUNNING
+        ).update(heartbeat_at=stale)
+        == 1
+    )
+
+
 def sessions_heartbeat(session_ids: list[str], owner: str) -> set[str]:
     """Refresh the heartbeat of the sessions ``owner`` still holds; returns the ones it lost."""
     if not session_ids:
         return set()
+    faults.hit("heartbeat")
     mine = ThreadSession.objects.filter(
         pk__in=session_ids, owner=owner, status=ThreadSession.Status.RUNNING
     )
@@ -298,6 +316,7 @@ def session_release(claim: Claim, *, status: str, error: str = "") -> Claim | No
     """End the claimed session; when queued work remains, open the next session for the
     same owner and return its claim (``None`` when done, failed or no longer ours)."""
     thread = Thread.objects.select_for_update().filter(pk=claim.thread_id).first()
+    faults.hit("release")
     now = timezone.now()
     ended = ThreadSession.objects.filter(pk=claim.session_id, owner=claim.owner).update(
         status=status, ended_at=now, error=error[:2000]

@@ -75,6 +75,63 @@ class Process:
                 self.popen.wait(5)
 
 
+class RedisServer:
+    """A redis-server of the test's own on a free port, which a test may kill and restart.
+
+    No persistence: a restart comes back empty, as after a crash without AOF (the worst
+    case for a broker: every queued task is gone, only the database knows the work).
+    """
+
+    def __init__(self, tmp: Path, port: int | None = None) -> None:
+        self.tmp = tmp
+        self.port = port or free_port()
+        self.log = tmp / f"redis-{self.port}.log"
+        self.popen: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> RedisServer:
+        handle = self.log.open("ab")
+        self.popen = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.tmp),
+            ],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        wait_until(self.ping, f"redis-server on port {self.port} to answer")
+        return self
+
+    def ping(self) -> bool:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+
+    def kill_hard(self) -> None:
+        """``kill -9`` the server: every client connection breaks at once."""
+        assert self.popen is not None
+        self.popen.send_signal(signal.SIGKILL)
+        self.popen.wait(10)
+
+    def stop(self) -> None:
+        if self.popen is not None and self.popen.poll() is None:
+            self.popen.kill()
+            self.popen.wait(10)
+
+
 @dataclass
 class Stack:
     tmp: Path
@@ -88,9 +145,13 @@ class Stack:
     # An existing non-superuser role that owns the database and that the processes log in as
     # (PostgreSQL's connection limits do not apply to superusers; tests/integration/flood.py).
     db_owner: str = ""
+    # A Redis of the test's own (``RedisServer.url``) instead of the shared one.
+    redis_base: str | None = None
+    # Extra environment for every process of the stack (settings under test).
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        redis_base = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+        redis_base = self.redis_base or os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
         parts = urlsplit(redis_base)
         self.redis_url = f"{parts.scheme}://{parts.netloc}/{random.randint(1, 15)}"
         admin = urlsplit(PG_ADMIN_URL)
@@ -122,6 +183,7 @@ class Stack:
             "STUDIO_STOP_POLL_MS": "200",
             "CELERY_WORKER_CONCURRENCY": "8",
             "LOG_LEVEL": "INFO",
+            **self.extra_env,
         }
         self.env.pop("TEST_DB_NAME", None)
 
@@ -182,7 +244,9 @@ class Stack:
         self.processes.append(process)
         return process
 
-    def worker(self, name: str, *, beat: bool = False) -> Process:
+    def worker(
+        self, name: str, *, beat: bool = False, env: dict[str, str] | None = None
+    ) -> Process:
         args = [
             str(BIN / "celery"),
             "-A",
@@ -197,7 +261,7 @@ class Stack:
         ]
         if beat:
             args += ["-B", "-s", str(self.tmp / f"beat-{name}")]
-        return self.spawn(name, args)
+        return self.spawn(name, args, env)
 
     def tails(self, lines: int = 40) -> str:
         out = []

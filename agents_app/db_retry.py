@@ -1,0 +1,55 @@
+"""Database connection errors in long-lived async code (the session runner and its loop).
+
+Django reconnects a dead connection only in ``close_old_connections``, which request
+handling calls and an event loop that lives for days never does: after a database restart
+every ORM call of the loop's database thread would fail for ever. These helpers tell a
+connection failure from other errors, drop dead connections, and retry a call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+from asgiref.sync import sync_to_async
+from django.db import InterfaceError, OperationalError, connections
+
+logger = logging.getLogger("agents_app.db_retry")
+
+# Failures of the database connection, not of the work: a restarted or overloaded server
+# ("too many connections"), a killed backend, a dropped network. A claim that meets one is
+# handed back and taken again (the session resumes from its stored progress), never failed.
+CONNECTION_ERRORS = (
+    OperationalError,
+    InterfaceError,
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+)
+
+
+async def retrying(attempts: Iterator[float], what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn`` in the database thread, tried again after connection errors (while ``attempts``
+    last: one budget per job); ``None`` once they ran out."""
+    while True:
+        try:
+            return await sync_to_async(fn)(*args, **kwargs)
+        except CONNECTION_ERRORS as exc:
+            delay = next(attempts, None)
+            logger.warning("session %s failed (%s)%s", what, exc, "" if delay else "; giving up")
+            await sync_to_async(drop_broken_connections)()
+            if delay is None:
+                return None
+            await asyncio.sleep(delay)
+
+
+def drop_broken_connections() -> None:
+    """Close this thread's database connections that died, so the next query reconnects
+    (Django reconnects only in ``close_old_connections``, which the loop never calls)."""
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is not None and not conn.in_atomic_block and not conn.is_usable():
+            with contextlib.suppress(Exception):
+                conn.close()

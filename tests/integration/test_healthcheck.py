@@ -1,0 +1,58 @@
+"""``manage.py healthcheck`` against real processes, and the compose file that uses it."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration.stack import BIN, ROOT, Stack, wait_until
+
+pytestmark = pytest.mark.integration
+
+
+def healthcheck(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "python"), "manage.py", "healthcheck", *args],
+        cwd=ROOT,
+        env=stack.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_health_checks_follow_the_real_processes(stack: Stack, worker: Any) -> None:
+    web = healthcheck(stack, "web", "--port", str(stack.port))
+    assert web.returncode == 0, web.stderr
+    node = f"hc@{socket.gethostname()}"
+    process = worker("hc")
+    wait_until(
+        lambda: healthcheck(stack, "worker", "--node", node).returncode == 0,
+        "the worker to answer its health check",
+        timeout=60,
+    )
+    assert healthcheck(stack, "beat").returncode == 0
+    process.kill_hard()
+    dead = healthcheck(stack, "worker", "--node", node)
+    assert dead.returncode == 1 and "no answer to a ping" in dead.stderr
+    closed = healthcheck(stack, "web", "--port", "1")
+    assert closed.returncode == 1 and closed.stderr.startswith("CommandError: web:")
+
+
+def test_every_long_running_service_restarts_and_has_a_health_check() -> None:
+    compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
+    services = compose["services"]
+    for name, service in services.items():  # YAML merge keys (<<: *app) already applied
+        if name == "migrate":  # one-shot
+            assert service["restart"] == "no"
+            continue
+        assert service.get("restart") == "unless-stopped", name
+        assert service.get("healthcheck", {}).get("test"), name
+    assert services["web"]["depends_on"]["redis"] == {"condition": "service_healthy"}
+    for name in ("web", "worker", "beat"):
+        test = services[name]["healthcheck"]["test"]
+        assert test[1:4] == ["python", "manage.py", "healthcheck"] and test[4] == name
