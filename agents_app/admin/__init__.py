@@ -13,5 +13,6 @@ from agents_app.admin import (  # noqa: F401 (imported to register)
     logs,
     messages,
     prompts,
+    retention,
     threads,
 )
