@@ -13,6 +13,7 @@ Storage files named by ``FileField`` columns are removed after their rows' commi
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -60,8 +61,28 @@ class Batches:
         self.deleted[label] = self.deleted.get(label, 0) + rows
 
 
+@functools.cache
 def reverse_relations(model: type[models.Model]) -> list[Any]:
-    """Every foreign key pointing at ``model``, hidden ones (``related_name="+"``) too."""
+    """Every foreign key pointing at ``model``, hidden ones (``related_name="+"``) too.
+
+    Ordered so that a model other dependents point at goes after them (messages before
+    the logs they name): fewer references to clear on rows about to be deleted anyway.
+    """
+    rels = reverse_relations_unordered(model)
+    models_here = {rel.related_model for rel in rels}
+
+    def pointed_at_by_siblings(rel: Any) -> int:
+        target = rel.related_model
+        return sum(
+            1
+            for back in reverse_relations_unordered(target)
+            if back.related_model in models_here and back.related_model is not target
+        )
+
+    return sorted(rels, key=pointed_at_by_siblings)
+
+
+def reverse_relations_unordered(model: type[models.Model]) -> list[Any]:
     return [
         rel
         for rel in model._meta.get_fields(include_hidden=True)
@@ -78,8 +99,10 @@ def _file_names(model: type[models.Model], ids: Sequence[Any]) -> list[str]:
 
 
 def _dependents(rel: Any, parent_ids: Sequence[Any], size: int) -> list[Any]:
+    # No ORDER BY: any ``size`` of them will do, and sorting would read every dependent
+    # of the batch (all of a big thread's messages) once per batch instead of ``size``.
     manager = rel.related_model._base_manager
-    query = manager.filter(**{f"{rel.field.name}__in": parent_ids}).order_by("pk")
+    query = manager.filter(**{f"{rel.field.name}__in": parent_ids}).order_by()
     return list(query.values_list("pk", flat=True)[:size])
 
 

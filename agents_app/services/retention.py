@@ -28,7 +28,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, OperationalError, models, transaction
-from django.db.models import Q
+from django.db.models import BooleanField, Case, Exists, OuterRef, Q, Value, When
 from django.utils import timezone
 
 from agents_app.models import Log, RetentionPolicy, ScheduledEffect, Thread, ThreadSession
@@ -229,32 +229,40 @@ def _subtrees(roots: Sequence[Any]) -> dict[Any, list[Any]]:
     return trees
 
 
-def _in_use(ids: Sequence[Any], cutoff: datetime) -> set[Any]:
-    """The threads among ``ids`` that must stay: recent activity, a session, a pending effect."""
-    recent = Thread.objects.filter(pk__in=ids, last_activity_at__gte=cutoff)
-    sessions = ThreadSession.objects.filter(thread_id__in=ids, status__in=ACTIVE_SESSION)
-    effects = ScheduledEffect.objects.filter(thread_id__in=ids, status__in=UNFINISHED_EFFECT)
-    return (
-        set(recent.values_list("pk", flat=True))
-        | set(sessions.values_list("thread_id", flat=True))
-        | set(effects.values_list("thread_id", flat=True))
-    )
+def _in_use(cutoff: datetime) -> Case:
+    """True for a thread that must stay: recent activity, a live session, a pending effect."""
+    sessions = ThreadSession.objects.filter(thread_id=OuterRef("pk"), status__in=ACTIVE_SESSION)
+    effects = ScheduledEffect.objects.filter(thread_id=OuterRef("pk"), status__in=UNFINISHED_EFFECT)
+    busy = Q(last_activity_at__gte=cutoff) | Exists(sessions) | Exists(effects)
+    return Case(When(busy, then=Value(True)), default=Value(False), output_field=BooleanField())
+
+
+def _threads_in_use(ids: Sequence[Any], cutoff: datetime) -> set[Any]:
+    rows = Thread.objects.filter(pk__in=ids).annotate(busy=_in_use(cutoff)).filter(busy=True)
+    return set(rows.values_list("pk", flat=True))
 
 
 def _guard(ids: list[Any], cutoff: datetime) -> Any:
     """Lock the threads (never waiting for a lock someone holds) and check they may still go.
 
-    A message posted meanwhile takes a key-share lock on its thread when it commits (the
-    foreign key check), so it either committed before this check (and is seen) or waits
-    for this short transaction and the next check sees it.
+    Posting a message locks its thread first (``sessions.lock_thread``), and any write
+    into a thread takes a key-share lock on it when it commits (the foreign key check):
+    so such a write either committed before this check (and is seen), or waits for this
+    short transaction and the next check sees it.
     """
+    locked = (
+        Thread.objects.select_for_update(nowait=True, of=("self",))
+        .filter(pk__in=ids)
+        .annotate(busy=_in_use(cutoff))
+        .values_list("busy", flat=True)
+    )
 
     def guard() -> None:
         try:
-            list(Thread.objects.select_for_update(nowait=True).filter(pk__in=ids).values("pk"))
+            busy = any(list(locked.all()))  # .all(): a fresh query (and lock) every time
         except OperationalError:
             raise Abandon("a thread is locked by someone else") from None
-        if _in_use(ids, cutoff):
+        if busy:
             raise Abandon("a thread is in use again")
 
     return guard
@@ -263,7 +271,7 @@ def _guard(ids: list[Any], cutoff: datetime) -> Any:
 def _threads(run: Batches, report: Report, cutoff: datetime) -> None:
     for roots in _old_roots(cutoff, run.size):
         trees = _subtrees(roots)
-        in_use = _in_use([pk for tree in trees.values() for pk in tree], cutoff)
+        in_use = _threads_in_use([pk for tree in trees.values() for pk in tree], cutoff)
         going = [root for root, tree in trees.items() if not in_use.intersection(tree)]
         report.threads_kept += len(trees) - len(going)
         if report.dry_run:

@@ -185,27 +185,30 @@ def test_a_thread_whose_session_starts_during_retention_is_kept(policy: Any) -> 
     policy.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     agent = make_agent()
     (thread,) = make_threads(agent, 1, idle_days=100)
-    fill([thread], messages=3000, logs={}, values=0)
+    # Logs of 40 days: past the thread period (30), within the log period (60).
+    fill([thread], messages=3000, logs={40: 1500}, values=5)
     poster: list[Any] = []
 
     def post_meanwhile(statement: str) -> None:
-        # Retention is inside the transaction deleting the thread's first batch of messages:
+        # Retention is inside the transaction deleting the thread's first batch of rows:
         # the user's post waits for that thread lock, then commits, and retention must
         # leave the thread (and the new session) alone from then on.
-        if statement == "DELETE agents_app_message" and not poster:
+        if statement.startswith("DELETE") and not poster:
             poster.append(
-                in_background(
-                    lambda: message_post(thread=thread, role="user", content="back again")
-                )
+                in_background(lambda: message_post(thread=thread, role="user", content="back"))
             )
             wait_until(lambda: backends_waiting_for_a_lock() == 1)
 
-    with recording(Statements(on_first=post_meanwhile)):
+    with recording(Statements(on_first=post_meanwhile)) as statements:
         report = retention_apply()
 
     assert poster[0].result() is None
     assert Thread.objects.filter(pk=thread.pk).exists()
     assert ThreadSession.objects.filter(thread=thread, status="queued").exists()
+    # At most the batch in flight went; nothing after the post committed.
+    assert [n for what, n in statements.writes if what.startswith("DELETE")] == [1000]
+    remaining = Message.objects.count() + Log.objects.count() + ThreadValue.objects.count()
+    assert remaining == 3000 + 1500 + 5 - 1000
     assert report.threads_kept == 1 and "agents_app.Thread" not in report.deleted
 
 
