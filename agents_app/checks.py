@@ -53,3 +53,17 @@ def check_fault_points(app_configs: Any = None, **kwargs: Any) -> list[Error]:
             id="agents.E014",
         )
     ]
+
+
+@register()
+def check_retention_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    from agents_app.services.retention import policy_problems, settings_policy
+
+    return [
+        Error(
+            f"STUDIO_RETENTION_*: {problem}",
+            hint="See docs/operating.md, 'Retention'.",
+            id="agents.E020",
+        )
+        for problem in policy_problems(settings_policy())
+    ]

@@ -341,6 +341,26 @@ STUDIO_BUDGET_USER_MONTHLY_USD = envdecimal("STUDIO_BUDGET_USER_MONTHLY_USD")
 STUDIO_BUDGET_AGENT_MONTHLY_USD = envdecimal("STUDIO_BUDGET_AGENT_MONTHLY_USD")
 # --- end limits -------------------------------------------------------------------------------
 
+# --- retention (agents_app.services.retention; docs/operating.md, "Retention") -------------
+# Days to keep each kind of activity; 0 keeps it forever (the default: nothing is deleted
+# unless an operator asks). The studio's retention page overrides each one.
+STUDIO_RETENTION_THREAD_DAYS = envint("STUDIO_RETENTION_THREAD_DAYS", 0)
+STUDIO_RETENTION_LOG_DAYS = envint("STUDIO_RETENTION_LOG_DAYS", 0)
+STUDIO_RETENTION_LOG_BODY_DAYS = envint("STUDIO_RETENTION_LOG_BODY_DAYS", 0)
+STUDIO_RETENTION_EFFECT_DAYS = envint("STUDIO_RETENTION_EFFECT_DAYS", 0)
+# Rows per statement (and per short transaction), how often beat runs retention, and how
+# long one run may work before it leaves the rest to the next run.
+STUDIO_RETENTION_BATCH = envint("STUDIO_RETENTION_BATCH", 1000)
+STUDIO_RETENTION_INTERVAL_SECONDS = envint("STUDIO_RETENTION_INTERVAL_SECONDS", 3600)
+STUDIO_RETENTION_MAX_SECONDS = envint("STUDIO_RETENTION_MAX_SECONDS", 600)
+CELERY_IMPORTS.append("agents_app.retention_tasks")
+CELERY_BEAT_SCHEDULE["retention"] = {
+    "task": "agents_app.apply_retention",
+    "schedule": float(STUDIO_RETENTION_INTERVAL_SECONDS),
+    "options": {"expires": float(STUDIO_RETENTION_INTERVAL_SECONDS)},
+}
+# --- end retention ----------------------------------------------------------------------
+
 # Where code-defined tools, hooks, effects and thread endpoints are discovered
 # (besides ``agents/`` packages inside installed apps).
 STUDIO_AGENTS_DIRS = envlist("STUDIO_AGENTS_DIRS", str(BASE_DIR / "agents"))

@@ -14,5 +14,6 @@ from agents_app.admin import (  # noqa: F401 (imported to register)
     logs,
     messages,
     prompts,
+    retention,
     threads,
 )

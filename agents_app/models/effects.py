@@ -7,6 +7,9 @@ from django.db.models import Q
 
 from agents_app.models.threads import Thread
 
+# Runs that will never run again (retention may delete them once old).
+FINISHED = ("completed", "failed", "agent_canceled", "user_canceled")
+
 
 class ScheduledEffect(models.Model):
     """A scheduled effect run. The database is the source of truth; Celery only executes.
@@ -57,6 +60,12 @@ class ScheduledEffect(models.Model):
                 fields=["heartbeat_at"],
                 condition=Q(status="processing"),
                 name="effect_processing_heartbeat",
+            ),
+            # Retention: finished runs WHERE completed_at < cutoff ORDER BY completed_at LIMIT n.
+            models.Index(
+                fields=["completed_at"],
+                condition=Q(status__in=FINISHED),
+                name="effect_finished_time",
             ),
         ]
 

@@ -66,7 +66,12 @@ class Log(models.Model):
 
     class Meta:
         ordering = ["created_at"]
-        indexes = [models.Index(fields=["thread", "created_at"], name="log_thread_time")]
+        indexes = [
+            models.Index(fields=["thread", "created_at"], name="log_thread_time"),
+            # Retention: WHERE created_at < cutoff ORDER BY created_at LIMIT n (delete and
+            # trim old logs in bounded batches; without it every batch scans the table).
+            models.Index(fields=["created_at"], name="log_time"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.model or self.tool_name}"
