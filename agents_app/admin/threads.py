@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from datetime import datetime
-from urllib.parse import quote
 from typing import Any
+from urllib.parse import quote
 
 from django.contrib import admin
 from django.db.models import QuerySet
