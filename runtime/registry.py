@@ -10,6 +10,7 @@ with the same name are an error at start-up, never a silent override.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import inspect
@@ -133,6 +134,10 @@ class EndpointDefinition:
     fn: AnyFn
     method: str | None = None
     route: str | None = None
+    # True: the handler's responses are sent as it built them, without the web layer's safe
+    # defaults for someone else's bytes (nosniff, a sandboxing CSP, attachment for active
+    # types). Only for handlers that never echo user-controlled content as a document.
+    active_content: bool = False
 
     @property
     def description(self) -> str:
@@ -141,7 +146,7 @@ class EndpointDefinition:
 
     def located(self, method: str, route: str) -> EndpointDefinition:
         """A copy with the method and route derived from its file."""
-        return EndpointDefinition(self.name, self.fn, self.method or method, self.route or route)
+        return dataclasses.replace(self, method=self.method or method, route=self.route or route)
 
 
 AnyDefinition = ToolDefinition | HookDefinition | EffectDefinition | EndpointDefinition
@@ -242,16 +247,19 @@ def define_thread_endpoint(
     method: HttpMethod | None = None,
     route: str | None = None,
     name: str | None = None,
+    active_content: bool = False,
 ) -> Any:
     """Define a thread endpoint ``async handler(request, state, params)``.
 
     The method and route come from the file name when discovered
     (``agents/api/invoke.post.py`` → ``POST /invoke``; ``files/[id].py`` →
     ``GET /files/{id}``) unless given here. Routing itself lives in the web layer.
+    ``active_content=True`` sends the handler's responses without the safe defaults
+    for user content (see docs/operating.md, "Serving user files").
     """
 
     def build(target: AnyFn) -> EndpointDefinition:
-        return EndpointDefinition(name or target.__name__, target, method, route)
+        return EndpointDefinition(name or target.__name__, target, method, route, active_content)
 
     return build(handler) if handler is not None else build
 

@@ -19,6 +19,7 @@ from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefiniti
 from runtime.effects import EFFECT_ID_KEY, SCHEDULED_EFFECT_KEY, Effects
 from runtime.events import event
 from runtime.messages import MESSAGE_FIELDS, Message, Role, Side, new_id
+from runtime.mime_types import normalize_mime_type
 from runtime.recorder import Batch, Recorder
 from runtime.results import ToolResult
 from runtime.sandbox.options import CodeExecutionOptions
@@ -553,6 +554,7 @@ class ThreadState:
         Raster images given as bytes get a thumbnail, and their width and height when
         not given."""
         normalized = normalize_path(path)
+        mime_type = normalize_mime_type(mime_type)
         source: bytes | AsyncIterable[bytes]
         thumbnail = None
         if isinstance(data, str | bytes | bytearray | memoryview):

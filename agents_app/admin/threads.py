@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from django.contrib import admin
 from django.db.models import QuerySet
@@ -199,9 +200,13 @@ class ThreadValueAdmin(ReadOnlyAdmin):
 
 class ChunkInline(ReadOnlyInline):
     model = ThreadFileChunk
-    fields = ("index", "size", "blob")
+    fields = ("index", "size", "stored_as")
     readonly_fields = fields
     show_change_link = False
+
+    @admin.display(description="Stored as")
+    def stored_as(self, obj: ThreadFileChunk) -> str:
+        return obj.blob.name or ""
 
 
 @admin.register(ThreadFile)
@@ -211,3 +216,30 @@ class ThreadFileAdmin(ReadOnlyAdmin):
     list_filter = ("is_directory", "is_chunked", "mime_type")
     search_fields = ("path", "name", "thread__id")
     list_select_related = ("thread__agent",)
+    # The blob fields are not shown as Django's storage links (MEDIA_URL, served by whatever
+    # fronts it, without our headers): "content" opens the bytes through the API route,
+    # which serves user files inert (agents_app/api/file_responses.py).
+    fields = (
+        "thread",
+        "path",
+        "name",
+        "mime_type",
+        "is_directory",
+        "size",
+        "content",
+        "is_chunked",
+        "chunk_count",
+        "width",
+        "height",
+        "metadata",
+        "created_at",
+        "updated_at",
+    )
+    readonly_fields = ("content",)
+
+    @admin.display(description="Content")
+    def content(self, obj: ThreadFile) -> str:
+        if obj.is_directory:
+            return "–"
+        url = f"/api/threads/{obj.thread_id}/fs{quote(obj.path)}"
+        return format_html('<a href="{}" rel="noopener noreferrer">open</a>', url)

@@ -4,6 +4,10 @@ Registered last, so built-in routes win. The handler gets the Django request,
 the thread's ``ThreadState`` at rest (``execution`` is ``None``) and the route
 params; it may return an ``HttpResponse``, a ``(status, body)`` pair, ``None``
 (204) or anything JSON-serializable (200). It runs for at most 10 seconds.
+
+Its responses get the safe defaults of user content (``file_responses.harden``: nosniff,
+a sandboxing CSP, ``attachment`` unless the type is inert or JSON) unless the endpoint is
+defined with ``active_content=True``.
 """
 
 from __future__ import annotations
@@ -12,11 +16,12 @@ import asyncio
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from ninja import Router
 from ninja.errors import HttpError
 
 from agents_app import selectors
+from agents_app.api.file_responses import INLINE_TYPES, harden
 from agents_app.code_registry import get_registry
 from agents_app.endpoint_routes import resolve
 from agents_app.engines import with_engine
@@ -27,6 +32,8 @@ from runtime.registry import EndpointDefinition, call_maybe_async
 router = Router(tags=["thread endpoints"])
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 TIMEOUT_SECONDS = 10
+# JSON is what most handlers answer; with nosniff a browser shows it as text.
+ENDPOINT_INLINE_TYPES = INLINE_TYPES | {"application/json"}
 
 
 async def _call(
@@ -41,8 +48,8 @@ async def _call(
     return await with_engine(run)
 
 
-def _response(result: Any) -> HttpResponse:
-    if isinstance(result, HttpResponse):
+def _response(result: Any) -> HttpResponseBase:
+    if isinstance(result, HttpResponseBase):
         return result
     if result is None:
         return HttpResponse(status=204)
@@ -52,7 +59,15 @@ def _response(result: Any) -> HttpResponse:
     return JsonResponse(result, status=status, safe=False)
 
 
-def serve(request: HttpRequest, thread_id: str, rest: str) -> HttpResponse:
+def _safe(definition: EndpointDefinition, response: HttpResponseBase) -> HttpResponseBase:
+    """User code's response with the safe defaults of ``file_responses`` (JSON stays inline),
+    unless the endpoint was defined with ``active_content=True``."""
+    if definition.active_content:
+        return response
+    return harden(response, inline_types=ENDPOINT_INLINE_TYPES)
+
+
+def serve(request: HttpRequest, thread_id: str, rest: str) -> HttpResponseBase:
     thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
     found = resolve(get_registry(), request.method or "GET", rest)
     if found is None:
@@ -62,14 +77,14 @@ def serve(request: HttpRequest, thread_id: str, rest: str) -> HttpResponse:
         result = async_to_sync(_call)(definition, request, str(thread.pk), params)
     except TimeoutError:
         raise HttpError(504, "Thread endpoint timed out") from None
-    return _response(result)
+    return _safe(definition, _response(result))
 
 
 @router.api_operation(METHODS, "/{thread_id}/", summary="Thread endpoint: index route")
-def endpoint_index(request: HttpRequest, thread_id: str) -> HttpResponse:
+def endpoint_index(request: HttpRequest, thread_id: str) -> HttpResponseBase:
     return serve(request, thread_id, "")
 
 
 @router.api_operation(METHODS, "/{thread_id}/{path:rest}", summary="Thread endpoint")
-def endpoint(request: HttpRequest, thread_id: str, rest: str) -> HttpResponse:
+def endpoint(request: HttpRequest, thread_id: str, rest: str) -> HttpResponseBase:
     return serve(request, thread_id, rest)

@@ -12,11 +12,12 @@ import re
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
 from agents_app import selectors, wire
+from agents_app.api.file_responses import harden, served_type
 from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Invalid, NotFound
@@ -25,11 +26,11 @@ from agents_app.services import thread_files, thread_values
 from agents_app.services.thread_values import KEY_MAX
 from agents_app.storable_text import describe_unstorable, find_unstorable
 from runtime import file_images
+from runtime.mime_types import essence
 
 router = Router(tags=["storage"])
 
 UPLOAD_PIECE = 256 * 1024
-INLINE_RISKY = ("text/html", "image/svg+xml", "application/xhtml+xml")
 
 
 def _thread(request: HttpRequest, thread_id: str) -> Thread:
@@ -222,24 +223,23 @@ def fs_read(request: HttpRequest, thread_id: str, path: str, params: Query[FsPat
         if thumbnail is None:
             raise NotFound("Not found")
         response = HttpResponse(thumbnail, content_type="image/jpeg")
-        response["Cache-Control"] = "public, max-age=31536000"
-        return response
+        # ``private``: the route needs credentials, so no shared cache may keep the image.
+        response["Cache-Control"] = "private, max-age=31536000"
+        return harden(response)
     return _raw(row)
 
 
-def _raw(row: ThreadFile) -> HttpResponse | StreamingHttpResponse:
+def _raw(row: ThreadFile) -> HttpResponseBase:
+    """The file's bytes with the headers that keep them inert (``api/file_responses.py``)."""
     blobs = thread_files.blobs_of(row)
     response: HttpResponse | StreamingHttpResponse
+    content_type = served_type(row.mime_type)
     if len(blobs) > 1:  # chunked: streamed chunk by chunk, as the reference does
-        response = StreamingHttpResponse(thread_files.chunks(blobs), content_type=row.mime_type)
+        response = StreamingHttpResponse(thread_files.chunks(blobs), content_type=content_type)
     else:
-        response = HttpResponse(b"".join(thread_files.chunks(blobs)), content_type=row.mime_type)
+        response = HttpResponse(b"".join(thread_files.chunks(blobs)), content_type=content_type)
     response["Content-Length"] = str(row.size)
-    disposition = "attachment" if row.mime_type.startswith(INLINE_RISKY) else "inline"
-    safe_name = row.name.replace('"', "").replace("\r", "").replace("\n", "")
-    response["Content-Disposition"] = f'{disposition}; filename="{safe_name}"'
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
+    return harden(response, filename=row.name)
 
 
 class FileJsonIn(Schema):
@@ -266,8 +266,10 @@ class FileJsonIn(Schema):
 def fs_write(request: HttpRequest, thread_id: str, path: str) -> Status:
     thread = _thread(request, thread_id)
     _path(path)  # a bad path is refused before the body is read
-    content_type = request.content_type or "application/octet-stream"
-    if content_type == "application/json":
+    # The whole header (``request.content_type`` would drop the charset), normalized before
+    # the body is read: a malformed type is a 400, ``" TEXT/HTML"`` is stored as text/html.
+    content_type = thread_files.clean_mime_type(request.META.get("CONTENT_TYPE"))
+    if essence(content_type) == "application/json":
         return _write_json(thread, path, request.body)
     row = thread_files.file_write(thread, path, _body(request, content_type), content_type)
     return Status(201, wire.attachment_ref(row))

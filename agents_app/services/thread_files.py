@@ -43,6 +43,7 @@ from agents_app.models.timestamps import now_us
 from runtime import file_images
 from runtime import files as fs
 from runtime.events import event
+from runtime.mime_types import MimeTypeError, normalize_mime_type
 from runtime.store import FileRecord, FileStats, FileType, GrepResult
 
 logger = logging.getLogger(__name__)
@@ -204,7 +205,7 @@ def commit_file(
         raise IsADirectoryError(f"Is a directory: {path}")
     old = [] if created else _blob_names(row)
     row.chunks.all().delete()
-    row.mime_type = (mime_type or "application/octet-stream")[:200]
+    row.mime_type = normalize_mime_type(mime_type)
     row.size = sum(size for _, size in blobs)
     row.metadata, row.width, row.height = dict(metadata or {}), width, height
     row.is_chunked = len(blobs) > 1
@@ -440,6 +441,14 @@ def normalize_path(raw: str) -> str:
         raise Invalid(f"Invalid path: {exc}") from None
 
 
+def clean_mime_type(raw: str | None) -> str:
+    """The normal form of a client's MIME type; ``Invalid`` (400) when it is malformed."""
+    try:
+        return normalize_mime_type(raw)
+    except MimeTypeError as exc:
+        raise Invalid(str(exc)) from None
+
+
 def domain_errors(exc: Exception) -> DomainError:
     """The HTTP face of a core error."""
     if isinstance(exc, fs.DirectoryNotEmptyError):
@@ -479,6 +488,7 @@ def file_write(
     path = normalize_path(path)
     if path == fs.ROOT:
         raise Invalid("Cannot write to '/'")
+    mime_type = clean_mime_type(mime_type)
     thumb = None
     if isinstance(data, bytes) and file_images.is_raster_image(mime_type):
         made = file_images.make_thumbnail(data)
@@ -519,7 +529,7 @@ def attachment_write(
     over 2 MiB or not JPEG/PNG → JPEG of at most 1.5 MiB and 4096 px); a converted
     image gets the ``.jpg`` extension and its new dimensions.
     """
-    mime = mime_type or "application/octet-stream"
+    mime = clean_mime_type(mime_type)
     result = file_images.downsample_attachment(data, mime)
     if result.converted:
         ext, width, height = ".jpg", None, None

@@ -249,7 +249,7 @@ def test_image_uploads_get_thumbnails(as_: Any, alice: Any, thread_of: Any) -> N
     assert (ref["width"], ref["height"]) == (800, 400)
     thumb = client.get(url + "?thumbnail=1")
     assert thumb["Content-Type"] == "image/jpeg"
-    assert thumb["Cache-Control"] == "public, max-age=31536000"
+    assert thumb["Cache-Control"] == "private, max-age=31536000"  # credentials: no shared cache
     assert Image.open(io.BytesIO(thumb.content)).size == (256, 128)
     client.post(f"/api/threads/{thread.pk}/fs/t.txt", b"x", content_type="text/plain")
     assert client.get(f"/api/threads/{thread.pk}/fs/t.txt?thumbnail=1").status_code == 404

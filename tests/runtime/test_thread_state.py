@@ -147,6 +147,15 @@ async def test_env_resolution_order_thread_agent_prompt_user_instance(
         await state.env("MISSING")
 
 
+async def test_tool_written_mime_types_are_normalized_or_refused(state: Any) -> None:
+    record = await state.write_file("/page.html", "<p>x</p>", " TEXT/HTML ")
+    assert record.mime_type == "text/html"
+    assert (await state.stat_file("/page.html")).mime_type == "text/html"
+    with pytest.raises(ValueError, match="Invalid MIME type"):
+        await state.write_file("/bad.bin", b"x", "text/html<script>")
+    assert await state.stat_file("/bad.bin") is None
+
+
 async def test_files(state: Any, world: World) -> None:
     record = await state.write_file("notes//todo.txt", "buy tea", "text/plain")
     assert (record.path, record.name, record.size) == ("/notes/todo.txt", "todo.txt", 7)
