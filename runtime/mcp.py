@@ -32,6 +32,7 @@ DEFAULT_TIMEOUT_MS = 30_000
 MAX_TIMEOUT_MS = 600_000
 # OpenAI and Anthropic both accept tool names of at most 64 of these characters.
 _WIRE_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_SENSITIVE = re.compile(r"auth|token|key|secret|password|cookie|credential", re.IGNORECASE)
 
 
 class McpToolInfo(Definition):
@@ -137,9 +138,17 @@ def validate_server(d: McpServerDefinition) -> list[DefinitionError]:
     if not 1 <= d.timeout_ms <= MAX_TIMEOUT_MS:
         errs.append(DefinitionError("timeoutMs", f"The timeout must be 1 to {MAX_TIMEOUT_MS} ms."))
     for field, values in (("headers", d.headers), ("env", d.env)):
-        for key in values:
-            if not key.strip() or any(c in key for c in "\r\n:"):
+        for key, value in values.items():
+            if not key.strip() or any(c in key for c in "\r\n:="):
                 errs.append(DefinitionError(f"{field}.{key}", "Not a valid name."))
+            elif _SENSITIVE.search(key) and value and not PLACEHOLDER.search(value):
+                # The definition is shown in the studio and exported to files.
+                errs.append(
+                    DefinitionError(
+                        f"{field}.{key}",
+                        "Write a credential as ${NAME} and keep it in a secret env value.",
+                    )
+                )
     return errs
 
 

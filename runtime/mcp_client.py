@@ -302,7 +302,9 @@ class McpPool:
             try:
                 conn = await self._connection(server, headers, child_env)
             except McpUnavailable as exc:
-                return failure(f"Could not connect to MCP server '{server.name}': {exc}.")
+                return failure(
+                    f"Could not connect to MCP server '{server.name}': {str(exc).rstrip('.')}."
+                )
             try:
                 raw = await conn.call(tool, args, call_id, timeout)
             except McpUnavailable as exc:

@@ -2,7 +2,7 @@
 
 Dependency direction (a module may import only those to its right):
 threads/messages/logs/values/files/effects/sessions → agents → prompts → language_models;
-env → agents, prompts, threads; api_keys → (auth only).
+env → agents, prompts, threads; api_keys → (auth only); mcp_servers → (none).
 
 Timestamps follow the reference wire format where it is fixed to a column:
 message and log times are integer microseconds; everything else is a datetime
@@ -16,6 +16,7 @@ from agents_app.models.env import EnvValue
 from agents_app.models.files import ThreadFile, ThreadFileChunk
 from agents_app.models.language_models import LanguageModel, ModelFallback
 from agents_app.models.logs import Log
+from agents_app.models.mcp_servers import McpServer
 from agents_app.models.messages import Message, QueuedMessage
 from agents_app.models.prompts import Prompt, PromptPart, PromptTool
 from agents_app.models.sessions import ThreadSession
@@ -28,6 +29,7 @@ __all__ = [
     "EnvValue",
     "LanguageModel",
     "Log",
+    "McpServer",
     "Message",
     "ModelFallback",
     "Prompt",
