@@ -119,7 +119,7 @@ def _progress_sender() -> Report:
     async def report(steps: int, message: str) -> None:
         if token is not None:
             await ctx.session.send_progress_notification(
-                token, float(steps), message=message, related_request_id=ctx.request_id
+                token, float(steps), message=message, related_request_id=str(ctx.request_id)
             )
 
     return report
