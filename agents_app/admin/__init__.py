@@ -11,6 +11,7 @@ from agents_app.admin import (  # noqa: F401 (imported to register)
     env,
     language_models,
     logs,
+    mcp_servers,
     messages,
     prompts,
     threads,
