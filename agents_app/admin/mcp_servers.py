@@ -36,7 +36,7 @@ class McpServerAdmin(admin.ModelAdmin):
             "Tools",
             {
                 "description": "What the server listed at the last test of its connection. "
-                "Prompts may list these as mcp:<server>/<tool>.",
+                "Prompts may list these as mcp:SERVER/TOOL.",
                 "fields": ("tool_table", "tools_refreshed_at", "last_error"),
             },
         ),

@@ -69,7 +69,7 @@ class McpServerForm(forms.ModelForm):
         ]
         labels = {"url": "URL", "timeout_ms": "Timeout (ms)"}
         help_texts = {
-            "name": "Prompts list its tools as mcp:<name>/<tool>. Letters, digits, '_', '-', '.'.",
+            "name": "Prompts list its tools as mcp:NAME/TOOL. Letters, digits, '_', '-', '.'.",
             "url": "HTTP: the server's streamable HTTP endpoint, e.g. https://example.com/mcp.",
             "command": "stdio: the program to run on the worker (only when MCP_ALLOW_STDIO is on).",
             "timeout_ms": "How long one tool call may take before the model gets a timeout error.",
