@@ -17,9 +17,11 @@ from django.utils.module_loading import import_string
 from agents_app.bridge.events import LiveSink
 from agents_app.bridge.store import DjangoStore
 from agents_app.code_registry import get_registry
+from agents_app.services.mcp_servers import DjangoMcpServers
 from agents_app.services.subagents import DjangoHost
 from runtime.engine import Engine
 from runtime.events import EventSink
+from runtime.mcp_client import McpConnector
 from runtime.providers import ProviderRegistry
 from runtime.providers.registry import install, store_env_lookup
 
@@ -53,6 +55,7 @@ def build_engine(
         registry=get_registry(),
         providers=provider_registry(store, http),
         subagent_host=DjangoHost(),
+        mcp=McpConnector(DjangoMcpServers()),
     )
 
 

@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from runtime.events import EventSink, NullSink
+from runtime.mcp import McpTools
 from runtime.messages import Clock
 from runtime.providers import ProviderRegistry
 from runtime.providers.retry import RetryPolicy, Sleep
@@ -43,3 +44,5 @@ class Deps:
     clock: Clock = field(default_factory=Clock)
     limits: Limits = field(default_factory=Limits)
     sleep: Sleep = asyncio.sleep
+    # ``mcp:<server>/<tool>`` tools; without it such names resolve to nothing.
+    mcp: McpTools | None = None

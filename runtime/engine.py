@@ -22,6 +22,7 @@ from runtime.deps import Deps, Limits
 from runtime.events import EventSink, NullSink
 from runtime.hooks import HookRunner, hook_ids
 from runtime.loader import DefinitionLoader, DefinitionNotFound
+from runtime.mcp import McpTools
 from runtime.messages import Clock, Message, Role, Side, new_id
 from runtime.progress import SessionProgress
 from runtime.providers import ProviderRegistry
@@ -68,11 +69,13 @@ class Engine:
         clock: Clock | None = None,
         sleep: Sleep | None = None,
         subagent_host: SubagentHost | None = None,
+        mcp: McpTools | None = None,
     ) -> None:
         """``sleep`` replaces ``asyncio.sleep`` for the waits between LLM attempts (tests).
 
         ``subagent_host`` starts sessions of threads this engine does not run itself
         (non-blocking subagents, woken parents); without one, queued messages wait.
+        ``mcp`` resolves and runs ``mcp:<server>/<tool>`` tools (``runtime.mcp``).
         """
         self.deps = Deps(
             store=store,
@@ -82,6 +85,7 @@ class Engine:
             clock=clock or Clock(),
             limits=limits or Limits(),
             sleep=sleep or asyncio.sleep,
+            mcp=mcp,
         )
         self.subagents = Subagents(self, subagent_host or NullHost())
 

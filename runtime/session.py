@@ -293,7 +293,12 @@ class Session:
         key = (prompt.name, config.prompt if config else None)
         if key not in self._offered:
             self._offered[key] = await offered_tools(
-                self.defs, self.deps.registry, prompt, config, self._env_lookup(prompt.name)
+                self.defs,
+                self.deps.registry,
+                prompt,
+                config,
+                self._env_lookup(prompt.name),
+                self.deps.mcp,
             )
         return self._offered[key]
 

@@ -236,6 +236,8 @@ class ToolRunner:
             return await self._native(offered, args, state)
         if offered.kind == "stop":
             return success(_stop_text(args))
+        if offered.kind == "mcp":
+            return await self._mcp(scope, offered, call, args)
         assert self.delegate is not None
         if offered.kind == "prompt":
             return await self.delegate.subprompt(scope, offered, call, args, slot)
@@ -256,10 +258,23 @@ class ToolRunner:
                 return failure("Tool argument validation failed: " + validation_text(exc))
         return normalize(await tool(state, parsed))
 
+    async def _mcp(
+        self, scope: Scope, offered: OfferedTool, call: ToolCall, args: dict[str, Any]
+    ) -> ToolResult:
+        assert self.deps.mcp is not None and offered.mcp is not None
+        store, thread_id, prompt = self.deps.store, scope.thread.id, scope.prompt.name
+
+        async def env(name: str) -> str | None:
+            entry = await store.resolve_env(thread_id, name, prompt)
+            return entry.value if entry else None
+
+        server, tool = offered.mcp
+        return await self.deps.mcp.call(server, tool, args, call_id=call["id"], env=env)
+
     async def invoke(self, scope: Scope, name: str, args: dict[str, Any]) -> ToolResult:
         """``state.invoke_tool``: run any tool, prompt or agent now; nothing is stored."""
         offered = scope.tools.get(name) or await resolve(
-            self.defs, self.deps.registry, ToolConfig(name=name)
+            self.defs, self.deps.registry, ToolConfig(name=name), self.deps.mcp
         )
         if offered is None:
             return failure(f"Tool '{name}' not found.")

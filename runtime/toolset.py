@@ -1,7 +1,8 @@
 """Which tools a prompt offers the model, and what each name resolves to.
 
-A prompt ``tools`` entry resolves, in this order, to a native (code) tool, a
-prompt (a sub-prompt), or an agent: an agent with ``exposeAsTool`` runs in a
+A prompt ``tools`` entry resolves, in this order, to an MCP server's tool
+(``mcp:<server>/<tool>``, ``runtime.mcp``), a native (code) tool, a prompt (a
+sub-prompt), or an agent: an agent with ``exposeAsTool`` runs in a
 new child thread and returns its answer (spec §7.2); any other ``ai_human``
 agent is a handoff (the thread switches agents). The side's ``stopTool`` and
 ``endSessionTool`` are offered too; when no code defines them the engine
@@ -27,11 +28,12 @@ from runtime.definitions import (
     ToolConfig,
 )
 from runtime.loader import DefinitionLoader
+from runtime.mcp import McpTools, split_name, wire_name
 from runtime.providers.base import ToolSchema
 from runtime.registry import EMPTY_OBJECT_SCHEMA, Registry, ToolDefinition
 
 logger = logging.getLogger("runtime.toolset")
-ToolKind = Literal["native", "prompt", "agent", "handoff", "stop"]
+ToolKind = Literal["native", "prompt", "agent", "handoff", "stop", "mcp"]
 EnvLookup = Callable[[str], Awaitable[str | None]]
 TRUTHY = ("true", "1", "yes")
 
@@ -49,6 +51,7 @@ class OfferedTool:
     agent: AgentDefinition | None = None
     # Engine-injected tools (the subagent lifecycle): ``(scope, call, args, slot) -> ToolResult``.
     handler: Callable[..., Awaitable[Any]] | None = None
+    mcp: tuple[str, str] | None = None  # (server, tool) of an ``mcp:`` entry
 
 
 async def offered_tools(
@@ -57,6 +60,7 @@ async def offered_tools(
     prompt: PromptDefinition,
     side: SideConfig | None,
     env: EnvLookup,
+    mcp: McpTools | None = None,
 ) -> dict[str, OfferedTool]:
     """The prompt's tools (plus the side's stop and end-session tools), by name."""
     out: dict[str, OfferedTool] = {}
@@ -65,7 +69,7 @@ async def offered_tools(
             continue  # a resumable subagent: reached through subagent_create (runtime.subagents)
         if entry.optional and (await env(entry.optional) or "").strip().lower() not in TRUTHY:
             continue
-        offered = await resolve(defs, registry, entry)
+        offered = await resolve(defs, registry, entry, mcp)
         if offered is None:
             logger.warning(
                 "Prompt %s lists tool %r, which resolves to nothing", prompt.name, entry.name
@@ -96,10 +100,22 @@ def _side_tools(side: SideConfig | None) -> list[tuple[str, str | None]]:
 
 
 async def resolve(
-    defs: DefinitionLoader, registry: Registry, entry: ToolConfig
+    defs: DefinitionLoader, registry: Registry, entry: ToolConfig, mcp: McpTools | None = None
 ) -> OfferedTool | None:
-    """What a tool name means: native tool → prompt → agent; ``None`` when nothing matches."""
+    """What a tool name means: native tool → prompt → agent; ``None`` when nothing matches.
+
+    An ``mcp:<server>/<tool>`` name is an MCP server's tool; the model sees it as
+    ``<server>__<tool>`` (providers refuse ``:`` and ``/`` in tool names).
+    """
     name = entry.name
+    parts = split_name(name)
+    if parts is not None:
+        info = await mcp.tool(*parts) if mcp is not None else None
+        if info is None:
+            return None
+        wire = wire_name(*parts)
+        schema = ToolSchema(wire, info.description or f"{parts[1]} ({parts[0]})", info.input_schema)
+        return OfferedTool(wire, "mcp", schema, entry, mcp=parts)
     native = registry.tools.get(name)
     if native is not None:
         schema = ToolSchema(name, native.description, native.args_schema)

@@ -70,6 +70,8 @@ class Catalog:
     model_fallbacks: dict[str, list[str]] = field(default_factory=dict)
     # When False, unknown tool/hook names are accepted (code may not be loaded, e.g. import on CI).
     strict_code_names: bool = True
+    # MCP server name → its tool names (None: not known yet). None: ``mcp:`` names unchecked.
+    mcp_tools: dict[str, set[str] | None] | None = None
 
     def callables(self) -> set[str]:
         return self.tools | self.prompts | self.agents
@@ -389,6 +391,18 @@ def _hook_rules(hooks: list[str] | None, catalog: Catalog | None) -> list[Defini
     ]
 
 
+def _mcp_rules(prompt: PromptDefinition, catalog: Catalog) -> list[DefinitionError]:
+    if catalog.mcp_tools is None:
+        return []
+    from runtime.mcp import reference_errors  # runtime.mcp builds on this module
+
+    errs: list[DefinitionError] = []
+    for i, name in enumerate(prompt.tool_names()):
+        if name.startswith("mcp:"):
+            errs += reference_errors(f"tools.{i}", name, catalog.mcp_tools)
+    return errs
+
+
 def validate_prompt(
     prompt: PromptDefinition, catalog: Catalog | None = None
 ) -> list[DefinitionError]:
@@ -418,6 +432,7 @@ def validate_prompt(
                     "prompt", "Prompt includes form a cycle: " + " → ".join(cycle) + "."
                 )
             )
+        errs += _mcp_rules(prompt, catalog)
         if catalog.strict_code_names:
             known = catalog.callables()
             for i, name in enumerate(prompt.tool_names()):

@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django, WebSockets through Channels.
+"""ASGI entry point: HTTP through Django (``/mcp`` through the MCP SDK), WebSockets through
+Channels.
 
 WebSockets authenticate with a ticket, an API key or the session cookie
 (``agents_app.consumers.websocket_auth``). ``LoopCapture`` tells the in-process
@@ -20,11 +21,12 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from agents_app.consumers import websocket_auth  # noqa: E402
 from agents_app.executor import LoopCapture  # noqa: E402
+from agents_app.mcp_server import with_mcp  # noqa: E402
 from agents_app.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": LoopCapture(django_asgi_app),
+        "http": LoopCapture(with_mcp(django_asgi_app)),
         "websocket": LoopCapture(websocket_auth(URLRouter(websocket_urlpatterns))),
     }
 )

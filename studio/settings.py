@@ -143,6 +143,12 @@ STORAGES = {
 STUDIO_FILE_CHUNK_SIZE = envint("STUDIO_FILE_CHUNK_SIZE", 1_835_008)
 STUDIO_FILE_MAX_SIZE = envint("STUDIO_FILE_MAX_SIZE", 1024 * 1024 * 1024)
 
+# --- MCP (docs/mcp.md) ------------------------------------------------------------
+# stdio MCP servers run a command on the worker: off unless the operator allows it.
+MCP_ALLOW_STDIO = envbool("MCP_ALLOW_STDIO", False)
+# How long a tool call to /mcp waits for the agent's session before answering with an error.
+MCP_SERVER_CALL_TIMEOUT = envint("MCP_SERVER_CALL_TIMEOUT", 900)
+
 LOGIN_URL = "/admin/login/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", 25 * 1024 * 1024)
 

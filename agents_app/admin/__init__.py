@@ -12,6 +12,7 @@ from agents_app.admin import (  # noqa: F401 (imported to register)
     language_models,
     limits,
     logs,
+    mcp_servers,
     messages,
     prompts,
     retention,

@@ -157,7 +157,9 @@ class PromptAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
         # The tool picker's companion: every name a tool row accepts, with what it does.
-        context = {**(extra_context or {}), "tool_catalog": callables()}
+        catalog = callables()
+        mcp_tools = [c for c in catalog if c.kind.startswith("MCP tool")]
+        context = {**(extra_context or {}), "tool_catalog": catalog, "mcp_tools": mcp_tools}
         return super().changeform_view(request, object_id, form_url, context)
 
     def preview(self, request: HttpRequest) -> HttpResponse:

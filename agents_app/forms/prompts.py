@@ -342,8 +342,8 @@ class PromptToolForm(OrderedRowForm):
             "receives_messages": "Receives messages as",
         }
         help_texts = {
-            "name": "A code tool, a prompt (runs as a sub-prompt) or an agent (runs as a "
-            "subagent). Start typing to see the known names.",
+            "name": "A code tool, an MCP server's tool (mcp:SERVER/TOOL), a prompt (runs as "
+            "a sub-prompt) or an agent (runs as a subagent). Start typing to see the known names.",
             "include_text_response": "Sub-prompts and subagents: return their final text.",
             "include_tool_calls": "Sub-prompts and subagents: return the tool calls they made.",
             "include_errors": "Sub-prompts and subagents: return their errors.",

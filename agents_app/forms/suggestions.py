@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agents_app.models import Agent, Prompt
-from agents_app.services import definitions
+from agents_app.services import definitions, mcp_servers
 
 
 @dataclass(frozen=True)
@@ -13,7 +13,7 @@ class Callable:
     """Something a prompt may offer the model as a tool."""
 
     name: str
-    kind: str  # "code tool", "prompt" or "agent"
+    kind: str  # "code tool", "MCP tool (<server>)", "prompt" or "agent"
     description: str
 
 
@@ -23,7 +23,7 @@ def _short(text: str, length: int = 90) -> str:
 
 
 def callables() -> list[Callable]:
-    """Code tools, prompts and agents with their descriptions, in that order."""
+    """Code tools, MCP servers' tools, prompts and agents with their descriptions, in that order."""
     from agents_app.code_registry import get_registry
 
     code = definitions.registered_code_names()
@@ -32,6 +32,10 @@ def callables() -> list[Callable]:
         [
             Callable(n, "code tool", getattr(registered.get(n), "description", ""))
             for n in sorted(code[0] if code else ())
+        ]
+        + [
+            Callable(name, f"MCP tool ({name[4:].split('/', 1)[0]})", desc)
+            for name, desc in mcp_servers.tool_choices()
         ]
         + [
             Callable(name, "prompt", desc)

@@ -2,7 +2,7 @@
 
 Dependency direction (a module may import only those to its right):
 threads/messages/logs/values/files/effects/sessions/idempotency → agents → prompts → language_models;
-env → agents, prompts, threads; api_keys, retention → (nothing); limits → agents, api_keys.
+env → agents, prompts, threads; api_keys, retention, mcp_servers → (nothing); limits → agents, api_keys.
 
 Timestamps follow the reference wire format where it is fixed to a column:
 message and log times are integer microseconds; everything else is a datetime
@@ -18,6 +18,7 @@ from agents_app.models.idempotency import IdempotencyKey
 from agents_app.models.language_models import LanguageModel, ModelFallback
 from agents_app.models.limits import LimitedAction, SpendBudget, UsageLimit
 from agents_app.models.logs import Log
+from agents_app.models.mcp_servers import McpServer
 from agents_app.models.messages import Message, QueuedMessage
 from agents_app.models.prompts import Prompt, PromptPart, PromptTool
 from agents_app.models.retention import RetentionPolicy
@@ -33,6 +34,7 @@ __all__ = [
     "LanguageModel",
     "LimitedAction",
     "Log",
+    "McpServer",
     "Message",
     "ModelFallback",
     "Prompt",

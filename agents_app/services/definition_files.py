@@ -1,6 +1,6 @@
 """Agents, prompts and models as a directory of JSON files, so teams can keep them in git.
 
-Layout: ``<root>/{models,prompts,agents}/<name>.json``, one definition per file, each
+Layout: ``<root>/{mcp,models,prompts,agents}/<name>.json``, one definition per file, each
 holding the definition object exactly as the spec writes it (camelCase property names;
 an agent file holds what ``defineAgent`` takes). A missing folder just means none of
 that kind. Folders that hold code in the reference layout (``tools/``, ``hooks/`` …) are
@@ -20,7 +20,7 @@ from pathlib import Path
 from django.db import DatabaseError
 from django.db.models import Model
 
-from agents_app.models import Agent, LanguageModel, Prompt
+from agents_app.models import Agent, LanguageModel, McpServer, Prompt
 from agents_app.services.definitions import (
     AnyDefinition,
     DefinitionsInvalid,
@@ -31,13 +31,19 @@ from agents_app.services.definitions import (
     validate_definition,
 )
 from runtime.definitions import AgentDefinition
+from runtime.mcp import McpServerDefinition, parse_server
 from runtime.validation import DefinitionError, parse_and_validate
 
-# Dependency order: prompts refer to models, agents to prompts.
-KINDS = ("models", "prompts", "agents")
+# Dependency order: prompts refer to models and MCP servers, agents to prompts.
+KINDS = ("mcp", "models", "prompts", "agents")
 # Folders of the reference's agents/ layout that hold code, not definitions.
 CODE_FOLDERS = frozenset({"tools", "hooks", "effects", "handlers", "api", "__pycache__"})
-_KIND_MODELS: dict[str, type[Model]] = {"models": LanguageModel, "prompts": Prompt, "agents": Agent}
+_KIND_MODELS: dict[str, type[Model]] = {
+    "mcp": McpServer,
+    "models": LanguageModel,
+    "prompts": Prompt,
+    "agents": Agent,
+}
 
 
 class DefinitionFilesInvalid(Exception):
@@ -77,7 +83,7 @@ def _scan(root: Path) -> _Scan:
     if not root.is_dir():
         raise DefinitionFilesInvalid([f"{root}: not a directory."])
     scan = _Scan()
-    expected = "definitions go in agents/, prompts/ or models/"
+    expected = "definitions go in agents/, prompts/, models/ or mcp/"
     for entry in sorted(root.iterdir()):
         if _ignored(entry) or (entry.is_dir() and entry.name in CODE_FOLDERS):
             continue
@@ -119,7 +125,7 @@ def _load(kind: str, path: Path) -> tuple[AnyDefinition | None, list[str]]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         return None, [f"{label}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}."]
-    defn, errs = parse_and_validate(kind, data)
+    defn, errs = parse_server(data) if kind == "mcp" else parse_and_validate(kind, data)
     lines = [f"{label}: {e}" for e in errs]
     name = data.get("name") if isinstance(data, dict) else None
     if isinstance(name, str) and name and name != path.stem:
@@ -157,7 +163,11 @@ def _reference_errors(items: list[tuple[str, AnyDefinition]], scan: _Scan) -> li
     """
     catalog = build_catalog([d for _, d in items])
     for kind, path in scan.files:
-        getattr(catalog, kind).add(path.stem)
+        if kind == "mcp":
+            assert catalog.mcp_tools is not None
+            catalog.mcp_tools.setdefault(path.stem, set())
+        else:
+            getattr(catalog, kind).add(path.stem)
     errors = {label: validate_definition(d, catalog) for label, d in items}
     return _error_lines({label: errs for label, errs in errors.items() if errs})
 
@@ -215,6 +225,9 @@ def definition_json(defn: AnyDefinition) -> str:
     if isinstance(defn, AgentDefinition):
         rest = {k: v for k, v in data.items() if k not in ("name", "type")}
         data = {"name": defn.name, "type": defn.type, **rest}
+    elif isinstance(defn, McpServerDefinition):
+        rest = {k: v for k, v in data.items() if k not in ("name", "transport")}
+        data = {"name": defn.name, "transport": defn.transport, **rest}
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 

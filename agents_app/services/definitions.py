@@ -1,4 +1,4 @@
-"""Agents, prompts and models as spec definition objects: read, validate and save.
+"""Agents, prompts, models and MCP servers as definition objects: read, validate and save.
 
 The single path by which definitions enter the database: the admin studio, the
 HTTP API and ``import_definitions`` all call ``save_definitions`` (or the
@@ -20,10 +20,17 @@ from agents_app.models import (
     Agent,
     EnvValue,
     LanguageModel,
+    McpServer,
     ModelFallback,
     Prompt,
     PromptPart,
     PromptTool,
+)
+from agents_app.services.mcp_servers import (
+    mcp_catalog,
+    server_definition,
+    server_errors,
+    server_from_definition,
 )
 from runtime.definitions import (
     AgentDefinition,
@@ -42,6 +49,7 @@ from runtime.definitions import (
 from runtime.definitions import (
     PromptPart as PromptPartDef,
 )
+from runtime.mcp import McpServerDefinition
 from runtime.validation import (
     Catalog,
     DefinitionError,
@@ -50,7 +58,7 @@ from runtime.validation import (
     validate_prompt,
 )
 
-AnyDefinition = AgentDefinition | PromptDefinition | ModelDefinition
+AnyDefinition = AgentDefinition | PromptDefinition | ModelDefinition | McpServerDefinition
 
 
 class DefinitionsInvalid(Exception):
@@ -82,6 +90,7 @@ def build_catalog(
         models=set(LanguageModel.objects.values_list("name", flat=True)),
         prompts=set(Prompt.objects.values_list("name", flat=True)),
         agents=set(Agent.objects.values_list("name", flat=True)),
+        mcp_tools=mcp_catalog(d for d in extra if isinstance(d, McpServerDefinition)),
     )
     for part in PromptPart.objects.filter(type=PromptPart.Kind.INCLUDE).select_related(
         "prompt", "include"
@@ -97,7 +106,7 @@ def build_catalog(
         elif isinstance(d, PromptDefinition):
             catalog.prompts.add(d.name)
             catalog.prompt_includes[d.name] = d.include_names()
-        else:
+        elif isinstance(d, AgentDefinition):
             catalog.agents.add(d.name)
     code = registered_code_names()
     if code is not None:
@@ -111,6 +120,9 @@ def validate_definition(defn: AnyDefinition, catalog: Catalog) -> list[Definitio
         return validate_agent(defn, catalog)
     if isinstance(defn, PromptDefinition):
         return validate_prompt(defn, catalog)
+    if isinstance(defn, McpServerDefinition):
+        # Files are imported by an operator: only the instance's stdio setting applies.
+        return server_errors(defn)
     return validate_model(defn, catalog)
 
 
@@ -232,6 +244,7 @@ def agent_definition(a: Agent) -> AgentDefinition:
 
 def all_definitions() -> dict[str, list[AnyDefinition]]:
     return {
+        "mcp": [server_definition(r) for r in McpServer.objects.all()],
         "models": [model_definition(m) for m in LanguageModel.objects.all()],
         "prompts": [prompt_definition(p) for p in Prompt.objects.select_related("model")],
         "agents": [
@@ -421,6 +434,7 @@ def save_definitions(
     if errors:
         raise DefinitionsInvalid(errors)
     existing = {
+        **{("mcp", n): True for n in McpServer.objects.values_list("name", flat=True)},
         **{("models", n): True for n in LanguageModel.objects.values_list("name", flat=True)},
         **{("prompts", n): True for n in Prompt.objects.values_list("name", flat=True)},
         **{("agents", n): True for n in Agent.objects.values_list("name", flat=True)},
@@ -430,6 +444,9 @@ def save_definitions(
         models_ = [d for d in defs if isinstance(d, ModelDefinition)]
         prompts = [d for d in defs if isinstance(d, PromptDefinition)]
         agents = [d for d in defs if isinstance(d, AgentDefinition)]
+        servers = [d for d in defs if isinstance(d, McpServerDefinition)]
+        for server in servers:
+            server_from_definition(server)
         for m in models_:
             model_from_definition(m)
         for m in models_:
@@ -440,7 +457,13 @@ def save_definitions(
             link_prompt_parts(p)
         for a in agents:
             agent_from_definition(a)
-    for kind, group in (("models", models_), ("prompts", prompts), ("agents", agents)):
+    groups: tuple[tuple[str, Sequence[AnyDefinition]], ...] = (
+        ("mcp", servers),
+        ("models", models_),
+        ("prompts", prompts),
+        ("agents", agents),
+    )
+    for kind, group in groups:
         for d in group:
             (report.updated if (kind, d.name) in existing else report.created).append(
                 f"{kind}/{d.name}"

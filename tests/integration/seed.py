@@ -50,6 +50,13 @@ AGENTS = {
     "sub-resumable-child": ([{"content": "answer one"}, {"content": "answer two"}], None),
 }
 
+# Agents exposed as tools, served at /mcp (tests/integration/test_mcp_endpoint.py).
+EXPOSED = {"mcp-oracle": "Answers questions about life, the universe and everything."}
+AGENTS["mcp-oracle"] = (
+    [{"content": "The answer is 42.", "delayMs": 800}, {"content": "Still 42."}],
+    None,
+)
+
 # Parents of subagents: name -> (tool entry, script).
 SUBAGENT_PARENTS = {
     "sub-blocking-parent": (
@@ -156,7 +163,12 @@ def seed() -> dict[str, object]:
         prompt = PromptDefinition(
             name=f"{name}-prompt", model=model.name, prompt="You are helpful.", include_chat=True
         )
-        agent = AgentDefinition(name=name, side_a=SideConfig(prompt=prompt.name))
+        agent = AgentDefinition(
+            name=name,
+            side_a=SideConfig(prompt=prompt.name),
+            expose_as_tool=name in EXPOSED,
+            tool_description=EXPOSED.get(name),
+        )
         items += [(model.name, model), (prompt.name, prompt), (name, agent)]
     items += subagent_parent_items()
     save_definitions(items, strict_code_names=False)

@@ -1,0 +1,169 @@
+"""MCP server connections: save (with the stdio policy), refresh the tool list, and serve the
+engine's ``McpServerSource`` (docs/mcp.md).
+
+A stdio server runs a command on the worker, so it is an operator's feature: refused
+unless ``MCP_ALLOW_STDIO`` is on, and then only staff may save one (the admin; the
+import command is run by an operator). Header and env values stay ``${NAME}``
+templates here; they are resolved when a connection opens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from asgiref.sync import async_to_sync, sync_to_async
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from agents_app.errors import Invalid
+from agents_app.models import EnvValue, McpServer
+from runtime.mcp import EnvLookup, McpServerDefinition, McpToolInfo, validate_server
+from runtime.mcp import McpServer as RuntimeServer
+from runtime.mcp_client import McpUnavailable, discover_tools
+from runtime.validation import DefinitionError
+
+STDIO_OFF = (
+    "stdio MCP servers run a command on the worker and are turned off on this instance "
+    "(set MCP_ALLOW_STDIO=true to allow them)."
+)
+STDIO_STAFF = "Only staff may configure stdio MCP servers: they run a command on the worker."
+
+
+def server_definition(row: McpServer) -> McpServerDefinition:
+    return McpServerDefinition(
+        name=row.name,
+        transport=row.transport,  # type: ignore[arg-type]
+        url=row.url,
+        command=row.command,
+        args=list(row.args or []),
+        headers=dict(row.headers or {}),
+        env=dict(row.env or {}),
+        timeout_ms=row.timeout_ms,
+        allowed_tools=list(row.allowed_tools) if row.allowed_tools is not None else None,
+        enabled=row.enabled,
+    )
+
+
+def server_runtime(row: McpServer) -> RuntimeServer:
+    """The definition with its cached tools (what the engine offers)."""
+    tools = [McpToolInfo.model_validate(t) for t in row.tools or []]
+    return RuntimeServer(**server_definition(row).model_dump(), tools=tools)
+
+
+def server_errors(d: McpServerDefinition, actor: Any = None) -> list[DefinitionError]:
+    """Every reason not to save ``d``; ``actor`` is the studio user (None: the operator's import)."""
+    errs = validate_server(d)
+    if d.transport == "stdio":
+        if not settings.MCP_ALLOW_STDIO:
+            errs.append(DefinitionError("transport", STDIO_OFF))
+        elif actor is not None and not getattr(actor, "is_staff", False):
+            errs.append(DefinitionError("transport", STDIO_STAFF))
+    return errs
+
+
+def server_from_definition(d: McpServerDefinition) -> McpServer:
+    """Upsert the row; a changed connection keeps its cached tools until the next refresh."""
+    row, _ = McpServer.objects.update_or_create(
+        name=d.name,
+        defaults={
+            "transport": d.transport,
+            "url": d.url,
+            "command": d.command,
+            "args": list(d.args),
+            "headers": dict(d.headers),
+            "env": dict(d.env),
+            "timeout_ms": d.timeout_ms,
+            "allowed_tools": d.allowed_tools,
+            "enabled": d.enabled,
+        },
+    )
+    return row
+
+
+def mcp_server_save(*, definition: McpServerDefinition, actor: Any) -> McpServer:
+    errs = server_errors(definition, actor)
+    if errs:
+        raise Invalid("; ".join(str(e) for e in errs))
+    return server_from_definition(definition)
+
+
+# --- tool discovery -------------------------------------------------------------------------
+
+
+def studio_env_lookup(user: Any) -> EnvLookup:
+    """``${NAME}`` outside a thread (the studio's test): the user's value, else the instance's."""
+
+    def find(name: str) -> str | None:
+        owner = Q(scope="user", user_id=getattr(user, "pk", None)) if user else Q(pk__in=[])
+        rows = {
+            r.scope: r for r in EnvValue.objects.filter(Q(key=name) & (owner | Q(scope="instance")))
+        }
+        row = rows.get("user") or rows.get("instance")
+        return row.value if row is not None else None
+
+    async def lookup(name: str) -> str | None:
+        return await sync_to_async(find)(name)
+
+    return lookup
+
+
+def mcp_server_refresh(*, server: McpServer, user: Any) -> list[McpToolInfo]:
+    """Connect, list the tools and cache them; ``Invalid`` says in plain words what failed."""
+    definition = server_definition(server)
+    try:
+        tools = async_to_sync(discover_tools)(definition, studio_env_lookup(user))
+    except McpUnavailable as exc:
+        server.last_error = f"Could not list the tools of '{server.name}': {str(exc).rstrip('.')}."
+        server.save(update_fields=["last_error", "updated_at"])
+        raise Invalid(server.last_error) from None
+    server.tools = [t.dump() | {"name": t.name} for t in tools]
+    server.tools_refreshed_at = timezone.now()
+    server.last_error = ""
+    server.save(update_fields=["tools", "tools_refreshed_at", "last_error", "updated_at"])
+    return tools
+
+
+# --- for validation and the engine ------------------------------------------------------------
+
+
+def known_tools(
+    row_tools: list[dict[str, Any]] | None, allowed: list[str] | None
+) -> set[str] | None:
+    """The tool names a prompt may reference (``None``: not known until a refresh)."""
+    if row_tools:
+        names = {str(t.get("name")) for t in row_tools}
+        return names & set(allowed) if allowed is not None else names
+    return set(allowed) if allowed is not None else None
+
+
+def mcp_catalog(extra: Iterable[McpServerDefinition] = ()) -> dict[str, set[str] | None]:
+    """Server name → the tool names a prompt may list, for ``Catalog.mcp_tools``."""
+    rows = {r.name: r for r in McpServer.objects.all()}
+    known = {name: known_tools(r.tools, r.allowed_tools) for name, r in rows.items()}
+    for d in extra:
+        row = rows.get(d.name)
+        known[d.name] = known_tools(row.tools if row else None, d.allowed_tools)
+    return known
+
+
+def tool_choices() -> list[tuple[str, str]]:
+    """``(mcp:<server>/<tool>, description)`` of every enabled server's offered tools."""
+    out = []
+    for row in McpServer.objects.filter(enabled=True):
+        for tool in server_runtime(row).offered():
+            out.append((f"mcp:{row.name}/{tool.name}", tool.description))
+    return out
+
+
+class DjangoMcpServers:
+    """``runtime.mcp_client.McpServerSource`` over the ``McpServer`` table."""
+
+    async def mcp_server(self, name: str) -> RuntimeServer | None:
+        return await sync_to_async(_runtime_by_name)(name)
+
+
+def _runtime_by_name(name: str) -> RuntimeServer | None:
+    row = McpServer.objects.filter(name=name).first()
+    return server_runtime(row) if row is not None else None

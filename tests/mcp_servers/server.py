@@ -1,0 +1,95 @@
+"""A real MCP server for the tests: ``python -m tests.mcp_servers.server (stdio | http PORT)``.
+
+Tools: ``echo`` (text), ``pixel`` (a PNG image), ``fail`` (raises), ``hang`` (never
+answers until cancelled), ``whoami`` (the ``Authorization`` header over HTTP, env
+``MCP_TOKEN`` over stdio: what the canary tests plant a secret in), ``call_meta``
+(the ``_meta.callId`` the client sent), ``report`` (an embedded text resource).
+A started and a cancelled ``hang`` are recorded in the file named by env ``MCP_CANCEL_LOG``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import sys
+from typing import Any
+
+from mcp.server.fastmcp import Context, FastMCP, Image
+from mcp.types import EmbeddedResource, TextResourceContents
+
+# A 1x1 red PNG.
+PIXEL = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+)
+
+server = FastMCP("test-tools", host="127.0.0.1", log_level="CRITICAL")
+
+
+@server.tool(description="Repeat the given text.")
+def echo(text: str) -> str:
+    return f"echo: {text}"
+
+
+@server.tool(description="A one-pixel PNG.")
+def pixel() -> Image:
+    return Image(data=PIXEL, format="png")
+
+
+@server.tool(description="Always fails.")
+def fail(reason: str = "broken on purpose") -> str:
+    raise RuntimeError(reason)
+
+
+@server.tool(description="Never answers.")
+async def hang() -> str:
+    _note("started")
+    try:
+        await asyncio.sleep(3600)
+    except asyncio.CancelledError:
+        _note("cancelled")
+        raise
+    return "woke up"
+
+
+def _note(line: str) -> None:
+    path = os.environ.get("MCP_CANCEL_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(line + "\n")
+
+
+@server.tool(description="Who the caller says it is.")
+def whoami(ctx: Context) -> str:  # type: ignore[type-arg]
+    request: Any = ctx.request_context.request
+    if request is not None:
+        return f"auth: {request.headers.get('authorization', '')}"
+    return f"token: {os.environ.get('MCP_TOKEN', '')}"
+
+
+@server.tool(description="The call id the client sent in _meta.")
+def call_meta(ctx: Context) -> str:  # type: ignore[type-arg]
+    meta = ctx.request_context.meta
+    return f"callId: {getattr(meta, 'callId', None)}"
+
+
+@server.tool(description="An embedded text resource.")
+def report() -> list[Any]:
+    resource = TextResourceContents(uri="memo://report", mimeType="text/plain", text="all good")
+    return [EmbeddedResource(type="resource", resource=resource)]
+
+
+def main() -> None:
+    if sys.argv[1] == "stdio":
+        server.run("stdio")
+        return
+    import uvicorn
+
+    server.settings.port = int(sys.argv[2])
+    uvicorn.run(
+        server.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning"
+    )
+
+
+if __name__ == "__main__":
+    main()
