@@ -32,6 +32,7 @@ from runtime.events import telemetry
 from runtime.hooks import HookRunner
 from runtime.llm import LLMReply, completed_log, opened_log
 from runtime.loader import DefinitionLoader
+from runtime.media import fit_for_model
 from runtime.messages import MESSAGE_FIELDS, Message, Side, make_tool_call, new_id, role_for_side
 from runtime.prompting import render_prompt
 from runtime.providers.base import INVALID_REQUEST, ProviderError, ProviderRequest
@@ -138,9 +139,11 @@ class Stepper:
         self, scope: Scope, request: ProviderRequest, model: ModelDefinition
     ) -> ProviderRequest:
         """``request`` as one attempt sends it to ``model``: its model id, the tools if it
-        takes them, and its response number on this thread (``sequence``)."""
+        takes them, its response number on this thread (``sequence``), and the images
+        it can take (placeholders without vision, downsampled to its vendor's limits)."""
         return replace(
             request,
+            messages=await fit_for_model(request.messages, model),
             model=model.model,
             model_name=model.name,
             tools=[t.schema for t in scope.tools.values()] if tools_allowed(model) else [],

@@ -36,7 +36,9 @@ from runtime.providers.adapter import (
     as_int,
     content_parts,
     content_text,
+    document_of,
     image_of,
+    joined_text,
     load_event_json,
     parse_json_object,
     provider_data,
@@ -117,12 +119,20 @@ def _user_parts(content: Any) -> list[dict[str, Any]]:
         if part.get("type") == "text" and part.get("text"):
             parts.append({"text": part["text"]})
             continue
-        image = image_of(part)
-        if image is not None and image.data is not None:
-            parts.append({"inlineData": {"mimeType": image.media_type, "data": image.data}})
-        elif image is not None:
-            parts.append({"fileData": {"mimeType": image.media_type, "fileUri": image.url}})
+        inline = _media_part(part)
+        if inline is not None:
+            parts.append(inline)
     return parts
+
+
+def _media_part(part: dict[str, Any]) -> dict[str, Any] | None:
+    """``inlineData`` for an inline image or PDF, ``fileData`` for an image URL."""
+    media = image_of(part) or document_of(part)
+    if media is not None and media.data is not None:
+        return {"inlineData": {"mimeType": media.media_type, "data": media.data}}
+    if media is not None:
+        return {"fileData": {"mimeType": media.media_type, "fileUri": media.url}}
+    return None
 
 
 def _model_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -153,15 +163,30 @@ def _model_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _function_response(message: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """A ``functionResponse``; a tool's images ride in its ``parts`` (fixture
+    generate_function_response_image_parts.yaml, snake_case as recorded)."""
     call_id = str(message.get("tool_call_id", ""))
     key = "error" if message.get("is_error") else "result"
-    return {
-        "functionResponse": {
-            "id": call_id,
-            "name": message.get("name") or names.get(call_id, ""),
-            "response": {key: content_text(message.get("content"))},
-        }
+    content = message.get("content")
+    text = joined_text(content)
+    response: dict[str, Any] = {
+        "id": call_id,
+        "name": message.get("name") or names.get(call_id, ""),
+        "response": {key: text} if text or not isinstance(content, list) else {},
     }
+    media = [m for m in map(_media_part, content_parts(content)) if m is not None]
+    if media:
+        response["parts"] = [
+            {
+                "inline_data": {
+                    "mime_type": m["inlineData"]["mimeType"],
+                    "data": m["inlineData"]["data"],
+                }
+            }
+            for m in media
+            if "inlineData" in m
+        ]
+    return {"functionResponse": response}
 
 
 def tool_config(request: ProviderRequest) -> dict[str, Any] | None:

@@ -33,6 +33,7 @@ from runtime.providers.base import ProviderRequest, ReasoningDelta, StreamEvent
 from runtime.providers.openai import (
     ChatStreamParser,
     chat_body,
+    chat_history,
     chat_message,
     parse_chat_completion,
 )
@@ -67,13 +68,16 @@ def openrouter_messages(request: ProviderRequest) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
-    for message in request.messages:
-        shaped = chat_message(message)
-        details = provider_data(message, "openrouter").get("reasoning_details")
-        if shaped["role"] == "assistant" and details:
-            shaped["reasoning_details"] = details
-        out.append(shaped)
+    out.extend(chat_history(request.messages, _shaped))
     return out
+
+
+def _shaped(message: dict[str, Any]) -> dict[str, Any]:
+    shaped = chat_message(message)
+    details = provider_data(message, "openrouter").get("reasoning_details")
+    if shaped["role"] == "assistant" and details:
+        shaped["reasoning_details"] = details
+    return shaped
 
 
 class ReasoningDetails:
