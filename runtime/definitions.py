@@ -68,6 +68,11 @@ class InputExpectation(Definition):
     contains_tool_result: ToolResultExpectation | None = None
     message_count: int | None = None
     system_prompt_contains: str | None = None
+    # Extensions (not in the reference): what the request carried as pixels or documents.
+    image_count: int | None = Field(default=None, ge=0)
+    document_count: int | None = Field(default=None, ge=0)
+    attachment_names: list[str] | None = None
+    attachment_types: list[str] | None = None
 
 
 class ScriptedResponse(Definition):

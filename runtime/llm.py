@@ -17,7 +17,7 @@ from typing import Any
 from runtime.definitions import ModelDefinition
 from runtime.messages import ToolCall, make_tool_call
 from runtime.pricing import cost_of
-from runtime.providers.adapter import FinishDetails, wire_request
+from runtime.providers.adapter import FinishDetails, strip_inline_data, wire_request
 from runtime.providers.base import (
     NETWORK,
     UNKNOWN,
@@ -189,7 +189,8 @@ def request_body(provider: object, request: ProviderRequest) -> dict[str, Any]:
     """
     wire = wire_request(provider, request) if provider is not None else None
     if wire is None:
-        return request.summary()
+        summary: dict[str, Any] = strip_inline_data(request.summary())
+        return summary
     wire["summary"] = {
         "model": request.model,
         "messages": len(request.messages),

@@ -100,10 +100,11 @@ def tool_images_message(message: dict[str, Any]) -> dict[str, Any] | None:
     media = [chat_part(p) for p in content_parts(message.get("content")) if is_media_part(p)]
     if not media:
         return None
-    call_id = message.get("tool_call_id", "")
-    name = message.get("name")
-    source = f"tool {name} (call {call_id})" if name else f"tool call {call_id}"
-    intro = {"type": "text", "text": f"Attachments from {source}:"}
+    # The wording of the recorded OpenRouter exchange (the model understood it).
+    intro = {
+        "type": "text",
+        "text": f"Attachments from tool call {message.get('tool_call_id', '')}:",
+    }
     return {"role": "user", "content": [intro, *media]}
 
 
