@@ -46,6 +46,7 @@ from runtime.providers.adapter import (
 )
 from runtime.providers.base import (
     FinishReason,
+    ImageDelta,
     ProviderRequest,
     ReasoningDelta,
     StreamEvent,
@@ -146,6 +147,7 @@ def _model_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
         if text_signature:
             part["thoughtSignature"] = text_signature
         parts.append(part)
+    parts.extend(_generated_parts(message, saved.get("image_signatures") or []))
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
         call_id = str(call.get("id", ""))
@@ -158,6 +160,22 @@ def _model_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
         }
         if signatures.get(call_id):
             part["thoughtSignature"] = signatures[call_id]
+        parts.append(part)
+    return parts
+
+
+def _generated_parts(message: dict[str, Any], signatures: list[Any]) -> list[dict[str, Any]]:
+    """The model's own generated images, each with the ``thoughtSignature`` it came with
+    (Gemini 3 image models require it on the next turn)."""
+    parts: list[dict[str, Any]] = []
+    content = message.get("content")
+    images = [p for p in content_parts(content) if p.get("type") == "image_url"]
+    for index, image in enumerate(images):
+        part = _media_part(image)
+        if part is None:
+            continue
+        if index < len(signatures) and signatures[index]:
+            part["thoughtSignature"] = signatures[index]
         parts.append(part)
     return parts
 
@@ -276,6 +294,7 @@ class GeminiResponseReader:
         self.new_id = new_id or (lambda: f"call_{uuid.uuid4().hex[:24]}")
         self.call_signatures: dict[str, str] = {}
         self.text_signature: str | None = None
+        self.image_signatures: list[str | None] = []
         self.has_calls = False
         self.finish: str | None = None
         self.usage: Any = None
@@ -308,6 +327,9 @@ class GeminiResponseReader:
                 continue
             if isinstance(part.get("functionCall"), dict):
                 events.extend(self._call(part))
+            elif isinstance(part.get("inlineData") or part.get("inline_data"), dict):
+                if not part.get("thought"):  # Gemini 3's draft "thought images" are not answers
+                    events.append(self._image(part))
             elif isinstance(part.get("text"), str):
                 if part.get("thought"):
                     if part["text"] and self.show_reasoning:
@@ -318,6 +340,16 @@ class GeminiResponseReader:
                 if part["text"]:
                     events.append(TextDelta(part["text"]))
         return events
+
+    def _image(self, part: dict[str, Any]) -> ImageDelta:
+        """A generated image; its ``thoughtSignature`` must go back on the same part."""
+        inline = part.get("inlineData") or part.get("inline_data") or {}
+        self.image_signatures.append(part.get("thoughtSignature"))
+        return ImageDelta(
+            index=len(self.image_signatures) - 1,
+            media_type=str(inline.get("mimeType") or inline.get("mime_type") or "image/png"),
+            data=inline.get("data"),
+        )
 
     def _call(self, part: dict[str, Any]) -> list[StreamEvent]:
         call = part["functionCall"]
@@ -342,6 +374,8 @@ class GeminiResponseReader:
             data["call_signatures"] = dict(self.call_signatures)
         if self.text_signature:
             data["text_signature"] = self.text_signature
+        if any(self.image_signatures):
+            data["image_signatures"] = list(self.image_signatures)
         return FinishDetails(
             reason,
             gemini_usage(self.usage),
