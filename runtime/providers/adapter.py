@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 import httpx
+import orjson
 
 from runtime.definitions import ModelDefinition
 from runtime.providers import errors
@@ -203,7 +204,7 @@ class HTTPAdapter:
             prepared.method,
             prepared.url,
             headers=headers,
-            content=json.dumps(prepared.body).encode(),
+            content=encode_body(prepared.body),
             timeout=self.timeout if self.timeout is not None else httpx.USE_CLIENT_DEFAULT,
         )
         return await self._client.send(outgoing, stream=True)
@@ -226,6 +227,15 @@ class HTTPAdapter:
             "accept": "application/json",
             **self.extra_headers,
         }
+
+
+def encode_body(body: dict[str, Any]) -> bytes:
+    """The JSON bytes of a request body. orjson: a body with ten inline images is
+    megabytes of base64, which the standard library escapes about ten times slower."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:  # a value orjson does not take (e.g. a non-string key)
+        return json.dumps(body).encode()
 
 
 def wire_request(provider: object, request: ProviderRequest) -> dict[str, Any] | None:
