@@ -34,6 +34,7 @@ from runtime.providers.base import (
     UNKNOWN,
     Finish,
     FinishReason,
+    ImageDelta,
     ProviderError,
     ProviderRequest,
     ReasoningDelta,
@@ -181,6 +182,8 @@ class TestProvider:
     async def _events(
         self, response: ScriptedResponse, request: ProviderRequest, index: int
     ) -> AsyncIterator[StreamEvent]:
+        for position, image in enumerate(response.images or []):
+            yield ImageDelta(position, image.mime_type, image.data)
         async for delta in self._text_chunks(response.content or ""):
             yield TextDelta(delta)
         if response.reasoning_content:

@@ -159,3 +159,44 @@ def test_the_composer_with_an_image_at_phone_width(
     page.keyboard.press("Escape")
     shot(page, "chat-image-phone-thread")
     assert page.console_errors == []  # type: ignore[attr-defined]
+
+
+def _artist_definitions() -> str:
+    out = io.BytesIO()
+    image = Image.new("RGB", (480, 320), (250, 240, 200))
+    image.paste(Image.new("RGB", (200, 120), (30, 110, 200)), (140, 100))
+    image.save(out, format="PNG")
+    picture = base64.b64encode(out.getvalue()).decode()
+    return f"""
+from agents_app.services.definitions import save_definitions
+from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+model = ModelDefinition(
+    name="artist_model", provider="test", model="scripted",
+    script=[{{"content": "Here is a blue rectangle for you.", "images": [{{"mimeType": "image/png", "data": {picture!r}}}]}}],
+    streaming={{"chunkSize": 3, "chunkDelayMs": 40}},
+)
+prompt = PromptDefinition(name="artist_prompt", model="artist_model", prompt="Draw.")
+agent = AgentDefinition(name="artist_agent", title="Artist", side_a=SideConfig(prompt="artist_prompt"))
+save_definitions([("model", model), ("prompt", prompt), ("agent", agent)], strict_code_names=False)
+"""
+
+
+def test_a_generated_image_shows_in_the_reply_as_it_streams(page: Page, site: Site) -> None:
+    site.python(_artist_definitions())
+    seen = frames(page)
+    chat_login(page, site, "charlie", then="/chat/?agent=artist_agent")
+    box = page.get_by_label("Message")
+    box.fill("Draw me a rectangle")
+    box.press("Enter")
+    page.wait_for_url("**/chat/t/**")
+    reply = page.locator("article.msg-assistant").last
+    picture = reply.locator("img[alt='Generated image generated-1.png']")
+    expect(picture).to_be_visible(timeout=30_000)
+    expect(reply).to_contain_text("Here is a blue rectangle for you.", timeout=30_000)
+    assert any('"message_image"' in f for f in seen), "the image was not announced while streaming"
+    picture.click()
+    expect(page.locator("#lightbox figcaption")).to_have_text("generated-1.png")
+    shot(page, "chat-generated-image-lightbox")
+    page.keyboard.press("Escape")
+    shot(page, "chat-generated-image")
+    assert page.console_errors == []  # type: ignore[attr-defined]

@@ -255,3 +255,52 @@ async def test_images_over_the_vendor_limit_are_downsampled_and_the_file_kept(wo
     assert part["image_url"]["url"].startswith("data:image/png")  # the original part untouched
     small = media.downsample_to(png(), ImageLimits(100, 10_000_000))
     assert small is None  # already within the limits: sent as stored
+
+
+async def test_spec_generated_images_are_stored_attached_and_streamed(world: World):
+    picture = base64.b64encode(png((200, 100, 0))).decode()
+    world.script(
+        "m",
+        [
+            {
+                "content": "Here is a drawing.",
+                "images": [{"mimeType": "image/png", "data": picture}],
+            },
+            {
+                "content": "It is orange.",
+                "expectInput": {"imageCount": 1, "attachmentNames": ["generated-1.png"]},
+            },
+        ],
+    )
+    world.define(prompt(), agent())
+    thread, _ = await world.chat("Draw something")
+
+    answer = (await world.messages(thread.id))[-1]
+    [ref] = answer.attachments
+    assert ref["name"] == "generated-1.png" and ref["generated"] is True
+    assert await world.store.read_file(thread.id, ref["path"]) == png((200, 100, 0))
+    [frame] = world.sink.of_type(thread.id, "message_image")
+    assert frame["message_id"] == answer.id and frame["attachment"] == ref
+    # The model sees its own image again on the next turn.
+    result = await world.run(thread.id, "What colour is it?")
+    assert result.stop_reason == "stop_on_response"
+
+
+async def test_an_image_only_reply_is_not_an_empty_response(world: World):
+    picture = base64.b64encode(png()).decode()
+    world.script("m", [{"images": [{"data": picture}]}])
+    world.define(prompt(), agent())
+    thread, result = await world.chat("Just draw")
+    assert result.stop_reason == "stop_on_response"
+    answer = (await world.messages(thread.id))[-1]
+    assert answer.attachments and not answer.tool_calls
+
+
+def test_a_scripted_image_that_is_not_base64_is_refused_at_definition_time():
+    import pytest
+    from pydantic import ValidationError
+
+    from runtime.definitions import ScriptedResponse
+
+    with pytest.raises(ValidationError, match="data must be base64"):
+        ScriptedResponse.model_validate({"images": [{"data": "not base64!"}]})
