@@ -250,8 +250,10 @@ def _too_large(ref: dict[str, Any], data_len: int, limits: ImageLimits) -> bool:
     return data_len * 3 // 4 > limits.size
 
 
+# Downsampled data URLs by (path, encoded length, vendor); "" marks an image that fits (the
+# check decodes it, so it is not repeated on every step). Bounded: entries can be megabytes.
 _fitted: OrderedDict[tuple[str, int, str], str] = OrderedDict()
-_FITTED_MAX = 64
+_FITTED_MAX = 32
 
 
 async def _fit_image(part: dict[str, Any], limits: ImageLimits, vendor: str) -> dict[str, Any]:
@@ -269,20 +271,19 @@ async def _fit_image(part: dict[str, Any], limits: ImageLimits, vendor: str) -> 
         _fitted[key] = fitted
         while len(_fitted) > _FITTED_MAX:
             _fitted.popitem(last=False)
+    if not fitted:
+        return part
     return {**part, "image_url": {**part["image_url"], "url": fitted}}
 
 
 def _downsample_url(header: str, encoded: str, limits: ImageLimits) -> str:
-    """The data URL within ``limits`` (the same URL when it already fits or cannot be read)."""
-    original = f"{header},{encoded}"
+    """The data URL within ``limits``, or ``""`` when it already fits or cannot be read."""
     try:
         data = base64.b64decode(encoded)
     except ValueError:
-        return original
+        return ""
     fitted = downsample_to(data, limits)
-    if fitted is None:
-        return original
-    return _data_url("image/jpeg", fitted)
+    return _data_url("image/jpeg", fitted) if fitted is not None else ""
 
 
 def downsample_to(data: bytes, limits: ImageLimits) -> bytes | None:

@@ -304,3 +304,18 @@ def test_a_scripted_image_that_is_not_base64_is_refused_at_definition_time():
 
     with pytest.raises(ValidationError, match="data must be base64"):
         ScriptedResponse.model_validate({"images": [{"data": "not base64!"}]})
+
+
+async def test_an_image_without_stored_dimensions_is_measured_before_sending():
+    big = png(size=(3200, 900))
+    model = ModelDefinition(name="m", provider="google", model="gemini")
+    part = media.media_part(
+        {"name": "wide.png", "mimeType": "image/png", "path": "/a/wide.png"}, big
+    )
+    [fitted] = await media.fit_for_model([{"role": "user", "content": [part]}], model)
+    url = fitted["content"][0]["image_url"]["url"]
+    with Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))) as image:
+        assert image.size == (3072, 864)
+    small = media.media_part({"name": "s.png", "mimeType": "image/png", "path": "/a/s.png"}, png())
+    [same] = await media.fit_for_model([{"role": "user", "content": [small]}], model)
+    assert same["content"][0] == small
