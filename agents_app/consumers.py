@@ -185,7 +185,7 @@ class ThreadStreamConsumer(_ThreadSocket):
             return False
         if kind == "reasoning_chunk" and not self.reasoning:
             return False
-        if (kind in CHUNKS or kind == "message_data") and int(
+        if (kind in CHUNKS or kind in ("message_data", "message_image")) and int(
             frame.get("depth") or 0
         ) > self.max_depth:
             return False

@@ -34,14 +34,15 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from runtime.definitions import ModelDefinition
 from runtime.deps import Deps
-from runtime.events import message_chunk, telemetry
-from runtime.llm import LLMReply, failed_log, opened_log, run_attempt
+from runtime.events import message_chunk, message_image, telemetry
+from runtime.llm import LLMReply, OnImage, failed_log, opened_log, run_attempt
 from runtime.messages import Message, new_id
 from runtime.progress import SessionProgress
-from runtime.providers.base import Provider, ProviderError, ProviderRequest
+from runtime.providers.base import ImageDelta, Provider, ProviderError, ProviderRequest
 from runtime.providers.errors import PartialResponseError
 from runtime.providers.retry import (
     AttemptContext,
@@ -122,10 +123,12 @@ class AttemptLadder:
         first: Attempt,
         prepare: Prepare,
         progress: OpenStepProgress,
+        save_image: OnImage | None = None,
     ) -> None:
         self.deps, self.recorder = deps, recorder
         self.message, self.depth, self.chain, self.start = message, depth, chain, start
         self.prepare, self.progress = prepare, progress
+        self.save_image = save_image
         self.current = first
 
     async def run(self) -> LadderOutcome:
@@ -175,8 +178,16 @@ class AttemptLadder:
             ctx.deliver_reasoning(text)
             send(text, True)
 
+        async def on_image(image: ImageDelta) -> dict[str, Any] | None:
+            ref = await self.save_image(image) if self.save_image is not None else None
+            if ref is not None:  # shown while the response still streams
+                self.recorder.emit(message_image(self.message.id, self.depth, image.index, ref))
+            return ref
+
         try:
-            return await run_attempt(provider, self.current.request, on_text, on_reasoning)
+            return await run_attempt(
+                provider, self.current.request, on_text, on_reasoning, on_image
+            )
         finally:
             for reasoning, stream in streams.items():
                 rest = stream.flush()

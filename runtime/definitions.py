@@ -8,9 +8,11 @@ camelCase JSON with defaults left out, so exported files stay minimal.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 Provider = Literal["openai", "openrouter", "anthropic", "google", "test"]
@@ -68,6 +70,27 @@ class InputExpectation(Definition):
     contains_tool_result: ToolResultExpectation | None = None
     message_count: int | None = None
     system_prompt_contains: str | None = None
+    # Extensions (not in the reference): what the request carried as pixels or documents.
+    image_count: int | None = Field(default=None, ge=0)
+    document_count: int | None = Field(default=None, ge=0)
+    attachment_names: list[str] | None = None
+    attachment_types: list[str] | None = None
+
+
+class ScriptedImage(Definition):
+    """An image the scripted model "generates" (ours, not the reference's)."""
+
+    mime_type: str = "image/png"
+    data: str  # base64
+
+    @field_validator("data")
+    @classmethod
+    def _base64(cls, value: str) -> str:
+        try:
+            base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("data must be base64 (the image's bytes)") from None
+        return value
 
 
 class ScriptedResponse(Definition):
@@ -81,6 +104,7 @@ class ScriptedResponse(Definition):
     error: ScriptedError | None = None
     delay_ms: int | None = Field(default=None, ge=0)
     expect_input: InputExpectation | None = None
+    images: list[ScriptedImage] | None = None
 
 
 class StreamingSimulation(Definition):

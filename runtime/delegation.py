@@ -26,6 +26,7 @@ from runtime.deps import Deps
 from runtime.history import Window, select_rows, to_llm_messages
 from runtime.hooks import HookRunner
 from runtime.loader import DefinitionLoader
+from runtime.media import ReadFile, resolve_attachments
 from runtime.messages import Message, ToolCall, new_id, parse_arguments
 from runtime.recorder import Batch, Recorder
 from runtime.results import ERROR_PREFIX, ToolResult, failure, success
@@ -77,6 +78,10 @@ class ScopeSource(Protocol):
 
     def top_level(self) -> list[Message]:
         """The top-level messages of the thread."""
+        ...
+
+    def file_reader(self) -> ReadFile:
+        """Reads the thread's files (attachments sent to the model)."""
         ...
 
 
@@ -221,7 +226,11 @@ class Delegate:
             window = self.source.window(scope, child.prompt.include_past_tools)
             rows = [_settled(m, scope.log_id) for m in select_rows(self.source.top_level(), window)]
             rows = await child.hooks.filter_messages(child.state, rows)
-            messages = to_llm_messages(rows, window)
+            messages = await resolve_attachments(
+                to_llm_messages(rows, window),
+                self.source.file_reader(),
+                child.prompt.recent_image_threshold,
+            )
         if init is not None:
             messages.append({"role": "user", "content": init.content or ""})
         if not messages:

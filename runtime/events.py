@@ -9,6 +9,8 @@ Frame shapes (all JSON-serializable dicts; ``timestamp`` in ms):
 
 - ``{type:"message_data", message_id, depth, data: <Message wire dict>}``
 - ``{type:"message_chunk", message_id, depth, chunk}`` and ``reasoning_chunk`` alike
+- ``{type:"message_image", message_id, depth, index, attachment}``: a generated image,
+  already stored in the thread file system (``attachment`` is its ``AttachmentRef``)
 - telemetry, unwrapped: ``step_started {step, side}``, ``step_completed {step, stopped}``,
   ``llm_request {model, attempt}`` (one per attempt), ``fallback_triggered {from, to}``
   (the attempt ladder moves to the next model), ``llm_response {tokens, latency}``,
@@ -102,6 +104,17 @@ def message_chunk(message_id: str, depth: int, chunk: str, *, reasoning: bool = 
     """A streamed text (or reasoning) delta of a pending message."""
     kind = "reasoning_chunk" if reasoning else "message_chunk"
     return {"type": kind, "message_id": message_id, "depth": depth, "chunk": chunk}
+
+
+def message_image(message_id: str, depth: int, index: int, attachment: dict[str, Any]) -> Frame:
+    """An image the model generated, stored and referenced while its message still streams."""
+    return {
+        "type": "message_image",
+        "message_id": message_id,
+        "depth": depth,
+        "index": index,
+        "attachment": attachment,
+    }
 
 
 def telemetry(kind: str, **fields: Any) -> Frame:

@@ -128,3 +128,13 @@ def downsample_attachment(data: bytes, mime_type: str) -> Downsampled:
             image = image.resize((max(1, image.width // 2), max(1, image.height // 2)))
     except _ERRORS:
         return unchanged
+
+
+def open_image(data: bytes) -> Image.Image | None:
+    """The decoded image (EXIF orientation applied), or ``None`` when unreadable or too large."""
+    return _open(data)
+
+
+def encode_jpeg(image: Image.Image, quality: int) -> bytes:
+    """``image`` as JPEG (transparency flattened onto white)."""
+    return _jpeg(image, quality)

@@ -12,7 +12,9 @@ In order (``filter_messages`` runs between ``select_rows`` and ``to_llm_messages
    history damaged by an interruption never breaks the request. A tool result
    says ``is_error`` when it failed; an assistant message sent as the acting
    side's own carries its response's ``provider_data`` (thinking signatures,
-   reasoning details) so the vendor can continue from it.
+   reasoning details) so the vendor can continue from it. A message with
+   attachments gets list content: its text plus one ``attachment`` part per
+   file, resolved into image / document / text parts by ``runtime.media``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from runtime.media import with_attachments
 from runtime.messages import Message, Side, side_of
 
 MISSING_RESULT = "Error: this tool call did not complete (no result was stored)."
@@ -91,18 +94,22 @@ def _llm_message(message: Message, role: str, calls: Any) -> dict[str, Any]:
     return out
 
 
-def _content(message: Message) -> str | None:
+def _content(message: Message) -> str | list[dict[str, Any]] | None:
+    """The text, or text plus ``attachment`` parts (``runtime.media`` resolves them)."""
     text = message.content
-    if message.attachments and message.role != "tool":
-        names = ", ".join(str(a.get("name") or a.get("path")) for a in message.attachments)
-        text = f"{text or ''}\n\n[Attached files: {names}]".strip()
+    if message.attachments:
+        return with_attachments(text, message.attachments)
     if text is None and message.role != "assistant":
         return ""
     return text
 
 
 def _result_for(call_id: str, name: str, row: Message | None) -> dict[str, Any]:
-    content = row.content if row is not None and row.content is not None else MISSING_RESULT
+    text = row.content if row is not None and row.content is not None else MISSING_RESULT
+    # Images a tool returned (ImageContent, or files it attached) go with its result.
+    content: str | list[dict[str, Any]] = (
+        with_attachments(text, row.attachments) if row is not None and row.attachments else text
+    )
     out: dict[str, Any] = {
         "role": "tool",
         "tool_call_id": call_id,

@@ -10,18 +10,19 @@ first token, the error).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from runtime.definitions import ModelDefinition
 from runtime.messages import ToolCall, make_tool_call
 from runtime.pricing import cost_of
-from runtime.providers.adapter import FinishDetails, wire_request
+from runtime.providers.adapter import FinishDetails, strip_inline_data, wire_request
 from runtime.providers.base import (
     NETWORK,
     UNKNOWN,
     Finish,
+    ImageDelta,
     Provider,
     ProviderError,
     ProviderRequest,
@@ -36,6 +37,7 @@ from runtime.store import LogRecord
 
 MAX_ERROR_LINES = 100
 OnDelta = Callable[[str], None]
+OnImage = Callable[[ImageDelta], Awaitable[dict[str, Any] | None]]
 
 
 @dataclass(slots=True)
@@ -56,6 +58,8 @@ class LLMReply:
     served_by: str | None = None
     vendor_finish_reason: str | None = None
     reported_cost: float | None = None
+    # Generated images, as the ``AttachmentRef``s they were stored under (``on_image``).
+    images: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def reasoning_details(self) -> list[Any] | None:
@@ -119,14 +123,24 @@ async def run_attempt(
     request: ProviderRequest,
     on_text: OnDelta = lambda _: None,
     on_reasoning: OnDelta = lambda _: None,
+    on_image: OnImage | None = None,
 ) -> LLMReply:
-    """Send one request and collect the streamed reply; raises ``ProviderError``."""
+    """Send one request and collect the streamed reply; raises ``ProviderError``.
+
+    ``on_image`` stores each generated image as it arrives and returns its
+    ``AttachmentRef`` (``None``: not stored); the refs end up in ``reply.images``.
+    """
     started = time.perf_counter()
     collector = _Collector(on_text, on_reasoning)
     try:
         async for item in provider.stream(request):
             if collector.reply.ttft_ms is None:
                 collector.reply.ttft_ms = _ms_since(started)
+            if isinstance(item, ImageDelta):
+                ref = await on_image(item) if on_image is not None else None
+                if ref is not None:
+                    collector.reply.images.append(ref)
+                continue
             collector.feed(item)
     except ProviderError:
         raise
@@ -189,7 +203,8 @@ def request_body(provider: object, request: ProviderRequest) -> dict[str, Any]:
     """
     wire = wire_request(provider, request) if provider is not None else None
     if wire is None:
-        return request.summary()
+        summary: dict[str, Any] = strip_inline_data(request.summary())
+        return summary
     wire["summary"] = {
         "model": request.model,
         "messages": len(request.messages),
@@ -238,6 +253,7 @@ def response_body(reply: LLMReply) -> dict[str, Any]:
         "served_by": reply.served_by,
         "reported_cost": reply.reported_cost,
         "provider_data": reply.provider_data or None,
+        "images": list(reply.images) or None,  # refs to the stored files, never the pixels
     }
     body.update({k: v for k, v in extras.items() if v is not None})
     return body

@@ -22,6 +22,7 @@ from runtime.history import Window, select_rows, to_llm_messages
 from runtime.hooks import HookBlocked, HookRunner, hook_ids
 from runtime.llm import interrupted_log
 from runtime.loader import DefinitionLoader, DefinitionNotFound
+from runtime.media import ReadFile, resolve_attachments
 from runtime.messages import Message, Side, new_id, role_for_side
 from runtime.outcomes import SessionResult, final_text, other, repeated_error_text, result_of
 from runtime.progress import OpenStep, SessionProgress, TurnOutcome, TurnReason
@@ -321,6 +322,15 @@ class Session:
             perspective=self.agent.type == "dual_ai",
         )
 
+    def file_reader(self) -> ReadFile:
+        """Reads files of this thread (attachments sent to the model)."""
+        store, thread_id = self.deps.store, self.thread.id
+
+        async def read(path: str) -> bytes | None:
+            return await store.read_file(thread_id, path) if path else None
+
+        return read
+
     def top_level(self) -> list[Message]:
         """The top-level messages of the thread."""
         return self.transcript.messages
@@ -330,7 +340,11 @@ class Session:
         rows = await scope.hooks.filter_messages(
             scope.state, select_rows(self.transcript.messages, window)
         )
-        messages = to_llm_messages(rows, window)
+        messages = await resolve_attachments(
+            to_llm_messages(rows, window),
+            self.file_reader(),
+            scope.prompt.recent_image_threshold,
+        )
         warning = self._budget_warning(scope)
         if warning:
             messages.append({"role": "system", "content": warning})

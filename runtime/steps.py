@@ -29,12 +29,14 @@ from runtime.attempts import (
 from runtime.definitions import ModelDefinition, PromptDefinition
 from runtime.deps import Deps
 from runtime.events import telemetry
+from runtime.generated import save_generated_image
 from runtime.hooks import HookRunner
 from runtime.llm import LLMReply, completed_log, opened_log
 from runtime.loader import DefinitionLoader
+from runtime.media import fit_for_model
 from runtime.messages import MESSAGE_FIELDS, Message, Side, make_tool_call, new_id, role_for_side
 from runtime.prompting import render_prompt
-from runtime.providers.base import INVALID_REQUEST, ProviderError, ProviderRequest
+from runtime.providers.base import INVALID_REQUEST, ImageDelta, ProviderError, ProviderRequest
 from runtime.providers.retry import LadderStart
 from runtime.recorder import Batch, Recorder
 from runtime.state import ThreadState
@@ -138,9 +140,11 @@ class Stepper:
         self, scope: Scope, request: ProviderRequest, model: ModelDefinition
     ) -> ProviderRequest:
         """``request`` as one attempt sends it to ``model``: its model id, the tools if it
-        takes them, and its response number on this thread (``sequence``)."""
+        takes them, its response number on this thread (``sequence``), and the images
+        it can take (placeholders without vision, downsampled to its vendor's limits)."""
         return replace(
             request,
+            messages=await fit_for_model(request.messages, model),
             model=model.model,
             model_name=model.name,
             tools=[t.schema for t in scope.tools.values()] if tools_allowed(model) else [],
@@ -234,6 +238,11 @@ class Stepper:
         async def prepare(model: ModelDefinition) -> ProviderRequest:
             return await self.prepare(scope, request, model)
 
+        image_errors: list[str] = []
+
+        async def save_image(image: ImageDelta) -> dict[str, Any] | None:
+            return await save_generated_image(scope.state, image, image_errors)
+
         ladder = AttemptLadder(
             self.deps,
             self.recorder,
@@ -244,6 +253,7 @@ class Stepper:
             first=opened.attempt,
             prepare=prepare,
             progress=opened.progress,
+            save_image=save_image,
         )
         outcome = await ladder.run()
         scope.log_id = outcome.attempt.log.id
@@ -253,7 +263,7 @@ class Stepper:
         self.recorder.emit(
             telemetry("llm_response", tokens=reply.usage.total_tokens, latency=reply.latency_ms)
         )
-        return await self._completed(scope, opened, outcome, reply)
+        return await self._completed(scope, opened, outcome, reply, image_errors)
 
     async def chain(self, model: ModelDefinition) -> list[ModelDefinition]:
         """The model, then each of its ``fallbacks`` (loaded by name; missing or repeated
@@ -266,10 +276,15 @@ class Stepper:
         return chain
 
     async def _completed(
-        self, scope: Scope, opened: Opened, outcome: LadderOutcome, reply: LLMReply
+        self,
+        scope: Scope,
+        opened: Opened,
+        outcome: LadderOutcome,
+        reply: LLMReply,
+        image_errors: list[str],
     ) -> Reply:
         calls = reply.tool_calls
-        if not calls and not reply.content.strip():
+        if not calls and not reply.content.strip() and not reply.images:
             # The reference's empty-response guard: tell the model through an error tool result.
             calls = [
                 make_tool_call(
@@ -286,9 +301,16 @@ class Stepper:
             "response_completed_at": self.deps.clock.now(),
             "log_id": attempt.log.id,
         }
+        metadata = dict(opened.message.metadata)
         if reply.provider_data:
             # Sent back with this message in later requests (history.to_llm_messages).
-            updates["metadata"] = {**opened.message.metadata, "provider_data": reply.provider_data}
+            metadata["provider_data"] = reply.provider_data
+        if image_errors:
+            metadata["image_errors"] = image_errors
+        if metadata != opened.message.metadata:
+            updates["metadata"] = metadata
+        if reply.images:  # generated images, already in the thread file system
+            updates["attachments"] = list(reply.images)
         message = await self._update(scope, opened.message, updates)
         log = completed_log(attempt.log, attempt.model, reply)
         return Reply(message, Batch(updated=[message], logs=[log]), reply=reply)

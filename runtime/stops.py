@@ -122,10 +122,11 @@ def max_side_steps(f: StepFacts) -> Stop | None:
 
 
 def stop_on_response(f: StepFacts) -> Stop | None:
-    """``stopOnResponse`` (default on): text without tool calls ends the turn."""
+    """``stopOnResponse`` (default on): text or images without tool calls end the turn."""
     if not f.config.stop_on_response or f.reply.tool_calls:
         return None
-    return Stop("stop_on_response", "turn") if (f.reply.content or "").strip() else None
+    answered = (f.reply.content or "").strip() or f.reply.attachments
+    return Stop("stop_on_response", "turn") if answered else None
 
 
 def repeated_tool_error(f: StepFacts) -> Stop | None:

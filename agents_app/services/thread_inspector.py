@@ -8,8 +8,9 @@ changed after a message was stored would otherwise still be in it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from agents_app import selectors
 from agents_app.models import (
@@ -36,6 +37,7 @@ class MessageView:
     content: str
     tool_calls: list[dict[str, Any]]
     indent: int
+    attachments: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,26 @@ def _tool_calls(message: Message, redact: Any) -> list[dict[str, Any]]:
     return calls
 
 
+def _attachments(thread: Thread, message: Message) -> list[dict[str, Any]]:
+    """The message's files with the URL the studio shows them from (images as thumbnails)."""
+    out = []
+    for ref in message.attachments or []:
+        if not isinstance(ref, dict) or not ref.get("path"):
+            continue
+        path = "/".join(quote(p) for p in str(ref["path"]).split("/") if p)
+        mime = str(ref.get("mimeType") or "")
+        out.append(
+            {
+                "name": ref.get("name") or ref["path"],
+                "url": f"/api/threads/{thread.pk}/fs/{path}",
+                "is_image": mime.startswith("image/") and mime != "image/svg+xml",
+                "generated": bool(ref.get("generated")),
+                "size": ref.get("size"),
+            }
+        )
+    return out
+
+
 def _newest(queryset: Any, limit: int) -> list[Any]:
     """The newest ``limit`` rows, oldest first (how a conversation reads)."""
     return list(reversed(queryset.order_by("-created_at")[:limit]))
@@ -90,6 +112,7 @@ def thread_inspection(thread: Thread) -> Inspection:
                 redactor.text(m.content or ""),
                 _tool_calls(m, lambda v: redactor.text(v if isinstance(v, str) else _json(v))),
                 min(m.depth, 6),
+                _attachments(thread, m),
             )
             for m in messages
         ],

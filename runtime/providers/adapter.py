@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 import httpx
+import orjson
 
 from runtime.definitions import ModelDefinition
 from runtime.providers import errors
@@ -203,7 +204,7 @@ class HTTPAdapter:
             prepared.method,
             prepared.url,
             headers=headers,
-            content=json.dumps(prepared.body).encode(),
+            content=encode_body(prepared.body),
             timeout=self.timeout if self.timeout is not None else httpx.USE_CLIENT_DEFAULT,
         )
         return await self._client.send(outgoing, stream=True)
@@ -226,6 +227,15 @@ class HTTPAdapter:
             "accept": "application/json",
             **self.extra_headers,
         }
+
+
+def encode_body(body: dict[str, Any]) -> bytes:
+    """The JSON bytes of a request body. orjson: a body with ten inline images is
+    megabytes of base64, which the standard library escapes about ten times slower."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:  # a value orjson does not take (e.g. a non-string key)
+        return json.dumps(body).encode()
 
 
 def wire_request(provider: object, request: ProviderRequest) -> dict[str, Any] | None:
@@ -327,6 +337,48 @@ def image_of(part: dict[str, Any]) -> Image | None:
         return Image(media_type, data=data)
     guessed = mimetypes.guess_type(url.split("?")[0])[0] or "image/jpeg"
     return Image(guessed, url=url)
+
+
+def document_of(part: dict[str, Any]) -> Image | None:
+    """The document of a ``file`` part (``{file: {file_data: data URL, filename}}``)."""
+    if part.get("type") != "file" or not isinstance(part.get("file"), dict):
+        return None
+    data = part["file"].get("file_data")
+    if not isinstance(data, str) or not data.startswith("data:"):
+        return None
+    header, _, encoded = data[5:].partition(",")
+    return Image(header.split(";")[0] or "application/pdf", data=encoded)
+
+
+def is_media_part(part: Any) -> bool:
+    """An image or document part (what a tool result or assistant message may carry)."""
+    return isinstance(part, dict) and part.get("type") in ("image_url", "file")
+
+
+def media_name(part: dict[str, Any]) -> str:
+    """The file name of a media part (its attachment's name), for text stand-ins."""
+    ref = part.get("attachment")
+    if isinstance(ref, dict) and ref.get("name"):
+        return str(ref["name"])
+    file = part.get("file")
+    if isinstance(file, dict) and file.get("filename"):
+        return str(file["filename"])
+    return "image"
+
+
+def joined_text(content: Any, *, media_as_text: bool = False) -> str:
+    """The text parts of a content joined by blank lines; with ``media_as_text``, images
+    and documents become ``[Image: name]`` (where the vendor cannot take them there)."""
+    if isinstance(content, str) or content is None:
+        return content or ""
+    texts: list[str] = []
+    for part in content_parts(content):
+        if part.get("type") == "text" and part.get("text"):
+            texts.append(str(part["text"]))
+        elif media_as_text and is_media_part(part):
+            kind = "Document" if part.get("type") == "file" else "Image"
+            texts.append(f"[{kind}: {media_name(part)}]")
+    return "\n\n".join(texts)
 
 
 def provider_data(message: dict[str, Any], vendor: str) -> dict[str, Any]:

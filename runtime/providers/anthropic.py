@@ -33,7 +33,9 @@ from runtime.providers.adapter import (
     as_int,
     content_parts,
     content_text,
+    document_of,
     image_of,
+    joined_text,
     load_event_json,
     parse_json_object,
     provider_data,
@@ -123,20 +125,33 @@ def _user_blocks(content: Any) -> list[dict[str, Any]]:
         if part.get("type") == "text" and part.get("text"):
             blocks.append({"type": "text", "text": part["text"]})
             continue
-        image = image_of(part)
-        if image is not None and image.data is not None:
-            source = {"type": "base64", "media_type": image.media_type, "data": image.data}
-            blocks.append({"type": "image", "source": source})
-        elif image is not None:
-            blocks.append({"type": "image", "source": {"type": "url", "url": image.url}})
+        block = _media_block(part)
+        if block is not None:
+            blocks.append(block)
     return blocks
+
+
+def _media_block(part: dict[str, Any]) -> dict[str, Any] | None:
+    """An ``image`` block (base64 or url source) or a PDF ``document`` block."""
+    image = image_of(part)
+    if image is not None and image.data is not None:
+        source = {"type": "base64", "media_type": image.media_type, "data": image.data}
+        return {"type": "image", "source": source}
+    if image is not None:
+        return {"type": "image", "source": {"type": "url", "url": image.url}}
+    document = document_of(part)
+    if document is not None:
+        source = {"type": "base64", "media_type": document.media_type, "data": document.data or ""}
+        return {"type": "document", "source": source}
+    return None
 
 
 def _assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [
         dict(b) for b in provider_data(message, "anthropic").get("thinking") or []
     ]
-    text = content_text(message.get("content"))
+    # Generated images cannot be sent back as the assistant's: their names stand in.
+    text = joined_text(message.get("content"), media_as_text=True)
     if text:
         blocks.append({"type": "text", "text": text})
     for call in message.get("tool_calls") or []:
@@ -153,10 +168,17 @@ def _assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _tool_result(message: dict[str, Any]) -> dict[str, Any]:
+    """A ``tool_result``: its text, or content blocks when the tool returned images."""
+    content = message.get("content")
+    media = [b for b in map(_media_block, content_parts(content)) if b is not None]
+    result: str | list[dict[str, Any]] = joined_text(content)
+    if media:
+        text = [{"type": "text", "text": result}] if result else []
+        result = [*text, *media]
     return {
         "type": "tool_result",
         "tool_use_id": message.get("tool_call_id", ""),
-        "content": content_text(message.get("content")),
+        "content": result,
         "is_error": bool(message.get("is_error", False)),
     }
 

@@ -156,6 +156,18 @@ class ToolCallDone:
 
 
 @dataclass(slots=True)
+class ImageDelta:
+    """An image the model generated (the spec's ``image-delta`` chunk): base64 ``data``
+    or a ``url``, its media type, and the prompt the vendor rewrote it from, if any."""
+
+    index: int
+    media_type: str
+    data: str | None = None
+    url: str | None = None
+    revised_prompt: str | None = None
+
+
+@dataclass(slots=True)
 class Finish:
     """The end of the response: why it ended and what it cost."""
 
@@ -163,7 +175,9 @@ class Finish:
     usage: Usage
 
 
-StreamEvent = TextDelta | ReasoningDelta | ToolCallStart | ToolCallDelta | ToolCallDone | Finish
+StreamEvent = (
+    TextDelta | ReasoningDelta | ToolCallStart | ToolCallDelta | ToolCallDone | ImageDelta | Finish
+)
 
 
 class ProviderError(Exception):

@@ -36,7 +36,9 @@ from runtime.providers.adapter import (
     as_int,
     content_parts,
     content_text,
+    document_of,
     image_of,
+    joined_text,
     load_event_json,
     parse_json_object,
     provider_data,
@@ -44,6 +46,7 @@ from runtime.providers.adapter import (
 )
 from runtime.providers.base import (
     FinishReason,
+    ImageDelta,
     ProviderRequest,
     ReasoningDelta,
     StreamEvent,
@@ -117,12 +120,20 @@ def _user_parts(content: Any) -> list[dict[str, Any]]:
         if part.get("type") == "text" and part.get("text"):
             parts.append({"text": part["text"]})
             continue
-        image = image_of(part)
-        if image is not None and image.data is not None:
-            parts.append({"inlineData": {"mimeType": image.media_type, "data": image.data}})
-        elif image is not None:
-            parts.append({"fileData": {"mimeType": image.media_type, "fileUri": image.url}})
+        inline = _media_part(part)
+        if inline is not None:
+            parts.append(inline)
     return parts
+
+
+def _media_part(part: dict[str, Any]) -> dict[str, Any] | None:
+    """``inlineData`` for an inline image or PDF, ``fileData`` for an image URL."""
+    media = image_of(part) or document_of(part)
+    if media is not None and media.data is not None:
+        return {"inlineData": {"mimeType": media.media_type, "data": media.data}}
+    if media is not None:
+        return {"fileData": {"mimeType": media.media_type, "fileUri": media.url}}
+    return None
 
 
 def _model_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -136,6 +147,7 @@ def _model_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
         if text_signature:
             part["thoughtSignature"] = text_signature
         parts.append(part)
+    parts.extend(_generated_parts(message, saved.get("image_signatures") or []))
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
         call_id = str(call.get("id", ""))
@@ -152,16 +164,47 @@ def _model_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
     return parts
 
 
+def _generated_parts(message: dict[str, Any], signatures: list[Any]) -> list[dict[str, Any]]:
+    """The model's own generated images, each with the ``thoughtSignature`` it came with
+    (Gemini 3 image models require it on the next turn)."""
+    parts: list[dict[str, Any]] = []
+    content = message.get("content")
+    images = [p for p in content_parts(content) if p.get("type") == "image_url"]
+    for index, image in enumerate(images):
+        part = _media_part(image)
+        if part is None:
+            continue
+        if index < len(signatures) and signatures[index]:
+            part["thoughtSignature"] = signatures[index]
+        parts.append(part)
+    return parts
+
+
 def _function_response(message: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """A ``functionResponse``; a tool's images ride in its ``parts`` (fixture
+    generate_function_response_image_parts.yaml, snake_case as recorded)."""
     call_id = str(message.get("tool_call_id", ""))
     key = "error" if message.get("is_error") else "result"
-    return {
-        "functionResponse": {
-            "id": call_id,
-            "name": message.get("name") or names.get(call_id, ""),
-            "response": {key: content_text(message.get("content"))},
-        }
+    content = message.get("content")
+    text = joined_text(content)
+    response: dict[str, Any] = {
+        "id": call_id,
+        "name": message.get("name") or names.get(call_id, ""),
+        "response": {key: text} if text or not isinstance(content, list) else {},
     }
+    media = [m for m in map(_media_part, content_parts(content)) if m is not None]
+    if media:
+        response["parts"] = [
+            {
+                "inline_data": {
+                    "mime_type": m["inlineData"]["mimeType"],
+                    "data": m["inlineData"]["data"],
+                }
+            }
+            for m in media
+            if "inlineData" in m
+        ]
+    return {"functionResponse": response}
 
 
 def tool_config(request: ProviderRequest) -> dict[str, Any] | None:
@@ -251,6 +294,7 @@ class GeminiResponseReader:
         self.new_id = new_id or (lambda: f"call_{uuid.uuid4().hex[:24]}")
         self.call_signatures: dict[str, str] = {}
         self.text_signature: str | None = None
+        self.image_signatures: list[str | None] = []
         self.has_calls = False
         self.finish: str | None = None
         self.usage: Any = None
@@ -283,6 +327,9 @@ class GeminiResponseReader:
                 continue
             if isinstance(part.get("functionCall"), dict):
                 events.extend(self._call(part))
+            elif isinstance(part.get("inlineData") or part.get("inline_data"), dict):
+                if not part.get("thought"):  # Gemini 3's draft "thought images" are not answers
+                    events.append(self._image(part))
             elif isinstance(part.get("text"), str):
                 if part.get("thought"):
                     if part["text"] and self.show_reasoning:
@@ -293,6 +340,16 @@ class GeminiResponseReader:
                 if part["text"]:
                     events.append(TextDelta(part["text"]))
         return events
+
+    def _image(self, part: dict[str, Any]) -> ImageDelta:
+        """A generated image; its ``thoughtSignature`` must go back on the same part."""
+        inline = part.get("inlineData") or part.get("inline_data") or {}
+        self.image_signatures.append(part.get("thoughtSignature"))
+        return ImageDelta(
+            index=len(self.image_signatures) - 1,
+            media_type=str(inline.get("mimeType") or inline.get("mime_type") or "image/png"),
+            data=inline.get("data"),
+        )
 
     def _call(self, part: dict[str, Any]) -> list[StreamEvent]:
         call = part["functionCall"]
@@ -317,6 +374,8 @@ class GeminiResponseReader:
             data["call_signatures"] = dict(self.call_signatures)
         if self.text_signature:
             data["text_signature"] = self.text_signature
+        if any(self.image_signatures):
+            data["image_signatures"] = list(self.image_signatures)
         return FinishDetails(
             reason,
             gemini_usage(self.usage),

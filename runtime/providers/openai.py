@@ -17,7 +17,7 @@ Wire notes (fixtures under /work/shared/fixtures/providers/openai):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,8 @@ from runtime.providers.adapter import (
     StreamParser,
     as_int,
     content_parts,
+    is_media_part,
+    joined_text,
     load_event_json,
     tool_choice_name,
 )
@@ -64,8 +66,46 @@ def chat_messages(request: ProviderRequest) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
-    out.extend(chat_message(m) for m in request.messages)
+    out.extend(chat_history(request.messages, chat_message))
     return out
+
+
+def chat_history(
+    messages: list[dict[str, Any]], shape: Callable[[dict[str, Any]], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Messages shaped one by one, with tool images moved to follow-up user messages.
+
+    Chat Completions has no image inside a ``role: tool`` message: the tool message
+    keeps the text, and the images follow in a user message that says which call
+    they came from (fixtures ``*_tool_image_followup_user.yaml``), placed after the
+    batch's last tool message (a user message may not split a batch of results).
+    """
+    out: list[dict[str, Any]] = []
+    held: list[dict[str, Any]] = []
+    for message in messages:
+        if message.get("role") != "tool" and held:
+            out.extend(held)
+            held = []
+        out.append(shape(message))
+        if message.get("role") == "tool":
+            follow_up = tool_images_message(message)
+            if follow_up is not None:
+                held.append(follow_up)
+    out.extend(held)
+    return out
+
+
+def tool_images_message(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The user message carrying a tool result's images, or ``None`` when it has none."""
+    media = [chat_part(p) for p in content_parts(message.get("content")) if is_media_part(p)]
+    if not media:
+        return None
+    # The wording of the recorded OpenRouter exchange (the model understood it).
+    intro = {
+        "type": "text",
+        "text": f"Attachments from tool call {message.get('tool_call_id', '')}:",
+    }
+    return {"role": "user", "content": [intro, *media]}
 
 
 def chat_message(message: dict[str, Any]) -> dict[str, Any]:
@@ -75,10 +115,13 @@ def chat_message(message: dict[str, Any]) -> dict[str, Any]:
         return {
             "role": "tool",
             "tool_call_id": message.get("tool_call_id", ""),
-            "content": _tool_content(message.get("content")),
+            "content": joined_text(message.get("content")),
         }
     if role == "assistant":
-        out: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+        content = message.get("content")
+        if isinstance(content, list):  # generated images cannot be sent back here
+            content = joined_text(content, media_as_text=True) or None
+        out: dict[str, Any] = {"role": "assistant", "content": content}
         if message.get("tool_calls"):
             out["tool_calls"] = [_tool_call(c) for c in message["tool_calls"]]
         return out
@@ -88,13 +131,24 @@ def chat_message(message: dict[str, Any]) -> dict[str, Any]:
 def _user_content(content: Any) -> Any:
     if content is None or isinstance(content, str):
         return content or ""
-    return content_parts(content)  # already OpenAI parts (text / image_url)
+    return [chat_part(p) for p in content_parts(content)]
 
 
-def _tool_content(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(p.get("text", "") for p in content_parts(content))
+def chat_part(part: dict[str, Any]) -> dict[str, Any]:
+    """One content part with only the keys Chat Completions defines (``text``,
+    ``image_url``, ``file``); anything else becomes its text."""
+    kind = part.get("type")
+    if kind == "image_url":
+        spec = part.get("image_url")
+        url = spec.get("url") if isinstance(spec, dict) else spec
+        image: dict[str, Any] = {"url": url}
+        if isinstance(spec, dict) and spec.get("detail"):
+            image["detail"] = spec["detail"]
+        return {"type": "image_url", "image_url": image}
+    if kind == "file" and isinstance(part.get("file"), dict):
+        file = {k: v for k, v in part["file"].items() if k in ("file_data", "file_id", "filename")}
+        return {"type": "file", "file": file}
+    return {"type": "text", "text": str(part.get("text") or "")}
 
 
 def _tool_call(call: dict[str, Any]) -> dict[str, Any]:

@@ -27,12 +27,14 @@ from runtime.providers.adapter import (
     HTTPAdapter,
     PreparedRequest,
     StreamParser,
+    image_of,
     provider_data,
 )
-from runtime.providers.base import ProviderRequest, ReasoningDelta, StreamEvent
+from runtime.providers.base import ImageDelta, ProviderRequest, ReasoningDelta, StreamEvent
 from runtime.providers.openai import (
     ChatStreamParser,
     chat_body,
+    chat_history,
     chat_message,
     parse_chat_completion,
 )
@@ -67,13 +69,16 @@ def openrouter_messages(request: ProviderRequest) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
-    for message in request.messages:
-        shaped = chat_message(message)
-        details = provider_data(message, "openrouter").get("reasoning_details")
-        if shaped["role"] == "assistant" and details:
-            shaped["reasoning_details"] = details
-        out.append(shaped)
+    out.extend(chat_history(request.messages, _shaped))
     return out
+
+
+def _shaped(message: dict[str, Any]) -> dict[str, Any]:
+    shaped = chat_message(message)
+    details = provider_data(message, "openrouter").get("reasoning_details")
+    if shaped["role"] == "assistant" and details:
+        shaped["reasoning_details"] = details
+    return shaped
 
 
 class ReasoningDetails:
@@ -103,6 +108,24 @@ class ReasoningDetails:
         return list(self.items.values())
 
 
+class GeneratedImages:
+    """``message.images`` / ``delta.images`` (image output models): each item is
+    ``{type: "image_url", image_url: {url: data URL}}``, numbered in arrival order."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def feed(self, items: Any) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        for item in items if isinstance(items, list) else []:
+            image = image_of(item) if isinstance(item, dict) else None
+            if image is None:
+                continue
+            events.append(ImageDelta(self.count, image.media_type, image.data, image.url))
+            self.count += 1
+        return events
+
+
 class OpenRouterStreamParser(ChatStreamParser):
     """The chat parser plus reasoning deltas, ``reasoning_details`` and ``usage.cost``."""
 
@@ -111,6 +134,7 @@ class OpenRouterStreamParser(ChatStreamParser):
     def __init__(self, show_reasoning: bool = True) -> None:
         super().__init__()
         self.details = ReasoningDetails()
+        self.images = GeneratedImages()
         self.served_by: str | None = None
         self.show_reasoning = show_reasoning
 
@@ -119,9 +143,11 @@ class OpenRouterStreamParser(ChatStreamParser):
 
     def extra_delta(self, delta: dict[str, Any]) -> list[StreamEvent]:
         self.details.feed(delta.get("reasoning_details"))
+        events: list[StreamEvent] = []
         if delta.get("reasoning") and self.show_reasoning:
-            return [ReasoningDelta(delta["reasoning"])]
-        return []
+            events.append(ReasoningDelta(delta["reasoning"]))
+        events.extend(self.images.feed(delta.get("images")))
+        return events
 
     def finish_event(self) -> FinishDetails:
         finish = super().finish_event()
@@ -212,6 +238,7 @@ class OpenRouterProvider(HTTPAdapter):
         events, message = parse_chat_completion(self.vendor, payload)
         if _excluded(request):
             events = [e for e in events if not isinstance(e, ReasoningDelta)]
+        events[-1:-1] = GeneratedImages().feed(message.get("images"))
         finish = events[-1]
         assert isinstance(finish, FinishDetails)
         details = message.get("reasoning_details")

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from runtime.definitions import (
+    InputExpectation,
     ModelDefinition,
     ScriptedError,
     ScriptedResponse,
@@ -26,12 +27,14 @@ from runtime.definitions import (
     ScriptedUsage,
     StreamingSimulation,
 )
+from runtime.providers.adapter import is_media_part, joined_text, media_name
 from runtime.providers.base import (
     ERROR_CODES,
     INVALID_REQUEST,
     UNKNOWN,
     Finish,
     FinishReason,
+    ImageDelta,
     ProviderError,
     ProviderRequest,
     ReasoningDelta,
@@ -179,6 +182,8 @@ class TestProvider:
     async def _events(
         self, response: ScriptedResponse, request: ProviderRequest, index: int
     ) -> AsyncIterator[StreamEvent]:
+        for position, image in enumerate(response.images or []):
+            yield ImageDelta(position, image.mime_type, image.data)
         async for delta in self._text_chunks(response.content or ""):
             yield TextDelta(delta)
         if response.reasoning_content:
@@ -242,8 +247,7 @@ def _usage(response: ScriptedResponse, request: ProviderRequest) -> Usage:
 
 
 def _text_of(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    return content if isinstance(content, str) else ""
+    return joined_text(message.get("content"))
 
 
 def _scripted_error(error: ScriptedError) -> ProviderError:
@@ -288,6 +292,7 @@ def _check_expectation(response: ScriptedResponse, request: ProviderRequest) -> 
         problems.append(
             f"no tool result of {wanted.tool_name!r} matching {wanted.result_contains!r}"
         )
+    problems.extend(_media_problems(expect, request))
     if problems:
         raise ProviderError(
             "TestProvider: input expectation failed: " + "; ".join(problems), INVALID_REQUEST
@@ -309,3 +314,40 @@ def _has_tool_result(request: ProviderRequest, tool_name: str, contains: str | N
         if contains is None or contains in _text_of(message):
             return True
     return False
+
+
+def _media_problems(expect: InputExpectation, request: ProviderRequest) -> list[str]:
+    """What differs between the images/documents sent and ``imageCount`` / ``documentCount``
+    / ``attachmentNames`` / ``attachmentTypes``."""
+    media = [
+        p
+        for m in request.messages
+        if isinstance(m.get("content"), list)
+        for p in m["content"]
+        if is_media_part(p)
+    ]
+    images = [p for p in media if p.get("type") == "image_url"]
+    refs = [p.get("attachment") or {} for p in media]
+    problems: list[str] = []
+    if expect.image_count is not None and len(images) != expect.image_count:
+        problems.append(f"expected {expect.image_count} images, got {len(images)}")
+    documents = len(media) - len(images)
+    if expect.document_count is not None and documents != expect.document_count:
+        problems.append(f"expected {expect.document_count} documents, got {documents}")
+    names = {media_name(p) for p in media}
+    missing = [n for n in expect.attachment_names or [] if n not in names]
+    if missing:
+        problems.append(f"no image or document named {', '.join(missing)} (sent: {sorted(names)})")
+    types = {str(r.get("mimeType") or "") for r in refs} | {_data_type(p) for p in media}
+    absent = [t for t in expect.attachment_types or [] if t not in types]
+    if absent:
+        problems.append(f"no image or document of type {', '.join(absent)}")
+    return problems
+
+
+def _data_type(part: dict[str, Any]) -> str:
+    spec = part.get("image_url") or part.get("file") or {}
+    url = spec.get("url") or spec.get("file_data") if isinstance(spec, dict) else spec
+    if isinstance(url, str) and url.startswith("data:"):
+        return url[5:].split(";", 1)[0].split(",", 1)[0]
+    return ""

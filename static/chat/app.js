@@ -4,7 +4,7 @@ import { api, threadPath } from './api.js';
 import { ThreadStream } from './stream.js';
 import { Transcript } from './transcript.js';
 import { TranscriptView } from './render.js';
-import { readAttachments, renderAttachmentChips } from './attachments.js';
+import { ACCEPT_ATTRIBUTE, readAttachments, renderAttachmentChips } from './attachments.js';
 import { renderThreadList } from './threads.js';
 import { StateBar } from './state.js';
 
@@ -110,6 +110,9 @@ function onFrame(frame) {
       break;
     case 'reasoning_chunk':
       t.chunk(frame.message_id, frame.chunk, true);
+      break;
+    case 'message_image':
+      t.image(frame.message_id, frame.attachment);
       break;
     case 'step_started':
     case 'llm_request':
@@ -285,6 +288,7 @@ async function send() {
     input.value = '';
     page.pendingFiles = [];
     renderAttachmentChips($('attachments'), page.pendingFiles, removeFile);
+    showAttachError('');
     state.set('sending');
     await api(`${threadPath(page.threadId)}/messages`, { method: 'POST', json });
     // Frames may already have moved on (the reply can start before the 202 arrives).
@@ -297,6 +301,19 @@ async function send() {
     button.disabled = false;
     input.focus();
   }
+}
+
+async function addFiles(fileList) {
+  const { files, errors } = await readAttachments(fileList, page.pendingFiles);
+  page.pendingFiles.push(...files);
+  renderAttachmentChips($('attachments'), page.pendingFiles, removeFile);
+  showAttachError(errors.join(' '));
+}
+
+function showAttachError(text) {
+  const node = $('attach-error');
+  node.textContent = text;
+  node.hidden = !text;
 }
 
 function removeFile(index) {
@@ -327,13 +344,31 @@ function wireComposer() {
       send();
     }
   });
+  $('file-input').setAttribute('accept', ACCEPT_ATTRIBUTE);
   $('attach-button').addEventListener('click', () => $('file-input').click());
   $('file-input').addEventListener('change', async (event) => {
-    const { files, errors } = await readAttachments(event.target.files, page.pendingFiles.length);
+    await addFiles(event.target.files);
     event.target.value = '';
-    page.pendingFiles.push(...files);
-    renderAttachmentChips($('attachments'), page.pendingFiles, removeFile);
-    showError(errors.join(' '));
+  });
+  // Drag and drop anywhere on the composer; paste of images copied to the clipboard.
+  const composer = $('composer');
+  composer.addEventListener('dragover', (event) => {
+    if (![...(event.dataTransfer?.types || [])].includes('Files')) return;
+    event.preventDefault();
+    composer.classList.add('dropping');
+  });
+  composer.addEventListener('dragleave', () => composer.classList.remove('dropping'));
+  composer.addEventListener('drop', async (event) => {
+    composer.classList.remove('dropping');
+    if (!event.dataTransfer?.files?.length) return;
+    event.preventDefault();
+    await addFiles(event.dataTransfer.files);
+  });
+  input.addEventListener('paste', async (event) => {
+    const files = [...(event.clipboardData?.files || [])];
+    if (!files.length) return; // plain text pastes as usual
+    event.preventDefault();
+    await addFiles(files);
   });
   $('stop-button').addEventListener('click', async () => {
     state.set('stopping');
@@ -350,6 +385,10 @@ function wireComposer() {
     localStorage.setItem(REASONING_KEY, toggle.checked ? '1' : '0');
     if (page.threadId) openStream(); // reasoning chunks only flow on a socket opened with reasoning=1
     render();
+  });
+  const lightbox = $('lightbox');
+  lightbox.addEventListener('click', (event) => {
+    if (event.target === lightbox) lightbox.close(); // a click on the backdrop
   });
   const drawer = $('threads-toggle');
   if (drawer) {

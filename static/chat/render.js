@@ -62,17 +62,42 @@ function toolBlock(ctx, call, result) {
   return details(ctx, `tool:${call?.id || result?.id}`, `tool tool-${state}`, summary, body);
 }
 
-function attachments(ctx, message) {
-  const list = (message.attachments || []).filter((a) => a && a.path);
+// Images open larger in the page's lightbox (a plain click; a middle click still opens a tab).
+function imageLink(ctx, a) {
+  const url = fileUrl(ctx.threadId, a.path);
+  const label = a.name || 'attached image';
+  const link = el('a', { href: url, target: '_blank', rel: 'noopener', className: 'msg-image', title: `${label} (click to enlarge)` },
+    el('img', { src: url, alt: a.generated ? `Generated image ${label}` : label, loading: 'lazy' }));
+  link.addEventListener('click', (event) => {
+    if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) return;
+    event.preventDefault();
+    openLightbox(url, label);
+  });
+  return link;
+}
+
+export function openLightbox(url, caption) {
+  const dialog = document.getElementById('lightbox');
+  if (!dialog) return;
+  dialog.querySelector('img').src = url;
+  dialog.querySelector('img').alt = caption;
+  dialog.querySelector('figcaption').textContent = caption;
+  dialog.querySelector('a.lightbox-open').href = url;
+  dialog.showModal();
+}
+
+const sizeText = (bytes) => (typeof bytes === 'number' ? ` (${bytes < 1048576 ? `${Math.max(1, Math.round(bytes / 1024))} KB` : `${(bytes / 1048576).toFixed(1)} MB`})` : '');
+
+function attachments(ctx, message, extra = []) {
+  const list = [...(message.attachments || []), ...extra].filter((a) => a && a.path);
   if (!list.length) return null;
   return el(
     'div',
     { className: 'msg-attachments' },
     list.map((a) =>
-      String(a.mimeType || '').startsWith('image/')
-        ? el('a', { href: fileUrl(ctx.threadId, a.path), target: '_blank', rel: 'noopener' },
-            el('img', { src: fileUrl(ctx.threadId, a.path), alt: a.name || 'attached image', loading: 'lazy' }))
-        : el('a', { href: fileUrl(ctx.threadId, a.path), target: '_blank', rel: 'noopener', text: a.name || a.path }),
+      String(a.mimeType || '').startsWith('image/') && a.mimeType !== 'image/svg+xml'
+        ? imageLink(ctx, a)
+        : el('a', { href: fileUrl(ctx.threadId, a.path), target: '_blank', rel: 'noopener', className: 'msg-file', text: `${a.name || a.path}${sizeText(a.size)}` }),
     ),
   );
 }
@@ -124,7 +149,7 @@ function messageBlock(ctx, message, results) {
   if (body.childNodes.length) node.append(body);
   const calls = parseCalls(message);
   if (calls.length) node.append(el('div', { className: 'tools' }, calls.map((c) => toolBlock(ctx, c, results.get(c.id)))));
-  const files = attachments(ctx, message);
+  const files = attachments(ctx, message, message.attachments?.length ? [] : t.images.get(message.id) || []);
   if (files) node.append(files);
   return node;
 }

@@ -11,6 +11,7 @@ export class Transcript {
     this.messages = new Map();
     this.streaming = new Map(); // message id -> text streamed so far (chunks are never stored)
     this.reasoning = new Map(); // message id -> reasoning streamed so far
+    this.images = new Map(); // message id -> generated images shown before the message completes
     this.events = []; // live-only activity (subagent events), shown in activity groups
     this.version = 0;
   }
@@ -22,6 +23,7 @@ export class Transcript {
     if (finished(message)) {
       this.streaming.delete(message.id);
       this.reasoning.delete(message.id);
+      this.images.delete(message.id);
     }
     this.version += 1;
     return true;
@@ -38,6 +40,13 @@ export class Transcript {
     const current = this.messages.get(id);
     if (!reasoning && finished(current)) return false;
     map.set(id, (map.get(id) || '') + text);
+    this.version += 1;
+    return true;
+  }
+
+  image(id, attachment) {
+    if (finished(this.messages.get(id)) || !attachment?.path) return false;
+    this.images.set(id, [...(this.images.get(id) || []), attachment]);
     this.version += 1;
     return true;
   }

@@ -1,0 +1,176 @@
+"""What it costs to build one model request from a 200-message thread holding 10 images.
+
+The thread lives in the in-memory store: 200 alternating user/assistant messages,
+10 of the user messages (spread over the thread) carry one JPEG attachment each.
+One run does what a step does before the bytes go on the wire:
+
+1. ``select_rows`` + ``to_llm_messages`` (history with ``attachment`` parts);
+2. ``resolve_attachments`` (reads the 10 files, base64 data URLs);
+3. ``fit_for_model`` for the vendor (checks the vendor's limits);
+4. the adapter's ``build_request`` (vendor JSON) and ``json.dumps`` of the body
+   (what httpx sends);
+5. ``strip_inline_data`` of that body (what the request log stores).
+
+Each stage is timed separately; the figure is the median of ``--runs`` runs.
+Two image sizes: a typical photo after the upload rule (1024x768 JPEG) and the
+largest the upload rule keeps (about 1.5 MiB). ``--threshold`` sets
+``recentImageThreshold`` (default 10: all 10 images are sent).
+
+    .venv/bin/python bench/image_request_bench.py [--runs 15] [--threshold 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from runtime.definitions import ModelDefinition  # noqa: E402
+from runtime.history import Window, select_rows, to_llm_messages  # noqa: E402
+from runtime.media import fit_for_model, resolve_attachments  # noqa: E402
+from runtime.memory_store import MemoryStore  # noqa: E402
+from runtime.messages import Message  # noqa: E402
+from runtime.providers.adapter import HTTPAdapter, encode_body, strip_inline_data  # noqa: E402
+from runtime.providers.anthropic import AnthropicProvider  # noqa: E402
+from runtime.providers.base import ProviderRequest  # noqa: E402
+from runtime.providers.google import GoogleProvider  # noqa: E402
+from runtime.providers.openai import OpenAIProvider  # noqa: E402
+from runtime.store import NewThread  # noqa: E402
+
+MESSAGES = 200
+IMAGES = 10
+
+
+def photo(width: int, height: int, sigma: float) -> bytes:
+    """A JPEG with photo-like detail: a gradient plus noise of ``sigma`` per channel."""
+    base = Image.linear_gradient("L").resize((width, height))
+    channels = [
+        Image.blend(base, Image.effect_noise((width, height), sigma), 0.5) for _ in range(3)
+    ]
+    out = io.BytesIO()
+    Image.merge("RGB", channels).save(out, format="JPEG", quality=85)
+    return out.getvalue()
+
+
+async def thread_with_images(
+    store: MemoryStore, image: bytes, size: tuple[int, int]
+) -> list[Message]:
+    thread = await store.create_thread(NewThread(id="bench-thread", agent_name="bench"))
+    carriers = {int(i * MESSAGES / IMAGES) // 2 * 2 for i in range(IMAGES)}  # user rows
+    rows: list[Message] = []
+    for index in range(MESSAGES):
+        role = "user" if index % 2 == 0 else "assistant"
+        attachments = None
+        if index in carriers:
+            path = f"/attachments/photo-{index}.jpg"
+            await store.write_file(
+                thread.id, path, image, "image/jpeg", width=size[0], height=size[1]
+            )
+            attachments = [
+                {
+                    "id": path,
+                    "type": "file",
+                    "path": path,
+                    "name": f"photo-{index}.jpg",
+                    "mimeType": "image/jpeg",
+                    "size": len(image),
+                    "width": size[0],
+                    "height": size[1],
+                }
+            ]
+        text = f"Message {index}: " + "some words of conversation " * 12
+        rows.append(
+            Message(
+                id=f"m{index}",
+                role=role,
+                content=text,
+                created_at=index + 1,
+                attachments=attachments,
+            )
+        )  # type: ignore[arg-type]
+    reader_id = thread.id
+
+    async def read(path: str) -> bytes | None:
+        return await store.read_file(reader_id, path)
+
+    store._bench_read = read  # type: ignore[attr-defined]
+    return rows
+
+
+async def one_run(
+    store: MemoryStore,
+    rows: list[Message],
+    adapter: HTTPAdapter,
+    model: ModelDefinition,
+    threshold: int,
+) -> dict[str, float]:
+    window = Window(True, True, 0, 0, "a", False)
+    times: dict[str, float] = {}
+    t = time.perf_counter()
+    messages = to_llm_messages(select_rows(rows, window), window)
+    times["history"] = time.perf_counter() - t
+    t = time.perf_counter()
+    messages = await resolve_attachments(messages, store._bench_read, threshold)  # type: ignore[attr-defined]
+    times["read+encode"] = time.perf_counter() - t
+    t = time.perf_counter()
+    messages = await fit_for_model(messages, model)
+    times["fit"] = time.perf_counter() - t
+    request = ProviderRequest(model=model.model, system="You are helpful.", messages=messages)
+    t = time.perf_counter()
+    body = adapter.build_request(request).body
+    wire = encode_body(body)
+    times["vendor json"] = time.perf_counter() - t
+    t = time.perf_counter()
+    strip_inline_data(body)
+    times["log body"] = time.perf_counter() - t
+    times["total"] = sum(times.values())
+    times["request MB"] = len(wire) / 1e6
+    return times
+
+
+async def main(runs: int, threshold: int) -> None:
+    client = httpx.AsyncClient()
+    vendors: list[tuple[str, HTTPAdapter]] = [
+        ("openai", OpenAIProvider(client, "k")),
+        ("anthropic", AnthropicProvider(client, "k")),
+        ("google", GoogleProvider(client, "k")),
+    ]
+    for label, image, size in (
+        ("1024x768 photo", photo(1024, 768, 12), (1024, 768)),
+        ("near the 1.5 MiB upload ceiling", photo(1800, 1350, 40), (1800, 1350)),
+    ):
+        store = MemoryStore()
+        rows = await thread_with_images(store, image, size)
+        print(
+            f"\n{MESSAGES} messages, {IMAGES} images of {len(image) / 1024:.0f} KiB ({label}), threshold {threshold}"
+        )
+        for vendor, adapter in vendors:
+            model = ModelDefinition(name="m", provider=vendor, model="x")  # type: ignore[arg-type]
+            results = [await one_run(store, rows, adapter, model, threshold) for _ in range(runs)]
+            keys = list(results[0])
+            medians = {k: statistics.median(r[k] for r in results) for k in keys}
+            parts = ", ".join(
+                f"{k} {medians[k] * 1000:.2f} ms" for k in keys if k not in ("total", "request MB")
+            )
+            print(
+                f"  {vendor:9s} total {medians['total'] * 1000:6.1f} ms  ({parts}); body {medians['request MB']:.1f} MB"
+            )
+    await client.aclose()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--threshold", type=int, default=10)
+    args = parser.parse_args()
+    asyncio.run(main(args.runs, args.threshold))
