@@ -319,6 +319,8 @@ CACHES: dict[str, dict[str, Any]] = {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": envstr("CACHE_KEY_PREFIX", "studio"),
+        # A hung Redis must not hang requests: the limits then pass uncounted (logged).
+        "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
     }
 }
 # The client address comes from REMOTE_ADDR unless a proxy you run sets this header (e.g.
