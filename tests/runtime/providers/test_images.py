@@ -374,3 +374,32 @@ async def test_a_tool_image_goes_back_to_the_vendor_through_the_engine(
     tool_row = next(m for m in rows if m.role == "tool")
     assert tool_row.attachments and tool_row.attachments[0]["mimeType"] == mime
     assert rows[-1].content == _final_text(vendor, second)
+
+
+async def test_a_tool_image_goes_back_to_gemini_in_function_response_parts(
+    world: World, replay, client
+):
+    interactions = recordings.cassette("gemini/generate_function_response_image_parts.yaml")
+    recorded = interactions[-1].request_body["contents"][-1]["parts"][0]["functionResponse"]
+    [(mime, data)] = media_in(recorded)
+    replay.queue(*(i.reply() for i in interactions))
+    install(world.providers, client, environ={KEY_NAMES["google"]: PLANTED_KEY}, stream=False)
+    world.register(_image_tool("get_file", mime, data))
+    world.define(
+        _model("google", "gemini-3-flash-preview", replay.url + "/v1beta"),
+        prompt(tools=["get_file"]),
+        agent(),
+    )
+
+    thread, result = await world.chat("Use the get_file tool now to retrieve a image file.")
+
+    # The recorded model first calls a tool that does not exist (an error here too), then
+    # get_file with an argument it does not take (an error in the recording; our tool ignores
+    # it and answers), then get_file again: every answer goes back in order.
+    assert result.stop_reason == "stop_on_response" and len(replay.requests) == len(interactions)
+    sent = replay.requests[-1].json()["contents"][-1]["parts"][0]["functionResponse"]
+    assert sent["name"] == "get_file" and media_in(sent) == [(mime, data)]
+    assert shape(sent["parts"]) == shape(recorded["parts"])
+    rows = await world.messages(thread.id)
+    assert [m.tool_status for m in rows if m.role == "tool"] == ["error", "success", "success"]
+    assert rows[-1].content == _final_text("google", interactions[-1])
