@@ -14,7 +14,11 @@ OpenAI shape (``runtime.messages.ToolCall``). Two optional keys go beyond it:
 an assistant message may carry ``provider_data`` (what its response's
 ``FinishDetails.provider_data`` held: thinking signatures and the like, sent
 back so the vendor can continue its reasoning) and a tool message
-``is_error`` (the result is an error).
+``is_error`` (the result is an error). ``content`` may be a list of parts:
+``text``, ``image_url`` (data or https URL) and ``file`` (``{file_data, filename}``,
+PDFs), each media part with an ``attachment`` key (its ``AttachmentRef``) that
+adapters never send (``runtime.media``). Generated images come back as
+``ImageDelta`` events.
 """
 
 from __future__ import annotations
