@@ -7,11 +7,13 @@ class AgentsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from agents_app import (
-            checks,  # noqa: F401  (registers the start-up checks)
-            dispatch,
-            executor,
-        )
+        from agents_app import checks  # noqa: F401  (registers the start-up checks)
+
+        self._install_session_starter()
+
+    @staticmethod
+    def _install_session_starter() -> None:
+        from agents_app import dispatch, executor
 
         # Services say which session should run; the executor runs it (agents_app/dispatch.py).
         dispatch.install(executor.dispatch)

@@ -13,6 +13,7 @@ whatever else escapes, e.g. a middleware that met the database.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -51,6 +52,10 @@ BROKER_ERRORS: tuple[type[BaseException], ...] = (
 def overload_reason(exc: BaseException) -> str | None:
     """The sentence for a service outage (``None``: not an overload, a real bug)."""
     if isinstance(exc, DB_ERRORS):
+        # SQLite (embedded mode) reports its own SQL errors as OperationalError too: only a
+        # locked database is an overload there.
+        if isinstance(exc.__cause__, sqlite3.Error) and "locked" not in str(exc):
+            return None
         return DB_BUSY
     if isinstance(exc, BROKER_ERRORS):
         return BROKER_DOWN

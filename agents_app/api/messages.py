@@ -11,7 +11,7 @@ from ninja.responses import Status
 from agents_app import selectors
 from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data
-from agents_app.api.schemas import ERRORS, id_list
+from agents_app.api.schemas import ERRORS, IdempotencyKey, id_list
 from agents_app.services import messages as message_service
 from agents_app.services.idempotency import idempotency_request
 from agents_app.services.messages import CONTENT_MAX, NewAttachment
@@ -70,15 +70,17 @@ def message_list(
 @redacts_thread_data
 @limited("message_post")
 def message_post(
-    request: HttpRequest, thread_id: str, payload: MessageIn, response: HttpResponse
+    request: HttpRequest,
+    thread_id: str,
+    payload: MessageIn,
+    response: HttpResponse,
+    idempotency_key: IdempotencyKey = None,
 ) -> Status:
     """A repeated ``Idempotency-Key`` (per user and thread) gets the first answer again, with
     ``Idempotent-Replayed: true``, and stores nothing; with another body it is a 422."""
     user = request.auth  # type: ignore[attr-defined]
     thread = selectors.access_thread(thread_id, user)
-    idempotency = idempotency_request(
-        user, request.headers.get("Idempotency-Key"), payload.model_dump()
-    )
+    idempotency = idempotency_request(user, idempotency_key, payload.model_dump())
     attachments = [
         NewAttachment(a.name, a.mimeType, a.data, a.width, a.height)
         for a in payload.attachments or []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ninja import Schema
+from ninja.params import HeaderEx, P
 
 
 class ErrorOut(Schema):
@@ -30,3 +31,14 @@ def id_list(raw: str | None) -> list[str] | None:
     if raw is None:
         return None
     return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+# The ``Idempotency-Key`` request header of writes a client may retry (docs/api.md).
+IdempotencyKey = HeaderEx[
+    str | None,
+    P(
+        alias="Idempotency-Key",
+        description="1-255 printable ASCII characters (e.g. a UUID): a retry with the same key "
+        "gets the first answer and writes nothing.",
+    ),
+]

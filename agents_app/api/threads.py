@@ -13,7 +13,7 @@ from ninja.responses import Status
 from agents_app import selectors
 from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data
-from agents_app.api.schemas import ERRORS, ErrorOut
+from agents_app.api.schemas import ERRORS, ErrorOut, IdempotencyKey
 from agents_app.models import Thread
 from agents_app.services import threads as thread_service
 from agents_app.services.env import EnvPatch
@@ -64,14 +64,17 @@ class ThreadListQuery(Schema):
 
 @router.post("", response={200: dict, **ERRORS}, summary="Create a thread")
 @limited("thread_create")
-def thread_create(request: HttpRequest, payload: ThreadIn, response: HttpResponse) -> Status:
+def thread_create(
+    request: HttpRequest,
+    payload: ThreadIn,
+    response: HttpResponse,
+    idempotency_key: IdempotencyKey = None,
+) -> Status:
     """A repeated ``Idempotency-Key`` (per user) gets the first answer again, with
     ``Idempotent-Replayed: true``; 409 while the first is still running; 422 with another body."""
     user = request.auth  # type: ignore[attr-defined]
     answer = thread_create_once(
-        idempotency=idempotency_request(
-            user, request.headers.get("Idempotency-Key"), payload.model_dump()
-        ),
+        idempotency=idempotency_request(user, idempotency_key, payload.model_dump()),
         user=user,
         agent_name=payload.agent_id,
         tags=payload.tags,

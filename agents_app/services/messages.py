@@ -24,6 +24,7 @@ from agents_app.models import Message, QueuedMessage, Thread, ThreadFile
 from agents_app.selectors import message_in_thread, queued_in_thread
 from agents_app.services import limits, sessions
 from agents_app.services.idempotency import (
+    Answer,
     IdempotencyRequest,
     idempotent_record,
     idempotent_replay,
@@ -63,12 +64,8 @@ def _store_attachments(thread: Thread, items: list[NewAttachment]) -> list[dict[
 
 
 @dataclass(frozen=True)
-class Posted:
+class Posted(Answer):
     """The answer to a post: the first one's, or the stored one for a repeated key."""
-
-    status_code: int
-    response: dict[str, Any]
-    replayed: bool = False
 
     @property
     def message_id(self) -> str:
