@@ -27,6 +27,10 @@ class FloodStack(Stack):
         role = f"flood_{uuid.uuid4().hex[:8]}"
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
             conn.execute(f'CREATE ROLE "{role}" LOGIN NOSUPERUSER')
+        # The flood measures connection overload, not the per-user request rates (which
+        # would answer part of 200 posts from one user with 429 first).
+        rates_off = {f"STUDIO_RATE_{a}": "off" for a in ("MESSAGE_POST", "THREAD_CREATE")}
+        kwargs["extra_env"] = {**rates_off, **kwargs.get("extra_env", {})}
         super().__init__(*args, db_owner=role, **kwargs)
 
     def admin_sql(self, query: str, *args: Any) -> list[tuple[Any, ...]]:
