@@ -102,6 +102,7 @@ class Report:
     dry_run: bool
     policy: Policy
     now: datetime
+    trimmed_before: int = 0  # RetentionPolicy.log_bodies_trimmed_before when the run began
     deleted: dict[str, int] = field(default_factory=dict)
     threads_kept: int = 0
     log_bodies_trimmed: int = 0
@@ -146,7 +147,9 @@ def retention_apply(
     budget = settings.STUDIO_RETENTION_MAX_SECONDS if max_seconds is None else max_seconds
     started = time.monotonic()
     run = Batches(size=batch or settings.STUDIO_RETENTION_BATCH, deadline=started + budget)
-    report = Report(dry_run=dry_run, policy=policy, now=now)
+    report = Report(
+        dry_run=dry_run, policy=policy, now=now, trimmed_before=row.log_bodies_trimmed_before
+    )
     try:
         if policy.thread_days:
             _threads(run, report, now - timedelta(days=policy.thread_days))
@@ -184,6 +187,12 @@ def _effect_cutoff(report: Report) -> datetime:
 
 def _body_cutoff(report: Report) -> int:
     return _us(report.now - timedelta(days=report.policy.log_body_days))
+
+
+def _trim_from(report: Report) -> int:
+    """Where trimming starts: past what was trimmed before and what the log step deletes."""
+    start = report.trimmed_before
+    return max(start, _log_cutoff(report)) if report.policy.log_days else start
 
 
 # --- threads -----------------------------------------------------------------------------
@@ -320,9 +329,9 @@ def _count_threads(report: Report, ids: list[Any]) -> None:
         effects = _finished_before(_effect_cutoff(report)).filter(thread_id__in=ids)
         _add_overlap(report, "effects", effects.count())
     if policy.log_body_days:
-        bodies = logs.filter(_HAS_BODY, created_at__lt=_body_cutoff(report))
-        if policy.log_days:
-            bodies = bodies.filter(created_at__gte=_log_cutoff(report))
+        bodies = logs.filter(
+            _HAS_BODY, created_at__gte=_trim_from(report), created_at__lt=_body_cutoff(report)
+        )
         _add_overlap(report, "bodies", bodies.count())
 
 
@@ -367,9 +376,7 @@ def _trim_bodies(run: Batches, report: Report, row: RetentionPolicy, cutoff_us: 
         return
     pending = Log.objects.filter(_HAS_BODY, created_at__lt=cutoff_us)
     if report.dry_run:
-        if report.policy.log_days:  # the logs step deletes these before they are trimmed
-            start = max(start, _log_cutoff(report))
-        counted = pending.filter(created_at__gte=start).count()
+        counted = pending.filter(created_at__gte=_trim_from(report)).count()
         report.log_bodies_trimmed = counted - report.overlap.get("bodies", 0)
         return
     try:

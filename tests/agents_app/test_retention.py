@@ -241,7 +241,7 @@ def test_defaults_keep_everything(settings: Any) -> None:
     assert report.deleted == {} and report.log_bodies_trimmed == 0
 
 
-def test_dry_run_reports_what_would_go_and_changes_nothing(policy: Any) -> None:
+def test_dry_run_reports_what_a_real_run_then_does_and_changes_nothing(policy: Any) -> None:
     from io import StringIO
 
     from django.core.management import call_command
@@ -262,6 +262,10 @@ def test_dry_run_reports_what_would_go_and_changes_nothing(policy: Any) -> None:
     assert Thread.objects.count() == 4 and Log.objects.count() == 14
     assert not Log.objects.filter(request_body__isnull=True).exists()
     assert RetentionPolicy.objects.get().last_run_at is None
+    # What it predicted is what a real run then does.
+    dry = retention_apply(dry_run=True)
+    real = retention_apply()
+    assert (real.deleted, real.log_bodies_trimmed) == (dry.deleted, dry.log_bodies_trimmed)
 
 
 def test_a_run_that_runs_out_of_time_is_continued_by_the_next(policy: Any) -> None:
