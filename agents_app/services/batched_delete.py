@@ -57,8 +57,9 @@ class Batches:
         return rows
 
     def count(self, model: type[models.Model], rows: int) -> None:
-        label = model._meta.label
-        self.deleted[label] = self.deleted.get(label, 0) + rows
+        if rows:
+            label = model._meta.label
+            self.deleted[label] = self.deleted.get(label, 0) + rows
 
 
 @functools.cache

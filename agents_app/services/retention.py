@@ -340,7 +340,8 @@ def _add_overlap(report: Report, key: str, n: int) -> None:
 
 
 def _add(report: Report, label: str, n: int) -> None:
-    report.deleted[label] = report.deleted.get(label, 0) + n
+    if n:
+        report.deleted[label] = report.deleted.get(label, 0) + n
 
 
 # --- logs and effects --------------------------------------------------------------------
