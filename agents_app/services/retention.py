@@ -26,11 +26,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import IntegrityError, OperationalError, models, transaction
 from django.db.models import BooleanField, Case, Exists, OuterRef, Q, Value, When
 from django.utils import timezone
 
+from agents_app.bridge.events import asend_registry
 from agents_app.models import Log, RetentionPolicy, ScheduledEffect, Thread, ThreadSession
 from agents_app.models.effects import FINISHED
 from agents_app.selectors import ACTIVE_SESSION
@@ -295,9 +297,12 @@ def _threads(run: Batches, report: Report, cutoff: datetime) -> None:
 def _delete_threads(
     run: Batches, roots: list[Any], trees: dict[Any, list[Any]], cutoff: datetime
 ) -> bool:
-    run.guard = _guard([pk for root in roots for pk in trees[root]], cutoff)
+    ids = [pk for root in roots for pk in trees[root]]
+    owners = dict(Thread.objects.filter(pk__in=ids).values_list("pk", "owner_id"))
+    run.guard = _guard(ids, cutoff)
     try:
         delete_rows(run, Thread, roots)
+        _announce_deleted(owners)
         return True
     except Abandon:
         return False
@@ -308,6 +313,16 @@ def _delete_threads(
         return False
     finally:
         run.guard = None
+
+
+def _announce_deleted(owners: dict[Any, Any]) -> None:
+    """Tell live thread lists (the registry), as deleting one thread through the API does."""
+
+    async def send() -> None:
+        for pk, owner in owners.items():
+            await asend_registry({"type": "thread_deleted", "threadId": str(pk)}, owner)
+
+    async_to_sync(send)()
 
 
 def _count_threads(report: Report, ids: list[Any]) -> None:

@@ -27,6 +27,7 @@ from agents_app.models import (
 from agents_app.services import thread_files
 from agents_app.services.retention import retention_apply
 from tests.agents_app.retention_support import (
+    NOW,
     Statements,
     ago,
     backends_waiting_for_a_lock,
@@ -272,11 +273,38 @@ def test_a_run_that_runs_out_of_time_is_continued_by_the_next(policy: Any) -> No
     agent = make_agent()
     recent = make_threads(agent, 1, idle_days=1)
     fill(recent, messages=0, logs={30: 2500}, values=0)
-    first = retention_apply(batch=1000, max_seconds=0)
+    first = retention_apply(batch=1000, max_seconds=0, now=NOW)
     assert not first.finished and first.log_bodies_trimmed == 0
-    second = retention_apply(batch=1000)
+    second = retention_apply(batch=1000, now=NOW)
     assert second.finished and second.log_bodies_trimmed == 2500
     row = RetentionPolicy.objects.get()
-    assert row.log_bodies_trimmed_before == pytest.approx(us_ago(7), abs=60_000_000)
+    assert row.log_bodies_trimmed_before == int(ago(7).timestamp() * 1_000_000)
     assert not Log.objects.filter(request_body__isnull=False).exists()
     assert "trimmed the bodies of 2500 logs" in row.last_run_summary
+
+
+def test_deleted_threads_are_announced_to_live_thread_lists(policy: Any, alice: Any) -> None:
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    from agents_app.bridge.events import REGISTRY_ALL, registry_user_group
+
+    policy.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    agent = make_agent()
+    old = make_threads(agent, 2, idle_days=100)
+    Thread.objects.filter(pk=old[0].pk).update(owner=alice)
+    layer = get_channel_layer()
+    staff_list = async_to_sync(layer.new_channel)()
+    alice_list = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(REGISTRY_ALL, staff_list)
+    async_to_sync(layer.group_add)(registry_user_group(alice.pk), alice_list)
+
+    retention_apply()
+
+    def frames(channel: str, n: int) -> set[str]:
+        got = [async_to_sync(layer.receive)(channel)["frame"] for _ in range(n)]
+        assert {f["type"] for f in got} == {"thread_deleted"}
+        return {f["threadId"] for f in got}
+
+    assert frames(staff_list, 2) == {str(t.pk) for t in old}
+    assert frames(alice_list, 1) == {str(old[0].pk)}
