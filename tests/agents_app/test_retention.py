@@ -308,3 +308,19 @@ def test_deleted_threads_are_announced_to_live_thread_lists(policy: Any, alice: 
 
     assert frames(staff_list, 2) == {str(t.pk) for t in old}
     assert frames(alice_list, 1) == {str(old[0].pk)}
+
+
+def test_rows_that_point_at_themselves_or_in_a_loop_are_deleted_once(policy: Any) -> None:
+    agent = make_agent()
+    (thread,) = make_threads(agent, 1, idle_days=100)
+    a, b, c = (
+        Message.objects.create(thread=thread, role="user", content=x, created_at=i)
+        for i, x in enumerate("abc")
+    )
+    # Message.parent has no database constraint: nothing stops a loop but this code.
+    Message.objects.filter(pk=a.pk).update(parent=a)
+    Message.objects.filter(pk=b.pk).update(parent=c)
+    Message.objects.filter(pk=c.pk).update(parent=b)
+    report = retention_apply(batch=1)
+    assert not Thread.objects.exists() and not Message.objects.exists()
+    assert report.deleted["agents_app.Message"] == 3
