@@ -37,7 +37,7 @@ class RetentionPolicyForm(forms.ModelForm):
         fields = list(LABELS)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         if not self.errors:
             row = RetentionPolicy(**{name: data.get(name) for name in LABELS})
             problems = policy_problems(effective_policy(row))

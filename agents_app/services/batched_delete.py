@@ -57,8 +57,9 @@ class Batches:
         return rows
 
     def count(self, model: type[models.Model], rows: int) -> None:
-        label = model._meta.label
-        self.deleted[label] = self.deleted.get(label, 0) + rows
+        if rows:
+            label = model._meta.label
+            self.deleted[label] = self.deleted.get(label, 0) + rows
 
 
 @functools.cache
@@ -98,11 +99,15 @@ def _file_names(model: type[models.Model], ids: Sequence[Any]) -> list[str]:
     return [str(name) for row in rows for name in row if name]
 
 
-def _dependents(rel: Any, parent_ids: Sequence[Any], size: int) -> list[Any]:
+def _dependents(
+    rel: Any, parent_ids: Sequence[Any], size: int, skip: frozenset[Any] = frozenset()
+) -> list[Any]:
     # No ORDER BY: any ``size`` of them will do, and sorting would read every dependent
     # of the batch (all of a big thread's messages) once per batch instead of ``size``.
     manager = rel.related_model._base_manager
     query = manager.filter(**{f"{rel.field.name}__in": parent_ids}).order_by()
+    if skip:
+        query = query.exclude(pk__in=skip)
     return list(query.values_list("pk", flat=True)[:size])
 
 
@@ -119,11 +124,13 @@ def _clear_references(run: Batches, rel: Any, parent_ids: Sequence[Any]) -> None
             return
 
 
-def _drain(run: Batches, rel: Any, parent_ids: Sequence[Any]) -> None:
+def _drain(run: Batches, rel: Any, parent_ids: Sequence[Any], above: frozenset[Any]) -> None:
     on_delete = rel.on_delete
     if on_delete is models.CASCADE:
-        while ids := _dependents(rel, parent_ids, run.size):
-            delete_rows(run, rel.related_model, ids)
+        # A row pointing at itself, or a loop of parents, is deleted once, by the row above.
+        skip = above if rel.related_model is rel.model else frozenset()
+        while ids := _dependents(rel, parent_ids, run.size, skip):
+            delete_rows(run, rel.related_model, ids, _above=skip | frozenset(ids))
     elif on_delete is models.SET_NULL:
         _clear_references(run, rel, parent_ids)
     elif on_delete is not models.DO_NOTHING:
@@ -131,15 +138,22 @@ def _drain(run: Batches, rel: Any, parent_ids: Sequence[Any]) -> None:
         raise Abandon(f"{rel.related_model._meta.label}.{rel.field.name} is {on_delete.__name__}")
 
 
-def delete_rows(run: Batches, model: type[models.Model], ids: Sequence[Any]) -> int:
+def delete_rows(
+    run: Batches,
+    model: type[models.Model],
+    ids: Sequence[Any],
+    *,
+    _above: frozenset[Any] = frozenset(),
+) -> int:
     """Delete these rows (at most ``run.size``) after everything that depends on them.
 
     Dependents go in their own transactions first; the rows themselves in one last
     short transaction. A dependent written meanwhile without tripping the guard makes
     that transaction fail on its foreign key (nothing is lost; the next run retries).
     """
+    above = _above | frozenset(ids)
     for rel in reverse_relations(model):
-        _drain(run, rel, ids)
+        _drain(run, rel, ids, above)
     with transaction.atomic():
         run.begin()
         names = _file_names(model, ids)

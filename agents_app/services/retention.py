@@ -26,11 +26,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import IntegrityError, OperationalError, models, transaction
 from django.db.models import BooleanField, Case, Exists, OuterRef, Q, Value, When
 from django.utils import timezone
 
+from agents_app.bridge.events import asend_registry
 from agents_app.models import Log, RetentionPolicy, ScheduledEffect, Thread, ThreadSession
 from agents_app.models.effects import FINISHED
 from agents_app.selectors import ACTIVE_SESSION
@@ -102,6 +104,7 @@ class Report:
     dry_run: bool
     policy: Policy
     now: datetime
+    trimmed_before: int = 0  # RetentionPolicy.log_bodies_trimmed_before when the run began
     deleted: dict[str, int] = field(default_factory=dict)
     threads_kept: int = 0
     log_bodies_trimmed: int = 0
@@ -146,7 +149,9 @@ def retention_apply(
     budget = settings.STUDIO_RETENTION_MAX_SECONDS if max_seconds is None else max_seconds
     started = time.monotonic()
     run = Batches(size=batch or settings.STUDIO_RETENTION_BATCH, deadline=started + budget)
-    report = Report(dry_run=dry_run, policy=policy, now=now)
+    report = Report(
+        dry_run=dry_run, policy=policy, now=now, trimmed_before=row.log_bodies_trimmed_before
+    )
     try:
         if policy.thread_days:
             _threads(run, report, now - timedelta(days=policy.thread_days))
@@ -184,6 +189,12 @@ def _effect_cutoff(report: Report) -> datetime:
 
 def _body_cutoff(report: Report) -> int:
     return _us(report.now - timedelta(days=report.policy.log_body_days))
+
+
+def _trim_from(report: Report) -> int:
+    """Where trimming starts: past what was trimmed before and what the log step deletes."""
+    start = report.trimmed_before
+    return max(start, _log_cutoff(report)) if report.policy.log_days else start
 
 
 # --- threads -----------------------------------------------------------------------------
@@ -286,9 +297,12 @@ def _threads(run: Batches, report: Report, cutoff: datetime) -> None:
 def _delete_threads(
     run: Batches, roots: list[Any], trees: dict[Any, list[Any]], cutoff: datetime
 ) -> bool:
-    run.guard = _guard([pk for root in roots for pk in trees[root]], cutoff)
+    ids = [pk for root in roots for pk in trees[root]]
+    owners = dict(Thread.objects.filter(pk__in=ids).values_list("pk", "owner_id"))
+    run.guard = _guard(ids, cutoff)
     try:
         delete_rows(run, Thread, roots)
+        _announce_deleted(owners)
         return True
     except Abandon:
         return False
@@ -299,6 +313,16 @@ def _delete_threads(
         return False
     finally:
         run.guard = None
+
+
+def _announce_deleted(owners: dict[Any, Any]) -> None:
+    """Tell live thread lists (the registry), as deleting one thread through the API does."""
+
+    async def send() -> None:
+        for pk, owner in owners.items():
+            await asend_registry({"type": "thread_deleted", "threadId": str(pk)}, owner)
+
+    async_to_sync(send)()
 
 
 def _count_threads(report: Report, ids: list[Any]) -> None:
@@ -320,9 +344,9 @@ def _count_threads(report: Report, ids: list[Any]) -> None:
         effects = _finished_before(_effect_cutoff(report)).filter(thread_id__in=ids)
         _add_overlap(report, "effects", effects.count())
     if policy.log_body_days:
-        bodies = logs.filter(_HAS_BODY, created_at__lt=_body_cutoff(report))
-        if policy.log_days:
-            bodies = bodies.filter(created_at__gte=_log_cutoff(report))
+        bodies = logs.filter(
+            _HAS_BODY, created_at__gte=_trim_from(report), created_at__lt=_body_cutoff(report)
+        )
         _add_overlap(report, "bodies", bodies.count())
 
 
@@ -331,7 +355,8 @@ def _add_overlap(report: Report, key: str, n: int) -> None:
 
 
 def _add(report: Report, label: str, n: int) -> None:
-    report.deleted[label] = report.deleted.get(label, 0) + n
+    if n:
+        report.deleted[label] = report.deleted.get(label, 0) + n
 
 
 # --- logs and effects --------------------------------------------------------------------
@@ -367,9 +392,7 @@ def _trim_bodies(run: Batches, report: Report, row: RetentionPolicy, cutoff_us: 
         return
     pending = Log.objects.filter(_HAS_BODY, created_at__lt=cutoff_us)
     if report.dry_run:
-        if report.policy.log_days:  # the logs step deletes these before they are trimmed
-            start = max(start, _log_cutoff(report))
-        counted = pending.filter(created_at__gte=start).count()
+        counted = pending.filter(created_at__gte=_trim_from(report)).count()
         report.log_bodies_trimmed = counted - report.overlap.get("bodies", 0)
         return
     try:

@@ -27,6 +27,7 @@ from agents_app.models import (
 from agents_app.services import thread_files
 from agents_app.services.retention import retention_apply
 from tests.agents_app.retention_support import (
+    NOW,
     Statements,
     ago,
     backends_waiting_for_a_lock,
@@ -241,7 +242,7 @@ def test_defaults_keep_everything(settings: Any) -> None:
     assert report.deleted == {} and report.log_bodies_trimmed == 0
 
 
-def test_dry_run_reports_what_would_go_and_changes_nothing(policy: Any) -> None:
+def test_dry_run_reports_what_a_real_run_then_does_and_changes_nothing(policy: Any) -> None:
     from io import StringIO
 
     from django.core.management import call_command
@@ -262,17 +263,64 @@ def test_dry_run_reports_what_would_go_and_changes_nothing(policy: Any) -> None:
     assert Thread.objects.count() == 4 and Log.objects.count() == 14
     assert not Log.objects.filter(request_body__isnull=True).exists()
     assert RetentionPolicy.objects.get().last_run_at is None
+    # What it predicted is what a real run then does.
+    dry = retention_apply(dry_run=True)
+    real = retention_apply()
+    assert (real.deleted, real.log_bodies_trimmed) == (dry.deleted, dry.log_bodies_trimmed)
 
 
 def test_a_run_that_runs_out_of_time_is_continued_by_the_next(policy: Any) -> None:
     agent = make_agent()
     recent = make_threads(agent, 1, idle_days=1)
     fill(recent, messages=0, logs={30: 2500}, values=0)
-    first = retention_apply(batch=1000, max_seconds=0)
+    first = retention_apply(batch=1000, max_seconds=0, now=NOW)
     assert not first.finished and first.log_bodies_trimmed == 0
-    second = retention_apply(batch=1000)
+    second = retention_apply(batch=1000, now=NOW)
     assert second.finished and second.log_bodies_trimmed == 2500
     row = RetentionPolicy.objects.get()
-    assert row.log_bodies_trimmed_before == pytest.approx(us_ago(7), abs=60_000_000)
+    assert row.log_bodies_trimmed_before == int(ago(7).timestamp() * 1_000_000)
     assert not Log.objects.filter(request_body__isnull=False).exists()
     assert "trimmed the bodies of 2500 logs" in row.last_run_summary
+
+
+def test_deleted_threads_are_announced_to_live_thread_lists(policy: Any, alice: Any) -> None:
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    from agents_app.bridge.events import REGISTRY_ALL, registry_user_group
+
+    policy.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    agent = make_agent()
+    old = make_threads(agent, 2, idle_days=100)
+    Thread.objects.filter(pk=old[0].pk).update(owner=alice)
+    layer = get_channel_layer()
+    staff_list = async_to_sync(layer.new_channel)()
+    alice_list = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(REGISTRY_ALL, staff_list)
+    async_to_sync(layer.group_add)(registry_user_group(alice.pk), alice_list)
+
+    retention_apply()
+
+    def frames(channel: str, n: int) -> set[str]:
+        got = [async_to_sync(layer.receive)(channel)["frame"] for _ in range(n)]
+        assert {f["type"] for f in got} == {"thread_deleted"}
+        return {f["threadId"] for f in got}
+
+    assert frames(staff_list, 2) == {str(t.pk) for t in old}
+    assert frames(alice_list, 1) == {str(old[0].pk)}
+
+
+def test_rows_that_point_at_themselves_or_in_a_loop_are_deleted_once(policy: Any) -> None:
+    agent = make_agent()
+    (thread,) = make_threads(agent, 1, idle_days=100)
+    a, b, c = (
+        Message.objects.create(thread=thread, role="user", content=x, created_at=i)
+        for i, x in enumerate("abc")
+    )
+    # Message.parent has no database constraint: nothing stops a loop but this code.
+    Message.objects.filter(pk=a.pk).update(parent=a)
+    Message.objects.filter(pk=b.pk).update(parent=c)
+    Message.objects.filter(pk=c.pk).update(parent=b)
+    report = retention_apply(batch=1)
+    assert not Thread.objects.exists() and not Message.objects.exists()
+    assert report.deleted["agents_app.Message"] == 3
