@@ -107,6 +107,9 @@ async def _sweep_forever(executor: InProcessExecutor) -> None:
                 asyncio.get_running_loop().create_task(run_session_job(session_id))
         except Exception:
             logger.warning("session sweep failed", exc_info=True)
+            from agents_app.db_retry import drop_broken_connections
+
+            await sync_to_async(drop_broken_connections)()
 
 
 inprocess = InProcessExecutor()

@@ -190,6 +190,7 @@ class Supervisor:
     entries: dict[str, Entry] = field(default_factory=dict)
     _task: asyncio.Task[None] | None = None
     _last_beat: float = 0.0
+    _failing: bool = False
 
     def add(self, claim: Claim) -> Entry:
         entry = Entry(claim, job=asyncio.current_task())
@@ -207,8 +208,13 @@ class Supervisor:
             await asyncio.sleep(poll)
             try:
                 await self._tick()
-            except Exception:  # the database hiccuped: try again next tick
-                logger.warning("session supervisor tick failed", exc_info=True)
+                self._failing = False
+            except Exception as exc:  # the database hiccuped: try again next tick
+                # The traceback once per outage, not every poll.
+                logger.warning(
+                    "session supervisor tick failed: %s", exc, exc_info=not self._failing
+                )
+                self._failing = True
                 await sync_to_async(drop_broken_connections)()
 
     async def _tick(self) -> None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import psycopg
 import pytest
 
-from tests.integration.stack import Stack, wait_until
+from tests.integration.stack import PG_ADMIN_URL, Stack, wait_until
 from tests.integration.test_live_sessions import (
     Watch,
     assistant_pending,
@@ -133,3 +134,63 @@ def test_a_real_worker_recovers_when_its_database_connections_are_killed_mid_req
     wait_until(lambda: released(stack, thread_id), "every session to be released")
     assert process.popen.poll() is None
     assert "crashed" not in process.log.read_text(errors="replace"), stack.tails()
+
+
+def test_a_real_worker_recovers_after_too_many_connections_outlasts_its_retries(
+    stack: Stack, worker: Any
+) -> None:
+    """The reported outage: PostgreSQL refuses the worker's connections ("too many
+    connections") for longer than the worker retries; afterwards the sweep resumes."""
+    role = f"it_limited_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE ROLE "{role}" LOGIN')
+    with psycopg.connect(stack.database_url.replace("postgres://", "postgresql://", 1)) as db:
+        db.execute(f'GRANT ALL ON ALL TABLES IN SCHEMA public TO "{role}"')
+        db.execute(f'GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO "{role}"')
+    limited_url = stack.database_url.replace("//root@", f"//{role}@", 1)
+    assert limited_url != stack.database_url
+    process = worker("limited", beat=True, env={"DATABASE_URL": limited_url})
+    try:
+        thread_id = new_thread(stack, "sleeper")
+        post(stack, thread_id, "first")
+        wait_until(lambda: assistant_pending(stack, thread_id), "the request to be in flight")
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'ALTER ROLE "{role}" CONNECTION LIMIT 0')
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                [role],
+            )
+        wait_until(
+            lambda: "giving up" in process.log.read_text(errors="replace"),
+            "the worker to run out of retries",
+            timeout=90,
+        )
+        assert "too many connections" in process.log.read_text(errors="replace")
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'ALTER ROLE "{role}" CONNECTION LIMIT -1')
+        wait_until(
+            lambda: (
+                messages(stack, thread_id)
+                == [("user", "completed", "first"), ("assistant", "completed", "finally awake")]
+            ),
+            "the sweep to resume the session",
+            timeout=90,
+        )
+        post(stack, thread_id, "second")
+        wait_until(
+            lambda: (
+                messages(stack, thread_id)[2:]
+                == [("user", "completed", "second"), ("assistant", "completed", "still here")]
+            ),
+            "the next message to be answered",
+            timeout=60,
+        )
+        wait_until(lambda: released(stack, thread_id), "every session to be released")
+        assert process.popen.poll() is None
+        assert "crashed" not in process.log.read_text(errors="replace"), stack.tails()
+    finally:
+        process.stop()
+        with psycopg.connect(stack.database_url.replace("postgres://", "postgresql://", 1)) as db:
+            db.execute(f'DROP OWNED BY "{role}"')
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP ROLE IF EXISTS "{role}"')
