@@ -119,24 +119,34 @@ def _assert_secure_page(response: httpx.Response) -> None:
     assert headers["x-content-type-options"] == "nosniff"
 
 
+def _cookie(response: httpx.Response, name: str) -> tuple[str, str]:
+    """The value of cookie ``name`` the response sets, and its whole Set-Cookie line."""
+    for line in response.headers.get_list("set-cookie"):
+        if line.startswith(f"{name}="):
+            return line.split(";", 1)[0].split("=", 1)[1], line
+    raise AssertionError(f"no {name} cookie set")
+
+
 def test_studio_and_chat_pages_carry_the_production_headers(daphne: str) -> None:
+    # Cookies are carried by hand: they are Secure, and this client talks plain HTTP to
+    # Daphne as the TLS proxy does.
     with httpx.Client(base_url=daphne, headers=BEHIND_TLS) as client:
         for path in ("/login/", "/admin/login/"):
             page = client.get(path)
             assert page.status_code == 200, path
             _assert_secure_page(page)
-            assert "secure" in page.headers["set-cookie"].lower()  # the CSRF cookie
-        token = client.cookies["csrftoken"]
+            token, line = _cookie(page, "csrftoken")
+            assert "; secure" in line.lower()
         signed_in = client.post(
             "/admin/login/?next=/admin/",
             data={"username": "ops", "password": PASSWORD, "csrfmiddlewaretoken": token},
-            headers={"Referer": f"https://{HOST}/admin/login/"},
+            headers={"Referer": f"https://{HOST}/admin/login/", "Cookie": f"csrftoken={token}"},
         )
         assert signed_in.status_code == 302, signed_in.text[:500]
-        session_cookie = [c for c in signed_in.headers.get_list("set-cookie") if "sessionid" in c]
-        assert session_cookie and "secure" in session_cookie[0].lower()
+        session, line = _cookie(signed_in, "sessionid")
+        assert "; secure" in line.lower() and "; httponly" in line.lower()
         for path in ("/admin/", "/chat/"):
-            page = client.get(path)
+            page = client.get(path, headers={"Cookie": f"sessionid={session}"})
             assert page.status_code == 200, path
             _assert_secure_page(page)
 
@@ -157,13 +167,26 @@ def _raw(daphne: str, request: bytes) -> tuple[int, dict[str, Any]]:
     head, _, body = data.partition(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])
     assert b"application/json" in head, head
+    if b"chunked" in head.lower():
+        body = _dechunk(body)
     return status, json.loads(body)
+
+
+def _dechunk(body: bytes) -> bytes:
+    out = b""
+    while body:
+        size_line, _, rest = body.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0:
+            break
+        out, body = out + rest[:size], rest[size + 2 :]
+    return out
 
 
 @pytest.mark.parametrize("length", [9_000, 17_000, 70_000])
 def test_overlong_urls_are_a_json_414_from_daphne_itself(daphne: str, length: int) -> None:
     path = "/api/threads/" + "a" * length
-    request = f"GET {path} HTTP/1.1\r\nHost: {HOST}\r\nX-Forwarded-Proto: https\r\n\r\n"
+    request = f"GET {path} HTTP/1.1\r\nHost: {HOST}\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\r\n"
     status, body = _raw(daphne, request.encode())
     assert status == 414
     assert body["error"].startswith("URL too long")
