@@ -23,6 +23,7 @@ from agents_app.errors import Invalid, Locked, NotFound
 from agents_app.models import Message, QueuedMessage, Thread, ThreadFile
 from agents_app.selectors import message_in_thread, queued_in_thread
 from agents_app.services import sessions
+from agents_app.services.redaction import redact_for_thread
 from agents_app.services.thread_files import attachment_write, file_delete
 from agents_app.services.threads import preview_of
 from runtime.events import event
@@ -73,6 +74,9 @@ def message_post(
         raise Invalid("Message content or attachments required")
     if len(content) > CONTENT_MAX:
         raise Invalid(f"Message content is longer than {CONTENT_MAX} characters")
+    # Stored (and previewed, and broadcast) redacted like the engine's own writes: a secret
+    # the user typed is never kept in clear, not even while the message waits in the queue.
+    content = redact_for_thread(str(thread.pk), content)
     locked = sessions.lock_thread(thread.pk)
     if locked.terminated_at is not None:
         raise Locked(f"Thread is terminated (terminated_at={wire.micros(locked.terminated_at)})")
@@ -124,6 +128,7 @@ def message_update(*, thread: Thread, message_id: str, content: str) -> None:
     """Replace a message's content (stored or still queued) and tell the listeners."""
     if len(content) > CONTENT_MAX:
         raise Invalid(f"Message content is longer than {CONTENT_MAX} characters")
+    content = redact_for_thread(str(thread.pk), content)
     row = message_in_thread(thread, message_id)
     if row is not None:
         row.content = content
