@@ -5,6 +5,7 @@ tells its name. Checked with planted canaries through the API and over WebSocket
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.db import connection
 
 from agents_app.bridge.store import DjangoStore
@@ -195,3 +197,27 @@ async def _frame_of(communicator: WebsocketCommunicator, kind: str) -> dict[str,
         frame = json.loads(raw)
         if frame.get("type") == kind:
             return dict(frame)
+
+
+@pytest.mark.django_db
+def test_typed_secret_stored_in_clear_before_the_fix_is_redacted_by_the_backfill(
+    alice: Any,
+) -> None:
+    thread = _thread(alice)
+    other = thread_create(user=alice, agent_name="helper")
+    # Rows as earlier versions stored them: written around the services.
+    Thread.objects.filter(pk=thread.pk).update(last_message_preview=TYPED)
+    QueuedMessage.objects.create(thread=thread, role="user", content=TYPED)
+    Message.objects.create(thread=thread, role="user", content=TYPED, created_at=5)
+    ThreadValue.objects.create(thread=thread, key="k", value={"v": [TYPED]}, updated_at=1)
+    ThreadValue.objects.create(thread=other, key="k", value=INSTANCE_SECRET, updated_at=1)
+    out = io.StringIO()
+    call_command("redact_typed_text", stdout=out)
+    assert "redacted: 1 previews, 1 queued, 1 messages, 2 values" in out.getvalue()
+    assert _stored_text_hits() == []
+    assert ThreadValue.objects.get(thread=thread).value == {"v": [SHOWN]}
+    # Other threads do not own this thread's OWN_KEY, but every thread redacts instance values.
+    assert ThreadValue.objects.get(thread=other).value == "[REDACTED]"
+    out = io.StringIO()
+    call_command("redact_typed_text", stdout=out)
+    assert "redacted: 0 previews, 0 queued, 0 messages, 0 values" in out.getvalue()
