@@ -10,6 +10,7 @@ each thread in its own short transaction (sessions are never blocked for long).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from uuid import UUID
 
 from django.db import transaction
 
@@ -46,7 +47,7 @@ def redact_typed_text(batch: int = BATCH) -> BackfillReport:
 
 
 @transaction.atomic
-def _redact_thread(thread_id: object, redactor: Redactor, report: BackfillReport) -> None:
+def _redact_thread(thread_id: UUID, redactor: Redactor, report: BackfillReport) -> None:
     thread = Thread.objects.select_for_update().get(pk=thread_id)
     preview = redactor.text(thread.last_message_preview)
     if preview != thread.last_message_preview:
