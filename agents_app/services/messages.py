@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db import transaction
@@ -23,7 +23,7 @@ from agents_app.errors import Invalid, Locked, NotFound
 from agents_app.models import Message, QueuedMessage, Thread, ThreadFile
 from agents_app.selectors import message_in_thread, queued_in_thread
 from agents_app.services import sessions
-from agents_app.services.redaction import redact_for_thread
+from agents_app.services.redaction import redact_for_thread, thread_redactor
 from agents_app.services.thread_files import attachment_write, file_delete
 from agents_app.services.threads import preview_of
 from runtime.events import event
@@ -76,7 +76,9 @@ def message_post(
         raise Invalid(f"Message content is longer than {CONTENT_MAX} characters")
     # Stored (and previewed, and broadcast) redacted like the engine's own writes: a secret
     # the user typed is never kept in clear, not even while the message waits in the queue.
-    content = redact_for_thread(str(thread.pk), content)
+    redactor = thread_redactor(str(thread.pk))
+    content = redactor.text(content)
+    attachments = [replace(a, name=redactor.text(a.name)) for a in attachments or []]
     locked = sessions.lock_thread(thread.pk)
     if locked.terminated_at is not None:
         raise Locked(f"Thread is terminated (terminated_at={wire.micros(locked.terminated_at)})")

@@ -50,14 +50,16 @@ def _thread(user: Any) -> Thread:
 def _stored_text_hits() -> list[str]:
     """Every text column of the tables a typed message, edit or value lands in, searched."""
     hits = []
-    tables = {
-        "agents_app_thread": "last_message_preview",
-        "agents_app_queuedmessage": "content",
-        "agents_app_message": "content",
-        "agents_app_threadvalue": "value::text",
-    }
+    columns = [
+        ("agents_app_thread", "last_message_preview"),
+        ("agents_app_queuedmessage", "content"),
+        ("agents_app_queuedmessage", "attachments::text"),
+        ("agents_app_message", "content"),
+        ("agents_app_threadvalue", "value::text"),
+        ("agents_app_threadfile", "metadata::text || path || name"),
+    ]
     with connection.cursor() as cursor:
-        for table, column in tables.items():
+        for table, column in columns:
             cursor.execute(f"SELECT {column} FROM {table}")  # noqa: S608 (fixed names)
             hits += [
                 f"{table}.{column}" for (v,) in cursor.fetchall() if CANARIES.contains(v or "")
@@ -69,7 +71,10 @@ def _stored_text_hits() -> list[str]:
 def test_typed_secret_never_stored_in_clear_message_post_and_preview(as_: Any, alice: Any) -> None:
     thread = _thread(alice)
     client = as_(alice)
-    posted = client.post_json(f"/api/threads/{thread.pk}/messages", {"content": TYPED})
+    attachment = {"name": f"{INSTANCE_SECRET}.txt", "mimeType": "text/plain", "data": "eA=="}
+    posted = client.post_json(
+        f"/api/threads/{thread.pk}/messages", {"content": TYPED, "attachments": [attachment]}
+    )
     assert posted.status_code == 202, posted.content
     assert not CANARIES.contains(posted.content.decode())
     assert QueuedMessage.objects.get(thread=thread).content == SHOWN
