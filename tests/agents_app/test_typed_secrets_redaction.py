@@ -20,7 +20,7 @@ from agents_app.bridge.store import DjangoStore
 from agents_app.models import EnvValue, Message, QueuedMessage, Thread, ThreadValue
 from agents_app.services.api_keys import api_key_create
 from agents_app.services.messages import message_post
-from agents_app.services.threads import thread_create
+from agents_app.thread_creation import thread_create
 from runtime.engine import Engine
 from runtime.events import ListSink
 from runtime.redaction import Redactor
