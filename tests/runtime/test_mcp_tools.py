@@ -261,3 +261,20 @@ async def wait_until(check: Any, timeout: float = 20.0) -> None:
     while not check():
         assert time.monotonic() < deadline, "condition not met in time"
         await asyncio.sleep(0.05)
+
+
+async def test_a_changed_definition_closes_the_old_connection(http_server: HttpMcpServer) -> None:
+    servers, pool = Servers(), McpPool()
+    first = await servers.add(http_server.definition(name="tools", timeout_ms=5000))
+
+    async def no_env(name: str) -> str | None:
+        return None
+
+    assert (await pool.call(first, "echo", {"text": "a"}, call_id="1", env=no_env)).ok
+    [(_, old)] = pool._conns.values()
+    changed = first.model_copy(update={"timeout_ms": 6000})
+    assert (await pool.call(changed, "echo", {"text": "b"}, call_id="2", env=no_env)).ok
+    [(_, new)] = pool._conns.values()
+    assert new is not old and old.broken.is_set()  # closed: its task ended
+    await pool.aclose()
+    assert new.broken.is_set() and not pool._conns
