@@ -1,6 +1,6 @@
 """``/mcp``: the agents exposed as tools, served to MCP clients over streamable HTTP.
 
-A thin adapter over ``services.agent_calls``: the ASGI app authenticates every
+A thin adapter over ``agents_app.agent_calls``: the ASGI app authenticates every
 request with an API key (as the thread API does; 401 JSON otherwise), then hands
 it to the SDK's ``StreamableHTTPSessionManager`` in stateless mode (no MCP session
 lives between requests, so any web process can answer any request). A tool call
@@ -23,9 +23,9 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from agents_app.agent_calls import Ask, agent_ask, ask_progress, exposed_agents
 from agents_app.errors import DomainError
 from agents_app.selectors import access_thread
-from agents_app.services.agent_calls import Ask, agent_ask, ask_progress, exposed_agents
 from agents_app.services.api_keys import api_key_authenticate
 from agents_app.services.sessions import thread_stop
 
