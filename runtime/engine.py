@@ -19,7 +19,7 @@ from typing import Any
 
 from runtime.definitions import AgentDefinition
 from runtime.deps import Deps, Limits
-from runtime.events import EventSink, NullSink
+from runtime.events import EventSink, NullSink, queued_data
 from runtime.hooks import HookRunner, hook_ids
 from runtime.loader import DefinitionLoader, DefinitionNotFound
 from runtime.mcp import McpTools
@@ -368,3 +368,4 @@ class Engine:
             metadata=dict(message.metadata or {}),
         )
         await self.deps.store.queue_message(thread_id, queued)
+        await self.emit_to(thread_id, queued_data(queued))

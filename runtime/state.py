@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal, Protocol
 from runtime import file_images, files
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
 from runtime.effects import EFFECT_ID_KEY, SCHEDULED_EFFECT_KEY, Effects
-from runtime.events import event
+from runtime.events import event, queued_data
 from runtime.messages import MESSAGE_FIELDS, Message, Role, Side, new_id
 from runtime.mime_types import normalize_mime_type
 from runtime.recorder import Batch, Recorder
@@ -370,6 +370,7 @@ class ThreadState:
             await self._relations.queue(self.thread_id, queued)
         else:
             await self._deps.store.queue_message(self.thread_id, queued)
+            self._recorder.emit(queued_data(queued))
         return queued.id
 
     async def notify_parent(self, text: str) -> str:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from runtime.definitions import AgentDefinition, PromptDefinition, ResumableConfig, ToolConfig
-from runtime.events import EventSink, event
+from runtime.events import EventSink, event, queued_data
 from runtime.loader import DefinitionLoader
 from runtime.messages import Role, new_id, now_ms
 from runtime.providers.base import ToolSchema
@@ -143,8 +143,10 @@ class Subagents:
     # --- queueing --------------------------------------------------------------------
 
     async def queue(self, thread_id: str, message: QueuedMessage) -> None:
-        """Queue a message (durable, ordered) and make sure a session will take it."""
+        """Queue a message (durable, ordered), show it at once, and make sure a session will
+        take it."""
         await self.deps.store.queue_message(thread_id, message)
+        await self.engine.emit_to(thread_id, queued_data(message))
         if thread_id in self.running:
             self.woken.add(thread_id)  # drained by the running session, or woken at its end
         else:

@@ -196,3 +196,73 @@ async def test_spec_budget_warning_counts_the_steps_of_this_turn(world: World) -
         for r in world.requests("mb")
     ]
     assert warned == [False, False, True, False, False, True]
+
+
+# --- broadcast rules (docs/api.md "Order of one turn") --------------------------------------
+
+
+@define_tool("Queue a note for the next step")
+async def note(state: Any) -> str:
+    await state.queue_message("a note for later")
+    return "noted"
+
+
+def never_completed_unseen(frames: list[dict[str, Any]]) -> list[str]:
+    """The step rows (they carry ``request_sent_at``) a client rendering ``frames`` in order
+    would see completed or failed without having seen them pending first."""
+    pending: set[str] = set()
+    unseen: list[str] = []
+    for frame in frames:
+        if frame["type"] != "message_data":
+            continue
+        data = frame["data"]
+        if data["status"] == "pending":
+            pending.add(frame["message_id"])
+        elif data.get("request_sent_at") and frame["message_id"] not in pending:
+            unseen.append(frame["message_id"])
+    return unseen
+
+
+async def test_spec_every_step_row_is_broadcast_pending_before_it_completes(
+    world: World,
+) -> None:
+    world.register(search, note)
+    world.define(
+        prompt(tools=["search", "note", "helper"]),
+        agent(),
+        prompt("helper", model="mh", tool_description="Helps"),
+    )
+    world.script(
+        "m",
+        TestScript()
+        .add_tool_call("search")  # fast replies: the opening rides with the response
+        .add_tool_call("helper", {"q": "x"})  # a sub-prompt's own step one level deeper
+        .add_tool_call("note")
+        .add_text("done"),
+    )
+    world.script("mh", TestScript().add_text("helped"))
+    thread, result = await world.chat("go")
+    assert result.final_text == "done"
+    frames = world.sink.frames[thread.id]
+    steps = {f["message_id"] for f in frames if f["type"] == "message_data"}
+    rows = [m for m in await world.messages(thread.id) if m.request_sent_at]
+    assert len(rows) == 5 and {m.id for m in rows} <= steps  # 4 top-level steps + 1 deeper
+    assert never_completed_unseen(frames) == []
+
+
+async def test_spec_queued_messages_are_broadcast_at_once_as_pending(world: World) -> None:
+    world.register(note)
+    world.define(prompt(tools=["note"]), agent())
+    world.script("m", TestScript().add_tool_call("note").add_text("read it"))
+    thread, _ = await world.chat("go")
+    frames = [f for f in world.sink.frames[thread.id] if f["type"] == "message_data"]
+    [queued] = [f for f in frames if f["data"]["content"] == "a note for later"][:1]
+    assert queued["data"]["status"] == "pending"
+    assert queued["data"]["metadata"]["queued"] is True
+    assert queued["data"]["metadata"]["queue_status"] == "queued"
+    # Shown when queued (before the tool's result row), stored later under the same id.
+    order = [f["message_id"] for f in frames]
+    tool_row = next(f for f in frames if f["data"]["role"] == "tool")
+    assert order.index(queued["message_id"]) < order.index(tool_row["message_id"])
+    stored = [f for f in frames if f["message_id"] == queued["message_id"]][-1]
+    assert stored["data"]["status"] == "completed" and "queued" not in stored["data"]["metadata"]
