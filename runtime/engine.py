@@ -210,6 +210,11 @@ class Engine:
             return None
         return await self.run_session(thread_id)
 
+    async def settle(self) -> None:
+        """Wait for writes that synchronous calls started in the background (``state.queue_tool``
+        on an idle thread); a host calls it before it lets go of the engine."""
+        await self.subagents.flush_soon()
+
     async def emit_to(self, thread_id: str, frame: dict[str, Any]) -> None:
         """Send a frame to a thread's live listeners (redacted with that thread's secrets)."""
         recorder = Recorder(self.deps.store, self.deps.sink, self.deps.clock, thread_id)

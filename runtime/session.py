@@ -23,7 +23,7 @@ from runtime.hooks import HookBlocked, HookRunner, hook_ids
 from runtime.llm import interrupted_log
 from runtime.loader import DefinitionLoader, DefinitionNotFound
 from runtime.media import ReadFile, resolve_attachments
-from runtime.messages import Message, Side, new_id, role_for_side
+from runtime.messages import QUEUED_TOOL_CALL, Message, Side, new_id, role_for_side
 from runtime.outcomes import SessionResult, final_text, other, repeated_error_text, result_of
 from runtime.progress import OpenStep, SessionProgress, TurnOutcome, TurnReason
 from runtime.providers.base import ProviderError
@@ -82,6 +82,7 @@ class Session:
         self.subagents = children.subagents
         self._immediate_done: set[tuple[str, str]] = set()
         self._handed_off = False
+        self._tool_rows: list[Message] = []  # drained ``state.queue_tool`` calls, to run
         self.state = ThreadState(
             deps,
             thread,
@@ -109,6 +110,8 @@ class Session:
             self.recorder.discard_staged()  # nothing may land after the session (or its crash)
 
     async def _step(self) -> StepOutcome:
+        if self._tool_rows:
+            return await self._queued_tool(self._tool_rows.pop(0))
         scope = await self._scope()
         if await self._immediate(scope):
             return Continue()  # a bootstrap pass: the step ends once children are started
@@ -430,8 +433,31 @@ class Session:
             telemetry("agent_handoff", new_agent_id=self.agent.name, new_agent_title=title)
         )
 
+    async def _queued_tool(self, row: Message) -> StepOutcome:
+        """A tool call queued on an idle thread (``state.queue_tool``): its drained row gets the
+        call (committed with the open step, so a resumed session runs it), the call runs as
+        this step's, and the next step's model answers its result. No model step is counted."""
+        scope = await self._scope()
+        call = row.metadata[QUEUED_TOOL_CALL]
+        metadata = {k: v for k, v in row.metadata.items() if k != QUEUED_TOOL_CALL}
+        message = row.copy(
+            content=None,
+            tool_calls=[call],
+            side=scope.side,
+            prompt_name=scope.prompt.name,
+            metadata={**metadata, "queued_tools": True},
+        )
+        self.progress.open_step = OpenStep(
+            message_id=message.id, log_id="", side=scope.side, prompt=scope.prompt.name
+        )
+        batch = Batch(updated=[message], progress=self.progress)
+        if (await self.recorder.commit(batch, scope.hooks, scope.state)).stopped:
+            return Finished("aborted_by_user")
+        return await self._run_tools(scope, message)
+
     def _follow_drained(self, drained: list[Message]) -> None:
         """Queued messages drained into the thread decide who acts next (user → A, assistant → B)."""
+        self._tool_rows += [m for m in drained if QUEUED_TOOL_CALL in m.metadata]
         if not drained or self.agent.type != "dual_ai":
             return
         side: Side = "b" if drained[0].role == "assistant" else "a"

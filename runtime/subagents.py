@@ -33,6 +33,8 @@ the caller's session, so a worker never waits for a task that needs a worker.
 
 from __future__ import annotations
 
+import asyncio
+
 import posixpath
 import re
 import uuid
@@ -139,6 +141,7 @@ class Subagents:
         # Threads with a session running in this engine, and those queued to meanwhile.
         self.running: set[str] = set()
         self.woken: set[str] = set()
+        self._soon: set[asyncio.Task[None]] = set()  # ``queue_soon`` writes not yet done
 
     # --- queueing --------------------------------------------------------------------
 
@@ -151,6 +154,19 @@ class Subagents:
             self.woken.add(thread_id)  # drained by the running session, or woken at its end
         else:
             await self.host.wake(thread_id)
+
+    def queue_soon(self, thread_id: str, message: QueuedMessage) -> None:
+        """``queue`` for synchronous callers (``state.queue_tool`` at rest): a task of this
+        loop, kept until done; ``flush_soon`` waits for it (and re-raises its failure)."""
+        task = asyncio.get_running_loop().create_task(self.queue(thread_id, message))
+        self._soon.add(task)
+
+    async def flush_soon(self) -> None:
+        """Wait for every ``queue_soon`` write started so far."""
+        while self._soon:
+            done, self._soon = set(self._soon), set()
+            for task in done:
+                await task
 
     async def session_ended(self, thread_id: str) -> None:
         """A session of this engine ended: wake the thread if something was queued for it."""

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
 from runtime.definitions import AgentDefinition
+from runtime.engine import Engine
 from runtime.messages import Message, new_id
 from runtime.providers.test_provider import TestScript
 from runtime.registry import define_tool
 from runtime.store import Commit
+from runtime.subagent_host import InlineHost
 from tests.runtime.conftest import World, agent, prompt, side
 
 
@@ -266,3 +270,77 @@ async def test_spec_queued_messages_are_broadcast_at_once_as_pending(world: Worl
     assert order.index(queued["message_id"]) < order.index(tool_row["message_id"])
     stored = [f for f in frames if f["message_id"] == queued["message_id"]][-1]
     assert stored["data"]["status"] == "completed" and "queued" not in stored["data"]["metadata"]
+
+
+# --- queueTool on an idle thread -------------------------------------------------------------
+
+
+class LookupArgs(BaseModel):
+    order: str
+
+
+@define_tool("Look an order up", LookupArgs)
+async def lookup_order(state: Any, args: LookupArgs) -> str:
+    return f"order {args.order}: shipped"
+
+
+def _hosted(world: World) -> InlineHost:
+    """The world's engine with an ``InlineHost``: a woken idle thread runs as a task."""
+    host = InlineHost()
+    world._engine = Engine(
+        world.store,
+        world.sink,
+        registry=world.registry,
+        providers=world.providers,
+        sleep=world._sleep,
+        subagent_host=host,
+    )
+    host.engine = world._engine
+    return host
+
+
+async def test_spec_queue_tool_on_an_idle_thread_starts_a_session_with_that_call(
+    world: World,
+) -> None:
+    host = _hosted(world)
+    world.register(lookup_order)
+    world.define(prompt(tools=["lookup_order"]), agent())
+    world.script("m", TestScript().add_text("Your order has shipped."))
+    thread = await world.thread()
+    state = await world.engine.thread_state(thread.id)
+    call_id = state.queue_tool("lookup_order", {"order": "A-7"})
+    await world.engine.settle()
+    await host.idle()
+    rows = await world.messages(thread.id)
+    assert [(m.role, m.status) for m in rows] == [
+        ("assistant", "completed"),  # the queued call, run as the session's first step
+        ("tool", "completed"),
+        ("assistant", "completed"),  # the model answers the result
+    ]
+    opening, result, answer = rows
+    assert [c["id"] for c in opening.tool_calls or []] == [call_id]
+    assert opening.metadata.get("queued_tools") is True
+    assert "queued_tool_call" not in opening.metadata
+    assert result.tool_call_id == call_id and result.content == "order A-7: shipped"
+    assert answer.content == "Your order has shipped."
+    # The model saw the call and its result (one model step: the tool is not a step).
+    [request] = world.requests()
+    assert [m["role"] for m in request.messages][-2:] == ["assistant", "tool"]
+    # The queued call was shown at once, like any queued message.
+    first = next(f for f in world.sink.frames[thread.id] if f["type"] == "message_data")
+    assert first["message_id"] == opening.id and first["data"]["status"] == "pending"
+    assert first["data"]["metadata"]["queued"] is True
+
+
+async def test_spec_queue_tool_in_a_running_session_still_joins_the_step(world: World) -> None:
+    @define_tool("Queue a lookup")
+    async def chain(state: Any) -> str:
+        state.queue_tool("lookup_order", {"order": "B-1"})
+        return "chained"
+
+    world.register(lookup_order, chain)
+    world.define(prompt(tools=["lookup_order", "chain"]), agent())
+    world.script("m", TestScript().add_tool_call("chain").add_text("done"))
+    thread, result = await world.chat("go")
+    tools = [m.content for m in await world.messages(thread.id) if m.role == "tool"]
+    assert tools == ["chained", "order B-1: shipped"] and result.final_text == "done"
