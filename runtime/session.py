@@ -496,6 +496,8 @@ class Session:
         batch.drain = inbound is None
         self.thread.stopped = False
         result = await self.recorder.commit(batch, self.hooks_for(prompt), self.state)
+        if inbound is not None and QUEUED_TOOL_CALL in inbound.metadata:
+            self._tool_rows.append(inbound)  # a host that starts sessions from the queue's head
         if inbound is None and result.drained:
             first = result.drained[0]
             self.progress.root_message_id = first.id

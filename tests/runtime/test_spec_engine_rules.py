@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from runtime.definitions import AgentDefinition
-from runtime.engine import Engine
-from runtime.messages import Message, new_id
+from runtime.engine import Engine, NewMessage
+from runtime.messages import QUEUED_TOOL_CALL, Message, make_tool_call, new_id
 from runtime.providers.test_provider import TestScript
 from runtime.registry import define_tool
 from runtime.store import Commit
@@ -344,3 +344,22 @@ async def test_spec_queue_tool_in_a_running_session_still_joins_the_step(world: 
     thread, result = await world.chat("go")
     tools = [m.content for m in await world.messages(thread.id) if m.role == "tool"]
     assert tools == ["chained", "order B-1: shipped"] and result.final_text == "done"
+
+
+async def test_spec_queue_tool_taken_as_a_sessions_first_message_runs_too(world: World) -> None:
+    """The production runner starts a session from the queue's head (its first message comes
+    in as the session's message): a queued call is run the same way."""
+    world.register(lookup_order)
+    world.define(prompt(tools=["lookup_order"]), agent())
+    world.script("m", TestScript().add_text("Shipped."))
+    thread = await world.thread()
+    call = make_tool_call("call_head", "lookup_order", {"order": "C-3"})
+    head = NewMessage("", role="assistant", metadata={QUEUED_TOOL_CALL: call})
+    result = await world.engine.run_session(thread.id, message=head)
+    rows = await world.messages(thread.id)
+    assert [(m.role, m.content) for m in rows] == [
+        ("assistant", None),
+        ("tool", "order C-3: shipped"),
+        ("assistant", "Shipped."),
+    ]
+    assert result.final_text == "Shipped." and result.steps == 1
