@@ -34,7 +34,6 @@ the caller's session, so a worker never waits for a task that needs a worker.
 from __future__ import annotations
 
 import asyncio
-
 import posixpath
 import re
 import uuid

@@ -50,8 +50,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 def _answered(frame: dict[str, Any]) -> bool:
     data = frame.get("data") if frame["type"] == "message_data" else None
-    return bool(data) and data["content"] == "the child answered" and (
-        data["status"] == "completed"
+    return (
+        bool(data) and data["content"] == "the child answered" and (data["status"] == "completed")
     )
 
 
