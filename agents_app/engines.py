@@ -62,7 +62,11 @@ def build_engine(
 async def with_engine(fn: Callable[[Engine], Awaitable[T]]) -> T:
     """Run ``fn`` with an engine whose frames go to the thread's listeners (flushed after)."""
     sink = LiveSink()
+    engine = build_engine(sink=sink)
     try:
-        return await fn(build_engine(sink=sink))
+        return await fn(engine)
     finally:
-        await sink.flush()
+        try:
+            await engine.settle()  # e.g. ``state.queue_tool`` from a thread endpoint
+        finally:
+            await sink.flush()

@@ -19,7 +19,7 @@ from typing import Any
 
 from runtime.definitions import AgentDefinition
 from runtime.deps import Deps, Limits
-from runtime.events import EventSink, NullSink
+from runtime.events import EventSink, NullSink, queued_data
 from runtime.hooks import HookRunner, hook_ids
 from runtime.loader import DefinitionLoader, DefinitionNotFound
 from runtime.mcp import McpTools
@@ -210,6 +210,11 @@ class Engine:
             return None
         return await self.run_session(thread_id)
 
+    async def settle(self) -> None:
+        """Wait for writes that synchronous calls started in the background (``state.queue_tool``
+        on an idle thread); a host calls it before it lets go of the engine."""
+        await self.subagents.flush_soon()
+
     async def emit_to(self, thread_id: str, frame: dict[str, Any]) -> None:
         """Send a frame to a thread's live listeners (redacted with that thread's secrets)."""
         recorder = Recorder(self.deps.store, self.deps.sink, self.deps.clock, thread_id)
@@ -368,3 +373,4 @@ class Engine:
             metadata=dict(message.metadata or {}),
         )
         await self.deps.store.queue_message(thread_id, queued)
+        await self.emit_to(thread_id, queued_data(queued))

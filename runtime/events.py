@@ -7,7 +7,8 @@ reconnect. Tokens (``message_chunk``/``reasoning_chunk``) are never stored.
 
 Frame shapes (all JSON-serializable dicts; ``timestamp`` in ms):
 
-- ``{type:"message_data", message_id, depth, data: <Message wire dict>}``
+- ``{type:"message_data", message_id, depth, data: <Message wire dict>}``; a message queued
+  for a later step is sent at once as ``pending`` with ``metadata.queued`` (``queued_data``)
 - ``{type:"message_chunk", message_id, depth, chunk}`` and ``reasoning_chunk`` alike
 - ``{type:"message_image", message_id, depth, index, attachment}``: a generated image,
   already stored in the thread file system (``attachment`` is its ``AttachmentRef``)
@@ -28,7 +29,7 @@ from collections import defaultdict
 from typing import Any, Protocol, runtime_checkable
 
 from runtime.messages import Message, now_ms, to_wire
-from runtime.store import LogRecord
+from runtime.store import LogRecord, QueuedMessage
 
 Frame = dict[str, Any]
 
@@ -98,6 +99,30 @@ def message_data(message: Message) -> Frame:
         "depth": message.depth,
         "data": to_wire(message),
     }
+
+
+def queued_data(message: QueuedMessage) -> Frame:
+    """A message just queued, shown at once as the reference's provisional row: ``pending``,
+    ``metadata.queued`` (the shape ``GET …/messages`` gives queued rows). When a step takes
+    it, the stored row (same id) follows as an ordinary ``message_data``."""
+    metadata = {
+        **message.metadata,
+        "queued": True,
+        "queue_status": "queued",
+        "queue_source": "message_queue",
+        "queue_id": message.id,
+    }
+    row = Message(
+        id=message.id,
+        role=message.role,
+        content=message.content,
+        status="pending",
+        created_at=message.created_at or now_ms() * 1000,
+        silent=message.silent,
+        metadata=metadata,
+        attachments=list(message.attachments or []),
+    )
+    return message_data(row)
 
 
 def message_chunk(message_id: str, depth: int, chunk: str, *, reasoning: bool = False) -> Frame:

@@ -37,6 +37,11 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
+# Metadata key of a queued assistant row that carries a tool call (``state.queue_tool`` on an
+# idle thread): the session that takes it from the queue runs the call (``Session``).
+QUEUED_TOOL_CALL = "queued_tool_call"
+
+
 def make_tool_call(call_id: str, name: str, arguments: dict[str, Any] | str) -> ToolCall:
     """Build an OpenAI-shape tool call; ``arguments`` objects are JSON-encoded."""
     encoded = arguments if isinstance(arguments, str) else json.dumps(arguments)

@@ -14,6 +14,9 @@ written on its own when somebody could see it: when the model streams its first
 delta, or when it has not answered within ``STAGE_DELAY`` seconds. That write
 runs in the background while the model works, and frames emitted meanwhile
 wait for it, so listeners still see the pending message before its chunks.
+When the response comes first, the opening rides with its commit and its
+``pending`` frame is sent right before the completed one (``_superseded``):
+listeners see every step's row pending before it completes, at no extra commit.
 """
 
 from __future__ import annotations
@@ -216,7 +219,7 @@ class Recorder:
             self._flush = None
         # Frames first, with no await before them: a delta emitted from now on is sent at
         # once, so the pending message and the held frames must already be out.
-        self._emit_stored(Batch(), commit, result.drained)
+        self._emit_stored(Batch(), commit, result.drained, parts)
         for part in parts:
             await self._after_hooks(part.batch, part.hooks, part.state)
 
@@ -225,7 +228,7 @@ class Recorder:
         commit, result = await self._write(parts)
         for part in parts:
             await self._after_hooks(part.batch, part.hooks, part.state)
-        self._emit_stored(parts[-1].batch, commit, result.drained)
+        self._emit_stored(parts[-1].batch, commit, result.drained, parts[:-1])
         return result
 
     async def _write(self, parts: list[_Part]) -> tuple[Commit, CommitResult]:
@@ -255,15 +258,25 @@ class Recorder:
         self._remember(commit.messages + result.drained)
         return commit, result
 
-    def _emit_stored(self, mine: Batch, commit: Commit, drained: list[Message]) -> None:
+    def _emit_stored(
+        self, mine: Batch, commit: Commit, drained: list[Message], staged: list[_Part]
+    ) -> None:
         """Frames of what ``commit`` stored, in the order things happened: rows that only
         staged parts wrote, then the frames held while they were staged, then the rest
         (``mine``: the caller's batch). Held frames stay held while something staged is
-        still unstored (a concurrent sub-prompt's opening, or its background write)."""
+        still unstored (a concurrent sub-prompt's opening, or its background write).
+
+        A staged row that a later part of the same commit replaced (a step's pending
+        message and its response) is shown as staged first: every row is broadcast
+        ``pending`` before it completes (docs/api.md "Order of one turn"), even when the
+        model answered before the opening had to be stored on its own. That frame shows
+        a version the commit superseded; its stored version is the very next frame for
+        that row, sent with no await in between.
+        """
         own_ids = {m.id for m in _rows(mine)} | {x.id for x in mine.logs}
         early_logs = [x for x in commit.logs if x.id not in own_ids]
         early = [m for m in commit.messages if m.id not in own_ids]
-        self._emit(early, early_logs)
+        self._emit(_superseded(staged, commit) + early, early_logs)
         if not self._staged and self._flush is None:
             held, self._held = self._held, []
             for frame in held:
@@ -337,6 +350,19 @@ class Recorder:
 
 def _rows(batch: Batch) -> list[Message]:
     return batch.created + batch.updated
+
+
+def _superseded(staged: list[_Part], commit: Commit) -> list[Message]:
+    """The first staged version of each pending row that ``commit`` stored in a newer
+    version (``_newest`` keeps the last object written for an id)."""
+    stored = {m.id: m for m in commit.messages}
+    shown: dict[str, Message] = {}
+    for part in staged:
+        for m in _rows(part.batch):
+            newer = stored.get(m.id)
+            if m.status == "pending" and newer is not None and newer is not m:
+                shown.setdefault(m.id, m)
+    return list(shown.values())
 
 
 def _newest(by_id: dict[str, Any]) -> list[Any]:

@@ -23,7 +23,7 @@ from runtime.hooks import HookBlocked, HookRunner, hook_ids
 from runtime.llm import interrupted_log
 from runtime.loader import DefinitionLoader, DefinitionNotFound
 from runtime.media import ReadFile, resolve_attachments
-from runtime.messages import Message, Side, new_id, role_for_side
+from runtime.messages import QUEUED_TOOL_CALL, Message, Side, new_id, role_for_side
 from runtime.outcomes import SessionResult, final_text, other, repeated_error_text, result_of
 from runtime.progress import OpenStep, SessionProgress, TurnOutcome, TurnReason
 from runtime.providers.base import ProviderError
@@ -82,6 +82,7 @@ class Session:
         self.subagents = children.subagents
         self._immediate_done: set[tuple[str, str]] = set()
         self._handed_off = False
+        self._tool_rows: list[Message] = []  # drained ``state.queue_tool`` calls, to run
         self.state = ThreadState(
             deps,
             thread,
@@ -109,6 +110,8 @@ class Session:
             self.recorder.discard_staged()  # nothing may land after the session (or its crash)
 
     async def _step(self) -> StepOutcome:
+        if self._tool_rows:
+            return await self._queued_tool(self._tool_rows.pop(0))
         scope = await self._scope()
         if await self._immediate(scope):
             return Continue()  # a bootstrap pass: the step ends once children are started
@@ -192,10 +195,10 @@ class Session:
             return Finished(stop.reason, stop.detail, stop.value)
         if handoff is not None:
             return Continue()
-        forced, self.control.forced_side = self.control.forced_side, None
-        if forced is not None:
-            return self._forced(scope.side, forced)
         dual = self.agent.type == "dual_ai"
+        forced, self.control.forced_side = self.control.forced_side, None
+        if forced is not None and dual:  # spec: forceTurn has no effect on ai_human agents
+            return self._forced(scope.side, forced)
         if stop is None and (has_turn_condition(self._config(scope.side)) or not dual):
             return Continue()
         self._record_turn(
@@ -211,8 +214,6 @@ class Session:
         return Continue()
 
     def _forced(self, side: Side, forced: Side) -> StepOutcome:
-        if self.agent.type != "dual_ai" and forced == "b":
-            return Finished("awaiting_human", "Turn handed to the human")
         if forced != side:
             self._switch(forced)
         return Continue()
@@ -220,10 +221,12 @@ class Session:
     def _switch(self, side: Side) -> None:
         self.progress.side = side
         self.progress.turn_started_at = self.deps.clock.now()
+        self.progress.turn_steps = 0
         self.control.side = side
 
     def _record_turn(self, side: Side, reason: TurnReason, value: Any) -> None:
         self.progress.turns += 1
+        self.progress.turn_steps = 0  # the next turn (this side again, or the other) starts
         self.progress.side_turns[side] = self.progress.side_turns.get(side, 0) + 1
         outcome = TurnOutcome(side=side, reason=reason, step=self.progress.steps, value=value)
         self.progress.turn_outcomes.append(outcome)
@@ -239,7 +242,7 @@ class Session:
             config=self._config(scope.side),
             reply=reply,
             results=results,
-            side_steps=self.progress.side_steps.get(scope.side, 0),
+            turn_steps=self.progress.turn_steps,
             total_steps=self.progress.steps,
             max_total_steps=self._max_total_steps(),
             state_stop=self.control.stop_requested,
@@ -354,7 +357,7 @@ class Session:
         limit = self._config(scope.side).max_steps
         if limit is None or not scope.prompt.step_budget_warning:
             return None
-        if self.progress.side_steps.get(scope.side, 0) != limit - 1:
+        if self.progress.turn_steps != limit - 1:  # counted before this step's ``_count_step``
             return None
         return (
             f"Step budget: this is your last step ({limit} of {limit}) in this turn. "
@@ -364,6 +367,7 @@ class Session:
     def _count_step(self, side: Side) -> None:
         self.progress.steps += 1
         self.progress.side_steps[side] = self.progress.side_steps.get(side, 0) + 1
+        self.progress.turn_steps += 1
         self.control.step_count = self.progress.steps
 
     def _opening(self, scope: Scope) -> Any:
@@ -429,8 +433,31 @@ class Session:
             telemetry("agent_handoff", new_agent_id=self.agent.name, new_agent_title=title)
         )
 
+    async def _queued_tool(self, row: Message) -> StepOutcome:
+        """A tool call queued on an idle thread (``state.queue_tool``): its drained row gets the
+        call (committed with the open step, so a resumed session runs it), the call runs as
+        this step's, and the next step's model answers its result. No model step is counted."""
+        scope = await self._scope()
+        call = row.metadata[QUEUED_TOOL_CALL]
+        metadata = {k: v for k, v in row.metadata.items() if k != QUEUED_TOOL_CALL}
+        message = row.copy(
+            content=None,
+            tool_calls=[call],
+            side=scope.side,
+            prompt_name=scope.prompt.name,
+            metadata={**metadata, "queued_tools": True},
+        )
+        self.progress.open_step = OpenStep(
+            message_id=message.id, log_id="", side=scope.side, prompt=scope.prompt.name
+        )
+        batch = Batch(updated=[message], progress=self.progress)
+        if (await self.recorder.commit(batch, scope.hooks, scope.state)).stopped:
+            return Finished("aborted_by_user")
+        return await self._run_tools(scope, message)
+
     def _follow_drained(self, drained: list[Message]) -> None:
         """Queued messages drained into the thread decide who acts next (user → A, assistant → B)."""
+        self._tool_rows += [m for m in drained if QUEUED_TOOL_CALL in m.metadata]
         if not drained or self.agent.type != "dual_ai":
             return
         side: Side = "b" if drained[0].role == "assistant" else "a"
@@ -469,6 +496,8 @@ class Session:
         batch.drain = inbound is None
         self.thread.stopped = False
         result = await self.recorder.commit(batch, self.hooks_for(prompt), self.state)
+        if inbound is not None and QUEUED_TOOL_CALL in inbound.metadata:
+            self._tool_rows.append(inbound)  # a host that starts sessions from the queue's head
         if inbound is None and result.drained:
             first = result.drained[0]
             self.progress.root_message_id = first.id

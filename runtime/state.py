@@ -17,8 +17,16 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal, Protocol
 from runtime import file_images, files
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
 from runtime.effects import EFFECT_ID_KEY, SCHEDULED_EFFECT_KEY, Effects
-from runtime.events import event
-from runtime.messages import MESSAGE_FIELDS, Message, Role, Side, new_id
+from runtime.events import event, queued_data
+from runtime.messages import (
+    MESSAGE_FIELDS,
+    QUEUED_TOOL_CALL,
+    Message,
+    Role,
+    Side,
+    make_tool_call,
+    new_id,
+)
 from runtime.mime_types import normalize_mime_type
 from runtime.recorder import Batch, Recorder
 from runtime.results import ToolResult
@@ -57,6 +65,10 @@ class Relations(Protocol):
 
     async def queue(self, thread_id: str, message: QueuedMessage) -> None:
         """Queue a message for a thread and wake it when idle."""
+        ...
+
+    def queue_soon(self, thread_id: str, message: QueuedMessage) -> None:
+        """``queue`` from synchronous code: done in the background, awaited by ``flush_soon``."""
         ...
 
     async def notify_parent(self, child: ThreadRecord, text: str) -> str:
@@ -275,11 +287,13 @@ class ThreadState:
         self,
         limit: int = 100,
         offset: int = 0,
-        order: Literal["asc", "desc"] = "asc",
+        order: Literal["asc", "desc"] = "desc",
         include_silent: bool = False,
         max_depth: int = 0,
     ) -> MessagesResult:
-        """The newest ``limit`` messages (after skipping ``offset`` newest), sorted by ``order``."""
+        """A page of messages, paged as ``GET /api/threads/{id}/messages`` pages: ``'desc'``
+        (the default) the newest ``limit`` after skipping the newest ``offset``, ``'asc'``
+        the oldest ``limit`` after skipping the oldest ``offset``; oldest first either way."""
         query = MessageQuery(limit, offset, order, include_silent, max_depth)
         page = await self._deps.store.list_messages(self.thread_id, query)
         return MessagesResult(page.messages, page.total, page.has_more)
@@ -368,6 +382,7 @@ class ThreadState:
             await self._relations.queue(self.thread_id, queued)
         else:
             await self._deps.store.queue_message(self.thread_id, queued)
+            self._recorder.emit(queued_data(queued))
         return queued.id
 
     async def notify_parent(self, text: str) -> str:
@@ -434,11 +449,22 @@ class ThreadState:
     # --- tools and events -------------------------------------------------------------
 
     def queue_tool(self, name: str, args: dict[str, Any] | None = None) -> str:
-        """Run tool ``name`` after the current step's tool calls (its result is stored); returns the call id."""
-        if self.execution is None:
-            raise RuntimeError("queue_tool needs a running session; use invoke_tool at rest")
+        """Queue a call of tool ``name``; returns the call id. Its result is stored.
+
+        In a running session it runs after the current step's tool calls. On an idle
+        thread (a state at rest) it starts a session with that call (spec ``queueTool``):
+        the call is queued like a message (durable, shown at once), a session takes it,
+        runs it as its first step, and the model answers its result.
+        """
         queued = QueuedTool(name, dict(args or {}))
-        self.execution._control.queued_tools.append(queued)
+        if self.execution is not None:
+            self.execution._control.queued_tools.append(queued)
+            return queued.id
+        if self._relations is None:
+            raise RuntimeError("queue_tool at rest needs an engine")
+        call = make_tool_call(queued.id, name, queued.args)
+        row = QueuedMessage(id=new_id(), role="assistant", metadata={QUEUED_TOOL_CALL: call})
+        self._relations.queue_soon(self.thread_id, row)
         return queued.id
 
     async def invoke_tool(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:

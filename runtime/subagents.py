@@ -33,6 +33,7 @@ the caller's session, so a worker never waits for a task that needs a worker.
 
 from __future__ import annotations
 
+import asyncio
 import posixpath
 import re
 import uuid
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from runtime.definitions import AgentDefinition, PromptDefinition, ResumableConfig, ToolConfig
-from runtime.events import EventSink, event
+from runtime.events import EventSink, event, queued_data
 from runtime.loader import DefinitionLoader
 from runtime.messages import Role, new_id, now_ms
 from runtime.providers.base import ToolSchema
@@ -139,16 +140,32 @@ class Subagents:
         # Threads with a session running in this engine, and those queued to meanwhile.
         self.running: set[str] = set()
         self.woken: set[str] = set()
+        self._soon: set[asyncio.Task[None]] = set()  # ``queue_soon`` writes not yet done
 
     # --- queueing --------------------------------------------------------------------
 
     async def queue(self, thread_id: str, message: QueuedMessage) -> None:
-        """Queue a message (durable, ordered) and make sure a session will take it."""
+        """Queue a message (durable, ordered), show it at once, and make sure a session will
+        take it."""
         await self.deps.store.queue_message(thread_id, message)
+        await self.engine.emit_to(thread_id, queued_data(message))
         if thread_id in self.running:
             self.woken.add(thread_id)  # drained by the running session, or woken at its end
         else:
             await self.host.wake(thread_id)
+
+    def queue_soon(self, thread_id: str, message: QueuedMessage) -> None:
+        """``queue`` for synchronous callers (``state.queue_tool`` at rest): a task of this
+        loop, kept until done; ``flush_soon`` waits for it (and re-raises its failure)."""
+        task = asyncio.get_running_loop().create_task(self.queue(thread_id, message))
+        self._soon.add(task)
+
+    async def flush_soon(self) -> None:
+        """Wait for every ``queue_soon`` write started so far."""
+        while self._soon:
+            done, self._soon = set(self._soon), set()
+            for task in done:
+                await task
 
     async def session_ended(self, thread_id: str) -> None:
         """A session of this engine ended: wake the thread if something was queued for it."""

@@ -149,6 +149,34 @@ def subagent_parent_items() -> list[tuple[str, object]]:
     return items
 
 
+# Agents whose prompt offers code tools of the project's agents/ folder: name -> (tools, script).
+TOOL_AGENTS = {
+    # ``state.queue_tool`` on an idle thread (tests/integration/test_spec_broadcast.py).
+    "queue-tool-agent": (["lookup_order"], [{"content": "Your order has shipped."}]),
+}
+
+
+def tool_agent_items() -> list[tuple[str, object]]:
+    items: list[tuple[str, object]] = []
+    for name, (tools, script) in TOOL_AGENTS.items():
+        model = ModelDefinition(
+            name=f"{name}-model", provider="test", model="scripted", script=script
+        )
+        prompt = PromptDefinition.model_validate(
+            {
+                "name": f"{name}-prompt",
+                "model": model.name,
+                "prompt": "You look orders up.",
+                "includeChat": True,
+                "includePastTools": True,
+                "tools": tools,
+            }
+        )
+        agent = AgentDefinition(name=name, side_a=SideConfig(prompt=prompt.name))
+        items += [(model.name, model), (prompt.name, prompt), (name, agent)]
+    return items
+
+
 def seed() -> dict[str, object]:
     User = get_user_model()
     keys = {}
@@ -175,6 +203,7 @@ def seed() -> dict[str, object]:
         )
         items += [(model.name, model), (prompt.name, prompt), (name, agent)]
     items += subagent_parent_items()
+    items += tool_agent_items()
     save_definitions(items, strict_code_names=False)
     return {"keys": keys}
 

@@ -184,25 +184,29 @@ async def test_telemetry_frames(world: World) -> None:
 
 
 async def test_frames_follow_the_write_they_describe(world: World) -> None:
-    """Every message_data frame describes a row that is already stored."""
+    """Every message_data frame describes a row that is already stored, except a step's
+    pending opening that rode with its response's commit: it was stored in a newer
+    version, and the next frame of that row is the stored one."""
     world.register(search)
     world.define(prompt(tools=["search"]), agent())
     world.script("m", TestScript().add_tool_call("search").add_text("done"))
     store = world.store
-    checked: list[bool] = []
+    seen: list[tuple[str, str, str | None]] = []  # (id, frame status, stored status)
     original = world.sink.emit
 
     def emit(thread_id: str, frame: dict[str, Any]) -> None:
         if frame["type"] == "message_data":
             stored = store.all_messages(thread_id)  # type: ignore[attr-defined]
-            checked.append(
-                any(
-                    m.id == frame["message_id"] and m.status == frame["data"]["status"]
-                    for m in stored
-                )
-            )
+            row = next((m for m in stored if m.id == frame["message_id"]), None)
+            seen.append((frame["message_id"], frame["data"]["status"], row and row.status))
         original(thread_id, frame)
 
     world.sink.emit = emit  # type: ignore[method-assign]
     await world.chat("hi")
-    assert checked and all(checked)
+    assert seen
+    for i, (message_id, shown, stored) in enumerate(seen):
+        if shown == stored:
+            continue
+        assert shown == "pending" and stored is not None  # superseded, never a phantom
+        following = next(x for x in seen[i + 1 :] if x[0] == message_id)
+        assert following[1] == following[2] == stored

@@ -77,8 +77,8 @@ async def test_a_quick_reply_stores_the_steps_opening_with_its_response(world: W
         [("assistant", "completed")],  # the opening and the response: one row, one commit
         [("tool", "completed")],  # the result, closing the step
     ]
-    # Nobody was shown a pending row that was never stored.
-    assert _statuses(world, thread_id)[0] == ["completed"]
+    # Listeners still saw the row pending first: its frame is sent with the completed one.
+    assert _statuses(world, thread_id) == [["pending", "completed"]] * 2
     page = await world.store.list_messages(thread_id, MessageQuery(limit=None))
     assert [m.status for m in page.messages] == ["completed"] * 4
 
