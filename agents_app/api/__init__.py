@@ -22,9 +22,11 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from agents_app.api import (
     auth,
     catalog,
+    definition_writes,
     endpoints,
     env,
     execution,
+    instance,
     keys,
     logs,
     messages,
@@ -133,6 +135,8 @@ api.add_router("/auth", auth.router)
 api.add_router("/api-keys", keys.router)
 api.add_router("", env.router)
 api.add_router("", catalog.router)
+api.add_router("", definition_writes.router)
+api.add_router("", instance.router)
 api.add_router("/threads", threads.router)
 api.add_router("/threads", messages.router)
 api.add_router("/threads", execution.router)

@@ -16,7 +16,7 @@ from agents_app.errors import Invalid, NotFound
 from agents_app.models import Agent, Message, QueuedMessage, Thread, ThreadSession
 from agents_app.selectors import access_thread
 from agents_app.services.messages import message_post
-from agents_app.services.threads import thread_create
+from agents_app.thread_creation import thread_create
 
 ACTIVE = (ThreadSession.Status.QUEUED, ThreadSession.Status.RUNNING)
 
@@ -44,7 +44,7 @@ def agent_ask(*, user: Any, agent_name: str, message: str, thread_id: str | None
     else:
         thread = thread_create(user=user, agent_name=agent.name)
     queued = message_post(thread=thread, role="user", content=message)
-    return Ask(str(thread.pk), str(queued.pk))
+    return Ask(str(thread.pk), queued.message_id)
 
 
 @dataclass(frozen=True)
