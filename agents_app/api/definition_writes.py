@@ -20,8 +20,6 @@ from agents_app.services.definition_writes import (
     definition_write,
 )
 
-router = Router(tags=["catalog"])
-
 _SINGULAR = {"agents": "agent", "prompts": "prompt", "models": "model"}
 
 
@@ -70,46 +68,42 @@ def _delete(request: HttpRequest, kind: Kind, name: str) -> dict[str, Any]:
 RESPONSES: dict[int, Any] = {**ERRORS, 200: dict, 201: dict, 400: dict}
 
 
-@router.post("/agents", response=RESPONSES, summary="Create an agent (staff)")
-def agent_create(request: HttpRequest) -> Any:
-    return _create(request, "agents")
+def register(router: Router) -> None:
+    """Add the write operations to ``router``, the catalog's: ninja serves one path from
+    one router, so ``POST /prompts`` must live beside ``GET /prompts``."""
 
+    @router.post("/agents", response=RESPONSES, summary="Create an agent (staff)")
+    def agent_create(request: HttpRequest) -> Any:
+        return _create(request, "agents")
 
-@router.put("/agents/{name}", response=RESPONSES, summary="Update an agent (staff)")
-def agent_update(request: HttpRequest, name: str) -> Any:
-    return _update(request, "agents", name)
+    @router.put("/agents/{name}", response=RESPONSES, summary="Update an agent (staff)")
+    def agent_update(request: HttpRequest, name: str) -> Any:
+        return _update(request, "agents", name)
 
+    @router.delete("/agents/{name}", response=RESPONSES, summary="Delete an agent (staff)")
+    def agent_delete(request: HttpRequest, name: str) -> Any:
+        return _delete(request, "agents", name)
 
-@router.delete("/agents/{name}", response=RESPONSES, summary="Delete an agent (staff)")
-def agent_delete(request: HttpRequest, name: str) -> Any:
-    return _delete(request, "agents", name)
+    @router.post("/prompts", response=RESPONSES, summary="Create a prompt (staff)")
+    def prompt_create(request: HttpRequest) -> Any:
+        return _create(request, "prompts")
 
+    @router.put("/prompts/{name}", response=RESPONSES, summary="Update a prompt (staff)")
+    def prompt_update(request: HttpRequest, name: str) -> Any:
+        return _update(request, "prompts", name)
 
-@router.post("/prompts", response=RESPONSES, summary="Create a prompt (staff)")
-def prompt_create(request: HttpRequest) -> Any:
-    return _create(request, "prompts")
+    @router.delete("/prompts/{name}", response=RESPONSES, summary="Delete a prompt (staff)")
+    def prompt_delete(request: HttpRequest, name: str) -> Any:
+        return _delete(request, "prompts", name)
 
+    @router.post("/models", response=RESPONSES, summary="Create a model (staff)")
+    def model_create(request: HttpRequest) -> Any:
+        return _create(request, "models")
 
-@router.put("/prompts/{name}", response=RESPONSES, summary="Update a prompt (staff)")
-def prompt_update(request: HttpRequest, name: str) -> Any:
-    return _update(request, "prompts", name)
+    @router.put("/models/{name}", response=RESPONSES, summary="Update a model (staff)")
+    def model_update(request: HttpRequest, name: str) -> Any:
+        return _update(request, "models", name)
 
-
-@router.delete("/prompts/{name}", response=RESPONSES, summary="Delete a prompt (staff)")
-def prompt_delete(request: HttpRequest, name: str) -> Any:
-    return _delete(request, "prompts", name)
-
-
-@router.post("/models", response=RESPONSES, summary="Create a model (staff)")
-def model_create(request: HttpRequest) -> Any:
-    return _create(request, "models")
-
-
-@router.put("/models/{name}", response=RESPONSES, summary="Update a model (staff)")
-def model_update(request: HttpRequest, name: str) -> Any:
-    return _update(request, "models", name)
-
-
-@router.delete("/models/{name}", response=RESPONSES, summary="Delete a model (staff)")
-def model_delete(request: HttpRequest, name: str) -> Any:
-    return _delete(request, "models", name)
+    @router.delete("/models/{name}", response=RESPONSES, summary="Delete a model (staff)")
+    def model_delete(request: HttpRequest, name: str) -> Any:
+        return _delete(request, "models", name)

@@ -83,7 +83,7 @@ class Socket:
     ignored, ``log_data`` patches merged into rows by ``log_id``."""
 
     def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
-        self.conn: ClientConnection = connect(url, additional_headers=headers or {})
+        self.conn: ClientConnection = connect(url, additional_headers=headers or {}).__enter__()
         self.frames: list[Frame] = []
         self.logs: dict[str, dict[str, Any]] = {}
 
@@ -232,7 +232,8 @@ def test_the_reference_client_signs_in_edits_definitions_and_watches_a_thread(
     logs.until(lambda: llm_done() is not None and tool_row() is not None, "log rows")
     llm, tool = llm_done(), tool_row()
     assert llm is not None and tool is not None
-    assert llm["model_name"] == "rw-model" and llm["model"] == "scripted"
+    # The reference: `model` the definition, `model_name` the provider's model id.
+    assert llm["model"] == "rw-model" and llm["model_name"] == "scripted"
     assert isinstance(llm["tools_called"], str)  # a JSON-encoded string, as the reference
     assert json.loads(llm["tools_called"]) == ["lookup_order"]
     assert tool["parent_log_id"] == llm["id"]
