@@ -1,9 +1,11 @@
-"""Login, logout, who am I, CSRF token, WebSocket tickets.
+"""Login, logout, who am I, sign-in options, CSRF token, WebSocket tickets.
 
-The browser logs in with a Django session (``POST /api/auth/login`` sets the
-session cookie; unsafe requests then send ``X-CSRFToken``); programs use API
-keys and never log in. Failed logins are limited per client address and per
-account, in counters the HTML sign-in forms share (``agents_app.services.limits``).
+Our pages log in with a Django session (``POST /api/auth/login`` with ``X-CSRFToken`` sets
+the session cookie; unsafe requests then send ``X-CSRFToken``). A client without the CSRF
+header (the reference studio, scripts) gets a short-lived bearer token instead
+(``services.login_tokens``) and no cookie. Programs may also use API keys. Failed logins
+are limited per client address and per account, in counters the HTML sign-in forms share
+(``agents_app.services.limits``).
 """
 
 from __future__ import annotations

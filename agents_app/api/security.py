@@ -1,5 +1,6 @@
 """How API callers authenticate: an API key (``Authorization: Bearer agtbldr_…``) for
-programs, the Django session cookie (with CSRF on unsafe methods) for the browser.
+programs, a login token (``Bearer agtuser_…``) for token clients, the Django session
+cookie (with CSRF on unsafe methods) for our pages.
 
 The authenticated user is ``request.auth``; ``request.auth_type`` says how
 (``api_key`` or ``session``), as ``GET /api/auth/me`` reports it.
