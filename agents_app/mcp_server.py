@@ -22,9 +22,9 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from agents_app.agent_calls import Ask, agent_ask, ask_progress, exposed_agents
 from agents_app.errors import DomainError
 from agents_app.selectors import access_thread
-from agents_app.agent_calls import Ask, agent_ask, ask_progress, exposed_agents
 from agents_app.services.api_keys import api_key_authenticate
 from agents_app.services.sessions import thread_stop
 

@@ -32,6 +32,7 @@ from agents_app.api import (
     messages,
     storage,
     threads,
+    variables,
 )
 from agents_app.api.limits import install_limit_handler
 from agents_app.api.parser import StrictParser, UnstorableTextError
@@ -137,6 +138,7 @@ api.add_router("", env.router)
 definition_writes.register(catalog.router)
 api.add_router("", catalog.router)
 api.add_router("", instance.router)
+api.add_router("", variables.router)
 api.add_router("/threads", threads.router)
 api.add_router("/threads", messages.router)
 api.add_router("/threads", execution.router)

@@ -137,3 +137,37 @@ def test_definition_writes_are_staff_only(as_: Any, alice: Any) -> None:
     body = {"name": "m", "provider": "test", "model": "scripted"}
     refused = as_(alice).post_json("/api/models", body)
     assert refused.status_code == 403
+
+
+@pytest.mark.django_db
+def test_an_agent_s_variables_say_where_each_is_defined(as_: Any, ops: Any) -> None:
+    from agents_app.services import definitions as defs
+    from agents_app.services.env import EnvPatch, env_apply
+    from runtime.definitions import (
+        AgentDefinition,
+        ModelDefinition,
+        PromptDefinition,
+        PromptEnvPart,
+        PromptTextPart,
+        SideConfig,
+    )
+
+    model = ModelDefinition(name="oa", provider="openai", model="gpt-4o-mini")
+    prompt = PromptDefinition(
+        name="p",
+        model="oa",
+        prompt=[PromptTextPart(content="Shop: "), PromptEnvPart(property="SHOP_NAME")],
+    )
+    agent = AgentDefinition(name="shop", side_a=SideConfig(prompt="p"))
+    defs.save_definitions([("m", model), ("p", prompt), ("a", agent)], strict_code_names=False)
+    env_apply(
+        scope="instance",
+        patch=EnvPatch(patch={"SHOP_NAME": "Teapots"}, type_patch={"SHOP_NAME": "text"}),
+    )
+    found = as_(ops).get("/api/variables/agents/shop").json()["variables"]
+    by_name = {v["property"]: v for v in found}
+    assert by_name["SHOP_NAME"]["defined"] == {"type": "instance"}
+    assert by_name["SHOP_NAME"]["value"] == "Teapots"
+    key = by_name["OPENAI_API_KEY"]
+    assert key["type"] == "secret" and key["required"] is True and "value" not in key
+    assert as_(ops).get("/api/variables/agents/nobody").status_code == 404

@@ -195,6 +195,10 @@ def test_the_reference_client_signs_in_edits_definitions_and_watches_a_thread(
 
     _define(client)
 
+    needs = client.get("/api/variables/agents/rw-agent")
+    assert needs.status_code == 200, needs.text
+    assert needs.json() == {"variables": []}  # the test provider needs no key
+
     thread = client.http.post("/api/threads", json={"agent_id": "rw-agent"})
     assert thread.status_code == 200, thread.text
     thread_id = thread.json()["threadId"]
@@ -277,9 +281,12 @@ def test_the_reference_client_signs_in_edits_definitions_and_watches_a_thread(
     # Logging out revokes the token: HTTP, tickets and sockets refuse it.
     assert client.http.post("/api/auth/logout").json() == {"success": True}
     assert client.get("/api/auth/me").status_code == 401
-    assert client.http.post(
-        "/api/auth/websocket-ticket", json={"pathname": f"/api/threads/{thread_id}"}
-    ).status_code == 401
+    assert (
+        client.http.post(
+            "/api/auth/websocket-ticket", json={"pathname": f"/api/threads/{thread_id}"}
+        ).status_code
+        == 401
+    )
     refused = Socket(
         f"{stack.ws}/api/threads/{thread_id}", {"Authorization": f"Bearer {client.token}"}
     )
