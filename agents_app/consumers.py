@@ -29,6 +29,7 @@ from agents_app.bridge.events import REGISTRY_ALL, logs_group, registry_user_gro
 from agents_app.errors import DomainError
 from agents_app.selectors import access_thread
 from agents_app.services.api_keys import api_key_authenticate
+from agents_app.services.login_tokens import TOKEN_PREFIX, login_token_user
 from agents_app.services.redaction import RedactorCache
 from agents_app.services.tickets import ticket_consume
 
@@ -77,7 +78,11 @@ class WebSocketAuthMiddleware(BaseMiddleware):
         headers = _headers(scope)
         scheme, _, token = headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and token:
-            user = await sync_to_async(api_key_authenticate)(token.strip())
+            token = token.strip()
+            if token.startswith(TOKEN_PREFIX):
+                user = await sync_to_async(login_token_user)(token)
+                return user, "session" if user else None
+            user = await sync_to_async(api_key_authenticate)(token)
             return user, "api_key" if user else None
         if "session" in scope and _origin_allowed(headers):
             user = await get_user(scope)

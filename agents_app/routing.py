@@ -14,6 +14,9 @@ from agents_app.consumers import (
 websocket_urlpatterns = [
     re_path(r"^api/threads/(?P<thread_id>[^/]+)/stream$", ThreadStreamConsumer.as_asgi()),
     re_path(r"^api/threads/(?P<thread_id>[^/]+)/logs$", ThreadLogsConsumer.as_asgi()),
+    # The reference treats every other upgrade on a thread as its logs socket; its studio
+    # opens this one.
+    re_path(r"^api/threads/(?P<thread_id>[^/]+)$", ThreadLogsConsumer.as_asgi()),
     re_path(r"^api/events$", RegistryConsumer.as_asgi()),
     re_path(r"", NotFoundConsumer.as_asgi()),
 ]

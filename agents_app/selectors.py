@@ -8,6 +8,7 @@ thread, everybody else only the threads they own (ownerless threads are staff on
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -278,15 +279,22 @@ def log_page(thread: Thread, q: LogQuery) -> tuple[list[dict[str, Any]], int, bo
     return [wire.log_item(r) for r in rows], total, q.offset + len(rows) < total
 
 
-def log_detail(thread: Thread, log_id: str) -> dict[str, Any]:
+def log_row(thread: Thread, log_id: str) -> Log:
     pk = parse_uuid(log_id)
     row = Log.objects.filter(thread=thread, pk=pk).first() if pk else None
     if row is None:
         raise NotFound(f"Log not found: {log_id}")
+    return row
+
+
+def log_detail(
+    thread: Thread, log_id: str, redact: Callable[[Any], Any] | None = None
+) -> dict[str, Any]:
+    row = log_row(thread, log_id)
     source = (
         Message.objects.filter(thread=thread, pk=row.message_id).first() if row.message_id else None
     )
-    return wire.log_detail(row, source)
+    return wire.log_detail(row, source, redact)
 
 
 def _f(value: Decimal | None) -> float:

@@ -7,6 +7,8 @@ are unix seconds; effect and file times are milliseconds.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -222,18 +224,26 @@ def thread_detail(row: Thread, message_count: int, log_count: int) -> dict[str, 
 # --- logs ----------------------------------------------------------------------------
 
 
-def _tools_called(row: Log) -> list[str]:
+def _tools_called(row: Log) -> str | None:
+    """A JSON-encoded array of tool names, as the reference sends it (null when none)."""
     body = row.response_body if isinstance(row.response_body, dict) else {}
-    calls = body.get("tool_calls") or []
     names = []
-    for call in calls:
-        if isinstance(call, dict):
-            fn = call.get("function") or {}
-            if isinstance(fn, dict) and fn.get("name"):
-                names.append(str(fn["name"]))
+    for call in body.get("tool_calls") or []:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict) and fn.get("name"):
+            names.append(str(fn["name"]))
     if row.kind == Log.Kind.TOOL and row.tool_name:
         names.append(row.tool_name)
-    return names
+    return json.dumps(names) if names else None
+
+
+def _json_text(value: Any, redact: Callable[[Any], Any] | None) -> str | None:
+    """Log bodies leave as JSON strings (the reference stores and sends them as text).
+    Secrets are replaced before encoding: inside a doubly escaped string the response-level
+    redactor would no longer recognise a secret with quotes or backslashes."""
+    if value is None:
+        return None
+    return json.dumps(redact(value) if redact else value, ensure_ascii=False)
 
 
 def log_item(row: Log) -> dict[str, Any]:
@@ -272,7 +282,9 @@ def log_item(row: Log) -> dict[str, Any]:
     }
 
 
-def log_detail(row: Log, source: Message | None) -> dict[str, Any]:
+def log_detail(
+    row: Log, source: Message | None, redact: Callable[[Any], Any] | None = None
+) -> dict[str, Any]:
     data = log_item(row)
     data.update(
         {
@@ -281,8 +293,8 @@ def log_detail(row: Log, source: Message | None) -> dict[str, Any]:
             "cost_cached": float(row.cost_cached),
             "cost_output": float(row.cost_output),
             "cost_router_fee": 0.0,
-            "request_body": row.request_body,
-            "response_body": row.response_body,
+            "request_body": _json_text(row.request_body, redact),
+            "response_body": _json_text(row.response_body, redact),
             "system_prompt": row.system_prompt or None,
             "source_message_content": source.content if source else None,
             "source_message_role": source.role if source else None,

@@ -25,6 +25,7 @@ Frame shapes (all JSON-serializable dicts; ``timestamp`` in ms):
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any, Protocol, runtime_checkable
 
@@ -158,10 +159,7 @@ LOG_LIST_FIELDS = (
     "kind",
     "provider",
     "model",
-    "model_id",
     "prompt_name",
-    "parent_id",
-    "retry_of_id",
     "tool_name",
     "tool_call_id",
     "error",
@@ -183,7 +181,31 @@ LOG_LIST_FIELDS = (
 )
 
 
+def tools_called(log: LogRecord) -> str | None:
+    """The reference's ``tools_called``: a JSON-encoded array of tool names (or null)."""
+    body = log.response_body if isinstance(log.response_body, dict) else {}
+    names: list[str] = []
+    for call in body.get("tool_calls") or []:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict) and fn.get("name"):
+            names.append(str(fn["name"]))
+    if log.kind == "tool" and log.tool_name:
+        names.append(log.tool_name)
+    return json.dumps(names) if names else None
+
+
 def log_data(log: LogRecord) -> Frame:
-    """A log list item for the logs socket (no request/response bodies)."""
-    data = {name: getattr(log, name) for name in LOG_LIST_FIELDS}
+    """A log list item for the logs socket (no request/response bodies), in the
+    reference's field names: ``model_name`` (the model definition), ``parent_log_id``,
+    ``retry_of_log_id``, ``tools_called`` as a JSON string."""
+    data: dict[str, Any] = {name: getattr(log, name) for name in LOG_LIST_FIELDS}
+    data.update(
+        model_name=log.model_id or None,
+        parent_log_id=log.parent_id,
+        retry_of_log_id=log.retry_of_id,
+        tools_called=tools_called(log),
+        actual_provider=None,
+        standard_agents_router_used=False,
+        error_origin=None,
+    )
     return {"type": "log_data", "log_id": log.id, "data": data}

@@ -333,6 +333,8 @@ if STUDIO_TRUSTED_PROXY_COUNT < 1:
 # Failed sign-ins (API and both HTML forms together), per client address and per account.
 STUDIO_LOGIN_RATE_PER_ADDRESS = envrate("STUDIO_LOGIN_RATE_PER_ADDRESS", "10/5m")
 STUDIO_LOGIN_RATE_PER_ACCOUNT = envrate("STUDIO_LOGIN_RATE_PER_ACCOUNT", "25/15m")
+# Bearer tokens from the JSON login (agents_app/services/login_tokens.py): how long they live.
+STUDIO_LOGIN_TOKEN_SECONDS = envint("STUDIO_LOGIN_TOKEN_SECONDS", 12 * 3600)
 # Requests per user (all credentials together) and per API key; the studio's "Usage limits"
 # override them per user or per key. "N/<k><s|m|h|d>", or "off".
 _RATES = {

@@ -22,14 +22,17 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from agents_app.api import (
     auth,
     catalog,
+    definition_writes,
     endpoints,
     env,
     execution,
+    instance,
     keys,
     logs,
     messages,
     storage,
     threads,
+    variables,
 )
 from agents_app.api.limits import install_limit_handler
 from agents_app.api.parser import StrictParser, UnstorableTextError
@@ -132,7 +135,10 @@ install_limit_handler(api)
 api.add_router("/auth", auth.router)
 api.add_router("/api-keys", keys.router)
 api.add_router("", env.router)
+definition_writes.register(catalog.router)
 api.add_router("", catalog.router)
+api.add_router("", instance.router)
+api.add_router("", variables.router)
 api.add_router("/threads", threads.router)
 api.add_router("/threads", messages.router)
 api.add_router("/threads", execution.router)

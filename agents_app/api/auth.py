@@ -1,17 +1,20 @@
-"""Login, logout, who am I, CSRF token, WebSocket tickets.
+"""Login, logout, who am I, sign-in options, CSRF token, WebSocket tickets.
 
-The browser logs in with a Django session (``POST /api/auth/login`` sets the
-session cookie; unsafe requests then send ``X-CSRFToken``); programs use API
-keys and never log in. Failed logins are limited per client address and per
-account, in counters the HTML sign-in forms share (``agents_app.services.limits``).
+Our pages log in with a Django session (``POST /api/auth/login`` with ``X-CSRFToken`` sets
+the session cookie; unsafe requests then send ``X-CSRFToken``). A client without the CSRF
+header (the reference studio, scripts) gets a short-lived bearer token instead
+(``services.login_tokens``) and no cookie. Programs may also use API keys. Failed logins
+are limited per client address and per account, in counters the HTML sign-in forms share
+(``agents_app.services.limits``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import authenticate, login, logout
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import get_token
 from ninja import Field, Router, Schema
 from ninja.errors import HttpError
@@ -22,7 +25,7 @@ from agents_app.api.limits import limited
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Forbidden, Invalid
 from agents_app.models import ApiKey
-from agents_app.services import limits, tickets
+from agents_app.services import instance_info, limits, login_tokens, tickets
 from agents_app.services.api_keys import _hash as key_hash
 from agents_app.services.api_keys import api_key_revoke
 
@@ -48,9 +51,19 @@ def csrf_token(request: HttpRequest) -> dict[str, Any]:
     return {"csrfToken": get_token(request)}
 
 
+def _wants_cookie(request: HttpRequest) -> bool:
+    """Our own pages send the CSRF header and get the session cookie; a client without it
+    (the reference studio, scripts) gets a bearer token and no cookie, so there is no
+    login CSRF to guard against."""
+    return settings.CSRF_HEADER_NAME in request.META
+
+
 @router.post("/login", auth=None, response={200: dict, **ERRORS}, summary="Log in")
-def login_view(request: HttpRequest, payload: LoginIn) -> Any:
-    _csrf(request)
+def login_view(request: HttpRequest, payload: LoginIn, response: HttpResponse) -> Any:
+    cookie = _wants_cookie(request)
+    if cookie:
+        _csrf(request)
+    response["Cache-Control"] = "no-store"
     if not payload.password:
         raise Invalid("Password is required")
     if not payload.username:
@@ -60,13 +73,24 @@ def login_view(request: HttpRequest, payload: LoginIn) -> Any:
     if user is None:
         raise HttpError(401, "Invalid username or password")
     attempt.refund()  # only failures count
-    login(request, user)
-    return {"user": wire.user_wire(user), "authType": "session"}
+    if cookie:
+        login(request, user)
+        return {"user": wire.user_wire(user), "authType": "session"}
+    token = login_tokens.login_token_create(user)
+    return {"token": token, "user": wire.user_wire(user), "authType": "session"}
+
+
+@router.get("/config", auth=None, response={200: dict}, summary="Sign-in options")
+def auth_config(request: HttpRequest) -> dict[str, Any]:
+    return instance_info.auth_config()
 
 
 @router.post("/logout", response={200: dict, **ERRORS}, summary="Log out")
 def logout_view(request: HttpRequest) -> dict[str, Any]:
-    if getattr(request, "auth_type", "") == "session":
+    token = getattr(request, "login_token", None)
+    if token:
+        login_tokens.login_token_revoke(token)
+    elif getattr(request, "auth_type", "") == "session":
         logout(request)
     return {"success": True}
 

@@ -1,4 +1,5 @@
-"""The definitions catalog: agents, prompts, models, tools and hooks (read-only).
+"""The definitions catalog: agents, prompts, models, tools and hooks (reads; the
+studio editor's writes are in ``definition_writes``).
 
 ``GET /api/agents`` is open to every authenticated user (authoring fields for
 staff only); the rest is staff only, as in the reference. Shapes follow the
@@ -80,7 +81,11 @@ def agent_list(request: HttpRequest) -> dict[str, Any]:
 @router.get("/agents/{name}", response={200: dict, **ERRORS}, summary="One agent (staff)")
 def agent_get(request: HttpRequest, name: str) -> dict[str, Any]:
     require_staff(request)
-    return {"agent": _agent(_agent_row(name), True)}
+    return {"agent": agent_get_data(name)}
+
+
+def agent_get_data(name: str) -> dict[str, Any]:
+    return _agent(_agent_row(name), True)
 
 
 def _prompt_text(row: Prompt, definition: Any) -> str:
@@ -123,10 +128,14 @@ def prompt_list(request: HttpRequest) -> dict[str, Any]:
 @router.get("/prompts/{name}", response={200: dict, **ERRORS}, summary="One prompt (staff)")
 def prompt_get(request: HttpRequest, name: str) -> dict[str, Any]:
     require_staff(request)
+    return {"prompt": prompt_get_data(name)}
+
+
+def prompt_get_data(name: str) -> dict[str, Any]:
     row = Prompt.objects.select_related("model").filter(name=name[:129]).first()
     if row is None:
         raise NotFound(f"Prompt not found: {name}")
-    return {"prompt": _prompt(row)}
+    return _prompt(row)
 
 
 def _model(row: LanguageModel) -> dict[str, Any]:
@@ -156,10 +165,14 @@ def model_list(request: HttpRequest) -> dict[str, Any]:
 @router.get("/models/{name}", response={200: dict, **ERRORS}, summary="One model (staff)")
 def model_get(request: HttpRequest, name: str) -> dict[str, Any]:
     require_staff(request)
+    return {"model": model_get_data(name)}
+
+
+def model_get_data(name: str) -> dict[str, Any]:
     row = LanguageModel.objects.filter(name=name[:129]).first()
     if row is None:
         raise NotFound(f"Model not found: {name}")
-    return {"model": _model(row)}
+    return _model(row)
 
 
 class ToolQuery(Schema):

@@ -8,8 +8,11 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
 from agents_app import selectors
-from agents_app.api.redacting import redacts_thread_data
+from agents_app.api.redacting import redacts_thread_data, request_redactors
 from agents_app.api.schemas import ERRORS, id_list
+from agents_app.errors import Invalid
+from agents_app.services import instance_info
+from runtime.providers.inspect import CannotRender, render_as
 
 router = Router(tags=["logs"])
 
@@ -41,4 +44,28 @@ def log_list(request: HttpRequest, thread_id: str, params: Query[LogListQuery]) 
 @redacts_thread_data
 def log_get(request: HttpRequest, thread_id: str, log_id: str) -> dict[str, Any]:
     thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
-    return selectors.log_detail(thread, log_id)
+    redactor = request_redactors(request).get(str(thread.pk))
+    return selectors.log_detail(thread, log_id, redactor.data if redactor else None)
+
+
+@router.get(
+    "/{thread_id}/logs/{log_id}/inspect/{provider}",
+    response={200: dict, **ERRORS},
+    summary="A logged request in a provider's format",
+)
+@redacts_thread_data
+def log_inspect(request: HttpRequest, thread_id: str, log_id: str, provider: str) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    row = selectors.log_row(thread, log_id)
+    try:
+        body = render_as(provider, row.provider, row.request_body)
+    except CannotRender as exc:
+        raise Invalid(str(exc)) from None
+    return body
+
+
+@router.get("/{thread_id}/diagnostics", response={200: dict, **ERRORS}, summary="Execution health")
+@redacts_thread_data
+def thread_diagnostics(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    return instance_info.thread_diagnostics(thread)

@@ -1,5 +1,6 @@
 """How API callers authenticate: an API key (``Authorization: Bearer agtbldr_…``) for
-programs, the Django session cookie (with CSRF on unsafe methods) for the browser.
+programs, a login token (``Bearer agtuser_…``) for token clients, the Django session
+cookie (with CSRF on unsafe methods) for our pages.
 
 The authenticated user is ``request.auth``; ``request.auth_type`` says how
 (``api_key`` or ``session``), as ``GET /api/auth/me`` reports it.
@@ -16,12 +17,21 @@ from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
 from agents_app.services.api_keys import api_key_in_use
+from agents_app.services.login_tokens import TOKEN_PREFIX, login_token_user
 
 
 class ApiKeyAuth(HttpBearer):
-    """``Authorization: Bearer agtbldr_<64 hex>``."""
+    """``Authorization: Bearer agtbldr_<64 hex>`` (an API key) or ``Bearer agtuser_…``
+    (a login token from ``POST /api/auth/login``, ``auth_type`` ``session`` as in the
+    reference)."""
 
     def authenticate(self, request: HttpRequest, token: str) -> Any | None:
+        if token.startswith(TOKEN_PREFIX):
+            user = login_token_user(token)
+            if user is not None:
+                request.auth_type = "session"  # type: ignore[attr-defined]
+                request.login_token = token  # type: ignore[attr-defined]
+            return user
         key = api_key_in_use(token)
         if key is None:
             return None

@@ -1,0 +1,32 @@
+"""``GET /api/variables/agents/{name}``: the env values an agent needs and where each is set
+(a minimal version of the reference's variable scan; see ``services.variable_scan``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Field, Query, Router, Schema
+
+from agents_app import selectors
+from agents_app.api.schemas import ERRORS
+from agents_app.api.security import require_staff
+from agents_app.services.variable_scan import agent_variables
+
+router = Router(tags=["catalog"])
+
+
+class VariablesQuery(Schema):
+    thread_id: str | None = Field(None, max_length=64)
+
+
+@router.get(
+    "/variables/agents/{name}", response={200: dict, **ERRORS}, summary="An agent's env needs"
+)
+def agent_variable_scan(
+    request: HttpRequest, name: str, params: Query[VariablesQuery]
+) -> dict[str, Any]:
+    require_staff(request)
+    user = request.auth  # type: ignore[attr-defined]
+    thread = selectors.access_thread(params.thread_id, user) if params.thread_id else None
+    return {"variables": agent_variables(name, user, thread)}
