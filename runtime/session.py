@@ -264,6 +264,9 @@ class Session:
         prompt = await self.defs.prompt(config.prompt)
         hooks = self.hooks_for(prompt)
         self.control.side, self.control.prompt_name = side, prompt.name
+        self.control.session_tools = {
+            b.name: (kind, b) for kind, b in config.session_tools().items()
+        }
         tools = await self.tools_for(prompt, config)
         # Subagent lifecycle tools depend on the registry, so they are resolved every step.
         lifecycle = await self.subagents.lifecycle_tools(
@@ -534,6 +537,8 @@ class Session:
         p.finished, p.stop_reason, p.stop_detail = True, outcome.reason, outcome.detail
         p.outcome, p.open_step = outcome.value, None
         p.stopped_by = self.control.stopped_by or p.side
+        if outcome.reason == "state_stop_session":
+            p.notify_parent, p.final_status = self.control.stop_notify, self.control.stop_status
         if outcome.reason == "repeated_tool_error":
             self._tail.created.append(
                 self._said(p.side, repeated_error_text(outcome.detail), outcome.reason)

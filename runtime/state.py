@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal, Protocol
 
 from runtime import file_images, files
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
+from runtime.definitions import (
+    AgentDefinition,
+    ModelDefinition,
+    PromptDefinition,
+    SessionToolBinding,
+)
 from runtime.effects import EFFECT_ID_KEY, SCHEDULED_EFFECT_KEY, Effects
 from runtime.events import event
 from runtime.messages import MESSAGE_FIELDS, Message, Role, Side, new_id
@@ -67,6 +72,14 @@ class Relations(Protocol):
         """A child's ``ThreadState`` at rest, or ``None``."""
         ...
 
+    async def parent_state(self, child: ThreadRecord) -> ThreadState | None:
+        """The parent's ``ThreadState`` at rest, or ``None`` for a top-level thread."""
+        ...
+
+    async def set_status(self, child: ThreadRecord, text: str) -> None:
+        """Set a child's status text in its parent's registry."""
+        ...
+
     async def terminate(self, thread_id: str) -> None:
         """Terminate a thread (and mark it in its parent's registry)."""
         ...
@@ -109,11 +122,15 @@ class ExecutionControl:
         self.stopped = False
         self.stopped_by: Side | None = None
         self.stop_requested: str | None = None  # set by stop(): the session ends after the step
+        self.stop_notify = True  # stop_session(notify_parent=…)
+        self.stop_status: str | None = None  # stop_session(status=…)
         self.forced_side: Side | None = None
         self.queued_tools: list[QueuedTool] = []
         self.abort_signal = asyncio.Event()
         self.transcript = transcript
         self.prompt_name = ""
+        # The acting side's session tools by tool name: (kind, binding), set every step.
+        self.session_tools: dict[str, tuple[str, SessionToolBinding]] = {}
 
 
 class ExecutionState:
@@ -123,9 +140,15 @@ class ExecutionState:
     (use it to make external side effects idempotent); hooks get a view without one.
     """
 
-    def __init__(self, control: ExecutionControl, tool_call_id: str | None = None) -> None:
+    def __init__(
+        self,
+        control: ExecutionControl,
+        tool_call_id: str | None = None,
+        path: tuple[str, ...] = (),
+    ) -> None:
         self._control = control
         self.tool_call_id = tool_call_id
+        self._path = path
 
     @property
     def flow_id(self) -> str:
@@ -168,6 +191,14 @@ class ExecutionState:
         return self._control.prompt_name
 
     @property
+    def prompt_path(self) -> list[str]:
+        """The prompts from the session's prompt down to the one running now (spec 0.15
+        ``promptPath``): ``['main']`` at the top, ``['main', 'summarize']`` in a sub-prompt."""
+        if self._path:
+            return list(self._path)
+        return [self._control.prompt_name] if self._control.prompt_name else []
+
+    @property
     def message_history(self) -> list[Message]:
         """The top-level messages of the thread as the session holds them."""
         transcript = self._control.transcript
@@ -186,9 +217,15 @@ class ExecutionState:
         """End the session after the current step (stop reason ``state_stop_session``)."""
         self.stop_session()
 
-    def stop_session(self, result: str | None = None) -> None:
-        """End the session after the current step, with an optional result text."""
+    def stop_session(
+        self, result: str | None = None, *, notify_parent: bool = True, status: str | None = None
+    ) -> None:
+        """End the session after the current step, with an optional result text (spec
+        ``stopSession({result, notifyParent, status})``). In a child thread,
+        ``notify_parent=False`` delivers nothing to the parent and ``status`` is the text the
+        parent's registry shows afterwards (else ``idle``)."""
         self._control.stop_requested = result or ""
+        self._control.stop_notify, self._control.stop_status = notify_parent, status
         self._control.stopped_by = self._control.side
         self._control.abort_signal.set()
 
@@ -236,11 +273,18 @@ class ThreadState:
         """A view whose ``execution.tool_call_id`` is the call being run."""
         if self.execution is None:
             return self
-        return self._with(execution=ExecutionState(self.execution._control, tool_call_id))
+        execution = self.execution
+        return self._with(
+            execution=ExecutionState(execution._control, tool_call_id, execution._path)
+        )
 
     def for_prompt(self, prompt_name: str, hooks: HookRunner) -> ThreadState:
         """A view for code running under another prompt (sub-prompts)."""
-        return self._with(prompt_name=prompt_name, hooks=hooks)
+        execution = self.execution
+        if execution is not None:
+            path = (*execution._path, prompt_name)
+            execution = ExecutionState(execution._control, execution.tool_call_id, path)
+        return self._with(prompt_name=prompt_name, hooks=hooks, execution=execution)
 
     # --- identity ---------------------------------------------------------------------
 
@@ -385,6 +429,19 @@ class ThreadState:
         if self._relations is None:
             raise RuntimeError("get_child_thread needs an engine")
         return await self._relations.child_state(self.thread_id, reference)
+
+    async def get_parent_thread(self) -> ThreadState | None:
+        """The parent thread's ``ThreadState`` (at rest), or ``None`` for a top-level thread."""
+        if self._relations is None:
+            raise RuntimeError("get_parent_thread needs an engine")
+        return await self._relations.parent_state(self._thread)
+
+    async def set_status(self, text: str) -> None:
+        """Set this child's status text in its parent's registry (spec ``setStatus``); the
+        session goes on, and its end settles the status (``idle``/``failed``) again."""
+        if self._relations is None:
+            raise RuntimeError("set_status needs an engine")
+        await self._relations.set_status(self._thread, text)
 
     async def terminate(self) -> None:
         """Terminate this thread for good (spec lifecycle): it stops, nothing runs on it again,
