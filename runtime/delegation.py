@@ -33,6 +33,7 @@ from runtime.results import ERROR_PREFIX, ToolResult, failure, success
 from runtime.state import ExecutionControl, ThreadState
 from runtime.steps import Scope, Stepper
 from runtime.store import MessageQuery, ThreadRecord
+from runtime.subagents import link_options, missing_env_text, outcome_of
 from runtime.tools import CallOutcome, Slot, ToolRunner
 from runtime.toolset import OfferedTool
 
@@ -40,7 +41,9 @@ if TYPE_CHECKING:
     from runtime.session import SessionResult
     from runtime.subagents import Subagents
 
-FAILED_REASONS = frozenset({"step_error", "hook_blocked", "repeated_tool_error", "aborted_by_user"})
+FAILED_REASONS = frozenset(
+    {"step_error", "hook_blocked", "repeated_tool_error", "aborted_by_user", "session_fail"}
+)
 
 
 class ChildRunner(Protocol):
@@ -56,6 +59,9 @@ class ChildRunner(Protocol):
         text: str,
         hooks: HookRunner,
         state: ThreadState,
+        *,
+        env: dict[str, str] | None = None,
+        options: dict[str, Any] | None = None,
     ) -> SessionResult:
         """Create the child thread once per call id, run its session, return its result."""
         ...
@@ -252,22 +258,38 @@ class Delegate:
         if problem:
             return failure(f"Agent tool argument validation failed: {problem}")
         text = init_text(offered.entry, args, default_property="message") or "{}"
+        subagents = self.children.subagents
         if offered.entry.blocking is False:
-            return await self.children.subagents.spawn(scope, offered, call, text, slot)
+            return await subagents.spawn(scope, offered, call, text, slot)
+        env, missing = await subagents.scoped_env(scope, offered.entry)
+        if missing:
+            return failure(missing_env_text(agent.name, missing))
         result = await self.children.run_child(
-            scope.thread, agent.name, call["id"], text, scope.hooks, scope.state
+            scope.thread,
+            agent.name,
+            call["id"],
+            text,
+            scope.hooks,
+            scope.state,
+            env=env,
+            options=link_options(offered.entry),
         )
         slot.subagent_id = result.thread_id
+        # Files its sessionStop/sessionFail call returned are copied here (new paths).
+        returned = await subagents.returned_files(result.thread_id, result)
+        refs, lines = await subagents.copy_back(result.thread_id, scope.thread.id, returned)
         # A declared subagent names its child, as the reference's blocking results do.
         reference = f"\n\nReference: {result.thread_id}" if offered.entry.blocking else ""
+        reference += lines
+        if result.stop_reason == "session_fail":
+            return failure(outcome_of(result)[1] + reference)
         if result.stop_reason in FAILED_REASONS:
             return failure(
                 f"Agent {agent.name} did not finish ({result.stop_reason}): {result.detail or ''}".strip()
                 + reference
             )
-        if reference:
-            return success(f"{result.answer if result.answer is not None else ''}{reference}")
-        return success(result.answer)
+        answer = (result.answer if result.answer is not None else "") + reference
+        return ToolResult("success", result=answer, attachments=refs or [])
 
     def handoff(self, offered: OfferedTool, args: dict[str, Any]) -> ToolResult:
         """Validate a handoff; the switch happens when the step closes."""

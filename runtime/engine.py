@@ -256,6 +256,9 @@ class Engine:
         text: str,
         hooks: HookRunner,
         state: ThreadState,
+        *,
+        env: dict[str, str] | None = None,
+        options: dict[str, Any] | None = None,
     ) -> SessionResult:
         """An agent called as a tool: its own child thread (one per call id), run to its end.
 
@@ -275,7 +278,13 @@ class Engine:
                 thread_id=child_id,
                 relationship=agent,
                 child_status="running",
-                subagent={"blocking": True, "resumable": False, "tool_call_id": call_id},
+                env=env,
+                subagent={
+                    "blocking": True,
+                    "resumable": False,
+                    "tool_call_id": call_id,
+                    **(options or {}),
+                },
             )
             await hooks.after_subagent_created(state, await self.thread_state(child_id))
         progress = await self.deps.store.load_progress(child_id)

@@ -339,11 +339,11 @@ class Subagents:
             "owner_side": scope.side,
             "tool_call_id": call["id"],
             "arguments": arguments,
-            **_options(relation.entry),
+            **link_options(relation.entry),
         }
         env, missing = await self.scoped_env(scope, relation.entry)
         if missing:
-            return failure(_missing_env_text(relation.agent.name, missing))
+            return failure(missing_env_text(relation.agent.name, missing))
         slot.subagent_id = child_id
         child = await self._ensure_child(
             scope, relation.agent.name, child_id, name.strip(), link, env
@@ -415,11 +415,11 @@ class Subagents:
             "resumable": False,
             "owner_side": scope.side,
             "tool_call_id": call["id"],
-            **_options(offered.entry),
+            **link_options(offered.entry),
         }
         env, missing = await self.scoped_env(scope, offered.entry)
         if missing:
-            return failure(_missing_env_text(offered.agent.name, missing))
+            return failure(missing_env_text(offered.agent.name, missing))
         slot.subagent_id = child_id
         child = await self._ensure_child(scope, offered.agent.name, child_id, "", link, env)
         await self._send(child, call["id"], "create", text, "user", None)
@@ -466,12 +466,12 @@ class Subagents:
                 "owner_side": scope.side,
                 "tool_call_id": None,
                 "immediate": True,
-                **_options(entry),
+                **link_options(entry),
             }
             scoped, missing = await self.scoped_env(scope, entry)
             if missing:
                 # No tool call to fail: the worker log says why the child did not start.
-                logger.warning("%s", _missing_env_text(agent.name, missing))
+                logger.warning("%s", missing_env_text(agent.name, missing))
                 continue
             child = await self._ensure_child(
                 scope, agent.name, child_id, agent.title or agent.name, link, scoped
@@ -576,7 +576,9 @@ class Subagents:
             await self.crashed(child.id, type(exc).__name__, f"{call_id}:{purpose}")
             raise
         ok, answer = outcome_of(result)
-        refs, lines = await self.copy_back(child, await self.returned_files(child.id, result))
+        returned = await self.returned_files(child.id, result)
+        assert child.parent_id is not None
+        refs, lines = await self.copy_back(child.id, child.parent_id, returned)
         reference = f"\n\nReference: {child.id}{lines}"
         if ok:
             return ToolResult("success", result=answer + reference, attachments=refs or [])
@@ -658,12 +660,11 @@ class Subagents:
         return []
 
     async def copy_back(
-        self, child: ThreadRecord, paths: list[str]
+        self, child_id: str, parent_id: str, paths: list[str]
     ) -> tuple[list[dict[str, Any]] | None, str]:
         """Copy returned files into the parent (new paths, as parent→child copies) and the
         lines that name them for the parent's model."""
-        assert child.parent_id is not None
-        refs = await self._copy_attachments(child.id, child.parent_id, paths)
+        refs = await self._copy_attachments(child_id, parent_id, paths)
         lines = "".join(f"\nAttachment path: {r['path']}" for r in refs or [])
         return refs, ("\n" + lines if lines else "")
 
@@ -691,7 +692,7 @@ class Subagents:
         if link is not None and not link.get("blocking", True) and notify and not explicit:
             delivery_id = message_id_for(f"{child.id}:{key}", "delivery")
             if not await self._known(child.parent_id, delivery_id):
-                refs, lines = await self.copy_back(child, files or [])
+                refs, lines = await self.copy_back(child.id, child.parent_id, files or [])
                 delivery = QueuedMessage(
                     id=delivery_id,
                     role=_owner_role(child),
@@ -773,7 +774,7 @@ async def copy_file(engine: Engine, source: str, target: str, path: str) -> dict
     }
 
 
-def _missing_env_text(agent: str, missing: list[str]) -> str:
+def missing_env_text(agent: str, missing: list[str]) -> str:
     return (
         f'Subagent "{agent}" requires scoped environment variables before it can be created: '
         + ", ".join(missing)
@@ -781,7 +782,7 @@ def _missing_env_text(agent: str, missing: list[str]) -> str:
     )
 
 
-def _options(entry: ToolConfig) -> dict[str, Any]:
+def link_options(entry: ToolConfig) -> dict[str, Any]:
     """The relationship options a child's link keeps (read when it settles or is listed)."""
     out: dict[str, Any] = {}
     if entry.parent_communication:
