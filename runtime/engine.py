@@ -259,6 +259,8 @@ class Engine:
         *,
         env: dict[str, str] | None = None,
         options: dict[str, Any] | None = None,
+        attachments: list[str] | None = None,
+        display_name: str = "",
     ) -> SessionResult:
         """An agent called as a tool: its own child thread (one per call id), run to its end.
 
@@ -278,6 +280,7 @@ class Engine:
                 thread_id=child_id,
                 relationship=agent,
                 child_status="running",
+                display_name=display_name,
                 env=env,
                 subagent={
                     "blocking": True,
@@ -296,7 +299,9 @@ class Engine:
             return result
         try:
             if progress is None:
-                return await self.run_session(child_id, message=NewMessage(text))
+                # Files named by initAttachmentsProperty go with the first message (copied).
+                files = await self.subagents.copy_files(parent.id, child_id, attachments)
+                return await self.run_session(child_id, message=NewMessage(text, attachments=files))
             return await self.run_session(child_id)
         except Exception as exc:  # the tool call fails; the registry must not say running
             await self.subagents.crashed(child_id, type(exc).__name__, call_id)

@@ -15,7 +15,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from runtime.definitions import AgentDefinition, PromptDefinition, SideConfig
-from runtime.delegation import Delegate, PendingHandoff
+from runtime.delegation import Delegate, PendingHandoff, attachment_refs, init_paths
 from runtime.deps import Deps
 from runtime.events import telemetry
 from runtime.history import Window, select_rows, to_llm_messages
@@ -425,8 +425,12 @@ class Session:
         self.progress.agent = handoff.agent
         self._switch("a")
         prop = handoff.entry.init_user_message_property
-        if prop and isinstance(handoff.args.get(prop), str):
-            await self.state.inject_message("user", handoff.args[prop])
+        text = handoff.args.get(prop) if prop else None
+        files = await attachment_refs(self.state, init_paths(handoff.entry, handoff.args))
+        if isinstance(text, str) or files:
+            await self.state.inject_message(
+                "user", text if isinstance(text, str) else "", attachments=files or None
+            )
         title = self.agent.title or self.agent.name
         self.recorder.emit(
             telemetry("agent_handoff", new_agent_id=self.agent.name, new_agent_title=title)

@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal, Protocol
 
 from runtime import file_images, files
@@ -44,6 +45,7 @@ from runtime.store import (
     QueuedMessage,
     ReaddirResult,
     ThreadRecord,
+    UserRecord,
 )
 from runtime.transcript import Transcript
 
@@ -246,8 +248,10 @@ class ThreadState:
         execution: ExecutionState | None = None,
         context: dict[str, Any] | None = None,
         relations: Relations | None = None,
+        env_overlay: Mapping[str, str] | None = None,
     ) -> None:
         self._deps, self._thread, self._defs = deps, thread, defs
+        self._env_overlay = dict(env_overlay or {})
         self._relations = relations
         self._recorder, self._hooks, self._host = recorder, hooks, host
         self._prompt_name = prompt_name
@@ -265,6 +269,7 @@ class ThreadState:
             "execution": self.execution,
             "context": self.context,
             "relations": self._relations,
+            "env_overlay": self._env_overlay,
         }
         values.update(changes)
         return ThreadState(self._deps, self._thread, **values)
@@ -277,6 +282,12 @@ class ThreadState:
         return self._with(
             execution=ExecutionState(execution._control, tool_call_id, execution._path)
         )
+
+    def with_env(self, values: Mapping[str, str] | None) -> ThreadState:
+        """A view whose ``env`` sees ``values`` first (a prompt tool entry's ``env``)."""
+        if not values:
+            return self
+        return self._with(env_overlay={**self._env_overlay, **values})
 
     def for_prompt(self, prompt_name: str, hooks: HookRunner) -> ThreadState:
         """A view for code running under another prompt (sub-prompts)."""
@@ -355,6 +366,17 @@ class ThreadState:
             prompt_name=self._prompt_name,
         )
         return await self.create_message(message)
+
+    async def delete_message(self, message_id: str) -> bool:
+        """Delete a message (with the tool results answering its calls) or a queued message;
+        listeners get ``message_deleted`` per id. ``False`` when nothing was there."""
+        deleted = await self._deps.store.delete_message(self.thread_id, message_id)
+        transcript = self._recorder.transcript
+        for gone in deleted:
+            if transcript is not None:
+                transcript.remove(gone)
+            self.emit("message_deleted", {"id": gone})
+        return bool(deleted)
 
     async def create_message(self, message: Message) -> Message:
         """Insert a prepared message with hooks, store it and announce it."""
@@ -574,7 +596,10 @@ class ThreadState:
     # --- env --------------------------------------------------------------------------
 
     async def env(self, name: str) -> str:
-        """An env value (thread → agent → prompt → user → instance); ``EnvNotFound`` when missing."""
+        """An env value (the calling tool entry's ``env`` → thread → agent → prompt → user →
+        instance); ``EnvNotFound`` when missing."""
+        if name in self._env_overlay:
+            return self._env_overlay[name]
         entry = await self._deps.store.resolve_env(self.thread_id, name, self._prompt_name)
         if entry is None:
             raise EnvNotFound(f"Environment variable not found: {name}")
@@ -582,8 +607,37 @@ class ThreadState:
 
     async def env_type(self, name: str) -> EnvType:
         """``'text'`` or ``'secret'`` (``'secret'`` when missing)."""
+        if name in self._env_overlay:
+            return "text"  # tool entry values are definition text, never secrets
         entry = await self._deps.store.resolve_env(self.thread_id, name, self._prompt_name)
         return entry.type if entry else "secret"
+
+    async def instance_env(self, name: str) -> str:
+        """The instance tier's value only (spec ``instanceEnv``); ``EnvNotFound`` when missing."""
+        entry = await self._deps.store.get_instance_env(name)
+        if entry is None:
+            raise EnvNotFound(f"Instance environment variable not found: {name}")
+        return entry.value
+
+    async def user(self) -> UserRecord | None:
+        """The thread's owner (spec ``user()``), or ``None`` for a thread without one."""
+        if self._thread.user_id is None:
+            return None
+        return await self._deps.store.get_user(self._thread.user_id)
+
+    @property
+    def not_packable_runtime_context(self) -> Mapping[str, Any]:
+        """Runtime handles that are not part of the portable surface and are never packed or
+        serialized (spec ``_notPackableRuntimeContext``): ``store``, ``registry``, ``clock``
+        and ``runtime`` (this runtime's name). Read-only; its keys may change."""
+        return MappingProxyType(
+            {
+                "runtime": "standard-agents-studio",
+                "store": self._deps.store,
+                "registry": self._deps.registry,
+                "clock": self._deps.clock,
+            }
+        )
 
     async def set_env(self, name: str, value: str, type: EnvType | None = None) -> None:
         """Write a thread env value (a new key is ``secret`` unless ``type`` says otherwise)."""

@@ -401,7 +401,13 @@ class Subagents:
     # --- non-resumable, non-blocking ---------------------------------------------------
 
     async def spawn(
-        self, scope: Scope, offered: OfferedTool, call: ToolCall, text: str, slot: Slot
+        self,
+        scope: Scope,
+        offered: OfferedTool,
+        call: ToolCall,
+        text: str,
+        slot: Slot,
+        args: dict[str, Any] | None = None,
     ) -> ToolResult:
         """A ``blocking: false`` subagent tool: start the child, return its reference at once."""
         assert offered.agent is not None
@@ -421,8 +427,14 @@ class Subagents:
         if missing:
             return failure(missing_env_text(offered.agent.name, missing))
         slot.subagent_id = child_id
-        child = await self._ensure_child(scope, offered.agent.name, child_id, "", link, env)
-        await self._send(child, call["id"], "create", text, "user", None)
+        from runtime.delegation import init_name, init_paths
+
+        name = init_name(offered.entry, args or {})
+        child = await self._ensure_child(scope, offered.agent.name, child_id, name, link, env)
+        files = await self._copy_attachments(
+            scope.thread.id, child.id, init_paths(offered.entry, args or {})
+        )
+        await self._send(child, call["id"], "create", text, "user", files)
         return success(f"The subagent was initiated successfully. Reference: {child.id}")
 
     # --- immediate relationships ---------------------------------------------------------
@@ -496,7 +508,7 @@ class Subagents:
     async def scoped_env(self, scope: Scope, entry: ToolConfig) -> tuple[dict[str, str], list[str]]:
         """The relationship's ``scopedEnv`` values as the parent resolves them (copied into the
         child's thread env), and the names the parent cannot resolve."""
-        values: dict[str, str] = {}
+        values: dict[str, str] = dict(entry.env or {})  # the entry's own values go along
         missing: list[str] = []
         for name in entry.scoped_env or []:
             found = await self.deps.store.resolve_env(scope.thread.id, name, scope.prompt.name)
@@ -583,6 +595,12 @@ class Subagents:
         if ok:
             return ToolResult("success", result=answer + reference, attachments=refs or [])
         return failure(answer + reference)
+
+    async def copy_files(
+        self, source: str, target: str, paths: list[str] | None
+    ) -> list[dict[str, Any]] | None:
+        """Copy the named files of ``source`` into ``target`` (new ``/attachments/`` paths)."""
+        return await self._copy_attachments(source, target, paths)
 
     async def _copy_attachments(
         self, source: str, target: str, paths: Any
@@ -767,6 +785,8 @@ async def copy_file(engine: Engine, source: str, target: str, path: str) -> dict
         height=record.height,
     )
     return {
+        "id": new_id(),
+        "type": "file",
         "path": stored.path,
         "name": record.metadata.get("name") or record.name,
         "mimeType": stored.mime_type,

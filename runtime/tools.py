@@ -186,6 +186,9 @@ class ToolRunner:
         """Run one call and prepare its result row and log (not committed)."""
         name = call["function"]["name"]
         state = scope.state.for_tool_call(call["id"])
+        offered = scope.tools.get(name)
+        if offered is not None:  # the entry's env values are what this call sees first
+            state = state.with_env(offered.entry.env)
         self.recorder.emit(telemetry("tool_started", tool=name))
         self.recorder.emit(event("tool_call_started", {"id": call["id"], "name": name}))
         started = time.perf_counter()
