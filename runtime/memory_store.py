@@ -189,6 +189,8 @@ class MemoryStore:
         answers = [m.id for m in data.messages.values() if m.tool_call_id in calls]
         for answer in answers:
             del data.messages[answer]
+        gone = {message_id, *answers}
+        data.order = [(t, i) for t, i in data.order if i not in gone]
         return [message_id, *answers]
 
     async def get_instance_env(self, name: str) -> EnvEntry | None:

@@ -422,3 +422,161 @@ async def test_spec_scoped_env_missing_refuses_the_child_with_its_names(
     assert "requires scoped environment variables" in (row.content or "")
     assert "REGION" in (row.content or "")
     assert await world.store.list_children(thread.id) == []
+
+
+# --- ThreadState: delete_message, user(), instance_env, runtime context -----------------------
+
+
+async def test_spec_state_delete_message_removes_it_and_its_tool_results(world: World) -> None:
+    world.define(prompt("main"), agent("agent", "main"))
+    world.script("m", TestScript().add_tool_call("missing_tool", {}, id="c1").add_text("ok"))
+    thread, _ = await world.chat("hello")
+    rows = await world.messages(thread.id)
+    caller = next(m for m in rows if m.tool_calls)
+    state = await world.engine.thread_state(thread.id)
+    assert await state.delete_message(caller.id) is True
+    left = await world.messages(thread.id)
+    assert caller.id not in {m.id for m in left}
+    assert not [m for m in left if m.role == "tool"]  # its result went with it
+    deleted = [f["data"]["id"] for f in world.sink.events(thread.id, "message_deleted")]
+    assert caller.id in deleted and len(deleted) == 2
+    assert await state.delete_message(caller.id) is False
+
+
+async def test_spec_state_delete_message_cancels_a_queued_message(world: World) -> None:
+    world.define(prompt("main"), agent("agent", "main"))
+    thread = await world.thread()
+    state = await world.engine.thread_state(thread.id)
+    queued = await state.queue_message("later")
+    assert await state.delete_message(queued) is True
+    assert await world.store.list_queued(thread.id) == []
+
+
+async def test_spec_state_user_instance_env_and_runtime_context(world: World) -> None:
+    world.define(prompt("main"), agent("agent", "main"))
+    world.harness.set_instance_env("REGION", "instance-value", "text")
+    owned = await world.thread(user_id="alice", env={"REGION": "thread-value"})
+    state = await world.engine.thread_state(owned.id)
+    assert await state.env("REGION") == "thread-value"
+    assert await state.instance_env("REGION") == "instance-value"
+    with pytest.raises(KeyError, match="NOPE"):
+        await state.instance_env("NOPE")
+    user = await state.user()
+    assert user is not None and user.username == "alice"
+    unowned = await world.engine.thread_state((await world.thread()).id)
+    assert await unowned.user() is None
+    context = state.not_packable_runtime_context
+    assert context["store"] is not None and context["runtime"] == "standard-agents-studio"
+    with pytest.raises(TypeError):
+        context["store"] = None  # type: ignore[index]
+
+
+# --- PromptToolConfig: env, initAttachmentsProperty, initAgentNameProperty ---------------------
+
+
+async def test_spec_prompt_tool_entry_env_is_seen_by_the_call(world: World) -> None:
+    seen: list[tuple[str, str]] = []
+
+    async def where(state: ThreadState) -> str:
+        seen.append((await state.env("TARGET"), await state.env_type("TARGET")))
+        return "ok"
+
+    world.register(define_tool("Where to", where, name="where"))
+    world.define(
+        prompt("main", tools=[ToolConfig(name="where", env={"TARGET": "staging"})]),
+        agent("agent", "main"),
+    )
+    world.script("m", TestScript().add_tool_call("where", {}).add_text("done"))
+    thread = await world.thread(env={"TARGET": "production"})
+    await world.run(thread.id, "go")
+    assert seen == [("staging", "text")]
+    # Outside that call the thread's value is what env says.
+    state = await world.engine.thread_state(thread.id)
+    assert await state.env("TARGET") == "production"
+
+
+async def test_spec_init_attachments_property_gives_a_subprompt_the_files(world: World) -> None:
+    world.define(
+        prompt("reader", model="mr", required_schema={"type": "object"}),
+        prompt(
+            "main",
+            tools=[
+                ToolConfig(
+                    name="reader",
+                    init_user_message_property="task",
+                    init_attachments_property="files",
+                )
+            ],
+        ),
+        agent("agent", "main"),
+    )
+    world.script("mr", TestScript().add_text("read"))
+    args = {"task": "Summarize", "files": ["/attachments/a.txt", "/attachments/none.txt", "/x"]}
+    world.script("m", TestScript().add_tool_call("reader", args).add_text("ok"))
+    thread = await world.thread()
+    await world.store.write_file(thread.id, "/attachments/a.txt", b"alpha", "text/plain")
+    await world.run(thread.id, "go")
+    init = next(m for m in await world.messages(thread.id) if m.depth == 1 and m.role == "user")
+    assert init.content == "Summarize"
+    assert [a["path"] for a in init.attachments or []] == ["/attachments/a.txt"]
+
+
+async def test_spec_init_attachments_and_agent_name_properties_reach_a_child(
+    world: World, host: InlineHost
+) -> None:
+    entry = ToolConfig(
+        name="helper",
+        blocking=True,
+        init_attachments_property="files",
+        init_agent_name_property="label",
+    )
+    _family(world, entry, TestScript().add_text("got it"))
+    args = {"message": "Read this", "files": ["/attachments/a.txt"], "label": "Reader 1"}
+    world.script("m", TestScript().add_tool_call("helper", args).add_text("ok"))
+    thread = await world.thread()
+    await world.store.write_file(thread.id, "/attachments/a.txt", b"alpha", "text/plain")
+    await world.run(thread.id, "go")
+    [child] = await world.store.list_children(thread.id)
+    assert child.display_name == "Reader 1"
+    first = (await world.messages(child.id))[0]
+    assert first.content == "Read this"
+    [ref] = first.attachments or []
+    assert ref["path"].startswith("/attachments/a-")
+    assert await world.store.read_file(child.id, ref["path"]) == b"alpha"
+
+
+async def test_spec_init_attachments_property_reaches_a_background_child(
+    world: World, host: InlineHost
+) -> None:
+    entry = ToolConfig(
+        name="helper",
+        blocking=False,
+        init_attachments_property="files",
+        init_agent_name_property="label",
+        env={"MODE": "fast"},
+    )
+    modes: list[str] = []
+
+    async def mode(state: ThreadState) -> str:
+        modes.append(await state.env("MODE"))
+        return "ok"
+
+    world.register(define_tool("Mode", mode, name="mode"))
+    _family(
+        world,
+        entry,
+        TestScript().add_tool_call("mode", {}).add_text("got it"),
+        child_tools=["mode"],
+    )
+    args = {"message": "Read", "files": ["/attachments/a.txt"], "label": "Bg"}
+    world.script("m", TestScript().add_tool_call("helper", args).add_text("a").add_text("b"))
+    thread = await world.thread()
+    await world.store.write_file(thread.id, "/attachments/a.txt", b"alpha", "text/plain")
+    await world.run(thread.id, "go")
+    await host.idle()
+    [child] = await world.store.list_children(thread.id)
+    assert child.display_name == "Bg"
+    first = (await world.messages(child.id))[0]
+    [ref] = first.attachments or []
+    assert await world.store.read_file(child.id, ref["path"]) == b"alpha"
+    assert modes == ["fast"]  # the entry's env went with the child
