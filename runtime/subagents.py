@@ -74,6 +74,8 @@ CRASHED_TEXT = "The agent run failed unexpectedly: {detail}"
 Status = Literal["running", "idle", "failed", "terminated"]
 # Tool-row metadata: the thread files a sessionStop/sessionFail call returned to the parent.
 RETURNED_FILES_KEY = "returned_attachments"
+# A registry status is display text of one line (the registry column holds 64 characters).
+STATUS_MAX = 64
 _NAMESPACE = uuid.UUID("0d6a3f0e-4c1b-4b7e-9d8e-5a2f7c9b1e44")
 
 
@@ -187,6 +189,7 @@ class Subagents:
         current = await self.deps.store.get_thread(child.id)
         if current is None or current.terminated or current.child_status == "terminated":
             return
+        text = status_text(text)
         await self.deps.store.set_child_status(child.id, text)
         frame = {**_ids(current), "status": text, "timestamp": now_ms()}
         await self.engine.emit_to(child.parent_id, event("subagent_status", frame))
@@ -703,7 +706,7 @@ class Subagents:
         current = await self.deps.store.get_thread(child.id)
         if current is None or current.terminated or current.child_status == "terminated":
             return  # a terminated child reports nothing any more
-        status = status or ("idle" if ok else "failed")
+        status = status_text(status) if status else ("idle" if ok else "failed")
         link = child.subagent
         delivered = False
         explicit = link is not None and link.get("parent_communication") == "explicit"
@@ -792,6 +795,12 @@ async def copy_file(engine: Engine, source: str, target: str, path: str) -> dict
         "mimeType": stored.mime_type,
         "size": stored.size,
     }
+
+
+def status_text(text: str) -> str:
+    """A registry status as stored: one line, at most ``STATUS_MAX`` characters (cut with …)."""
+    line = " ".join(str(text).split()) or "running"
+    return line if len(line) <= STATUS_MAX else line[: STATUS_MAX - 1] + "…"
 
 
 def missing_env_text(agent: str, missing: list[str]) -> str:

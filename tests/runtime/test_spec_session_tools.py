@@ -294,6 +294,33 @@ async def test_spec_state_set_status_and_stop_session_options(
     assert result is not None and result.stop_reason == "state_stop_session"
 
 
+async def test_spec_set_status_long_text_is_one_line_of_at_most_64_characters(
+    world: World, host: InlineHost
+) -> None:
+    long = "Reading\nchapter " + "x" * 100
+
+    async def busy(state: ThreadState) -> str:
+        await state.set_status(long)
+        parent = await state.get_parent_thread()
+        assert parent is not None
+        [me] = await parent.children()
+        return me.child_status
+
+    world.register(define_tool("Busy", busy, name="busy"))
+    _family(
+        world,
+        ToolConfig(name="helper", blocking=True),
+        TestScript().add_tool_call("busy", {}).add_text("done"),
+        child_tools=["busy"],
+    )
+    world.script("m", TestScript().add_tool_call("helper", {"message": "go"}).add_text("ok"))
+    thread, _ = await world.chat("go")
+    [child] = await world.store.list_children(thread.id)
+    row = next(m for m in await world.messages(child.id) if m.role == "tool")
+    assert row.content is not None and len(row.content) == 64
+    assert row.content.startswith("Reading chapter xxx") and row.content.endswith("…")
+
+
 async def test_spec_get_parent_thread_is_none_at_the_top_and_set_status_needs_a_parent(
     world: World,
 ) -> None:
