@@ -12,7 +12,7 @@ import base64
 import binascii
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 Provider = Literal["openai", "openrouter", "anthropic", "google", "test"]
@@ -204,6 +204,13 @@ class ToolConfig(Definition):
     immediate: bool | None = None
     blocking: bool | None = None
     resumable: ResumableConfig | Literal[False] | None = None
+    # Subagent relationship options of the reference (``SubagentRelationship``):
+    # ``scopedEnv`` names parent env values copied into each child, ``parentCommunication``
+    # 'explicit' delivers nothing when the child ends (it talks through notify_parent),
+    # ``hidden`` keeps the relationship out of the ``subagents`` listing.
+    scoped_env: list[str] | None = None
+    parent_communication: Literal["implicit", "explicit"] | None = None
+    hidden: bool | None = None
 
     def dump(self) -> dict[str, Any]:
         out = super().dump()
@@ -263,6 +270,22 @@ class PromptDefinition(Definition):
 # --- agents -----------------------------------------------------------------
 
 
+class SessionToolBinding(Definition):
+    """A side's session tool (spec ``SessionToolBinding``): ``messageProperty`` names the
+    argument that is the session's result (or status) text, ``attachmentsProperty`` the
+    argument listing thread files returned with it."""
+
+    name: str
+    message_property: str | None = None
+    attachments_property: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, value: Any) -> Any:
+        # The 0.1.0 form: a bare tool name.
+        return {"name": value} if isinstance(value, str) else value
+
+
 class SideConfig(Definition):
     prompt: str
     label: str | None = None
@@ -271,6 +294,20 @@ class SideConfig(Definition):
     stop_tool_response_property: str | None = None
     max_steps: int | None = None
     end_session_tool: str | None = None
+    # Spec ``SessionToolConfig``: tools that end the session with a result (sessionStop),
+    # end it as a failure (sessionFail) or set this child's status text (sessionStatus).
+    session_stop: SessionToolBinding | None = None
+    session_fail: SessionToolBinding | None = None
+    session_status: SessionToolBinding | None = None
+
+    def session_tools(self) -> dict[str, SessionToolBinding]:
+        """The side's session tools by kind (``session_stop``, ``session_fail``, ``session_status``)."""
+        out: dict[str, SessionToolBinding] = {}
+        for kind in ("session_stop", "session_fail", "session_status"):
+            binding = getattr(self, kind)
+            if binding is not None:
+                out[kind] = binding
+        return out
 
 
 class AgentDefinition(Definition):

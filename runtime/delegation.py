@@ -33,6 +33,7 @@ from runtime.results import ERROR_PREFIX, ToolResult, failure, success
 from runtime.state import ExecutionControl, ThreadState
 from runtime.steps import Scope, Stepper
 from runtime.store import MessageQuery, ThreadRecord
+from runtime.subagents import link_options, missing_env_text, outcome_of
 from runtime.tools import CallOutcome, Slot, ToolRunner
 from runtime.toolset import OfferedTool
 
@@ -40,7 +41,9 @@ if TYPE_CHECKING:
     from runtime.session import SessionResult
     from runtime.subagents import Subagents
 
-FAILED_REASONS = frozenset({"step_error", "hook_blocked", "repeated_tool_error", "aborted_by_user"})
+FAILED_REASONS = frozenset(
+    {"step_error", "hook_blocked", "repeated_tool_error", "aborted_by_user", "session_fail"}
+)
 
 
 class ChildRunner(Protocol):
@@ -56,6 +59,11 @@ class ChildRunner(Protocol):
         text: str,
         hooks: HookRunner,
         state: ThreadState,
+        *,
+        env: dict[str, str] | None = None,
+        options: dict[str, Any] | None = None,
+        attachments: list[str] | None = None,
+        display_name: str = "",
     ) -> SessionResult:
         """Create the child thread once per call id, run its session, return its result."""
         ...
@@ -127,6 +135,7 @@ class Delegate:
         if not slot.exists and not slot.detached:
             await self._placeholder(scope, call, slot)
         child = await self._child_scope(scope, prompt, None if slot.detached else slot.id)
+        child.state = child.state.with_env(offered.entry.env)
         reply = _first(existing, "assistant", "completed")
         if reply is None:
             outcome = await self._one_call(scope, child, offered.entry, args, existing)
@@ -149,7 +158,8 @@ class Delegate:
     ) -> Message | ToolResult:
         init = next((m for m in existing if m.role == "user"), None)
         if init is None:
-            init = await self._init_message(child, init_text(entry, args))
+            files = await attachment_refs(child.state, init_paths(entry, args))
+            init = await self._init_message(child, init_text(entry, args), files)
         messages = await self._messages(scope, child, init)
         request = await self.stepper.request(child, messages)
         opened = await self.stepper.open(
@@ -202,13 +212,16 @@ class Delegate:
             parent_log_id=scope.log_id,
         )
 
-    async def _init_message(self, child: Scope, text: str | None) -> Message | None:
-        if text is None:
+    async def _init_message(
+        self, child: Scope, text: str | None, files: list[dict[str, Any]] | None = None
+    ) -> Message | None:
+        if text is None and not files:
             return None
         message = Message(
             id=new_id(),
             role="user",
-            content=text,
+            content=text or "",
+            attachments=files or None,
             created_at=self.deps.clock.now(),
             parent_id=child.parent_id,
             depth=child.depth,
@@ -252,22 +265,40 @@ class Delegate:
         if problem:
             return failure(f"Agent tool argument validation failed: {problem}")
         text = init_text(offered.entry, args, default_property="message") or "{}"
+        subagents = self.children.subagents
         if offered.entry.blocking is False:
-            return await self.children.subagents.spawn(scope, offered, call, text, slot)
+            return await subagents.spawn(scope, offered, call, text, slot, args)
+        env, missing = await subagents.scoped_env(scope, offered.entry)
+        if missing:
+            return failure(missing_env_text(agent.name, missing))
         result = await self.children.run_child(
-            scope.thread, agent.name, call["id"], text, scope.hooks, scope.state
+            scope.thread,
+            agent.name,
+            call["id"],
+            text,
+            scope.hooks,
+            scope.state,
+            env=env,
+            options=link_options(offered.entry),
+            attachments=init_paths(offered.entry, args),
+            display_name=init_name(offered.entry, args),
         )
         slot.subagent_id = result.thread_id
+        # Files its sessionStop/sessionFail call returned are copied here (new paths).
+        returned = await subagents.returned_files(result.thread_id, result)
+        refs, lines = await subagents.copy_back(result.thread_id, scope.thread.id, returned)
         # A declared subagent names its child, as the reference's blocking results do.
         reference = f"\n\nReference: {result.thread_id}" if offered.entry.blocking else ""
+        reference += lines
+        if result.stop_reason == "session_fail":
+            return failure(outcome_of(result)[1] + reference)
         if result.stop_reason in FAILED_REASONS:
             return failure(
                 f"Agent {agent.name} did not finish ({result.stop_reason}): {result.detail or ''}".strip()
                 + reference
             )
-        if reference:
-            return success(f"{result.answer if result.answer is not None else ''}{reference}")
-        return success(result.answer)
+        answer = (result.answer if result.answer is not None else "") + reference
+        return ToolResult("success", result=answer, attachments=refs or [])
 
     def handoff(self, offered: OfferedTool, args: dict[str, Any]) -> ToolResult:
         """Validate a handoff; the switch happens when the step closes."""
@@ -303,6 +334,48 @@ def schema_problem(schema: dict[str, Any] | None, args: dict[str, Any]) -> str |
     return "; ".join(
         f"[{'.'.join(str(p) for p in e.path) or '(root)'}] {e.message}" for e in errors
     )
+
+
+def init_paths(entry: ToolConfig, args: dict[str, Any]) -> list[str]:
+    """The paths named by the entry's ``initAttachmentsProperty`` argument (a list or one)."""
+    prop = entry.init_attachments_property
+    value = args.get(prop) if prop else None
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def init_name(entry: ToolConfig, args: dict[str, Any]) -> str:
+    """The child's display name from the entry's ``initAgentNameProperty`` argument."""
+    prop = entry.init_agent_name_property
+    value = args.get(prop) if prop else None
+    return value.strip()[:200] if isinstance(value, str) else ""
+
+
+async def attachment_refs(state: ThreadState, paths: list[str]) -> list[dict[str, Any]]:
+    """``AttachmentRef``s of the thread's files among ``paths`` (``/attachments/…`` files that
+    exist; the others are left out, as the reference does)."""
+    refs: list[dict[str, Any]] = []
+    for path in paths:
+        if not path.startswith("/attachments/"):
+            continue
+        try:
+            record = await state.stat_file(path)
+        except ValueError:
+            continue
+        if record is None or record.is_directory:
+            continue
+        refs.append(
+            {
+                "id": new_id(),
+                "type": "file",
+                "path": record.path,
+                "name": record.metadata.get("name") or record.name,
+                "mimeType": record.mime_type,
+                "size": record.size,
+            }
+        )
+    return refs
 
 
 def init_text(

@@ -261,6 +261,11 @@ class Engine:
         text: str,
         hooks: HookRunner,
         state: ThreadState,
+        *,
+        env: dict[str, str] | None = None,
+        options: dict[str, Any] | None = None,
+        attachments: list[str] | None = None,
+        display_name: str = "",
     ) -> SessionResult:
         """An agent called as a tool: its own child thread (one per call id), run to its end.
 
@@ -280,7 +285,14 @@ class Engine:
                 thread_id=child_id,
                 relationship=agent,
                 child_status="running",
-                subagent={"blocking": True, "resumable": False, "tool_call_id": call_id},
+                display_name=display_name,
+                env=env,
+                subagent={
+                    "blocking": True,
+                    "resumable": False,
+                    "tool_call_id": call_id,
+                    **(options or {}),
+                },
             )
             await hooks.after_subagent_created(state, await self.thread_state(child_id))
         progress = await self.deps.store.load_progress(child_id)
@@ -292,7 +304,9 @@ class Engine:
             return result
         try:
             if progress is None:
-                return await self.run_session(child_id, message=NewMessage(text))
+                # Files named by initAttachmentsProperty go with the first message (copied).
+                files = await self.subagents.copy_files(parent.id, child_id, attachments)
+                return await self.run_session(child_id, message=NewMessage(text, attachments=files))
             return await self.run_session(child_id)
         except Exception as exc:  # the tool call fails; the registry must not say running
             await self.subagents.crashed(child_id, type(exc).__name__, call_id)

@@ -40,6 +40,7 @@ from runtime.store import (
     QueuedMessage,
     ThreadRecord,
     ThreadUpdate,
+    UserRecord,
 )
 
 Definition = AgentDefinition | PromptDefinition | ModelDefinition
@@ -176,6 +177,35 @@ class MemoryStore:
         """One message or ``None``."""
         found = self._data(thread_id).messages.get(message_id)
         return copy.deepcopy(found) if found else None
+
+    async def delete_message(self, thread_id: str, message_id: str) -> list[str]:
+        """Delete a message with its tool results, or a queued message; the ids deleted."""
+        data = self._data(thread_id)
+        queued = [q for q in data.queue if q.id == message_id]
+        if queued:
+            data.queue = [q for q in data.queue if q.id != message_id]
+            return [message_id]
+        found = data.messages.pop(message_id, None)
+        if found is None:
+            return []
+        calls = {c["id"] for c in found.tool_calls or []}
+        answers = [m.id for m in data.messages.values() if m.tool_call_id in calls]
+        for answer in answers:
+            del data.messages[answer]
+        gone = {message_id, *answers}
+        data.order = [(t, i) for t, i in data.order if i not in gone]
+        return [message_id, *answers]
+
+    async def get_instance_env(self, name: str) -> EnvEntry | None:
+        """The instance tier only."""
+        if name not in self.instance_env:
+            return None
+        value, kind = self.instance_env[name]
+        return EnvEntry(value, kind, "instance")
+
+    async def get_user(self, user_id: str) -> UserRecord | None:
+        """Users are only names here: the id is the username."""
+        return UserRecord(id=user_id, username=user_id)
 
     async def queue_message(self, thread_id: str, message: QueuedMessage) -> None:
         """Append to the queue."""

@@ -25,6 +25,8 @@ class SessionResult:
     turns: int = 0
     turn_outcomes: list[TurnOutcome] = field(default_factory=list)
     final_text: str | None = None
+    notify_parent: bool = True
+    final_status: str | None = None
 
     @property
     def answer(self) -> str:
@@ -53,6 +55,8 @@ def result_of(thread_id: str, progress: SessionProgress, final: str | None) -> S
         turns=progress.turns,
         turn_outcomes=list(progress.turn_outcomes),
         final_text=final,
+        notify_parent=progress.notify_parent,
+        final_status=progress.final_status,
     )
 
 

@@ -20,6 +20,7 @@ StopReason = Literal[
     "max_total_steps",
     "max_session_turns",
     "session_stop",
+    "session_fail",
     "repeated_tool_error",
     "aborted_by_user",
     "step_error",
@@ -88,6 +89,10 @@ class SessionProgress(_Model):
     stopped_by: Side | None = None
     stop_detail: str | None = None
     outcome: Any = None
+    # ``state.execution.stop_session(notify_parent=False, status=…)``: a child whose session
+    # ends so delivers nothing to its parent, and/or shows ``final_status`` in the registry.
+    notify_parent: bool = True
+    final_status: str | None = None
 
     def dump(self) -> dict[str, Any]:
         """JSON-ready dict for the store."""

@@ -15,7 +15,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from runtime.definitions import AgentDefinition, PromptDefinition, SideConfig
-from runtime.delegation import Delegate, PendingHandoff
+from runtime.delegation import Delegate, PendingHandoff, attachment_refs, init_paths
 from runtime.deps import Deps
 from runtime.events import telemetry
 from runtime.history import Window, select_rows, to_llm_messages
@@ -267,6 +267,9 @@ class Session:
         prompt = await self.defs.prompt(config.prompt)
         hooks = self.hooks_for(prompt)
         self.control.side, self.control.prompt_name = side, prompt.name
+        self.control.session_tools = {
+            b.name: (kind, b) for kind, b in config.session_tools().items()
+        }
         tools = await self.tools_for(prompt, config)
         # Subagent lifecycle tools depend on the registry, so they are resolved every step.
         lifecycle = await self.subagents.lifecycle_tools(
@@ -426,8 +429,12 @@ class Session:
         self.progress.agent = handoff.agent
         self._switch("a")
         prop = handoff.entry.init_user_message_property
-        if prop and isinstance(handoff.args.get(prop), str):
-            await self.state.inject_message("user", handoff.args[prop])
+        text = handoff.args.get(prop) if prop else None
+        files = await attachment_refs(self.state, init_paths(handoff.entry, handoff.args))
+        if isinstance(text, str) or files:
+            await self.state.inject_message(
+                "user", text if isinstance(text, str) else "", attachments=files or None
+            )
         title = self.agent.title or self.agent.name
         self.recorder.emit(
             telemetry("agent_handoff", new_agent_id=self.agent.name, new_agent_title=title)
@@ -563,6 +570,8 @@ class Session:
         p.finished, p.stop_reason, p.stop_detail = True, outcome.reason, outcome.detail
         p.outcome, p.open_step = outcome.value, None
         p.stopped_by = self.control.stopped_by or p.side
+        if outcome.reason == "state_stop_session":
+            p.notify_parent, p.final_status = self.control.stop_notify, self.control.stop_status
         if outcome.reason == "repeated_tool_error":
             self._tail.created.append(
                 self._said(p.side, repeated_error_text(outcome.detail), outcome.reason)

@@ -12,10 +12,16 @@ import asyncio
 import dataclasses
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal, Protocol
 
 from runtime import file_images, files
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
+from runtime.definitions import (
+    AgentDefinition,
+    ModelDefinition,
+    PromptDefinition,
+    SessionToolBinding,
+)
 from runtime.effects import EFFECT_ID_KEY, SCHEDULED_EFFECT_KEY, Effects
 from runtime.events import event, queued_data
 from runtime.messages import (
@@ -47,6 +53,7 @@ from runtime.store import (
     QueuedMessage,
     ReaddirResult,
     ThreadRecord,
+    UserRecord,
 )
 from runtime.transcript import Transcript
 
@@ -77,6 +84,14 @@ class Relations(Protocol):
 
     async def child_state(self, parent_id: str, reference: str) -> ThreadState | None:
         """A child's ``ThreadState`` at rest, or ``None``."""
+        ...
+
+    async def parent_state(self, child: ThreadRecord) -> ThreadState | None:
+        """The parent's ``ThreadState`` at rest, or ``None`` for a top-level thread."""
+        ...
+
+    async def set_status(self, child: ThreadRecord, text: str) -> None:
+        """Set a child's status text in its parent's registry."""
         ...
 
     async def terminate(self, thread_id: str) -> None:
@@ -121,11 +136,15 @@ class ExecutionControl:
         self.stopped = False
         self.stopped_by: Side | None = None
         self.stop_requested: str | None = None  # set by stop(): the session ends after the step
+        self.stop_notify = True  # stop_session(notify_parent=…)
+        self.stop_status: str | None = None  # stop_session(status=…)
         self.forced_side: Side | None = None
         self.queued_tools: list[QueuedTool] = []
         self.abort_signal = asyncio.Event()
         self.transcript = transcript
         self.prompt_name = ""
+        # The acting side's session tools by tool name: (kind, binding), set every step.
+        self.session_tools: dict[str, tuple[str, SessionToolBinding]] = {}
 
 
 class ExecutionState:
@@ -135,9 +154,15 @@ class ExecutionState:
     (use it to make external side effects idempotent); hooks get a view without one.
     """
 
-    def __init__(self, control: ExecutionControl, tool_call_id: str | None = None) -> None:
+    def __init__(
+        self,
+        control: ExecutionControl,
+        tool_call_id: str | None = None,
+        path: tuple[str, ...] = (),
+    ) -> None:
         self._control = control
         self.tool_call_id = tool_call_id
+        self._path = path
 
     @property
     def flow_id(self) -> str:
@@ -180,6 +205,14 @@ class ExecutionState:
         return self._control.prompt_name
 
     @property
+    def prompt_path(self) -> list[str]:
+        """The prompts from the session's prompt down to the one running now (spec 0.15
+        ``promptPath``): ``['main']`` at the top, ``['main', 'summarize']`` in a sub-prompt."""
+        if self._path:
+            return list(self._path)
+        return [self._control.prompt_name] if self._control.prompt_name else []
+
+    @property
     def message_history(self) -> list[Message]:
         """The top-level messages of the thread as the session holds them."""
         transcript = self._control.transcript
@@ -198,9 +231,15 @@ class ExecutionState:
         """End the session after the current step (stop reason ``state_stop_session``)."""
         self.stop_session()
 
-    def stop_session(self, result: str | None = None) -> None:
-        """End the session after the current step, with an optional result text."""
+    def stop_session(
+        self, result: str | None = None, *, notify_parent: bool = True, status: str | None = None
+    ) -> None:
+        """End the session after the current step, with an optional result text (spec
+        ``stopSession({result, notifyParent, status})``). In a child thread,
+        ``notify_parent=False`` delivers nothing to the parent and ``status`` is the text the
+        parent's registry shows afterwards (else ``idle``)."""
         self._control.stop_requested = result or ""
+        self._control.stop_notify, self._control.stop_status = notify_parent, status
         self._control.stopped_by = self._control.side
         self._control.abort_signal.set()
 
@@ -221,8 +260,10 @@ class ThreadState:
         execution: ExecutionState | None = None,
         context: dict[str, Any] | None = None,
         relations: Relations | None = None,
+        env_overlay: Mapping[str, str] | None = None,
     ) -> None:
         self._deps, self._thread, self._defs = deps, thread, defs
+        self._env_overlay = dict(env_overlay or {})
         self._relations = relations
         self._recorder, self._hooks, self._host = recorder, hooks, host
         self._prompt_name = prompt_name
@@ -240,6 +281,7 @@ class ThreadState:
             "execution": self.execution,
             "context": self.context,
             "relations": self._relations,
+            "env_overlay": self._env_overlay,
         }
         values.update(changes)
         return ThreadState(self._deps, self._thread, **values)
@@ -248,11 +290,24 @@ class ThreadState:
         """A view whose ``execution.tool_call_id`` is the call being run."""
         if self.execution is None:
             return self
-        return self._with(execution=ExecutionState(self.execution._control, tool_call_id))
+        execution = self.execution
+        return self._with(
+            execution=ExecutionState(execution._control, tool_call_id, execution._path)
+        )
+
+    def with_env(self, values: Mapping[str, str] | None) -> ThreadState:
+        """A view whose ``env`` sees ``values`` first (a prompt tool entry's ``env``)."""
+        if not values:
+            return self
+        return self._with(env_overlay={**self._env_overlay, **values})
 
     def for_prompt(self, prompt_name: str, hooks: HookRunner) -> ThreadState:
         """A view for code running under another prompt (sub-prompts)."""
-        return self._with(prompt_name=prompt_name, hooks=hooks)
+        execution = self.execution
+        if execution is not None:
+            path = (*execution._path, prompt_name)
+            execution = ExecutionState(execution._control, execution.tool_call_id, path)
+        return self._with(prompt_name=prompt_name, hooks=hooks, execution=execution)
 
     # --- identity ---------------------------------------------------------------------
 
@@ -325,6 +380,17 @@ class ThreadState:
             prompt_name=self._prompt_name,
         )
         return await self.create_message(message)
+
+    async def delete_message(self, message_id: str) -> bool:
+        """Delete a message (with the tool results answering its calls) or a queued message;
+        listeners get ``message_deleted`` per id. ``False`` when nothing was there."""
+        deleted = await self._deps.store.delete_message(self.thread_id, message_id)
+        transcript = self._recorder.transcript
+        for gone in deleted:
+            if transcript is not None:
+                transcript.remove(gone)
+            self.emit("message_deleted", {"id": gone})
+        return bool(deleted)
 
     async def create_message(self, message: Message) -> Message:
         """Insert a prepared message with hooks, store it and announce it."""
@@ -400,6 +466,19 @@ class ThreadState:
         if self._relations is None:
             raise RuntimeError("get_child_thread needs an engine")
         return await self._relations.child_state(self.thread_id, reference)
+
+    async def get_parent_thread(self) -> ThreadState | None:
+        """The parent thread's ``ThreadState`` (at rest), or ``None`` for a top-level thread."""
+        if self._relations is None:
+            raise RuntimeError("get_parent_thread needs an engine")
+        return await self._relations.parent_state(self._thread)
+
+    async def set_status(self, text: str) -> None:
+        """Set this child's status text in its parent's registry (spec ``setStatus``); the
+        session goes on, and its end settles the status (``idle``/``failed``) again."""
+        if self._relations is None:
+            raise RuntimeError("set_status needs an engine")
+        await self._relations.set_status(self._thread, text)
 
     async def terminate(self) -> None:
         """Terminate this thread for good (spec lifecycle): it stops, nothing runs on it again,
@@ -545,7 +624,10 @@ class ThreadState:
     # --- env --------------------------------------------------------------------------
 
     async def env(self, name: str) -> str:
-        """An env value (thread → agent → prompt → user → instance); ``EnvNotFound`` when missing."""
+        """An env value (the calling tool entry's ``env`` → thread → agent → prompt → user →
+        instance); ``EnvNotFound`` when missing."""
+        if name in self._env_overlay:
+            return self._env_overlay[name]
         entry = await self._deps.store.resolve_env(self.thread_id, name, self._prompt_name)
         if entry is None:
             raise EnvNotFound(f"Environment variable not found: {name}")
@@ -553,8 +635,37 @@ class ThreadState:
 
     async def env_type(self, name: str) -> EnvType:
         """``'text'`` or ``'secret'`` (``'secret'`` when missing)."""
+        if name in self._env_overlay:
+            return "text"  # tool entry values are definition text, never secrets
         entry = await self._deps.store.resolve_env(self.thread_id, name, self._prompt_name)
         return entry.type if entry else "secret"
+
+    async def instance_env(self, name: str) -> str:
+        """The instance tier's value only (spec ``instanceEnv``); ``EnvNotFound`` when missing."""
+        entry = await self._deps.store.get_instance_env(name)
+        if entry is None:
+            raise EnvNotFound(f"Instance environment variable not found: {name}")
+        return entry.value
+
+    async def user(self) -> UserRecord | None:
+        """The thread's owner (spec ``user()``), or ``None`` for a thread without one."""
+        if self._thread.user_id is None:
+            return None
+        return await self._deps.store.get_user(self._thread.user_id)
+
+    @property
+    def not_packable_runtime_context(self) -> Mapping[str, Any]:
+        """Runtime handles that are not part of the portable surface and are never packed or
+        serialized (spec ``_notPackableRuntimeContext``): ``store``, ``registry``, ``clock``
+        and ``runtime`` (this runtime's name). Read-only; its keys may change."""
+        return MappingProxyType(
+            {
+                "runtime": "standard-agents-studio",
+                "store": self._deps.store,
+                "registry": self._deps.registry,
+                "clock": self._deps.clock,
+            }
+        )
 
     async def set_env(self, name: str, value: str, type: EnvType | None = None) -> None:
         """Write a thread env value (a new key is ``secret`` unless ``type`` says otherwise)."""

@@ -99,8 +99,35 @@ def end_session_tool(f: StepFacts) -> Stop | None:
     """``endSessionTool`` was called and at least one call succeeded: the session ends."""
     calls = f.called(f.config.end_session_tool)
     if not any(r.ok for r in calls):
-        return None
+        return session_tool(f, "session_stop")
     return Stop("session_stop", "session", value=_property(calls[0], None))
+
+
+def session_fail_tool(f: StepFacts) -> Stop | None:
+    """The side's ``sessionFail`` tool succeeded: the session ends as a failure."""
+    return session_tool(f, "session_fail")
+
+
+def session_tool(f: StepFacts, kind: Literal["session_stop", "session_fail"]) -> Stop | None:
+    """A ``sessionStop``/``sessionFail`` call that succeeded ends the session; its value is the
+    ``messageProperty`` argument, else the tool's result text."""
+    binding = getattr(f.config, kind)
+    ok = [r for r in f.called(binding.name if binding else None) if r.ok]
+    if not ok:
+        return None
+    return Stop(kind, "session", value=session_text(ok[0], binding.message_property))
+
+
+def session_text(result: CallResult, message_property: str | None) -> str:
+    """What a session tool call says: its ``messageProperty`` argument, else its result text."""
+    if message_property:
+        try:
+            value = parse_arguments(result.call).get(message_property)
+        except ValueError:
+            value = None
+        if value is not None:
+            return value if isinstance(value, str) else json.dumps(value)
+    return result.content
 
 
 def stop_tool(f: StepFacts) -> Stop | None:
@@ -154,6 +181,7 @@ def max_total_steps(f: StepFacts) -> Stop | None:
 PRIORITY: tuple[Callable[[StepFacts], Stop | None], ...] = (
     user_stopped,
     state_stop_session,
+    session_fail_tool,
     end_session_tool,
     stop_tool,
     max_side_steps,
@@ -166,10 +194,13 @@ PRIORITY: tuple[Callable[[StepFacts], Stop | None], ...] = (
 def evaluate(facts: StepFacts) -> Stop | None:
     """The highest-priority stop condition that matches, or ``None``.
 
-    A called ``endSessionTool`` whose calls all failed stops nothing and
+    A called ``endSessionTool`` (or ``sessionStop``/``sessionFail``) whose calls all failed stops nothing and
     disables the turn conditions for that step (the model is expected to retry).
     """
-    end_tool_failed = bool(facts.called(facts.config.end_session_tool))
+    ending = [facts.config.end_session_tool]
+    ending += [b.name for b in (facts.config.session_stop, facts.config.session_fail) if b]
+    # Called, yet no stop matched above: every call failed (reference §4.7).
+    end_tool_failed = any(facts.called(name) for name in ending)
     for check in PRIORITY:
         if end_tool_failed and check in TURN_CONDITIONS:
             continue

@@ -221,6 +221,16 @@ FileSource = bytes | AsyncIterable[bytes]
 
 
 @dataclass(slots=True)
+class UserRecord:
+    """The owner of a thread as ``state.user()`` returns it."""
+
+    id: str
+    username: str
+    email: str = ""
+    is_admin: bool = False
+
+
+@dataclass(slots=True)
 class EnvEntry:
     """A resolved env value, its type and the tier it came from."""
 
@@ -376,6 +386,11 @@ class Store(Protocol):
         """One message of the thread, or ``None``."""
         ...
 
+    async def delete_message(self, thread_id: str, message_id: str) -> list[str]:
+        """Delete a stored message with the tool results answering its calls (or a queued
+        message); the ids deleted, ``[]`` when nothing was there."""
+        ...
+
     async def queue_message(self, thread_id: str, message: QueuedMessage) -> None:
         """Append a message to the thread's queue; a running session drains it at its next step."""
         ...
@@ -441,6 +456,14 @@ class Store(Protocol):
         ``prompt`` (its ``env``); agent and prompt values are always ``secret``.
         ``None`` when no tier defines ``name``.
         """
+        ...
+
+    async def get_instance_env(self, name: str) -> EnvEntry | None:
+        """The instance tier's value of ``name`` only (``state.instance_env``), or ``None``."""
+        ...
+
+    async def get_user(self, user_id: str) -> UserRecord | None:
+        """Who a thread's owner is (``state.user()``), or ``None`` when unknown."""
         ...
 
     async def set_env(

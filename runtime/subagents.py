@@ -34,6 +34,7 @@ the caller's session, so a worker never waits for a task that needs a worker.
 from __future__ import annotations
 
 import asyncio
+import logging
 import posixpath
 import re
 import uuid
@@ -47,7 +48,7 @@ from runtime.messages import Role, new_id, now_ms
 from runtime.providers.base import ToolSchema
 from runtime.recorder import Recorder
 from runtime.results import ToolResult, failure, success
-from runtime.store import QueuedMessage, ThreadRecord
+from runtime.store import MessageQuery, QueuedMessage, ThreadRecord
 from runtime.toolset import TRUTHY, EnvLookup, OfferedTool
 
 if TYPE_CHECKING:
@@ -58,17 +59,24 @@ if TYPE_CHECKING:
     from runtime.steps import Scope
     from runtime.tools import Slot
 
+logger = logging.getLogger(__name__)
 SUBAGENT_CREATE = "subagent_create"
 SUBAGENT_MESSAGE = "subagent_message"
 SUBAGENTS = "subagents"
 LIFECYCLE_TOOLS = (SUBAGENT_CREATE, SUBAGENT_MESSAGE, SUBAGENTS)
 KEY = "_runtime.subagent."
-FAILED_REASONS = frozenset({"step_error", "hook_blocked", "repeated_tool_error", "aborted_by_user"})
+FAILED_REASONS = frozenset(
+    {"step_error", "hook_blocked", "repeated_tool_error", "aborted_by_user", "session_fail"}
+)
 # The silent first message of a child started by an ``immediate`` relationship (ours).
 BOOT_TEXT = "You were started by your parent agent."
 # The reference's text for a run that died outside the engine (a worker crash).
 CRASHED_TEXT = "The agent run failed unexpectedly: {detail}"
 Status = Literal["running", "idle", "failed", "terminated"]
+# Tool-row metadata: the thread files a sessionStop/sessionFail call returned to the parent.
+RETURNED_FILES_KEY = "returned_attachments"
+# A registry status is display text of one line (the registry column holds 64 characters).
+STATUS_MAX = 64
 _NAMESPACE = uuid.UUID("0d6a3f0e-4c1b-4b7e-9d8e-5a2f7c9b1e44")
 
 
@@ -189,6 +197,25 @@ class Subagents:
         return queued.id
 
     # --- the hierarchy ------------------------------------------------------------------
+
+    async def set_status(self, child: ThreadRecord, text: str) -> None:
+        """``state.set_status`` / a ``sessionStatus`` tool: the child's status text in its
+        parent's registry (the session goes on; its end settles the status again)."""
+        if child.parent_id is None:
+            raise RuntimeError("set_status: this thread has no parent")
+        current = await self.deps.store.get_thread(child.id)
+        if current is None or current.terminated or current.child_status == "terminated":
+            return
+        text = status_text(text)
+        await self.deps.store.set_child_status(child.id, text)
+        frame = {**_ids(current), "status": text, "timestamp": now_ms()}
+        await self.engine.emit_to(child.parent_id, event("subagent_status", frame))
+
+    async def parent_state(self, child: ThreadRecord) -> ThreadState | None:
+        """``state.get_parent_thread``: the parent's state at rest (``None`` at the top)."""
+        if child.parent_id is None:
+            return None
+        return await self.engine.thread_state(child.parent_id)
 
     async def child_state(self, parent_id: str, reference: str) -> ThreadState | None:
         """``state.get_child_thread``: a live child's state at rest."""
@@ -332,9 +359,15 @@ class Subagents:
             "owner_side": scope.side,
             "tool_call_id": call["id"],
             "arguments": arguments,
+            **link_options(relation.entry),
         }
+        env, missing = await self.scoped_env(scope, relation.entry)
+        if missing:
+            return failure(missing_env_text(relation.agent.name, missing))
         slot.subagent_id = child_id
-        child = await self._ensure_child(scope, relation.agent.name, child_id, name.strip(), link)
+        child = await self._ensure_child(
+            scope, relation.agent.name, child_id, name.strip(), link, env
+        )
         role = _receiving_role(link)
         attachments = await self._copy_attachments(parent.id, child.id, args.get("attachments"))
         text = message
@@ -376,7 +409,11 @@ class Subagents:
         return success(f"Message sent to subagent {reference}.")
 
     async def listing(self, scope: Scope) -> ToolResult:
-        children = await self.deps.store.list_children(scope.thread.id)
+        children = [
+            c
+            for c in await self.deps.store.list_children(scope.thread.id)
+            if not (c.subagent or {}).get("hidden")
+        ]
         if not children:
             return success("No active subagent instances.")
         return success("\n".join(registry_line(c) for c in children))
@@ -384,7 +421,13 @@ class Subagents:
     # --- non-resumable, non-blocking ---------------------------------------------------
 
     async def spawn(
-        self, scope: Scope, offered: OfferedTool, call: ToolCall, text: str, slot: Slot
+        self,
+        scope: Scope,
+        offered: OfferedTool,
+        call: ToolCall,
+        text: str,
+        slot: Slot,
+        args: dict[str, Any] | None = None,
     ) -> ToolResult:
         """A ``blocking: false`` subagent tool: start the child, return its reference at once."""
         assert offered.agent is not None
@@ -398,10 +441,20 @@ class Subagents:
             "resumable": False,
             "owner_side": scope.side,
             "tool_call_id": call["id"],
+            **link_options(offered.entry),
         }
+        env, missing = await self.scoped_env(scope, offered.entry)
+        if missing:
+            return failure(missing_env_text(offered.agent.name, missing))
         slot.subagent_id = child_id
-        child = await self._ensure_child(scope, offered.agent.name, child_id, "", link)
-        await self._send(child, call["id"], "create", text, "user", None)
+        from runtime.delegation import init_name, init_paths
+
+        name = init_name(offered.entry, args or {})
+        child = await self._ensure_child(scope, offered.agent.name, child_id, name, link, env)
+        files = await self._copy_attachments(
+            scope.thread.id, child.id, init_paths(offered.entry, args or {})
+        )
+        await self._send(child, call["id"], "create", text, "user", files)
         return success(f"The subagent was initiated successfully. Reference: {child.id}")
 
     # --- immediate relationships ---------------------------------------------------------
@@ -445,9 +498,15 @@ class Subagents:
                 "owner_side": scope.side,
                 "tool_call_id": None,
                 "immediate": True,
+                **link_options(entry),
             }
+            scoped, missing = await self.scoped_env(scope, entry)
+            if missing:
+                # No tool call to fail: the worker log says why the child did not start.
+                logger.warning("%s", missing_env_text(agent.name, missing))
+                continue
             child = await self._ensure_child(
-                scope, agent.name, child_id, agent.title or agent.name, link
+                scope, agent.name, child_id, agent.title or agent.name, link, scoped
             )
             boot = message_id_for(key, "boot")
             if not await self._known(child.id, boot):
@@ -466,6 +525,19 @@ class Subagents:
 
     # --- children ------------------------------------------------------------------------
 
+    async def scoped_env(self, scope: Scope, entry: ToolConfig) -> tuple[dict[str, str], list[str]]:
+        """The relationship's ``scopedEnv`` values as the parent resolves them (copied into the
+        child's thread env), and the names the parent cannot resolve."""
+        values: dict[str, str] = dict(entry.env or {})  # the entry's own values go along
+        missing: list[str] = []
+        for name in entry.scoped_env or []:
+            found = await self.deps.store.resolve_env(scope.thread.id, name, scope.prompt.name)
+            if found is None:
+                missing.append(name)
+            else:
+                values[name] = found.value
+        return values, missing
+
     async def _ensure_child(
         self,
         scope: Scope,
@@ -473,6 +545,7 @@ class Subagents:
         child_id: str,
         name: str,
         link: dict[str, Any],
+        env: dict[str, str] | None = None,
     ) -> ThreadRecord:
         existing = await self.deps.store.get_thread(child_id)
         if existing is not None:
@@ -481,6 +554,7 @@ class Subagents:
             agent,
             user_id=scope.thread.user_id,
             parent_id=scope.thread.id,
+            env=env,
             thread_id=child_id,
             display_name=name,
             relationship=agent,
@@ -534,8 +608,19 @@ class Subagents:
             await self.crashed(child.id, type(exc).__name__, f"{call_id}:{purpose}")
             raise
         ok, answer = outcome_of(result)
-        reference = f"\n\nReference: {child.id}"
-        return success(answer + reference) if ok else failure(answer + reference)
+        returned = await self.returned_files(child.id, result)
+        assert child.parent_id is not None
+        refs, lines = await self.copy_back(child.id, child.parent_id, returned)
+        reference = f"\n\nReference: {child.id}{lines}"
+        if ok:
+            return ToolResult("success", result=answer + reference, attachments=refs or [])
+        return failure(answer + reference)
+
+    async def copy_files(
+        self, source: str, target: str, paths: list[str] | None
+    ) -> list[dict[str, Any]] | None:
+        """Copy the named files of ``source`` into ``target`` (new ``/attachments/`` paths)."""
+        return await self._copy_attachments(source, target, paths)
 
     async def _copy_attachments(
         self, source: str, target: str, paths: Any
@@ -570,7 +655,15 @@ class Subagents:
         if child.parent_id is None:
             return
         ok, text = outcome_of(result)
-        await self._settle(child, ok, text, f"end:{result.session_id}")
+        await self._settle(
+            child,
+            ok,
+            text,
+            f"end:{result.session_id}",
+            notify=result.notify_parent,
+            status=result.final_status,
+            files=await self.returned_files(child.id, result),
+        )
 
     async def crashed(self, thread_id: str, detail: str, key: str) -> None:
         """A child's session died outside the engine (the host caught the exception): deliver a
@@ -590,25 +683,62 @@ class Subagents:
         if result is not None:
             await self.settle(child, result)
 
-    async def _settle(self, child: ThreadRecord, ok: bool, text: str, key: str) -> None:
+    async def returned_files(self, child_id: str, result: SessionResult) -> list[str]:
+        """Paths a ``sessionStop``/``sessionFail`` call of the child returned (its
+        ``attachmentsProperty``), as recorded on that call's result row."""
+        if result.stop_reason not in ("session_stop", "session_fail"):
+            return []
+        page = await self.deps.store.list_messages(
+            child_id, MessageQuery(limit=20, order="desc", include_silent=True)
+        )
+        for row in reversed(page.messages):
+            paths = row.metadata.get(RETURNED_FILES_KEY) if row.role == "tool" else None
+            if isinstance(paths, list):
+                return [p for p in paths if isinstance(p, str)]
+        return []
+
+    async def copy_back(
+        self, child_id: str, parent_id: str, paths: list[str]
+    ) -> tuple[list[dict[str, Any]] | None, str]:
+        """Copy returned files into the parent (new paths, as parent→child copies) and the
+        lines that name them for the parent's model."""
+        refs = await self._copy_attachments(child_id, parent_id, paths)
+        lines = "".join(f"\nAttachment path: {r['path']}" for r in refs or [])
+        return refs, ("\n" + lines if lines else "")
+
+    async def _settle(
+        self,
+        child: ThreadRecord,
+        ok: bool,
+        text: str,
+        key: str,
+        *,
+        notify: bool = True,
+        status: str | None = None,
+        files: list[str] | None = None,
+    ) -> None:
         # Delivery before status: a crash in between leaves the status ``running``, which
         # ``recover`` fixes without delivering twice (the delivery's id is fixed by ``key``).
         assert child.parent_id is not None
         current = await self.deps.store.get_thread(child.id)
         if current is None or current.terminated or current.child_status == "terminated":
             return  # a terminated child reports nothing any more
-        status: Status = "idle" if ok else "failed"
+        status = status_text(status) if status else ("idle" if ok else "failed")
         link = child.subagent
         delivered = False
-        if link is not None and not link.get("blocking", True):
-            delivery = QueuedMessage(
-                id=message_id_for(f"{child.id}:{key}", "delivery"),
-                role=_owner_role(child),
-                content=result_text(child.id, ok, text),
-                silent=True,
-                metadata={"subagent_id": child.id, "subagent_status": status},
-            )
-            if not await self._known(child.parent_id, delivery.id):
+        explicit = link is not None and link.get("parent_communication") == "explicit"
+        if link is not None and not link.get("blocking", True) and notify and not explicit:
+            delivery_id = message_id_for(f"{child.id}:{key}", "delivery")
+            if not await self._known(child.parent_id, delivery_id):
+                refs, lines = await self.copy_back(child.id, child.parent_id, files or [])
+                delivery = QueuedMessage(
+                    id=delivery_id,
+                    role=_owner_role(child),
+                    content=result_text(child.id, ok, text) + lines,
+                    silent=True,
+                    metadata={"subagent_id": child.id, "subagent_status": status},
+                    attachments=refs,
+                )
                 await self.queue(child.parent_id, delivery)
                 delivered = True
         if current.child_status != status:
@@ -644,6 +774,8 @@ class ForwardingSink:
 
 def outcome_of(result: SessionResult) -> tuple[bool, str]:
     """Whether a child's session succeeded, and its result (or failure) text."""
+    if result.stop_reason == "session_fail":  # its sessionFail tool: the child's own words
+        return False, result.answer or "Subagent reported a failure."
     if result.stop_reason in FAILED_REASONS:
         detail = result.detail or result.stop_reason
         return False, f"Subagent did not finish ({result.stop_reason}): {detail}"
@@ -673,11 +805,37 @@ async def copy_file(engine: Engine, source: str, target: str, path: str) -> dict
         height=record.height,
     )
     return {
+        "id": new_id(),
+        "type": "file",
         "path": stored.path,
         "name": record.metadata.get("name") or record.name,
         "mimeType": stored.mime_type,
         "size": stored.size,
     }
+
+
+def status_text(text: str) -> str:
+    """A registry status as stored: one line, at most ``STATUS_MAX`` characters (cut with …)."""
+    line = " ".join(str(text).split()) or "running"
+    return line if len(line) <= STATUS_MAX else line[: STATUS_MAX - 1] + "…"
+
+
+def missing_env_text(agent: str, missing: list[str]) -> str:
+    return (
+        f'Subagent "{agent}" requires scoped environment variables before it can be created: '
+        + ", ".join(missing)
+        + ". Set them on this thread (or its agent, prompt, user or instance) and try again."
+    )
+
+
+def link_options(entry: ToolConfig) -> dict[str, Any]:
+    """The relationship options a child's link keeps (read when it settles or is listed)."""
+    out: dict[str, Any] = {}
+    if entry.parent_communication:
+        out["parent_communication"] = entry.parent_communication
+    if entry.hidden:
+        out["hidden"] = True
+    return out
 
 
 def _ids(child: ThreadRecord) -> dict[str, Any]:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import dataclasses
+import json
 import mimetypes
 import time
 import traceback
@@ -34,6 +36,7 @@ from runtime.results import ToolResult, failure, normalize, success
 from runtime.state import ExecutionControl, ThreadState
 from runtime.steps import INVALID_RESPONSE_TOOL, Scope
 from runtime.store import LogRecord
+from runtime.subagents import RETURNED_FILES_KEY
 from runtime.toolset import OfferedTool, resolve
 
 if TYPE_CHECKING:
@@ -183,6 +186,9 @@ class ToolRunner:
         """Run one call and prepare its result row and log (not committed)."""
         name = call["function"]["name"]
         state = scope.state.for_tool_call(call["id"])
+        offered = scope.tools.get(name)
+        if offered is not None:  # the entry's env values are what this call sees first
+            state = state.with_env(offered.entry.env)
         self.recorder.emit(telemetry("tool_started", tool=name))
         self.recorder.emit(event("tool_call_started", {"id": call["id"], "name": name}))
         started = time.perf_counter()
@@ -192,15 +198,51 @@ class ToolRunner:
         )
         self.recorder.emit(telemetry("tool_completed", tool=name, status=result.status))
         result = await scope.hooks.after_tool_call(state, call, result)
+        result, returned = await self._session_tool(scope, call, result, state)
         result = await scope.hooks.before_store_tool_result(state, call, result)
         attachments, notes = await self._attachments(state, result)
         message = self._result_row(scope, call, slot, result, attachments, notes)
+        if returned is not None:
+            message = message.copy(metadata={**message.metadata, RETURNED_FILES_KEY: returned})
         if not slot.exists:
             message = await scope.hooks.before_create_message(state, message)
         log = self._log(scope, call, result, started)
         batch = Batch(logs=[log])
         (batch.updated if slot.exists else batch.created).append(message)
         return Prepared(CallOutcome(call, message), batch, state)
+
+    async def _session_tool(
+        self, scope: Scope, call: ToolCall, result: ToolResult, state: ThreadState
+    ) -> tuple[ToolResult, list[str] | None]:
+        """A side's session tool (reference §4.7): the stored text is its ``messageProperty``
+        argument; its ``attachmentsProperty`` must name files of this thread (else the call
+        fails); a ``sessionStatus`` call sets the status in the parent's registry."""
+        found = self.control.session_tools.get(call["function"]["name"])
+        if found is None or scope.depth != 0 or not result.ok:
+            return result, None
+        kind, binding = found
+        try:
+            args = parse_arguments(call)
+        except ValueError:
+            args = {}
+        returned: list[str] | None = None
+        if binding.attachments_property:
+            paths = args.get(binding.attachments_property) or []
+            paths = [paths] if isinstance(paths, str) else paths
+            returned, missing = await _existing_files(state, paths)
+            if missing:
+                return failure(
+                    "Provided attachment path(s) not found in this thread: "
+                    + ", ".join(missing)
+                    + ". Use an exact /attachments/... path of a file in this thread."
+                ), None
+        text = args.get(binding.message_property) if binding.message_property else None
+        if text is not None:
+            text = text if isinstance(text, str) else json.dumps(text)
+            result = dataclasses.replace(result, result=text)
+        if kind == "session_status" and state.parent_id is not None:
+            await state.set_status(result.content)
+        return result, returned
 
     async def dispatch(
         self, scope: Scope, call: ToolCall, slot: Slot, state: ThreadState
@@ -346,6 +388,22 @@ class ToolRunner:
             refs.append(ref)
             notes.append(f'Attachment path for "{ref["name"]}": {ref["path"]}')
         return refs, notes
+
+
+async def _existing_files(state: ThreadState, paths: Any) -> tuple[list[str], list[str]]:
+    """The paths that name files of the thread (normalized), and those that do not."""
+    found: list[str] = []
+    missing: list[str] = []
+    for path in paths if isinstance(paths, list) else [paths]:
+        try:
+            record = await state.stat_file(path) if isinstance(path, str) else None
+        except ValueError:  # a path above the root
+            record = None
+        if record is None or record.is_directory:
+            missing.append(str(path))
+        else:
+            found.append(record.path)
+    return found, missing
 
 
 async def store_attachment(state: ThreadState, item: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from runtime.definitions import (
     AgentDefinition,
     PromptDefinition,
     ResumableConfig,
+    SessionToolBinding,
     SideConfig,
     ToolConfig,
 )
@@ -81,6 +82,11 @@ async def offered_tools(
             out[name] = await resolve(defs, registry, ToolConfig(name=name)) or stop_tool(
                 name, prop
             )
+    for kind, binding in side.session_tools().items() if side else ():
+        if binding.name not in out:
+            out[binding.name] = await resolve(
+                defs, registry, ToolConfig(name=binding.name)
+            ) or session_tool(kind, binding)
     return out
 
 
@@ -165,6 +171,32 @@ def stop_tool(name: str, response_property: str | None) -> OfferedTool:
     return OfferedTool(
         name, "stop", ToolSchema(name, description + ".", schema), ToolConfig(name=name)
     )
+
+
+_SESSION_TOOL_TEXT = {
+    "session_stop": "Call this when your task is done: it ends the session with your result.",
+    "session_fail": "Call this when you cannot do your task: it ends the session as a failure.",
+    "session_status": "Call this to update your status as your parent sees it (you go on).",
+}
+
+
+def session_tool(kind: str, binding: SessionToolBinding) -> OfferedTool:
+    """A built-in tool for a session tool no code defines: its mapped arguments, accepted."""
+    properties: dict[str, Any] = {}
+    if binding.message_property:
+        properties[binding.message_property] = {"type": "string"}
+    if binding.attachments_property:
+        properties[binding.attachments_property] = {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Paths of files of this thread (/attachments/...) to return",
+        }
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if binding.message_property:
+        schema["required"] = [binding.message_property]
+    description = _SESSION_TOOL_TEXT[kind]
+    name = binding.name
+    return OfferedTool(name, "stop", ToolSchema(name, description, schema), ToolConfig(name=name))
 
 
 def _schema_of(prompt: PromptDefinition) -> dict[str, Any]:

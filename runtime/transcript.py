@@ -34,6 +34,12 @@ class Transcript:
             keys = [m.created_at for m in self.messages]
             self.messages.insert(bisect.bisect(keys, message.created_at), message)
 
+    def remove(self, message_id: str) -> None:
+        """Forget a deleted message."""
+        old = self._by_id.pop(message_id, None)
+        if old is not None:
+            self.messages.remove(old)
+
     def get(self, message_id: str) -> Message | None:
         """A message by id."""
         return self._by_id.get(message_id)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from pydantic.alias_generators import to_camel
 
 from runtime.definitions import (
     PROVIDERS,
@@ -337,6 +338,7 @@ def _side_rules(
             )
         )
     errs += _positive(side.max_steps, f"{key}.maxSteps", "Max steps")
+    errs += _session_tool_rules(side, key)
     if catalog is not None and catalog.strict_code_names:
         for attr, prop in (("stop_tool", "stopTool"), ("end_session_tool", "endSessionTool")):
             name = getattr(side, attr)
@@ -346,6 +348,39 @@ def _side_rules(
                         f"{key}.{prop}", f"'{name}' is not a known tool, prompt or agent."
                     )
                 )
+    return errs
+
+
+def _session_tool_rules(side: SideConfig, key: str) -> list[DefinitionError]:
+    """Session tools need a name, distinct per side; a tool no code defines is built in."""
+    errs: list[DefinitionError] = []
+    seen: dict[str, str] = {}
+    for kind, binding in side.session_tools().items():
+        prop = to_camel(kind)
+        path = f"{key}.{prop}"
+        errs += _too_long(
+            [
+                (f"{path}.name", binding.name, 200),
+                (f"{path}.messageProperty", binding.message_property, 128),
+                (f"{path}.attachmentsProperty", binding.attachments_property, 128),
+            ]
+        )
+        if not binding.name.strip():
+            errs.append(DefinitionError(f"{path}.name", "A session tool needs a name."))
+        elif binding.name in seen:
+            errs.append(
+                DefinitionError(
+                    f"{path}.name", f"'{binding.name}' is already this side's {seen[binding.name]}."
+                )
+            )
+        seen[binding.name] = prop
+        if binding.message_property and binding.message_property == binding.attachments_property:
+            errs.append(
+                DefinitionError(
+                    f"{path}.attachmentsProperty",
+                    "The attachments property must differ from the message property.",
+                )
+            )
     return errs
 
 

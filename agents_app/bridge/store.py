@@ -55,6 +55,7 @@ from runtime.store import (
     NewThread,
     ThreadRecord,
     ThreadUpdate,
+    UserRecord,
 )
 from runtime.store import QueuedMessage as EngineQueued
 
@@ -169,6 +170,50 @@ def _list_messages(thread_id: str, query: MessageQuery) -> MessagePage:
     if query.order == "desc":
         window.reverse()
     return MessagePage([rows.engine_message(r) for r in window], total, has_more)
+
+
+def _delete_message(thread_id: str, message_id: str) -> list[str]:
+    _exists(thread_id)
+    try:
+        uuid.UUID(message_id)
+    except ValueError:
+        return []
+    with transaction.atomic():
+        deleted, _ = QueuedMessage.objects.filter(thread_id=thread_id, pk=message_id).delete()
+        if deleted:
+            return [message_id]
+        row = Message.objects.select_for_update().filter(thread_id=thread_id, pk=message_id).first()
+        if row is None:
+            return []
+        call_ids = [c.get("id") for c in row.tool_calls or [] if isinstance(c, dict)]
+        answers = Message.objects.filter(thread_id=thread_id, tool_call_id__in=call_ids)
+        ids = [str(pk) for pk in answers.values_list("pk", flat=True)] if call_ids else []
+        if ids:
+            answers.delete()
+        row.delete()
+    return [message_id, *ids]
+
+
+def _instance_env(name: str) -> EnvEntry | None:
+    row = EnvValue.objects.filter(scope="instance", key=name).first()
+    return EnvEntry(row.value, row.value_type, "instance") if row else None  # type: ignore[arg-type]
+
+
+def _get_user(user_id: str) -> UserRecord | None:
+    from django.contrib.auth import get_user_model
+
+    try:
+        user = get_user_model().objects.filter(pk=user_id).first()
+    except (ValueError, ValidationError):
+        return None
+    if user is None:
+        return None
+    return UserRecord(
+        id=str(user.pk),
+        username=user.get_username(),
+        email=getattr(user, "email", "") or "",
+        is_admin=bool(getattr(user, "is_staff", False)),
+    )
 
 
 def _get_message(thread_id: str, message_id: str) -> EngineMessage | None:
@@ -569,6 +614,15 @@ class DjangoStore(FileStoreMixin):
 
     async def get_message(self, thread_id: str, message_id: str) -> EngineMessage | None:
         return await sync_to_async(_get_message)(thread_id, message_id)
+
+    async def delete_message(self, thread_id: str, message_id: str) -> list[str]:
+        return await sync_to_async(_delete_message)(thread_id, message_id)
+
+    async def get_instance_env(self, name: str) -> EnvEntry | None:
+        return await sync_to_async(_instance_env)(name)
+
+    async def get_user(self, user_id: str) -> UserRecord | None:
+        return await sync_to_async(_get_user)(user_id)
 
     async def queue_message(self, thread_id: str, message: EngineQueued) -> None:
         await sync_to_async(_queue_message)(thread_id, message)

@@ -31,6 +31,8 @@ class Agent(models.Model):
     side_a_stop_tool_response_property = models.CharField(max_length=128, blank=True)
     side_a_max_steps = models.IntegerField(null=True, blank=True)
     side_a_end_session_tool = models.CharField(max_length=200, blank=True)
+    # Spec SessionToolConfig: {"sessionStop"|"sessionFail"|"sessionStatus": SessionToolBinding}.
+    side_a_session_tools = models.JSONField(default=dict, blank=True)
 
     side_b_label = models.CharField(max_length=100, blank=True)
     side_b_prompt = models.ForeignKey(
@@ -41,6 +43,8 @@ class Agent(models.Model):
     side_b_stop_tool_response_property = models.CharField(max_length=128, blank=True)
     side_b_max_steps = models.IntegerField(null=True, blank=True)
     side_b_end_session_tool = models.CharField(max_length=200, blank=True)
+    # Spec SessionToolConfig: {"sessionStop"|"sessionFail"|"sessionStatus": SessionToolBinding}.
+    side_b_session_tools = models.JSONField(default=dict, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

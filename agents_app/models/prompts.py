@@ -116,6 +116,11 @@ class PromptTool(models.Model):
     max_instances = models.PositiveIntegerField(null=True, blank=True)
     # Env values for the tool call (PromptToolConfig.env); plain text, never secrets.
     env = models.JSONField(null=True, blank=True)
+    # Subagent relationship options: parent env names copied into each child,
+    # 'explicit' (no delivery when the child ends) or blank (implicit), hidden from listings.
+    scoped_env = models.JSONField(null=True, blank=True)
+    parent_communication = models.CharField(max_length=8, blank=True)
+    hidden = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["position", "id"]

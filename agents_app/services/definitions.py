@@ -42,6 +42,7 @@ from runtime.definitions import (
     PromptTextPart,
     ReasoningConfig,
     ResumableConfig,
+    SessionToolBinding,
     SideConfig,
     ToolConfig,
     ToolEntry,
@@ -176,6 +177,9 @@ def _tool_entry(t: PromptTool) -> ToolEntry:
         )  # type: ignore[arg-type]
         if t.resumable
         else None,
+        scoped_env=t.scoped_env or None,
+        parent_communication=t.parent_communication or None,  # type: ignore[arg-type]
+        hidden=t.hidden or None,
     )
     return t.name if cfg.is_plain else cfg
 
@@ -219,7 +223,36 @@ def _side_definition(a: Agent, side: str) -> SideConfig | None:
         stop_tool_response_property=getattr(a, f"side_{side}_stop_tool_response_property") or None,
         max_steps=getattr(a, f"side_{side}_max_steps"),
         end_session_tool=getattr(a, f"side_{side}_end_session_tool") or None,
+        **_session_tools(getattr(a, f"side_{side}_session_tools")),
     )
+
+
+_SESSION_TOOL_KEYS = {
+    "sessionStop": "session_stop",
+    "sessionFail": "session_fail",
+    "sessionStatus": "session_status",
+}
+
+
+def _session_tools(stored: dict[str, Any] | None) -> dict[str, SessionToolBinding]:
+    """The stored ``{sessionStop: {...}, ...}`` column as SideConfig keyword arguments."""
+    stored = stored or {}
+    return {
+        attr: SessionToolBinding.model_validate(stored[key])
+        for key, attr in _SESSION_TOOL_KEYS.items()
+        if stored.get(key)
+    }
+
+
+def session_tools_column(cfg: SideConfig | None) -> dict[str, Any]:
+    """A side's session tools as stored (spec camelCase, only those set)."""
+    if cfg is None:
+        return {}
+    return {
+        key: getattr(cfg, attr).dump()
+        for key, attr in _SESSION_TOOL_KEYS.items()
+        if getattr(cfg, attr) is not None
+    }
 
 
 def agent_definition(a: Agent) -> AgentDefinition:
@@ -352,6 +385,9 @@ def _tool_row(p: Prompt, i: int, entry: ToolEntry) -> PromptTool:
         receives_messages=resumable.receives_messages if resumable else "side_a",
         max_instances=resumable.max_instances if resumable else None,
         env=cfg.env,
+        scoped_env=cfg.scoped_env,
+        parent_communication=cfg.parent_communication or "",
+        hidden=bool(cfg.hidden),
     )
 
 
@@ -386,6 +422,7 @@ def _side_fields(side: str, cfg: SideConfig | None) -> dict[str, Any]:
         else "",
         f"side_{side}_max_steps": cfg.max_steps if cfg else None,
         f"side_{side}_end_session_tool": cfg.end_session_tool or "" if cfg else "",
+        f"side_{side}_session_tools": session_tools_column(cfg),
     }
 
 

@@ -197,7 +197,7 @@ def seed() -> dict[str, object]:
         )
         agent = AgentDefinition(
             name=name,
-            side_a=SideConfig(prompt=prompt.name),
+            side_a=SideConfig.model_validate({"prompt": prompt.name, **SIDES.get(name, {})}),
             expose_as_tool=name in EXPOSED,
             tool_description=EXPOSED.get(name),
         )
@@ -271,6 +271,34 @@ SUBAGENT_PARENTS.update(
     }
 )
 
+
+# Session tools (tests/integration/test_subagents.py): side options by agent name.
+SIDES: dict[str, dict[str, object]] = {
+    "sub-session-child": {
+        "sessionStatus": {"name": "report_status", "messageProperty": "status"},
+        "sessionFail": {"name": "give_up", "messageProperty": "reason"},
+    }
+}
+AGENTS["sub-session-child"] = (
+    [
+        {"toolCalls": [{"name": "report_status", "arguments": {"status": "Reading the files"}}]},
+        {
+            "toolCalls": [
+                {"name": "give_up", "arguments": {"reason": "The files are unreadable."}}
+            ],
+            "delayMs": 3000,
+        },
+    ],
+    None,
+)
+SUBAGENT_PARENTS["sub-session-parent"] = (
+    {"name": "sub-session-child", "blocking": False},
+    [
+        {"toolCalls": [{"name": "sub-session-child", "arguments": {"message": "go"}}]},
+        {"content": "waiting"},
+        {"content": "the child gave up"},
+    ],
+)
 
 if __name__ == "__main__":
     print(json.dumps(seed()))

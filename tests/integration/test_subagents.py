@@ -171,3 +171,43 @@ def test_spec_subagent_child_whose_run_dies_in_the_worker_reports_a_failure(
     )
     [entry] = registry(stack, thread_id).json()["subagents"]
     assert entry["status"] == "failed"
+
+
+def test_spec_session_status_reaches_the_parent_and_session_fail_is_a_failure(
+    stack: Stack, worker: Any
+) -> None:
+    """A child's sessionStatus tool sets its status in the parent's registry (and the parent's
+    stream hears it) without ending; its sessionFail tool ends it as a failure the parent gets."""
+    worker("w1")
+    thread_id = new_thread(stack, "sub-session-parent")
+    with Watch(stack, f"/api/threads/{thread_id}/stream") as stream:
+        post(stack, thread_id, "start")
+        status = stream.until(
+            lambda f: f["type"] == "event" and f["eventType"] == "subagent_status",
+            "subagent_status",
+        )
+        child_id = status["data"]["subagentId"]
+        assert status["data"]["status"] == "Reading the files"
+        # The child goes on (its next reply is slow) while the registry shows its status.
+        wait_until(
+            lambda: (
+                registry(stack, thread_id).json()["subagents"][0]["status"] == "Reading the files"
+            ),
+            "the registry to show the child's status",
+        )
+        end = stream.until(
+            lambda f: f["type"] == "event" and f["eventType"] == "subagent_end", "subagent_end"
+        )
+    assert end["data"]["success"] is False
+    assert end["data"]["error"] == "The files are unreadable."
+    wait_until(lambda: settled(stack, thread_id, "the child gave up"), "the parent's second run")
+    delivered = [m for m in rows(stack, thread_id) if m["silent"]]
+    assert [m["content"] for m in delivered] == [
+        f"Subagent (reference: {child_id}) has reported a failure:\n\nThe files are unreadable."
+    ]
+    assert registry(stack, thread_id).json()["subagents"][0]["status"] == "failed"
+    child_tools = [m for m in rows(stack, child_id) if m["role"] == "tool"]
+    assert [m["content"] for m in child_tools] == [
+        "Reading the files",
+        "The files are unreadable.",
+    ]

@@ -57,6 +57,10 @@ class DjangoTestStore(DjangoStore):
         record = await super().get_thread(thread_id)
         return _named(record) if record else None
 
+    async def get_user(self, user_id: str) -> Any:
+        # Records carry the user's name (see ``_named``); the database looks users up by key.
+        return await super().get_user(_user_id(user_id) or "")
+
     def all_messages(self, thread_id: str) -> list[Any]:
         from agents_app.bridge.rows import engine_message
 
