@@ -148,7 +148,14 @@ async def test_the_image_is_stored_like_any_tool_image(
     stored = await world.store.read_file(thread_id, path)
     assert stored is not None and stored[:8] == b"\x89PNG\r\n\x1a\n"
     tool_turn = [m for m in world.requests()[1].messages if m.get("role") == "tool"]
-    assert f'Attachment path for "image-0.png": {path}' in tool_turn[0]["content"]
+    parts = tool_turn[0]["content"]  # text, then the image for the model (docs/files.md)
+    text = " ".join(p.get("text", "") for p in parts if p.get("type") == "text")
+    assert f'Attachment path for "image-0.png": {path}' in text
+    # ...and the pixels reach the model as an image part (#16's tool-image path).
+    assert any(
+        p.get("type") == "image_url" and (p.get("attachment") or {}).get("path") == path
+        for p in parts
+    )
 
 
 async def test_eight_identical_mcp_errors_stop_the_session(world: World) -> None:
@@ -179,7 +186,8 @@ async def test_secret_canary_in_header_or_env_never_kept(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     tools, _, _ = await run_calls(world, definition, [{"name": "whoami", "id": "c1"}])
-    assert "[REDACTED:MCP_SECRET]" in tools[0].content
+    # An operator-tier secret is marked without its name (no naming oracle, #14 item 6).
+    assert "[REDACTED]" in tools[0].content
     kept = json.dumps([m.to_dict() for m in tools], default=str)
     frames = json.dumps(dict(world.sink.frames), default=str)
     logs = []
