@@ -36,8 +36,8 @@ from django.conf import settings
 
 from agents_app import faults
 from agents_app.bridge.events import LiveSink
-from agents_app.db_retry import CONNECTION_ERRORS, OutageLog, drop_broken_connections
 from agents_app.bridge.store import effect_record
+from agents_app.db_retry import CONNECTION_ERRORS, OutageLog, drop_broken_connections
 from agents_app.engines import build_engine
 from agents_app.models import ScheduledEffect
 from agents_app.services import effects as effect_service
