@@ -53,3 +53,30 @@ def drop_broken_connections() -> None:
         if conn.connection is not None and not conn.in_atomic_block and not conn.is_usable():
             with contextlib.suppress(Exception):
                 conn.close()
+
+
+class OutageLog:
+    """One concise warning per database outage for a loop that retries on its own (a
+    periodic task, a sweep): not an ERROR with a traceback on every tick while the server
+    is away. Drops the dead connections on each failure so the next tick reconnects."""
+
+    def __init__(self, log: logging.Logger, what: str) -> None:
+        self.log, self.what = log, what
+        self.failing = False
+
+    def failed(self, exc: BaseException) -> None:
+        drop_broken_connections()
+        if not self.failing:
+            self.failing = True
+            first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            self.log.warning(
+                "%s: database unavailable (%s: %s); retrying on every tick",
+                self.what,
+                type(exc).__name__,
+                first_line,
+            )
+
+    def succeeded(self) -> None:
+        if self.failing:
+            self.failing = False
+            self.log.warning("%s: database reachable again", self.what)

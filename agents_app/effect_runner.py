@@ -34,8 +34,10 @@ from typing import Any
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
 
+from agents_app import faults
 from agents_app.bridge.events import LiveSink
 from agents_app.bridge.store import effect_record
+from agents_app.db_retry import CONNECTION_ERRORS, OutageLog, drop_broken_connections
 from agents_app.engines import build_engine
 from agents_app.models import ScheduledEffect
 from agents_app.services import effects as effect_service
@@ -43,6 +45,7 @@ from runtime.effects import describe_error, is_permanent, run_effect
 from runtime.engine import Engine
 
 logger = logging.getLogger("agents_app.effects")
+_outage = OutageLog(logger, "effect sweep")
 _recover_lock = threading.Lock()
 _last_recover = 0.0
 
@@ -98,11 +101,14 @@ class Sweeper:
                 continue
             try:
                 await sync_to_async(effect_service.effects_heartbeat)(owner=self.owner)
+            except CONNECTION_ERRORS as exc:
+                await sync_to_async(_outage.failed)(exc)
             except Exception:
                 logger.warning("effect heartbeat failed", exc_info=True)
 
     async def claim(self) -> int:
         """Claim what is due (as many as free slots allow) and start running it."""
+        await sync_to_async(faults.hit)("effects_sweep")
         free = settings.STUDIO_EFFECT_CONCURRENCY - len(self.running)
         if free <= 0 or not await sync_to_async(effect_service.effects_due_exist)():
             return 0
@@ -142,8 +148,13 @@ async def drain(window: float | None, *, owner: str | None = None) -> int:
             try:
                 await sweeper.recover()
                 full = await sweeper.claim() >= settings.STUDIO_EFFECT_BATCH
-            except Exception:  # the database may be restarting: try again at the next poll
+                _outage.succeeded()
+            except CONNECTION_ERRORS as exc:  # the database is restarting: try at the next poll
+                await sync_to_async(_outage.failed)(exc)
+                full = False
+            except Exception:
                 logger.warning("effect sweep failed", exc_info=True)
+                await sync_to_async(drop_broken_connections)()
                 full = False
             if deadline is not None and time.monotonic() >= deadline:
                 break

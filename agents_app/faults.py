@@ -9,7 +9,8 @@ fires ``count`` times (once by default) per process.
 
 Points: ``claim`` (after the claiming UPDATE, in its transaction), ``announce``, ``plan``,
 ``load_progress``, ``engine_commit`` (the event loop's own commit connection), ``stop_cleanup``,
-``release`` (in its transaction) and ``heartbeat``.
+``release`` (in its transaction), ``heartbeat``, and ``effects_sweep`` (the effect sweep's
+claim, agents_app/effect_runner.py).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ POINTS = frozenset(
         "stop_cleanup",
         "release",
         "heartbeat",
+        "effects_sweep",
     }
 )
 logger = logging.getLogger("agents_app.faults")

@@ -53,12 +53,33 @@ def run_session(session_id: str) -> None:
     run_on_worker_loop(run_session_job(session_id))
 
 
+_sweep_outage_log: Any = None
+
+
+def _sweep_outage() -> Any:
+    global _sweep_outage_log
+    if _sweep_outage_log is None:
+        import logging
+
+        from agents_app.db_retry import OutageLog
+
+        _sweep_outage_log = OutageLog(logging.getLogger("agents_app.sessions"), "session sweep")
+    return _sweep_outage_log
+
+
 @shared_task(name="agents_app.sweep_sessions")
 def sweep_sessions() -> int:
     """Re-dispatch sessions whose worker died and queued sessions whose task was lost."""
+    from agents_app.db_retry import CONNECTION_ERRORS
     from agents_app.services.sessions import sessions_sweep
 
-    ids = sessions_sweep()
+    try:
+        ids = sessions_sweep()
+    except CONNECTION_ERRORS as exc:
+        # Beat sends this every second: during an outage one warning, not a traceback a tick.
+        _sweep_outage().failed(exc)
+        return 0
+    _sweep_outage().succeeded()
     for session_id in ids:
         run_session.delay(session_id)
     return len(ids)

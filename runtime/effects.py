@@ -43,6 +43,7 @@ from pydantic import BaseModel, ValidationError
 from runtime.events import Frame, event
 from runtime.messages import new_id
 from runtime.registry import EffectDefinition, call_maybe_async
+from runtime.storable import storable
 from runtime.store import EffectRun
 
 if TYPE_CHECKING:
@@ -191,7 +192,7 @@ class Effects:
             args=encode_args(definition, args),
             scheduled_at=self._deps.clock.now() // 1000 + int(delay_ms),
         )
-        stored, created = await self._deps.store.schedule_effect(run)
+        stored, created = await self._deps.store.schedule_effect(storable(run))
         if created:
             self._recorder.emit(effect_changed(stored))
         return stored.id

@@ -32,6 +32,7 @@ from runtime.registry import Registry
 from runtime.results import ToolResult
 from runtime.session import Session, SessionResult, final_text, result_of
 from runtime.state import ThreadState
+from runtime.storable import storable
 from runtime.store import MessageQuery, NewThread, QueuedMessage, Store, ThreadRecord
 from runtime.subagents import ForwardingSink, NullHost, SubagentHost, Subagents
 from runtime.transcript import Transcript
@@ -123,7 +124,7 @@ class Engine:
             child_status=child_status,
             subagent=subagent,
         )
-        record = await self.deps.store.create_thread(new)
+        record = await self.deps.store.create_thread(storable(new))
         state, hooks = await self._rest_state(record, definition)
         await hooks.after_thread_created(state)
         return record
@@ -386,5 +387,6 @@ class Engine:
             silent=message.silent,
             metadata=dict(message.metadata or {}),
         )
+        queued = storable(queued)
         await self.deps.store.queue_message(thread_id, queued)
         await self.emit_to(thread_id, queued_data(queued))

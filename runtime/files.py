@@ -24,6 +24,7 @@ PATH_MAX = 1024
 # ``C:\x``, ``c:/x``: a Windows drive would be a plain segment here, but it is always a
 # client's mistake or a probe, so it is refused like traversal.
 _DRIVE = re.compile(r"^[A-Za-z]:(?:[\\/]|$)")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 NAME_MAX = 255
 
 
@@ -35,6 +36,10 @@ def normalize_path(path: str) -> str:
     """``'a//b/./c/../d/'`` → ``'/a/b/d'``; ``FilePathError`` for a path above the root."""
     if "\x00" in path:
         raise FilePathError("Path may not contain NUL characters.")
+    if _SURROGATE.search(path):
+        # Not replaced like other stored text (runtime/storable.py): another name is
+        # another file.
+        raise FilePathError("Path may not contain lone UTF-16 surrogates.")
     if len(path) > PATH_MAX:
         raise FilePathError(f"Path is longer than {PATH_MAX} characters.")
     if _DRIVE.match(path):

@@ -31,6 +31,7 @@ from runtime.events import EventSink, log_data, message_data
 from runtime.messages import Clock, Message
 from runtime.progress import SessionProgress
 from runtime.redaction import Redactor, current_redactor, install_log_filter
+from runtime.storable import make_storable_in_place, storable
 from runtime.store import Commit, CommitResult, LogRecord, Store, ThreadUpdate
 from runtime.transcript import Transcript
 
@@ -234,16 +235,24 @@ class Recorder:
     async def _write(self, parts: list[_Part]) -> tuple[Commit, CommitResult]:
         """Store ``parts`` in one commit (one row per id, the newest version) and update the
         transcript."""
-        messages = _newest({m.id: self.redact_message(m) for p in parts for m in _rows(p.batch)})
-        logs = _newest({x.id: self.redact_log(x) for p in parts for x in p.batch.logs})
+        # Made storable in place too, so the transcript the model sees next, the frames and
+        # the stored rows agree (runtime/storable.py).
+        messages = _newest(
+            {
+                m.id: make_storable_in_place(self.redact_message(m))
+                for p in parts
+                for m in _rows(p.batch)
+            }
+        )
+        logs = _newest({x.id: storable(self.redact_log(x)) for p in parts for x in p.batch.logs})
         merged = Batch()
         for part in parts:
             merged = merged.merge(part.batch)
         commit = Commit(
             messages=messages,
             logs=logs,
-            progress=merged.progress,
-            thread=merged.thread,
+            progress=storable(merged.progress),
+            thread=storable(merged.thread),
             drain_queue=merged.drain,
         )
         try:

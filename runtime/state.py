@@ -38,6 +38,7 @@ from runtime.recorder import Batch, Recorder
 from runtime.results import ToolResult
 from runtime.sandbox.options import CodeExecutionOptions
 from runtime.sandbox.runner import CodeExecution, run_code
+from runtime.storable import storable, storable_text
 from runtime.store import (
     EffectRun,
     EnvType,
@@ -441,8 +442,14 @@ class ThreadState:
         A running session takes it before its next step; an idle thread starts a
         session for it when the engine has a subagent host.
         """
-        queued = QueuedMessage(
-            id=new_id(), role=role, content=content, silent=silent, metadata=dict(metadata or {})
+        queued = storable(
+            QueuedMessage(
+                id=new_id(),
+                role=role,
+                content=content,
+                silent=silent,
+                metadata=dict(metadata or {}),
+            )
         )
         if self._relations is not None:
             await self._relations.queue(self.thread_id, queued)
@@ -608,12 +615,13 @@ class ThreadState:
 
     async def get_value(self, key: str) -> Any:
         """A durable JSON value of the thread, or ``None``."""
-        return await self._deps.store.get_value(self.thread_id, key)
+        return await self._deps.store.get_value(self.thread_id, storable_text(key))
 
     async def set_value(self, key: str, value: Any) -> None:
         """Store a durable JSON value (``None`` deletes it), redacted like every stored text."""
+        key = storable_text(key)
         if value is not None:
-            value = (await self._recorder.ready()).data(value)
+            value = storable((await self._recorder.ready()).data(value))
         updated_at = await self._deps.store.set_value(self.thread_id, key, value)
         self.emit("kv_changed", {"key": key, "deleted": value is None, "updated_at": updated_at})
 
@@ -669,6 +677,7 @@ class ThreadState:
 
     async def set_env(self, name: str, value: str, type: EnvType | None = None) -> None:
         """Write a thread env value (a new key is ``secret`` unless ``type`` says otherwise)."""
+        value = storable_text(value)
         await self._deps.store.set_env(self.thread_id, name, value, type)
         if (type or await self.env_type(name)) == "secret":
             self._recorder.redactor.add([(name, value)])
@@ -714,7 +723,7 @@ class ThreadState:
             normalized,
             source,
             mime_type,
-            metadata=metadata,
+            metadata=storable(metadata),
             width=width,
             height=height,
             thumbnail=thumbnail,

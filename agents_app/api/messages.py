@@ -11,7 +11,7 @@ from ninja.responses import Status
 from agents_app import selectors
 from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data
-from agents_app.api.schemas import ERRORS, IdempotencyKey, id_list
+from agents_app.api.schemas import ERRORS, IdempotencyKey, id_list, refuse_unsupported
 from agents_app.services import messages as message_service
 from agents_app.services.idempotency import idempotency_request
 from agents_app.services.messages import CONTENT_MAX, NewAttachment
@@ -34,7 +34,9 @@ class AttachmentIn(Schema):
     data: str = Field(..., description="Base64 bytes.")
     width: int | None = Field(None, ge=0, le=100_000)
     height: int | None = Field(None, ge=0, le=100_000)
-    thumbnail: str | None = Field(None, description="Accepted and ignored.")
+    thumbnail: str | None = Field(
+        None, description="Refused unless null: the server makes its own thumbnails."
+    )
 
 
 class MessageIn(Schema):
@@ -81,6 +83,11 @@ def message_post(
     user = request.auth  # type: ignore[attr-defined]
     thread = selectors.access_thread(thread_id, user)
     idempotency = idempotency_request(user, idempotency_key, payload.model_dump())
+    for index, attachment in enumerate(payload.attachments or []):
+        refuse_unsupported(
+            {f"attachments.{index}.thumbnail": attachment.thumbnail or None},
+            {f"attachments.{index}.thumbnail": "not supported; the server makes thumbnails"},
+        )
     attachments = [
         NewAttachment(a.name, a.mimeType, a.data, a.width, a.height)
         for a in payload.attachments or []

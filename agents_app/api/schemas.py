@@ -7,6 +7,8 @@ from typing import Any
 from ninja import Schema
 from ninja.params import HeaderEx, P
 
+from agents_app.errors import Invalid
+
 
 class ErrorOut(Schema):
     """Every error body: ``{"error": "<sentence>"}``."""
@@ -42,3 +44,16 @@ IdempotencyKey = HeaderEx[
         "gets the first answer and writes nothing.",
     ),
 ]
+
+
+def refuse_unsupported(values: dict[str, Any], reasons: dict[str, str]) -> None:
+    """A 400 naming the first field of ``reasons`` that ``values`` sets.
+
+    The reference accepts some fields and drops them; we refuse them instead of accepting
+    configuration we then ignore. An empty value (``None``, ``{}``, ``[]``) configures
+    nothing and passes, so clients that always send the key keep working.
+    """
+    for field, reason in reasons.items():
+        value = values.get(field)
+        if value is not None and value != {} and value != []:
+            raise Invalid(f"Invalid request: {field}: {reason}")

@@ -13,7 +13,7 @@ from ninja.responses import Status
 from agents_app import selectors
 from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data
-from agents_app.api.schemas import ERRORS, ErrorOut, IdempotencyKey
+from agents_app.api.schemas import ERRORS, ErrorOut, IdempotencyKey, refuse_unsupported
 from agents_app.models import Thread
 from agents_app.services import threads as thread_service
 from agents_app.services.env import EnvPatch
@@ -32,9 +32,18 @@ class ThreadIn(Schema):
     env: dict[str, str] | None = None
     env_types: dict[str, str] | None = None
     tenvs: dict[str, str] | None = Field(None, description="Legacy alias of env.")
-    properties: dict[str, Any] | None = Field(None, description="Accepted and ignored.")
-    initial_messages: list[Any] | None = Field(None, description="Accepted and ignored.")
-    data: Any = Field(None, description="Accepted and ignored.")
+    properties: dict[str, Any] | None = Field(None, description="Refused unless empty.")
+    initial_messages: list[Any] | None = Field(None, description="Refused unless empty.")
+    data: Any = Field(None, description="Refused unless null.")
+
+
+# The reference's route takes these and drops them (docs/api.md); we have nowhere to keep
+# them, so a client that relies on them hears so instead of getting a thread without them.
+_UNSUPPORTED_CREATE_FIELDS = {
+    "properties": "thread properties are not supported; leave it out",
+    "initial_messages": "not supported; post the messages after creating the thread",
+    "data": "not supported; leave it out",
+}
 
 
 class ThreadPatchIn(Schema):
@@ -72,6 +81,7 @@ def thread_create(
 ) -> Status:
     """A repeated ``Idempotency-Key`` (per user) gets the first answer again, with
     ``Idempotent-Replayed: true``; 409 while the first is still running; 422 with another body."""
+    refuse_unsupported(payload.model_dump(), _UNSUPPORTED_CREATE_FIELDS)
     user = request.auth  # type: ignore[attr-defined]
     answer = thread_create_once(
         idempotency=idempotency_request(user, idempotency_key, payload.model_dump()),

@@ -195,3 +195,17 @@ def test_deleting_a_queued_message_cancels_it(as_: Any, alice: Any, thread_of: A
     ]
     assert client.delete(f"/api/threads/{thread.pk}/messages/{message_id}").status_code == 200
     assert not QueuedMessage.objects.exists()
+
+
+def test_attachment_thumbnails_are_refused_not_ignored(
+    as_: Any, alice: Any, thread_of: Any
+) -> None:
+    thread = thread_of(alice)
+    data = base64.b64encode(b"\x89PNG fake").decode()
+    attachment = {"name": "a.png", "mimeType": "image/png", "data": data, "thumbnail": data}
+    response = as_(alice).post_json(
+        f"/api/threads/{thread.pk}/messages", {"content": "", "attachments": [attachment]}
+    )
+    assert response.status_code == 400, response.content
+    assert response.json()["error"].startswith("Invalid request: attachments.0.thumbnail: ")
+    assert not QueuedMessage.objects.exists() and not ThreadFile.objects.exists()

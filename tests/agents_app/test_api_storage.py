@@ -295,3 +295,22 @@ def test_changes_are_announced_as_file_events(
         ("file_deleted", "/n.txt"),
     ]
     assert events[1][1]["file"]["size"] == 2 and events[1][1]["file"]["mimeType"] == "text/plain"
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"thumbnail": "aGk="}, "thumbnail"),
+        ({"mimeType": 5}, "mimeType"),
+        ({"metadata": "tag"}, "metadata"),
+    ],
+)
+def test_json_uploads_refuse_fields_they_would_ignore(
+    as_: Any, alice: Any, thread_of: Any, extra: dict[str, Any], field: str
+) -> None:
+    thread = thread_of(alice)
+    body = {"data": base64.b64encode(b"hi").decode(), **extra}
+    response = as_(alice).post_json(f"/api/threads/{thread.pk}/fs/x.txt", body)
+    assert response.status_code == 400, response.content
+    assert response.json()["error"].startswith(f"Invalid request: {field}: ")
+    assert not ThreadFile.objects.filter(thread=thread).exists()

@@ -29,22 +29,39 @@ def test_create_answers_like_the_reference(as_: Any, alice: Any, agent: str) -> 
     assert types == {"CITY": "secret", "TOKEN": "secret"}
 
 
-def test_create_keeps_text_types_and_ignores_initial_messages(
-    as_: Any, alice: Any, agent: str
-) -> None:
+def test_create_keeps_text_types(as_: Any, alice: Any, agent: str) -> None:
     response = as_(alice).post_json(
         "/api/threads",
         {
             "agent_id": agent,
             "env": {"CITY": "Oslo"},
             "env_types": {"CITY": "text"},
-            "initial_messages": [{"role": "user", "content": "ignored"}],
-            "data": {"x": 1},
+            "initial_messages": [],
+            "properties": {},
+            "data": None,
         },
     )
     thread = Thread.objects.get(pk=response.json()["threadId"])
     assert EnvValue.objects.get(thread=thread).value_type == "text"
     assert not Message.objects.filter(thread=thread).exists()
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("initial_messages", [{"role": "user", "content": "hello"}]),
+        ("properties", {"colour": "blue"}),
+        ("data", {"x": 1}),
+        ("data", 0),
+    ],
+)
+def test_create_refuses_configuration_it_would_ignore(
+    as_: Any, alice: Any, agent: str, field: str, value: Any
+) -> None:
+    response = as_(alice).post_json("/api/threads", {"agent_id": agent, field: value})
+    assert response.status_code == 400, response.content
+    assert response.json()["error"].startswith(f"Invalid request: {field}: ")
+    assert not Thread.objects.filter(agent__name=agent).exists()
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from tests.runtime.test_store_protocol import *  # noqa: F403
 from tests.runtime.test_subprompts import *  # noqa: F403
 from tests.runtime.test_thread_state import *  # noqa: F403
 from tests.runtime.test_tools import *  # noqa: F403
+from tests.runtime.test_unstorable_engine_text import *  # noqa: F403
 
 # Not run here: it renders an include of a prompt that does not exist. The database cannot
 # hold such a definition (includes are foreign keys; validation rejects dangling names),
