@@ -25,6 +25,7 @@ from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel
 
+from runtime.tool_names import validate_tool_name
 from runtime.validation import HOOK_NAMES
 
 AnyFn = Callable[..., Any]
@@ -79,6 +80,12 @@ class ToolDefinition:
     description: str
     args_model: type[BaseModel] | None
     fn: AnyFn
+
+    def __post_init__(self) -> None:
+        # validateToolName: refused at definition time, so start-up names the file.
+        problem = validate_tool_name(self.name)
+        if problem is not None:
+            raise RegistryError(f"define_tool: {problem}")
 
     @property
     def args_schema(self) -> dict[str, Any]:
