@@ -9,6 +9,7 @@ from tests.runtime.test_logs_and_events import *  # noqa: F403
 from tests.runtime.test_redaction_gaps import *  # noqa: F403
 from tests.runtime.test_resume import *  # noqa: F403
 from tests.runtime.test_spec_agents_as_tools import *  # noqa: F403
+from tests.runtime.test_spec_agentbuilder_sides import *  # noqa: F403
 from tests.runtime.test_spec_definitions_and_types import *  # noqa: F403
 from tests.runtime.test_spec_images import *  # noqa: F403
 from tests.runtime.test_spec_stop_conditions import *  # noqa: F403
