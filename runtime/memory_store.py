@@ -158,16 +158,19 @@ class MemoryStore:
     # --- messages ----------------------------------------------------------------------
 
     async def list_messages(self, thread_id: str, query: MessageQuery) -> MessagePage:
-        """Newest window of matching messages, sorted as asked."""
+        """A page of matching messages (``MessageQuery`` says which), oldest first."""
         data = self._data(thread_id)
         matching = [data.messages[i] for _, i in data.order if _matches(data.messages[i], query)]
         total = len(matching)
-        end = total - query.offset
-        start = 0 if query.limit is None else max(0, end - query.limit)
-        window = [copy.deepcopy(m) for m in matching[start : max(end, 0)]]
-        if query.order == "desc":
-            window.reverse()
-        return MessagePage(messages=window, total=total, has_more=start > 0)
+        if query.order == "desc":  # from the newest end
+            end = max(total - query.offset, 0)
+            start = 0 if query.limit is None else max(0, end - query.limit)
+        else:  # from the oldest end
+            start = min(query.offset, total)
+            end = total if query.limit is None else min(total, start + query.limit)
+        window = [copy.deepcopy(m) for m in matching[start:end]]
+        has_more = query.offset + len(window) < total
+        return MessagePage(messages=window, total=total, has_more=has_more)
 
     async def get_message(self, thread_id: str, message_id: str) -> Message | None:
         """One message or ``None``."""

@@ -63,8 +63,9 @@ class SessionProgress(_Model):
     """The durable progress of one session (one autonomous run of the loop).
 
     Counters are per session: ``steps`` (LLM request/response cycles, all
-    sides), ``side_steps`` (per side, for ``maxSteps``), ``turns`` (completed
-    turns, for ``maxSessionTurns``). ``started_at`` and ``turn_started_at`` are
+    sides), ``side_steps`` (per side), ``turns`` (completed turns, for
+    ``maxSessionTurns``); ``turn_steps`` counts the steps of the turn in
+    progress (for ``maxSteps`` and its budget warning). ``started_at`` and ``turn_started_at`` are
     the ``created_at`` (µs) boundaries of the session and of the current turn:
     history assembly uses them for ``includeChat``/``includePastTools``.
     """
@@ -77,6 +78,7 @@ class SessionProgress(_Model):
     turn_started_at: int = 0
     steps: int = 0
     side_steps: dict[str, int] = Field(default_factory=lambda: {"a": 0, "b": 0})
+    turn_steps: int = 0
     turns: int = 0
     side_turns: dict[str, int] = Field(default_factory=lambda: {"a": 0, "b": 0})
     open_step: OpenStep | None = None

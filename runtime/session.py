@@ -192,10 +192,10 @@ class Session:
             return Finished(stop.reason, stop.detail, stop.value)
         if handoff is not None:
             return Continue()
-        forced, self.control.forced_side = self.control.forced_side, None
-        if forced is not None:
-            return self._forced(scope.side, forced)
         dual = self.agent.type == "dual_ai"
+        forced, self.control.forced_side = self.control.forced_side, None
+        if forced is not None and dual:  # spec: forceTurn has no effect on ai_human agents
+            return self._forced(scope.side, forced)
         if stop is None and (has_turn_condition(self._config(scope.side)) or not dual):
             return Continue()
         self._record_turn(
@@ -211,8 +211,6 @@ class Session:
         return Continue()
 
     def _forced(self, side: Side, forced: Side) -> StepOutcome:
-        if self.agent.type != "dual_ai" and forced == "b":
-            return Finished("awaiting_human", "Turn handed to the human")
         if forced != side:
             self._switch(forced)
         return Continue()
@@ -220,10 +218,12 @@ class Session:
     def _switch(self, side: Side) -> None:
         self.progress.side = side
         self.progress.turn_started_at = self.deps.clock.now()
+        self.progress.turn_steps = 0
         self.control.side = side
 
     def _record_turn(self, side: Side, reason: TurnReason, value: Any) -> None:
         self.progress.turns += 1
+        self.progress.turn_steps = 0  # the next turn (this side again, or the other) starts
         self.progress.side_turns[side] = self.progress.side_turns.get(side, 0) + 1
         outcome = TurnOutcome(side=side, reason=reason, step=self.progress.steps, value=value)
         self.progress.turn_outcomes.append(outcome)
@@ -239,7 +239,7 @@ class Session:
             config=self._config(scope.side),
             reply=reply,
             results=results,
-            side_steps=self.progress.side_steps.get(scope.side, 0),
+            turn_steps=self.progress.turn_steps,
             total_steps=self.progress.steps,
             max_total_steps=self._max_total_steps(),
             state_stop=self.control.stop_requested,
@@ -354,7 +354,7 @@ class Session:
         limit = self._config(scope.side).max_steps
         if limit is None or not scope.prompt.step_budget_warning:
             return None
-        if self.progress.side_steps.get(scope.side, 0) != limit - 1:
+        if self.progress.turn_steps != limit - 1:  # counted before this step's ``_count_step``
             return None
         return (
             f"Step budget: this is your last step ({limit} of {limit}) in this turn. "
@@ -364,6 +364,7 @@ class Session:
     def _count_step(self, side: Side) -> None:
         self.progress.steps += 1
         self.progress.side_steps[side] = self.progress.side_steps.get(side, 0) + 1
+        self.progress.turn_steps += 1
         self.control.step_count = self.progress.steps
 
     def _opening(self, scope: Scope) -> Any:

@@ -275,11 +275,13 @@ class ThreadState:
         self,
         limit: int = 100,
         offset: int = 0,
-        order: Literal["asc", "desc"] = "asc",
+        order: Literal["asc", "desc"] = "desc",
         include_silent: bool = False,
         max_depth: int = 0,
     ) -> MessagesResult:
-        """The newest ``limit`` messages (after skipping ``offset`` newest), sorted by ``order``."""
+        """A page of messages, paged as ``GET /api/threads/{id}/messages`` pages: ``'desc'``
+        (the default) the newest ``limit`` after skipping the newest ``offset``, ``'asc'``
+        the oldest ``limit`` after skipping the oldest ``offset``; oldest first either way."""
         query = MessageQuery(limit, offset, order, include_silent, max_depth)
         page = await self._deps.store.list_messages(self.thread_id, query)
         return MessagesResult(page.messages, page.total, page.has_more)

@@ -70,7 +70,7 @@ class StepFacts:
     config: SideConfig
     reply: Message
     results: list[CallResult] = field(default_factory=list)
-    side_steps: int = 0
+    turn_steps: int = 0
     total_steps: int = 0
     max_total_steps: int = MAX_TOTAL_STEPS
     user_stopped: bool = False
@@ -114,11 +114,14 @@ def stop_tool(f: StepFacts) -> Stop | None:
 
 
 def max_side_steps(f: StepFacts) -> Stop | None:
-    """The side used its ``maxSteps``: it is forced to stop (and the session with it)."""
+    """The side used its ``maxSteps`` in this turn: it is forced to stop, which ends its turn
+    (agents-spec §5.4; in ``ai_human`` the turn is the session). In ``dual_ai`` the session
+    goes on until a session-level condition holds (§6.1: ``maxSessionTurns``, an end-session
+    tool, a stop, the global step ceiling)."""
     limit = f.config.max_steps
-    if limit is None or f.side_steps < limit:
+    if limit is None or f.turn_steps < limit:
         return None
-    return Stop("max_side_steps", "session", detail=f"Side {f.side} reached max steps ({limit})")
+    return Stop("max_side_steps", "turn", detail=f"Side {f.side} reached max steps ({limit})")
 
 
 def stop_on_response(f: StepFacts) -> Stop | None:

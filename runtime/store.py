@@ -233,17 +233,22 @@ class EnvEntry:
 class MessageQuery:
     """Which messages ``list_messages`` returns.
 
-    Paging follows the reference: the window is the *newest* ``limit`` matching
-    messages after skipping the newest ``offset`` (``limit=None``: all of them);
-    ``order`` only sorts the returned window (``'asc'`` oldest first, ``'desc'``
-    newest first). ``max_depth=None`` means any depth; ``parent_id`` restricts
-    to the direct children of one message. Silent rows are included only with
+    Paging is the same as ``GET /api/threads/{id}/messages`` (one rule for the
+    spec's ``getMessages`` and the API, as in the reference, where one function
+    serves both): ``order`` says which end the page starts from and ``offset``
+    counts from that end. ``'desc'`` (the default): the *newest* ``limit``
+    matching messages after skipping the newest ``offset``; ``'asc'``: the
+    *oldest* ``limit`` after skipping the oldest ``offset``. Either page is
+    returned oldest first (``limit=None``: all of them from ``offset`` on);
+    ``has_more``: rows remain beyond the page, on the side paging goes to.
+    ``max_depth=None`` means any depth; ``parent_id`` restricts to the direct
+    children of one message. Silent rows are included only with
     ``include_silent``.
     """
 
     limit: int | None = 100
     offset: int = 0
-    order: Literal["asc", "desc"] = "asc"
+    order: Literal["asc", "desc"] = "desc"
     include_silent: bool = False
     max_depth: int | None = 0
     parent_id: str | None = None
@@ -260,7 +265,8 @@ class MessagePage:
 
 @dataclass(slots=True)
 class LogQuery:
-    """Which logs ``list_logs`` returns (same paging rules as ``MessageQuery``)."""
+    """Which logs ``list_logs`` returns: the newest ``limit`` after skipping the newest
+    ``offset``; ``order`` only sorts that window (``'asc'`` oldest first)."""
 
     limit: int | None = 100
     offset: int = 0

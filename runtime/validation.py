@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from runtime.definitions import (
-    MAX_SESSION_TURNS_CAP,
     PROVIDERS,
     AgentDefinition,
     ModelDefinition,
@@ -376,18 +375,14 @@ def validate_agent(agent: AgentDefinition, catalog: Catalog | None = None) -> li
                 "to decide when to call the agent.",
             )
         )
-    if agent.expose_as_tool:
-        errs += _tool_name_rule("name", agent.name, "An agent exposed as a tool: ")
+    # Above the hard cap is accepted and capped by the runtime (the AgentBuilder agents API:
+    # "Hard maximum: 250 turns regardless of this setting"), so it is not refused here.
     errs += _positive(agent.max_session_turns, "maxSessionTurns", "Max session turns")
-    if agent.max_session_turns is not None and agent.max_session_turns > MAX_SESSION_TURNS_CAP:
-        errs.append(
-            DefinitionError(
-                "maxSessionTurns", f"Max session turns may be at most {MAX_SESSION_TURNS_CAP}."
-            )
-        )
     errs += check_icon(agent.icon)
     errs += _too_long([("title", agent.title, 200), ("icon", agent.icon, 500)])
     errs += _env_key_lengths("tenvs", agent.tenvs)
+    if agent.expose_as_tool:
+        errs += _tool_name_rule("name", agent.name, "An agent exposed as a tool: ")
     errs += _hook_rules(agent.hooks, catalog)
     return errs
 

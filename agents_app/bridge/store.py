@@ -160,11 +160,13 @@ def _list_messages(thread_id: str, query: MessageQuery) -> MessagePage:
     _exists(thread_id)
     qs = Message.objects.filter(_message_filter(thread_id, query))
     total = qs.count()
-    # Newest window first (served by the (thread, created_at) index), then sorted as asked.
-    newest = qs.order_by("-created_at")[query.offset :]
-    window = list(newest if query.limit is None else newest[: query.limit])
+    # Paged from the end ``order`` names (the (thread, created_at) index serves both
+    # directions), then returned oldest first, as the API's page (``MessageQuery``).
+    ordered = qs.order_by("-created_at" if query.order == "desc" else "created_at")
+    paged = ordered[query.offset :]
+    window = list(paged if query.limit is None else paged[: query.limit])
     has_more = query.offset + len(window) < total
-    if query.order == "asc":
+    if query.order == "desc":
         window.reverse()
     return MessagePage([rows.engine_message(r) for r in window], total, has_more)
 

@@ -93,7 +93,8 @@ class AgentForm(DefinitionForm):
             "to each other; side B below is then required.",
             "icon": "An absolute path starting with '/' or an http(s) URL.",
             "max_session_turns": "End a session after this many turns (a turn is one side "
-            f"finishing its work). Empty: no limit. From 1 to {MAX_SESSION_TURNS_CAP}.",
+            f"finishing its work). Empty: {MAX_SESSION_TURNS_CAP}. Values above "
+            f"{MAX_SESSION_TURNS_CAP} are capped at {MAX_SESSION_TURNS_CAP} (a hard maximum).",
             "expose_as_tool": "Let prompts call this agent as a tool (a handoff or subagent).",
             "tool_description": "Required when exposed as a tool: tells the calling model what "
             "this agent does and when to use it.",

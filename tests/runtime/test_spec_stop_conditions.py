@@ -511,16 +511,21 @@ async def test_dual_ai_side_without_turn_condition_switches_every_step(world: Wo
     ]
 
 
-async def test_dual_ai_max_side_steps_ends_the_session(world: World) -> None:
+async def test_dual_ai_max_side_steps_ends_the_sides_turn(world: World) -> None:
     _dual(
         world,
-        10,
+        3,
         TestScript().add_text("A1").add_text("A2"),
         TestScript().add_text("B1"),
         max_steps=1,
     )
     _, result = await world.chat("go")
-    assert result.stop_reason == "max_side_steps" and result.stopped_by == "a"
+    assert [(t.side, t.reason) for t in result.turn_outcomes] == [
+        ("a", "max_side_steps"),
+        ("b", "stop_on_response"),
+        ("a", "max_side_steps"),
+    ]
+    assert result.stop_reason == "max_session_turns"
 
 
 @pytest.mark.parametrize(
@@ -551,7 +556,7 @@ async def test_stop_reasons_are_recorded_on_the_session_progress(world: World, r
 async def test_spec_5_4_max_steps_and_max_session_turns_should_be_enforced(world: World) -> None:
     """Both limits end a runaway session on their own (resource exhaustion)."""
     runaway_a, runaway_b = TestScript(), TestScript()
-    for i in range(30):
+    for i in range(40):
         runaway_a.add_text(f"A{i}")
         runaway_b.add_tool_call("search")
     world.register(search)
@@ -569,5 +574,8 @@ async def test_spec_5_4_max_steps_and_max_session_turns_should_be_enforced(world
     world.script("ma", runaway_a)
     world.script("mb", runaway_b)
     _, result = await world.chat("go")
-    assert (result.stop_reason, result.stopped_by) == ("max_side_steps", "b")
-    assert len(world.requests("mb")) == 4
+    # B's maxSteps ends each of its turns; maxSessionTurns ends the session.
+    assert result.stop_reason == "max_session_turns"
+    assert len(result.turn_outcomes) == 20
+    assert {t.reason for t in result.turn_outcomes if t.side == "b"} == {"max_side_steps"}
+    assert len(world.requests("mb")) == 4 * 10

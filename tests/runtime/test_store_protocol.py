@@ -80,7 +80,9 @@ async def test_paging_returns_the_newest_window(store: Store, thread_id: str) ->
         True,
     )
     desc = await store.list_messages(thread_id, MessageQuery(limit=2, offset=1, order="desc"))
-    assert [m.content for m in desc.messages] == ["m3", "m2"]
+    assert [m.content for m in desc.messages] == ["m2", "m3"]
+    asc = await store.list_messages(thread_id, MessageQuery(limit=2, offset=1, order="asc"))
+    assert [m.content for m in asc.messages] == ["m1", "m2"] and asc.has_more
     everything = await store.list_messages(thread_id, MessageQuery(limit=None))
     assert len(everything.messages) == 5 and not everything.has_more
 
