@@ -69,3 +69,54 @@ async def test_spec_agentbuilder_manual_stop_condition_text_does_not_end_the_tur
     _, result = await world.chat("q")
     assert len(world.requests()) == 3  # two text replies went on; code stopped it
     assert result.stop_reason == "state_stop_session"
+
+
+def _dual_agentbuilder(world: World, turns: int, a: dict[str, Any], b: dict[str, Any]) -> None:
+    data = {
+        "name": "agent",
+        "type": "dual_ai",
+        "maxSessionTurns": turns,
+        "sideA": {"prompt": "pro", **a},
+        "sideB": {"prompt": "con", **b},
+    }
+    defn, errors = parse_and_validate("agents", data)
+    assert not errors and isinstance(defn, AgentDefinition)
+    world.register(lookup)
+    world.define(
+        prompt("pro", model="ma", tools=["lookup"]), prompt("con", model="mb", tools=["lookup"])
+    )
+    world.define(defn)
+
+
+def _runaway(steps: int) -> TestScript:
+    script = TestScript()
+    for _ in range(steps):
+        script.add_tool_call("lookup")
+    return script
+
+
+async def test_spec_agentbuilder_dual_ai_ends_when_both_sides_stopped(world: World) -> None:
+    # Both sides stop only by their step limit (stopOnResponse on, but they only call tools).
+    _dual_agentbuilder(world, 20, {"maxTurns": 2}, {"maxTurns": 3})
+    world.script("ma", _runaway(10))
+    world.script("mb", _runaway(10))
+    _, result = await world.chat("go")
+    assert [(t.side, t.reason) for t in result.turn_outcomes] == [
+        ("a", "max_side_steps"),
+        ("b", "max_side_steps"),
+    ]
+    assert result.stop_reason == "both_sides_stopped"
+    assert (len(world.requests("ma")), len(world.requests("mb"))) == (2, 3)
+
+
+async def test_spec_agentbuilder_one_side_stopped_does_not_end_the_session(world: World) -> None:
+    _dual_agentbuilder(world, 3, {"maxTurns": 2}, {})
+    world.script("ma", _runaway(2).add_text("A again"))
+    world.script("mb", TestScript().add_text("B answers").add_text("unused"))
+    _, result = await world.chat("go")
+    assert [(t.side, t.reason) for t in result.turn_outcomes] == [
+        ("a", "max_side_steps"),
+        ("b", "stop_on_response"),
+        ("a", "stop_on_response"),
+    ]
+    assert result.stop_reason == "max_session_turns"
