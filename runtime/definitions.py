@@ -13,8 +13,8 @@ import binascii
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic_core import PydanticCustomError
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 Provider = Literal["openai", "openrouter", "anthropic", "google", "test"]
 PROVIDERS: tuple[str, ...] = ("openai", "openrouter", "anthropic", "google", "test")

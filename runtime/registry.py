@@ -25,6 +25,7 @@ from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel
 
+from runtime.controllers import ControllerDefinition
 from runtime.tool_names import validate_tool_name
 from runtime.validation import HOOK_NAMES
 
@@ -156,7 +157,9 @@ class EndpointDefinition:
         return dataclasses.replace(self, method=self.method or method, route=self.route or route)
 
 
-AnyDefinition = ToolDefinition | HookDefinition | EffectDefinition | EndpointDefinition
+AnyDefinition = (
+    ToolDefinition | HookDefinition | EffectDefinition | EndpointDefinition | ControllerDefinition
+)
 
 
 # --- define_* ----------------------------------------------------------------------------
@@ -282,6 +285,7 @@ class Registry:
         self.hooks: dict[str, HookDefinition] = {}
         self.effects: dict[str, EffectDefinition] = {}
         self.endpoints: dict[str, EndpointDefinition] = {}
+        self.controllers: dict[str, ControllerDefinition] = {}
         self.add(*definitions)
 
     def add(self, *definitions: AnyDefinition, origin: str = "") -> Registry:
@@ -302,6 +306,8 @@ class Registry:
             return self.hooks, item.id
         if isinstance(item, EffectDefinition):
             return self.effects, item.name
+        if isinstance(item, ControllerDefinition):
+            return self.controllers, f"{item.method or 'GET'} {item.route or '/' + item.name}"
         return self.endpoints, f"{item.method or 'GET'} {item.route or '/' + item.name}"
 
     def catalog(self) -> dict[str, list[dict[str, Any]]]:
@@ -319,6 +325,16 @@ class Registry:
                 {"name": e.name, "method": e.method, "route": e.route, "description": e.description}
                 for e in self.endpoints.values()
             ],
+            "controllers": [
+                {
+                    "name": c.name,
+                    "method": c.method,
+                    "route": c.route,
+                    "public": c.public,
+                    "description": c.description,
+                }
+                for c in self.controllers.values()
+            ],
         }
 
 
@@ -333,6 +349,7 @@ KINDS: dict[str, type] = {
     "hooks": HookDefinition,
     "effects": EffectDefinition,
     "api": EndpointDefinition,
+    "controllers": ControllerDefinition,
 }
 
 
@@ -404,7 +421,7 @@ def _collect(
         if not isinstance(value, cls) or id(value) in seen:
             continue
         seen.add(id(value))
-        if isinstance(value, EndpointDefinition):
+        if isinstance(value, EndpointDefinition | ControllerDefinition):
             value = value.located(*endpoint_route(relative))
         registry.add(value, origin=origin)
 
