@@ -10,7 +10,6 @@ from tests.agents_app.test_retention import policy  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-
 def test_profile(policy: Any) -> None:
     agent = make_agent()
     old = make_threads(agent, 1000, idle_days=100)
@@ -21,7 +20,6 @@ def test_profile(policy: Any) -> None:
     with connection.cursor() as c:
         c.execute("ANALYZE")
     times: dict[str, list[float]] = defaultdict(list)
-
     def wrap(execute, sql, params, many, context):
         t = time.monotonic()
         try:
@@ -29,7 +27,6 @@ def test_profile(policy: Any) -> None:
         finally:
             key = sql[:90]
             times[key].append(time.monotonic() - t)
-
     t0 = time.monotonic()
     with connection.execute_wrapper(wrap):
         r = retention_apply()
