@@ -77,6 +77,10 @@ def _unwrap(node: tree_sitter.Node) -> tree_sitter.Node:
     return node
 
 
+def _text(node: tree_sitter.Node) -> str:
+    return (node.text or b"").decode("utf-8", errors="replace")
+
+
 def _line(node: tree_sitter.Node) -> int:
     return node.start_point[0] + 1
 
@@ -101,15 +105,15 @@ def _value(node: tree_sitter.Node) -> Any:
     if kind in ("string", "template_string"):
         return _string(node)
     if kind == "number":
-        return _number(node.text.decode())
+        return _number(_text(node))
     if kind in ("true", "false", "null"):
         return json.loads(kind)
     if kind == "unary_expression" and node.children[0].type in ("-", "+"):
         operand = _unwrap(node.named_children[0])
         if operand.type == "number":
             sign = -1 if node.children[0].type == "-" else 1
-            return sign * _number(operand.text.decode())
-    text = node.text.decode(errors="replace")
+            return sign * _number(_text(operand))
+    text = _text(node)
     raise SourceError(
         f"line {_line(node)}: `{text[:60]}` is not a literal value "
         "(definition files are read, not run: write the value itself)."
@@ -131,7 +135,7 @@ def _object(node: tree_sitter.Node) -> dict[str, Any]:
         if key_node.type in ("string",):
             key = _string(key_node)
         elif key_node.type in ("property_identifier", "number"):
-            key = key_node.text.decode()
+            key = _text(key_node)
         else:
             raise SourceError(f"line {_line(key_node)}: computed keys are not read.")
         out[key] = _value(value_node)
@@ -142,9 +146,9 @@ def _string(node: tree_sitter.Node) -> str:
     parts: list[str] = []
     for child in node.children:
         if child.type == "string_fragment":
-            parts.append(child.text.decode())
+            parts.append(_text(child))
         elif child.type == "escape_sequence":
-            parts.append(_unescape(child.text.decode()))
+            parts.append(_unescape(_text(child)))
         elif child.type == "template_substitution":
             raise SourceError(f"line {_line(child)}: template strings with ${{…}} are not read.")
     return "".join(parts)

@@ -34,7 +34,7 @@ def _authenticate(request: HttpRequest) -> Any:
     from agents_app.api import api  # the NinjaAPI that mounts this router
 
     for auth in api.auth if isinstance(api.auth, list | tuple) else [api.auth]:
-        user = auth(request)  # type: ignore[operator]
+        user = auth(request)  # type: ignore[operator,misc]
         if user:
             request.auth = user  # type: ignore[attr-defined]
             return user
