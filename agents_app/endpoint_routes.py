@@ -1,4 +1,4 @@
-"""File-route matching for code-defined thread endpoints (``define_thread_endpoint``).
+"""File-route matching for code-defined thread endpoints and controllers.
 
 The registry gives each endpoint a method and a route derived from its file
 (``files/[id].post.py`` → ``POST /files/{id}``, ``[*].py`` → catch-all, ``index``
@@ -11,8 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Literal
 
+from runtime.controllers import ControllerDefinition
 from runtime.registry import EndpointDefinition, Registry
+
+Routed = EndpointDefinition | ControllerDefinition
+Table = Literal["endpoints", "controllers"]
 
 STATIC, PARAM, CATCH_ALL = 0, 1, 2
 
@@ -21,7 +26,7 @@ STATIC, PARAM, CATCH_ALL = 0, 1, 2
 class Route:
     method: str
     segments: tuple[str, ...]
-    definition: EndpointDefinition
+    definition: Routed
 
     @property
     def rank(self) -> tuple[int, ...]:
@@ -40,17 +45,18 @@ def split(path: str) -> tuple[str, ...]:
     return tuple(p for p in path.split("/") if p)
 
 
-def compile_routes(registry: Registry) -> list[Route]:
+def compile_routes(registry: Registry, table: Table = "endpoints") -> list[Route]:
+    definitions: dict[str, Routed] = getattr(registry, table)
     routes = [
         Route((e.method or "GET").upper(), split(e.route or "/" + e.name), e)
-        for e in registry.endpoints.values()
+        for e in definitions.values()
     ]
     return sorted(routes, key=lambda r: r.rank)
 
 
-@lru_cache(maxsize=8)
-def _routes_for(registry_id: int, registry: Registry) -> tuple[Route, ...]:
-    return tuple(compile_routes(registry))
+@lru_cache(maxsize=16)
+def _routes_for(registry_id: int, registry: Registry, table: Table) -> tuple[Route, ...]:
+    return tuple(compile_routes(registry, table))
 
 
 def _match(route: Route, parts: tuple[str, ...]) -> dict[str, str] | None:
@@ -75,10 +81,33 @@ def resolve(
     registry: Registry, method: str, path: str
 ) -> tuple[EndpointDefinition, dict[str, str]] | None:
     """The endpoint serving ``method path`` (path relative to the thread) and its params."""
+    found = _resolve(registry, "endpoints", method, path)
+    if found is None:
+        return None
+    definition, params = found
+    assert isinstance(definition, EndpointDefinition)
+    return definition, params
+
+
+def resolve_controller(
+    registry: Registry, method: str, path: str
+) -> tuple[ControllerDefinition, dict[str, str]] | None:
+    """The controller serving ``method path`` (path relative to ``/api``) and its params."""
+    found = _resolve(registry, "controllers", method, path)
+    if found is None:
+        return None
+    definition, params = found
+    assert isinstance(definition, ControllerDefinition)
+    return definition, params
+
+
+def _resolve(
+    registry: Registry, table: Table, method: str, path: str
+) -> tuple[Routed, dict[str, str]] | None:
     parts = split(path)
     candidates = [
         (route.rank, route, params)
-        for route in _routes_for(id(registry), registry)
+        for route in _routes_for(id(registry), registry, table)
         if route.method == method.upper() and (params := _match(route, parts)) is not None
     ]
     if not candidates:

@@ -105,7 +105,9 @@ def visible_threads(user: Any) -> QuerySet[Thread]:
     return qs if can_see_all(user) else qs.filter(owner=user)
 
 
-def thread_list(user: Any, f: ThreadFilters) -> tuple[list[dict[str, Any]], int, bool]:
+def thread_list(
+    user: Any, f: ThreadFilters, origin: str | None = None
+) -> tuple[list[dict[str, Any]], int, bool]:
     qs = visible_threads(user).annotate(is_executing=active_session_exists())
     if f.user_id is not None and can_see_all(user):
         qs = qs.filter(owner_id=int(f.user_id)) if f.user_id.isdigit() else qs.none()
@@ -140,14 +142,14 @@ def thread_list(user: Any, f: ThreadFilters) -> tuple[list[dict[str, Any]], int,
             f.offset : f.offset + f.limit
         ]
     )
-    items = [wire.thread_item(t, bool(t.is_executing)) for t in page]  # type: ignore[attr-defined]
+    items = [wire.thread_item(t, bool(t.is_executing), origin) for t in page]  # type: ignore[attr-defined]
     return items, total, f.offset + len(items) < total
 
 
-def thread_detail(thread: Thread) -> dict[str, Any]:
+def thread_detail(thread: Thread, origin: str | None = None) -> dict[str, Any]:
     messages = Message.objects.filter(thread=thread).count()
     logs = Log.objects.filter(thread=thread).count()
-    return wire.thread_detail(thread, messages, logs)
+    return wire.thread_detail(thread, messages, logs, origin)
 
 
 def thread_subtree(thread: Thread) -> list[uuid.UUID]:

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from agents_app.bridge import rows
+from agents_app.icons import configured_origin, icon_url
 from agents_app.models import (
     Agent,
     Log,
@@ -151,7 +152,7 @@ def side_backings(agent: Agent) -> tuple[str, str]:
     return "prompt", ("prompt" if agent.type == Agent.Type.DUAL_AI else "human")
 
 
-def agent_summary(agent: Agent) -> dict[str, Any]:
+def agent_summary(agent: Agent, origin: str | None = None) -> dict[str, Any]:
     a, b = side_backings(agent)
     return {
         "name": agent.name,
@@ -159,11 +160,11 @@ def agent_summary(agent: Agent) -> dict[str, Any]:
         "side_a_backing": a,
         "side_b_backing": b,
         "description": agent.description or None,
-        "icon": agent.icon or None,
+        "icon": icon_url(agent.icon, origin),
     }
 
 
-def thread_item(row: Thread, executing: bool) -> dict[str, Any]:
+def thread_item(row: Thread, executing: bool, origin: str | None = None) -> dict[str, Any]:
     """A thread in ``GET /api/threads`` and in registry events."""
     return {
         "id": str(row.id),
@@ -178,19 +179,21 @@ def thread_item(row: Thread, executing: bool) -> dict[str, Any]:
         "executing": executing,
         "last_message_preview": row.last_message_preview or None,
         "last_message_at": seconds(row.last_message_at),
-        "agent": agent_summary(row.agent),
+        "agent": agent_summary(row.agent, origin),
     }
 
 
 def registry_thread(row: Thread, executing: bool) -> dict[str, Any]:
     """The registry socket's thread shape (``agent_name`` instead of ``agent_id``)."""
-    item = thread_item(row, executing)
+    item = thread_item(row, executing, configured_origin())
     item["agent_name"] = item.pop("agent_id")
     item["origin_agent_name"] = item.pop("origin_agent_id")
     return item
 
 
-def thread_detail(row: Thread, message_count: int, log_count: int) -> dict[str, Any]:
+def thread_detail(
+    row: Thread, message_count: int, log_count: int, origin: str | None = None
+) -> dict[str, Any]:
     agent = row.agent
     a, b = side_backings(agent)
     return {
@@ -207,7 +210,7 @@ def thread_detail(row: Thread, message_count: int, log_count: int) -> dict[str, 
             "id": agent.name,
             "title": agent.title or agent.name,
             "description": agent.description or None,
-            "icon": agent.icon or None,
+            "icon": icon_url(agent.icon, origin),
             "side_a_backing": a,
             "side_b_backing": b,
             "side_a_label": agent.side_a_label or None,

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 Provider = Literal["openai", "openrouter", "anthropic", "google", "test"]
 PROVIDERS: tuple[str, ...] = ("openai", "openrouter", "anthropic", "google", "test")
@@ -286,6 +287,47 @@ class SessionToolBinding(Definition):
         return {"name": value} if isinstance(value, str) else value
 
 
+# AgentBuilder agents API names of side properties → the spec's (docs/definitions.md).
+AGENTBUILDER_SIDE_ALIASES = {"maxTurns": "maxSteps", "endConversationTool": "endSessionTool"}
+
+
+def agentbuilder_side(data: dict[str, Any]) -> dict[str, Any]:
+    """A side written for the AgentBuilder agents API, in the spec's terms.
+
+    ``maxTurns`` is ``maxSteps`` (AgentBuilder's "turn" of a side is one LLM
+    request/response cycle, the spec's step), ``endConversationTool`` is
+    ``endSessionTool``, and ``manualStopCondition: true`` turns the automatic stop
+    (``stopOnResponse``) off, leaving the stop to hooks and tools. Giving both names
+    with different values, or ``manualStopCondition`` with ``stopOnResponse: true``,
+    is refused rather than resolved silently.
+    """
+    out = dict(data)
+    for old, new in AGENTBUILDER_SIDE_ALIASES.items():
+        if old not in out:
+            continue
+        value = out.pop(old)
+        if new in out and out[new] != value:
+            raise PydanticCustomError(
+                "agentbuilder_alias",
+                f"{old} is the AgentBuilder name of {new}; give one of them, not both.",
+            )
+        out[new] = value
+    if "manualStopCondition" in out:
+        manual = out.pop("manualStopCondition")
+        if not isinstance(manual, bool):
+            raise PydanticCustomError(
+                "agentbuilder_alias", "manualStopCondition must be true or false."
+            )
+        if manual and out.get("stopOnResponse") is True:
+            raise PydanticCustomError(
+                "agentbuilder_alias",
+                "manualStopCondition: true turns stopOnResponse off; remove stopOnResponse: true.",
+            )
+        if manual:
+            out["stopOnResponse"] = False
+    return out
+
+
 class SideConfig(Definition):
     prompt: str
     label: str | None = None
@@ -308,6 +350,11 @@ class SideConfig(Definition):
             if binding is not None:
                 out[kind] = binding
         return out
+
+    @model_validator(mode="before")
+    @classmethod
+    def _agentbuilder_names(cls, data: Any) -> Any:
+        return agentbuilder_side(data) if isinstance(data, dict) else data
 
 
 class AgentDefinition(Definition):

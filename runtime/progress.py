@@ -27,6 +27,7 @@ StopReason = Literal[
     "hook_blocked",
     "state_stop_session",
     "awaiting_human",
+    "both_sides_stopped",
 ]
 STOP_REASONS: tuple[str, ...] = StopReason.__args__  # type: ignore[attr-defined]
 # Why a turn ended: a stop reason, or "every_step" for a dual_ai side with no turn

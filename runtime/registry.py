@@ -25,6 +25,8 @@ from typing import Any, Literal, TypeVar, overload
 
 from pydantic import BaseModel
 
+from runtime.controllers import ControllerDefinition
+from runtime.tool_names import validate_tool_name
 from runtime.validation import HOOK_NAMES
 
 AnyFn = Callable[..., Any]
@@ -79,6 +81,12 @@ class ToolDefinition:
     description: str
     args_model: type[BaseModel] | None
     fn: AnyFn
+
+    def __post_init__(self) -> None:
+        # validateToolName: refused at definition time, so start-up names the file.
+        problem = validate_tool_name(self.name)
+        if problem is not None:
+            raise RegistryError(f"define_tool: {problem}")
 
     @property
     def args_schema(self) -> dict[str, Any]:
@@ -149,7 +157,9 @@ class EndpointDefinition:
         return dataclasses.replace(self, method=self.method or method, route=self.route or route)
 
 
-AnyDefinition = ToolDefinition | HookDefinition | EffectDefinition | EndpointDefinition
+AnyDefinition = (
+    ToolDefinition | HookDefinition | EffectDefinition | EndpointDefinition | ControllerDefinition
+)
 
 
 # --- define_* ----------------------------------------------------------------------------
@@ -275,6 +285,7 @@ class Registry:
         self.hooks: dict[str, HookDefinition] = {}
         self.effects: dict[str, EffectDefinition] = {}
         self.endpoints: dict[str, EndpointDefinition] = {}
+        self.controllers: dict[str, ControllerDefinition] = {}
         self.add(*definitions)
 
     def add(self, *definitions: AnyDefinition, origin: str = "") -> Registry:
@@ -295,6 +306,8 @@ class Registry:
             return self.hooks, item.id
         if isinstance(item, EffectDefinition):
             return self.effects, item.name
+        if isinstance(item, ControllerDefinition):
+            return self.controllers, f"{item.method or 'GET'} {item.route or '/' + item.name}"
         return self.endpoints, f"{item.method or 'GET'} {item.route or '/' + item.name}"
 
     def catalog(self) -> dict[str, list[dict[str, Any]]]:
@@ -312,6 +325,16 @@ class Registry:
                 {"name": e.name, "method": e.method, "route": e.route, "description": e.description}
                 for e in self.endpoints.values()
             ],
+            "controllers": [
+                {
+                    "name": c.name,
+                    "method": c.method,
+                    "route": c.route,
+                    "public": c.public,
+                    "description": c.description,
+                }
+                for c in self.controllers.values()
+            ],
         }
 
 
@@ -326,6 +349,7 @@ KINDS: dict[str, type] = {
     "hooks": HookDefinition,
     "effects": EffectDefinition,
     "api": EndpointDefinition,
+    "controllers": ControllerDefinition,
 }
 
 
@@ -397,7 +421,7 @@ def _collect(
         if not isinstance(value, cls) or id(value) in seen:
             continue
         seen.add(id(value))
-        if isinstance(value, EndpointDefinition):
+        if isinstance(value, EndpointDefinition | ControllerDefinition):
             value = value.located(*endpoint_route(relative))
         registry.add(value, origin=origin)
 

@@ -37,6 +37,7 @@ from runtime.stops import (
     StepFacts,
     StepOutcome,
     Stop,
+    both_sides_stopped,
     evaluate,
     has_turn_condition,
     session_turn_cap,
@@ -210,6 +211,8 @@ class Session:
         if self.progress.turns >= session_turn_cap(self.agent.max_session_turns):
             cap = session_turn_cap(self.agent.max_session_turns)
             return Finished("max_session_turns", f"Reached max session turns ({cap})")
+        if both_sides_stopped(self.progress.turn_outcomes):
+            return Finished("both_sides_stopped", "Both sides reached their max steps")
         self._switch(other(scope.side))
         return Continue()
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from runtime.definitions import SideConfig
 from runtime.messages import Message, Side, ToolCall, parse_arguments
-from runtime.progress import StopReason
+from runtime.progress import StopReason, TurnOutcome
 
 MAX_TOTAL_STEPS = 250
 MAX_SESSION_TURNS = 250
@@ -216,6 +216,19 @@ TURN_CONDITIONS = (stop_tool, stop_on_response)
 def has_turn_condition(config: SideConfig) -> bool:
     """Whether the side can end its turn on its own (else every step is a turn)."""
     return config.stop_on_response or config.stop_tool is not None
+
+
+def both_sides_stopped(outcomes: Sequence[TurnOutcome]) -> bool:
+    """dual_ai: each side's latest turn ended by being forced to stop (``maxSteps``).
+
+    The AgentBuilder agents API's session-level "both sides stopped": one side hitting
+    its limit only ends its turn; when the other side then hits its own, neither would
+    stop on its own and the session ends.
+    """
+    latest: dict[str, str] = {}
+    for outcome in outcomes:
+        latest[outcome.side] = outcome.reason
+    return len(latest) == 2 and all(r == "max_side_steps" for r in latest.values())
 
 
 def session_turn_cap(max_session_turns: int | None) -> int:

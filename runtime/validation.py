@@ -24,6 +24,7 @@ from runtime.definitions import (
     PromptIncludePart,
     SideConfig,
 )
+from runtime.tool_names import validate_tool_name
 
 # Names end up in file paths (export), URLs and tool names: letters, digits, '_', '-', '.',
 # never a leading dot, so "..", "/x" and "a/b" are impossible.
@@ -278,6 +279,12 @@ def check_name(name: Any, path: str = "name") -> list[DefinitionError]:
     return []
 
 
+def _tool_name_rule(path: str, name: str | None, lead: str = "") -> list[DefinitionError]:
+    """validateToolName for a name this definition offers to a model (runtime.tool_names)."""
+    problem = validate_tool_name(name) if name else None
+    return [DefinitionError(path, lead + problem)] if problem else []
+
+
 def check_icon(icon: str | None) -> list[DefinitionError]:
     if not icon:
         return []
@@ -339,6 +346,8 @@ def _side_rules(
         )
     errs += _positive(side.max_steps, f"{key}.maxSteps", "Max steps")
     errs += _session_tool_rules(side, key)
+    for attr, prop in (("stop_tool", "stopTool"), ("end_session_tool", "endSessionTool")):
+        errs += _tool_name_rule(f"{key}.{prop}", getattr(side, attr))
     if catalog is not None and catalog.strict_code_names:
         for attr, prop in (("stop_tool", "stopTool"), ("end_session_tool", "endSessionTool")):
             name = getattr(side, attr)
@@ -407,6 +416,8 @@ def validate_agent(agent: AgentDefinition, catalog: Catalog | None = None) -> li
     errs += check_icon(agent.icon)
     errs += _too_long([("title", agent.title, 200), ("icon", agent.icon, 500)])
     errs += _env_key_lengths("tenvs", agent.tenvs)
+    if agent.expose_as_tool:
+        errs += _tool_name_rule("name", agent.name, "An agent exposed as a tool: ")
     errs += _hook_rules(agent.hooks, catalog)
     return errs
 
@@ -472,6 +483,9 @@ def validate_prompt(
                             f"tools.{i}", f"'{name}' is not a known tool, prompt or agent."
                         )
                     )
+    for i, name in enumerate(prompt.tool_names()):
+        if not name.startswith(("provider:", "mcp:")):  # provider-executed; MCP names mapped
+            errs += _tool_name_rule(f"tools.{i}", name)
     errs += _hook_rules(prompt.hooks, catalog)
     errs += _prompt_lengths(prompt)
     if (

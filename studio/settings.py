@@ -407,6 +407,10 @@ STUDIO_CSP = envstr(
     "base-uri 'self'; object-src 'none'",
 )
 STUDIO_CSP_REPORT_ONLY = envbool("STUDIO_CSP_REPORT_ONLY", False)
+# The site's public origin (https://studio.example.com): agent icons given as absolute
+# paths are returned as full URLs against it (agents-spec §8.2). Unset: the origin of
+# each HTTP request; WebSocket frames then keep the path (agents_app.icons).
+STUDIO_PUBLIC_URL = envstr("STUDIO_PUBLIC_URL", "")
 # Longer URLs get a JSON 414 (agents_app.web.url_length); Daphne cuts at 16 KB anyway.
 STUDIO_MAX_URL_BYTES = envint("STUDIO_MAX_URL_BYTES", 8192)
 _after_security = MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1

@@ -22,6 +22,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from agents_app.api import (
     auth,
     catalog,
+    controllers,
     definition_writes,
     endpoints,
     env,
@@ -146,6 +147,8 @@ api.add_router("/threads", logs.router)
 api.add_router("/threads", storage.router)
 # Last: user-defined thread endpoints take whatever path the built-in routes left.
 api.add_router("/threads", endpoints.router)
+# After that: controllers (define_controller) take what is left of /api/.
+api.add_router("", controllers.router)
 
 
 def not_found_view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:

@@ -21,6 +21,7 @@ from agents_app.api.schemas import ERRORS
 from agents_app.api.security import require_staff
 from agents_app.code_registry import get_registry
 from agents_app.errors import NotFound
+from agents_app.icons import icon_url, request_origin
 from agents_app.models import Agent, LanguageModel, Prompt
 from agents_app.services import definitions as defs
 from runtime.registry import args_json_schema
@@ -39,7 +40,7 @@ def _agent_row(name: str) -> Agent:
     return row
 
 
-def _agent(row: Agent, staff: bool) -> dict[str, Any]:
+def _agent(row: Agent, staff: bool, origin: str | None) -> dict[str, Any]:
     a, b = wire.side_backings(row)
     item: dict[str, Any] = {
         "id": row.name,
@@ -50,7 +51,7 @@ def _agent(row: Agent, staff: bool) -> dict[str, Any]:
         "side_b_backing": b,
         "description": row.description or None,
         "tool_description": row.tool_description or None,
-        "icon": row.icon or None,
+        "icon": icon_url(row.icon, origin),
         "primary": True,
         "parentHooks": [],
         "created_at": wire.seconds(row.created_at),
@@ -75,17 +76,18 @@ def _agent(row: Agent, staff: bool) -> dict[str, Any]:
 def agent_list(request: HttpRequest) -> dict[str, Any]:
     staff = bool(getattr(request.auth, "is_staff", False))  # type: ignore[attr-defined]
     rows = Agent.objects.select_related("side_a_prompt", "side_b_prompt").order_by("name")
-    return {"agents": [_agent(r, staff) for r in rows]}
+    origin = request_origin(request)
+    return {"agents": [_agent(r, staff, origin) for r in rows]}
 
 
 @router.get("/agents/{name}", response={200: dict, **ERRORS}, summary="One agent (staff)")
 def agent_get(request: HttpRequest, name: str) -> dict[str, Any]:
     require_staff(request)
-    return {"agent": agent_get_data(name)}
+    return {"agent": agent_get_data(name, request_origin(request))}
 
 
-def agent_get_data(name: str) -> dict[str, Any]:
-    return _agent(_agent_row(name), True)
+def agent_get_data(name: str, origin: str | None = None) -> dict[str, Any]:
+    return _agent(_agent_row(name), True, origin)
 
 
 def _prompt_text(row: Prompt, definition: Any) -> str:

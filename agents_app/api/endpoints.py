@@ -48,11 +48,15 @@ async def _call(
     return await with_engine(run)
 
 
-def _response(result: Any) -> HttpResponseBase:
+def to_response(result: Any, *, text_strings: bool = False) -> HttpResponseBase:
+    """A handler's return value as a response (shared with controllers, whose strings are
+    text, as the spec's ``ControllerReturn`` says; a thread endpoint's are JSON)."""
     if isinstance(result, HttpResponseBase):
         return result
     if result is None:
         return HttpResponse(status=204)
+    if text_strings and isinstance(result, str):
+        return HttpResponse(result, content_type="text/plain; charset=utf-8")
     status = 200
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], int):
         status, result = result
@@ -64,6 +68,11 @@ def _safe(definition: EndpointDefinition, response: HttpResponseBase) -> HttpRes
     unless the endpoint was defined with ``active_content=True``."""
     if definition.active_content:
         return response
+    return harden_endpoint(response)
+
+
+def harden_endpoint(response: HttpResponseBase) -> HttpResponseBase:
+    """The safe defaults of ``file_responses``, JSON kept inline."""
     return harden(response, inline_types=ENDPOINT_INLINE_TYPES)
 
 
@@ -77,7 +86,7 @@ def serve(request: HttpRequest, thread_id: str, rest: str) -> HttpResponseBase:
         result = async_to_sync(_call)(definition, request, str(thread.pk), params)
     except TimeoutError:
         raise HttpError(504, "Thread endpoint timed out") from None
-    return _safe(definition, _response(result))
+    return _safe(definition, to_response(result))
 
 
 @router.api_operation(METHODS, "/{thread_id}/", summary="Thread endpoint: index route")

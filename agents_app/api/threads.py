@@ -14,6 +14,7 @@ from agents_app import selectors
 from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS, ErrorOut, IdempotencyKey, refuse_unsupported
+from agents_app.icons import request_origin
 from agents_app.models import Thread
 from agents_app.services import threads as thread_service
 from agents_app.services.env import EnvPatch
@@ -111,7 +112,7 @@ def thread_list(request: HttpRequest, params: Query[ThreadListQuery]) -> dict[st
         terminated=params.terminated,
         include_children=params.include_children,
     )
-    items, total, has_more = selectors.thread_list(request.auth, filters)  # type: ignore[attr-defined]
+    items, total, has_more = selectors.thread_list(request.auth, filters, request_origin(request))  # type: ignore[attr-defined]
     return {"threads": items, "total": total, "hasMore": has_more}
 
 
@@ -145,7 +146,7 @@ def _thread(request: HttpRequest, thread_id: str) -> Thread:
 @router.get("/{thread_id}", response={200: dict, **ERRORS}, summary="Get a thread")
 @redacts_thread_data
 def thread_get(request: HttpRequest, thread_id: str) -> dict[str, Any]:
-    return selectors.thread_detail(_thread(request, thread_id))
+    return selectors.thread_detail(_thread(request, thread_id), request_origin(request))
 
 
 @router.patch("/{thread_id}", response={200: dict, **ERRORS}, summary="Update a thread")

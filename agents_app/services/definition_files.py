@@ -2,7 +2,9 @@
 
 Layout: ``<root>/{mcp,models,prompts,agents}/<name>.json``, one definition per file, each
 holding the definition object exactly as the spec writes it (camelCase property names;
-an agent file holds what ``defineAgent`` takes). A missing folder just means none of
+an agent file holds what ``defineAgent`` takes). Agents, prompts and models may also be
+the reference's ``<name>.ts`` files (``export default defineAgent({...})``), read without
+running them (``runtime.definition_source``); export always writes JSON. A missing folder just means none of
 that kind. Folders that hold code in the reference layout (``tools/``, ``hooks/`` …) are
 skipped, so the same ``agents/`` directory can hold both; anything else is an error.
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from django.db import DatabaseError
 from django.db.models import Model
@@ -30,6 +33,7 @@ from agents_app.services.definitions import (
     save_definitions,
     validate_definition,
 )
+from runtime.definition_source import DEFINE_FUNCTIONS, SourceError, read_ts_definition
 from runtime.definitions import AgentDefinition
 from runtime.mcp import McpServerDefinition, parse_server
 from runtime.validation import DefinitionError, parse_and_validate
@@ -105,10 +109,15 @@ def _scan_kind(kind: str, folder: Path, scan: _Scan) -> None:
             continue
         if entry.is_dir():
             scan.errors.append(f"{label}/: folders inside {kind}/ are not read.")
-        elif entry.suffix != ".json":
-            scan.errors.append(f"{label}: not a JSON file (definition files end in .json).")
-        else:
+        elif entry.suffix == ".json" or (entry.suffix == ".ts" and kind in DEFINE_FUNCTIONS):
             scan.files.append((kind, entry))
+        else:
+            scan.errors.append(
+                f"{label}: not a definition file (.json, or .ts for agents, prompts, models)."
+            )
+    stems = [p.stem for k, p in scan.files if k == kind]
+    for stem in sorted({s for s in stems if stems.count(s) > 1}):
+        scan.errors.append(f"{kind}/{stem}: defined twice (.json and .ts); keep one file.")
 
 
 def _load(kind: str, path: Path) -> tuple[AnyDefinition | None, list[str]]:
@@ -122,20 +131,29 @@ def _load(kind: str, path: Path) -> tuple[AnyDefinition | None, list[str]]:
     except OSError as exc:
         return None, [f"{label}: cannot be read ({exc.strerror or exc})."]
     try:
-        data = json.loads(text)
+        data = _parse_text(kind, path, text)
     except json.JSONDecodeError as exc:
         return None, [f"{label}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}."]
+    except SourceError as exc:
+        return None, [f"{label}: {exc}"]
     defn, errs = parse_server(data) if kind == "mcp" else parse_and_validate(kind, data)
     lines = [f"{label}: {e}" for e in errs]
     name = data.get("name") if isinstance(data, dict) else None
     if isinstance(name, str) and name and name != path.stem:
         lines.append(
             f"{label}: name: The name '{name}' does not match the file name; "
-            f"rename the file to {name}.json or change the name."
+            f"rename the file to {name}{path.suffix} or change the name."
         )
     if lines:
         return None, lines
     return defn, []  # type: ignore[return-value]  # parse_and_validate returns this kind's class
+
+
+def _parse_text(kind: str, path: Path, text: str) -> Any:
+    """The definition object of a file: JSON, or the reference's ``export default defineX({})``."""
+    if path.suffix == ".ts":
+        return read_ts_definition(text.encode("utf-8"), kind)
+    return json.loads(text)
 
 
 def _read(root: Path) -> tuple[list[tuple[str, AnyDefinition]], list[str], _Scan]:

@@ -470,7 +470,7 @@ def test_spec_rule_errors_are_reported_per_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("files", "expected"),
     [
-        ({"agents/notes.txt": "hello"}, "agents/notes.txt: not a JSON file"),
+        ({"agents/notes.txt": "hello"}, "agents/notes.txt: not a definition file"),
         ({"agents/a.json": "[1, 2]"}, "agents/a.json: A definition must be a JSON object."),
         ({"agents/a.json": '"just text"'}, "agents/a.json: A definition must be a JSON object."),
         (

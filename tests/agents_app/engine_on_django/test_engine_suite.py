@@ -8,6 +8,7 @@ from tests.runtime.test_hooks import *  # noqa: F403
 from tests.runtime.test_logs_and_events import *  # noqa: F403
 from tests.runtime.test_redaction_gaps import *  # noqa: F403
 from tests.runtime.test_resume import *  # noqa: F403
+from tests.runtime.test_spec_agentbuilder_sides import *  # noqa: F403
 from tests.runtime.test_spec_agents_as_tools import *  # noqa: F403
 from tests.runtime.test_spec_definitions_and_types import *  # noqa: F403
 from tests.runtime.test_spec_engine_rules import *  # noqa: F403
