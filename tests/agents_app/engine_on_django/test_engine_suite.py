@@ -12,6 +12,7 @@ from tests.runtime.test_spec_agents_as_tools import *  # noqa: F403
 from tests.runtime.test_spec_definitions_and_types import *  # noqa: F403
 from tests.runtime.test_spec_images import *  # noqa: F403
 from tests.runtime.test_spec_stop_conditions import *  # noqa: F403
+from tests.runtime.test_spec_structured_output import *  # noqa: F403
 from tests.runtime.test_spec_subagents import *  # noqa: F403
 from tests.runtime.test_step_opening import *  # noqa: F403
 from tests.runtime.test_store_protocol import *  # noqa: F403
