@@ -483,17 +483,15 @@ def provider_tool_errors(
     Refused rather than dropped at run time: an agent that was told it can search
     the web must not silently lose that tool (no provider tool is built yet).
     """
+    if catalog is None:
+        return []  # checked with the other references, once the models are known
     errs: list[DefinitionError] = []
     for i, name in enumerate(prompt.tool_names()):
         if not name.startswith(PROVIDER_TOOL_PREFIX):
             continue
         tool = name[len(PROVIDER_TOOL_PREFIX) :]
         chain = _model_chain(prompt, catalog)
-        known = [
-            (m, catalog.model_providers[m])
-            for m in chain
-            if catalog and m in catalog.model_providers
-        ]
+        known = [(m, catalog.model_providers[m]) for m in chain if m in catalog.model_providers]
         if not known:
             errs.append(
                 DefinitionError(
