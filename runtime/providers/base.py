@@ -92,7 +92,7 @@ class ProviderRequest:
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready copy for the request log."""
-        return {
+        out = {
             "model": self.model,
             "system": self.system,
             "messages": self.messages,
@@ -103,8 +103,10 @@ class ProviderRequest:
             "tool_choice": self.tool_choice,
             "parallel_tool_calls": self.parallel_tool_calls,
             "reasoning": self.reasoning.dump() if self.reasoning else None,
-            "response_schema": self.response_schema,
         }
+        if self.response_schema is not None:
+            out["response_schema"] = self.response_schema
+        return out
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from runtime.definitions import ModelDefinition, ModelCapabilities
+from runtime.definitions import ModelCapabilities, ModelDefinition
 from runtime.providers.registry import KEY_NAMES, install
 from runtime.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt
@@ -45,7 +45,7 @@ def _schema(vendor: str, native: Any) -> dict[str, Any]:
     return dict(native["responseJsonSchema"])
 
 
-# case → (vendor, path prefix, model id, cassette, streamed, tools)
+# case → (vendor, path prefix, model id, cassette, streamed)
 CASES = {
     "openai": ("openai", "/v1", "gpt-4o", "openai/chat_nonstream_json_schema_output.yaml", False),
     "openrouter": (
