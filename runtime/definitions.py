@@ -18,6 +18,10 @@ from pydantic_core import PydanticCustomError
 
 Provider = Literal["openai", "openrouter", "anthropic", "google", "test"]
 PROVIDERS: tuple[str, ...] = ("openai", "openrouter", "anthropic", "google", "test")
+# Tools each provider runs itself (``provider:<name>`` in a prompt's tools). None are built
+# yet, so every ``provider:`` tool is refused when a prompt is saved (docs/providers.md).
+PROVIDER_TOOLS: dict[str, tuple[str, ...]] = {name: () for name in PROVIDERS}
+PROVIDER_TOOL_PREFIX = "provider:"
 AgentType = Literal["ai_human", "dual_ai"]
 ToolChoice = Literal["auto", "none", "required"]
 MAX_SESSION_TURNS_CAP = 250
@@ -238,6 +242,9 @@ class PromptDefinition(Definition):
     parallel_tool_calls: bool | None = None
     tool_choice: ToolChoice = "auto"
     required_schema: dict[str, Any] | None = None
+    # Ours (docs/providers.md#structured-output): a JSON Schema the final answer must match;
+    # needs a model whose capabilities allow ``structuredOutputs``.
+    response_schema: dict[str, Any] | None = None
     tools: list[ToolEntry] | None = None
     reasoning: ReasoningConfig | None = None
     recent_image_threshold: int = Field(default=10, ge=0)

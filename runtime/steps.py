@@ -41,6 +41,7 @@ from runtime.providers.retry import LadderStart
 from runtime.recorder import Batch, Recorder
 from runtime.state import ThreadState
 from runtime.store import LogRecord, ThreadRecord
+from runtime.structured import SCHEMA_MISMATCH, answer_problem, retry_messages
 from runtime.toolset import OfferedTool
 
 INVALID_RESPONSE_TOOL = "invalid_assistant_response"
@@ -134,6 +135,7 @@ class Stepper:
             reasoning=scope.prompt.reasoning,
             model_name=scope.model.name,
             metadata={"thread_id": scope.thread.id, "prompt_name": scope.prompt.name},
+            response_schema=scope.prompt.response_schema,
         )
 
     async def prepare(
@@ -233,12 +235,35 @@ class Stepper:
 
     async def respond(self, scope: Scope, request: ProviderRequest, opened: Opened) -> Reply:
         """Call the model along the attempt ladder; return the final message and the last
-        attempt's log as an uncommitted batch (failed attempts before it are committed)."""
+        attempt's log as an uncommitted batch (failed attempts before it are committed).
+        A final answer that misses the prompt's response schema is asked for once more."""
+        image_errors: list[str] = []
+        outcome = await self._ladder(
+            scope, request, opened, opened.attempt, opened.start, image_errors
+        )
+        problem = _schema_problem(request, outcome)
+        if problem is not None:
+            outcome = await self._ask_again(scope, request, opened, outcome, problem, image_errors)
+        scope.log_id = outcome.attempt.log.id
+        if outcome.reply is None:
+            return await self._failed(scope, opened, outcome)
+        reply = outcome.reply
+        self.recorder.emit(
+            telemetry("llm_response", tokens=reply.usage.total_tokens, latency=reply.latency_ms)
+        )
+        return await self._completed(scope, opened, outcome, reply, image_errors)
 
+    async def _ladder(
+        self,
+        scope: Scope,
+        request: ProviderRequest,
+        opened: Opened,
+        first: Attempt,
+        start: LadderStart,
+        image_errors: list[str],
+    ) -> LadderOutcome:
         async def prepare(model: ModelDefinition) -> ProviderRequest:
             return await self.prepare(scope, request, model)
-
-        image_errors: list[str] = []
 
         async def save_image(image: ImageDelta) -> dict[str, Any] | None:
             return await save_generated_image(scope.state, image, image_errors)
@@ -249,21 +274,58 @@ class Stepper:
             message=opened.message,
             depth=scope.depth,
             chain=opened.chain,
-            start=opened.start,
-            first=opened.attempt,
+            start=start,
+            first=first,
             prepare=prepare,
             progress=opened.progress,
             save_image=save_image,
         )
-        outcome = await ladder.run()
-        scope.log_id = outcome.attempt.log.id
-        if outcome.reply is None:
-            return await self._failed(scope, opened, outcome)
-        reply = outcome.reply
-        self.recorder.emit(
-            telemetry("llm_response", tokens=reply.usage.total_tokens, latency=reply.latency_ms)
+        return await ladder.run()
+
+    async def _ask_again(
+        self,
+        scope: Scope,
+        request: ProviderRequest,
+        opened: Opened,
+        outcome: LadderOutcome,
+        problem: str,
+        image_errors: list[str],
+    ) -> LadderOutcome:
+        """One more request with the wrong answer and what is wrong with it; a second
+        wrong answer fails the message (its text kept, the reason in its error)."""
+        assert outcome.reply is not None
+        answered = completed_log(outcome.attempt.log, outcome.attempt.model, outcome.reply)
+        again = replace(
+            request, messages=retry_messages(request.messages, outcome.reply.content, problem)
         )
-        return await self._completed(scope, opened, outcome, reply, image_errors)
+        model = opened.chain[0]
+        prepared = await self.prepare(scope, again, model)
+        log = opened_log(
+            log_id=new_id(),
+            thread_id=scope.thread.id,
+            model=model,
+            request=prepared,
+            root_message_id=scope.root_message_id,
+            parent_log_id=scope.parent_log_id,
+            created_at=self.deps.clock.now(),
+            retry_of_id=answered.id,
+            provider=provider_or_none(self.deps, model),
+        )
+        await self.recorder.commit(
+            Batch(logs=[answered, log], progress=opened.progress(opened.message.id, log.id))
+        )
+        first = Attempt(model, prepared, log, time.perf_counter())
+        retried = await self._ladder(scope, again, opened, first, LadderStart(), image_errors)
+        still = _schema_problem(again, retried)
+        if still is None or retried.reply is None:
+            return retried
+        attempt = retried.attempt
+        attempt.log, attempt.stored = (
+            completed_log(attempt.log, attempt.model, retried.reply),
+            False,
+        )
+        error = ProviderError(f"{still} It was wrong again after one retry.", SCHEMA_MISMATCH)
+        return LadderOutcome(attempt, error=error, partial_text=retried.reply.content)
 
     async def chain(self, model: ModelDefinition) -> list[ModelDefinition]:
         """The model, then each of its ``fallbacks`` (loaded by name; missing or repeated
@@ -337,3 +399,15 @@ class Stepper:
         updates = await scope.hooks.before_update_message(scope.state, message.id, updates)
         known = {k: v for k, v in updates.items() if k in MESSAGE_FIELDS and k != "id"}
         return message.copy(**known)
+
+
+def _schema_problem(request: ProviderRequest, outcome: LadderOutcome) -> str | None:
+    """What is wrong with a final answer under the request's response schema (None: fine,
+    no schema, or not a final answer: tool calls, or empty, which the empty-answer guard
+    handles)."""
+    reply = outcome.reply
+    if request.response_schema is None or reply is None or reply.tool_calls:
+        return None
+    if not reply.content.strip():
+        return None
+    return answer_problem(request.response_schema, reply.content)

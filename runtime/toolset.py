@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from runtime.definitions import (
+    PROVIDER_TOOL_PREFIX,
     AgentDefinition,
     PromptDefinition,
     ResumableConfig,
@@ -28,7 +29,7 @@ from runtime.definitions import (
     SideConfig,
     ToolConfig,
 )
-from runtime.loader import DefinitionLoader
+from runtime.loader import DefinitionLoader, DefinitionNotFound
 from runtime.mcp import McpTools, split_name, wire_name
 from runtime.providers.base import ToolSchema
 from runtime.registry import EMPTY_OBJECT_SCHEMA, Registry, ToolDefinition
@@ -71,6 +72,13 @@ async def offered_tools(
         if entry.optional and (await env(entry.optional) or "").strip().lower() not in TRUTHY:
             continue
         offered = await resolve(defs, registry, entry, mcp)
+        if offered is None and entry.name.startswith(PROVIDER_TOOL_PREFIX):
+            # Saving refuses these (runtime.validation.provider_tool_errors); one stored
+            # before that rule ends the session visibly instead of losing the tool.
+            raise DefinitionNotFound(
+                f"Prompt '{prompt.name}' lists '{entry.name}', a tool its model's provider "
+                "would run; no provider offers provider tools in this build. Remove it."
+            )
         if offered is None:
             logger.warning(
                 "Prompt %s lists tool %r, which resolves to nothing", prompt.name, entry.name

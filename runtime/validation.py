@@ -12,10 +12,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from jsonschema import SchemaError
+from jsonschema.validators import validator_for
 from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
 
 from runtime.definitions import (
+    PROVIDER_TOOL_PREFIX,
+    PROVIDER_TOOLS,
     PROVIDERS,
     AgentDefinition,
     ModelDefinition,
@@ -73,6 +77,9 @@ class Catalog:
     strict_code_names: bool = True
     # MCP server name → its tool names (None: not known yet). None: ``mcp:`` names unchecked.
     mcp_tools: dict[str, set[str] | None] | None = None
+    # Model name → its provider, and → its ``structuredOutputs`` capability (None: not said).
+    model_providers: dict[str, str] = field(default_factory=dict)
+    model_structured_outputs: dict[str, bool | None] = field(default_factory=dict)
 
     def callables(self) -> set[str]:
         return self.tools | self.prompts | self.agents
@@ -85,6 +92,7 @@ _LABELS = {
     "sideB": "Side B",
     "baseUrl": "Base URL",
     "requiredSchema": "Required schema",
+    "responseSchema": "Response schema",
 }
 # What a value must be, by the pydantic error that says it is not.
 _SHAPES = {
@@ -477,7 +485,7 @@ def validate_prompt(
         if catalog.strict_code_names:
             known = catalog.callables()
             for i, name in enumerate(prompt.tool_names()):
-                if name not in known and not name.startswith(("provider:", "mcp:")):
+                if name not in known and not name.startswith((PROVIDER_TOOL_PREFIX, "mcp:")):
                     errs.append(
                         DefinitionError(
                             f"tools.{i}", f"'{name}' is not a known tool, prompt or agent."
@@ -488,6 +496,8 @@ def validate_prompt(
             errs += _tool_name_rule(f"tools.{i}", name)
     errs += _hook_rules(prompt.hooks, catalog)
     errs += _prompt_lengths(prompt)
+    errs += provider_tool_errors(prompt, catalog)
+    errs += response_schema_errors(prompt, catalog)
     if (
         prompt.required_schema is not None
         and prompt.required_schema.get("type", "object") != "object"
@@ -495,6 +505,101 @@ def validate_prompt(
         errs.append(
             DefinitionError("requiredSchema", "The required schema must describe an object.")
         )
+    return errs
+
+
+def _model_chain(prompt: PromptDefinition, catalog: Catalog | None) -> list[str]:
+    """The prompt's model, then its fallbacks (the models that may answer it)."""
+    if catalog is None:
+        return [prompt.model]
+    chain = [prompt.model]
+    for name in catalog.model_fallbacks.get(prompt.model, []):
+        if name not in chain:
+            chain.append(name)
+    return chain
+
+
+def provider_tool_errors(
+    prompt: PromptDefinition, catalog: Catalog | None = None
+) -> list[DefinitionError]:
+    """``provider:<name>`` tools the provider of each model of the chain does not run.
+
+    Refused rather than dropped at run time: an agent that was told it can search
+    the web must not silently lose that tool (no provider tool is built yet).
+    """
+    if catalog is None:
+        return []  # checked with the other references, once the models are known
+    errs: list[DefinitionError] = []
+    for i, name in enumerate(prompt.tool_names()):
+        if not name.startswith(PROVIDER_TOOL_PREFIX):
+            continue
+        tool = name[len(PROVIDER_TOOL_PREFIX) :]
+        chain = _model_chain(prompt, catalog)
+        known = [(m, catalog.model_providers[m]) for m in chain if m in catalog.model_providers]
+        if not known:
+            errs.append(
+                DefinitionError(
+                    f"tools.{i}",
+                    f"'{name}' is a tool the model's provider runs itself; no provider offers "
+                    "provider tools in this build yet. Remove it.",
+                )
+            )
+            continue
+        for model_name, provider in known:
+            offered = PROVIDER_TOOLS.get(provider, ())
+            if tool in offered:
+                continue
+            what = ", ".join(f"provider:{t}" for t in offered) or "none yet in this build"
+            errs.append(
+                DefinitionError(
+                    f"tools.{i}",
+                    f"'{name}' is not offered by provider '{provider}' (model '{model_name}'). "
+                    f"Provider tools it offers: {what}. Remove it.",
+                )
+            )
+    return errs
+
+
+def response_schema_errors(
+    prompt: PromptDefinition, catalog: Catalog | None = None
+) -> list[DefinitionError]:
+    """A response schema must be a valid JSON Schema object and every model of the chain
+    must be able to answer in structured output (its capabilities do not say it cannot)."""
+    schema = prompt.response_schema
+    if schema is None:
+        return []
+    errs: list[DefinitionError] = []
+    try:
+        validator_for(schema).check_schema(schema)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path)
+        at = f" (at {where})" if where else ""
+        errs.append(
+            DefinitionError(
+                "responseSchema",
+                f"The response schema is not a valid JSON Schema{at}: {exc.message}",
+            )
+        )
+    if schema.get("type") != "object":
+        errs.append(
+            DefinitionError(
+                "responseSchema",
+                'The response schema must describe an object ("type": "object"): vendors '
+                "only take an object as the answer's schema.",
+            )
+        )
+    if catalog is not None:
+        for name in _model_chain(prompt, catalog):
+            if catalog.model_structured_outputs.get(name) is False:
+                provider = catalog.model_providers.get(name, "?")
+                errs.append(
+                    DefinitionError(
+                        "responseSchema",
+                        f"Model '{name}' (provider '{provider}') cannot answer with structured "
+                        "output: its capabilities say structured outputs are not supported. "
+                        "Choose another model or remove the response schema.",
+                    )
+                )
     return errs
 
 

@@ -133,6 +133,10 @@ class PromptAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
             "When another prompt calls this one as a tool",
             {"classes": ("collapse",), "fields": ("tool_description", "required_schema")},
         ),
+        (
+            "Structured output",
+            {"classes": ("collapse",), "fields": ("response_schema",)},
+        ),
         ("Advanced", {"classes": ("collapse",), "fields": ("hooks",)}),
     ]
 

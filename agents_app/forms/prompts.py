@@ -44,6 +44,13 @@ class PromptForm(DefinitionForm):
         'arguments, for example {"type": "object", "properties": {"question": '
         '{"type": "string"}}, "required": ["question"]}. Leave empty for no arguments.',
     )
+    response_schema = PrettyJSONField(
+        label="Response schema",
+        help_text="Structured output: a JSON Schema object the model's final answer must "
+        'match, for example {"type": "object", "properties": {"city": {"type": "string"}}, '
+        '"required": ["city"]}. The answer is checked; a wrong one is retried once, then the '
+        "message fails. Leave empty for a free-text answer.",
+    )
     hooks = CommaSeparatedField(label="Hooks")
     reasoning_effort = forms.ChoiceField(
         required=False,
@@ -85,6 +92,7 @@ class PromptForm(DefinitionForm):
             "tool_choice",
             "parallel_tool_calls",
             "required_schema",
+            "response_schema",
             "hooks",
             "step_budget_warning",
         ]
@@ -165,6 +173,7 @@ class PromptForm(DefinitionForm):
                 "parallelToolCalls": cd.get("parallel_tool_calls"),
                 "toolChoice": cd.get("tool_choice"),
                 "requiredSchema": cd.get("required_schema"),
+                "responseSchema": cd.get("response_schema"),
                 "tools": self._tools(rows) or None,
                 "reasoning": self._reasoning(),
                 "recentImageThreshold": cd.get("recent_image_threshold"),
@@ -343,7 +352,8 @@ class PromptToolForm(OrderedRowForm):
         }
         help_texts = {
             "name": "A code tool, an MCP server's tool (mcp:SERVER/TOOL), a prompt (runs as "
-            "a sub-prompt) or an agent (runs as a subagent). Start typing to see the known names.",
+            "a sub-prompt) or an agent (runs as a subagent). Start typing to see the known names. "
+            "Provider-run tools (provider:NAME) are refused: none is built yet.",
             "include_text_response": "Sub-prompts and subagents: return their final text.",
             "include_tool_calls": "Sub-prompts and subagents: return the tool calls they made.",
             "include_errors": "Sub-prompts and subagents: return their errors.",

@@ -44,6 +44,8 @@ class Prompt(models.Model):
     )
     # JSON Schema of the arguments when this prompt is called as a tool.
     required_schema = models.JSONField(null=True, blank=True)
+    # JSON Schema the final answer must match (structured output; docs/providers.md).
+    response_schema = models.JSONField(null=True, blank=True)
     # Schema: runtime.definitions.ReasoningConfig.
     reasoning = models.JSONField(null=True, blank=True)
     recent_image_threshold = models.PositiveIntegerField(default=10)

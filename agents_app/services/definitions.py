@@ -98,12 +98,21 @@ def build_catalog(
     ):
         if part.include is not None:
             catalog.prompt_includes.setdefault(part.prompt.name, []).append(part.include.name)
+    for name, provider, capabilities in LanguageModel.objects.values_list(
+        "name", "provider", "capabilities"
+    ):
+        catalog.model_providers[name] = provider
+        catalog.model_structured_outputs[name] = (capabilities or {}).get("structuredOutputs")
     for link in ModelFallback.objects.select_related("model", "fallback"):
         catalog.model_fallbacks.setdefault(link.model.name, []).append(link.fallback.name)
     for d in extra:
         if isinstance(d, ModelDefinition):
             catalog.models.add(d.name)
             catalog.model_fallbacks[d.name] = list(d.fallbacks or [])
+            catalog.model_providers[d.name] = d.provider
+            catalog.model_structured_outputs[d.name] = (
+                d.capabilities.structured_outputs if d.capabilities else None
+            )
         elif isinstance(d, PromptDefinition):
             catalog.prompts.add(d.name)
             catalog.prompt_includes[d.name] = d.include_names()
@@ -202,6 +211,7 @@ def prompt_definition(p: Prompt) -> PromptDefinition:
         parallel_tool_calls=p.parallel_tool_calls,
         tool_choice=p.tool_choice,  # type: ignore[arg-type]
         required_schema=p.required_schema,
+        response_schema=p.response_schema,
         tools=[_tool_entry(t) for t in p.tool_entries.all()] or None,
         reasoning=ReasoningConfig.model_validate(p.reasoning) if p.reasoning else None,
         recent_image_threshold=p.recent_image_threshold,
@@ -355,6 +365,7 @@ def prompt_from_definition(d: PromptDefinition) -> Prompt:
             "parallel_tool_calls": d.parallel_tool_calls,
             "tool_choice": d.tool_choice,
             "required_schema": d.required_schema,
+            "response_schema": d.response_schema,
             "reasoning": d.reasoning.dump() if d.reasoning else None,
             "recent_image_threshold": d.recent_image_threshold,
             "hooks": d.hooks or [],

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import mimetypes
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
@@ -227,6 +228,33 @@ class HTTPAdapter:
             "accept": "application/json",
             **self.extra_headers,
         }
+
+
+def schema_name(schema: dict[str, Any]) -> str:
+    """A name for a response schema where the vendor wants one (its title, or ``response``)."""
+    title = schema.get("title")
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", title)[:64] if isinstance(title, str) else ""
+    return name or "response"
+
+
+def strict_compatible(schema: Any) -> bool:
+    """Whether every object in ``schema`` is closed and requires all its properties
+    (what OpenAI's strict structured output demands)."""
+    if isinstance(schema, list):
+        return all(strict_compatible(item) for item in schema)
+    if not isinstance(schema, dict):
+        return True
+    if schema.get("type") == "object" or "properties" in schema:
+        properties = schema.get("properties") or {}
+        if schema.get("additionalProperties") is not False:
+            return False
+        if set(schema.get("required") or []) != set(properties):
+            return False
+    return all(
+        strict_compatible(v)
+        for k, v in schema.items()
+        if k not in ("required", "enum", "const", "default", "examples")
+    )
 
 
 def encode_body(body: dict[str, Any]) -> bytes:

@@ -213,6 +213,11 @@ def anthropic_body(request: ProviderRequest, *, stream: bool, max_tokens: int) -
         # max_tokens counts thinking too and must exceed the budget.
         if max_tokens <= budget:
             body["max_tokens"] = budget + DEFAULT_MAX_TOKENS // 2
+    if request.response_schema is not None:
+        # Native structured output (no beta header needed); the text block holds the JSON.
+        body["output_config"] = {
+            "format": {"type": "json_schema", "schema": request.response_schema}
+        }
     body["stream"] = stream
     return body
 

@@ -71,7 +71,8 @@ class ProviderRequest:
     this model definition (scripted providers replay from it; real providers
     ignore it). ``metadata`` carries ``thread_id`` and ``prompt_name``.
     ``max_output_tokens`` caps the response (``None``: the adapter's default;
-    Anthropic requires a value and uses 8192).
+    Anthropic requires a value and uses 8192). ``response_schema``: the prompt's
+    structured-output schema.
     """
 
     model: str
@@ -85,10 +86,13 @@ class ProviderRequest:
     sequence: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     max_output_tokens: int | None = None
+    # Structured output: a JSON Schema (an object) the final answer must match; adapters
+    # send it in their vendor's native form (docs/providers.md#structured-output).
+    response_schema: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready copy for the request log."""
-        return {
+        out = {
             "model": self.model,
             "system": self.system,
             "messages": self.messages,
@@ -100,6 +104,9 @@ class ProviderRequest:
             "parallel_tool_calls": self.parallel_tool_calls,
             "reasoning": self.reasoning.dump() if self.reasoning else None,
         }
+        if self.response_schema is not None:
+            out["response_schema"] = self.response_schema
+        return out
 
 
 @dataclass(slots=True)

@@ -261,6 +261,10 @@ def gemini_body(request: ProviderRequest) -> dict[str, Any]:
     thinking = thinking_config(request)
     if thinking:
         generation["thinkingConfig"] = thinking
+    if request.response_schema is not None:
+        # The JSON Schema flavour (``responseJsonSchema``), not Gemini's OpenAPI subset.
+        generation["responseMimeType"] = "application/json"
+        generation["responseJsonSchema"] = request.response_schema
     if generation:
         body["generationConfig"] = generation
     return body

@@ -32,6 +32,8 @@ from runtime.providers.adapter import (
     is_media_part,
     joined_text,
     load_event_json,
+    schema_name,
+    strict_compatible,
     tool_choice_name,
 )
 from runtime.providers.base import (
@@ -182,6 +184,20 @@ def chat_tool_choice(choice: Any) -> Any:
     return choice if choice in ("auto", "none", "required") else "auto"
 
 
+def chat_response_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """Structured output as Chat Completions takes it (OpenAI and OpenRouter alike)."""
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": schema_name(schema),
+            "schema": schema,
+            # Strict mode refuses schemas with optional or open properties: ask for it
+            # only when the schema already meets its rules (the answer is checked anyway).
+            "strict": strict_compatible(schema),
+        },
+    }
+
+
 def chat_body(request: ProviderRequest, *, stream: bool) -> dict[str, Any]:
     """The Chat Completions body shared by OpenAI and OpenRouter."""
     body: dict[str, Any] = {"model": request.model, "messages": chat_messages(request)}
@@ -191,6 +207,8 @@ def chat_body(request: ProviderRequest, *, stream: bool) -> dict[str, Any]:
         # Only sent when the prompt sets it (reference §4.8): the vendor default otherwise.
         if request.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = request.parallel_tool_calls
+    if request.response_schema is not None:
+        body["response_format"] = chat_response_format(request.response_schema)
     if request.max_output_tokens:
         # ``max_tokens`` is deprecated on OpenAI and refused by reasoning models.
         body["max_completion_tokens"] = request.max_output_tokens

@@ -565,3 +565,37 @@ def test_a_byte_order_mark_is_accepted(tmp_path: Path) -> None:
     (tmp_path / "models" / "m.json").write_bytes(b"\xef\xbb\xbf" + text.encode())
     run("import_definitions", str(tmp_path))
     assert LanguageModel.objects.get().name == "m"
+
+
+def test_provider_tool_not_offered_is_refused_at_save_import_command(tmp_path: Path) -> None:
+    files = {
+        "models/gpt.json": {"name": "gpt", "provider": "openai", "model": "gpt-4o"},
+        "prompts/searcher.json": {
+            "name": "searcher",
+            "model": "gpt",
+            "prompt": "Search.",
+            "tools": ["provider:web_search"],
+        },
+    }
+    assert import_fails(write_tree(tmp_path, files)) == [
+        "prompts/searcher.json: tools.0: 'provider:web_search' is not offered by provider "
+        "'openai' (model 'gpt'). Provider tools it offers: none yet in this build. Remove it."
+    ]
+    assert not LanguageModel.objects.exists() and not Prompt.objects.exists()
+
+
+def test_spec_response_schema_round_trips_through_files(tmp_path: Path) -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    files = {
+        "models/gpt.json": {"name": "gpt", "provider": "openai", "model": "gpt-4o"},
+        "prompts/city.json": {
+            "name": "city",
+            "model": "gpt",
+            "prompt": "Name a city.",
+            "responseSchema": schema,
+        },
+    }
+    run("import_definitions", str(write_tree(tmp_path / "in", files)))
+    run("export_definitions", str(tmp_path / "out"))
+    exported = json.loads((tmp_path / "out" / "prompts" / "city.json").read_text())
+    assert exported["responseSchema"] == schema

@@ -14,8 +14,9 @@ import pytest
 from agents_app.code_registry import reset_registry
 from agents_app.models import Agent, LanguageModel, Prompt
 from agents_app.services.definitions import DefinitionsInvalid, save_definitions
+from runtime.definitions import PromptDefinition
 from runtime.registry import Registry, define_tool
-from runtime.validation import parse_and_validate
+from runtime.validation import Catalog, parse_and_validate, validate_prompt
 
 
 def agent(**overrides: Any) -> dict[str, Any]:
@@ -389,15 +390,93 @@ def test_prompts_and_agents_count_as_tools(db: Any, no_code_tools: None) -> None
     save(
         model(),
         prompt("helper"),
-        prompt(tools=["helper", "provider:web_search"]),
+        prompt(tools=["helper"]),
         strict_code_names=True,
     )
     assert list(
         Prompt.objects.get(name="support_prompt").tool_entries.values_list("name", flat=True)
-    ) == [
-        "helper",
-        "provider:web_search",
+    ) == ["helper"]
+
+
+# --- configuration the runtime would ignore is refused (provider tools, response schema) ------
+
+
+def test_provider_tool_not_offered_is_refused_at_save_runtime_validation() -> None:
+    defn = PromptDefinition(name="p", model="g", tools=["provider:google_search"])
+    catalog = Catalog(models={"g"}, model_providers={"g": "google"}, strict_code_names=False)
+    assert [str(e) for e in validate_prompt(defn, catalog)] == [
+        "tools.0: 'provider:google_search' is not offered by provider 'google' (model 'g'). "
+        "Provider tools it offers: none yet in this build. Remove it."
     ]
+    # A model the catalog does not know (reported on its own): refused all the same.
+    unknown = validate_prompt(defn.model_copy(update={"model": "x"}), catalog)
+    assert "no provider offers provider tools in this build yet" in str(unknown[-1])
+
+
+def test_provider_tool_not_offered_is_refused_at_save_import(db: Any) -> None:
+    found = save_errors(
+        model(provider="openai", model="gpt-4o"),
+        prompt(tools=["provider:web_search", {"name": "provider:code_execution"}]),
+    )
+    assert found == {
+        "prompts/support_prompt.json tools.0": "'provider:web_search' is not offered by "
+        "provider 'openai' (model 'm'). Provider tools it offers: none yet in this build. "
+        "Remove it.",
+        "prompts/support_prompt.json tools.1": "'provider:code_execution' is not offered by "
+        "provider 'openai' (model 'm'). Provider tools it offers: none yet in this build. "
+        "Remove it.",
+    }
+    assert not Prompt.objects.exists() and not LanguageModel.objects.exists()
+
+
+def test_provider_tool_not_offered_is_refused_at_save_import_for_each_fallback(db: Any) -> None:
+    with pytest.raises(DefinitionsInvalid) as exc:
+        save(
+            model("claude", provider="anthropic", model="claude-sonnet-4-5"),
+            model(provider="openai", model="gpt-4o", fallbacks=["claude"]),
+            prompt(tools=["provider:web_search"]),
+        )
+    messages = [e.message for e in exc.value.errors["prompts/support_prompt.json"]]
+    assert len(messages) == 2
+    assert "provider 'openai' (model 'm')" in messages[0]
+    assert "provider 'anthropic' (model 'claude')" in messages[1]
+
+
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+
+
+def test_spec_response_schema_is_imported_and_exported(db: Any) -> None:
+    save(model(capabilities={"structuredOutputs": True}), prompt(responseSchema=SCHEMA))
+    from agents_app.services.definitions import prompt_definition
+
+    assert prompt_definition(Prompt.objects.get()).dump()["responseSchema"] == SCHEMA
+
+
+def test_spec_response_schema_refused_at_import_when_a_model_cannot_do_structured_output(
+    db: Any,
+) -> None:
+    found = save_errors(
+        model("plain", capabilities={"structuredOutputs": False}),
+        model(fallbacks=["plain"]),
+        prompt(responseSchema=SCHEMA),
+    )
+    assert found == {
+        "prompts/support_prompt.json responseSchema": "Model 'plain' (provider 'test') cannot "
+        "answer with structured output: its capabilities say structured outputs are not "
+        "supported. Choose another model or remove the response schema."
+    }
+
+
+@pytest.mark.parametrize(
+    ("schema", "expected"),
+    [
+        ({"type": "object", "required": "city"}, "not a valid JSON Schema (at required)"),
+        ({"type": "string"}, "must describe an object"),
+    ],
+)
+def test_spec_invalid_response_schema_is_refused(schema: Any, expected: str) -> None:
+    found = errors("prompts", prompt(responseSchema=schema)[1])
+    assert list(found) == ["responseSchema"] and expected in found["responseSchema"]
 
 
 def test_save_is_all_or_nothing(db: Any) -> None:
