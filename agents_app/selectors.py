@@ -28,6 +28,8 @@ from agents_app.models import (
     ThreadSession,
     ThreadValue,
 )
+from agents_app.reasoning import thread_shows_reasoning
+from agents_app.thread_search import threads_matching
 
 ACTIVE_SESSION = (ThreadSession.Status.QUEUED, ThreadSession.Status.RUNNING)
 MAX_IDS = 200
@@ -81,6 +83,7 @@ class ThreadFilters:
     agent_id: str | None = None
     user_id: str | None = None
     search: str | None = None
+    text: str | None = None
     start_date: int | None = None
     end_date: int | None = None
     sort: Sort = "activity"
@@ -120,6 +123,8 @@ def thread_list(user: Any, f: ThreadFilters) -> tuple[list[dict[str, Any]], int,
         pk = parse_uuid(term)
         cond |= Q(pk=pk) if pk else Q()
         qs = qs.filter(cond)
+    if f.text:
+        qs = threads_matching(qs, f.text)
     if f.start_date is not None:
         qs = qs.filter(created_at__gte=datetime.fromtimestamp(f.start_date, UTC))
     if f.end_date is not None:
@@ -146,7 +151,9 @@ def thread_list(user: Any, f: ThreadFilters) -> tuple[list[dict[str, Any]], int,
 def thread_detail(thread: Thread) -> dict[str, Any]:
     messages = Message.objects.filter(thread=thread).count()
     logs = Log.objects.filter(thread=thread).count()
-    return wire.thread_detail(thread, messages, logs)
+    detail = wire.thread_detail(thread, messages, logs)
+    detail["agent"]["reasoning"] = thread_shows_reasoning(thread)
+    return detail
 
 
 def thread_subtree(thread: Thread) -> list[uuid.UUID]:
