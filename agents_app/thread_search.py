@@ -7,14 +7,17 @@ full-text index is kept for it.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from agents_app.models import Message, Thread
 
 MAX_TERM = 200
+Threads = TypeVar("Threads", bound=QuerySet[Thread])  # annotated querysets keep their type
 
 
-def threads_matching(threads: QuerySet[Thread], term: str) -> QuerySet[Thread]:
+def threads_matching(threads: Threads, term: str) -> Threads:
     """``threads`` whose title, agent, last message preview or any message text contains
     ``term`` (case-insensitive); all of them when ``term`` is blank."""
     term = term.strip()[:MAX_TERM]
