@@ -105,7 +105,7 @@ def test_scrolling_up_loads_messages_older_than_the_newest_200(page: Page, site:
     assert abs(anchor_after - anchor_before) <= 2, (anchor_before, anchor_after)
     assert transcript.evaluate("(el) => el.scrollTop") > 0
     texts = rows.evaluate_all(
-        "(nodes) => nodes.map((n) => n.querySelector('.msg-body').textContent)"
+        "(nodes) => nodes.map((n) => n.querySelector('.msg-body').textContent.trim())"
     )
     assert texts == [f"History line {i}" for i in range(250)]  # in order, none twice
 
