@@ -29,7 +29,7 @@ from agents_app.models import (
     ThreadValue,
 )
 from agents_app.reasoning import thread_shows_reasoning
-from agents_app.thread_search import threads_matching
+from agents_app.thread_search import match_snippets, threads_matching
 
 ACTIVE_SESSION = (ThreadSession.Status.QUEUED, ThreadSession.Status.RUNNING)
 MAX_IDS = 200
@@ -145,6 +145,10 @@ def thread_list(user: Any, f: ThreadFilters) -> tuple[list[dict[str, Any]], int,
         ]
     )
     items = [wire.thread_item(t, bool(t.is_executing)) for t in page]  # type: ignore[attr-defined]
+    if f.text:
+        found = match_snippets([t.pk for t in page], f.text)
+        for t, item in zip(page, items, strict=True):
+            item["match_preview"] = found.get(t.pk)
     return items, total, f.offset + len(items) < total
 
 

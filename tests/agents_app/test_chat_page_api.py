@@ -9,6 +9,7 @@ import pytest
 
 from agents_app.models import Message, Thread
 from agents_app.services.definitions import save_definitions
+from agents_app.thread_search import snippet
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 from tests.agents_app.api_support import *  # noqa: F403  (fixtures)
 from tests.agents_app.api_support import define_agent
@@ -51,7 +52,10 @@ def test_search_finds_own_threads_by_any_message_title_or_preview(
     by_preview.save()
     thread_of(alice)  # matches nothing
 
-    assert _ids(as_(alice).get("/api/threads?q=WAREHOUSE")) == [str(by_message.pk)]
+    found = as_(alice).get("/api/threads?q=WAREHOUSE")
+    assert _ids(found) == [str(by_message.pk)]
+    # The list can show why it was found: the matching message, not the last one.
+    assert found.json()["threads"][0]["match_preview"] == "It left the warehouse on Monday."
     assert _ids(as_(alice).get("/api/threads?q=holiday plans")) == [str(by_title.pk)]
     assert _ids(as_(alice).get("/api/threads?q=Invoice")) == [str(by_preview.pk)]
     assert _ids(as_(alice).get("/api/threads?q=nothing like this")) == []
@@ -156,3 +160,11 @@ def test_reasoning_is_offered_when_the_thread_already_holds_some(
         thread=thread, role="assistant", content="42", reasoning_content="Six times seven."
     )
     assert as_(alice).get(f"/api/threads/{thread.pk}").json()["agent"]["reasoning"] is True
+
+
+def test_a_match_deep_in_a_long_message_is_cut_around_the_words() -> None:
+    text = "start " + "filler " * 60 + "the KEY phrase here " + "tail " * 60
+    cut = snippet(text, "key phrase")
+    assert "KEY phrase" in cut and cut.startswith("…") and cut.endswith("…")
+    assert len(cut) <= 122
+    assert snippet("short KEY", "key") == "short KEY"

@@ -177,6 +177,8 @@ def test_search_filters_the_thread_list_to_own_matching_chats(page: Page, site: 
     search.fill(word.upper())
     expect(_listed(page)).to_have_count(1)
     expect(_listed(page)).to_have_attribute("data-thread-id", zebra)
+    # The words that matched, not the thread's last message ("Thanks, that helps.").
+    expect(_listed(page).locator(".thread-preview")).to_contain_text(f"{word} crossing")
     expect(page.locator(f'#thread-list a[data-thread-id="{alices}"]')).to_have_count(0)
     shot(page, "chat-search")
 
