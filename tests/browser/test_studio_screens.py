@@ -51,6 +51,16 @@ def test_the_dashboard_shows_spend_failures_and_recent_threads(seeded: Site, pag
     expect(page.locator("#content")).to_contain_text("The mail server refused the message.")
 
 
+def test_the_dashboard_reads_at_phone_width(seeded: Site, phone_page: Page) -> None:
+    page = phone_page
+    admin_login(page, seeded)
+    expect(page.locator("#spend-today")).to_have_text(re.compile(r"^\$\d[\d,]*\.\d\d$"))
+    expect(page.locator("#recent-threads time").first).to_have_text(
+        re.compile(r"^(just now|\d+ (minute|hour|day)s? ago)$")
+    )
+    shot(page, "studio-dashboard-phone")
+
+
 def test_the_catalog_lists_code_tools_with_their_argument_schemas(site: Site, page: Page) -> None:
     admin_login(page, site)
     page.get_by_role("link", name="Code catalog").click()
