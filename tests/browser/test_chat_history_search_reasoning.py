@@ -133,7 +133,7 @@ def test_older_messages_load_at_phone_width_too(phone_page: Page, site: Site) ->
 def test_show_reasoning_is_offered_only_for_an_agent_that_reasons(page: Page, site: Site) -> None:
     site.python(THINKER)
     toggle = page.get_by_label("Show reasoning")
-    chat_login(page, site, "charlie", then="/chat/?agent=greeter")
+    chat_login(page, site, "alice", then="/chat/?agent=greeter")
     expect(page.get_by_label("Agent")).to_have_value("greeter")
     expect(toggle).to_be_hidden()
     shot(page, "chat-reasoning-hidden")
