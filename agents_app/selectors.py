@@ -29,6 +29,8 @@ from agents_app.models import (
     ThreadSession,
     ThreadValue,
 )
+from agents_app.reasoning import thread_shows_reasoning
+from agents_app.thread_search import match_snippets, threads_matching
 
 ACTIVE_SESSION = (ThreadSession.Status.QUEUED, ThreadSession.Status.RUNNING)
 MAX_IDS = 200
@@ -82,6 +84,7 @@ class ThreadFilters:
     agent_id: str | None = None
     user_id: str | None = None
     search: str | None = None
+    text: str | None = None
     start_date: int | None = None
     end_date: int | None = None
     sort: Sort = "activity"
@@ -123,6 +126,8 @@ def thread_list(
         pk = parse_uuid(term)
         cond |= Q(pk=pk) if pk else Q()
         qs = qs.filter(cond)
+    if f.text:
+        qs = threads_matching(qs, f.text)
     if f.start_date is not None:
         qs = qs.filter(created_at__gte=datetime.fromtimestamp(f.start_date, UTC))
     if f.end_date is not None:
@@ -143,13 +148,19 @@ def thread_list(
         ]
     )
     items = [wire.thread_item(t, bool(t.is_executing), origin) for t in page]  # type: ignore[attr-defined]
+    if f.text:
+        found = match_snippets([t.pk for t in page], f.text)
+        for t, item in zip(page, items, strict=True):
+            item["match_preview"] = found.get(t.pk)
     return items, total, f.offset + len(items) < total
 
 
 def thread_detail(thread: Thread, origin: str | None = None) -> dict[str, Any]:
     messages = Message.objects.filter(thread=thread).count()
     logs = Log.objects.filter(thread=thread).count()
-    return wire.thread_detail(thread, messages, logs, origin)
+    detail = wire.thread_detail(thread, messages, logs, origin)
+    detail["agent"]["reasoning"] = thread_shows_reasoning(thread)
+    return detail
 
 
 def thread_subtree(thread: Thread) -> list[uuid.UUID]:

@@ -23,6 +23,7 @@ from agents_app.code_registry import get_registry
 from agents_app.errors import NotFound
 from agents_app.icons import icon_url, request_origin
 from agents_app.models import Agent, LanguageModel, Prompt
+from agents_app.reasoning import agent_returns_reasoning
 from agents_app.services import definitions as defs
 from runtime.registry import args_json_schema
 
@@ -56,6 +57,8 @@ def _agent(row: Agent, staff: bool, origin: str | None) -> dict[str, Any]:
         "parentHooks": [],
         "created_at": wire.seconds(row.created_at),
         "packed": False,
+        # The chat page offers "Show reasoning" only for agents whose replies carry it.
+        "reasoning": agent_returns_reasoning(row),
     }
     if staff:
         item.update(
@@ -75,7 +78,9 @@ def _agent(row: Agent, staff: bool, origin: str | None) -> dict[str, Any]:
 @router.get("/agents", response={200: dict, **ERRORS}, tags=["catalog"], summary="Agents")
 def agent_list(request: HttpRequest) -> dict[str, Any]:
     staff = bool(getattr(request.auth, "is_staff", False))  # type: ignore[attr-defined]
-    rows = Agent.objects.select_related("side_a_prompt", "side_b_prompt").order_by("name")
+    rows = Agent.objects.select_related("side_a_prompt__model", "side_b_prompt__model").order_by(
+        "name"
+    )
     origin = request_origin(request)
     return {"agents": [_agent(r, staff, origin) for r in rows]}
 

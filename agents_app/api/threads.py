@@ -63,7 +63,12 @@ class ThreadListQuery(Schema):
     offset: int = Field(0, ge=0, le=10_000_000)
     agent_id: str | None = Field(None, max_length=128)
     user_id: str | None = Field(None, max_length=32, description="Staff only.")
-    search: str | None = Field(None, max_length=200)
+    search: str | None = Field(None, max_length=200, description="A tag or a thread id.")
+    q: str | None = Field(
+        None,
+        max_length=200,
+        description="Words in the title, the agent, the last message preview or any message.",
+    )
     startDate: int | None = Field(None, ge=0, le=253_402_300_799)
     endDate: int | None = Field(None, ge=0, le=253_402_300_799)
     sort: Literal["activity", "created", "oldest"] = "activity"
@@ -105,6 +110,7 @@ def thread_list(request: HttpRequest, params: Query[ThreadListQuery]) -> dict[st
         agent_id=params.agent_id,
         user_id=params.user_id,
         search=params.search,
+        text=params.q,
         start_date=params.startDate,
         end_date=params.endDate,
         sort=params.sort,

@@ -7,6 +7,7 @@ import { TranscriptView } from './render.js';
 import { ACCEPT_ATTRIBUTE, readAttachments, renderAttachmentChips } from './attachments.js';
 import { renderThreadList } from './threads.js';
 import { StateBar } from './state.js';
+import { History } from './history.js';
 
 const $ = (id) => document.getElementById(id);
 const boot = (id) => JSON.parse($(id).textContent);
@@ -19,7 +20,7 @@ const page = {
   agents: [],
   agent: null, // the chosen agent (new chat) or the thread's agent
   transcript: new Transcript(),
-  view: new TranscriptView($('transcript')),
+  view: new TranscriptView($('transcript'), $('history-edge')),
   stream: null,
   open: new Set(),
   pendingFiles: [],
@@ -28,6 +29,8 @@ const page = {
 };
 
 const state = new StateBar($('state'), $('stop-button'), $('continue-button'));
+page.history = new History({ container: $('transcript'), edge: $('history-edge'), transcript: page.transcript, onChange: render });
+const SEARCH_DELAY_MS = 250;
 
 function chatUrl(threadId) {
   const base = threadId ? `/chat/t/${encodeURIComponent(threadId)}` : '/chat/';
@@ -61,21 +64,49 @@ function render() {
       sideLabel,
       agentTitle: page.agent?.title,
     });
+    showReasoningOption();
+    page.history.show();
+    page.history.maybeLoad(); // a short first page does not fill the view: keep going up
   });
+}
+
+// "Show reasoning" only where there is reasoning to show: the server says whether the agent's
+// prompts return it; a model that reasons unasked shows it in its stored rows.
+function showReasoningOption() {
+  const stored = [...page.transcript.messages.values()].some((m) => m.reasoning_content);
+  $('reasoning-option').hidden = !(page.agent?.reasoning || stored);
 }
 
 // --- the thread list ---------------------------------------------------------------------
 
+let threadsAsked = 0; // answers to an older search that arrive late are dropped
+
 async function loadThreads() {
   if (embed) return;
   const status = $('threads-status');
+  const words = $('thread-search').value.trim();
+  const asked = ++threadsAsked;
+  const params = new URLSearchParams({ limit: '50', sort: 'activity' });
+  if (words) params.set('q', words);
   try {
-    const data = await api('/api/threads?limit=50&sort=activity');
-    status.textContent = data.threads.length ? '' : 'No chats yet. Pick an agent and say hello.';
+    const data = await api(`/api/threads?${params}`);
+    if (asked !== threadsAsked) return;
+    const none = words ? `No chats match “${words}”.` : 'No chats yet. Pick an agent and say hello.';
+    status.textContent = data.threads.length ? '' : none;
     renderThreadList($('thread-list'), data.threads, page.threadId, chatUrl);
   } catch (error) {
-    status.textContent = `Could not load your chats: ${error.message}`;
+    if (asked === threadsAsked) status.textContent = `Could not load your chats: ${error.message}`;
   }
+}
+
+function wireSearch() {
+  const box = $('thread-search');
+  if (!box) return;
+  let timer = null;
+  box.addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = setTimeout(loadThreads, SEARCH_DELAY_MS);
+  });
 }
 
 // --- one thread ----------------------------------------------------------------------------
@@ -85,6 +116,7 @@ async function reload() {
   try {
     const data = await api(`${threadPath(page.threadId)}/messages?limit=200&order=desc&depth=8`);
     page.transcript.merge(data.messages, known);
+    page.history.newestLoaded(data.hasMore);
     state.fromTranscript(page.transcript);
     if (page.loadFailed) showError('');
     page.loadFailed = false;
@@ -187,6 +219,7 @@ function openStream() {
 
 async function openThread(threadId) {
   page.threadId = threadId;
+  page.history.open(threadId);
   $('agent-picker').hidden = true;
   try {
     const detail = await api(threadPath(threadId));
@@ -243,6 +276,7 @@ function chooseAgent(name, byUser = false) {
   page.agent = page.agents.find((a) => a.name === name) || null;
   if (!page.agent) return;
   $('agent-select-description').textContent = page.agent.description || '';
+  render(); // the reasoning toggle follows the chosen agent
   $('conversation-title').textContent = 'New chat';
   $('agent-description').textContent = '';
   state.setDual(page.agent.type === 'dual_ai');
@@ -403,6 +437,7 @@ function wireComposer() {
 window.addEventListener('popstate', () => location.reload());
 
 wireComposer();
+wireSearch();
 loadThreads();
 if (page.threadId) {
   openThread(page.threadId);

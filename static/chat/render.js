@@ -221,13 +221,28 @@ function layout(ctx) {
 }
 
 export class TranscriptView {
-  constructor(container) {
+  // `head` (optional) stays the container's first child: the history edge above the rows.
+  constructor(container, head = null) {
     this.container = container;
+    this.head = head;
     this.nodes = new Map(); // key -> {sig, node}
+  }
+
+  // The first block visible at the top, and where it is: rows added or rebuilt above it
+  // (older history paged in) must not move what the reader is looking at.
+  anchor() {
+    const top = this.container.getBoundingClientRect().top;
+    const keyOf = new Map([...this.nodes].map(([key, entry]) => [entry.node, key]));
+    for (const node of this.container.children) {
+      const box = node.getBoundingClientRect();
+      if (keyOf.has(node) && box.bottom > top) return { key: keyOf.get(node), top: box.top };
+    }
+    return null;
   }
 
   render(ctx) {
     const nearBottom = this.container.scrollHeight - this.container.scrollTop - this.container.clientHeight < 80;
+    const anchor = nearBottom ? null : this.anchor();
     const blocks = layout(ctx);
     const keep = new Set();
     let previous = null;
@@ -240,7 +255,7 @@ export class TranscriptView {
         entry = { sig: block.sig, node };
         this.nodes.set(block.key, entry);
       }
-      const expected = previous ? previous.nextSibling : this.container.firstChild;
+      const expected = previous ? previous.nextSibling : this.head ? this.head.nextSibling : this.container.firstChild;
       if (expected !== entry.node) this.container.insertBefore(entry.node, expected);
       previous = entry.node;
     }
@@ -251,10 +266,13 @@ export class TranscriptView {
       }
     }
     if (nearBottom) this.container.scrollTop = this.container.scrollHeight;
+    else if (anchor && this.nodes.has(anchor.key)) {
+      this.container.scrollTop += this.nodes.get(anchor.key).node.getBoundingClientRect().top - anchor.top;
+    }
   }
 
   clear() {
-    this.container.replaceChildren();
+    this.container.replaceChildren(...(this.head ? [this.head] : []));
     this.nodes.clear();
   }
 }

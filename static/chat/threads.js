@@ -29,7 +29,8 @@ export function renderThreadList(list, threads, currentId, chatUrl) {
       head.append(title, when);
       const preview = document.createElement('span');
       preview.className = 'thread-preview';
-      preview.textContent = thread.last_message_preview || 'No messages yet';
+      // While searching, the words that matched (when a message matched) rather than the last ones.
+      preview.textContent = thread.match_preview || thread.last_message_preview || 'No messages yet';
       link.append(head, preview);
       item.append(link);
       return item;
