@@ -47,7 +47,9 @@ def run_session(session_id: str) -> None:
 def sweep_sessions() -> int:
     """Re-dispatch sessions whose worker died and queued sessions whose task was lost."""
     from agents_app.services.sessions import sessions_sweep
+    from agents_app.services.tool_waits import expire_due
 
+    expire_due()  # waiting tool calls whose time ran out: the model gets a timeout result
     ids = sessions_sweep()
     for session_id in ids:
         run_session.delay(session_id)

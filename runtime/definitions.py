@@ -204,6 +204,11 @@ class ToolConfig(Definition):
     immediate: bool | None = None
     blocking: bool | None = None
     resumable: ResumableConfig | Literal[False] | None = None
+    # Our extension: the call waits for a person (``requiresApproval``) or for the client
+    # to run it (``client``, the reference's forwarded tools); see ``runtime.waits``.
+    requires_approval: bool | None = None
+    client: bool | None = None
+    wait_timeout_seconds: int | None = None
 
     def dump(self) -> dict[str, Any]:
         out = super().dump()

@@ -26,6 +26,7 @@ StopReason = Literal[
     "hook_blocked",
     "state_stop_session",
     "awaiting_human",
+    "awaiting_tool",  # parked: a tool call waits for approval or the client (not finished)
 ]
 STOP_REASONS: tuple[str, ...] = StopReason.__args__  # type: ignore[attr-defined]
 # Why a turn ended: a stop reason, or "every_step" for a dual_ai side with no turn

@@ -1,0 +1,129 @@
+"""Tool calls that wait (``requiresApproval`` / ``client``): park, decide, resume, expire, stop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from runtime import waits
+from runtime.definitions import ToolConfig
+from runtime.providers.test_provider import TestScript
+from runtime.registry import define_tool
+from tests.runtime.conftest import World, agent, prompt
+
+RUNS: list[str] = []
+
+
+class PathArgs(BaseModel):
+    path: str
+
+
+@define_tool("Delete a file (dangerous)", PathArgs)
+async def delete_everything(state: Any, args: PathArgs) -> str:
+    RUNS.append("delete_everything")
+    return "deleted"
+
+
+def _world(world: World, script: TestScript, **entry: Any) -> None:
+    RUNS.clear()
+    world.register(delete_everything)
+    tool = ToolConfig(name="delete_everything", **entry)
+    world.define(prompt(tools=[tool]), agent())
+    world.script("m", script)
+
+
+def _script() -> TestScript:
+    return TestScript().add_tool_call("delete_everything", {"path": "/"}, id="call_1").add_text(
+        "done"
+    )
+
+
+async def _row(world: World, thread_id: str) -> Any:
+    return next(m for m in await world.messages(thread_id) if m.role == "tool")
+
+
+async def test_spec_approval_parks_the_session_with_the_pending_call(world: World) -> None:
+    _world(world, _script(), requires_approval=True)
+    thread, result = await world.chat("clean up")
+    assert result.stop_reason == "awaiting_tool"
+    assert RUNS == []
+    row = await _row(world, thread.id)
+    assert row.status == "pending" and waits.waiting(row)
+    wait = waits.wait_of(row)
+    assert wait is not None and wait["kind"] == "approval" and wait["arguments"] == {"path": "/"}
+    progress = await world.store.load_progress(thread.id)
+    assert progress is not None and not progress.finished and progress.open_step is not None
+    frames = world.sink.events(thread.id, "tool_call_waiting")
+    assert frames and frames[0]["data"]["name"] == "delete_everything"
+    # resuming before a decision changes nothing: the call still waits, the tool never ran
+    again = await world.run(thread.id)
+    assert again.stop_reason == "awaiting_tool" and RUNS == []
+    assert len(world.requests()) == 1
+
+
+async def test_spec_approved_call_runs_and_the_session_resumes(world: World) -> None:
+    _world(world, _script(), requires_approval=True)
+    thread, _ = await world.chat("clean up")
+    decided = await world.store.decide_tool_call(thread.id, "call_1", waits.approval(True))
+    assert decided is not None
+    result = await world.run(thread.id)
+    assert result.stop_reason == "stop_on_response" and result.final_text == "done"
+    row = await _row(world, thread.id)
+    assert RUNS == ["delete_everything"]
+    assert row.status == "completed" and row.tool_status == "success" and row.content == "deleted"
+    assert world.requests()[1].messages[-1]["content"] == "deleted"
+
+
+async def test_spec_rejected_call_gives_the_model_the_reason(world: World) -> None:
+    _world(world, _script(), requires_approval=True)
+    thread, _ = await world.chat("clean up")
+    await world.store.decide_tool_call(thread.id, "call_1", waits.approval(False, "too risky"))
+    await world.run(thread.id)
+    assert RUNS == []
+    row = await _row(world, thread.id)
+    assert row.tool_status == "error" and "too risky" in (row.content or "")
+    assert "too risky" in world.requests()[1].messages[-1]["content"]
+
+
+async def test_spec_a_decision_is_taken_once(world: World) -> None:
+    _world(world, _script(), requires_approval=True)
+    thread, _ = await world.chat("clean up")
+    first = await world.store.decide_tool_call(thread.id, "call_1", waits.approval(True))
+    second = await world.store.decide_tool_call(thread.id, "call_1", waits.approval(False, "no"))
+    assert first is not None and second is None
+    assert await world.store.decide_tool_call(thread.id, "call_unknown", waits.approval(True)) is None
+
+
+async def test_spec_expired_call_gives_the_model_a_timeout_result(world: World) -> None:
+    _world(world, _script(), requires_approval=True, wait_timeout_seconds=60)
+    thread, _ = await world.chat("clean up")
+    row = await _row(world, thread.id)
+    wait = waits.wait_of(row)
+    assert wait is not None and wait["expires_at"] - wait["requested_at"] == 60_000
+    await world.store.decide_tool_call(thread.id, "call_1", waits.expired())
+    await world.run(thread.id)
+    row = await _row(world, thread.id)
+    assert RUNS == [] and row.tool_status == "error" and "timed out" in (row.content or "")
+
+
+async def test_spec_client_tool_result_is_what_the_model_reads(world: World) -> None:
+    _world(world, _script(), client=True)
+    thread, result = await world.chat("clean up")
+    assert result.stop_reason == "awaiting_tool"
+    assert waits.wait_of(await _row(world, thread.id))["kind"] == "client"  # type: ignore[index]
+    await world.store.decide_tool_call(thread.id, "call_1", waits.client_result(True, {"n": 3}))
+    await world.run(thread.id)
+    row = await _row(world, thread.id)
+    assert RUNS == [] and row.tool_status == "success" and row.content == '{"n": 3}'
+
+
+async def test_spec_stop_while_waiting_answers_execution_stopped_by_user(world: World) -> None:
+    _world(world, _script(), requires_approval=True)
+    thread, _ = await world.chat("clean up")
+    world.harness.press_stop(thread.id)
+    result = await world.run(thread.id)
+    assert result.stop_reason == "aborted_by_user"
+    row = await _row(world, thread.id)
+    assert row.status == "completed" and row.content == "Execution stopped by user"
+    assert RUNS == [] and len(world.requests()) == 1
