@@ -116,6 +116,10 @@ class PromptTool(models.Model):
     max_instances = models.PositiveIntegerField(null=True, blank=True)
     # Env values for the tool call (PromptToolConfig.env); plain text, never secrets.
     env = models.JSONField(null=True, blank=True)
+    # Calls that wait (runtime.waits): for a person's approval, or for the client to run them.
+    requires_approval = models.BooleanField(null=True, blank=True)
+    client = models.BooleanField(null=True, blank=True, help_text="The client runs this tool.")
+    wait_timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["position", "id"]

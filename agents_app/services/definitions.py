@@ -171,6 +171,9 @@ def _tool_entry(t: PromptTool) -> ToolEntry:
         optional=t.optional or None,
         immediate=t.immediate,
         blocking=t.blocking,
+        requires_approval=t.requires_approval,
+        client=t.client,
+        wait_timeout_seconds=t.wait_timeout_seconds,
         resumable=ResumableConfig(
             receives_messages=t.receives_messages, max_instances=t.max_instances
         )  # type: ignore[arg-type]
@@ -352,6 +355,9 @@ def _tool_row(p: Prompt, i: int, entry: ToolEntry) -> PromptTool:
         receives_messages=resumable.receives_messages if resumable else "side_a",
         max_instances=resumable.max_instances if resumable else None,
         env=cfg.env,
+        requires_approval=cfg.requires_approval,
+        client=cfg.client,
+        wait_timeout_seconds=cfg.wait_timeout_seconds,
     )
 
 

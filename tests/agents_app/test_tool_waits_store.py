@@ -1,0 +1,93 @@
+"""Tool calls that wait, through the engine over ``DjangoStore``: the parked call is stored,
+the session row is ``parked``, a decision is taken once, and resuming feeds it as the result."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.contrib.auth import get_user_model
+from pydantic import BaseModel
+
+from agents_app.bridge.store import DjangoStore
+from agents_app.models import Message, ThreadSession
+from agents_app.services import definitions as defs
+from runtime import waits
+from runtime.definitions import (
+    AgentDefinition,
+    ModelDefinition,
+    PromptDefinition,
+    SideConfig,
+    ToolConfig,
+)
+from runtime.engine import Engine, NewMessage
+from runtime.events import ListSink
+from runtime.providers import ProviderRegistry
+from runtime.providers.test_provider import TestProvider, TestScript
+from runtime.registry import Registry, define_tool
+from runtime.store import NewThread
+
+pytestmark = pytest.mark.django_db
+RUNS: list[str] = []
+
+
+class PathArgs(BaseModel):
+    path: str
+
+
+@define_tool("Delete a file (dangerous)", PathArgs)
+async def wipe(state: Any, args: PathArgs) -> str:
+    RUNS.append(args.path)
+    return f"wiped {args.path}"
+
+
+def _engine(**entry: Any) -> tuple[Engine, TestProvider, str]:
+    RUNS.clear()
+    alice = get_user_model().objects.create(username="alice")
+    defs.model_from_definition(ModelDefinition(name="m", provider="test", model="scripted"))
+    tool = ToolConfig(name="wipe", **entry)
+    main = PromptDefinition(name="main", model="m", prompt="hi", tools=[tool], include_chat=True)
+    defs.prompt_from_definition(main)
+    defs.link_prompt_parts(main)
+    defs.agent_from_definition(AgentDefinition(name="agent", side_a=SideConfig(prompt="main")))
+    script = TestScript().add_tool_call("wipe", {"path": "/tmp"}, id="call_1").add_text("done")
+    provider = TestProvider(script)
+    providers = ProviderRegistry()
+    providers.override("m", provider)
+    store = DjangoStore()
+    engine = Engine(store, ListSink(), registry=Registry(wipe), providers=providers)
+    new = NewThread(id=str(uuid.uuid4()), agent_name="agent", user_id=str(alice.pk))
+    thread_id = async_to_sync(store.create_thread)(new).id
+    return engine, provider, thread_id
+
+
+def test_spec_approval_parks_in_the_database_and_resumes_after_approval() -> None:
+    engine, provider, thread_id = _engine(requires_approval=True)
+    result = async_to_sync(engine.run_session)(thread_id, message=NewMessage("clean"))
+    assert result.stop_reason == "awaiting_tool" and RUNS == []
+    row = Message.objects.get(thread_id=thread_id, role="tool")
+    assert row.status == "pending" and row.metadata["tool_wait"]["kind"] == "approval"
+    session = ThreadSession.objects.get(thread_id=thread_id)
+    assert session.status == ThreadSession.Status.PARKED
+    store = DjangoStore()
+    first = async_to_sync(store.decide_tool_call)(thread_id, "call_1", waits.approval(True))
+    again = async_to_sync(store.decide_tool_call)(thread_id, "call_1", waits.approval(False, "x"))
+    assert first is not None and again is None
+    result = async_to_sync(engine.run_session)(thread_id)
+    assert result.stop_reason == "stop_on_response" and RUNS == ["/tmp"]
+    row.refresh_from_db()
+    assert (row.status, row.tool_status, row.content) == ("completed", "success", "wiped /tmp")
+    assert provider.requests[1].messages[-1]["content"] == "wiped /tmp"
+
+
+def test_spec_rejection_reason_reaches_the_model_over_the_database() -> None:
+    engine, provider, thread_id = _engine(requires_approval=True)
+    async_to_sync(engine.run_session)(thread_id, message=NewMessage("clean"))
+    decision = waits.approval(False, "not on Fridays")
+    assert async_to_sync(DjangoStore().decide_tool_call)(thread_id, "call_1", decision)
+    async_to_sync(engine.run_session)(thread_id)
+    row = Message.objects.get(thread_id=thread_id, role="tool")
+    assert RUNS == [] and row.tool_status == "error" and "not on Fridays" in row.content
+    assert "not on Fridays" in provider.requests[1].messages[-1]["content"]
