@@ -1,6 +1,6 @@
 """``/mcp``: the agents exposed as tools, served to MCP clients over streamable HTTP.
 
-A thin adapter over ``services.agent_calls``: the ASGI app authenticates every
+A thin adapter over ``agents_app.agent_calls``: the ASGI app authenticates every
 request with an API key (as the thread API does; 401 JSON otherwise), then hands
 it to the SDK's ``StreamableHTTPSessionManager`` in stateless mode (no MCP session
 lives between requests, so any web process can answer any request). A tool call
@@ -16,21 +16,23 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from agents_app.agent_calls import Ask, agent_ask, ask_progress, exposed_agents
 from agents_app.errors import DomainError
 from agents_app.selectors import access_thread
-from agents_app.services.agent_calls import Ask, agent_ask, ask_progress, exposed_agents
 from agents_app.services.api_keys import api_key_authenticate
 from agents_app.services.sessions import thread_stop
 
 logger = logging.getLogger("agents_app.mcp_server")
 USER_KEY = "studio.user"
 POLL_SECONDS = 0.3
+HEARTBEAT_SECONDS = 3.0
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -79,9 +81,11 @@ async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResul
         return _error(str(exc))
     try:
         progress = await _wait(ask, _progress_sender())
-    except asyncio.CancelledError:
-        # The client cancelled the call: stop the session it started.
-        await sync_to_async(_stop)(ask, user)
+    except anyio.get_cancelled_exc_class():
+        # The call was cancelled (the SDK cancels a request's handler when its transport
+        # ends): stop the session it started. Shielded: the scope stays cancelled.
+        with anyio.CancelScope(shield=True):
+            await sync_to_async(_stop)(ask, user)
         raise
     if progress is None:
         return _error(f"No answer within {settings.MCP_SERVER_CALL_TIMEOUT} s.", ask)
@@ -116,25 +120,33 @@ def _progress_sender() -> Report:
     ctx = server.request_context
     token = ctx.meta.progressToken if ctx.meta is not None else None
 
-    async def report(steps: int, message: str) -> None:
+    async def report(count: int, message: str) -> None:
         if token is not None:
             await ctx.session.send_progress_notification(
-                token, float(steps), message=message, related_request_id=str(ctx.request_id)
+                token, float(count), message=message, related_request_id=str(ctx.request_id)
             )
 
     return report
 
 
 async def _wait(ask: Ask, report: Report) -> Any:
-    """Poll the session until it ends (``None`` after ``MCP_SERVER_CALL_TIMEOUT``)."""
+    """Poll the session until it ends (``None`` after ``MCP_SERVER_CALL_TIMEOUT``).
+
+    A progress notification goes out when the session moves on, and at least every
+    ``HEARTBEAT_SECONDS``: besides telling the client the call is alive, the write is
+    how the server learns that a client went away (Daphne notices a closed connection
+    only when it writes to it; the SDK then cancels this handler, which stops the session).
+    """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + settings.MCP_SERVER_CALL_TIMEOUT
     last: tuple[int, str] | None = None
+    sent, sent_at = 0, 0.0
     while loop.time() < deadline:
         progress = await sync_to_async(ask_progress)(ask)
-        if (progress.steps, progress.latest) != last:
-            last = (progress.steps, progress.latest)
-            await report(progress.steps, progress.latest)
+        now = loop.time()
+        if (progress.steps, progress.latest) != last or now - sent_at >= HEARTBEAT_SECONDS:
+            last, sent, sent_at = (progress.steps, progress.latest), sent + 1, now
+            await report(sent, f"{progress.latest} ({progress.steps} new messages)")
         if progress.done:
             return progress
         await asyncio.sleep(POLL_SECONDS)

@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from celery import shared_task
+from celery.signals import worker_shutdown
 
 _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
@@ -33,6 +34,15 @@ def run_on_worker_loop(coro: Any) -> Any:
     from agents_app.executor import run_detached
 
     return run_detached(coro, worker_loop()).result()
+
+
+@worker_shutdown.connect
+def close_mcp_connections(**_: Any) -> None:
+    """Close this worker's MCP connections on their loop (a stdio server is a child process)."""
+    if _loop is not None and _loop.is_running():
+        from runtime.mcp_client import POOL
+
+        asyncio.run_coroutine_threadsafe(POOL.aclose(), _loop).result(timeout=20)
 
 
 @shared_task(name="agents_app.run_session", acks_late=True)

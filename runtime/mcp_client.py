@@ -336,10 +336,21 @@ class McpPool:
             held = self._conns.get(key)
             if held is not None and held[0] is loop and not held[1].broken.is_set():
                 return held[1]
+            await self._close_outdated(loop, server)
             conn = Connection(server, headers, env)
             await conn.open(max(MIN_CONNECT_SECONDS, server.timeout_ms / 1000))
             self._conns[key] = (loop, conn)
             return conn
+
+    async def _close_outdated(self, loop: asyncio.AbstractEventLoop, server: McpServer) -> None:
+        """Close this loop's connections to ``server`` made with an older definition."""
+        current = McpServerDefinition.model_validate(server.model_dump(exclude={"tools"}))
+        for key, (held_loop, held) in list(self._conns.items()):
+            if held_loop is loop and held.server.name == server.name:
+                old = McpServerDefinition.model_validate(held.server.model_dump(exclude={"tools"}))
+                if old != current:
+                    del self._conns[key]
+                    await held.close()
 
     async def _discard(self, server: McpServer, conn: Connection) -> None:
         for key, (_, held) in list(self._conns.items()):
@@ -396,16 +407,17 @@ POOL = McpPool()
 
 
 class McpConnector:
-    """``runtime.mcp.McpTools`` over a server source and the process's pool."""
+    """``runtime.mcp.McpTools`` over a server source and the process's pool.
+
+    Servers are read afresh for each lookup (one small query): an engine may live long
+    (the effect sweeper's), and a disabled server or a changed timeout applies at once.
+    """
 
     def __init__(self, source: McpServerSource, pool: McpPool = POOL) -> None:
         self.source, self.pool = source, pool
-        self._servers: dict[str, McpServer | None] = {}
 
     async def _server(self, name: str) -> McpServer | None:
-        if name not in self._servers:
-            self._servers[name] = await self.source.mcp_server(name)
-        server = self._servers[name]
+        server = await self.source.mcp_server(name)
         return server if server is not None and server.enabled else None
 
     async def tool(self, server: str, name: str) -> McpToolInfo | None:

@@ -295,20 +295,19 @@ class MemoryStore:
         return None
 
     async def secret_values(self, thread_id: str) -> list[tuple[str, str]]:
-        """Every secret the thread could resolve (all tiers, shadowed ones too)."""
+        """Every secret the thread could resolve (all tiers, shadowed ones too); values the
+        thread's owner does not own (instance, agent, prompt) without their name."""
         data = self._data(thread_id)
         user = self.user_env.get(data.record.user_id or "", {})
         pairs = [
-            (name, value)
+            (name if env is not self.instance_env else "", value)
             for env in (data.env, user, self.instance_env)
             for name, (value, kind) in env.items()
             if kind == "secret"
         ]
         envs = [a.tenvs for a in self._agents.values()] + [p.env for p in self._prompts.values()]
         for env in envs:
-            pairs += [
-                (name, str(value)) for name, value in (env or {}).items() if value is not None
-            ]
+            pairs += [("", str(value)) for value in (env or {}).values() if value is not None]
         return pairs
 
     async def set_env(

@@ -15,6 +15,12 @@ one: messages, logs, event frames, streamed chunks, error texts. A
 Secrets shorter than ``MIN_SECRET_LENGTH`` (4) characters are ignored: they
 would match ordinary text everywhere and redact nothing useful.
 
+A secret learned with an empty name is replaced with a bare ``[REDACTED]``. The
+store does that for values the thread's users do not own (instance, agent and
+prompt tiers): anyone can echo a guess into a thread, so a named marker would
+tell them the name of the operator's secret their guess matched. A form known
+under a name and without one keeps the name (the caller's own secret wins).
+
 Streamed deltas go through ``StreamRedactor``, which holds back the last
 ``longest variant - 1`` characters so a secret split across chunks is caught.
 """
@@ -37,8 +43,8 @@ current_redactor: ContextVar[Redactor | None] = ContextVar("current_redactor", d
 
 
 def marker(name: str) -> str:
-    """What a secret named ``name`` is replaced with."""
-    return f"[REDACTED:{name}]"
+    """What a secret named ``name`` is replaced with (``[REDACTED]`` for an empty name)."""
+    return f"[REDACTED:{name}]" if name else "[REDACTED]"
 
 
 def _b64_forms(raw: bytes) -> set[str]:
@@ -81,13 +87,16 @@ class Redactor:
         self.add(secrets)
 
     def add(self, secrets: Iterable[tuple[str, str]]) -> None:
-        """Learn more ``(name, value)`` secrets (e.g. after ``state.set_env``)."""
+        """Learn more ``(name, value)`` secrets (e.g. after ``state.set_env``); an empty name
+        marks without naming (see the module doc)."""
         changed = False
         for name, value in secrets:
             for form in variants(value):
-                if form not in self._names:
-                    self._names[form] = name
+                known = self._names.get(form)
+                if known is None:
                     changed = True
+                if known is None or (name and not known):
+                    self._names[form] = name
         if changed:
             # Longest first, so a longer form wins over a shorter one it contains.
             ordered = sorted(self._names, key=len, reverse=True)

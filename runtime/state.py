@@ -506,7 +506,9 @@ class ThreadState:
         return await self._deps.store.get_value(self.thread_id, key)
 
     async def set_value(self, key: str, value: Any) -> None:
-        """Store a durable JSON value (``None`` deletes it)."""
+        """Store a durable JSON value (``None`` deletes it), redacted like every stored text."""
+        if value is not None:
+            value = (await self._recorder.ready()).data(value)
         updated_at = await self._deps.store.set_value(self.thread_id, key, value)
         self.emit("kv_changed", {"key": key, "deleted": value is None, "updated_at": updated_at})
 

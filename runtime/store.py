@@ -456,7 +456,9 @@ class Store(Protocol):
 
         All tiers: the thread's secret values, its agent's and every prompt's
         definition env (always secret), its owner's and the instance's secret
-        values, including values shadowed by a higher tier.
+        values, including values shadowed by a higher tier. The name is empty for
+        values the thread's owner does not own (instance, agent, prompt): their
+        marker must not name them (``runtime.redaction``).
         """
         ...
 

@@ -64,8 +64,9 @@ def harden(
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = PDF_CSP if kind == "application/pdf" else FILE_CSP
     inline = kind in inline_types
+    plain = "inline" if inline else "attachment"
     if filename:
-        response["Content-Disposition"] = content_disposition_header(not inline, filename)
+        response["Content-Disposition"] = content_disposition_header(not inline, filename) or plain
     elif inline or not response.get("Content-Disposition", "").lower().startswith("attachment"):
-        response["Content-Disposition"] = "inline" if inline else "attachment"
+        response["Content-Disposition"] = plain
     return response

@@ -14,7 +14,9 @@ from django.utils.datastructures import MultiValueDict
 from ninja.errors import HttpError
 from ninja.parser import Parser
 
-from agents_app.storable_text import describe_unstorable, find_unstorable
+from agents_app.storable_text import NUL_ERROR, describe_unstorable, find_unstorable
+
+__all__ = ["NUL_ERROR", "StrictParser", "UnstorableTextError", "check_storable", "has_nul"]
 
 
 class UnstorableTextError(ValueError):
@@ -26,6 +28,17 @@ def check_storable(data: Any) -> None:
     found = find_unstorable(data)
     if found:
         raise UnstorableTextError(describe_unstorable(found))
+
+
+def has_nul(value: Any) -> bool:
+    """Whether a JSON-like value holds a NUL anywhere (kept for callers of the old check)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(has_nul(k) or has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(has_nul(v) for v in value)
+    return False
 
 
 class StrictParser(Parser):

@@ -408,8 +408,17 @@ def _resolve_env(thread_id: str, name: str, prompt: str | None) -> EnvEntry | No
     return None
 
 
+# Tiers whose values belong to the thread's owner (the only non-staff user who sees it).
+OWNED_SCOPES = ("thread", "user")
+
+
 def secret_values_for_thread(thread_id: str) -> list[tuple[str, str]]:
-    """Every ``(name, value)`` secret the thread can resolve (sync; for redaction)."""
+    """Every ``(name, value)`` secret the thread can resolve (sync; for redaction).
+
+    Only the thread's and its owner's own values keep their name; instance, agent and
+    prompt values come with an empty name, so their marker does not tell a user who
+    echoes a guess which operator secret it matched (``runtime.redaction``).
+    """
     # Definition-level values of every agent and prompt count: a handoff or a
     # sub-prompt can reach them, and over-redacting is harmless.
     thread = _thread(thread_id)
@@ -421,7 +430,10 @@ def secret_values_for_thread(thread_id: str) -> list[tuple[str, str]]:
     )
     if thread.owner_id:
         cond |= Q(scope="user", user_id=thread.owner_id) & secret
-    return [(row.key, row.value) for row in EnvValue.objects.filter(cond)]
+    return [
+        (row.key if row.scope in OWNED_SCOPES else "", row.value)
+        for row in EnvValue.objects.filter(cond)
+    ]
 
 
 def _set_env(thread_id: str, name: str, value: str, kind: EnvType | None) -> None:

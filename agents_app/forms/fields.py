@@ -52,6 +52,14 @@ class PrettyJSONField(forms.JSONField):
             return ""
         return json.dumps(value, ensure_ascii=False, indent=2)
 
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        # Shown again as typed when it cannot be stored: re-encoding a parsed lone
+        # surrogate into the page would fail (a 500 instead of the form's error).
+        value = super().bound_data(data, initial)
+        if find_unstorable(value):
+            return forms.fields.InvalidJSONInput(data)
+        return value
+
     def to_python(self, value: Any) -> Any:
         if isinstance(value, str) and value.strip():
             try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.db import transaction
@@ -29,6 +29,7 @@ from agents_app.services.idempotency import (
     idempotent_record,
     idempotent_replay,
 )
+from agents_app.services.redaction import redact_for_thread, thread_redactor
 from agents_app.services.thread_files import attachment_write, file_delete
 from agents_app.services.threads import preview_of
 from runtime.events import event
@@ -93,6 +94,11 @@ def message_post(
         raise Invalid("Message content or attachments required")
     if len(content) > CONTENT_MAX:
         raise Invalid(f"Message content is longer than {CONTENT_MAX} characters")
+    # Stored (and previewed, and broadcast) redacted like the engine's own writes: a secret
+    # the user typed is never kept in clear, not even while the message waits in the queue.
+    redactor = thread_redactor(str(thread.pk))
+    content = redactor.text(content)
+    attachments = [replace(a, name=redactor.text(a.name)) for a in attachments or []]
     locked = sessions.lock_thread(thread.pk)  # also serializes posts with the same key
     if idempotency is not None:
         replay = idempotent_replay(idempotency, thread=locked)
@@ -159,6 +165,7 @@ def message_update(*, thread: Thread, message_id: str, content: str) -> None:
     """Replace a message's content (stored or still queued) and tell the listeners."""
     if len(content) > CONTENT_MAX:
         raise Invalid(f"Message content is longer than {CONTENT_MAX} characters")
+    content = redact_for_thread(str(thread.pk), content)
     row = message_in_thread(thread, message_id)
     if row is not None:
         row.content = content

@@ -15,6 +15,7 @@ from agents_app.bridge.events import send_thread_frames
 from agents_app.errors import Forbidden, Invalid
 from agents_app.models import Thread, ThreadValue
 from agents_app.models.timestamps import now_us
+from agents_app.services.redaction import redact_for_thread
 from runtime.events import event
 
 KEY_MAX = 512
@@ -61,6 +62,7 @@ def value_set(
         ThreadValue.objects.filter(thread=thread, key=key).delete()
     else:
         serialized(value)
+        value = redact_for_thread(str(thread.pk), value)  # a typed secret is never kept in clear
         ThreadValue.objects.update_or_create(
             thread=thread, key=key, defaults={"value": value, "updated_at": updated_at}
         )

@@ -13,8 +13,9 @@ from tests.agents_app.admin_pages import fill, post, read_form, set_rows
 
 pytestmark = pytest.mark.django_db
 # Missing, too large for any number column, too long for any text column, a null byte
-# (PostgreSQL refuses those in text).
-NASTY = ["", "9" * 40, "x" * 3000, "\x00"]
+# (PostgreSQL refuses those in text), and JSON whose escapes spell a lone surrogate and a
+# NUL (valid JSON, but not storable once parsed, e.g. by a model's script field).
+NASTY = ["", "9" * 40, "x" * 3000, "\x00", '["\\ud800"]', '{"a": "\\u0000"}']
 
 
 @pytest.fixture

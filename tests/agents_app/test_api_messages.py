@@ -128,7 +128,10 @@ def test_queued_rows_count_as_the_newest(as_: Any, alice: Any, thread_of: Any) -
         ({}, "Message content or attachments required"),
         ({"content": "x", "role": "tool"}, None),
         ({"content": 5}, "Invalid request: content: Input should be a valid string"),
-        ({"content": "a\u0000b"}, "Invalid request: content: Text may not contain NUL (\\u0000) characters"),
+        (
+            {"content": "a\u0000b"},
+            "Invalid request: content: Text may not contain NUL (\\u0000) characters",
+        ),
         ({"content": "x", "attachments": [{"name": "a.png", "data": "!!!"}]}, None),
     ],
 )

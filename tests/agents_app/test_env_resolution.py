@@ -115,13 +115,17 @@ def test_missing_value_raises_naming_the_key_and_no_other_value(thread_id: str) 
 # --- agents_app.services.redaction ----------------------------------------------------------
 
 
-def test_redact_for_thread_covers_every_level_but_not_text(thread_id: str) -> None:
+def test_redact_for_thread_covers_every_level_but_names_only_the_owners(thread_id: str) -> None:
     for level in LEVELS:
         _plant(thread_id, level, f"S_{level.upper()}", f"secret-of-{level}")
     _plant(thread_id, "instance", "PLAIN", "plain-text-value", "text")
     data = {"all": [f"secret-of-{level}" for level in LEVELS], "plain": "plain-text-value"}
     assert redact_for_thread(thread_id, data) == {
-        "all": [f"[REDACTED:S_{level.upper()}]" for level in LEVELS],
+        # Thread and user values are the owner's; the rest is not named (no oracle).
+        "all": [
+            f"[REDACTED:S_{level.upper()}]" if level in ("thread", "user") else "[REDACTED]"
+            for level in LEVELS
+        ],
         "plain": "plain-text-value",
     }
 

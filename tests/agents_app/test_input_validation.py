@@ -130,7 +130,7 @@ def _fill(path: str, thread_id: str) -> str:
 def test_a_lone_surrogate_anywhere_in_any_json_body_is_a_400_naming_the_field(
     callers: dict[str, Client], make_user: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from agents_app.services.threads import thread_create
+    from agents_app.thread_creation import thread_create
 
     define_agent("helper")
     ops = make_user("ops2", staff=True)
@@ -195,7 +195,7 @@ def test_a_lone_surrogate_anywhere_in_any_json_body_is_a_400_naming_the_field(
 def test_unstorable_text_in_tags_env_messages_values_and_file_metadata_is_refused(
     make_user: Any, url: str, body: dict[str, Any], field: str, reason: str
 ) -> None:
-    from agents_app.services.threads import thread_create
+    from agents_app.thread_creation import thread_create
 
     define_agent("helper")
     alice = make_user("alice")

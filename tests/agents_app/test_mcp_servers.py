@@ -26,7 +26,7 @@ from agents_app.services.definition_files import (
 )
 from agents_app.services.definitions import DefinitionsInvalid, save_definitions
 from agents_app.services.mcp_servers import mcp_server_refresh, mcp_server_save
-from agents_app.services.threads import thread_create
+from agents_app.thread_creation import thread_create
 from runtime.definitions import AgentDefinition, PromptDefinition, SideConfig
 from runtime.mcp import McpServerDefinition, wire_name
 from runtime.mcp_client import POOL

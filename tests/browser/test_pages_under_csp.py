@@ -68,12 +68,12 @@ def test_the_studio_screens_and_the_try_frame_work_with_nothing_refused(
         assert _violations(page) == [], path
     # An agent's page frames the chat ("Try this agent"): the frame loads and runs.
     page.goto(f"{site.url}/admin/agents_app/agent/")
-    page.locator("#result_list a").first.click()
+    page.locator("#result_list tbody th a").first.click()
     frame = page.frame_locator("iframe.studio-try-frame")
     expect(frame.get_by_label("Message")).to_be_visible()
     # A prompt's editor runs its preview script.
     page.goto(f"{site.url}/admin/agents_app/prompt/")
-    page.locator("#result_list a").first.click()
+    page.locator("#result_list tbody th a").first.click()
     page.wait_for_load_state("networkidle")
     shot(page, "studio-under-csp")
     assert _violations(page) == []

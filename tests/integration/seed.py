@@ -51,7 +51,11 @@ AGENTS = {
 }
 
 # Agents exposed as tools, served at /mcp (tests/integration/test_mcp_endpoint.py).
-EXPOSED = {"mcp-oracle": "Answers questions about life, the universe and everything."}
+EXPOSED = {
+    "mcp-oracle": "Answers questions about life, the universe and everything.",
+    "mcp-sleeper": "Takes its time.",
+}
+AGENTS["mcp-sleeper"] = ([{"content": "too late", "delayMs": 40000}], None)
 AGENTS["mcp-oracle"] = (
     [{"content": "The answer is 42.", "delayMs": 800}, {"content": "Still 42."}],
     None,

@@ -6,6 +6,7 @@ user; authorization is the thread API's (another user's thread is refused).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -93,3 +94,37 @@ async def test_unauthenticated_mcp_requests_are_refused(stack: Stack) -> None:
     with pytest.raises(Exception):  # noqa: B017 - the SDK surfaces the 401 as it likes
         async with mcp_session(stack, None) as session:
             await session.list_tools()
+
+
+async def test_client_that_goes_away_stops_the_session(stack: Stack, worker: Any) -> None:
+    worker("w-mcp-stop")
+
+    def sessions() -> list[tuple[Any, ...]]:
+        return stack.sql(
+            "SELECT s.status FROM agents_app_threadsession s JOIN agents_app_thread t "
+            "ON t.id = s.thread_id JOIN agents_app_agent a ON a.id = t.agent_id "
+            "WHERE a.name = 'mcp-sleeper'"
+        )
+
+    seen, on_progress = _recorder()
+    async with mcp_session(stack, "alice") as session:
+        call = asyncio.ensure_future(
+            session.call_tool("mcp-sleeper", {"message": "slowly"}, progress_callback=on_progress)
+        )
+        await async_wait(lambda: sessions() == [("running",)], "the session to run")
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+    # The client went away: the server notices at its next progress write and stops the
+    # session it started (the scripted reply would take 40 s).
+    await async_wait(
+        lambda: sessions() == [("stopped",)], f"the session to be stopped ({sessions()})"
+    )
+    assert seen
+
+
+async def async_wait(check: Callable[[], Any], what: str, timeout: float = 30) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.1)

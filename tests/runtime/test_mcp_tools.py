@@ -138,12 +138,33 @@ async def test_text_image_failure_and_timeout_become_tool_results(
     await wait_until(lambda: log.exists() and "cancelled" in log.read_text())
 
 
-async def test_the_image_reaches_the_model_like_any_tool_image(
+async def test_the_image_is_stored_like_any_tool_image(
     world: World, definition: McpServerDefinition
 ) -> None:
-    await run_calls(world, definition, [{"name": "pixel", "id": "c1"}])
-    sent = json.dumps([m for r in world.requests() for m in r.messages], default=str)
-    assert "image" in sent and "/attachments/" in sent
+    tools, _, _ = await run_calls(world, definition, [{"name": "pixel", "id": "c1"}])
+    path = (tools[0].attachments or [])[0]["path"]
+    assert path.startswith("/attachments/")
+    thread_id = next(iter(world.sink.frames))
+    stored = await world.store.read_file(thread_id, path)
+    assert stored is not None and stored[:8] == b"\x89PNG\r\n\x1a\n"
+    tool_turn = [m for m in world.requests()[1].messages if m.get("role") == "tool"]
+    assert f'Attachment path for "image-0.png": {path}' in tool_turn[0]["content"]
+
+
+async def test_eight_identical_mcp_errors_stop_the_session(world: World) -> None:
+    servers, pool = Servers(), McpPool()
+    await servers.add(stdio_definition(name="tools", timeout_ms=5000))
+    mcp_world(world, servers, pool)
+    world.define(agent(), prompt(tools=["mcp:tools/fail"]))
+    script = TestScript()
+    for i in range(9):
+        script.add_tool_call(wire_name("tools", "fail"), id=f"c{i}")
+    world.script("m", script.add_text("never"))
+    try:
+        _, result = await world.chat("go")
+    finally:
+        await pool.aclose()
+    assert result.stop_reason == "repeated_tool_error"
 
 
 async def test_the_call_id_is_passed_to_the_server(
@@ -240,3 +261,20 @@ async def wait_until(check: Any, timeout: float = 20.0) -> None:
     while not check():
         assert time.monotonic() < deadline, "condition not met in time"
         await asyncio.sleep(0.05)
+
+
+async def test_a_changed_definition_closes_the_old_connection(http_server: HttpMcpServer) -> None:
+    servers, pool = Servers(), McpPool()
+    first = await servers.add(http_server.definition(name="tools", timeout_ms=5000))
+
+    async def no_env(name: str) -> str | None:
+        return None
+
+    assert (await pool.call(first, "echo", {"text": "a"}, call_id="1", env=no_env)).ok
+    [(_, old)] = pool._conns.values()
+    changed = first.model_copy(update={"timeout_ms": 6000})
+    assert (await pool.call(changed, "echo", {"text": "b"}, call_id="2", env=no_env)).ok
+    [(_, new)] = pool._conns.values()
+    assert new is not old and old.broken.is_set()  # closed: its task ended
+    await pool.aclose()
+    assert new.broken.is_set() and not pool._conns

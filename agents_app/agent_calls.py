@@ -1,5 +1,8 @@
 """Asking an agent from outside, as a tool (what ``/mcp`` serves, docs/mcp.md).
 
+Orchestration, not a service: creating a thread runs the engine's hooks
+(``thread_creation``), which services may not import.
+
 ``agent_ask`` is the thread API's two steps in one: a new thread owned by the caller
 (or the caller's given thread, with the thread API's access rule), then
 ``message_post``, which dispatches the session on commit to the executor (in this
@@ -16,7 +19,7 @@ from agents_app.errors import Invalid, NotFound
 from agents_app.models import Agent, Message, QueuedMessage, Thread, ThreadSession
 from agents_app.selectors import access_thread
 from agents_app.services.messages import message_post
-from agents_app.services.threads import thread_create
+from agents_app.thread_creation import thread_create
 
 ACTIVE = (ThreadSession.Status.QUEUED, ThreadSession.Status.RUNNING)
 
@@ -43,8 +46,8 @@ def agent_ask(*, user: Any, agent_name: str, message: str, thread_id: str | None
             raise Invalid(f"Thread {thread_id} belongs to agent '{thread.agent.name}'.")
     else:
         thread = thread_create(user=user, agent_name=agent.name)
-    queued = message_post(thread=thread, role="user", content=message)
-    return Ask(str(thread.pk), str(queued.pk))
+    posted = message_post(thread=thread, role="user", content=message)
+    return Ask(str(thread.pk), posted.message_id)
 
 
 @dataclass(frozen=True)
