@@ -127,3 +127,31 @@ async def test_spec_stop_while_waiting_answers_execution_stopped_by_user(world: 
     row = await _row(world, thread.id)
     assert row.status == "completed" and row.content == "Execution stopped by user"
     assert RUNS == [] and len(world.requests()) == 1
+
+
+# --- validation ------------------------------------------------------------------------------
+
+
+def _errors(*entries: dict[str, Any]) -> list[str]:
+    from runtime.definitions import PromptDefinition
+    from runtime.validation import Catalog, validate_prompt
+
+    catalog = Catalog(models={"m"}, prompts={"helper"}, agents={"child"}, tools={"wipe"})
+    main = PromptDefinition.model_validate(
+        {"name": "main", "model": "m", "prompt": "hi", "tools": list(entries)}
+    )
+    return [str(e) for e in validate_prompt(main, catalog)]
+
+
+def test_spec_requires_approval_is_refused_where_it_cannot_work() -> None:
+    assert _errors({"name": "wipe", "requiresApproval": True, "waitTimeoutSeconds": 30}) == []
+    [on_agent] = _errors({"name": "child", "requiresApproval": True})
+    assert "requiresApproval works only on tools; 'child' is an agent" in on_agent
+    [on_prompt] = _errors({"name": "helper", "client": True})
+    assert "'helper' is a prompt" in on_prompt
+    [both] = _errors({"name": "wipe", "requiresApproval": True, "client": True})
+    assert "not both" in both
+    [ignored] = _errors({"name": "wipe", "waitTimeoutSeconds": 30})
+    assert "applies only with requiresApproval or client" in ignored
+    [negative] = _errors({"name": "wipe", "client": True, "waitTimeoutSeconds": 0})
+    assert "positive" in negative
