@@ -146,7 +146,9 @@ class Session:
         if run.stopped:
             return Finished("aborted_by_user")
         if run.parked:
-            return self._end(Finished("awaiting_tool", "A tool call waits for a decision"), run.deferred)
+            return self._end(
+                Finished("awaiting_tool", "A tool call waits for a decision"), run.deferred
+            )
         return await self._close(scope, message, run.outcomes, run.deferred)
 
     async def _close(
@@ -554,7 +556,9 @@ class Session:
         unfinished (whoever decides resumes it; nothing runs meanwhile)."""
         p = self.progress
         p.stop_reason, p.stop_detail = "awaiting_tool", "A tool call waits for a decision"
-        await self.recorder.commit(self._tail.merge(Batch(progress=p)), self._hooks_now(), self.state)
+        await self.recorder.commit(
+            self._tail.merge(Batch(progress=p)), self._hooks_now(), self.state
+        )
         self.recorder.emit(telemetry("parked", side=p.side))
         return result_of(self.thread.id, p, None)
 

@@ -48,8 +48,11 @@ def decision_of(row: Message | None) -> dict[str, Any] | None:
 
 def waiting(row: Message | None) -> bool:
     """Whether the row is a call still waiting for its decision."""
-    return row is not None and row.status == "pending" and wait_of(row) is not None and (
-        decision_of(row) is None
+    return (
+        row is not None
+        and row.status == "pending"
+        and wait_of(row) is not None
+        and (decision_of(row) is None)
     )
 
 

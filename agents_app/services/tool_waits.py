@@ -115,7 +115,11 @@ def tool_call_decide(thread: Thread, tool_call_id: str, decision: dict[str, Any]
     if expects is not None and wait.get("kind") != expects:
         raise Invalid(
             f"Tool call {tool_call_id} waits for "
-            + ("approval: send approve" if wait.get("kind") == "approval" else "the client: send ok")
+            + (
+                "approval: send approve"
+                if wait.get("kind") == "approval"
+                else "the client: send ok"
+            )
         )
     metadata = {**row.metadata, waits.WAIT_KEY: {**wait, "decision": decision}}
     # The fence: only a call that still waits takes the decision (a racing one changes nothing).
@@ -153,7 +157,9 @@ def answer_stopped(row: Message, now: int) -> Message:
     row.tool_status = Message.ToolStatus.ERROR
     row.status = Message.Status.COMPLETED
     row.response_completed_at = now
-    row.save(update_fields=["metadata", "content", "tool_status", "status", "response_completed_at"])
+    row.save(
+        update_fields=["metadata", "content", "tool_status", "status", "response_completed_at"]
+    )
     return row
 
 
@@ -184,4 +190,3 @@ def parse_body(raw: bytes) -> Any:
         return json.loads(raw or b"null")
     except ValueError:
         raise Invalid("Invalid JSON body") from None
-

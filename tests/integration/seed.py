@@ -246,7 +246,11 @@ SUBAGENT_PARENTS.update(
 # Tool calls that wait (tests/integration/test_tool_waits.py): the model calls lookup_order
 # once, then answers; the call waits for approval (or for the client) in between.
 _WAITING_SCRIPT = [
-    {"toolCalls": [{"id": "call_wait_1", "name": "lookup_order", "arguments": {"order_id": "A-1001"}}]},
+    {
+        "toolCalls": [
+            {"id": "call_wait_1", "name": "lookup_order", "arguments": {"order_id": "A-1001"}}
+        ]
+    },
     {"content": "all done"},
 ]
 SUBAGENT_PARENTS.update(

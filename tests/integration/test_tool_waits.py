@@ -49,9 +49,7 @@ def parked_thread(stack: Stack, agent: str = "approval-agent") -> str:
     thread_id = new_thread(stack, agent)
     post(stack, thread_id, "Where is my order A-1001?")
     wait_until(lambda: pending(stack, thread_id), "the call to wait for a decision")
-    wait_until(
-        lambda: session_statuses(stack, thread_id) == ["parked"], "the session to be parked"
-    )
+    wait_until(lambda: session_statuses(stack, thread_id) == ["parked"], "the session to be parked")
     return thread_id
 
 
@@ -72,9 +70,11 @@ def test_spec_approved_call_runs_and_the_session_resumes(stack: Stack, worker: A
         )
         assert waiting["data"]["name"] == "lookup_order"
         row = stream.until(
-            lambda f: f["type"] == "message_data"
-            and f["data"]["role"] == "tool"
-            and f["data"]["status"] == "pending",
+            lambda f: (
+                f["type"] == "message_data"
+                and f["data"]["role"] == "tool"
+                and f["data"]["status"] == "pending"
+            ),
             "the pending tool row",
         )
         assert row["data"]["tool_call_id"] == CALL

@@ -34,8 +34,8 @@ def _world(world: World, script: TestScript, **entry: Any) -> None:
 
 
 def _script() -> TestScript:
-    return TestScript().add_tool_call("delete_everything", {"path": "/"}, id="call_1").add_text(
-        "done"
+    return (
+        TestScript().add_tool_call("delete_everything", {"path": "/"}, id="call_1").add_text("done")
     )
 
 
@@ -92,7 +92,9 @@ async def test_spec_a_decision_is_taken_once(world: World) -> None:
     first = await world.store.decide_tool_call(thread.id, "call_1", waits.approval(True))
     second = await world.store.decide_tool_call(thread.id, "call_1", waits.approval(False, "no"))
     assert first is not None and second is None
-    assert await world.store.decide_tool_call(thread.id, "call_unknown", waits.approval(True)) is None
+    assert (
+        await world.store.decide_tool_call(thread.id, "call_unknown", waits.approval(True)) is None
+    )
 
 
 async def test_spec_expired_call_gives_the_model_a_timeout_result(world: World) -> None:
