@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from runtime import waits
 from runtime.definitions import AgentDefinition, PromptDefinition, SideConfig
 from runtime.delegation import Delegate, PendingHandoff
 from runtime.deps import Deps
@@ -45,7 +46,6 @@ from runtime.store import LogQuery, LogRecord, ThreadRecord, ThreadUpdate
 from runtime.tools import CallOutcome, ToolRunner
 from runtime.toolset import OfferedTool, offered_tools
 from runtime.transcript import Transcript
-from runtime import waits
 
 if TYPE_CHECKING:
     from runtime.delegation import ChildRunner

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from runtime import waits
 from runtime.definitions import ToolConfig
 from runtime.deps import Deps
 from runtime.events import event, telemetry
@@ -34,7 +35,6 @@ from runtime.results import ToolResult, failure, normalize, success
 from runtime.state import ExecutionControl, ThreadState
 from runtime.steps import INVALID_RESPONSE_TOOL, Scope
 from runtime.store import LogRecord
-from runtime import waits
 from runtime.toolset import OfferedTool, resolve
 from runtime.waits import WaitKind
 

@@ -41,8 +41,8 @@ from agents_app.errors import Locked
 from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession, WebSocketTicket
 from agents_app.models.timestamps import now_us
 from agents_app.selectors import ACTIVE_SESSION
-from agents_app.services.idempotency import idempotency_keys_purge
 from agents_app.services import tool_waits
+from agents_app.services.idempotency import idempotency_keys_purge
 from agents_app.services.limits import budget_check
 from runtime.events import telemetry
 

@@ -178,7 +178,7 @@ def expire_due() -> int:
         if thread is None or thread.terminated_at is not None:
             continue
         try:
-            tool_call_decide(thread, call_id, waits.expired())
+            tool_call_decide(thread, str(call_id), waits.expired())
             expired += 1
         except Conflict:
             continue  # decided meanwhile
