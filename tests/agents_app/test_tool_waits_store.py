@@ -91,3 +91,40 @@ def test_spec_rejection_reason_reaches_the_model_over_the_database() -> None:
     row = Message.objects.get(thread_id=thread_id, role="tool")
     assert RUNS == [] and row.tool_status == "error" and "not on Fridays" in row.content
     assert "not on Fridays" in provider.requests[1].messages[-1]["content"]
+
+
+def test_inspector_lists_the_waiting_call_and_a_second_decision_is_a_conflict() -> None:
+    from agents_app.errors import Conflict
+    from agents_app.models import Thread
+    from agents_app.services import tool_waits
+    from agents_app.services.thread_inspector import thread_inspection
+
+    engine, _, thread_id = _engine(requires_approval=True)
+    async_to_sync(engine.run_session)(thread_id, message=NewMessage("clean"))
+    thread = Thread.objects.get(pk=thread_id)
+    [shown] = thread_inspection(thread).pending_calls
+    assert shown["tool"] == "wipe" and '"/tmp"' in shown["args"] and shown["kind"] == "approval"
+    answer = tool_waits.tool_call_decide(thread, "call_1", waits.approval(True))
+    assert answer["status"] == "resumed"
+    assert ThreadSession.objects.get(thread_id=thread_id).status == ThreadSession.Status.QUEUED
+    with pytest.raises(Conflict, match="already decided \\(approved\\)"):
+        tool_waits.tool_call_decide(thread, "call_1", waits.approval(False, "late"))
+    assert thread_inspection(thread).pending_calls == []
+
+
+def test_stop_while_parked_answers_the_call_and_stops_the_session() -> None:
+    from agents_app.models import Thread
+    from agents_app.services.sessions import thread_stop
+
+    engine, _, thread_id = _engine(requires_approval=True)
+    async_to_sync(engine.run_session)(thread_id, message=NewMessage("clean"))
+    thread_stop(thread=Thread.objects.get(pk=thread_id))
+    row = Message.objects.get(thread_id=thread_id, role="tool")
+    assert (row.status, row.tool_status, row.content) == (
+        "completed",
+        "error",
+        "Execution stopped by user",
+    )
+    session = ThreadSession.objects.get(thread_id=thread_id)
+    assert session.status == ThreadSession.Status.STOPPED and session.progress["finished"]
+    assert RUNS == []
