@@ -24,6 +24,7 @@ def test_alice_approves_a_tool_call_from_the_chat_page(page: Page, site: Site) -
     expect(panel).to_be_visible()
     expect(panel).to_contain_text("lookup_order")
     expect(panel.locator(".tool-args")).to_contain_text('"order_id": "A-1001"')
+    expect(page.locator("#state")).to_have_attribute("data-state", "waiting")
     shot(page, "chat-approval-waiting")
 
     panel.get_by_role("button", name="Approve").click()
