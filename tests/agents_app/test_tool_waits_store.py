@@ -128,3 +128,16 @@ def test_stop_while_parked_answers_the_call_and_stops_the_session() -> None:
     session = ThreadSession.objects.get(thread_id=thread_id)
     assert session.status == ThreadSession.Status.STOPPED and session.progress["finished"]
     assert RUNS == []
+
+
+def test_thread_inspector_page_shows_the_waiting_call(client: Any) -> None:
+    from django.urls import reverse
+
+    engine, _, thread_id = _engine(requires_approval=True)
+    async_to_sync(engine.run_session)(thread_id, message=NewMessage("clean"))
+    admin = get_user_model().objects.create_superuser("root-admin", password="pw-admin-1")
+    client.force_login(admin)
+    page = client.get(reverse("admin:agents_app_thread_change", args=[thread_id]))
+    html = page.content.decode()
+    assert page.status_code == 200 and 'id="inspector-pending-calls"' in html
+    assert "Tool calls waiting (1)" in html and "call_1" in html and "/tmp" in html
