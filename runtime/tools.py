@@ -121,7 +121,7 @@ class ToolRunner:
                     run.outcomes.append(CallOutcome(call, done))
                     continue
                 if self._parks(scope, call, done, slots[call["id"]], run):
-                    break
+                    continue  # the step's other calls still run (or park) now
                 task = started.get(call["id"])
                 prepared = (
                     await task if task else await self.execute(scope, call, slots[call["id"]])
@@ -157,6 +157,8 @@ class ToolRunner:
         kind = self.wait_kind(scope, call)
         if kind is None or (row is not None and waits.decision_of(row) is not None):
             return False
+        if scope.depth > 0:
+            return False  # refused in ``dispatch``: only the session's own step can park
         run.parked = True
         if row is not None:
             return True  # parked already: a resume before the decision changes nothing
@@ -267,6 +269,13 @@ class ToolRunner:
             decided = waits.result_for(waits.decision_of(slot.waited) or {}, wait)
             if decided is not None or wait.get("kind") == "client":
                 return decided or failure("The client sent no result.")
+        elif (scope.depth > 0 or slot.detached) and self.wait_kind(scope, call) is not None:
+            # Nothing can park inside a sub-prompt or ``invoke_tool``: refuse rather than run
+            # a call that must wait for a person or the client.
+            return failure(
+                f"Tool '{name}' waits for approval or for the client, which works only in the "
+                "agent's own prompt (not in a sub-prompt or through invoke_tool)."
+            )
         offered = scope.tools.get(name)
         if offered is None:
             return failure(f"Tool '{name}' is not available for this prompt.")

@@ -157,3 +157,29 @@ def test_spec_requires_approval_is_refused_where_it_cannot_work() -> None:
     assert "applies only with requiresApproval or client" in ignored
     [negative] = _errors({"name": "wipe", "client": True, "waitTimeoutSeconds": 0})
     assert "positive" in negative
+
+
+@define_tool("Count things", PathArgs)
+async def count_things(state: Any, args: PathArgs) -> str:
+    RUNS.append("count_things")
+    return "3"
+
+
+async def test_parallel_calls_run_the_plain_one_and_park_on_the_waiting_one(world: World) -> None:
+    RUNS.clear()
+    world.register(delete_everything, count_things)
+    tools = [ToolConfig(name="delete_everything", requires_approval=True), "count_things"]
+    world.define(prompt(tools=tools, parallel_tool_calls=True), agent())
+    script = TestScript().add_tool_calls(
+        [
+            {"id": "call_b", "name": "delete_everything", "arguments": {"path": "/"}},
+            {"id": "call_a", "name": "count_things", "arguments": {"path": "/"}},
+        ]
+    )
+    world.script("m", script.add_text("done"))
+    thread, result = await world.chat("go")
+    assert result.stop_reason == "awaiting_tool" and RUNS == ["count_things"]
+    await world.store.decide_tool_call(thread.id, "call_b", waits.approval(True))
+    result = await world.run(thread.id)
+    assert result.final_text == "done"
+    assert RUNS == ["count_things", "delete_everything"]  # nothing ran twice
