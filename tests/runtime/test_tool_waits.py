@@ -183,3 +183,28 @@ async def test_parallel_calls_run_the_plain_one_and_park_on_the_waiting_one(worl
     result = await world.run(thread.id)
     assert result.final_text == "done"
     assert RUNS == ["count_things", "delete_everything"]  # nothing ran twice
+
+
+async def test_a_waiting_tool_inside_a_sub_prompt_is_refused_not_run(world: World) -> None:
+    RUNS.clear()
+    world.register(delete_everything)
+    world.define(
+        prompt("main", tools=["research"]),
+        agent("agent", "main"),
+        prompt(
+            "research",
+            model="mr",
+            text="You research.",
+            tool_description="Research",
+            tools=[ToolConfig(name="delete_everything", requires_approval=True)],
+        ),
+    )
+    world.script(
+        "mr",
+        TestScript().add_tool_call("delete_everything", {"path": "/"}).add_text("sub done"),
+    )
+    world.script("m", TestScript().add_tool_call("research", {}).add_text("parent done"))
+    thread, result = await world.chat("go")
+    assert result.final_text == "parent done" and RUNS == []
+    deeper = [m for m in await world.messages(thread.id) if m.role == "tool" and m.depth == 1]
+    assert deeper and "works only in the agent's own prompt" in (deeper[0].content or "")
