@@ -19,6 +19,7 @@ from agents_app.bridge.store import DjangoStore
 from agents_app.code_registry import get_registry
 from agents_app.services.mcp_servers import DjangoMcpServers
 from agents_app.services.subagents import DjangoHost
+from runtime.deps import Limits
 from runtime.engine import Engine
 from runtime.events import EventSink
 from runtime.mcp_client import McpConnector
@@ -56,6 +57,7 @@ def build_engine(
         providers=provider_registry(store, http),
         subagent_host=DjangoHost(),
         mcp=McpConnector(DjangoMcpServers()),
+        limits=Limits(tool_wait_seconds=settings.STUDIO_TOOL_WAIT_SECONDS),
     )
 
 

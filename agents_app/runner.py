@@ -52,6 +52,7 @@ OWNER = sessions.owner_id()
 STATUS_BY_REASON = {
     "aborted_by_user": ThreadSession.Status.STOPPED,
     "step_error": ThreadSession.Status.FAILED,
+    "awaiting_tool": ThreadSession.Status.PARKED,
 }
 
 

@@ -72,8 +72,10 @@ def sweep_sessions() -> int:
     """Re-dispatch sessions whose worker died and queued sessions whose task was lost."""
     from agents_app.db_retry import CONNECTION_ERRORS
     from agents_app.services.sessions import sessions_sweep
+    from agents_app.services.tool_waits import expire_due
 
     try:
+        expire_due()  # waiting tool calls whose time ran out: the model gets a timeout result
         ids = sessions_sweep()
     except CONNECTION_ERRORS as exc:
         # Beat sends this every second: during an outage one warning, not a traceback a tick.

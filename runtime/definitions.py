@@ -216,6 +216,11 @@ class ToolConfig(Definition):
     scoped_env: list[str] | None = None
     parent_communication: Literal["implicit", "explicit"] | None = None
     hidden: bool | None = None
+    # Our extension: the call waits for a person (``requiresApproval``) or for the client
+    # to run it (``client``, the reference's forwarded tools); see ``runtime.waits``.
+    requires_approval: bool | None = None
+    client: bool | None = None
+    wait_timeout_seconds: int | None = None
 
     def dump(self) -> dict[str, Any]:
         out = super().dump()

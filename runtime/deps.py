@@ -13,6 +13,7 @@ from runtime.providers.retry import RetryPolicy, Sleep
 from runtime.registry import Registry
 from runtime.stops import MAX_SESSION_TURNS, MAX_TOTAL_STEPS, REPEATED_TOOL_ERRORS
 from runtime.store import Store
+from runtime.waits import DEFAULT_WAIT_SECONDS
 
 
 @dataclass(slots=True)
@@ -27,6 +28,9 @@ class Limits:
     max_session_turns: int = MAX_SESSION_TURNS
     repeated_tool_errors: int = REPEATED_TOOL_ERRORS
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    # How long a call waiting for approval or for the client waits before it times out
+    # (a tool entry's ``waitTimeoutSeconds`` overrides it).
+    tool_wait_seconds: int = DEFAULT_WAIT_SECONDS
 
 
 @dataclass(slots=True)

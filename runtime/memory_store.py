@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime import files as fs
+from runtime import waits
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
 from runtime.messages import Message, Side
 from runtime.progress import SessionProgress
@@ -216,6 +217,19 @@ class MemoryStore:
     async def list_queued(self, thread_id: str) -> list[QueuedMessage]:
         """The queue, oldest first."""
         return copy.deepcopy(self._data(thread_id).queue)
+
+    async def decide_tool_call(
+        self, thread_id: str, tool_call_id: str, decision: dict[str, Any]
+    ) -> Message | None:
+        """Record a decision on a waiting call (one event loop: check and write are atomic)."""
+        data = self._data(thread_id)
+        for message in data.messages.values():
+            if message.role == "tool" and message.tool_call_id == tool_call_id:
+                decided = waits.decide(message, decision)
+                if decided is not None:
+                    self._put(data, decided)
+                    return copy.deepcopy(decided)
+        return None
 
     # --- commit ------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ StopReason = Literal[
     "state_stop_session",
     "awaiting_human",
     "both_sides_stopped",
+    "awaiting_tool",  # parked: a tool call waits for approval or the client (not finished)
 ]
 STOP_REASONS: tuple[str, ...] = StopReason.__args__  # type: ignore[attr-defined]
 # Why a turn ended: a stop reason, or "every_step" for a dual_ai side with no turn

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from runtime import waits
 from runtime.definitions import AgentDefinition, PromptDefinition, SideConfig
 from runtime.delegation import Delegate, PendingHandoff, attachment_refs, init_paths
 from runtime.deps import Deps
@@ -148,6 +149,10 @@ class Session:
         run = await self.tools.run(scope, message, stored)
         if run.stopped:
             return Finished("aborted_by_user")
+        if run.parked:
+            return self._end(
+                Finished("awaiting_tool", "A tool call waits for a decision"), run.deferred
+            )
         return await self._close(scope, message, run.outcomes, run.deferred)
 
     async def _close(
@@ -517,8 +522,11 @@ class Session:
     async def _resume(self) -> StepOutcome:
         """Finish whatever the last run left open; ``Continue`` when the loop can go on."""
         await self._close_orphans(keep_open_step=not self.thread.stopped)
+        if self.progress.stop_reason == "awaiting_tool":  # a parked session picks up again
+            self.progress.stop_reason = self.progress.stop_detail = None
         if self.thread.stopped:
             self.progress.open_step = None
+            self._answer_waiting_on_stop()
             return Finished("aborted_by_user")
         open_step = self.progress.open_step
         if open_step is None:
@@ -534,6 +542,21 @@ class Session:
         if message is not None and message.status == "failed":
             return Finished("step_error", "The step's model request failed")
         return await self._redo(scope, message)
+
+    def _answer_waiting_on_stop(self) -> None:
+        """Calls still waiting for a decision are answered "Execution stopped by user"."""
+        rows = [m for m in self.transcript.messages if waits.waiting(m)]
+        for row in rows:
+            decided = waits.decide(row, waits.stopped())
+            assert decided is not None
+            self._tail.updated.append(
+                decided.copy(
+                    content=waits.STOPPED_TEXT,
+                    tool_status="error",
+                    status="completed",
+                    response_completed_at=self.deps.clock.now(),
+                )
+            )
 
     async def _redo(self, scope: Scope, pending: Message | None) -> StepOutcome:
         """The step's request never got a stored response: send it again (same message row)."""
@@ -567,8 +590,21 @@ class Session:
         if stale_logs or stale_rows:
             await self.recorder.commit(Batch(updated=stale_rows, logs=stale_logs))
 
+    async def _park(self) -> SessionResult:
+        """A call waits for a decision: store it with the progress, open step kept, session
+        unfinished (whoever decides resumes it; nothing runs meanwhile)."""
+        p = self.progress
+        p.stop_reason, p.stop_detail = "awaiting_tool", "A tool call waits for a decision"
+        await self.recorder.commit(
+            self._tail.merge(Batch(progress=p)), self._hooks_now(), self.state
+        )
+        self.recorder.emit(telemetry("parked", side=p.side))
+        return result_of(self.thread.id, p, None)
+
     async def _finish(self, outcome: Finished) -> SessionResult:
         """Record why the session ended, with the writes that led there, in one commit."""
+        if outcome.reason == "awaiting_tool":
+            return await self._park()
         p = self.progress
         p.finished, p.stop_reason, p.stop_detail = True, outcome.reason, outcome.detail
         p.outcome, p.open_step = outcome.value, None

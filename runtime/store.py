@@ -407,6 +407,14 @@ class Store(Protocol):
         """
         ...
 
+    async def decide_tool_call(
+        self, thread_id: str, tool_call_id: str, decision: dict[str, Any]
+    ) -> Message | None:
+        """Record ``decision`` on the call waiting as ``tool_call_id`` (``runtime.waits``), once:
+        a conditional write that only a still-waiting call takes. Returns the updated row, or
+        ``None`` when no such call waits (unknown, or decided already)."""
+        ...
+
     async def load_progress(self, thread_id: str) -> SessionProgress | None:
         """The progress last committed for the thread's current session, or ``None``.
 

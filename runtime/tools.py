@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from runtime import waits
 from runtime.definitions import ToolConfig
 from runtime.deps import Deps
 from runtime.events import event, telemetry
@@ -38,6 +39,7 @@ from runtime.steps import INVALID_RESPONSE_TOOL, Scope
 from runtime.store import LogRecord
 from runtime.subagents import RETURNED_FILES_KEY
 from runtime.toolset import OfferedTool, resolve
+from runtime.waits import WaitKind
 
 if TYPE_CHECKING:
     from runtime.delegation import Delegate
@@ -60,6 +62,7 @@ class Slot:
     exists: bool = False
     subagent_id: str | None = None
     detached: bool = False  # ``invoke_tool``: no result row will ever exist
+    waited: Message | None = None  # the decided row of a call that waited (``runtime.waits``)
 
 
 @dataclass(slots=True)
@@ -91,6 +94,7 @@ class ToolRun:
     outcomes: list[CallOutcome] = field(default_factory=list)
     deferred: Batch = field(default_factory=Batch)
     stopped: bool = False
+    parked: bool = False  # a call waits for a decision: the session parks
 
 
 class ToolRunner:
@@ -119,6 +123,8 @@ class ToolRunner:
                 if done is not None and done.status != "pending":
                     run.outcomes.append(CallOutcome(call, done))
                     continue
+                if self._parks(scope, call, done, slots[call["id"]], run):
+                    continue  # the step's other calls still run (or park) now
                 task = started.get(call["id"])
                 prepared = (
                     await task if task else await self.execute(scope, call, slots[call["id"]])
@@ -137,12 +143,60 @@ class ToolRunner:
                 task.cancel()
         return run
 
+    def wait_kind(self, scope: Scope, call: ToolCall) -> WaitKind | None:
+        """Whether the call must wait for a decision from outside the session."""
+        offered = scope.tools.get(call["function"]["name"])
+        if offered is None:
+            return None
+        if offered.entry.client:
+            return "client"
+        return "approval" if offered.entry.requires_approval else None
+
+    def _parks(
+        self, scope: Scope, call: ToolCall, row: Message | None, slot: Slot, run: ToolRun
+    ) -> bool:
+        """Park the session on a call that waits and has no decision yet (its pending row is
+        staged in ``run.deferred``; it goes out with the session's parking commit)."""
+        kind = self.wait_kind(scope, call)
+        if kind is None or (row is not None and waits.decision_of(row) is not None):
+            return False
+        if scope.depth > 0:
+            return False  # refused in ``dispatch``: only the session's own step can park
+        run.parked = True
+        if row is not None:
+            return True  # parked already: a resume before the decision changes nothing
+        offered = scope.tools[call["function"]["name"]]
+        seconds = offered.entry.wait_timeout_seconds or self.deps.limits.tool_wait_seconds
+        wait = waits.wait_object(kind, call, seconds, waits.now_ms())
+        pending = Message(
+            id=slot.id,
+            role="tool",
+            name=call["function"]["name"],
+            tool_call_id=call["id"],
+            status="pending",
+            created_at=slot.created_at,
+            parent_id=scope.parent_id,
+            depth=scope.depth,
+            side=scope.side,
+            prompt_name=scope.prompt.name,
+            metadata={waits.WAIT_KEY: wait},
+        )
+        run.deferred = run.deferred.merge(Batch(created=[pending]))
+        self.recorder.emit(
+            event(
+                "tool_call_waiting",
+                {"id": call["id"], "name": pending.name, "message_id": slot.id, **wait},
+            )
+        )
+        return True
+
     def _slots(self, calls: list[ToolCall], stored: dict[str, Message]) -> dict[str, Slot]:
         slots = {}
         for call in calls:
             row = stored.get(call["id"])
             if row is not None:
-                slots[call["id"]] = Slot(row.id, row.created_at, exists=True)
+                decided = row if waits.decision_of(row) is not None else None
+                slots[call["id"]] = Slot(row.id, row.created_at, exists=True, waited=decided)
             else:
                 slots[call["id"]] = Slot(new_id(), self.deps.clock.now())
         return slots
@@ -157,7 +211,8 @@ class ToolRunner:
         return {
             c["id"]: asyncio.ensure_future(self.execute(scope, c, slots[c["id"]]))
             for c in calls
-            if stored.get(c["id"]) is None or stored[c["id"]].status == "pending"
+            if (stored.get(c["id"]) is None or stored[c["id"]].status == "pending")
+            and self.wait_kind(scope, c) is None  # waiting calls run in order, once decided
         }
 
     def _take_queued(
@@ -251,6 +306,18 @@ class ToolRunner:
         name = call["function"]["name"]
         if name == INVALID_RESPONSE_TOOL:
             return failure(EMPTY_RESPONSE_ERROR)
+        if slot.waited is not None:
+            wait = waits.wait_of(slot.waited) or {}
+            decided = waits.result_for(waits.decision_of(slot.waited) or {}, wait)
+            if decided is not None or wait.get("kind") == "client":
+                return decided or failure("The client sent no result.")
+        elif (scope.depth > 0 or slot.detached) and self.wait_kind(scope, call) is not None:
+            # Nothing can park inside a sub-prompt or ``invoke_tool``: refuse rather than run
+            # a call that must wait for a person or the client.
+            return failure(
+                f"Tool '{name}' waits for approval or for the client, which works only in the "
+                "agent's own prompt (not in a sub-prompt or through invoke_tool)."
+            )
         offered = scope.tools.get(name)
         if offered is None:
             return failure(f"Tool '{name}' is not available for this prompt.")
@@ -337,7 +404,9 @@ class ToolRunner:
         notes: list[str],
     ) -> Message:
         content = "\n".join([result.content, *notes]) if notes else result.content
-        metadata = {"subagent_id": slot.subagent_id} if slot.subagent_id else {}
+        metadata: dict[str, Any] = {"subagent_id": slot.subagent_id} if slot.subagent_id else {}
+        if slot.waited is not None:  # keep who decided what on the row
+            metadata[waits.WAIT_KEY] = waits.wait_of(slot.waited)
         return Message(
             id=slot.id,
             role="tool",

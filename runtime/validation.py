@@ -498,6 +498,7 @@ def validate_prompt(
     errs += _prompt_lengths(prompt)
     errs += provider_tool_errors(prompt, catalog)
     errs += response_schema_errors(prompt, catalog)
+    errs += _wait_rules(prompt, catalog)
     if (
         prompt.required_schema is not None
         and prompt.required_schema.get("type", "object") != "object"
@@ -600,6 +601,50 @@ def response_schema_errors(
                         "Choose another model or remove the response schema.",
                     )
                 )
+    return errs
+
+
+def _wait_rules(prompt: PromptDefinition, catalog: Catalog | None) -> list[DefinitionError]:
+    """``requiresApproval`` / ``client`` / ``waitTimeoutSeconds`` only where they can work:
+    on a tool the engine runs (code or MCP), one way of waiting at a time, and a timeout
+    only on an entry that waits."""
+    errs: list[DefinitionError] = []
+    for i, entry in enumerate(prompt.tools or []):
+        if isinstance(entry, str):
+            continue
+        path, name = f"tools.{i}", entry.name
+        marks = [
+            m
+            for m, on in (("requiresApproval", entry.requires_approval), ("client", entry.client))
+            if on
+        ]
+        if len(marks) > 1:
+            errs.append(DefinitionError(path, "Use requiresApproval or client, not both."))
+        if entry.wait_timeout_seconds is not None:
+            if not marks:
+                errs.append(
+                    DefinitionError(
+                        f"{path}.waitTimeoutSeconds",
+                        "waitTimeoutSeconds applies only with requiresApproval or client.",
+                    )
+                )
+            errs += _positive(entry.wait_timeout_seconds, f"{path}.waitTimeoutSeconds", "The wait")
+        if not marks:
+            continue
+        what = None
+        if name.startswith("provider:"):
+            what = "a provider tool (it runs at the model's vendor)"
+        elif catalog is not None and name not in catalog.tools and not name.startswith("mcp:"):
+            if name in catalog.agents:
+                what = "an agent"
+            elif name in catalog.prompts:
+                what = "a prompt"
+        if entry.client and name.startswith("mcp:"):
+            what = "an MCP tool (the server runs it, not the client)"
+        if what is not None:
+            errs.append(
+                DefinitionError(path, f"{marks[0]} works only on tools; '{name}' is {what}.")
+            )
     return errs
 
 

@@ -255,6 +255,9 @@ STUDIO_IDEMPOTENCY_KEY_HOURS = envint("STUDIO_IDEMPOTENCY_KEY_HOURS", 24)
 STUDIO_SESSION_HEARTBEAT_SECONDS = envint("STUDIO_SESSION_HEARTBEAT_SECONDS", 5)
 STUDIO_SESSION_STALE_SECONDS = envint("STUDIO_SESSION_STALE_SECONDS", 30)
 STUDIO_SESSION_SWEEP_SECONDS = envint("STUDIO_SESSION_SWEEP_SECONDS", 10)
+# How long a tool call waiting for approval or the client waits before the model gets a
+# timeout result (a tool entry's waitTimeoutSeconds overrides it; the sweep expires them).
+STUDIO_TOOL_WAIT_SECONDS = envint("STUDIO_TOOL_WAIT_SECONDS", 1800)
 # A queued session nobody claimed (its task was lost) is dispatched again after this.
 STUDIO_SESSION_REDISPATCH_SECONDS = envint("STUDIO_SESSION_REDISPATCH_SECONDS", 120)
 # Tests only: named points where the database connection is broken on purpose

@@ -76,6 +76,13 @@ class PromptToolInline(OrderColumn, admin.StackedInline):
             "When it is offered",
             {"classes": ("collapse",), "fields": ("optional", "immediate", "env")},
         ),
+        (
+            "When a call waits (approval, client-run tools)",
+            {
+                "classes": ("collapse",),
+                "fields": ("requires_approval", "client", "wait_timeout_seconds"),
+            },
+        ),
     ]
 
 

@@ -14,7 +14,7 @@ from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Invalid, NotFound
 from agents_app.services import effects as effect_service
-from agents_app.services import sessions
+from agents_app.services import sessions, tool_waits
 from agents_app.storable_text import describe_unstorable, find_unstorable
 
 router = Router(tags=["execution"])
@@ -34,6 +34,52 @@ def thread_stop(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
     sessions.thread_stop(thread=thread)
     return {"status": "stopped", "message": "Thread execution stopped"}
+
+
+@router.get(
+    "/{thread_id}/pending-tool-calls",
+    response={200: dict, **ERRORS},
+    summary="Tool calls waiting for approval or the client",
+)
+def pending_tool_calls(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    return {"pending": tool_waits.pending_calls(thread)}
+
+
+@router.post(
+    "/{thread_id}/tool-result",
+    response={200: dict, **ERRORS},
+    summary="Approve, reject, or answer a waiting tool call",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["tool_call_id"],
+                        "properties": {
+                            "tool_call_id": {"type": "string"},
+                            "approve": {"type": "boolean"},
+                            "reason": {"type": "string"},
+                            "ok": {"type": "boolean"},
+                            "result": {},
+                            "error": {"type": "string"},
+                        },
+                    }
+                }
+            },
+        }
+    },
+)
+def tool_result(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+    body = tool_waits.parse_body(request.body)
+    found = find_unstorable(body)
+    if found:
+        raise Invalid(describe_unstorable(found))
+    call_id, decision = tool_waits.decision_from_body(body)
+    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    return tool_waits.tool_call_decide(thread, call_id, decision)
 
 
 @router.post(

@@ -194,6 +194,8 @@ def thread_record(row: ThreadRow) -> ThreadRecord:
 def session_status(progress: SessionProgress) -> str:
     """The session row's status for ``progress``: running until it finishes, then how it ended."""
     if not progress.finished:
+        if progress.stop_reason == "awaiting_tool":
+            return ThreadSession.Status.PARKED
         return ThreadSession.Status.RUNNING
     if progress.stop_reason == "aborted_by_user":
         return ThreadSession.Status.STOPPED

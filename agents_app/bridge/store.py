@@ -37,6 +37,7 @@ from agents_app.models import (
 from agents_app.models.timestamps import now_us
 from agents_app.services import definitions as defs
 from agents_app.services import effects as effect_service
+from runtime import waits
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
 from runtime.messages import Message as EngineMessage
 from runtime.progress import SessionProgress
@@ -368,6 +369,33 @@ def _commit_orm(thread_id: str, commit: Commit) -> CommitResult:
     return CommitResult(stopped=stopped, drained=drained)
 
 
+def _decide_tool_call(
+    thread_id: str, tool_call_id: str, decision: dict[str, Any]
+) -> EngineMessage | None:
+    _exists(thread_id)
+    waiting = (
+        Message.objects.filter(
+            thread_id=thread_id,
+            role=Message.Role.TOOL,
+            status=Message.Status.PENDING,
+            tool_call_id=tool_call_id,
+        )
+        .filter(metadata__has_key=waits.WAIT_KEY)
+        .exclude(**{f"metadata__{waits.WAIT_KEY}__has_key": "decision"})
+    )
+    with transaction.atomic():
+        row = waiting.select_for_update().first()
+        if row is None:
+            return None
+        decided = waits.decide(rows.engine_message(row), decision)
+        if decided is None:
+            return None
+        # Conditional: only a call that still waits takes the decision.
+        if waiting.filter(pk=row.pk).update(metadata=decided.metadata) != 1:
+            return None
+    return decided
+
+
 def _load_progress(thread_id: str) -> SessionProgress | None:
     _exists(thread_id)
     row = (
@@ -661,6 +689,11 @@ class DjangoStore(FileStoreMixin):
 
     async def load_progress(self, thread_id: str) -> SessionProgress | None:
         return await sync_to_async(_load_progress)(thread_id)
+
+    async def decide_tool_call(
+        self, thread_id: str, tool_call_id: str, decision: dict[str, Any]
+    ) -> EngineMessage | None:
+        return await sync_to_async(_decide_tool_call)(thread_id, tool_call_id, decision)
 
     async def list_logs(self, thread_id: str, query: LogQuery) -> list[LogRecord]:
         return await sync_to_async(_list_logs)(thread_id, query)

@@ -269,6 +269,9 @@ def _tool(form: forms.BaseForm) -> dict[str, Any]:
             "immediate": cd.get("immediate"),
             "blocking": cd.get("blocking"),
             "resumable": resumable,
+            "requiresApproval": cd.get("requires_approval"),
+            "client": cd.get("client"),
+            "waitTimeoutSeconds": cd.get("wait_timeout_seconds"),
         }
     )
 
@@ -338,6 +341,9 @@ class PromptToolForm(OrderedRowForm):
             "receives_messages",
             "max_instances",
             "env",
+            "requires_approval",
+            "client",
+            "wait_timeout_seconds",
         ]
         labels = {
             "name": "Tool",
@@ -368,11 +374,18 @@ class PromptToolForm(OrderedRowForm):
             "resumable": "Subagents: keep the child so later calls continue the same thread.",
             "receives_messages": "Resumable subagents: which side of the child gets new messages.",
             "max_instances": "Resumable subagents: how many children may exist at once.",
+            "requires_approval": "Code and MCP tools: each call waits for a person to approve "
+            "or reject it (the session parks meanwhile).",
+            "client": "Code tools: the client runs each call and sends the result back.",
+            "wait_timeout_seconds": "How long such a call waits before the model gets a timeout "
+            "result. Empty: the instance default.",
         }
         widgets = {
             "name": SuggestionsInput(callable_names),
             "immediate": DefaultYesNoSelect(),
             "blocking": DefaultYesNoSelect(),
+            "requires_approval": DefaultYesNoSelect(),
+            "client": DefaultYesNoSelect(),
         }
 
 

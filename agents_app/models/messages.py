@@ -84,6 +84,13 @@ class Message(models.Model):
         ordering = ["created_at"]
         indexes = [
             models.Index(fields=["thread", "tool_call_id"], name="message_thread_toolcall"),
+            # The sweep's expiry scan of waiting tool calls (services.tool_waits.expire_due):
+            # partial, so it holds only the few pending tool rows.
+            models.Index(
+                fields=["created_at"],
+                name="message_pending_tool",
+                condition=models.Q(status="pending", role="tool"),
+            ),
         ]
         constraints = [
             # Its index also serves newest-page and history reads:

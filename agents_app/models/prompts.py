@@ -123,6 +123,10 @@ class PromptTool(models.Model):
     scoped_env = models.JSONField(null=True, blank=True)
     parent_communication = models.CharField(max_length=8, blank=True)
     hidden = models.BooleanField(default=False)
+    # Calls that wait (runtime.waits): for a person's approval, or for the client to run them.
+    requires_approval = models.BooleanField(null=True, blank=True)
+    client = models.BooleanField(null=True, blank=True, help_text="The client runs this tool.")
+    wait_timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["position", "id"]

@@ -23,6 +23,9 @@ class ThreadSession(models.Model):
         COMPLETED = "completed"
         STOPPED = "stopped"
         FAILED = "failed"
+        # A tool call waits for approval or the client; no worker holds it, the sweep leaves
+        # it alone, and the decision (``services.tool_waits``) queues it again.
+        PARKED = "parked"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="sessions")

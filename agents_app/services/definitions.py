@@ -181,6 +181,9 @@ def _tool_entry(t: PromptTool) -> ToolEntry:
         optional=t.optional or None,
         immediate=t.immediate,
         blocking=t.blocking,
+        requires_approval=t.requires_approval,
+        client=t.client,
+        wait_timeout_seconds=t.wait_timeout_seconds,
         resumable=ResumableConfig(
             receives_messages=t.receives_messages, max_instances=t.max_instances
         )  # type: ignore[arg-type]
@@ -399,6 +402,9 @@ def _tool_row(p: Prompt, i: int, entry: ToolEntry) -> PromptTool:
         scoped_env=cfg.scoped_env,
         parent_communication=cfg.parent_communication or "",
         hidden=bool(cfg.hidden),
+        requires_approval=cfg.requires_approval,
+        client=cfg.client,
+        wait_timeout_seconds=cfg.wait_timeout_seconds,
     )
 
 

@@ -41,6 +41,7 @@ from agents_app.errors import Locked
 from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession, WebSocketTicket
 from agents_app.models.timestamps import now_us
 from agents_app.selectors import ACTIVE_SESSION
+from agents_app.services import tool_waits
 from agents_app.services.idempotency import idempotency_keys_purge
 from agents_app.services.limits import budget_check
 from runtime.events import telemetry
@@ -70,6 +71,8 @@ def session_request(
     """Request a session for ``thread`` unless one is active. Hold the thread lock."""
     if ThreadSession.objects.filter(thread=thread, status__in=ACTIVE_SESSION).exists():
         return None
+    if parked_session(thread) is not None:
+        return None  # queued work waits until the waiting tool call is decided
     row = ThreadSession.objects.create(
         thread=thread,
         status=ThreadSession.Status.QUEUED,
@@ -78,6 +81,11 @@ def session_request(
     )
     session_should_run(row.pk)
     return row
+
+
+def parked_session(thread: Thread) -> ThreadSession | None:
+    """The session parked on a waiting tool call, if any (at most one: see ``session_request``)."""
+    return ThreadSession.objects.filter(thread=thread, status=ThreadSession.Status.PARKED).first()
 
 
 def active_session(thread: Thread) -> ThreadSession | None:
@@ -102,6 +110,16 @@ def thread_stop(*, thread: Thread) -> None:
     for row in marked:
         row.metadata.pop(wire.RESUME_MARK, None)
         row.save(update_fields=["metadata"])
+    parked = parked_session(locked)
+    if parked is not None:  # its waiting call is answered by the cleanup below
+        progress = {**parked.progress, "finished": True, "open_step": None}
+        progress.update(stop_reason="aborted_by_user", stop_detail=None)
+        ThreadSession.objects.filter(pk=parked.pk, status=ThreadSession.Status.PARKED).update(
+            status=ThreadSession.Status.STOPPED,
+            ended_at=timezone.now(),
+            stop_reason="aborted_by_user",
+            progress=progress,
+        )
     if active_session(locked) is None:
         frames = stop_cleanup(str(locked.pk), key=None)
         transaction.on_commit(lambda: send_thread_frames(str(locked.pk), frames))
@@ -159,6 +177,10 @@ def stop_cleanup(thread_id: str, *, key: str | None) -> list[dict[str, Any]]:
         return []
     changed: list[Message] = []
     now = now_us()
+    for row in Message.objects.filter(
+        thread_id=thread_id, status=Message.Status.PENDING, role=Message.Role.TOOL
+    ).filter(metadata__has_key="tool_wait"):
+        changed.append(tool_waits.answer_stopped(row, now))
     for row in Message.objects.filter(thread_id=thread_id, status=Message.Status.PENDING):
         row.status = Message.Status.FAILED
         row.response_completed_at = row.response_completed_at or now
@@ -325,7 +347,13 @@ def session_release(claim: Claim, *, status: str, error: str = "") -> Claim | No
         return None
     thread.last_activity_at = now
     thread.save(update_fields=["last_activity_at"])
-    if status == ThreadSession.Status.FAILED or not runnable_queue(thread):
+    if status == ThreadSession.Status.PARKED:
+        # Decided between the engine's parking commit and this release: run on at once.
+        tool_waits.resume_parked(thread)
+        return None
+    if status == ThreadSession.Status.FAILED:
+        return None
+    if not runnable_queue(thread):
         return None
     if active_session(thread) is not None:  # someone requested one meanwhile: it runs instead
         return None

@@ -23,6 +23,7 @@ from agents_app.models import (
     ThreadSession,
     ThreadValue,
 )
+from agents_app.services import tool_waits
 from agents_app.services.redaction import thread_redactor
 from agents_app.services.sessions import active_session
 
@@ -60,6 +61,8 @@ class Inspection:
     files: list[ThreadFile]
     env: list[EnvValue]
     session: ThreadSession | None
+    # Tool calls waiting for approval or the client (services.tool_waits), arguments redacted.
+    pending_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _json(value: Any) -> str:
@@ -137,4 +140,8 @@ def thread_inspection(thread: Thread) -> Inspection:
             .order_by("key")
         ),
         session=active_session(thread),
+        pending_calls=[
+            {**call, "args": redactor.text(_json(call["args"]))}
+            for call in tool_waits.pending_calls(thread)
+        ],
     )

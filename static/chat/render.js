@@ -2,7 +2,7 @@
 // its element between renders and is rebuilt only when its data changed, so streaming a reply
 // touches one element and open/closed blocks stay as the user left them.
 
-import { fileUrl } from './api.js';
+import { api, fileUrl, threadPath } from './api.js';
 import { renderMarkdown } from './markdown.js';
 
 export function el(tag, attrs = {}, ...children) {
@@ -51,14 +51,55 @@ function details(ctx, key, className, summary, ...body) {
   return node;
 }
 
+// A call waiting for the user's approval (requiresApproval): the tool, its arguments, and
+// Approve / Reject (with a reason) that answer POST …/tool-result.
+function approvalPanel(ctx, name, result) {
+  const wait = result.metadata.tool_wait;
+  const callId = result.tool_call_id;
+  const status = el('p', { className: 'approval-status', role: 'status' });
+  const reason = el('input', { type: 'text', className: 'approval-reason', placeholder: 'Reason (required to reject)', 'aria-label': `Reason for rejecting ${name}` });
+  const approve = el('button', { type: 'button', className: 'primary approve-button', text: 'Approve' });
+  const reject = el('button', { type: 'button', className: 'danger reject-button', text: 'Reject' });
+  const send = async (body, what) => {
+    approve.disabled = reject.disabled = true;
+    status.textContent = `${what}…`;
+    try {
+      await api(`${threadPath(ctx.threadId)}/tool-result`, { method: 'POST', json: { tool_call_id: callId, ...body } });
+      status.textContent = `${what}. The agent continues.`;
+    } catch (error) {
+      status.textContent = error.message;
+      approve.disabled = reject.disabled = false;
+    }
+  };
+  approve.addEventListener('click', () => send({ approve: true }, 'Approved'));
+  reject.addEventListener('click', () => {
+    if (!reason.value.trim()) {
+      status.textContent = 'Give a reason to reject this call.';
+      reason.focus();
+      return;
+    }
+    send({ approve: false, reason: reason.value.trim() }, 'Rejected');
+  });
+  const args = JSON.stringify(wait.arguments ?? {}, null, 2);
+  return el('section', { className: 'approval', 'data-tool-call-id': callId, 'aria-label': `Approve or reject ${name}` },
+    el('p', { className: 'approval-question' }, 'The agent wants to run ', el('code', { text: name }), '. Allow it?'),
+    el('pre', { className: 'tool-args', text: args }),
+    el('div', { className: 'approval-actions' }, approve, reject, reason),
+    status);
+}
+
+const waitingFor = (result) => result && result.status === 'pending' && result.metadata?.tool_wait && !result.metadata.tool_wait.decision ? result.metadata.tool_wait.kind : null;
+
 function toolBlock(ctx, call, result) {
   const name = call?.function?.name || result?.name || 'tool';
-  const state = !result ? 'running' : result.tool_status === 'error' ? 'error' : 'done';
-  const label = { running: 'running…', error: 'failed', done: 'done' }[state];
+  const waiting = waitingFor(result);
+  if (waiting === 'approval') return approvalPanel(ctx, name, result);
+  const state = waiting ? 'waiting' : !result || result.status === 'pending' ? 'running' : result.tool_status === 'error' ? 'error' : 'done';
+  const label = { running: 'running…', error: 'failed', done: 'done', waiting: 'waiting for the client' }[state];
   const summary = [el('span', { className: 'tool-icon', 'aria-hidden': 'true', text: '⚙' }), ' Tool ', el('code', { text: name }), ' ', el('span', { className: `badge ${state}`, text: label })];
   const body = el('div', { className: 'tool-body' });
   if (call) body.append(el('h4', { text: 'Arguments' }), el('pre', { className: 'tool-args', text: pretty(call.function?.arguments) }));
-  if (result) body.append(el('h4', { text: state === 'error' ? 'Error' : 'Result' }), el('pre', { className: 'tool-result', text: pretty(result.content) }));
+  if (result && result.status !== 'pending') body.append(el('h4', { text: state === 'error' ? 'Error' : 'Result' }), el('pre', { className: 'tool-result', text: pretty(result.content) }));
   return details(ctx, `tool:${call?.id || result?.id}`, `tool tool-${state}`, summary, body);
 }
 

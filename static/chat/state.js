@@ -3,11 +3,12 @@
 
 import { fromHuman } from './render.js';
 
-const BUSY = new Set(['thinking', 'writing', 'tool']);
+const BUSY = new Set(['thinking', 'writing', 'tool', 'waiting']);
 const TEXT = {
   connecting: 'Connecting…',
   idle: 'Ready. Send a message.',
   thinking: 'Thinking…',
+  waiting: 'Waiting for your approval (or for the client) before a tool runs.',
   writing: 'Writing a reply…',
   sending: 'Sending…',
   stopping: 'Stopping…',
@@ -15,6 +16,8 @@ const TEXT = {
   error: 'Something went wrong.',
 };
 const FAILED = new Set(['step_error', 'hook_blocked', 'repeated_tool_error']);
+// A tool call parked until someone approves, rejects or answers it (runtime/waits.py).
+const waits = (m) => m.role === 'tool' && m.status === 'pending' && m.metadata?.tool_wait && !m.metadata.tool_wait.decision;
 
 export class StateBar {
   constructor(node, stopButton, continueButton) {
@@ -64,6 +67,10 @@ export class StateBar {
   fromTranscript(transcript) {
     const top = transcript.ordered().filter((m) => !m.depth);
     this.hasMessages = top.length > 0;
+    if (top.some(waits)) {
+      this.set('waiting');
+      return;
+    }
     const working = top.find((m) => !fromHuman(m) && m.role !== 'system' && m.status === 'pending' && !m.metadata?.queued);
     if (working) {
       this.set(transcript.streaming.get(working.id) ? 'writing' : 'thinking');
@@ -81,6 +88,7 @@ export class StateBar {
   fromMessage(message) {
     this.hasMessages = true;
     if (message.role === 'system' && message.metadata?.stopped_by_user) this.set('stopped');
+    else if (waits(message)) this.set('waiting');
     else if (message.role === 'user' && message.metadata?.queued && this.kind !== 'writing') this.set('thinking');
     else if (!fromHuman(message) && message.status === 'pending' && this.kind !== 'writing') this.set('thinking');
     else if (!fromHuman(message) && message.status === 'failed') this.set('error', 'The reply failed.');

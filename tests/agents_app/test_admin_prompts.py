@@ -305,3 +305,32 @@ def test_an_unset_required_schema_is_an_empty_box(staff: Client, model: Any) -> 
     prompt = Prompt.objects.create(name="p", model=model)
 
     assert read_form(staff, change_url(prompt))["required_schema"] == ""
+
+
+def test_spec_requires_approval_is_saved_from_the_form_and_refused_on_an_agent(
+    staff: Client, model: Any, house_style: Any
+) -> None:
+    Agent.objects.create(name="helper", side_a_prompt=house_style)
+    data = add_form(staff, model)
+    set_rows(
+        data,
+        "tool_entries",
+        [{"name": "helper", "requires_approval": "true"}],
+    )
+    refused = post(staff, ADD, data)
+    assert any(
+        "requiresApproval works only on tools; 'helper' is an agent" in e
+        for e in sum(errors_of(refused).values(), [])
+    ), errors_of(refused)
+    assert not Prompt.objects.filter(name="support").exists()
+
+    data = add_form(staff, model)
+    set_rows(
+        data,
+        "tool_entries",
+        [{"name": "lookup_order", "requires_approval": "true", "wait_timeout_seconds": "90"}],
+    )
+    response = post(staff, ADD, data)
+    assert response.status_code == 302, errors_of(response)
+    tool = Prompt.objects.get(name="support").tool_entries.get()
+    assert tool.requires_approval is True and tool.wait_timeout_seconds == 90

@@ -300,5 +300,28 @@ SUBAGENT_PARENTS["sub-session-parent"] = (
     ],
 )
 
+
+# Tool calls that wait (tests/integration/test_tool_waits.py): the model calls lookup_order
+# once, then answers; the call waits for approval (or for the client) in between.
+_WAITING_SCRIPT = [
+    {
+        "toolCalls": [
+            {"id": "call_wait_1", "name": "lookup_order", "arguments": {"order_id": "A-1001"}}
+        ]
+    },
+    {"content": "all done"},
+]
+SUBAGENT_PARENTS.update(
+    {
+        "approval-agent": ({"name": "lookup_order", "requiresApproval": True}, _WAITING_SCRIPT),
+        "approval-expiring": (
+            {"name": "lookup_order", "requiresApproval": True, "waitTimeoutSeconds": 2},
+            _WAITING_SCRIPT,
+        ),
+        "client-tool-agent": ({"name": "lookup_order", "client": True}, _WAITING_SCRIPT),
+    }
+)
+
+
 if __name__ == "__main__":
     print(json.dumps(seed()))
