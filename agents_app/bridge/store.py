@@ -37,6 +37,7 @@ from agents_app.models import (
 from agents_app.models.timestamps import now_us
 from agents_app.services import definitions as defs
 from agents_app.services import effects as effect_service
+from agents_app.services.redaction import secret_values_for_thread
 from runtime import waits
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
 from runtime.messages import Message as EngineMessage
@@ -456,33 +457,6 @@ def _resolve_env(thread_id: str, name: str, prompt: str | None) -> EnvEntry | No
 
 
 # Tiers whose values belong to the thread's owner (the only non-staff user who sees it).
-OWNED_SCOPES = ("thread", "user")
-
-
-def secret_values_for_thread(thread_id: str) -> list[tuple[str, str]]:
-    """Every ``(name, value)`` secret the thread can resolve (sync; for redaction).
-
-    Only the thread's and its owner's own values keep their name; instance, agent and
-    prompt values come with an empty name, so their marker does not tell a user who
-    echoes a guess which operator secret it matched (``runtime.redaction``).
-    """
-    # Definition-level values of every agent and prompt count: a handoff or a
-    # sub-prompt can reach them, and over-redacting is harmless.
-    thread = _thread(thread_id)
-    secret = Q(value_type=EnvValue.Type.SECRET)
-    cond = (
-        (Q(scope="thread", thread_id=thread.pk) & secret)
-        | Q(scope__in=("agent", "prompt"))
-        | (Q(scope="instance") & secret)
-    )
-    if thread.owner_id:
-        cond |= Q(scope="user", user_id=thread.owner_id) & secret
-    return [
-        (row.key if row.scope in OWNED_SCOPES else "", row.value)
-        for row in EnvValue.objects.filter(cond)
-    ]
-
-
 def _set_env(thread_id: str, name: str, value: str, kind: EnvType | None) -> None:
     _exists(thread_id)
     with transaction.atomic():

@@ -20,11 +20,43 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from agents_app.bridge.store import secret_values_for_thread
+from django.core.exceptions import ValidationError
+from django.db.models import Q
+
+from agents_app.models import EnvValue, Thread
 from runtime.events import EventSink, Frame
 from runtime.redaction import Redactor
 
 REFRESH_SECONDS = 30.0
+OWNED_SCOPES = ("thread", "user")
+
+
+def secret_values_for_thread(thread_id: str) -> list[tuple[str, str]]:
+    """Every ``(name, value)`` secret the thread can resolve (sync; for redaction).
+
+    Only the thread's and its owner's own values keep their name; instance, agent and
+    prompt values come with an empty name, so their marker does not tell a user who
+    echoes a guess which operator secret it matched (``runtime.redaction``). Raises
+    ``LookupError`` for an unknown (or malformed) thread id.
+    """
+    try:
+        owner_id = Thread.objects.values_list("owner_id", flat=True).get(pk=thread_id)
+    except (Thread.DoesNotExist, ValueError, ValidationError):
+        raise LookupError(f"Thread not found: {thread_id}") from None
+    # Definition-level values of every agent and prompt count: a handoff or a
+    # sub-prompt can reach them, and over-redacting is harmless.
+    secret = Q(value_type=EnvValue.Type.SECRET)
+    cond = (
+        (Q(scope="thread", thread_id=thread_id) & secret)
+        | Q(scope__in=("agent", "prompt"))
+        | (Q(scope="instance") & secret)
+    )
+    if owner_id:
+        cond |= Q(scope="user", user_id=owner_id) & secret
+    return [
+        (row.key if row.scope in OWNED_SCOPES else "", row.value)
+        for row in EnvValue.objects.filter(cond)
+    ]
 
 
 def thread_redactor(thread_id: str) -> Redactor:

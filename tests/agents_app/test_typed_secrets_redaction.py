@@ -96,13 +96,13 @@ def test_typed_secret_never_stored_in_clear_message_edit(as_: Any, alice: Any) -
     )
     assert edited.status_code == 200, edited.content
     assert Message.objects.get(pk=stored.pk).content == SHOWN
-    queued = message_post(thread=thread, role="user", content="later")
+    queued_id = message_post(thread=thread, role="user", content="later").message_id
     client.patch(
-        f"/api/threads/{thread.pk}/messages/{queued.pk}",
+        f"/api/threads/{thread.pk}/messages/{queued_id}",
         {"content": TYPED},
         content_type="application/json",
     )
-    assert QueuedMessage.objects.get(pk=queued.pk).content == SHOWN
+    assert QueuedMessage.objects.get(pk=queued_id).content == SHOWN
     assert _stored_text_hits() == []
 
 
