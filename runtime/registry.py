@@ -263,7 +263,9 @@ def _from_options(options: Mapping[str, Any]) -> ToolDefinition:
         raise RegistryError(f"define_tool: unknown options {unknown}")
     description, execute = options.get("description"), options.get("execute")
     if not isinstance(description, str) or not callable(execute):
-        raise RegistryError("define_tool: options need a description string and an execute function")
+        raise RegistryError(
+            "define_tool: options need a description string and an execute function"
+        )
     return define_tool(  # type: ignore[call-overload,no-any-return]
         description,
         options.get("args"),

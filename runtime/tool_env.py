@@ -136,7 +136,9 @@ def parse_declarations(
     variables: Iterable[Any] | None, tenvs: Any = None
 ) -> tuple[VariableDefinition, ...]:
     """Validate a tool's ``variables`` and ``tenvs``; raises ``DeclarationError`` on any problem."""
-    if variables is not None and (isinstance(variables, (str, Mapping)) or not _iterable(variables)):
+    if variables is not None and (
+        isinstance(variables, (str, Mapping)) or not _iterable(variables)
+    ):
         raise DeclarationError("variables must be a list of variable definitions")
     found = [_variable(item, i) for i, item in enumerate(variables or [])]
     if tenvs is not None:
@@ -173,31 +175,40 @@ class EnvNeed:
 async def needed_env(
     defs: DefinitionLoader, registry: Registry, agent: AgentDefinition
 ) -> list[EnvNeed]:
-    """Every tool declaration reachable from ``agent``; each agent and prompt is visited once."""
+    """Every tool declaration reachable from ``agent``, less the values a prompt's tool entry
+    gives (``{"name": …, "env": {…}}`` answers before any tier, for sub-prompts and children
+    too). Each prompt is visited once per set of given names, so cycles end."""
     needs: list[EnvNeed] = []
-    seen_agents, seen_prompts = {agent.name}, set()
-    todo: list[tuple[str, str | None]] = [(s.prompt, None) for s in agent.sides().values()]
+    seen_agents: set[str] = {agent.name}
+    seen: set[tuple[str, frozenset[str]]] = set()
+    empty: frozenset[str] = frozenset()
+    todo: list[tuple[str, str | None, frozenset[str]]] = [
+        (s.prompt, None, empty) for s in agent.sides().values()
+    ]
     while todo:
-        name, via = todo.pop()
-        if name in seen_prompts:
+        name, via, given = todo.pop()
+        if (name, given) in seen:
             continue
-        seen_prompts.add(name)
+        seen.add((name, given))
         prompt = await defs.find_prompt(name)
         if prompt is None:
             continue
-        todo += [(p, via) for p in _includes(prompt)]
+        todo += [(p, via, given) for p in _includes(prompt)]
         for entry in prompt.tools or []:
             if not isinstance(entry, str) and entry.optional:
                 continue  # behind an optional gate: absent unless its env enables it
             tool = entry if isinstance(entry, str) else entry.name
+            passed = given if isinstance(entry, str) else given | frozenset(entry.env or {})
             native = registry.tools.get(tool)
             if native is not None:
-                needs += [EnvNeed(v, tool, name, via) for v in native.variables]
+                needs += [
+                    EnvNeed(v, tool, name, via) for v in native.variables if v.name not in passed
+                ]
             elif await defs.find_prompt(tool) is not None:
-                todo.append((tool, via))
+                todo.append((tool, via, passed))
             elif tool not in seen_agents and (child := await defs.find_agent(tool)):
                 seen_agents.add(tool)
-                todo += [(s.prompt, via or tool) for s in child.sides().values()]
+                todo += [(s.prompt, via or tool, passed) for s in child.sides().values()]
     return needs
 
 

@@ -62,12 +62,12 @@ def _walk(agent: Agent) -> tuple[dict[str, _Need], set[str], set[str]]:
             need.secret = need.required = True
             need.add("model", p.model.name)
         # An entry behind an ``optional`` gate is absent unless its env enables it (as the runtime).
-        names = list(
-            PromptTool.objects.filter(prompt=p, optional="").values_list("name", flat=True)
-        )
-        for name in names:
-            if name in tools:
-                _tool_needs(needs, name, tools[name].variables)
+        entries = PromptTool.objects.filter(prompt=p, optional="").values_list("name", "env")
+        names = [name for name, _ in entries]
+        for name, given in entries:
+            if name in tools:  # values the entry's own ``env`` gives are not needed elsewhere
+                declared = [v for v in tools[name].variables if v.name not in (given or {})]
+                _tool_needs(needs, name, declared)
         todo += list(Prompt.objects.filter(name__in=names).select_related("model"))
         children = Agent.objects.filter(name__in=names).exclude(name__in=agents)
         for child in children.select_related("side_a_prompt__model", "side_b_prompt__model"):
@@ -76,7 +76,9 @@ def _walk(agent: Agent) -> tuple[dict[str, _Need], set[str], set[str]]:
     return needs, agents, prompts
 
 
-def _tool_needs(needs: dict[str, _Need], tool: str, variables: Iterable[VariableDefinition]) -> None:
+def _tool_needs(
+    needs: dict[str, _Need], tool: str, variables: Iterable[VariableDefinition]
+) -> None:
     for v in variables:
         need = needs.setdefault(v.name, _Need(description=v.description))
         need.add("tool", tool)

@@ -197,3 +197,11 @@ async def test_spec_required_tool_env_resolves_through_thread_and_instance_tiers
     world.harness.set_instance_env("STRIPE_KEY", "i")
     other = await world.thread(user_id="bob")
     assert (await world.run(other.id, "pay")).stop_reason == "stop_on_response"
+
+
+async def test_spec_prompt_tool_entry_env_satisfies_a_required_declaration(world: World) -> None:
+    world.register(_billing_tool())
+    world.script("m", TestScript().add_text("hello"))
+    world.define(prompt(tools=[ToolConfig(name="charge", env={"STRIPE_KEY": "entry"})]), agent())
+    thread = await world.thread(user_id="alice")
+    assert (await world.run(thread.id, "pay")).stop_reason == "stop_on_response"
