@@ -21,11 +21,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, Required, TypedDict, TypeVar, overload
 
 from pydantic import BaseModel
 
 from runtime.controllers import ControllerDefinition
+from runtime.tool_env import DeclarationError, VariableDefinition, parse_declarations
 from runtime.tool_names import validate_tool_name
 from runtime.validation import HOOK_NAMES
 
@@ -81,6 +82,8 @@ class ToolDefinition:
     description: str
     args_model: type[BaseModel] | None
     fn: AnyFn
+    # Env values the tool needs (spec ``variables``/``tenvs``); see runtime.tool_env.
+    variables: tuple[VariableDefinition, ...] = ()
 
     def __post_init__(self) -> None:
         # validateToolName: refused at definition time, so start-up names the file.
@@ -169,44 +172,108 @@ def _is_args_model(value: Any) -> bool:
     return inspect.isclass(value) and issubclass(value, BaseModel)
 
 
+class DefineToolOptions(TypedDict, total=False):
+    """The object form of ``define_tool`` (spec ``DefineToolOptions``)."""
+
+    description: Required[str]
+    execute: Required[AnyFn]
+    args: type[BaseModel] | None
+    name: str
+    variables: list[Any]
+    tenvs: Any
+
+
+_OPTION_KEYS = frozenset(DefineToolOptions.__annotations__)
+
+
+@overload
+def define_tool(description: DefineToolOptions) -> ToolDefinition: ...
+
+
 @overload
 def define_tool(
-    description: str, args: type[BaseModel] | None = None, *, name: str | None = None
+    description: str,
+    args: type[BaseModel] | None = None,
+    *,
+    name: str | None = None,
+    variables: list[Any] | None = None,
+    tenvs: Any = None,
 ) -> Callable[[AnyFn], ToolDefinition]: ...
 
 
 @overload
 def define_tool(
-    description: str, args: type[BaseModel] | None | AnyFn, fn: AnyFn, *, name: str | None = None
+    description: str,
+    args: type[BaseModel] | None | AnyFn,
+    fn: AnyFn,
+    *,
+    name: str | None = None,
+    variables: list[Any] | None = None,
+    tenvs: Any = None,
 ) -> ToolDefinition: ...
 
 
 @overload
-def define_tool(description: str, args: AnyFn, *, name: str | None = None) -> ToolDefinition: ...
+def define_tool(
+    description: str,
+    args: AnyFn,
+    *,
+    name: str | None = None,
+    variables: list[Any] | None = None,
+    tenvs: Any = None,
+) -> ToolDefinition: ...
 
 
 def define_tool(
-    description: str,
+    description: Any,
     args: Any = None,
     fn: AnyFn | None = None,
     *,
     name: str | None = None,
+    variables: list[Any] | None = None,
+    tenvs: Any = None,
 ) -> Any:
     """Define a tool: ``define_tool(description, ArgsModel | None, fn)``.
 
-    Also ``define_tool(description, fn)`` (no arguments) and, as a decorator,
-    ``@define_tool(description, ArgsModel)``. The name is ``name`` or the
-    function's name.
+    Also ``define_tool(description, fn)`` (no arguments), ``@define_tool(description,
+    ArgsModel)`` as a decorator, and the object form ``define_tool({"description": …,
+    "args": …, "execute": fn, "variables": […], "tenvs": …})``. The name is ``name``
+    or the function's name. ``variables``/``tenvs`` declare the env values it needs.
     """
+    if isinstance(description, Mapping):
+        return _from_options(description)
     if args is not None and not _is_args_model(args) and callable(args) and fn is None:
         args, fn = None, args
+    try:
+        declared = parse_declarations(variables, tenvs)
+    except DeclarationError as exc:
+        raise RegistryError(f"define_tool {name or getattr(fn, '__name__', '')}: {exc}") from None
 
     def build(target: AnyFn) -> ToolDefinition:
         if args is not None and not _is_args_model(args):
             raise RegistryError("define_tool: args must be a pydantic model class or None")
-        return ToolDefinition(name or target.__name__, description, args, target)
+        return ToolDefinition(name or target.__name__, description, args, target, declared)
 
     return build(fn) if fn is not None else build
+
+
+def _from_options(options: Mapping[str, Any]) -> ToolDefinition:
+    unknown = sorted(set(options) - _OPTION_KEYS)
+    if unknown:
+        raise RegistryError(f"define_tool: unknown options {unknown}")
+    description, execute = options.get("description"), options.get("execute")
+    if not isinstance(description, str) or not callable(execute):
+        raise RegistryError(
+            "define_tool: options need a description string and an execute function"
+        )
+    return define_tool(  # type: ignore[call-overload,no-any-return]
+        description,
+        options.get("args"),
+        execute,
+        name=options.get("name"),
+        variables=options.get("variables"),
+        tenvs=options.get("tenvs"),
+    )
 
 
 def define_hook(

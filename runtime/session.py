@@ -44,6 +44,7 @@ from runtime.stops import (
     session_turn_cap,
 )
 from runtime.store import LogQuery, LogRecord, ThreadRecord, ThreadUpdate
+from runtime.tool_env import missing_env_message, missing_required, needed_env
 from runtime.tools import CallOutcome, ToolRunner
 from runtime.toolset import OfferedTool, offered_tools
 from runtime.transcript import Transcript
@@ -101,7 +102,7 @@ class Session:
         """Resume the step in flight (if any), then step until a stop condition ends the session."""
         await self.recorder.ready()  # load the thread's secrets before anything is written
         try:
-            outcome = await self._resume() if resumed else Continue()
+            outcome = await self._resume() if resumed else await self._env_ready()
             while isinstance(outcome, Continue):
                 try:
                     outcome = await self._step()
@@ -110,6 +111,16 @@ class Session:
             return await self._finish(outcome)
         finally:
             self.recorder.discard_staged()  # nothing may land after the session (or its crash)
+
+    async def _env_ready(self) -> StepOutcome:
+        """Fail before the first model request when a tool's required env value is missing."""
+        needs = await needed_env(self.defs, self.deps.registry, self.agent)
+        missing = await missing_required(self.deps.store, self.thread.id, needs)
+        if not missing:
+            return Continue()
+        text = missing_env_message(missing)
+        self._tail.created.append(self._said(self.progress.side, text, "step_error"))
+        return Finished("step_error", text)
 
     async def _step(self) -> StepOutcome:
         if self._tool_rows:

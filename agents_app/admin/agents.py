@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
 
 from agents_app.admin.env import AgentEnvValueInline, EnvOwnerAdminMixin
 from agents_app.forms import AgentForm
 from agents_app.forms.agents import SIDE_FIELDS
 from agents_app.models import Agent
+from agents_app.services.variable_scan import agent_env_levels
 
 
 def _side(side: str) -> tuple[str, ...]:
@@ -23,6 +27,20 @@ class AgentAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
 
     class Media:
         js = ("studio/agent_editor.js",)  # shows Side B only for AI <-> AI agents
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        # The read-only "Env values this agent needs" panel (names and levels, never values).
+        agent = self.get_object(request, object_id)
+        extra = dict(extra_context or {})
+        if agent is not None:
+            extra["env_needs"] = agent_env_levels(agent)
+        return super().change_view(request, object_id, form_url, extra)
 
     list_display = (
         "name",

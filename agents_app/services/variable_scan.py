@@ -1,9 +1,10 @@
 """Which env values an agent needs, and where each is defined (``GET /api/variables/agents/…``).
 
-A minimal scan (the reference also walks tool-declared variables, optional gates and
-scoped subagent values): from the agent, through its side prompts, their includes and
-the prompts and agents named in their tools, it collects the env parts of prompts and
-the provider keys of their models. Each value is looked up in the order the runtime
+From the agent, through its side prompts, their includes and the prompts and agents
+named in their tools (recursively, each once), it collects the env parts of prompts,
+the provider keys of their models and the env values code tools declare
+(``define_tool(..., variables=[...])``). Tool entries behind an ``optional`` gate are
+left out, as the runtime leaves them out unless enabled. Each value is looked up in the order the runtime
 resolves it: thread → agent → prompt → account → instance (the process environment
 counts as instance for provider keys). Secret values are never returned.
 """
@@ -11,52 +12,80 @@ counts as instance for provider keys). Secret values are never returned.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents_app.code_registry import get_registry
 from agents_app.encryption import decrypt
 from agents_app.errors import NotFound
 from agents_app.models import Agent, EnvValue, Prompt, PromptPart, PromptTool, Thread
 from runtime.providers.registry import KEY_NAMES
+from runtime.tool_env import VariableDefinition
 
 
 @dataclass
 class _Need:
     declared: list[dict[str, str]] = field(default_factory=list)
     secret: bool = False
+    required: bool = False
+    scoped: bool = False
     description: str = ""
+
+    def add(self, kind: str, name: str) -> None:
+        if {"type": kind, "name": name} not in self.declared:
+            self.declared.append({"type": kind, "name": name})
 
 
 def _walk(agent: Agent) -> tuple[dict[str, _Need], set[str], set[str]]:
+    """Prompt env parts, provider keys and code tools' declarations reachable from ``agent``
+    (side prompts, includes, sub-prompts, agents as tools, recursively; each visited once)."""
+    tools = get_registry().tools
     needs: dict[str, _Need] = {}
     agents, prompts = {agent.name}, set()
-    todo_prompts = [p for p in (agent.side_a_prompt, agent.side_b_prompt) if p is not None]
-    todo_agents: list[Agent] = []
-    while todo_prompts or todo_agents:
-        while todo_agents:
-            a = todo_agents.pop()
-            todo_prompts += [p for p in (a.side_a_prompt, a.side_b_prompt) if p is not None]
-        p = todo_prompts.pop()
+    todo = [p for p in (agent.side_a_prompt, agent.side_b_prompt) if p is not None]
+    while todo:
+        p = todo.pop()
         if p.name in prompts:
             continue
         prompts.add(p.name)
-        for part in PromptPart.objects.filter(prompt=p).select_related("include"):
+        for part in PromptPart.objects.filter(prompt=p).select_related("include__model"):
             if part.type == PromptPart.Kind.ENV and part.env_key:
-                need = needs.setdefault(part.env_key, _Need(description="Prompt env part"))
-                need.declared.append({"type": "prompt", "name": p.name})
+                needs.setdefault(part.env_key, _Need(description="Prompt env part")).add(
+                    "prompt", p.name
+                )
             elif part.type == PromptPart.Kind.INCLUDE and part.include is not None:
-                todo_prompts.append(part.include)
+                todo.append(part.include)
         key = KEY_NAMES.get(p.model.provider)
         if key:
-            need = needs.setdefault(key, _Need(secret=True, description="Provider API key"))
-            need.secret = True
-            need.declared.append({"type": "model", "name": p.model.name})
-        names = list(PromptTool.objects.filter(prompt=p).values_list("name", flat=True))
-        todo_prompts += list(Prompt.objects.filter(name__in=names).select_related("model"))
-        for child in Agent.objects.filter(name__in=names).exclude(name__in=agents):
+            need = needs.setdefault(key, _Need(description="Provider API key"))
+            need.secret = need.required = True
+            need.add("model", p.model.name)
+        # An entry behind an ``optional`` gate is absent unless its env enables it (as the runtime).
+        entries = PromptTool.objects.filter(prompt=p, optional="").values_list("name", "env")
+        names = [name for name, _ in entries]
+        for name, given in entries:
+            if name in tools:  # values the entry's own ``env`` gives are not needed elsewhere
+                declared = [v for v in tools[name].variables if v.name not in (given or {})]
+                _tool_needs(needs, name, declared)
+        todo += list(Prompt.objects.filter(name__in=names).select_related("model"))
+        children = Agent.objects.filter(name__in=names).exclude(name__in=agents)
+        for child in children.select_related("side_a_prompt__model", "side_b_prompt__model"):
             agents.add(child.name)
-            todo_agents.append(child)
+            todo += [q for q in (child.side_a_prompt, child.side_b_prompt) if q is not None]
     return needs, agents, prompts
+
+
+def _tool_needs(
+    needs: dict[str, _Need], tool: str, variables: Iterable[VariableDefinition]
+) -> None:
+    for v in variables:
+        need = needs.setdefault(v.name, _Need(description=v.description))
+        need.add("tool", tool)
+        need.secret = need.secret or v.type == "secret"
+        need.required = need.required or v.required
+        need.scoped = need.scoped or v.scoped
+        need.description = need.description or v.description
 
 
 def _definitions(
@@ -109,17 +138,46 @@ def agent_variables(name: str, user: Any, thread: Thread | None = None) -> list[
             "property": prop,
             "declared": need.declared,
             "type": "secret" if need.secret else "text",
-            "required": need.secret,
-            "scoped": False,
+            "required": need.required,
+            "scoped": need.scoped,
             "description": need.description,
         }
         if rows:
             item["defined"] = _defined(rows[0])
             if rows[0].value_type == EnvValue.Type.TEXT and not need.secret:
                 item["value"] = decrypt(rows[0].ciphertext)
-        elif need.secret and os.environ.get(prop):
+        elif prop in KEY_NAMES.values() and os.environ.get(prop):
             item["defined"] = {"type": "instance"}
         else:
             item["defined"] = False
         out.append(item)
+    return out
+
+
+_LEVELS = ("agent", "prompt", "instance")
+
+
+def agent_env_levels(agent: Agent) -> list[dict[str, Any]]:
+    """For the studio's agent page: each value the agent needs, who declares it, and whether
+    it is set at the agent, prompt and instance levels (never the value itself). Thread and
+    account values depend on who talks to the agent, so ``missing`` here means "unless each
+    user or thread supplies it"."""
+    needs, agents, prompts = _walk(agent)
+    found = _definitions(set(needs), agents, prompts, None, None)
+    out = []
+    for prop in sorted(needs):
+        need = needs[prop]
+        levels = {str(row.scope) for row in found.get(prop, [])}
+        if prop in KEY_NAMES.values() and os.environ.get(prop):
+            levels.add("instance")  # provider keys may come from the process environment
+        out.append(
+            {
+                "property": prop,
+                "type": "secret" if need.secret else "text",
+                "required": need.required,
+                "declared": ", ".join(f"{d['type']} {d['name']}" for d in need.declared),
+                "levels": {level: level in levels for level in _LEVELS},
+                "missing": need.required and not levels & set(_LEVELS),
+            }
+        )
     return out

@@ -17,6 +17,7 @@ from tests.runtime.test_spec_session_tools import *  # noqa: F403
 from tests.runtime.test_spec_stop_conditions import *  # noqa: F403
 from tests.runtime.test_spec_structured_output import *  # noqa: F403
 from tests.runtime.test_spec_subagents import *  # noqa: F403
+from tests.runtime.test_spec_tool_env import *  # noqa: F403
 from tests.runtime.test_step_opening import *  # noqa: F403
 from tests.runtime.test_store_protocol import *  # noqa: F403
 from tests.runtime.test_subprompts import *  # noqa: F403
