@@ -91,6 +91,12 @@ DATABASES = {
 # which PgBouncer >= 1.21 carries across server connections (docs/operating.md).
 if envbool("DB_TRANSACTION_POOLING", False):
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+# --- DB_SERVER_PREPARE (PgBouncer without max_prepared_statements) ---
+# The engine's commit statement is prepared on the server (protocol level). A pooler that
+# cannot carry such statements across server connections (PgBouncer < 1.21, or
+# max_prepared_statements = 0, in transaction pooling) needs false: same SQL, unprepared.
+DB_SERVER_PREPARE = envbool("DB_SERVER_PREPARE", True)
+# --- end DB_SERVER_PREPARE ---
 if envstr("TEST_DB_NAME"):
     # Lets several test runs share one PostgreSQL server without clobbering each other.
     DATABASES["default"]["TEST"] = {"NAME": envstr("TEST_DB_NAME")}

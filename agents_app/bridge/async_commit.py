@@ -109,13 +109,14 @@ def _holder() -> _LoopConnection:
 
 
 async def run(query: str, params: list[Any]) -> tuple[Any, ...] | None:
-    """Run ``query`` prepared on this loop's connection; its first row."""
+    """Run ``query`` prepared (unless ``DB_SERVER_PREPARE`` is off) on this loop's
+    connection; its first row."""
     holder = _holder()
     async with holder.lock:
         connection = await holder.open()
         try:
             async with connection.cursor() as cursor:
-                await cursor.execute(query, params, prepare=True)
+                await cursor.execute(query, params, prepare=fast_commit.server_prepare())
                 return await cursor.fetchone()
         except psycopg.OperationalError:
             # The connection may be unusable (server restart, network): the next call

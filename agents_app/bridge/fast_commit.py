@@ -22,7 +22,8 @@ models' columns, compares every stored column with the ORM commit's, and checks
 that the statement is really prepared.
 
 Deployment note: prepared statements need a session-pooling PgBouncer, or
-PgBouncer ≥ 1.21 with ``max_prepared_statements`` set, in transaction pooling.
+PgBouncer ≥ 1.21 with ``max_prepared_statements`` set, in transaction pooling; behind
+an older pooler ``DB_SERVER_PREPARE=false`` runs the same statement unprepared.
 
 Draining the queue stays on the ORM path (it is rare: only when something was
 queued while the session ran) and runs as its own transaction right after; a
@@ -39,6 +40,7 @@ from decimal import Context, Decimal
 from typing import Any
 
 import psycopg
+from django.conf import settings
 from django.db import connection
 from django.db.models import Model
 from psycopg.types.json import Jsonb
@@ -311,8 +313,15 @@ def statement(
     return query, [*params, *tail]
 
 
+def server_prepare() -> bool:
+    """Whether the commit statement is prepared on the server: off behind a pooler that
+    cannot carry protocol-level prepared statements (``DB_SERVER_PREPARE``)."""
+    return bool(settings.DB_SERVER_PREPARE)
+
+
 def _run(query: str, params: list[Any]) -> tuple[Any, ...] | None:
-    """Run ``query`` prepared, on Django's connection, through its ``execute_wrappers``."""
+    """Run ``query`` prepared (unless ``DB_SERVER_PREPARE`` is off), on Django's connection,
+    through its ``execute_wrappers``."""
     connection.ensure_connection()
     raw = connection.connection
     assert raw is not None
@@ -322,10 +331,11 @@ def _run(query: str, params: list[Any]) -> tuple[Any, ...] | None:
         # preparation only; Django's own (client-side binding) cursors never prepare.
         raw.prepare_threshold = EXPLICIT_PREPARE_ONLY
     found: list[tuple[Any, ...] | None] = []
+    prepare = server_prepare()
 
     def execute(sql: str, values: Any, many: bool, context: dict[str, Any]) -> None:
         with psycopg.Cursor(raw) as cursor:
-            cursor.execute(sql, values, prepare=True)
+            cursor.execute(sql, values, prepare=prepare)
             found.append(cursor.fetchone())
 
     executor: Callable[..., Any] = execute

@@ -17,7 +17,7 @@ from agents_app.bridge.store import DjangoStore
 from agents_app.models import Message, ThreadSession
 from runtime.messages import new_id
 from runtime.store import Commit
-from tests.agents_app.test_fast_commit import _commit, _stored, _thread
+from tests.agents_app.test_fast_commit import _commit, _stored, _stored_without_ids, _thread
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -66,6 +66,24 @@ async def test_the_async_commit_runs_prepared_on_the_loops_own_connection() -> N
         ["%jsonb_populate_recordset(NULL::agents_app_log%"],
     )
     assert rows == (async_commit.APPLICATION_NAME, 1)
+
+
+async def test_without_server_prepare_the_async_commit_prepares_nothing(settings: Any) -> None:
+    # DB_SERVER_PREPARE=false (a pooler without max_prepared_statements): the same rows,
+    # and no statement prepared on the loop's connection.
+    prepared_thread = await sync_to_async(_thread)()
+    unprepared_thread = await sync_to_async(_thread)()
+    prepared, unprepared = _commit(prepared_thread, 0), _commit(unprepared_thread, 0)
+    engine_store = DjangoStore(async_commits=True)
+    await engine_store.commit(prepared_thread, prepared)
+    await async_commit.close()  # a new server session: nothing prepared on it yet
+    settings.DB_SERVER_PREPARE = False
+    await engine_store.commit(unprepared_thread, unprepared)
+    await engine_store.commit(unprepared_thread, _commit(unprepared_thread, 1))
+    count = await async_commit.run("SELECT count(*) FROM pg_prepared_statements", [])
+    assert count == (0,)
+    stored = sync_to_async(_stored_without_ids)
+    assert await stored(unprepared) == await stored(prepared)
 
 
 async def test_a_broken_connection_fails_one_commit_and_the_next_reconnects() -> None:

@@ -197,3 +197,31 @@ def test_the_commit_statement_is_prepared_once_and_reused() -> None:
         )
         row = cursor.fetchone()
     assert row is not None and row[0] == 1
+
+
+def _stored_without_ids(commit: Commit) -> list[list[tuple[str, Any]]]:
+    ids = ("thread", "parent", "retry_of", "message_id", "subagent", "root_message_id")
+    out = []
+    for row in _stored(commit):
+        row.pop("progress", None)  # its ids differ; the rest of the row must not
+        out.append(sorted((k, v) for k, v in row.items() if k not in ids))
+    return out
+
+
+def test_without_server_prepare_nothing_is_prepared_and_the_same_rows_are_stored(
+    settings: Any,
+) -> None:
+    # Behind a pooler that cannot carry protocol-level prepared statements (PgBouncer < 1.21
+    # in transaction pooling) a prepared statement would be missing on the next server
+    # connection: DB_SERVER_PREPARE=false must prepare nothing at all.
+    prepared_thread, unprepared_thread = _thread(), _thread()
+    prepared, unprepared = _commit(prepared_thread, 0), _commit(unprepared_thread, 0)
+    fast_commit.commit_in_one_statement(prepared_thread, prepared)
+    connection.close()  # a new server session: no statement prepared on it yet
+    settings.DB_SERVER_PREPARE = False
+    for n, commit in enumerate([unprepared, _commit(unprepared_thread, 1)]):
+        fast_commit.commit_in_one_statement(unprepared_thread, commit)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT name, statement FROM pg_prepared_statements")
+            assert cursor.fetchall() == [], f"prepared after commit {n}"
+    assert _stored_without_ids(unprepared) == _stored_without_ids(prepared)

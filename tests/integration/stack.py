@@ -149,6 +149,9 @@ class Stack:
     redis_base: str | None = None
     # Extra environment for every process of the stack (settings under test).
     extra_env: dict[str, str] = field(default_factory=dict)
+    # A pooler's URL (PgBouncer) for every process but ``migrate``, which goes to PostgreSQL
+    # directly, like compose's migrate service (tests/integration/test_pgbouncer.py).
+    pooler_url: str = ""
 
     def __post_init__(self) -> None:
         redis_base = self.redis_base or os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -194,6 +197,8 @@ class Stack:
             owner = f' OWNER "{self.db_owner}"' if self.db_owner else ""
             conn.execute(f'CREATE DATABASE "{self.db_name}"{owner}')
         self.run([str(BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"])
+        if self.pooler_url:
+            self.env["DATABASE_URL"] = self.pooler_url
         out = self.run([str(BIN / "python"), "-m", "tests.integration.seed"])
         self.keys = json.loads(out.strip().splitlines()[-1])["keys"]
         for command in self.setup:
