@@ -32,7 +32,10 @@ def production_env(var_dir: Path) -> dict[str, str]:
     ``.env.production`` holds (planted here), on a private SQLite database."""
     compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
     app_env = {k: str(v) for k, v in compose["x-app"]["environment"].items()}
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "TEST_DB_NAME")}
+    # The test process's own switches stay out of production: DJANGO_ALLOW_ASYNC_UNSAFE is set
+    # by the engine-on-Django tests (and would fail the deploy check as async.E001).
+    own = ("REDIS_URL", "TEST_DB_NAME", "DJANGO_ALLOW_ASYNC_UNSAFE")
+    env = {k: v for k, v in os.environ.items() if k not in own}
     env.update(app_env)
     env.update(
         SECRET_KEY=secrets.token_urlsafe(50),
