@@ -15,16 +15,26 @@ from agents_app.models import SpendBudget
 user = get_user_model().objects.get(username="charlie")
 SpendBudget.objects.update_or_create(user=user, defaults={"monthly_limit_usd": Decimal("0")})
 """
+# The browser suite shares one site: charlie chats again in later tests, which count his
+# threads (the refused first message leaves the chat page's new, empty thread behind).
+OPEN_BUDGET = """
+from agents_app.models import SpendBudget, Thread
+SpendBudget.objects.filter(user__username="charlie").delete()
+Thread.objects.filter(owner__username="charlie").delete()
+"""
 
 
 def test_chat_page_shows_the_budget_refusal(page: Page, site: Site) -> None:
     site.python(CLOSE_BUDGET)
-    chat_login(page, site, "charlie")
-    box = page.get_by_label("Message")
-    box.fill("Hello?")
-    box.press("Enter")
-    error = page.locator("#page-error")
-    expect(error).to_contain_text("monthly spend budget of $0.00 for user charlie is used up")
-    expect(box).to_have_value("Hello?")  # kept, to send again later
-    shot(page, "chat-budget-exceeded")
-    assert page.console_errors == []  # type: ignore[attr-defined]
+    try:
+        chat_login(page, site, "charlie")
+        box = page.get_by_label("Message")
+        box.fill("Hello?")
+        box.press("Enter")
+        error = page.locator("#page-error")
+        expect(error).to_contain_text("monthly spend budget of $0.00 for user charlie is used up")
+        expect(box).to_have_value("Hello?")  # kept, to send again later
+        shot(page, "chat-budget-exceeded")
+        assert page.console_errors == []  # type: ignore[attr-defined]
+    finally:
+        site.python(OPEN_BUDGET)
