@@ -128,6 +128,11 @@ class ModelDefinition(Definition):
     cached_price: float | None = Field(default=None, ge=0)
     capabilities: ModelCapabilities | None = None
     base_url: str | None = None
+    # Spec 0.15: the vendor-run tools (``provider.getTools()`` names) this model may use.
+    provider_tools: list[str] | None = None
+    # Our extension, OpenAI only: which OpenAI API serves the model, Chat Completions or
+    # Responses (docs/providers.md#openai-responses).
+    api: Literal["chat", "responses"] | None = None
     # Extensions for the ``test`` provider (not in the spec): see docs/definitions.md.
     script: list[ScriptedResponse] | None = None
     streaming: StreamingSimulation | None = None

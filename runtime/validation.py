@@ -692,6 +692,7 @@ def validate_model(model: ModelDefinition, catalog: Catalog | None = None) -> li
             )
     if model.base_url and not model.base_url.startswith(("http://", "https://")):
         errs.append(DefinitionError("baseUrl", "The base URL must start with http:// or https://."))
+    errs += _model_api_rules(model)
     for i, fb in enumerate(model.fallbacks or []):
         if fb == model.name:
             errs.append(DefinitionError(f"fallbacks.{i}", "A model cannot be its own fallback."))
@@ -703,6 +704,35 @@ def validate_model(model: ModelDefinition, catalog: Catalog | None = None) -> li
         if cycle and len(cycle) > 2:
             errs.append(
                 DefinitionError("fallbacks", "Fallbacks form a cycle: " + " → ".join(cycle) + ".")
+            )
+    return errs
+
+
+# OpenAI APIs this build can speak (``ModelDefinition.api``).
+MODEL_APIS: dict[str, tuple[str, ...]] = {"openai": ("chat",)}
+
+
+def _model_api_rules(model: ModelDefinition) -> list[DefinitionError]:
+    """Refuse an API choice or a provider tool the runtime would not honour."""
+    errs: list[DefinitionError] = []
+    if model.api is not None:
+        apis = MODEL_APIS.get(model.provider, ())
+        if not apis:
+            errs.append(DefinitionError("api", "Only OpenAI models choose an API."))
+        elif model.api not in apis:
+            errs.append(
+                DefinitionError("api", f"This build speaks these OpenAI APIs: {', '.join(apis)}.")
+            )
+    offered = PROVIDER_TOOLS.get(model.provider, ())
+    for i, name in enumerate(model.provider_tools or []):
+        if name not in offered:
+            what = ", ".join(offered) or "none yet in this build"
+            errs.append(
+                DefinitionError(
+                    f"providerTools.{i}",
+                    f"Provider '{model.provider}' does not run a tool named '{name}'. "
+                    f"It offers: {what}.",
+                )
             )
     return errs
 

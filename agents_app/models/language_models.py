@@ -51,6 +51,15 @@ class LanguageModel(models.Model):
     base_url = models.URLField(
         blank=True, help_text="Override the provider's API base URL (proxies, compatible servers)."
     )
+    # Spec 0.15 ``providerTools``: names from the provider's offer (runtime.provider_tools).
+    provider_tools = models.JSONField(default=list, blank=True)
+    # OpenAI only: "chat" (Chat Completions) or "responses"; blank is the adapter's default.
+    api = models.CharField(
+        max_length=16,
+        blank=True,
+        choices=[("chat", "Chat Completions"), ("responses", "Responses")],
+        help_text="OpenAI only: which OpenAI API serves this model.",
+    )
     # Schema: list[runtime.definitions.ScriptedResponse]; only for the test provider.
     script = models.JSONField(null=True, blank=True)
     # Schema: runtime.definitions.StreamingSimulation.

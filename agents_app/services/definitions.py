@@ -155,6 +155,8 @@ def model_definition(m: LanguageModel) -> ModelDefinition:
         cached_price=_price(m.cached_price),
         capabilities=ModelCapabilities.model_validate(m.capabilities) if m.capabilities else None,
         base_url=m.base_url or None,
+        provider_tools=list(m.provider_tools) or None,
+        api=m.api or None,  # type: ignore[arg-type]
         script=m.script_obj(),
         streaming=m.streaming_obj(),
     )
@@ -320,6 +322,8 @@ def model_from_definition(d: ModelDefinition) -> LanguageModel:
             "cached_price": _dec(d.cached_price),
             "capabilities": d.capabilities.dump() if d.capabilities else {},
             "base_url": d.base_url or "",
+            "provider_tools": d.provider_tools or [],
+            "api": d.api or "",
             "script": [r.dump() for r in d.script] if d.script is not None else None,
             "streaming": d.streaming.dump() if d.streaming else None,
         },

@@ -28,6 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from runtime.definitions import ModelDefinition, ReasoningConfig
+from runtime.provider_tools import (
+    CitationsFound,
+    ProviderToolChoice,
+    ProviderToolDone,
+    WebSearchDone,
+)
 
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error"]
 ToolChoiceValue = Literal["auto", "none", "required"] | dict[str, str]
@@ -89,6 +95,8 @@ class ProviderRequest:
     # Structured output: a JSON Schema (an object) the final answer must match; adapters
     # send it in their vendor's native form (docs/providers.md#structured-output).
     response_schema: dict[str, Any] | None = None
+    # The prompt's ``provider:<name>`` tools, for the vendor to run (runtime.provider_tools).
+    provider_tools: list[ProviderToolChoice] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready copy for the request log."""
@@ -106,6 +114,10 @@ class ProviderRequest:
         }
         if self.response_schema is not None:
             out["response_schema"] = self.response_schema
+        if self.provider_tools:
+            out["provider_tools"] = [
+                {"name": t.name, "options": t.options} for t in self.provider_tools
+            ]
         return out
 
 
@@ -187,7 +199,16 @@ class Finish:
 
 
 StreamEvent = (
-    TextDelta | ReasoningDelta | ToolCallStart | ToolCallDelta | ToolCallDone | ImageDelta | Finish
+    TextDelta
+    | ReasoningDelta
+    | ToolCallStart
+    | ToolCallDelta
+    | ToolCallDone
+    | ImageDelta
+    | ProviderToolDone
+    | WebSearchDone
+    | CitationsFound
+    | Finish
 )
 
 
