@@ -29,27 +29,42 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         "Activity",
         [
             ("agents_app", "thread"),
-            ("agents_app", "message"),
             ("agents_app", "log"),
             ("agents_app", "threadsession"),
             ("agents_app", "scheduledeffect"),
-            ("agents_app", "queuedmessage"),
-            ("agents_app", "threadvalue"),
-            ("agents_app", "threadfile"),
         ],
     ),
     (
         "People and access",
         [
             ("auth", "user"),
-            ("auth", "group"),
             ("agents_app", "apikey"),
-            ("agents_app", "websocketticket"),
             ("agents_app", "usagelimit"),
             ("agents_app", "spendbudget"),
         ],
     ),
 ]
+# Raw tables only developers need; shown to them last, as "System", and hidden from the
+# people who configure agents (they reach the same rows from a thread's pages).
+SYSTEM_SECTION = "System (for developers)"
+SYSTEM_MODELS: list[tuple[str, str]] = [
+    ("agents_app", "message"),
+    ("agents_app", "queuedmessage"),
+    ("agents_app", "threadvalue"),
+    ("agents_app", "threadfile"),
+    ("agents_app", "websocketticket"),
+    ("auth", "group"),
+]
+DEVELOPERS_GROUP = "Developers"
+
+
+def is_developer(user: Any) -> bool:
+    """Superusers and members of the "Developers" group see the studio's system chrome."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    if user.is_superuser:
+        return True
+    return bool(user.groups.filter(name=DEVELOPERS_GROUP).exists())
 
 
 class StudioAdminSite(admin.AdminSite):
@@ -76,6 +91,15 @@ class StudioAdminSite(admin.AdminSite):
 
         return mark_throttled(super().login(request, extra_context))
 
+    def each_context(self, request: HttpRequest) -> dict[str, Any]:
+        context = super().each_context(request)
+        developer = is_developer(request.user)
+        context["is_developer"] = developer
+        # "View site" leads nowhere a non-developer needs; the chat is linked instead.
+        if not developer:
+            context["site_url"] = None
+        return context
+
     def get_urls(self) -> list[URLPattern | URLResolver]:
         from agents_app.admin.site_views import studio_urls
 
@@ -92,6 +116,7 @@ class StudioAdminSite(admin.AdminSite):
             for app in apps
             for m in app["models"]
         }
+        system = [by_key.pop(k) for k in SYSTEM_MODELS if k in by_key]
         sections = []
         for title, keys in SECTIONS:
             found = [by_key.pop(k) for k in keys if k in by_key]
@@ -102,4 +127,8 @@ class StudioAdminSite(admin.AdminSite):
         leftovers: dict[str, dict[str, Any]] = {}
         for app, model in by_key.values():
             leftovers.setdefault(app["app_label"], {**app, "models": []})["models"].append(model)
-        return sections + list(leftovers.values())
+        groups = sections + list(leftovers.values())
+        if system and is_developer(request.user):
+            first_app = system[0][0]
+            groups.append({**first_app, "name": SYSTEM_SECTION, "models": [m for _, m in system]})
+        return groups

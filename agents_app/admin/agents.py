@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from agents_app.admin.env import AgentEnvValueInline, EnvOwnerAdminMixin
 from agents_app.forms import AgentForm
 from agents_app.forms.agents import SIDE_FIELDS
-from agents_app.models import Agent
+from agents_app.models import Agent, PromptTool
 from agents_app.services.variable_scan import agent_env_levels
 
 
@@ -41,6 +41,13 @@ class AgentAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
         if agent is not None:
             extra["env_needs"] = agent_env_levels(agent)
         return super().change_view(request, object_id, form_url, extra)
+
+    def render_change_form(
+        self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any
+    ) -> HttpResponse:
+        # Stop tools are picked from the tools the side's prompt really has (agent_editor.js).
+        context["side_prompt_tools"] = side_prompt_tools()
+        return super().render_change_form(request, context, *args, **kwargs)
 
     list_display = (
         "name",
@@ -89,3 +96,13 @@ class AgentAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
         ("As a tool", {"fields": ("expose_as_tool", "tool_description")}),
         ("Advanced", {"classes": ("collapse",), "fields": ("hooks",)}),
     ]
+
+
+def side_prompt_tools() -> dict[str, list[str]]:
+    """Each prompt's tool names, keyed by the prompt's id as the side's select sends it."""
+    tools: dict[str, list[str]] = {}
+    for prompt_id, name in PromptTool.objects.order_by("prompt_id", "position").values_list(
+        "prompt_id", "name"
+    ):
+        tools.setdefault(str(prompt_id), []).append(name)
+    return tools

@@ -30,11 +30,11 @@ class PromptPartInline(OrderColumn, admin.TabularInline):
     form = PromptPartForm
     formset = PromptPartFormSet
     fields = ("order", "type", "content", "include", "env_key")
+    classes = ("tab-instructions",)
     extra = 1
     verbose_name = "part"
     verbose_name_plural = (
-        "Parts: build the system prompt from text, other prompts and env values, in order "
-        "(instead of the System prompt field above)"
+        "Parts: the instructions built from text, other prompts and env values, in order"
     )
 
 
@@ -43,6 +43,7 @@ class PromptToolInline(OrderColumn, admin.StackedInline):
     fk_name = "prompt"
     form = PromptToolForm
     formset = PromptToolFormSet
+    classes = ("tab-tools",)
     extra = 1
     verbose_name = "tool"
     verbose_name_plural = "Tools the model may call"
@@ -86,10 +87,14 @@ class PromptToolInline(OrderColumn, admin.StackedInline):
     ]
 
 
+class PromptEnvValues(PromptEnvValueInline):
+    classes = ("tab-advanced",)
+
+
 @admin.register(Prompt)
 class PromptAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
     form = PromptForm
-    inlines = [PromptPartInline, PromptToolInline, PromptEnvValueInline]
+    inlines = [PromptPartInline, PromptToolInline, PromptEnvValues]
     # Adds the live preview of the system prompt (static/studio/prompt_preview.js).
     change_form_template = "admin/agents_app/prompt/editor.html"
     list_display = ("name", "model", "description", "tool_count", "updated_at")
@@ -97,29 +102,33 @@ class PromptAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
     search_fields = ("name", "tool_description", "text")
     list_select_related = ("model",)
     fieldsets = [
-        ("General", {"fields": ("name", "model")}),
+        ("General", {"classes": ("tab-instructions",), "fields": ("name",)}),
         (
-            "System prompt",
+            "Instructions",
             {
-                "description": "Write the instructions here, or build them from parts "
-                "(text, other prompts, env values) in the Parts section below, not both.",
+                "classes": ("tab-instructions",),
+                "description": "What the model is told to do. For the simple case write it "
+                "here; to assemble it from other prompts and env values, build it from parts.",
                 "fields": ("text",),
             },
         ),
+        ("Model", {"classes": ("tab-model",), "fields": ("model",)}),
         (
             "Conversation",
             {
+                "classes": ("tab-advanced",),
                 "fields": (
                     "include_chat",
                     "include_past_tools",
                     "recent_image_threshold",
                     "step_budget_warning",
-                )
+                ),
             },
         ),
         (
             "Tool use",
             {
+                "classes": ("tab-tools",),
                 "description": "The tools themselves are listed in the Tools section below.",
                 "fields": ("tool_choice", "parallel_tool_calls"),
             },
@@ -127,7 +136,7 @@ class PromptAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
         (
             "Reasoning",
             {
-                "classes": ("collapse",),
+                "classes": ("tab-model",),
                 "fields": (
                     "reasoning_effort",
                     "reasoning_max_tokens",
@@ -138,13 +147,13 @@ class PromptAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
         ),
         (
             "When another prompt calls this one as a tool",
-            {"classes": ("collapse",), "fields": ("tool_description", "required_schema")},
+            {"classes": ("tab-advanced",), "fields": ("tool_description", "required_schema")},
         ),
         (
             "Structured output",
-            {"classes": ("collapse",), "fields": ("response_schema",)},
+            {"classes": ("tab-model",), "fields": ("response_schema",)},
         ),
-        ("Advanced", {"classes": ("collapse",), "fields": ("hooks",)}),
+        ("Hooks", {"classes": ("tab-advanced",), "fields": ("hooks",)}),
     ]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Prompt]:

@@ -51,6 +51,9 @@
       });
   }
 
+  // The tool picker (tool_picker.js) adds rows the same way.
+  window.studioToolRows = { add: add, remove: remove, names: nameInputs };
+
   function start() {
     const boxes = document.querySelectorAll("#mcp-tools input[data-tool]");
     const listed = new Set(

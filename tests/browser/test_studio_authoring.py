@@ -47,9 +47,12 @@ def test_a_non_developer_builds_an_agent_and_chats_with_it(site: Site, page: Pag
     page.goto(f"{site.url}/admin/")
     page.get_by_role("link", name="Add a prompt").click()
     page.locator("#id_name").fill("helper_prompt")
-    page.locator("#id_model").select_option(label="helper_model")
+    # The editor opens on its Instructions tab; the model is on the Model tab.
     page.locator("#id_text").fill("You help people find their way.")
     expect(page.locator("#prompt-preview-text")).to_have_text("You help people find their way.")
+    expect(page.locator("#id_model")).to_be_hidden()
+    page.get_by_role("tab", name="Model").click()
+    page.locator("#id_model").select_option(label="helper_model")
     _save(page)
     expect(page.locator(".messagelist .success")).to_contain_text("was added successfully")
 

@@ -74,14 +74,17 @@ def test_add_an_mcp_server_tick_its_tool_and_chat_with_an_agent_that_calls_it(
     # 2. A prompt that ticks the server's echo tool.
     page.goto(f"{site.url}/admin/agents_app/prompt/add/")
     page.locator("#id_name").fill("mcp_prompt")
-    page.locator("#id_model").select_option(label="mcp_model")
     page.locator("#id_text").fill("Use the echo tool.")
+    page.get_by_role("tab", name="Model").click()
+    page.locator("#id_model").select_option(label="mcp_model")
+    page.get_by_role("tab", name="Tools").click()
     tick = page.locator("#mcp-tools input[data-tool='mcp:webtools/echo']")
     tick.check()
     expect(page.locator("#id_tool_entries-0-name")).to_have_value("mcp:webtools/echo")
     shot(page, "studio-mcp-prompt-ticks")
     _save(page)
     expect(page.locator(".messagelist .success")).to_contain_text("was added successfully")
+    page.get_by_role("tab", name="Tools").click()
     expect(page.locator("#mcp-tools input[data-tool='mcp:webtools/echo']")).to_be_checked()
 
     # 3. An agent on that prompt; "Try this agent" runs it on the Celery worker.

@@ -78,6 +78,11 @@ def test_the_prompt_editor_previews_text_includes_and_env_parts(seeded: Site, pa
     admin_login(page, site)
     page.goto(f"{site.url}/admin/agents_app/prompt/add/")
     page.locator("#id_name").fill("preview_prompt")
+    # One way at a time: the simple instructions box, or (after this button) parts.
+    expect(page.locator("#parts-group")).to_be_hidden()
+    page.locator("#build-from-parts").click()
+    expect(page.locator("#id_text")).to_be_hidden()
+    expect(page.locator("#id_parts-0-include")).to_be_hidden()
     add_part = page.get_by_text("Add another part")
 
     def part(index: int, kind: str) -> None:
@@ -103,6 +108,23 @@ def test_the_prompt_editor_previews_text_includes_and_env_parts(seeded: Site, pa
     expect(preview).to_contain_text("You work for Acme Rockets. Vault: [secret VAULT_KEY]")
     expect(preview).to_contain_text("[NOBODY_SET_THIS: not set here]")
     expect(preview).not_to_contain_text("vault-")
-    page.locator("#tool-catalog summary").click()
+    # A part row shows only the field of its kind.
+    expect(page.locator("#id_parts-1-content")).to_be_hidden()
+    expect(page.locator("#id_parts-1-env_key")).to_be_visible()
+    page.get_by_role("tab", name="Tools").click()
     expect(page.locator("#tool-catalog")).to_contain_text("lookup_order")
+    page.locator("#tool-search").fill("lookup_order")
+    picker = page.locator("#tool-picker-list li[data-name='lookup_order']")
+    expect(picker).to_be_visible()
+    others = page.locator("#tool-picker-list li[data-name]:not([data-search*='lookup_order'])")
+    assert others.count() > 0
+    expect(others.first).to_be_hidden()
+    picker.get_by_role("button", name="Add").click()
+    expect(page.locator("#id_tool_entries-0-name")).to_have_value("lookup_order")
+    expect(picker.get_by_role("button")).to_have_text("Added")
+    shot(page, "studio-prompt-editor-tools")
+    page.set_viewport_size({"width": 390, "height": 844})
+    shot(page, "studio-prompt-editor-tools-phone")
+    page.set_viewport_size({"width": 1280, "height": 860})
+    page.get_by_role("tab", name="Instructions").click()
     shot(page, "studio-prompt-editor")

@@ -214,9 +214,12 @@ class Stack:
                 "studio.asgi:application",
             ],
         )
+        # Start-up imports Django, the registry and the ASGI stack: on a loaded 2-core box
+        # that alone can outlast the default wait, so this deadline is generous.
         wait_until(
-            lambda: httpx.get(f"{self.http}/api/auth/csrf", timeout=2).status_code == 200,
+            lambda: httpx.get(f"{self.http}/api/auth/csrf", timeout=5).status_code == 200,
             "Daphne to answer",
+            timeout=float(os.environ.get("TEST_STACK_START_SECONDS", "120")),
         )
         return self
 
