@@ -311,11 +311,13 @@ async function send() {
   showError('');
   const button = $('send-button');
   button.disabled = true;
+  let startedHere = false;
   try {
     if (!page.threadId) {
       await page.agentsLoaded;
       if (!page.agent) throw new Error('Choose an agent first.');
       await startThread();
+      startedHere = true;
     }
     const json = { role: 'user', content };
     if (files.length) json.attachments = files.map(({ name, mimeType, data }) => ({ name, mimeType, data }));
@@ -327,7 +329,11 @@ async function send() {
     await api(`${threadPath(page.threadId)}/messages`, { method: 'POST', json });
     // Frames may already have moved on (the reply can start before the 202 arrives).
     if (state.kind === 'sending') state.set('thinking');
+    loadThreads(); // the list's preview shows this message rather than "No messages yet"
   } catch (error) {
+    // A chat whose first message was refused (a budget, a rate) would stay in the list
+    // empty: remove it, so trying again starts clean.
+    if (startedHere && page.threadId && !page.transcript.messages.size) await abandonThread();
     if (!input.value) input.value = content;
     showError(`Your message was not sent: ${error.message}`);
     state.set('error', 'Message not sent.');
@@ -335,6 +341,22 @@ async function send() {
     button.disabled = false;
     input.focus();
   }
+}
+
+async function abandonThread() {
+  try {
+    await api(threadPath(page.threadId), { method: 'DELETE' });
+  } catch (error) {
+    return; // keeping an empty chat is better than hiding the refusal behind another error
+  }
+  if (page.stream) page.stream.close();
+  page.stream = null;
+  page.threadId = null;
+  page.history.open(null);
+  $('agent-picker').hidden = false;
+  $('conversation-title').textContent = 'New chat';
+  history.replaceState(null, '', `/chat/?agent=${encodeURIComponent(page.agent.name)}`);
+  loadThreads();
 }
 
 async function addFiles(fileList) {

@@ -20,9 +20,14 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+// Today's messages show the time; older ones the date too (a thread can span days), and the
+// full date and time on hover.
 const time = (us) => {
   const date = new Date(Number(us) / 1000);
-  return el('time', { datetime: date.toISOString(), text: date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }) });
+  const clock = date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  const today = date.toDateString() === new Date().toDateString();
+  const day = date.toLocaleDateString([], { day: 'numeric', month: 'short', year: date.getFullYear() === new Date().getFullYear() ? undefined : 'numeric' });
+  return el('time', { datetime: date.toISOString(), title: date.toLocaleString(), text: today ? clock : `${day}, ${clock}` });
 };
 
 function parseCalls(message) {

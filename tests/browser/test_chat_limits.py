@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import Page, expect
 
 from tests.browser.support import Site, chat_login, shot
@@ -15,8 +17,14 @@ from agents_app.models import SpendBudget
 user = get_user_model().objects.get(username="charlie")
 SpendBudget.objects.update_or_create(user=user, defaults={"monthly_limit_usd": Decimal("0")})
 """
+EMPTY_CHATS = """
+from django.db.models import Count
+from agents_app.models import Thread
+threads = Thread.objects.filter(owner__username="charlie").annotate(n=Count("messages"))
+print("empty:", threads.filter(n=0).count())
+"""
 # The browser suite shares one site: charlie chats again in later tests, which count his
-# threads (the refused first message leaves the chat page's new, empty thread behind).
+# threads.
 OPEN_BUDGET = """
 from agents_app.models import SpendBudget, Thread
 SpendBudget.objects.filter(user__username="charlie").delete()
@@ -34,6 +42,9 @@ def test_chat_page_shows_the_budget_refusal(page: Page, site: Site) -> None:
         error = page.locator("#page-error")
         expect(error).to_contain_text("monthly spend budget of $0.00 for user charlie is used up")
         expect(box).to_have_value("Hello?")  # kept, to send again later
+        # The chat the refused first message started is removed, not left empty in the list.
+        expect(page).to_have_url(re.compile(r"/chat/\?agent="))
+        assert "empty: 0" in site.python(EMPTY_CHATS)
         shot(page, "chat-budget-exceeded")
         assert page.console_errors == []  # type: ignore[attr-defined]
     finally:

@@ -77,3 +77,23 @@ def test_chat_works_at_phone_width(phone_page: Page, site: Site) -> None:
     expect(page.locator("#thread-list a.thread-link").first).to_be_visible()
     shot(page, "chat-phone-threads")
     assert page.console_errors == []  # type: ignore[attr-defined]
+
+
+def test_a_new_chat_is_listed_with_its_first_message_while_the_reply_is_coming(
+    page: Page, site: Site
+) -> None:
+    # mcp-sleeper takes 40 s to answer: the list must not wait for the end of the session.
+    chat_login(page, site, "bob", then="/chat/?agent=mcp-sleeper")
+    box = page.get_by_label("Message")
+    box.fill("Are you there?")
+    box.press("Enter")
+    page.wait_for_url(re.compile(r"/chat/t/"))
+    thread_id = page.url.rsplit("/", 1)[-1]
+    listed = page.locator(f'#thread-list a[data-thread-id="{thread_id}"] .thread-preview')
+    expect(listed).to_have_text("Are you there?")
+    page.get_by_role("button", name="Stop").click()
+    expect(page.locator(f'#thread-list a[data-thread-id="{thread_id}"]')).to_be_visible()
+    # The suite shares one site: leave bob's threads as they were.
+    site.python(
+        f"from agents_app.models import Thread; Thread.objects.filter(pk={thread_id!r}).delete()"
+    )
