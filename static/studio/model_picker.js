@@ -145,7 +145,10 @@
         status.textContent =
           data.total === 0
             ? "No model matches."
-            : data.total + " models" + (search.value ? " match" : "") + ". Pick one to fill the form.";
+            : data.total +
+              (data.total === 1 ? " model" : " models") +
+              (search.value ? (data.total === 1 ? " matches" : " match") : "") +
+              ". Pick one to fill the form.";
         more.hidden = !data.hasNextPage;
       } catch (err) {
         if (mine === seq) status.textContent = "The list could not be loaded.";
