@@ -204,11 +204,11 @@ def test_missing_key_unknown_provider_and_model(as_: Any, ops: Any, monkeypatch:
 def test_routes_are_staff_only(as_: Any, alice: Any, anonymous: Any) -> None:
     for client, status in ((as_(alice), 403), (anonymous, 401)):
         assert client.get("/api/providers/test/models").status_code == status
-        assert client.post_json("/api/models/available", {"provider": "test"}).status_code in (
-            status,
-            # anonymous POSTs without a session are refused before CSRF matters
-            401,
-        )
+        for route in ("available", "capabilities", "endpoints"):
+            body = {"provider": "test", "modelId": "x", "modelSlug": "x"}
+            response = client.post_json(f"/api/models/{route}", body)
+            assert response.status_code == status, (route, response.content)
+            assert "error" in response.json()
 
 
 def test_test_provider_lists_its_scripted_models(as_: Any, ops: Any, agent: str) -> None:
