@@ -97,7 +97,9 @@ async def test_openrouter_prices_per_token_become_usd_per_million(replay, client
     assert sonnet.slug == "anthropic/claude-sonnet-4"
 
 
-async def test_spec_capability_hints_left_undefined_when_the_vendor_does_not_say_openai(replay, client):
+async def test_spec_capability_hints_left_undefined_when_the_vendor_does_not_say_openai(
+    replay, client
+):
     body = {
         "object": "list",
         "data": [
