@@ -258,3 +258,14 @@ def test_connection_shows_the_vendors_error_in_plain_words(vendor: ReplayServer)
     assert "exceeded your current quota" in result["message"]
     assert PLANTED not in json.dumps(result)
     assert len(vendor.requests) == 1  # one request: no retries behind the button
+
+
+def test_the_users_own_key_wins_over_the_instance_key(
+    as_: Any, ops: Any, vendor: ReplayServer, openrouter: Any
+) -> None:
+    mine = EnvValue(scope="user", user=ops, key="OPENROUTER_API_KEY", value_type="secret")
+    mine.value = "sk-or-ops-own-key-1234"
+    mine.save()
+    vendor.queue(_listing())
+    assert as_(ops).get("/api/providers/openrouter/models?model=router").status_code == 200
+    assert vendor.requests[0].headers["authorization"] == "Bearer sk-or-ops-own-key-1234"

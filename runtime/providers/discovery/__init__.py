@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 import httpx
 
+from runtime.providers.discovery.paging import MAX_PER_PAGE, model_capabilities, models_page
 from runtime.providers.discovery.types import (
     ModelCapabilityHints,
     ProviderModelInfo,
@@ -28,6 +29,7 @@ from runtime.providers.discovery.vendors import (
 
 __all__ = [
     "LISTERS",
+    "MAX_PER_PAGE",
     "ModelCapabilityHints",
     "ModelLister",
     "ProviderModelInfo",
@@ -40,8 +42,6 @@ __all__ = [
     "models_page",
     "usd_per_million",
 ]
-
-MAX_PER_PAGE = 200
 
 
 def lister(
@@ -67,35 +67,7 @@ async def list_models(
     test_models: Iterable[str] = (),
 ) -> list[ProviderModelInfo]:
     """Every model ``provider`` lists, sorted by id (raises ``AdapterError``)."""
-    found = await lister(provider, client, base_url, test_models=test_models).list_models(key)
-    unique = {m.id: m for m in found}
-    return [unique[k] for k in sorted(unique)]
-
-
-def models_page(models: list[ProviderModelInfo], query: ProviderModelsQuery) -> ProviderModelsPage:
-    """The ``query.page``-th page of the models whose id, name or description contains every
-    word of ``query.search`` (case-insensitive)."""
-    words = query.search.lower().split()
-    matched = [
-        m
-        for m in models
-        if all(w in f"{m.id} {m.name} {m.description or ''}".lower() for w in words)
-    ]
-    per_page = max(1, min(query.per_page, MAX_PER_PAGE))
-    page = max(1, query.page)
-    start = (page - 1) * per_page
-    return ProviderModelsPage(matched[start : start + per_page], page, per_page, len(matched))
-
-
-def model_capabilities(
-    models: list[ProviderModelInfo], model_id: str
-) -> ModelCapabilityHints | None:
-    """``model_id``'s hints from a listing (``None``: not listed)."""
-    bare = model_id.removeprefix("models/")
-    for m in models:
-        if m.id == bare:
-            return m.capabilities
-    return None
+    return await lister(provider, client, base_url, test_models=test_models).get_models(key)
 
 
 async def get_model_capabilities(

@@ -15,9 +15,12 @@ from typing import Any, ClassVar
 import httpx
 
 from runtime.providers.discovery.fetch import MAX_PAGES, as_int, get_json
+from runtime.providers.discovery.paging import model_capabilities, models_page
 from runtime.providers.discovery.types import (
     ModelCapabilityHints,
     ProviderModelInfo,
+    ProviderModelsPage,
+    ProviderModelsQuery,
     usd_per_million,
 )
 
@@ -40,6 +43,23 @@ class ModelLister:
 
     async def list_models(self, key: str | None) -> list[ProviderModelInfo]:
         raise NotImplementedError
+
+    # The spec's provider interface names (0.15): getModels, getModelsPage, getModelCapabilities.
+
+    async def get_models(self, key: str | None) -> list[ProviderModelInfo]:
+        """Every model, sorted by id (one per id)."""
+        unique = {m.id: m for m in await self.list_models(key)}
+        return [unique[k] for k in sorted(unique)]
+
+    async def get_models_page(
+        self, key: str | None, query: ProviderModelsQuery | None = None
+    ) -> ProviderModelsPage:
+        return models_page(await self.get_models(key), query or ProviderModelsQuery())
+
+    async def get_model_capabilities(
+        self, key: str | None, model_id: str
+    ) -> ModelCapabilityHints | None:
+        return model_capabilities(await self.get_models(key), model_id)
 
     async def _get(self, path: str, key: str | None, params: dict[str, str] | None = None) -> Any:
         return await get_json(

@@ -261,3 +261,24 @@ async def test_openrouter_endpoints_per_upstream_with_prices_per_million(replay,
     assert urlsplit(replay.requests[0].path).path == "/api/v1/models/openai/gpt-4o/endpoints"
     assert rows[0]["providerName"] == "OpenAI"
     assert (rows[0]["inputPrice"], rows[0]["outputPrice"]) == (2.5, 10.0)
+
+
+async def test_spec_get_models_page_on_the_lister_follows_the_vendors_pages(replay, client):
+    from runtime.providers.discovery import lister
+
+    page1 = {
+        "data": [{"type": "model", "id": "claude-b", "display_name": "Claude B"}],
+        "has_more": True,
+        "last_id": "claude-b",
+    }
+    page2 = {
+        "data": [{"type": "model", "id": "claude-a", "display_name": "Claude A"}],
+        "has_more": False,
+        "last_id": "claude-a",
+    }
+    replay.queue(Reply.json(page1), Reply.json(page2))
+    anthropic = lister("anthropic", client, replay.url + "/v1")
+    page = await anthropic.get_models_page(PLANTED_KEY, ProviderModelsQuery(per_page=1))
+    assert len(replay.requests) == 2  # both vendor pages read before paging locally
+    assert [m.id for m in page.models] == ["claude-a"] and page.total == 2
+    assert page.has_next_page
