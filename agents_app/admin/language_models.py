@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.core.exceptions import PermissionDenied
+from django.db.models import Field, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.urls import path
 
 from agents_app.admin.display import OrderColumn
+from agents_app.admin.model_picker import ModelPickerWidget, discover_view, test_connection_view
 from agents_app.forms import LanguageModelForm, ModelFallbackForm, ModelFallbackFormSet
 from agents_app.models import LanguageModel, ModelFallback
 
@@ -41,7 +44,10 @@ class LanguageModelAdmin(admin.ModelAdmin):
     search_fields = ("name", "model")
 
     class Media:
-        js = ("studio/model_editor.js",)  # opens the script section for Test models
+        js = (
+            "studio/model_editor.js",  # opens the script section for Test models
+            "studio/model_picker.js",  # the provider's model list and "Test connection"
+        )
 
     fieldsets = [
         ("General", {"fields": ("name", "provider", "model", "base_url")}),
@@ -87,6 +93,43 @@ class LanguageModelAdmin(admin.ModelAdmin):
             else (name, opts)
             for name, opts in fieldsets
         ]
+
+    # --- the model picker and "Test connection" (agents_app/admin/model_picker.py) ----------
+
+    def formfield_for_dbfield(
+        self, db_field: Field[Any, Any], request: HttpRequest, **kwargs: Any
+    ) -> Any:
+        if db_field.name == "model":
+            kwargs["widget"] = ModelPickerWidget()
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def get_urls(self) -> list[Any]:
+        return [
+            path(
+                "discover/",
+                self.admin_site.admin_view(self.discover),
+                name="agents_app_languagemodel_discover",
+            ),
+            path(
+                "test-connection/",
+                self.admin_site.admin_view(self.test_connection),
+                name="agents_app_languagemodel_test_connection",
+            ),
+            *super().get_urls(),
+        ]
+
+    def _may_edit(self, request: HttpRequest) -> None:
+        # Both spend the instance's key: only people who may add or change models.
+        if not (self.has_add_permission(request) or self.has_change_permission(request)):
+            raise PermissionDenied
+
+    def discover(self, request: HttpRequest) -> HttpResponse:
+        self._may_edit(request)
+        return discover_view(request)
+
+    def test_connection(self, request: HttpRequest) -> HttpResponse:
+        self._may_edit(request)
+        return test_connection_view(request)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[LanguageModel]:
         return super().get_queryset(request).prefetch_related("fallback_links__fallback")

@@ -31,6 +31,7 @@ from agents_app.api import (
     keys,
     logs,
     messages,
+    model_catalog,
     storage,
     threads,
     variables,
@@ -136,6 +137,8 @@ install_limit_handler(api)
 api.add_router("/auth", auth.router)
 api.add_router("/api-keys", keys.router)
 api.add_router("", env.router)
+# Before the catalog: its /models/{name} routes would otherwise take /models/available.
+api.add_router("", model_catalog.router)
 definition_writes.register(catalog.router)
 api.add_router("", catalog.router)
 api.add_router("", instance.router)

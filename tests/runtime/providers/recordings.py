@@ -77,7 +77,8 @@ def raw(name: str) -> bytes:
 def _interaction(item: dict[str, Any]) -> Interaction:
     request, response = item["request"], item["response"]
     request_body = request.get("parsed_body")
-    if request_body is None and isinstance(request.get("body"), str):
+    # A GET (model listings) records an empty body.
+    if request_body is None and isinstance(request.get("body"), str) and request["body"]:
         request_body = json.loads(request["body"])
     headers = {k.lower(): v[0] for k, v in (response.get("headers") or {}).items() if v}
     if "parsed_body" in response:

@@ -78,7 +78,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length) if length else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
-        self.server.replay.requests.append(Recorded("POST", self.path, headers, body))
+        self.server.replay.requests.append(Recorded(self.command, self.path, headers, body))
         reply = self.server.replay.next_reply()
         if reply.delay:
             time.sleep(reply.delay)
@@ -86,6 +86,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_whole(reply)
         else:
             self._send_chunked(reply)
+
+    # Model listings (GET /models) are answered from the same queue.
+    do_GET = do_POST  # noqa: N815
 
     def _send_whole(self, reply: Reply) -> None:
         self.send_response(reply.status)

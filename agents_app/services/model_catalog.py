@@ -1,0 +1,272 @@
+"""Model discovery for the studio and the API: a provider's models (cached), one model's
+capabilities, OpenRouter's upstream endpoints, and the studio's "Test connection".
+
+Keys are resolved as for a studio action outside a thread: the signed-in user's env
+value, then the instance's, then the process environment (the adapters' own last step).
+The key is sent to the vendor and nowhere else: cache keys hold a hash of it, errors are
+scrubbed of it (``runtime.providers.errors``) and re-scrubbed here.
+
+Listings are cached whole in Django's cache (Redis in production, locmem embedded) for
+``CACHE_SECONDS`` per provider + base URL + key; ``refresh=True`` asks the vendor again.
+Paging and search then run on the cached list, so a picker's pages cost no vendor call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import Any
+
+import httpx
+from asgiref.sync import async_to_sync
+from django.core.cache import cache
+from django.db.models import Q
+
+from agents_app.errors import DomainError, Invalid, NotFound
+from agents_app.models import EnvValue, LanguageModel
+from agents_app.services.instance_info import PROVIDER_LABELS, is_provider
+from runtime.providers import discovery, errors
+from runtime.providers.base import Finish, ProviderRequest
+from runtime.providers.discovery import (
+    ModelCapabilityHints,
+    ProviderModelInfo,
+    ProviderModelsPage,
+    ProviderModelsQuery,
+)
+from runtime.providers.registry import ADAPTERS, KEY_NAMES
+
+CACHE_SECONDS = 3600
+CACHE_PREFIX = "model-catalog:v1"
+TIMEOUT = httpx.Timeout(20.0, connect=5.0)
+
+
+class CatalogUnavailable(DomainError):
+    """The vendor answered with an error or could not be reached (a bad gateway for us)."""
+
+    status = 502
+
+
+# --- keys and addresses -----------------------------------------------------------------------
+
+
+def provider_key(provider: str, user: Any = None) -> str | None:
+    """The API key for ``provider``: the user's env value, the instance's, the process env."""
+    name = KEY_NAMES.get(provider)
+    if name is None:
+        return None
+    owner = Q(scope="user", user_id=getattr(user, "pk", None)) if user else Q(pk__in=[])
+    rows = {
+        r.scope: r for r in EnvValue.objects.filter(Q(key=name) & (owner | Q(scope="instance")))
+    }
+    row = rows.get("user") or rows.get("instance")
+    value = row.value if row is not None else None
+    return value or os.environ.get(name) or None
+
+
+def _label(provider: str) -> str:
+    return PROVIDER_LABELS.get(provider, provider)
+
+
+def _check_provider(provider: str) -> None:
+    if not is_provider(provider):
+        raise NotFound(f"Provider not found: {provider}")
+
+
+def clean_base_url(base_url: str | None) -> str | None:
+    """An http(s) base URL, or ``None`` for the provider's usual address."""
+    value = (base_url or "").strip()
+    if not value:
+        return None
+    if not value.startswith(("http://", "https://")) or len(value) > 200:
+        raise Invalid(
+            "The base URL must be an http:// or https:// address (200 characters at most)."
+        )
+    return value.rstrip("/")
+
+
+def model_base_url(name: str | None, provider: str) -> str | None:
+    """The base URL of the model definition ``name`` (its provider must be ``provider``)."""
+    if not name:
+        return None
+    row = LanguageModel.objects.filter(name=name[:129]).first()
+    if row is None:
+        raise NotFound(f"Model not found: {name}")
+    if row.provider != provider:
+        raise Invalid(f"Model {name} uses provider {row.provider}, not {provider}.")
+    return row.base_url or None
+
+
+def _require_key(provider: str, user: Any) -> str | None:
+    key = provider_key(provider, user)
+    if key is None and provider in KEY_NAMES:
+        raise Invalid(
+            f"No API key for {_label(provider)}: set {KEY_NAMES[provider]} as your own env "
+            "value, an instance env value, or in the server's environment."
+        )
+    return key
+
+
+# --- plain words for vendor errors ------------------------------------------------------------
+
+
+def plain_error(
+    provider: str, exc: errors.AdapterError, key: str | None, base_url: str | None
+) -> str:
+    """What went wrong, for someone who is not a developer (the key never in it)."""
+    label = _label(provider)
+    status = f" ({exc.status})" if exc.status else ""
+    detail = exc.message
+    if exc.code == errors.AUTHENTICATION:
+        text = (
+            f"The {label} key in {KEY_NAMES.get(provider, 'the env')} was refused{status}. "
+            f"Check that it is right and still active. {label} said: {detail}"
+        )
+    elif exc.code == errors.RATE_LIMIT:
+        text = (
+            f"{label} refused the request for now{status}: check the account's quota or "
+            f"billing, or try again later. {label} said: {detail}"
+        )
+    elif exc.code in (errors.NETWORK, errors.TIMEOUT):
+        where = base_url or "its usual address"
+        text = f"Could not reach {label} at {where}. {detail}"
+    elif exc.code == errors.INVALID_REQUEST:
+        text = f"{label} rejected the request{status}. {label} said: {detail}"
+    else:
+        text = f"{label} answered with an error{status}. {label} said: {detail}"
+    return errors.redact(text, (key,))
+
+
+# --- listings ---------------------------------------------------------------------------------
+
+
+def _cache_key(provider: str, base_url: str | None, key: str | None) -> str:
+    digest = hashlib.sha256(f"{provider}\0{base_url or ''}\0{key or ''}".encode()).hexdigest()
+    return f"{CACHE_PREFIX}:{provider}:{digest[:32]}"
+
+
+async def _fetch(provider: str, key: str | None, base_url: str | None) -> list[ProviderModelInfo]:
+    test_models: list[str] = []
+    if provider == "test":
+        test_models = [m async for m in _test_model_ids()]
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+        return await discovery.list_models(provider, client, key, base_url, test_models=test_models)
+
+
+async def _test_model_ids() -> Any:
+    async for model_id in LanguageModel.objects.filter(provider="test").values_list(
+        "model", flat=True
+    ):
+        yield model_id
+
+
+def list_provider_models(
+    provider: str, *, user: Any = None, base_url: str | None = None, refresh: bool = False
+) -> list[ProviderModelInfo]:
+    """Every model ``provider`` lists (from the cache unless ``refresh``)."""
+    _check_provider(provider)
+    base_url = clean_base_url(base_url)
+    key = _require_key(provider, user)
+    cache_key = _cache_key(provider, base_url, key)
+    if not refresh:
+        cached = cache.get(cache_key)
+        if isinstance(cached, list):
+            return [ProviderModelInfo.load(item) for item in cached]
+    try:
+        models = async_to_sync(_fetch)(provider, key, base_url)
+    except errors.AdapterError as exc:
+        raise CatalogUnavailable(plain_error(provider, exc, key, base_url)) from None
+    cache.set(cache_key, [m.dump() for m in models], CACHE_SECONDS)
+    return models
+
+
+def provider_models_page(
+    provider: str,
+    *,
+    user: Any = None,
+    base_url: str | None = None,
+    search: str = "",
+    page: int = 1,
+    per_page: int = 50,
+    refresh: bool = False,
+) -> ProviderModelsPage:
+    """One page of ``provider``'s models matching ``search`` (the spec's ``getModelsPage``)."""
+    models = list_provider_models(provider, user=user, base_url=base_url, refresh=refresh)
+    return discovery.models_page(models, ProviderModelsQuery(search[:200], page, per_page))
+
+
+def provider_model_capabilities(
+    provider: str, model_id: str, *, user: Any = None, base_url: str | None = None
+) -> ModelCapabilityHints | None:
+    """The spec's ``getModelCapabilities(modelId)`` through the cached listing."""
+    models = list_provider_models(provider, user=user, base_url=base_url)
+    return discovery.model_capabilities(models, model_id)
+
+
+def openrouter_endpoints(
+    slug: str, *, user: Any = None, base_url: str | None = None
+) -> list[dict[str, Any]]:
+    """The upstream providers OpenRouter routes ``slug`` to, with their prices."""
+    if not slug or len(slug) > 200 or ".." in slug or slug.startswith("/"):
+        raise Invalid("modelSlug must be an OpenRouter model id such as openai/gpt-4o.")
+    base_url = clean_base_url(base_url)
+    key = _require_key("openrouter", user)
+
+    async def fetch() -> list[dict[str, Any]]:
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            return await discovery.openrouter_endpoints(client, key, slug, base_url)
+
+    try:
+        return async_to_sync(fetch)()
+    except errors.AdapterError as exc:
+        raise CatalogUnavailable(plain_error("openrouter", exc, key, base_url)) from None
+
+
+# --- test connection --------------------------------------------------------------------------
+
+
+def check_connection(
+    provider: str, model_id: str, *, user: Any = None, base_url: str | None = None
+) -> dict[str, Any]:
+    """Send one one-token request through the real adapter with the resolved key.
+
+    Returns ``{ok, message}``; ``message`` is plain words either way (a vendor error is
+    not an exception here: showing it is the point of the button).
+    """
+    _check_provider(provider)
+    model_id = (model_id or "").strip()
+    if not model_id:
+        raise Invalid("Enter the provider model id first (or pick one from the list).")
+    label = _label(provider)
+    if provider not in ADAPTERS:
+        return {"ok": True, "message": f"{label} needs no key: it answers from the script."}
+    base_url = clean_base_url(base_url)
+    try:
+        key = _require_key(provider, user)
+    except Invalid as exc:
+        return {"ok": False, "message": exc.message}
+    try:
+        async_to_sync(_one_token)(provider, model_id, key, base_url)
+    except errors.AdapterError as exc:
+        return {"ok": False, "message": plain_error(provider, exc, key, base_url)}
+    return {
+        "ok": True,
+        "message": f"{label} answered: the key in {KEY_NAMES[provider]} works and "
+        f"{model_id} is available.",
+    }
+
+
+async def _one_token(provider: str, model_id: str, key: str | None, base_url: str | None) -> None:
+    request = ProviderRequest(
+        model=model_id,
+        system="",
+        messages=[{"role": "user", "content": "Reply with OK."}],
+        max_output_tokens=1,
+        metadata={"purpose": "test-connection"},
+    )
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+        adapter = ADAPTERS[provider](client, key, base_url, stream=False)
+        finished = False
+        async for event in adapter.stream(request):
+            finished = finished or isinstance(event, Finish)
+        if not finished:
+            raise errors.malformed(ADAPTERS[provider].vendor, "the answer had no end")
