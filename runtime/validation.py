@@ -709,7 +709,7 @@ def validate_model(model: ModelDefinition, catalog: Catalog | None = None) -> li
 
 
 # OpenAI APIs this build can speak (``ModelDefinition.api``).
-MODEL_APIS: dict[str, tuple[str, ...]] = {"openai": ("chat",)}
+MODEL_APIS: dict[str, tuple[str, ...]] = {"openai": ("chat", "responses")}
 
 
 def _model_api_rules(model: ModelDefinition) -> list[DefinitionError]:

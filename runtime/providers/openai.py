@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.provider_tools import CitationsFound
 from runtime.providers import errors
 from runtime.providers.adapter import (
     FinishDetails,
@@ -48,6 +49,8 @@ from runtime.providers.base import (
     ToolSchema,
     Usage,
 )
+from runtime.providers.offers_openai import chat_web_search_options
+from runtime.providers.openai_tool_items import citations
 from runtime.providers.sse import SSEEvent
 
 FINISH_REASONS: dict[str, FinishReason] = {
@@ -406,6 +409,9 @@ class OpenAIProvider(HTTPAdapter):
         body = chat_body(request, stream=streaming)
         if request.reasoning is not None and request.reasoning.effort:
             body["reasoning_effort"] = request.reasoning.effort
+        search = chat_web_search_options(request.provider_tools)
+        if search is not None:  # search models only (runtime.providers.offers_openai)
+            body["web_search_options"] = search
         headers = self.base_headers()
         if streaming:
             headers["accept"] = "text/event-stream"
@@ -417,7 +423,26 @@ class OpenAIProvider(HTTPAdapter):
         return {"authorization": f"Bearer {key}"}
 
     def stream_parser(self, request: ProviderRequest) -> StreamParser:
-        return ChatStreamParser()
+        return SearchChatStreamParser()
 
     def parse_body(self, payload: Any, request: ProviderRequest) -> list[StreamEvent]:
-        return parse_chat_completion(self.vendor, payload)[0]
+        events, message = parse_chat_completion(self.vendor, payload)
+        found = citations(message.get("annotations"), str(message.get("content") or ""), 0)
+        if found:  # before the Finish, which stays last
+            events.insert(len(events) - 1, CitationsFound(found))
+        return events
+
+
+class SearchChatStreamParser(ChatStreamParser):
+    """OpenAI chat chunks plus a search model's ``delta.annotations`` (``url_citation``,
+    offsets into the whole content) as ``CitationsFound``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.content: list[str] = []
+
+    def extra_delta(self, delta: dict[str, Any]) -> list[StreamEvent]:
+        if delta.get("content"):
+            self.content.append(delta["content"])
+        found = citations(delta.get("annotations"), "".join(self.content), 0)
+        return [CitationsFound(found)] if found else []
