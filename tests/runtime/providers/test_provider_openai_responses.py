@@ -456,3 +456,54 @@ async def test_streamed_image_generation(client, replay):
     assert image.media_type == "image/webp" and image.data.startswith("UklGR")
     assert [t.tool.name for t in tools_done(out)] == ["image_generation"]
     assert out.text == "" and out.finish.reason == "stop"
+
+
+# --- Chat Completions search models ----------------------------------------------------------
+
+
+async def test_chat_search_model_sends_web_search_options_and_reads_url_citations(client, replay):
+    from runtime.providers.openai import OpenAIProvider
+
+    from .conftest import PLANTED_KEY
+
+    [recorded] = recordings.cassette("openai/chat_nonstream_web_search_citations.yaml")
+    replay.queue(recorded.reply())
+    provider = OpenAIProvider(client, PLANTED_KEY, replay.url + "/v1", stream=False)
+    question = recorded.request_body["messages"][0]["content"]
+
+    out = await collect(
+        provider,
+        request(
+            [user(question)],
+            model="gpt-4o-mini-search-preview",
+            provider_tools=[ProviderToolChoice("web_search")],
+        ),
+    )
+
+    assert replay.requests[0].json() == recorded.request_body
+    found = cited(out)
+    assert [(c.start, c.end) for c in found] == [(96, 198), (293, 426), (542, 675)]
+    assert all(out.text[c.start : c.end] == c.cited_text for c in found)
+    assert found[0].title == "Ruby 3.4.7 Released | Ruby"
+    assert out.events[-1] is out.finish
+
+
+def test_spec_provider_tools_offered_per_openai_api():
+    from runtime.definitions import ModelDefinition
+    from runtime.providers.offers_openai import openai_offers
+
+    def offers(**kw: object) -> list[str]:
+        return sorted(openai_offers(ModelDefinition(name="m", provider="openai", **kw)))
+
+    assert offers(model="gpt-5", api="responses") == [
+        "code_interpreter",
+        "file_search",
+        "image_generation",
+        "web_search",
+    ]
+    assert offers(model="gpt-4o-mini-search-preview") == ["web_search"]
+    assert offers(model="gpt-4o") == []
+    schema = openai_offers(
+        ModelDefinition(name="m", provider="openai", model="x", api="responses")
+    )["file_search"].options_schema
+    assert schema["required"] == ["vector_store_ids"] and schema["additionalProperties"] is False
