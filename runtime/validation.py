@@ -710,6 +710,15 @@ def validate_model(model: ModelDefinition, catalog: Catalog | None = None) -> li
 
 # OpenAI APIs this build can speak (``ModelDefinition.api``).
 MODEL_APIS: dict[str, tuple[str, ...]] = {"openai": ("chat", "responses")}
+# The API a NEW model of a provider gets when its author chooses none (studio form, the
+# definition-write API). A stored or imported definition without ``api`` keeps Chat
+# Completions: its behaviour must not change under it (docs/providers.md).
+NEW_MODEL_API: dict[str, str] = {"openai": "responses"}
+
+
+def new_model_api(provider: str | None, api: str | None) -> str | None:
+    """The ``api`` to store for a model being created with ``api`` (None: not chosen)."""
+    return api or NEW_MODEL_API.get(provider or "")
 
 
 def _model_api_rules(model: ModelDefinition) -> list[DefinitionError]:
