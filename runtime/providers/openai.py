@@ -1,11 +1,11 @@
 """OpenAI Chat Completions (``POST {base}/chat/completions``).
 
-Why Chat Completions and not the Responses API: the engine's neutral message
-format *is* the chat format, OpenRouter speaks the same dialect (one parser for
-both), and every fixture-backed behaviour we need (parallel tool calls, cached
-and reasoning token counts) is there. What we give up: Chat Completions never
-returns reasoning text or encrypted reasoning items, so reasoning models start
-each request without their previous reasoning. See docs/providers.md.
+The API of OpenAI models whose definition has no ``api`` (or ``api: "chat"``); the
+Responses API has its own adapter (``openai_responses``). The chat dialect is also the
+engine's neutral message format and OpenRouter's (one parser for both). Chat Completions
+never returns reasoning text or encrypted reasoning items. Search models
+(``*-search-preview``) take ``web_search_options`` and answer with ``url_citation``
+annotations (``CitationsFound``). See docs/providers.md.
 
 Wire notes (fixtures under /work/shared/fixtures/providers/openai):
 - streaming tool-call fragments are keyed by ``tool_calls[].index``; the id and
