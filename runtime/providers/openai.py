@@ -226,15 +226,22 @@ def chat_body(request: ProviderRequest, *, stream: bool) -> dict[str, Any]:
 
 def chat_usage(usage: Any) -> Usage:
     """``prompt_tokens`` (cached tokens are a subset) and ``completion_tokens`` (reasoning included)."""
+    return token_usage(usage, "prompt_tokens", "completion_tokens")
+
+
+def token_usage(usage: Any, input_key: str, output_key: str) -> Usage:
+    """OpenAI usage under either API's names: ``<input_key>`` with its ``_details.cached_tokens``
+    and ``<output_key>`` with its ``_details.reasoning_tokens`` (Chat: prompt/completion
+    tokens, Responses: input/output tokens)."""
     if not isinstance(usage, dict):
         return Usage()
-    prompt_details = usage.get("prompt_tokens_details") or {}
-    completion_details = usage.get("completion_tokens_details") or {}
+    input_details = usage.get(f"{input_key}_details") or {}
+    output_details = usage.get(f"{output_key}_details") or {}
     return Usage(
-        input_tokens=as_int(usage.get("prompt_tokens")),
-        output_tokens=as_int(usage.get("completion_tokens")),
-        cached_tokens=as_int(prompt_details.get("cached_tokens")),
-        reasoning_tokens=as_int(completion_details.get("reasoning_tokens")),
+        input_tokens=as_int(usage.get(input_key)),
+        output_tokens=as_int(usage.get(output_key)),
+        cached_tokens=as_int(input_details.get("cached_tokens")),
+        reasoning_tokens=as_int(output_details.get("reasoning_tokens")),
     )
 
 

@@ -28,6 +28,7 @@ from runtime.providers.base import (
     ToolCallStart,
     Usage,
 )
+from runtime.providers.openai import token_usage
 from runtime.providers.openai_tool_items import TOOL_ITEMS, citations, tool_item_events
 from runtime.providers.sse import SSEEvent
 
@@ -46,16 +47,7 @@ _CLEARED = {"code_interpreter_call": "outputs", "file_search_call": "results"}
 
 def responses_usage(usage: Any) -> Usage:
     """``input_tokens`` (cached ones included) and ``output_tokens`` (reasoning included)."""
-    if not isinstance(usage, dict):
-        return Usage()
-    input_details = usage.get("input_tokens_details") or {}
-    output_details = usage.get("output_tokens_details") or {}
-    return Usage(
-        input_tokens=as_int(usage.get("input_tokens")),
-        output_tokens=as_int(usage.get("output_tokens")),
-        cached_tokens=as_int(input_details.get("cached_tokens")),
-        reasoning_tokens=as_int(output_details.get("reasoning_tokens")),
-    )
+    return token_usage(usage, "input_tokens", "output_tokens")
 
 
 def _echo(item: dict[str, Any]) -> dict[str, Any]:

@@ -8,23 +8,14 @@ from typing import Any
 import httpx
 
 from runtime.provider_tools import CitationsFound, ProviderToolDone, WebSearchDone
-from runtime.providers.base import ImageDelta, ToolSchema
+from runtime.providers.base import ImageDelta
 from runtime.providers.openai_responses import OpenAIResponsesProvider
 
 from . import recordings
 from .conftest import PLANTED_KEY
 from .helpers import Collected
 from .replay import ReplayServer, Reply
-
-MULTIPLY = ToolSchema(
-    "multiply",
-    "Multiply two numbers.",
-    {
-        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-        "required": ["a", "b"],
-        "type": "object",
-    },
-)
+from .test_provider_openai import MULTIPLY  # noqa: F401 (shared by the Responses tests)
 
 
 def adapter(client: httpx.AsyncClient, replay: ReplayServer, **kw: Any) -> OpenAIResponsesProvider:

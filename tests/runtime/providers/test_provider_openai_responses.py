@@ -245,6 +245,14 @@ def _choices(fixture_tools: list[dict]) -> list[ProviderToolChoice]:
     return out
 
 
+def _as_recorded(body: dict, model: str, **kw: object):
+    """The neutral request for a recorded one-question body with provider tools."""
+    if body.get("instructions"):
+        kw["system"] = body["instructions"]
+    question = [user(body["input"][0]["content"])]
+    return request(question, model=model, provider_tools=_choices(body["tools"]), **kw)
+
+
 async def test_web_search_call_and_url_citations(client, replay):
     [recorded] = recordings.cassette("openai/responses_nonstream_web_search_citations.yaml")
     replay.queue(recorded.reply())
@@ -252,12 +260,7 @@ async def test_web_search_call_and_url_citations(client, replay):
 
     out = await collect(
         adapter(client, replay, stream=False),
-        request(
-            [user(body["input"][0]["content"])],
-            model="gpt-5.2",
-            system=body["instructions"],
-            provider_tools=_choices(body["tools"]),
-        ),
+        _as_recorded(body, "gpt-5.2"),
     )
 
     [tool] = tools_done(out)
@@ -294,12 +297,7 @@ async def test_streamed_web_search_and_annotation_offsets(client, replay):
 
     out = await collect(
         adapter(client, replay),
-        request(
-            [user(body["input"][0]["content"])],
-            model="gpt-5.2",
-            system=body["instructions"],
-            provider_tools=_choices(body["tools"]),
-        ),
+        _as_recorded(body, "gpt-5.2"),
     )
 
     assert len(searches(out)) == 2 and len(tools_done(out)) == 2
@@ -368,12 +366,7 @@ async def test_streamed_code_interpreter(client, replay):
 
     out = await collect(
         adapter(client, replay),
-        request(
-            [user(body["input"][0]["content"])],
-            model="gpt-5",
-            reasoning=LOW,
-            provider_tools=_choices(body["tools"]),
-        ),
+        _as_recorded(body, "gpt-5", reasoning=LOW),
     )
 
     assert [t.tool.name for t in tools_done(out)] == ["code_interpreter"] * 3
@@ -396,12 +389,7 @@ async def test_file_search_results_and_file_citation(client, replay):
 
     out = await collect(
         adapter(client, replay, stream=False),
-        request(
-            [user(body["input"][0]["content"])],
-            model="gpt-4o",
-            system=body["instructions"],
-            provider_tools=_choices(body["tools"]),
-        ),
+        _as_recorded(body, "gpt-4o"),
     )
 
     [tool] = tools_done(out)
