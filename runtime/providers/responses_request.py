@@ -59,9 +59,9 @@ def is_reasoning_request(request: ProviderRequest) -> bool:
 
 def input_part(part: dict[str, Any]) -> dict[str, Any]:
     """One neutral content part as a Responses input part."""
-    image = image_of(part)
-    if image is not None:
-        url = image.url or f"data:{image.media_type};base64,{image.data}"
+    if image_of(part) is not None:  # a data or https URL, sent as it is
+        spec = part.get("image_url")
+        url = spec.get("url") if isinstance(spec, dict) else spec
         return {"type": "input_image", "image_url": url, "detail": _detail(part)}
     document = document_of(part)
     if document is not None:
