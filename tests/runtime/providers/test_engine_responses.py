@@ -298,3 +298,31 @@ async def test_a_generated_image_is_stored_and_goes_back_in_its_call(world: Worl
     assert sent[2]["result"] == result_b64 and sent[2]["id"].startswith("ig_")
     [_, second_log] = await _logs(world, thread.id)
     assert result_b64[:200] not in json.dumps(second_log.request_body)
+
+
+async def test_a_tool_image_goes_back_inside_function_call_output(world: World, replay, client):
+    from .test_images import _image_tool
+
+    first, second = recordings.cassette(
+        "openai/responses_nonstream_function_call_output_image.yaml"
+    )
+    recorded = second.request_body["input"]
+    url = recorded[3]["output"][0]["image_url"]
+    data = base64.b64decode(url.split(",", 1)[1])
+    replay.queue(first.reply(), second.reply())
+    install(world.providers, client, environ={KEY_NAMES["openai"]: PLANTED_KEY}, stream=False)
+    world.register(_image_tool("get_file", "image/jpeg", data))
+    world.define(_model(replay), prompt(tools=["get_file"]), agent())
+
+    thread, result = await world.chat(recorded[0]["content"])
+
+    assert result.stop_reason == "stop_on_response"
+    sent = replay.requests[1].json()["input"]
+    # The reasoning item and the call with its item id as recorded; the output carries the
+    # engine's text about the tool's attachment, then the image as recorded.
+    assert sent[1:3] == recorded[1:3]
+    output = sent[3]["output"]
+    assert [p["type"] for p in output] == ["input_text", "input_image"]
+    assert output[1] == recorded[3]["output"][0]
+    rows = await world.messages(thread.id)
+    assert rows[-1].content.startswith("I used the get_file tool")
