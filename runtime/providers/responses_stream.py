@@ -73,6 +73,7 @@ class OutputItems:
     kept: list[dict[str, Any]] = field(default_factory=list)
     images: int = 0
     reasoned: bool = False
+    reasoning_streamed: set[str] = field(default_factory=set)  # items whose deltas came
 
     def text(self, delta: str, key: tuple[str, int] | None = None) -> list[StreamEvent]:
         if key is not None:
@@ -108,7 +109,7 @@ class OutputItems:
             return [*opening, ToolCallDone(call_id, name, arguments)]
         if kind == "reasoning":
             self.kept.append(_echo(item))
-            if streamed:
+            if streamed and item_id in self.reasoning_streamed:
                 return []
             texts = [s.get("text") for s in item.get("summary") or [] if isinstance(s, dict)]
             texts += [c.get("text") for c in item.get("content") or [] if isinstance(c, dict)]
@@ -131,9 +132,9 @@ class OutputItems:
             if not isinstance(part, dict):
                 continue
             text = str(part.get("text") or part.get("refusal") or "")
-            if streamed:
-                base = self.part_starts.get((item_id, index), self.text_len)
-            else:
+            if streamed and (item_id, index) in self.part_starts:
+                base = self.part_starts[(item_id, index)]
+            else:  # not streamed, or no delta came for this part: its text is here only
                 base = self.text_len
                 events += self.text(text)
             found += citations(part.get("annotations"), text, base)
@@ -219,6 +220,7 @@ class ResponsesStreamParser:
         if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             at = (item_id, as_int(data.get("summary_index", data.get("content_index"))))
             new_part, self.summary_at = at != self.summary_at, at
+            self.items.reasoning_streamed.add(item_id)
             return self.items.reasoning(str(data.get("delta") or ""), new_part)
         if kind == "response.function_call_arguments.delta":
             call_id = self.call_ids.get(item_id, item_id)

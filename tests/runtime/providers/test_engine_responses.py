@@ -135,7 +135,7 @@ async def _logs(world: World, thread_id: str) -> list[LogRecord]:
     return await world.store.list_logs(thread_id, LogQuery(limit=None, kind="llm"))
 
 
-async def test_a_tool_loop_carries_the_encrypted_reasoning_to_the_next_step(
+async def test_spec_provider_metadata_must_round_trip_encrypted_reasoning_in_a_tool_loop(
     world: World, replay, client
 ):
     replay.queue(_tool_step(), _answer_step())
@@ -326,3 +326,23 @@ async def test_a_tool_image_goes_back_inside_function_call_output(world: World, 
     assert output[1] == recorded[3]["output"][0]
     rows = await world.messages(thread.id)
     assert rows[-1].content.startswith("I used the get_file tool")
+
+
+async def test_spec_provider_executed_tools_must_not_be_re_executed_locally(
+    world: World, replay, client
+):
+    [recorded] = recordings.cassette("openai/responses_nonstream_web_search_citations.yaml")
+    replay.queue(recorded.reply())
+    install(world.providers, client, environ={KEY_NAMES["openai"]: PLANTED_KEY}, stream=False)
+    world.define(_model(replay, model="gpt-5.2"), prompt(), agent())
+
+    thread, result = await world.chat(recorded.request_body["input"][0]["content"])
+
+    # The vendor's web search is a record, not a call for the engine: one request, no tool
+    # rows, no tool calls on the answer.
+    assert result.stop_reason == "stop_on_response" and len(replay.requests) == 1
+    rows = await world.messages(thread.id)
+    assert [m.role for m in rows] == ["user", "assistant"]
+    assert not rows[-1].tool_calls and rows[-1].content.startswith("The tallest mountain")
+    items = rows[-1].metadata["provider_data"]["openai"]["items"]
+    assert [i["type"] for i in items] == ["web_search_call", "message"]

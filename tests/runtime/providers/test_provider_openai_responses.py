@@ -92,7 +92,7 @@ async def test_streamed_function_call_then_function_call_output(client, replay):
     assert second["input"][1]["arguments"] == done.arguments
 
 
-async def test_spec_provider_errors_in_stream_are_classified(client, replay):
+async def test_an_error_event_mid_stream_is_insufficient_quota_not_retryable(client, replay):
     replay.queue(jsonl_stream("openai/responses_stream_error.chunks.jsonl"))
 
     with pytest.raises(AdapterError) as caught:
@@ -308,7 +308,9 @@ async def test_streamed_web_search_and_annotation_offsets(client, replay):
     assert without(replay.requests[0].json(), "include", "store") == without(body, "include")
 
 
-async def test_web_search_history_round_trip_sends_items_back(client, replay):
+async def test_spec_provider_metadata_must_round_trip_web_search_and_reasoning_items(
+    client, replay
+):
     first, second = recordings.cassette(
         "openai/responses_nonstream_web_search_history_roundtrip.yaml"
     )
@@ -476,7 +478,7 @@ async def test_chat_search_model_sends_web_search_options_and_reads_url_citation
     assert out.events[-1] is out.finish
 
 
-def test_spec_provider_tools_offered_per_openai_api():
+def test_provider_tools_offered_per_openai_api():
     from runtime.definitions import ModelDefinition
     from runtime.providers.offers_openai import openai_offers
 
@@ -495,3 +497,27 @@ def test_spec_provider_tools_offered_per_openai_api():
         ModelDefinition(name="m", provider="openai", model="x", api="responses")
     )["file_search"].options_schema
     assert schema["required"] == ["vector_store_ids"] and schema["additionalProperties"] is False
+
+
+async def test_text_and_summary_sent_only_in_the_finished_item_are_not_lost(client, replay):
+    reasoning = {
+        "id": "rs_1",
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": "Think."}],
+    }
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "content": [{"type": "output_text", "text": "Done.", "annotations": []}],
+    }
+    events = [
+        {"type": "response.output_item.done", "output_index": 0, "item": reasoning},
+        {"type": "response.output_item.done", "output_index": 1, "item": message},
+        {"type": "response.completed", "response": {"status": "completed", "output": []}},
+    ]
+    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    replay.queue(Reply.sse(body.encode()))
+
+    out = await collect(adapter(client, replay), request([user("hi")]))
+
+    assert (out.reasoning, out.text) == ("Think.", "Done.")
