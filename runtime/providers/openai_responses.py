@@ -33,7 +33,7 @@ class OpenAIResponsesProvider(OpenAIProvider):
         return PreparedRequest("POST", f"{self.base_url}/responses", headers, body, streaming)
 
     def stream_parser(self, request: ProviderRequest) -> StreamParser:
-        return ResponsesStreamParser()
+        return ResponsesStreamParser(request.model)
 
     def parse_body(self, payload: Any, request: ProviderRequest) -> list[StreamEvent]:
-        return parse_response(payload)
+        return parse_response(payload, request.model)

@@ -131,17 +131,20 @@ def _generated_images(content: Any) -> list[str]:
     return [i.data for i in images if i is not None and i.data]
 
 
-def assistant_items(message: dict[str, Any]) -> list[dict[str, Any]]:
+def assistant_items(message: dict[str, Any], model: str = "") -> list[dict[str, Any]]:
     """An assistant message as input items (see the module docstring).
 
-    The stored items are replayed only when all of them can be: an image generation call
-    needs its image back (the generated file, while it is among the recent images); when
-    one cannot be rebuilt, the message goes as plain text and calls without item ids (a
-    reasoning item must never be sent without the item that followed it).
+    The stored items are replayed only to the model that produced them (encrypted reasoning
+    is that model's; a fallback to another model gets the plain form) and only when all of
+    them can be: an image generation call needs its image back (the generated file, while it
+    is among the recent images). Otherwise the message goes as plain text and calls without
+    item ids (a reasoning item must never be sent without the item that followed it).
     """
     text = joined_text(message.get("content"), media_as_text=True)
     calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
-    stored = [i for i in provider_data(message, "openai").get("items") or [] if isinstance(i, dict)]
+    data = provider_data(message, "openai")
+    same_model = data.get("model") in (None, "", model)
+    stored = [i for i in data.get("items") or [] if isinstance(i, dict)] if same_model else []
     replayed = (
         _replay(stored, joined_text(message.get("content")), calls, message) if stored else None
     )
@@ -192,7 +195,7 @@ def input_items(request: ProviderRequest) -> list[dict[str, Any]]:
     for message in request.messages:
         role = message.get("role", "user")
         if role == "assistant":
-            items.extend(assistant_items(message))
+            items.extend(assistant_items(message, request.model))
         elif role == "tool":
             items.append(
                 {

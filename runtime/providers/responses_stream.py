@@ -71,6 +71,7 @@ class OutputItems:
     part_starts: dict[tuple[str, int], int] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
     kept: list[dict[str, Any]] = field(default_factory=list)
+    model: str = ""  # the model id the request named (the items are only valid for it)
     images: int = 0
     reasoned: bool = False
     reasoning_streamed: set[str] = field(default_factory=set)  # items whose deltas came
@@ -154,7 +155,7 @@ class OutputItems:
         """``{"openai": {"items": [...]}}`` when anything beyond text and calls must round-trip."""
         if all(i.get("type") in ("message", "function_call") for i in self.kept):
             return {}
-        return {"openai": {"items": self.kept}}
+        return {"openai": {"model": self.model, "items": self.kept}}
 
 
 def finish_reason(response: dict[str, Any], has_calls: bool) -> FinishReason:
@@ -191,8 +192,8 @@ def failure(response: dict[str, Any]) -> errors.AdapterError:
 class ResponsesStreamParser:
     """Named Responses SSE events → engine events."""
 
-    def __init__(self) -> None:
-        self.items = OutputItems()
+    def __init__(self, model: str = "") -> None:
+        self.items = OutputItems(model=model)
         self.call_ids: dict[str, str] = {}  # item id → call id
         self.summary_at: tuple[str, int] | None = None
         self.response: dict[str, Any] | None = None
@@ -242,13 +243,13 @@ class ResponsesStreamParser:
         return [finish(self.response, self.items)]
 
 
-def parse_response(payload: Any) -> list[StreamEvent]:
-    """Events of a whole (non-streamed) response body."""
+def parse_response(payload: Any, model: str = "") -> list[StreamEvent]:
+    """Events of a whole (non-streamed) response body (``model``: the id requested)."""
     if not isinstance(payload, dict):
         raise errors.malformed(VENDOR, "the body is not an object")
     if payload.get("status") == "failed" or isinstance(payload.get("error"), dict):
         raise failure(payload)
-    items = OutputItems()
+    items = OutputItems(model=model)
     events: list[StreamEvent] = []
     for item in payload.get("output") or []:
         if isinstance(item, dict):

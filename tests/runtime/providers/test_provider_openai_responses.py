@@ -252,3 +252,24 @@ async def test_text_and_summary_sent_only_in_the_finished_item_are_not_lost(clie
     out = await collect(adapter(client, replay), request([user("hi")]))
 
     assert (out.reasoning, out.text) == ("Think.", "Done.")
+
+
+def test_stored_items_go_back_only_to_the_model_that_produced_them():
+    from runtime.providers.responses_request import input_items
+
+    reasoning = {"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "enc"}
+    answer = {
+        "role": "assistant",
+        "content": "Hi.",
+        "provider_data": {
+            "openai": {"model": "gpt-5", "items": [reasoning, {"type": "message", "id": "msg_1"}]}
+        },
+    }
+    history = [user("hello"), answer, user("again")]
+
+    same = input_items(request(history, model="gpt-5"))
+    other = input_items(request(history, model="gpt-5-mini"))
+
+    assert [i.get("type", i.get("role")) for i in same] == ["user", "reasoning", "message", "user"]
+    assert other[1] == {"role": "assistant", "content": "Hi."}  # a fallback model: plain text
+    assert len(other) == 3
