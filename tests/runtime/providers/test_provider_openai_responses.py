@@ -273,3 +273,16 @@ def test_stored_items_go_back_only_to_the_model_that_produced_them():
     assert [i.get("type", i.get("role")) for i in same] == ["user", "reasoning", "message", "user"]
     assert other[1] == {"role": "assistant", "content": "Hi."}  # a fallback model: plain text
     assert len(other) == 3
+
+
+async def test_an_incomplete_response_ends_with_length(client, replay):
+    [recorded] = recordings.cassette("openai/responses_nonstream_text.yaml")
+    payload = recorded.response_json()
+    payload["status"] = "incomplete"
+    payload["incomplete_details"] = {"reason": "max_output_tokens"}
+    replay.queue(Reply.json(payload))
+
+    out = await collect(adapter(client, replay, stream=False), request([user("hi")]))
+
+    assert (out.text, out.finish.reason) == ("pong", "length")
+    assert out.finish.vendor_finish_reason == "incomplete:max_output_tokens"
