@@ -346,3 +346,30 @@ async def test_spec_provider_executed_tools_must_not_be_re_executed_locally(
     assert not rows[-1].tool_calls and rows[-1].content.startswith("The tallest mountain")
     items = rows[-1].metadata["provider_data"]["openai"]["items"]
     assert [i["type"] for i in items] == ["web_search_call", "message"]
+
+
+async def test_structured_output_goes_as_text_format_through_the_engine(
+    world: World, replay, client
+):
+    from .test_structured_output_replay import get_user_country
+
+    interactions = recordings.cassette("openai/responses_nonstream_json_schema_output.yaml")
+    recorded = interactions[0].request_body["text"]["format"]
+    replay.queue(*(i.reply() for i in interactions))
+    install(world.providers, client, environ={KEY_NAMES["openai"]: PLANTED_KEY}, stream=False)
+    world.register(get_user_country)
+    schema = {**recorded["schema"], "title": recorded["name"]}
+    world.define(
+        _model(replay, model="gpt-4o"),
+        prompt(tools=["get_user_country"], response_schema=schema),
+        agent(),
+    )
+
+    thread, result = await world.chat("What is the largest city in the user country?")
+
+    assert result.stop_reason == "stop_on_response" and len(replay.requests) == 2
+    for sent in replay.requests:
+        assert sent.json()["text"]["format"] == {**recorded, "schema": schema}
+    final = (await world.messages(thread.id))[-1]
+    assert final.status == "completed"
+    assert json.loads(final.content or "") == {"city": "Mexico City", "country": "Mexico"}
