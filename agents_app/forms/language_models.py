@@ -132,6 +132,12 @@ class LanguageModelForm(DefinitionForm):
         # false leaves the box unticked.
         for name in ("vision", "function_calling", "structured_outputs"):
             self.fields[f"capabilities_{name}"].initial = getattr(caps, name) is not False
+        if "api" in self.fields:  # say what "no choice" means for this model
+            default = "Responses" if self.instance.pk is None else "Chat Completions"
+            choices = [c for c in LanguageModel._meta.get_field("api").choices or [] if c[0]]
+            field = self.fields["api"]
+            assert isinstance(field, forms.ChoiceField)  # a CharField with choices
+            field.choices = [("", f"Default ({default})"), *choices]
         streaming = self.instance.streaming or {}
         self.fields["streaming_chunk_size"].initial = streaming.get("chunkSize")
         self.fields["streaming_chunk_delay_ms"].initial = streaming.get("chunkDelayMs")

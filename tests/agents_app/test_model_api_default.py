@@ -69,3 +69,11 @@ def test_the_definition_api_creates_openai_models_on_responses(as_: Any, ops: An
 def test_an_imported_definition_without_api_keeps_chat() -> None:
     save_definitions([("models/i", ModelDefinition(name="i", provider="openai", model="gpt-4o"))])
     assert LanguageModel.objects.get(name="i").api == ""
+
+
+def test_the_form_says_what_no_choice_means(client: Client, ops: Any) -> None:
+    client.force_login(ops)
+    assert "Default (Responses)" in client.get(ADD).content.decode()
+    model = LanguageModel.objects.create(name="old", provider="openai", model="gpt-4o")
+    page = client.get(reverse("admin:agents_app_languagemodel_change", args=[model.pk]))
+    assert "Default (Chat Completions)" in page.content.decode()
