@@ -130,6 +130,8 @@ def responses_tool(choice: ProviderToolChoice) -> dict[str, Any] | None:
     if offer is None:
         return None
     options = _options(choice, offer)
+    if isinstance(options.get("user_location"), dict):  # the API requires the type
+        options["user_location"] = {"type": "approximate", **options["user_location"]}
     if choice.name == "code_interpreter":
         return {"type": "code_interpreter", "container": {"type": "auto", **options}}
     return {"type": choice.name, **options}
@@ -150,5 +152,10 @@ def chat_web_search_options(choices: list[ProviderToolChoice]) -> dict[str, Any]
     """Chat Completions ``web_search_options`` for a chosen ``web_search`` (else ``None``)."""
     for choice in choices:
         if choice.name == "web_search":
-            return _options(choice, CHAT_WEB_SEARCH)
+            options = _options(choice, CHAT_WEB_SEARCH)
+            location = options.get("user_location")
+            if isinstance(location, dict):  # Chat nests the place under ``approximate``
+                place = {k: v for k, v in location.items() if k != "type"}
+                options["user_location"] = {"type": "approximate", "approximate": place}
+            return options
     return None

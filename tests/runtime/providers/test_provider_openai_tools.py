@@ -285,3 +285,32 @@ def test_provider_tools_offered_per_openai_api():
         ModelDefinition(name="m", provider="openai", model="x", api="responses")
     )["file_search"].options_schema
     assert schema["required"] == ["vector_store_ids"] and schema["additionalProperties"] is False
+
+
+def test_native_forms_of_the_options():
+    from runtime.providers.offers_openai import chat_web_search_options, responses_tool
+
+    where = {"country": "FR", "city": "Paris"}
+    search = ProviderToolChoice(
+        "web_search",
+        {"user_location": where, "filters": {"allowed_domains": ["example.org"]}},
+    )
+    assert responses_tool(search) == {
+        "type": "web_search",
+        "user_location": {"type": "approximate", **where},
+        "filters": {"allowed_domains": ["example.org"]},
+    }
+    assert chat_web_search_options([search]) == {
+        "user_location": {"type": "approximate", "approximate": where}
+    }
+    files = ProviderToolChoice("file_search", {"vector_store_ids": ["vs_1"], "max_num_results": 3})
+    assert responses_tool(files) == {
+        "type": "file_search",
+        "vector_store_ids": ["vs_1"],
+        "max_num_results": 3,
+    }
+    code = ProviderToolChoice("code_interpreter", {"file_ids": ["file_1"]})
+    assert responses_tool(code) == {
+        "type": "code_interpreter",
+        "container": {"type": "auto", "file_ids": ["file_1"]},
+    }
