@@ -28,6 +28,7 @@ from runtime.definitions import (
     PromptIncludePart,
     SideConfig,
 )
+from runtime.providers.offers_openai import is_search_model
 from runtime.tool_names import validate_tool_name
 
 # Names end up in file paths (export), URLs and tool names: letters, digits, '_', '-', '.',
@@ -716,9 +717,14 @@ MODEL_APIS: dict[str, tuple[str, ...]] = {"openai": ("chat", "responses")}
 NEW_MODEL_API: dict[str, str] = {"openai": "responses"}
 
 
-def new_model_api(provider: str | None, api: str | None) -> str | None:
-    """The ``api`` to store for a model being created with ``api`` (None: not chosen)."""
-    return api or NEW_MODEL_API.get(provider or "")
+def new_model_api(provider: str | None, api: str | None, model_id: str = "") -> str | None:
+    """The ``api`` to store for a model being created with ``api`` (None: not chosen).
+    OpenAI's search models (``*-search-preview``) only exist on Chat Completions."""
+    if api:
+        return api
+    if provider == "openai" and is_search_model(model_id or ""):
+        return "chat"
+    return NEW_MODEL_API.get(provider or "")
 
 
 def _model_api_rules(model: ModelDefinition) -> list[DefinitionError]:

@@ -212,7 +212,8 @@ class LanguageModelForm(DefinitionForm):
         api = self.cleaned_data.get("api") or None
         if self.instance.pk is not None:
             return api  # an existing model keeps what it has (blank: Chat Completions)
-        return new_model_api(self.cleaned_data.get("provider"), api)
+        cd = self.cleaned_data
+        return new_model_api(cd.get("provider"), api, cd.get("model") or "")
 
     def error_routes(self, rows: Mapping[str, DefinitionRowsFormSet]) -> ErrorRoutes:
         targets = {}

@@ -140,7 +140,7 @@ def definition_write(kind: Kind, body: dict[str, Any], *, name: str | None = Non
         raise Conflict(f"{kind[:-1].capitalize()} already exists: {data['name']}")
     if kind == "models" and name is None:
         # New OpenAI models speak the Responses API unless the body says otherwise.
-        data["api"] = new_model_api(data.get("provider"), data.get("api"))
+        data["api"] = new_model_api(data.get("provider"), data.get("api"), data.get("model") or "")
     parsed, errors = parse_and_validate(kind, data)
     if parsed is None or errors:
         raise DefinitionRejected(errors)

@@ -97,6 +97,7 @@ IMAGE_GENERATION = ProviderToolOffer(
 )
 RESPONSES_OFFERS = (WEB_SEARCH, CODE_INTERPRETER, FILE_SEARCH, IMAGE_GENERATION)
 
+
 _SEARCH_MODEL = re.compile(r"search-(preview|api)")
 
 

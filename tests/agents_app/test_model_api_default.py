@@ -77,3 +77,11 @@ def test_the_form_says_what_no_choice_means(client: Client, ops: Any) -> None:
     model = LanguageModel.objects.create(name="old", provider="openai", model="gpt-4o")
     page = client.get(reverse("admin:agents_app_languagemodel_change", args=[model.pk]))
     assert "Default (Chat Completions)" in page.content.decode()
+
+
+def test_a_new_search_preview_model_stays_on_chat(client: Client, ops: Any) -> None:
+    client.force_login(ops)
+    data = fill(read_form(client, ADD), name="s", model="gpt-4o-mini-search-preview")
+    response = post(client, ADD, fill(data, provider="openai"))
+    assert response.status_code == 302, errors_of(response)
+    assert LanguageModel.objects.get(name="s").api == "chat"
