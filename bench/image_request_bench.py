@@ -45,6 +45,7 @@ from runtime.providers.anthropic import AnthropicProvider  # noqa: E402
 from runtime.providers.base import ProviderRequest  # noqa: E402
 from runtime.providers.google import GoogleProvider  # noqa: E402
 from runtime.providers.openai import OpenAIProvider  # noqa: E402
+from runtime.providers.openai_responses import OpenAIResponsesProvider  # noqa: E402
 from runtime.store import NewThread  # noqa: E402
 
 MESSAGES = 200
@@ -140,10 +141,11 @@ async def one_run(
 
 async def main(runs: int, threshold: int) -> None:
     client = httpx.AsyncClient()
-    vendors: list[tuple[str, HTTPAdapter]] = [
-        ("openai", OpenAIProvider(client, "k")),
-        ("anthropic", AnthropicProvider(client, "k")),
-        ("google", GoogleProvider(client, "k")),
+    vendors: list[tuple[str, str, HTTPAdapter]] = [
+        ("openai", "openai", OpenAIProvider(client, "k")),
+        ("responses", "openai", OpenAIResponsesProvider(client, "k")),
+        ("anthropic", "anthropic", AnthropicProvider(client, "k")),
+        ("google", "google", GoogleProvider(client, "k")),
     ]
     for label, image, size in (
         ("1024x768 photo", photo(1024, 768, 12), (1024, 768)),
@@ -154,8 +156,8 @@ async def main(runs: int, threshold: int) -> None:
         print(
             f"\n{MESSAGES} messages, {IMAGES} images of {len(image) / 1024:.0f} KiB ({label}), threshold {threshold}"
         )
-        for vendor, adapter in vendors:
-            model = ModelDefinition(name="m", provider=vendor, model="x")  # type: ignore[arg-type]
+        for vendor, provider, adapter in vendors:
+            model = ModelDefinition(name="m", provider=provider, model="x")  # type: ignore[arg-type]
             results = [await one_run(store, rows, adapter, model, threshold) for _ in range(runs)]
             keys = list(results[0])
             medians = {k: statistics.median(r[k] for r in results) for k in keys}

@@ -28,6 +28,7 @@ from runtime.definitions import (
     PromptIncludePart,
     SideConfig,
 )
+from runtime.providers.offers_openai import is_search_model
 from runtime.tool_names import validate_tool_name
 
 # Names end up in file paths (export), URLs and tool names: letters, digits, '_', '-', '.',
@@ -709,7 +710,21 @@ def validate_model(model: ModelDefinition, catalog: Catalog | None = None) -> li
 
 
 # OpenAI APIs this build can speak (``ModelDefinition.api``).
-MODEL_APIS: dict[str, tuple[str, ...]] = {"openai": ("chat",)}
+MODEL_APIS: dict[str, tuple[str, ...]] = {"openai": ("chat", "responses")}
+# The API a NEW model of a provider gets when its author chooses none (studio form, the
+# definition-write API). A stored or imported definition without ``api`` keeps Chat
+# Completions: its behaviour must not change under it (docs/providers.md).
+NEW_MODEL_API: dict[str, str] = {"openai": "responses"}
+
+
+def new_model_api(provider: str | None, api: str | None, model_id: str = "") -> str | None:
+    """The ``api`` to store for a model being created with ``api`` (None: not chosen).
+    OpenAI's search models (``*-search-preview``) only exist on Chat Completions."""
+    if api:
+        return api
+    if provider == "openai" and is_search_model(model_id or ""):
+        return "chat"
+    return NEW_MODEL_API.get(provider or "")
 
 
 def _model_api_rules(model: ModelDefinition) -> list[DefinitionError]:

@@ -70,6 +70,7 @@ class LanguageModelAdmin(admin.ModelAdmin):
                 ),
             },
         ),
+        ("OpenAI", {"fields": ("api",)}),
         ("OpenRouter", {"classes": ("collapse",), "fields": ("included_providers",)}),
         (
             "Test provider: scripted replies",

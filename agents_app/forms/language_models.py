@@ -22,7 +22,7 @@ from agents_app.forms.definition_check import (
 from agents_app.forms.fields import CommaSeparatedField, PrettyJSONField
 from agents_app.models import LanguageModel, ModelFallback
 from runtime.definitions import ModelCapabilities, ModelDefinition, ScriptedResponse
-from runtime.validation import Catalog, DefinitionError, parse
+from runtime.validation import Catalog, DefinitionError, new_model_api, parse
 
 SCRIPT_HELP = (
     "Test provider only. A JSON list of scripted replies: a thread's first request to this "
@@ -30,6 +30,15 @@ SCRIPT_HELP = (
     '{"toolCalls": [{"name": "lookup_order", "arguments": {"order_id": "A-1"}}]}]. '
     "Item fields: content, toolCalls, reasoningContent, finishReason, usage, error, "
     "delayMs, expectInput."
+)
+
+
+API_HELP = (
+    "OpenAI only: which OpenAI API serves this model. Responses carries the model's "
+    "reasoning between tool steps and runs OpenAI's own tools (web search, code "
+    "interpreter, file search, image generation); Chat Completions is the older API (and "
+    "the one search-preview models use). Empty: Responses for a new OpenAI model; a model "
+    "saved before this choice existed keeps Chat Completions."
 )
 
 
@@ -100,15 +109,17 @@ class LanguageModelForm(DefinitionForm):
             "output_price",
             "cached_price",
             "included_providers",
+            "api",
             "script",
         ]
-        labels = {"model": "Provider model id"}
+        labels = {"model": "Provider model id", "api": "OpenAI API"}
         help_texts = {
             "name": "How prompts refer to this model. Letters, digits, '_', '-' and '.'.",
             "model": "The id the provider uses, for example gpt-4o-mini or "
             "anthropic/claude-3.5-sonnet.",
             "provider": "Who serves the model. 'Test' answers from the script below and "
             "needs no API key.",
+            "api": API_HELP,
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -121,6 +132,12 @@ class LanguageModelForm(DefinitionForm):
         # false leaves the box unticked.
         for name in ("vision", "function_calling", "structured_outputs"):
             self.fields[f"capabilities_{name}"].initial = getattr(caps, name) is not False
+        if "api" in self.fields:  # say what "no choice" means for this model
+            default = "Responses" if self.instance.pk is None else "Chat Completions"
+            choices = [c for c in LanguageModel._meta.get_field("api").choices or [] if c[0]]
+            field = self.fields["api"]
+            assert isinstance(field, forms.ChoiceField)  # a CharField with choices
+            field.choices = [("", f"Default ({default})"), *choices]
         streaming = self.instance.streaming or {}
         self.fields["streaming_chunk_size"].initial = streaming.get("chunkSize")
         self.fields["streaming_chunk_delay_ms"].initial = streaming.get("chunkDelayMs")
@@ -185,10 +202,18 @@ class LanguageModelForm(DefinitionForm):
                     "structuredOutputs": cd.get("capabilities_structured_outputs", False),
                 },
                 "baseUrl": cd.get("base_url") or None,
+                "api": self._api(),
                 "script": cd.get("script"),
                 "streaming": streaming or None,
             }
         )
+
+    def _api(self) -> str | None:
+        api = self.cleaned_data.get("api") or None
+        if self.instance.pk is not None:
+            return api  # an existing model keeps what it has (blank: Chat Completions)
+        cd = self.cleaned_data
+        return new_model_api(cd.get("provider"), api, cd.get("model") or "")
 
     def error_routes(self, rows: Mapping[str, DefinitionRowsFormSet]) -> ErrorRoutes:
         targets = {}
@@ -219,6 +244,7 @@ class LanguageModelForm(DefinitionForm):
             # Stored exactly as services.definitions.model_from_definition stores them.
             self.instance.capabilities = d.capabilities.dump() if d.capabilities else {}
             self.instance.streaming = d.streaming.dump() if d.streaming else None
+            self.instance.api = d.api or ""
         return super().save(commit)
 
 

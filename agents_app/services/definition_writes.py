@@ -21,7 +21,7 @@ from agents_app.errors import Conflict, Invalid, NotFound
 from agents_app.models import Agent, LanguageModel, Prompt, PromptTool
 from agents_app.services import definitions as defs
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
-from runtime.validation import DefinitionError, parse_and_validate
+from runtime.validation import DefinitionError, new_model_api, parse_and_validate
 
 Kind = Literal["agents", "prompts", "models"]
 
@@ -138,6 +138,9 @@ def definition_write(kind: Kind, body: dict[str, Any], *, name: str | None = Non
         data["name"] = name
     elif _row(kind, str(data.get("name") or "")) is not None:
         raise Conflict(f"{kind[:-1].capitalize()} already exists: {data['name']}")
+    if kind == "models" and name is None:
+        # New OpenAI models speak the Responses API unless the body says otherwise.
+        data["api"] = new_model_api(data.get("provider"), data.get("api"), data.get("model") or "")
     parsed, errors = parse_and_validate(kind, data)
     if parsed is None or errors:
         raise DefinitionRejected(errors)

@@ -287,13 +287,18 @@ _INLINE_MARKERS = ("media_type", "mimeType", "mime_type")
 
 def strip_inline_data(value: Any) -> Any:
     """A copy of a JSON value with inline base64 payloads (data URLs, Anthropic base64
-    sources, Gemini ``inlineData``) replaced by ``[base64: N chars]``: logs stay small."""
+    sources, Gemini ``inlineData``, Responses ``image_generation_call.result``) replaced by
+    ``[base64: N chars]``: logs stay small."""
     if isinstance(value, dict):
         inline = isinstance(value.get("data"), str) and (
             value.get("type") == "base64" or any(k in value for k in _INLINE_MARKERS)
         )
+        # An OpenAI Responses ``image_generation_call`` sent back holds its image as ``result``.
+        generated = value.get("type") == "image_generation_call"
         return {
-            k: _base64_note(v) if inline and k == "data" else strip_inline_data(v)
+            k: _base64_note(v)
+            if (inline and k == "data") or (generated and k == "result" and isinstance(v, str))
+            else strip_inline_data(v)
             for k, v in value.items()
         }
     if isinstance(value, list):

@@ -1,11 +1,11 @@
 """OpenAI Chat Completions (``POST {base}/chat/completions``).
 
-Why Chat Completions and not the Responses API: the engine's neutral message
-format *is* the chat format, OpenRouter speaks the same dialect (one parser for
-both), and every fixture-backed behaviour we need (parallel tool calls, cached
-and reasoning token counts) is there. What we give up: Chat Completions never
-returns reasoning text or encrypted reasoning items, so reasoning models start
-each request without their previous reasoning. See docs/providers.md.
+The API of OpenAI models whose definition has no ``api`` (or ``api: "chat"``); the
+Responses API has its own adapter (``openai_responses``). The chat dialect is also the
+engine's neutral message format and OpenRouter's (one parser for both). Chat Completions
+never returns reasoning text or encrypted reasoning items. Search models
+(``*-search-preview``) take ``web_search_options`` and answer with ``url_citation``
+annotations (``CitationsFound``). See docs/providers.md.
 
 Wire notes (fixtures under /work/shared/fixtures/providers/openai):
 - streaming tool-call fragments are keyed by ``tool_calls[].index``; the id and
@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.provider_tools import CitationsFound
 from runtime.providers import errors
 from runtime.providers.adapter import (
     FinishDetails,
@@ -48,6 +49,8 @@ from runtime.providers.base import (
     ToolSchema,
     Usage,
 )
+from runtime.providers.offers_openai import chat_web_search_options
+from runtime.providers.openai_tool_items import citations
 from runtime.providers.sse import SSEEvent
 
 FINISH_REASONS: dict[str, FinishReason] = {
@@ -223,15 +226,22 @@ def chat_body(request: ProviderRequest, *, stream: bool) -> dict[str, Any]:
 
 def chat_usage(usage: Any) -> Usage:
     """``prompt_tokens`` (cached tokens are a subset) and ``completion_tokens`` (reasoning included)."""
+    return token_usage(usage, "prompt_tokens", "completion_tokens")
+
+
+def token_usage(usage: Any, input_key: str, output_key: str) -> Usage:
+    """OpenAI usage under either API's names: ``<input_key>`` with its ``_details.cached_tokens``
+    and ``<output_key>`` with its ``_details.reasoning_tokens`` (Chat: prompt/completion
+    tokens, Responses: input/output tokens)."""
     if not isinstance(usage, dict):
         return Usage()
-    prompt_details = usage.get("prompt_tokens_details") or {}
-    completion_details = usage.get("completion_tokens_details") or {}
+    input_details = usage.get(f"{input_key}_details") or {}
+    output_details = usage.get(f"{output_key}_details") or {}
     return Usage(
-        input_tokens=as_int(usage.get("prompt_tokens")),
-        output_tokens=as_int(usage.get("completion_tokens")),
-        cached_tokens=as_int(prompt_details.get("cached_tokens")),
-        reasoning_tokens=as_int(completion_details.get("reasoning_tokens")),
+        input_tokens=as_int(usage.get(input_key)),
+        output_tokens=as_int(usage.get(output_key)),
+        cached_tokens=as_int(input_details.get("cached_tokens")),
+        reasoning_tokens=as_int(output_details.get("reasoning_tokens")),
     )
 
 
@@ -406,6 +416,9 @@ class OpenAIProvider(HTTPAdapter):
         body = chat_body(request, stream=streaming)
         if request.reasoning is not None and request.reasoning.effort:
             body["reasoning_effort"] = request.reasoning.effort
+        search = chat_web_search_options(request.provider_tools)
+        if search is not None:  # search models only (runtime.providers.offers_openai)
+            body["web_search_options"] = search
         headers = self.base_headers()
         if streaming:
             headers["accept"] = "text/event-stream"
@@ -417,7 +430,26 @@ class OpenAIProvider(HTTPAdapter):
         return {"authorization": f"Bearer {key}"}
 
     def stream_parser(self, request: ProviderRequest) -> StreamParser:
-        return ChatStreamParser()
+        return SearchChatStreamParser()
 
     def parse_body(self, payload: Any, request: ProviderRequest) -> list[StreamEvent]:
-        return parse_chat_completion(self.vendor, payload)[0]
+        events, message = parse_chat_completion(self.vendor, payload)
+        found = citations(message.get("annotations"), str(message.get("content") or ""), 0)
+        if found:  # before the Finish, which stays last
+            events.insert(len(events) - 1, CitationsFound(found))
+        return events
+
+
+class SearchChatStreamParser(ChatStreamParser):
+    """OpenAI chat chunks plus a search model's ``delta.annotations`` (``url_citation``,
+    offsets into the whole content) as ``CitationsFound``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.content: list[str] = []
+
+    def extra_delta(self, delta: dict[str, Any]) -> list[StreamEvent]:
+        if delta.get("content"):
+            self.content.append(delta["content"])
+        found = citations(delta.get("annotations"), "".join(self.content), 0)
+        return [CitationsFound(found)] if found else []

@@ -23,6 +23,7 @@ from runtime.providers.anthropic import AnthropicProvider
 from runtime.providers.base import Provider, ProviderFactory, ProviderRequest
 from runtime.providers.google import GoogleProvider
 from runtime.providers.openai import OpenAIProvider
+from runtime.providers.openai_responses import OpenAIResponsesProvider
 from runtime.providers.openrouter import OpenRouterProvider
 from runtime.providers.test_provider import TestProvider
 
@@ -33,6 +34,19 @@ ADAPTERS: dict[str, type[HTTPAdapter]] = {
     "google": GoogleProvider,
 }
 KEY_NAMES: dict[str, str] = {name: cls.key_env for name, cls in ADAPTERS.items()}
+# A model definition's ``api`` picks another adapter of the same provider (same key).
+API_ADAPTERS: dict[tuple[str, str], type[HTTPAdapter]] = {
+    ("openai", "responses"): OpenAIResponsesProvider,
+}
+
+
+def adapter_class(cls: type[HTTPAdapter], model: ModelDefinition) -> type[HTTPAdapter]:
+    """The adapter serving ``model``: its provider's, or the one its ``api`` names. No
+    ``api`` keeps Chat Completions for OpenAI (models stored before the choice existed)."""
+    if model.api is None:
+        return cls
+    return API_ADAPTERS.get((model.provider, model.api), cls)
+
 
 # (env name, request) → value or None; the engine's env chain for the request's thread.
 EnvLookup = Callable[[str, ProviderRequest], Awaitable[str | None]]
@@ -83,7 +97,8 @@ def _factory(
     cls: type[HTTPAdapter], client: httpx.AsyncClient, key: KeyResolver, options: dict[str, Any]
 ) -> ProviderFactory:
     def build(model: ModelDefinition) -> Provider:
-        return cls.for_model(model, client=client, api_key=key, **options)
+        chosen = adapter_class(cls, model)
+        return chosen.for_model(model, client=client, api_key=key, **options)
 
     return build
 

@@ -25,3 +25,7 @@ def test_provider_tools_round_trip_through_the_definition() -> None:
     )
     assert model.dump()["providerTools"] == ["t"]
     assert model.dump()["api"] == "chat"
+
+
+def test_openai_models_may_choose_the_responses_api() -> None:
+    assert "api" not in _errors(provider="openai", api="responses")

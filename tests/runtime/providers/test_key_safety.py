@@ -17,6 +17,7 @@ from runtime.providers.base import ProviderError
 from runtime.providers.errors import AdapterError
 from runtime.providers.google import GoogleProvider
 from runtime.providers.openai import OpenAIProvider
+from runtime.providers.openai_responses import OpenAIResponsesProvider
 from runtime.providers.openrouter import OpenRouterProvider
 from runtime.providers.registry import install, key_resolver, store_env_lookup
 from runtime.providers.retry import RetryPolicy, stream_with_fallbacks
@@ -28,6 +29,7 @@ from .replay import Reply
 
 ADAPTERS = [
     (OpenAIProvider, "/v1", "authorization"),
+    (OpenAIResponsesProvider, "/v1", "authorization"),
     (OpenRouterProvider, "/api/v1", "authorization"),
     (AnthropicProvider, "/v1", "x-api-key"),
     (GoogleProvider, "/v1beta", "x-goog-api-key"),
