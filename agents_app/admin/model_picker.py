@@ -76,6 +76,7 @@ def test_connection_view(request: HttpRequest) -> JsonResponse:
             data.get("model") or "",
             user=request.user,
             base_url=data.get("base_url"),
+            api=data.get("api") or None,
         )
     except DomainError as exc:
         return JsonResponse({"ok": False, "message": exc.message}, status=exc.status)

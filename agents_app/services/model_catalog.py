@@ -33,7 +33,7 @@ from runtime.providers.discovery import (
     ProviderModelsPage,
     ProviderModelsQuery,
 )
-from runtime.providers.registry import ADAPTERS, KEY_NAMES
+from runtime.providers.registry import ADAPTERS, API_ADAPTERS, KEY_NAMES
 
 CACHE_SECONDS = 3600
 CACHE_PREFIX = "model-catalog:v1"
@@ -225,7 +225,12 @@ def openrouter_endpoints(
 
 
 def check_connection(
-    provider: str, model_id: str, *, user: Any = None, base_url: str | None = None
+    provider: str,
+    model_id: str,
+    *,
+    user: Any = None,
+    base_url: str | None = None,
+    api: str | None = None,
 ) -> dict[str, Any]:
     """Send one one-token request through the real adapter with the resolved key.
 
@@ -245,7 +250,7 @@ def check_connection(
     except Invalid as exc:
         return {"ok": False, "message": exc.message}
     try:
-        async_to_sync(_one_token)(provider, model_id, key, base_url)
+        async_to_sync(_one_token)(provider, model_id, key, base_url, api)
     except errors.AdapterError as exc:
         return {"ok": False, "message": plain_error(provider, exc, key, base_url)}
     return {
@@ -255,7 +260,9 @@ def check_connection(
     }
 
 
-async def _one_token(provider: str, model_id: str, key: str | None, base_url: str | None) -> None:
+async def _one_token(
+    provider: str, model_id: str, key: str | None, base_url: str | None, api: str | None
+) -> None:
     request = ProviderRequest(
         model=model_id,
         system="",
@@ -264,7 +271,9 @@ async def _one_token(provider: str, model_id: str, key: str | None, base_url: st
         metadata={"purpose": "test-connection"},
     )
     async with httpx.AsyncClient(timeout=TIMEOUT) as client:
-        adapter = ADAPTERS[provider](client, key, base_url, stream=False)
+        # The API the model will really use (OpenAI: Chat Completions or Responses).
+        cls = API_ADAPTERS.get((provider, api or ""), ADAPTERS[provider])
+        adapter = cls(client, key, base_url, stream=False)
         finished = False
         async for event in adapter.stream(request):
             finished = finished or isinstance(event, Finish)

@@ -190,6 +190,8 @@
       body.set("provider", provider.value);
       body.set("model", model.value);
       body.set("base_url", baseUrl ? baseUrl.value : "");
+      const api = byId("id_api");
+      body.set("api", api ? api.value : "");
       result.hidden = false;
       result.className = "studio-connection-result";
       result.textContent = "Sending a one-token request…";

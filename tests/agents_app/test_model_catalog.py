@@ -243,6 +243,18 @@ def test_connection_sends_one_token_with_the_resolved_key(vendor: ReplayServer) 
     assert sent.headers["authorization"] == f"Bearer {PLANTED}"
 
 
+def test_connection_uses_the_api_the_model_chose(vendor: ReplayServer) -> None:
+    _instance_key("OPENAI_API_KEY")
+    vendor.queue(cassette("openai/responses_nonstream_text.yaml")[0].reply())
+    result = model_catalog.check_connection(
+        "openai", "gpt-5-mini", base_url=vendor.url + "/v1", api="responses"
+    )
+    assert result["ok"] is True, result
+    [sent] = vendor.requests
+    assert sent.path.endswith("/responses")
+    assert sent.json()["max_output_tokens"] == 1
+
+
 def test_connection_shows_the_vendors_error_in_plain_words(vendor: ReplayServer) -> None:
     _instance_key("OPENAI_API_KEY")
     vendor.queue(
