@@ -369,7 +369,11 @@ def parse_chat_completion(vendor: str, payload: Any) -> tuple[list[StreamEvent],
     if isinstance(payload.get("error"), dict):
         raise errors.classify(vendor, None, payload["error"])
     choices = payload.get("choices") or []
-    choice = choices[0] if choices and isinstance(choices[0], dict) else {}
+    if not choices or not isinstance(choices[0], dict):
+        # Not a completion at all (a proxy's page, another endpoint's body): never an
+        # empty success.
+        raise errors.malformed(vendor, "the answer has no choices")
+    choice = choices[0]
     message = choice.get("message") or {}
     events: list[StreamEvent] = []
     if message.get("reasoning"):

@@ -339,3 +339,14 @@ def _call(done):
         "type": "function",
         "function": {"name": done.name, "arguments": done.arguments},
     }
+
+
+async def test_a_body_without_choices_is_an_error_not_an_empty_answer(client, replay):
+    # What a model list (or a proxy's page of JSON) looks like when served in its place.
+    body = json.dumps({"object": "list", "data": [{"id": "gpt-4o", "object": "model"}]})
+    replay.queue(Reply(200, {"content-type": "application/json"}, body.encode()))
+
+    with pytest.raises(AdapterError) as caught:
+        await collect(adapter(client, replay, stream=False), request([user("x")]))
+
+    assert "no choices" in caught.value.message
