@@ -75,7 +75,7 @@ class AgentStructureMixin:
     def structure_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         if not self.has_view_permission(request):  # type: ignore[attr-defined]
             raise PermissionDenied
-        agent = Agent.objects.filter(pk=object_id if object_id.isdigit() else None).first()
+        agent = Agent.objects.filter(pk=object_id).first() if object_id.isdigit() else None
         if agent is None:
             raise Http404("No agent with this id.")
         structure = agent_structure(agent)

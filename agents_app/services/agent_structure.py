@@ -125,7 +125,7 @@ class _Builder:
             node.repeat = True
             return node
         self.seen.add(("agent", agent.name))
-        sides = [("a", agent.side_a_prompt)]
+        sides: list[tuple[str, Prompt | None]] = [("a", agent.side_a_prompt)]
         if agent.type == Agent.Type.DUAL_AI:
             sides.append(("b", agent.side_b_prompt))
         for side, prompt in sides:
