@@ -31,8 +31,9 @@ PALETTE = (
 OTHER_COLOUR = "#9e9e9e"
 MAX_SERIES = len(PALETTE)
 
-WIDTH, HEIGHT = 480, 220
-LEFT, RIGHT, TOP, BOTTOM = 58, 8, 10, 26
+# Small enough that the text stays legible on a phone (drawn at ~0.9×) and on a desktop half-column (~1.2×).
+WIDTH, HEIGHT = 360, 200
+LEFT, RIGHT, TOP, BOTTOM = 50, 6, 10, 24
 FONT = 12
 
 
@@ -101,7 +102,7 @@ def stacked_bars(
             f' stroke="currentColor" stroke-opacity="{0.35 if step == 0 else 0.12}"/>'
         )
         parts.append(_text(LEFT - 6, y + FONT / 3, axis_fmt(value)))
-    every = max(1, math.ceil(len(days) / 7))
+    every = max(1, math.ceil(len(days) / 5))
     for i, day in enumerate(days):
         x = LEFT + slot * i + (slot - bar) / 2
         y = TOP + plot_h
@@ -134,7 +135,7 @@ class Bar:
     text: str  # what the bar means, in words (its title and the label after it)
 
 
-ROW_H, LABEL_W, TEXT_W = 34, 120, 150
+ROW_H, LABEL_W, TEXT_W = 34, 100, 110
 
 
 def horizontal_bars(rows: list[tuple[str, list[Bar]]], top: float, label: str) -> SafeString:
@@ -148,7 +149,7 @@ def horizontal_bars(rows: list[tuple[str, list[Bar]]], top: float, label: str) -
     ]
     for r, (name, bars) in enumerate(rows):
         y0 = TOP + ROW_H * r
-        shown = name if len(name) <= 16 else name[:15] + "…"
+        shown = name if len(name) <= 13 else name[:12] + "…"
         parts.append(_text(LABEL_W - 6, y0 + ROW_H / 2 + FONT / 3, shown))
         thickness = (ROW_H - 8) / max(len(bars), 1)
         for b, item in enumerate(bars):

@@ -92,7 +92,12 @@ def _usage_charts(rng: DateRange, rows: list[DayUsage], by: str) -> list[dict[st
             min_step,
         )
         charts.append(
-            {"id": f"{metric}-by-{by}", "title": f"{title} per day", "svg": svg, "legend": legend}
+            {
+                "id": f"{metric}-by-{by}",
+                "title": f"{title} per day, by {by}",
+                "svg": svg,
+                "legend": legend,
+            }
         )
     return charts
 
@@ -184,8 +189,16 @@ def charts_context(request: HttpRequest) -> dict[str, Any]:
             "requests": requests,
         },
         "empty": requests == 0,
-        "by_model": _usage_charts(rng, by_model, "model"),
-        "by_agent": _usage_charts(rng, by_agent, "agent"),
+        # Side by side per metric: spend by model | by agent, then tokens, then requests.
+        "usage": [
+            chart
+            for pair in zip(
+                _usage_charts(rng, by_model, "model"),
+                _usage_charts(rng, by_agent, "agent"),
+                strict=True,
+            )
+            for chart in pair
+        ],
         "health": _health_charts(rng),
         "sessions": _sessions_chart(rng),
     }

@@ -186,3 +186,26 @@ def test_dashboard_draws_the_charts_and_explains_a_bad_range(
     bad = admin_client.get("/admin/?from=2026-03-09&to=2026-03-01").content.decode()
     assert "The start date is after the end date: swap them." in bad
     assert " style=" not in page.split("<body")[1]
+
+
+def test_chart_text_is_escaped_and_numbers_read_for_people(
+    threads: dict[str, Thread], admin_client: Client
+) -> None:
+    hostile = '<img src=x onerror="alert(1)">'
+    _log(threads["shop"], hostile, 9, cost_total=Decimal("1234.5"), total_tokens=1_234_567)
+    page = admin_client.get("/admin/?from=2026-03-08&to=2026-03-10").content.decode()
+    assert hostile not in page
+    assert "&lt;img src=x onerror=" in page
+    assert 'id="range-spend">$1,234.50<' in page
+    assert 'id="range-tokens">1,234,567<' in page
+
+
+def test_axis_steps_and_formats() -> None:
+    from agents_app.admin.charts import axis_top
+    from agents_app.admin.dashboard_charts import compact, duration
+
+    assert axis_top(0.063, 0.01) == pytest.approx(0.08)  # $0.02 steps: whole cents
+    assert axis_top(0.001, 0.01) == pytest.approx(0.04)  # never a step under a cent
+    assert axis_top(3, 1) == 4 and axis_top(4500, 1) == 8000 and axis_top(0, 1) == 4
+    assert [compact(v) for v in (950, 12_000, 1_500_000)] == ["950", "12k", "1.5M"]
+    assert [duration(v) for v in (None, 850, 1234.0)] == ["–", "850 ms", "1.2 s"]
