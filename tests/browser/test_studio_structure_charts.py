@@ -14,14 +14,17 @@ from tests.browser.support import Site, admin_login, call_api, shot, wait_for_me
 expect.set_options(timeout=15_000)
 
 # A priced scripted model, so the spend chart has something to draw: each reply reports
-# 1,200 prompt and 300 completion tokens, i.e. $0.012 + $0.009 = $0.021 a request.
+# 1,200 prompt and 300 completion tokens, i.e. $0.012 + $0.009 = $0.021 a request. The
+# first request fails with a 503 (retried on the same model): 1 failed request of 4.
 SETUP = """
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
 from agents_app.services.definitions import save_definitions
-reply = {"content": "Charted.", "usage": {"promptTokens": 1200, "completionTokens": 300}}
+reply = {"content": "Charted.", "usage": {"promptTokens": 1200, "completionTokens": 300},
+         "delayMs": 120}
+overloaded = {"error": {"message": "Overloaded", "status": 503}}
 save_definitions([
     ("t", ModelDefinition(name="chart_model", provider="test", model="scripted-chart",
-        inputPrice=10, outputPrice=30, script=[reply] * 6)),
+        inputPrice=10, outputPrice=30, script=[overloaded] + [reply] * 6)),
     ("t", PromptDefinition(name="chart_prompt", model="chart_model", prompt="Answer.")),
     ("t", AgentDefinition(name="chart_agent", sideA={"prompt": "chart_prompt"})),
 ])
@@ -34,6 +37,23 @@ Prompt.objects.filter(name="chart_prompt").delete()
 LanguageModel.objects.filter(name="chart_model").delete()
 """
 SESSIONS = 3
+# Written straight to the tables: saving through the studio would refuse these names, but
+# a code tool or hook removed from the code after the save leaves exactly this behind.
+GAPS = """
+from agents_app.models import Agent, LanguageModel, Prompt, PromptPart, PromptTool
+model = LanguageModel.objects.get(name="support_model")
+prompt = Prompt.objects.create(name="gaps_prompt", model=model, hooks=["gone_hook"])
+PromptPart.objects.create(prompt=prompt, position=0, type="text", content="Help.")
+PromptPart.objects.create(prompt=prompt, position=1, type="env", env_key="SHOP_NAME")
+for i, name in enumerate(["lookup_order", "removed_tool", "debate_pro"]):
+    PromptTool.objects.create(prompt=prompt, position=i, name=name)
+Agent.objects.create(name="gaps_agent", title="Gaps", side_a_prompt=prompt, side_a_stop_tool="finish")
+"""
+GAPS_TEARDOWN = """
+from agents_app.models import Agent, Prompt
+Agent.objects.filter(name="gaps_agent").delete()
+Prompt.objects.filter(name="gaps_prompt").delete()
+"""
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +137,34 @@ def test_structure_page_of_the_demo_support_agent(site: Site, page: Page) -> Non
     assert page.console_errors == []  # type: ignore[attr-defined]
 
 
+def test_structure_page_marks_what_is_missing(site: Site, page: Page) -> None:
+    site.python(GAPS)
+    try:
+        admin_login(page, site)
+        page.goto(f"{site.url}/admin/agents_app/agent/?q=gaps_agent")
+        page.locator("#result_list").get_by_role("link", name="Structure").click()
+        expect(page.locator("#structure-summary")).to_have_text(
+            re.compile(r"4 things to fix, marked ⚠ below")
+        )
+        warnings = page.locator(".st-warning")
+        expect(warnings).to_have_text(
+            [
+                re.compile("The stop tool finish is not among gaps_prompt's tools"),
+                re.compile("Nothing is called removed_tool"),
+                re.compile(
+                    "house_style has no tool description|This prompt has no tool description"
+                ),
+                re.compile("No hook called gone_hook is defined in code"),
+            ]
+        )
+        expect(page.locator('.st-node[data-name="SHOP_NAME"]')).to_contain_text(
+            "each user or thread must give it"
+        )
+        shot(page, "studio-structure-warnings")
+    finally:
+        site.python(GAPS_TEARDOWN)
+
+
 def test_structure_page_at_phone_width(site: Site, narrow_page: Page) -> None:
     page = narrow_page
     admin_login(page, site)
@@ -140,15 +188,17 @@ def test_dashboard_charts_after_scripted_sessions(charted: Site, page: Page) -> 
     legend = page.locator(
         "#chart-requests-by-agent .studio-chart-legend li", has_text="chart_agent"
     )
-    expect(legend).to_contain_text(f"{SESSIONS} requests")
+    expect(legend).to_contain_text(f"{SESSIONS + 1} requests")  # with the failed attempt
     spend = page.locator("#chart-cost-by-model .studio-chart-legend li", has_text="chart_model")
     expect(spend).to_contain_text("$0.06")  # 3 × $0.021 = $0.063, to the cent
     tokens = page.locator("#chart-tokens-by-agent .studio-chart-legend li", has_text="chart_agent")
     expect(tokens).to_contain_text("4,500 tokens")
     bars = page.locator("#chart-requests-by-agent rect title", has_text="chart_agent")
-    expect(bars.first).to_have_text(re.compile(r"chart_agent: 3 requests$"))
-    expect(page.locator("#chart-latency")).to_contain_text("chart_model")
-    expect(page.locator("#chart-error-rate")).to_contain_text("0.0% (0 of 3)")
+    expect(bars.first).to_have_text(re.compile(r"chart_agent: 4 requests$"))
+    latency = page.locator("#chart-latency svg text", has_text="p95")
+    expect(latency).to_have_text(re.compile(r"^p95 [\d,.]+ m?s$"))
+    expect(page.locator("#chart-error-rate")).to_contain_text("chart_model")
+    expect(page.locator("#chart-error-rate")).to_contain_text("25.0% (1 of 4)")
     # Money on the dashboard reads to the cent, never "$0.063" or "$0.1234".
     for text in page.locator("#content-main").all_inner_texts():
         assert not re.search(r"\$\d[\d,]*\.\d{3}", text)
