@@ -125,6 +125,10 @@ class _Builder:
             node.repeat = True
             return node
         self.seen.add(("agent", agent.name))
+        if agent.expose_as_tool:
+            node.notes.append("Prompts may call it as a tool (a subagent).")
+        if agent.max_session_turns:
+            node.notes.append(f"A session ends after {agent.max_session_turns} turns.")
         sides: list[tuple[str, Prompt | None]] = [("a", agent.side_a_prompt)]
         if agent.type == Agent.Type.DUAL_AI:
             sides.append(("b", agent.side_b_prompt))

@@ -72,6 +72,7 @@ def test_demo_classifier_side_names_its_stop_tool_and_debate_draws_both_sides(de
     classifier = agent_structure(Agent.objects.get(name="intent_classifier"))
     assert classifier.warning_count == 0
     assert "the tool classify" in _find(classifier.root, "Side A").notes[0]
+    assert classifier.root.notes == ["Prompts may call it as a tool (a subagent)."]
     debate = agent_structure(Agent.objects.get(name="debate_agent"))
     sides = [n for n in debate.root.children if n.kind == "side"]
     assert [(s.name, s.detail, s.children[0].name) for s in sides] == [
