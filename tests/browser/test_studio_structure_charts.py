@@ -15,7 +15,8 @@ expect.set_options(timeout=15_000)
 
 # A priced scripted model, so the spend chart has something to draw: each reply reports
 # 1,200 prompt and 300 completion tokens, i.e. $0.012 + $0.009 = $0.021 a request. The
-# first request fails with a 503 (retried on the same model): 1 failed request of 4.
+# first request of each thread fails with a 503 (the script follows the thread's request
+# sequence) and is retried on the same model: 3 of 6 requests fail.
 SETUP = """
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
 from agents_app.services.definitions import save_definitions
@@ -188,17 +189,17 @@ def test_dashboard_charts_after_scripted_sessions(charted: Site, page: Page) -> 
     legend = page.locator(
         "#chart-requests-by-agent .studio-chart-legend li", has_text="chart_agent"
     )
-    expect(legend).to_contain_text(f"{SESSIONS + 1} requests")  # with the failed attempt
+    expect(legend).to_contain_text(f"{2 * SESSIONS} requests")  # with the failed attempts
     spend = page.locator("#chart-cost-by-model .studio-chart-legend li", has_text="chart_model")
     expect(spend).to_contain_text("$0.06")  # 3 × $0.021 = $0.063, to the cent
     tokens = page.locator("#chart-tokens-by-agent .studio-chart-legend li", has_text="chart_agent")
     expect(tokens).to_contain_text("4,500 tokens")
     bars = page.locator("#chart-requests-by-agent rect title", has_text="chart_agent")
-    expect(bars.first).to_have_text(re.compile(r"chart_agent: 4 requests$"))
+    expect(bars.first).to_have_text(re.compile(r"chart_agent: 6 requests$"))
     latency = page.locator("#chart-latency svg text", has_text="p95")
     expect(latency).to_have_text(re.compile(r"^p95 [\d,.]+ m?s$"))
     expect(page.locator("#chart-error-rate")).to_contain_text("chart_model")
-    expect(page.locator("#chart-error-rate")).to_contain_text("25.0% (1 of 4)")
+    expect(page.locator("#chart-error-rate")).to_contain_text("50.0% (3 of 6)")
     # Money on the dashboard reads to the cent, never "$0.063" or "$0.1234".
     for text in page.locator("#content-main").all_inner_texts():
         assert not re.search(r"\$\d[\d,]*\.\d{3}", text)
