@@ -146,11 +146,11 @@ def _health_charts(rng: DateRange) -> list[dict[str, Any]]:
 
 def _sessions_chart(rng: DateRange) -> dict[str, Any]:
     counts = sessions_by_day(rng)
-    values = {"sessions": [float(counts.get(day, 0)) for day in rng.days]}
+    values = {"all agents": [float(counts.get(day, 0)) for day in rng.days]}
     svg, legend = stacked_bars(
         rng.days,
         values,
-        {"sessions": PALETTE[2]},
+        {"all agents": PALETTE[2]},
         lambda v: f"{whole(v)} sessions",
         compact,
         "Sessions started per day",
