@@ -212,6 +212,8 @@ class _Builder:
             node.notes.append(f"Offered only when the env value {entry.optional} is true.")
         if entry.requires_approval:
             node.notes.append("Each call waits for a person's approval.")
+        if entry.client:
+            node.notes.append("The app talking to the agent runs each call (a client tool).")
         return node
 
     def _tool(self, name: str) -> Node:

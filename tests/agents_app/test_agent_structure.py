@@ -124,6 +124,8 @@ def broken() -> Iterator[Agent]:
     ]
     for i, name in enumerate(names):
         PromptTool.objects.create(prompt=main, position=i, name=name)
+    PromptTool.objects.filter(name="quiet_tool").update(requires_approval=True)
+    PromptTool.objects.filter(name="mcp:docs/search").update(optional="USE_DOCS")
     agent = Agent.objects.create(
         name="main_agent", side_a_prompt=main, side_a_stop_tool="finish", side_a_max_steps=4
     )
@@ -174,6 +176,10 @@ def test_every_kind_of_tool_is_drawn_with_what_is_missing(broken: Agent) -> None
     repeats = [(n.name, n.label) for n in root.walk() if n.repeat]
     assert repeats == [("helper", "Sub-prompt (tool)"), ("main_agent", "Subagent (tool)")]
     assert "Env value COMPANY is set nowhere here" in _find(root, "COMPANY").notes[0]
+    assert _find(root, "quiet_tool").notes == ["Each call waits for a person's approval."]
+    assert _find(root, "mcp:docs/search").notes == [
+        "Offered only when the env value USE_DOCS is true."
+    ]
     assert structure.warning_count == sum(len(w) for w in warnings.values()) == 10
 
 
