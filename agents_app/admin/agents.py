@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 
+from agents_app.admin.agent_structure import AgentStructureMixin
 from agents_app.admin.env import AgentEnvValueInline, EnvOwnerAdminMixin
 from agents_app.forms import AgentForm
 from agents_app.forms.agents import SIDE_FIELDS
@@ -19,7 +20,7 @@ def _side(side: str) -> tuple[str, ...]:
 
 
 @admin.register(Agent)
-class AgentAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
+class AgentAdmin(AgentStructureMixin, EnvOwnerAdminMixin, admin.ModelAdmin):
     form = AgentForm
     inlines = [AgentEnvValueInline]
     # Adds the "Try this agent" chat panel (the chat page, embedded) under the form.
@@ -57,6 +58,7 @@ class AgentAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
         "side_b_prompt",
         "expose_as_tool",
         "updated_at",
+        "structure_link",  # the Structure page (agents_app/admin/agent_structure.py)
     )
     list_filter = ("type", "expose_as_tool")
     search_fields = ("name", "title", "description")

@@ -14,6 +14,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 
+from agents_app.admin.dashboard_charts import charts_context
 from agents_app.code_registry import get_registry
 from agents_app.services.dashboard import dashboard_summary
 
@@ -29,7 +30,7 @@ CATALOG_SECTIONS = (
 
 
 def dashboard_context(request: HttpRequest) -> dict[str, Any]:
-    return {"dashboard": dashboard_summary()}
+    return {"dashboard": dashboard_summary(), "charts": charts_context(request)}
 
 
 def _pretty(schema: Any) -> str:

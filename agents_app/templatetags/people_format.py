@@ -48,3 +48,9 @@ def ago_text(when: datetime | None, now: datetime) -> str:
 @register.filter
 def ago(when: datetime | None) -> str:
     return ago_text(when, timezone.now())
+
+
+@register.filter
+def whole(value: float | int | Decimal | None) -> str:
+    """A count with thousands separators: 12,345."""
+    return f"{round(value or 0):,}"
