@@ -246,3 +246,11 @@ def hook_list(request: HttpRequest) -> dict[str, Any]:
     require_staff(request)
     hooks = sorted(get_registry().hooks.values(), key=lambda h: (h.hook, h.id))
     return {"hooks": [{"id": h.id, "hook": h.hook, "description": h.description} for h in hooks]}
+
+
+@router.get("/handlers", response={200: dict, **ERRORS}, summary="Side handlers (staff)")
+def handler_list(request: HttpRequest) -> dict[str, Any]:
+    """Handler-backed sides (spec 0.2.0) are not ours: the list is empty, and a definition
+    naming a handler is refused at save time (``services.definition_writes``)."""
+    require_staff(request)
+    return {"handlers": []}
