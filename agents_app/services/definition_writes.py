@@ -43,6 +43,7 @@ _READ_ONLY: dict[str, set[str]] = {
         "default_model",
         "packageId",
         "source",
+        "reasoning",  # ours: whether the agent's replies carry reasoning (derived)
     },
 }
 _SIDE_RENAMES = {"agent_prompt": "prompt", "agent_prompt_name": "prompt"}
@@ -97,8 +98,14 @@ def current_definition(kind: Kind, name: str) -> dict[str, Any]:
 
 
 def _from_body(kind: Kind, body: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
-    if isinstance(body.get("definition"), dict):
-        return dict(body["definition"])
+    # ``{"definition": {...}}`` alone is our camelCase form. A studio page sends back the
+    # whole GET shape, ``definition`` included: its snake_case fields carry the edits then.
+    edits = set(body) - _READ_ONLY[kind] - {"name"}
+    if isinstance(body.get("definition"), dict) and not edits:
+        named = dict(body["definition"])
+        if "name" in body:
+            named["name"] = body["name"]
+        return named
     data = dict(base)
     for key, value in body.items():
         if key in _READ_ONLY[kind]:

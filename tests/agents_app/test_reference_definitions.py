@@ -214,3 +214,22 @@ def test_every_route_the_reference_studio_reads_answers(as_: Any, ops: Any) -> N
     assert answers["/api/variables/prompts/p1"].json() == {"variables": []}  # test provider
     missing = client.get("/api/variables/tools/no-such-tool")
     assert missing.status_code == 404 and missing.json()["error"] == "Tool not found: no-such-tool"
+
+
+@pytest.mark.django_db
+def test_a_page_sending_back_the_whole_get_shape_saves_its_edits(as_: Any, ops: Any) -> None:
+    """The studio echoes what it read (our ``definition`` extension included) with the
+    edited snake_case fields: the edits win, nothing is silently dropped."""
+    _graph()
+    client = as_(ops)
+    for path, key, field, value in (
+        ("/api/prompts/p1", "prompt", "prompt", "edited text"),
+        ("/api/agents/a1", "agent", "title", "Edited title"),
+        ("/api/models/m1", "model", "input_price", 3.5),
+    ):
+        shape = client.get(path).json()[key]
+        assert "definition" in shape
+        saved = client.put(path, {**shape, field: value}, content_type="application/json")
+        assert saved.status_code == 200, saved.content
+        assert "renamed" not in saved.json()
+        assert client.get(path).json()[key][field] == value
