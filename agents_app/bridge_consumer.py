@@ -11,15 +11,18 @@ answers ``{"type": "tool_response", "id"|"toolCallId", "ok", "result"?, "error"?
 Liveness, as in the reference: while a call delivered here has no result, the socket
 must send something (``stream_ping`` will do) every ``STUDIO_BRIDGE_LIVENESS_SECONDS``
 and answer within ``STUDIO_CLIENT_TOOL_TIMEOUT_SECONDS``; otherwise it is closed (4408)
-and the call, still parked, goes to the next client that connects.
+and the call, still parked, goes to the next client that connects. A newer socket of the
+same ``client_id`` supersedes an older one (``{"type": "superseded"}``, close 4001).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 from typing import Any
+from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -29,6 +32,7 @@ from agents_app.errors import DomainError
 from agents_app.services import client_bridge
 
 CLOSE_UNRESPONSIVE = 4408
+CLOSE_SUPERSEDED = 4001
 
 
 class ThreadBridgeConsumer(_ThreadSocket):
@@ -41,6 +45,7 @@ class ThreadBridgeConsumer(_ThreadSocket):
         await super().connect()
         if not getattr(self, "joined", None):
             return  # refused (the error frame and close were sent)
+        await self.supersede_same_client()
         await self.send_json(
             {
                 "type": "bridge_ready",
@@ -56,6 +61,27 @@ class ThreadBridgeConsumer(_ThreadSocket):
         if self.watchdog is not None:
             self.watchdog.cancel()
         await super().disconnect(code)
+
+    async def supersede_same_client(self) -> None:
+        """One socket per client identity (``?client_id=``), as the reference: an older socket
+        of the same client, on any web process, gets ``{"type": "superseded"}`` and 4001."""
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin1"))
+        client_id = (query.get("client_id") or [""])[0].strip()[:256]
+        if not client_id:
+            return
+        digest = hashlib.sha256(f"{self.thread_id}:{client_id}".encode()).hexdigest()[:32]
+        group = f"bridge-client-{digest}"
+        await self.channel_layer.group_send(
+            group, {"type": "bridge.superseded", "by": self.channel_name}
+        )
+        await self.channel_layer.group_add(group, self.channel_name)
+        self.joined.append(group)
+
+    async def bridge_superseded(self, event: dict[str, Any]) -> None:
+        if event.get("by") == self.channel_name:
+            return
+        await self.send_json({"type": "superseded"})
+        await self.close(code=CLOSE_SUPERSEDED)
 
     async def thread_frame(self, event: dict[str, Any]) -> None:
         frame = event["frame"]

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from websockets.exceptions import ConnectionClosed
 
 from tests.integration.stack import Stack, wait_until
 from tests.integration.test_live_sessions import Watch, new_thread, post
@@ -175,3 +176,21 @@ def test_bridge_refuses_sockets_without_access(stack: Stack, worker: Any) -> Non
     with Watch(stack, f"/api/threads/{thread_id}/bridge", user="bob") as stranger:
         refusal = stranger.until(lambda f: f["type"] == "error", "the refusal")
     assert refusal["status"] in (403, 404)
+
+
+def test_a_newer_socket_of_the_same_client_supersedes_the_older(stack: Stack) -> None:
+    thread_id = new_thread(stack, AGENT)
+    path = f"/api/threads/{thread_id}/bridge?client_id=cli:laptop"
+    with Watch(stack, path) as old:
+        old.until(lambda f: f["type"] == "bridge_ready", "the first bridge_ready")
+        with Watch(stack, path) as new, Watch(stack, path.replace("laptop", "vps")) as other:
+            new.until(lambda f: f["type"] == "bridge_ready", "the second bridge_ready")
+            other.until(lambda f: f["type"] == "bridge_ready", "another client's bridge_ready")
+            old.until(lambda f: f["type"] == "superseded", "the superseded frame")
+            with pytest.raises(ConnectionClosed) as closed:
+                old.until(lambda f: False, "the close")
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 4001
+            other.conn.send("stream_ping")
+            assert other.conn.recv(timeout=30) == "stream_pong"  # another client stays
+            new.conn.send("stream_ping")
+            assert new.conn.recv(timeout=30) == "stream_pong"
