@@ -425,3 +425,23 @@ def test_the_reference_studio_renames_a_prompt_and_copies_a_model_s_curl(ref_sta
     assert curl.status_code == 200 and planted not in curl.text
     assert "${OPENAI_API_KEY}" in curl.json()["curl"]
     client.http.patch("/api/envs/instance", json={"env_delete": ["OPENAI_API_KEY"]})
+
+    # The other reads of the studio's pages, with these names: each answers JSON.
+    thread_id = client.http.post("/api/threads", json={"agent_id": "rn-agent"}).json()["threadId"]
+    reads = [
+        "/api/handlers",
+        "/api/threads/owners",
+        "/api/variables/agents/rn-agent",
+        "/api/variables/prompts/rn-outer",
+        "/api/tools?type=prompts&schema=true",
+        f"/api/variables/agents/rn-agent?thread_id={thread_id}",
+        f"/api/threads/{thread_id}/cost",
+        f"/api/threads/{thread_id}/diagnostics",
+        f"/api/threads/{thread_id}/fs?find=**/*&type=file",
+    ]
+    for path in reads:
+        answer = client.get(path)
+        assert answer.status_code == 200, (path, answer.text)
+        answer.json()
+    revived = client.http.post(f"/api/threads/{thread_id}/revive")
+    assert revived.status_code == 200 and revived.json()["verdict"] == "idle", revived.text
