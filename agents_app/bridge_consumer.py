@@ -29,6 +29,7 @@ from django.conf import settings
 
 from agents_app.consumers import PINGS, _ThreadSocket
 from agents_app.errors import DomainError
+from agents_app.models import Thread
 from agents_app.services import client_bridge
 
 CLOSE_UNRESPONSIVE = 4408
@@ -168,7 +169,5 @@ class ThreadBridgeConsumer(_ThreadSocket):
 
 
 def _deliver(thread_id: str, body: dict[str, Any]) -> dict[str, Any]:
-    from agents_app.models import Thread
-
     thread = Thread.objects.get(pk=thread_id)
     return client_bridge.deliver(thread, body)
