@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.urls import re_path
 
+from agents_app.bridge_consumer import ThreadBridgeConsumer
 from agents_app.consumers import (
     NotFoundConsumer,
     RegistryConsumer,
@@ -14,6 +15,7 @@ from agents_app.consumers import (
 websocket_urlpatterns = [
     re_path(r"^api/threads/(?P<thread_id>[^/]+)/stream$", ThreadStreamConsumer.as_asgi()),
     re_path(r"^api/threads/(?P<thread_id>[^/]+)/logs$", ThreadLogsConsumer.as_asgi()),
+    re_path(r"^api/threads/(?P<thread_id>[^/]+)/bridge$", ThreadBridgeConsumer.as_asgi()),
     # The reference treats every other upgrade on a thread as its logs socket; its studio
     # opens this one.
     re_path(r"^api/threads/(?P<thread_id>[^/]+)$", ThreadLogsConsumer.as_asgi()),

@@ -264,6 +264,12 @@ STUDIO_SESSION_SWEEP_SECONDS = envint("STUDIO_SESSION_SWEEP_SECONDS", 10)
 # How long a tool call waiting for approval or the client waits before the model gets a
 # timeout result (a tool entry's waitTimeoutSeconds overrides it; the sweep expires them).
 STUDIO_TOOL_WAIT_SECONDS = envint("STUDIO_TOOL_WAIT_SECONDS", 1800)
+# Client bridge (WS /api/threads/{id}/bridge), the reference's defaults: a socket that a
+# call was delivered to is closed when it sends nothing (not even a ping) for LIVENESS
+# seconds, or gives no result within CLIENT_TOOL_TIMEOUT; the call stays parked and is
+# delivered again when a client connects (until STUDIO_TOOL_WAIT_SECONDS expire it).
+STUDIO_BRIDGE_LIVENESS_SECONDS = envint("STUDIO_BRIDGE_LIVENESS_SECONDS", 20)
+STUDIO_CLIENT_TOOL_TIMEOUT_SECONDS = envint("STUDIO_CLIENT_TOOL_TIMEOUT_SECONDS", 300)
 # A queued session nobody claimed (its task was lost) is dispatched again after this.
 STUDIO_SESSION_REDISPATCH_SECONDS = envint("STUDIO_SESSION_REDISPATCH_SECONDS", 120)
 # Tests only: named points where the database connection is broken on purpose

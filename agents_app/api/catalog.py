@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from django.http import HttpRequest
+from django.http import HttpRequest, JsonResponse
 from ninja import Field, Query, Router, Schema
 
 from agents_app import wire
@@ -25,6 +25,7 @@ from agents_app.icons import icon_url, request_origin
 from agents_app.models import Agent, LanguageModel, Prompt
 from agents_app.reasoning import agent_returns_reasoning
 from agents_app.services import definitions as defs
+from agents_app.services import model_curl
 from runtime.registry import args_json_schema
 
 router = Router(tags=["catalog"])
@@ -175,6 +176,16 @@ def model_get(request: HttpRequest, name: str) -> dict[str, Any]:
     return {"model": model_get_data(name)}
 
 
+@router.get(
+    "/models/{name}/curl-data", response={200: dict, **ERRORS}, summary="cURL template (staff)"
+)
+def model_curl_data(request: HttpRequest, name: str) -> Any:
+    require_staff(request)
+    response = JsonResponse({"curl": model_curl.model_curl(name)})
+    response["Cache-Control"] = "no-store"
+    return response
+
+
 def model_get_data(name: str) -> dict[str, Any]:
     row = LanguageModel.objects.filter(name=name[:129]).first()
     if row is None:
@@ -235,3 +246,11 @@ def hook_list(request: HttpRequest) -> dict[str, Any]:
     require_staff(request)
     hooks = sorted(get_registry().hooks.values(), key=lambda h: (h.hook, h.id))
     return {"hooks": [{"id": h.id, "hook": h.hook, "description": h.description} for h in hooks]}
+
+
+@router.get("/handlers", response={200: dict, **ERRORS}, summary="Side handlers (staff)")
+def handler_list(request: HttpRequest) -> dict[str, Any]:
+    """Handler-backed sides (spec 0.2.0) are not ours: the list is empty, and a definition
+    naming a handler is refused at save time (``services.definition_writes``)."""
+    require_staff(request)
+    return {"handlers": []}

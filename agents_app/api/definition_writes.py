@@ -56,7 +56,17 @@ def _update(request: HttpRequest, kind: Kind, name: str) -> Any:
         written = definition_write(kind, _body(request), name=name)
     except DefinitionRejected as exc:
         return 400, {"error": "Validation failed", "fieldErrors": exc.field_errors}
-    return 200, {"success": True, _SINGULAR[kind]: _shape(kind, written.name), "filePath": None}
+    answer: dict[str, Any] = {
+        "success": True,
+        _SINGULAR[kind]: _shape(kind, written.name),
+        "filePath": None,
+    }
+    if written.renamed is not None:
+        answer["renamed"] = {"from": written.renamed.old, "to": written.renamed.new}
+        answer["updatedPrompts"] = written.renamed.prompts
+        if kind != "models":
+            answer["updatedAgents"] = written.renamed.agents
+    return 200, answer
 
 
 def _delete(request: HttpRequest, kind: Kind, name: str) -> dict[str, Any]:

@@ -13,8 +13,8 @@ from agents_app import effect_runner, selectors
 from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Invalid, NotFound
+from agents_app.services import client_bridge, sessions, tool_waits
 from agents_app.services import effects as effect_service
-from agents_app.services import sessions, tool_waits
 from agents_app.storable_text import describe_unstorable, find_unstorable
 
 router = Router(tags=["execution"])
@@ -65,6 +65,9 @@ def pending_tool_calls(request: HttpRequest, thread_id: str) -> dict[str, Any]:
                             "ok": {"type": "boolean"},
                             "result": {},
                             "error": {"type": "string"},
+                            "client_id": {"type": "string"},
+                            "generation": {"type": "integer"},
+                            "delivery_token": {"type": "string"},
                         },
                     }
                 }
@@ -77,6 +80,14 @@ def tool_result(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     found = find_unstorable(body)
     if found:
         raise Invalid(describe_unstorable(found))
+    if (
+        isinstance(body, dict)
+        and "approve" not in body
+        and ("ok" in body or "delivery_token" in body)
+    ):
+        checked = client_bridge.result_from_body(body)  # the reference's client result
+        thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+        return client_bridge.deliver(thread, checked)
     call_id, decision = tool_waits.decision_from_body(body)
     thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
     return tool_waits.tool_call_decide(thread, call_id, decision)

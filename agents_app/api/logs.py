@@ -11,7 +11,7 @@ from agents_app import selectors
 from agents_app.api.redacting import redacts_thread_data, request_redactors
 from agents_app.api.schemas import ERRORS, id_list
 from agents_app.errors import Invalid
-from agents_app.services import instance_info
+from agents_app.services import instance_info, thread_revive
 from runtime.providers.inspect import CannotRender, render_as
 
 router = Router(tags=["logs"])
@@ -69,3 +69,9 @@ def log_inspect(request: HttpRequest, thread_id: str, log_id: str, provider: str
 def thread_diagnostics(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
     return instance_info.thread_diagnostics(thread)
+
+
+@router.post("/{thread_id}/revive", response={200: dict, **ERRORS}, summary="Probe and revive")
+def thread_revive_now(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    return thread_revive.thread_revive(thread)

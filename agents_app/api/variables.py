@@ -1,4 +1,5 @@
-"""``GET /api/variables/agents/{name}``: the env values an agent needs and where each is set
+"""``GET /api/variables/{agents,prompts,tools}/{name}``: the env values an agent (a prompt, a
+code tool) needs and where each is set
 (a minimal version of the reference's variable scan; see ``services.variable_scan``)."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from ninja import Field, Query, Router, Schema
 from agents_app import selectors
 from agents_app.api.schemas import ERRORS
 from agents_app.api.security import require_staff
-from agents_app.services.variable_scan import agent_variables
+from agents_app.services.variable_scan import agent_variables, prompt_variables, tool_variables
 
 router = Router(tags=["catalog"])
 
@@ -30,3 +31,25 @@ def agent_variable_scan(
     user = request.auth  # type: ignore[attr-defined]
     thread = selectors.access_thread(params.thread_id, user) if params.thread_id else None
     return {"variables": agent_variables(name, user, thread)}
+
+
+@router.get(
+    "/variables/prompts/{name}", response={200: dict, **ERRORS}, summary="A prompt's env needs"
+)
+def prompt_variable_scan(
+    request: HttpRequest, name: str, params: Query[VariablesQuery]
+) -> dict[str, Any]:
+    require_staff(request)
+    user = request.auth  # type: ignore[attr-defined]
+    thread = selectors.access_thread(params.thread_id, user) if params.thread_id else None
+    return {"variables": prompt_variables(name, user, thread)}
+
+
+@router.get("/variables/tools/{name}", response={200: dict, **ERRORS}, summary="A tool's env needs")
+def tool_variable_scan(
+    request: HttpRequest, name: str, params: Query[VariablesQuery]
+) -> dict[str, Any]:
+    require_staff(request)
+    user = request.auth  # type: ignore[attr-defined]
+    thread = selectors.access_thread(params.thread_id, user) if params.thread_id else None
+    return {"variables": tool_variables(name, user, thread)}

@@ -11,14 +11,14 @@ refused by the parser, so no setting is silently ignored.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from django.db import transaction
-from django.db.models import ProtectedError
+from django.db.models import ProtectedError, Q
 
 from agents_app.errors import Conflict, Invalid, NotFound
-from agents_app.models import Agent, LanguageModel, Prompt, PromptTool
+from agents_app.models import Agent, LanguageModel, Prompt, PromptPart, PromptTool
 from agents_app.services import definitions as defs
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
 from runtime.validation import DefinitionError, new_model_api, parse_and_validate
@@ -43,6 +43,7 @@ _READ_ONLY: dict[str, set[str]] = {
         "default_model",
         "packageId",
         "source",
+        "reasoning",  # ours: whether the agent's replies carry reasoning (derived)
     },
 }
 _SIDE_RENAMES = {"agent_prompt": "prompt", "agent_prompt_name": "prompt"}
@@ -57,9 +58,20 @@ class DefinitionRejected(Exception):
 
 
 @dataclass
+class Renamed:
+    """What a rename changed (the reference's ``renamed``/``updatedPrompts``/``updatedAgents``)."""
+
+    old: str
+    new: str
+    prompts: list[str] = field(default_factory=list)
+    agents: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Written:
     name: str
     created: bool
+    renamed: Renamed | None = None
 
 
 def _row(kind: Kind, name: str) -> Agent | Prompt | LanguageModel | None:
@@ -86,8 +98,14 @@ def current_definition(kind: Kind, name: str) -> dict[str, Any]:
 
 
 def _from_body(kind: Kind, body: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
-    if isinstance(body.get("definition"), dict):
-        return dict(body["definition"])
+    # ``{"definition": {...}}`` alone is our camelCase form. A studio page sends back the
+    # whole GET shape, ``definition`` included: its snake_case fields carry the edits then.
+    edits = set(body) - _READ_ONLY[kind] - {"name"}
+    if isinstance(body.get("definition"), dict) and not edits:
+        named = dict(body["definition"])
+        if "name" in body:
+            named["name"] = body["name"]
+        return named
     data = dict(base)
     for key, value in body.items():
         if key in _READ_ONLY[kind]:
@@ -126,17 +144,20 @@ def _prompt_parts(text: str) -> Any:
     return text
 
 
+@transaction.atomic
 def definition_write(kind: Kind, body: dict[str, Any], *, name: str | None = None) -> Written:
-    """Create (``name`` None) or update the definition ``name`` from an editor body."""
+    """Create (``name`` None) or update the definition ``name`` from an editor body. A body
+    whose ``name`` differs renames it (``renames``): the rename, the references it
+    cascades to and the save are one transaction, so a refused body changes nothing."""
     base = current_definition(kind, name) if name is not None else {}
     data = _from_body(kind, body, base)
-    if name is not None and data.get("name", name) != name:
-        raise Invalid(
-            f"Renaming is not supported: create {data.get('name')} and delete {name} instead"
-        )
+    new_name = str(data.get("name") or name or "")
+    cascade: Renamed | None = None
+    if name is not None and new_name != name:
+        cascade = renames(kind, name, new_name)
     if name is not None:
-        data["name"] = name
-    elif _row(kind, str(data.get("name") or "")) is not None:
+        data["name"] = new_name
+    elif _row(kind, new_name) is not None:
         raise Conflict(f"{kind[:-1].capitalize()} already exists: {data['name']}")
     if kind == "models" and name is None:
         # New OpenAI models speak the Responses API unless the body says otherwise.
@@ -149,7 +170,7 @@ def definition_write(kind: Kind, body: dict[str, Any], *, name: str | None = Non
         defs.save_definitions([(f"{kind}/{parsed.name}", parsed)])
     except defs.DefinitionsInvalid as exc:
         raise DefinitionRejected([e for errs in exc.errors.values() for e in errs]) from None
-    return Written(name=parsed.name, created=name is None)
+    return Written(name=parsed.name, created=name is None, renamed=cascade)
 
 
 def definition_delete(kind: Kind, name: str) -> None:
@@ -169,3 +190,47 @@ def definition_delete(kind: Kind, name: str) -> None:
     except ProtectedError as exc:
         used_by = sorted({str(getattr(o, "name", o)) for o in exc.protected_objects})[:10]
         raise Conflict(f"{name} is still in use by: {', '.join(used_by)}") from None
+
+
+def renames(kind: Kind, old: str, new: str) -> Renamed:
+    """Rename the row ``old`` to ``new`` in the caller's transaction and carry every
+    reference along: foreign keys (a prompt's model, a model's fallbacks, an agent's side
+    prompts, included prompts, threads) follow the row by themselves; names held as text
+    (prompt tool entries, a prompt's ``tool_choice``, an agent's stop / end-session tool)
+    are rewritten here. The saved definition is validated after, by the caller."""
+    if not new:
+        raise Invalid("name is required")
+    if _row(kind, new) is not None:
+        raise Invalid(f"Cannot rename {old}: {kind[:-1]} {new} already exists")
+    row = _row(kind, old)
+    if row is None:
+        raise NotFound(f"{kind[:-1].capitalize()} not found: {old}")
+    type(row).objects.filter(pk=row.pk).update(name=new[:128])
+    done = Renamed(old=old, new=new)
+    if kind == "models":
+        done.prompts = sorted(Prompt.objects.filter(model_id=row.pk).values_list("name", flat=True))
+        return done
+    tools = PromptTool.objects.filter(name=old)
+    prompts = set(tools.values_list("prompt__name", flat=True))
+    tools.update(name=new)
+    choosing = Prompt.objects.filter(tool_choice=old)
+    prompts |= set(choosing.values_list("name", flat=True))
+    choosing.update(tool_choice=new)
+    agents: set[str] = set()
+    if kind == "prompts":
+        agents |= set(
+            Agent.objects.filter(
+                Q(side_a_prompt_id=row.pk) | Q(side_b_prompt_id=row.pk)
+            ).values_list("name", flat=True)
+        )
+        prompts |= set(
+            PromptPart.objects.filter(include_id=row.pk).values_list("prompt__name", flat=True)
+        )
+    for side in ("side_a", "side_b"):
+        for column in (f"{side}_stop_tool", f"{side}_end_session_tool"):
+            named = Agent.objects.filter(**{column: old})
+            agents |= set(named.values_list("name", flat=True))
+            named.update(**{column: new})
+    done.prompts = sorted(prompts - {new})
+    done.agents = sorted(agents - {new})
+    return done

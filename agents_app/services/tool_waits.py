@@ -26,6 +26,11 @@ from runtime import waits
 MAX_REASON = 2000
 
 
+def waiting_rows(thread_id: Any) -> QuerySet[Message]:
+    """The thread's tool result rows whose call still waits for its decision."""
+    return _waiting(thread_id)
+
+
 def _waiting(thread_id: Any) -> QuerySet[Message]:
     return (
         Message.objects.filter(
@@ -59,13 +64,16 @@ def _pending_wire(row: Message) -> dict[str, Any]:
         "message_id": str(row.pk),
         "created_at": wait.get("requested_at"),
         "expires_at": wait.get("expires_at"),
+        # The reference's names (its bridge clients read these; never the delivery token).
+        "toolCallId": row.tool_call_id,
+        "requestPermission": None,
+        "risk": None,
     }
 
 
 def decision_from_body(body: Any) -> tuple[str, dict[str, Any]]:
-    """``(tool_call_id, decision)`` from a ``POST …/tool-result`` body: ours for approvals
-    (``{tool_call_id, approve, reason?}``) or the reference's client result
-    (``{tool_call_id, ok, result?, error?}``)."""
+    """``(tool_call_id, decision)`` from an approval body ``{tool_call_id, approve,
+    reason?}`` (client results go through ``client_bridge.deliver``)."""
     if not isinstance(body, dict):
         raise Invalid("Body must be a JSON object")
     call_id = body.get("tool_call_id")
@@ -80,14 +88,10 @@ def decision_from_body(body: Any) -> tuple[str, dict[str, Any]]:
         if not body["approve"] and not (reason or "").strip():
             raise Invalid("reason is required when rejecting a tool call")
         return call_id, waits.approval(body["approve"], (reason or "")[:MAX_REASON])
-    if "ok" in body:
-        if not isinstance(body["ok"], bool):
-            raise Invalid("ok must be true or false")
-        error = body.get("error")
-        if error is not None and not isinstance(error, str):
-            raise Invalid("error must be a string")
-        return call_id, waits.client_result(body["ok"], body.get("result"), error)
-    raise Invalid("Send approve (true/false) for an approval, or ok for a client result")
+    raise Invalid(
+        "Send approve (true/false) for an approval, or the client's result "
+        "(ok, result or error, delivery_token) for a client call"
+    )
 
 
 @transaction.atomic
@@ -118,7 +122,7 @@ def tool_call_decide(thread: Thread, tool_call_id: str, decision: dict[str, Any]
             + (
                 "approval: send approve"
                 if wait.get("kind") == "approval"
-                else "the client: send ok"
+                else "the client: its result comes with the delivery_token"
             )
         )
     metadata = {**row.metadata, waits.WAIT_KEY: {**wait, "decision": decision}}

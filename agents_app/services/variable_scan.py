@@ -40,10 +40,16 @@ class _Need:
 def _walk(agent: Agent) -> tuple[dict[str, _Need], set[str], set[str]]:
     """Prompt env parts, provider keys and code tools' declarations reachable from ``agent``
     (side prompts, includes, sub-prompts, agents as tools, recursively; each visited once)."""
+    start = [p for p in (agent.side_a_prompt, agent.side_b_prompt) if p is not None]
+    return _walk_prompts(start, {agent.name})
+
+
+def _walk_prompts(
+    todo: list[Prompt], agents: set[str]
+) -> tuple[dict[str, _Need], set[str], set[str]]:
     tools = get_registry().tools
     needs: dict[str, _Need] = {}
-    agents, prompts = {agent.name}, set()
-    todo = [p for p in (agent.side_a_prompt, agent.side_b_prompt) if p is not None]
+    prompts: set[str] = set()
     while todo:
         p = todo.pop()
         if p.name in prompts:
@@ -128,7 +134,34 @@ def agent_variables(name: str, user: Any, thread: Thread | None = None) -> list[
     row = agent.first()
     if row is None:
         raise NotFound(f"Agent not found: {name}")
-    needs, agents, prompts = _walk(row)
+    return _listed(*_walk(row), user, thread)
+
+
+def prompt_variables(name: str, user: Any, thread: Thread | None = None) -> list[dict[str, Any]]:
+    """The same scan from one prompt (``GET /api/variables/prompts/{name}``)."""
+    row = Prompt.objects.select_related("model").filter(name=name[:129]).first()
+    if row is None:
+        raise NotFound(f"Prompt not found: {name}")
+    return _listed(*_walk_prompts([row], set()), user, thread)
+
+
+def tool_variables(name: str, user: Any, thread: Thread | None = None) -> list[dict[str, Any]]:
+    """The values one code tool declares (``GET /api/variables/tools/{name}``)."""
+    tool = get_registry().tools.get(name)
+    if tool is None:
+        raise NotFound(f"Tool not found: {name}")
+    needs: dict[str, _Need] = {}
+    _tool_needs(needs, name, tool.variables)
+    return _listed(needs, set(), set(), user, thread)
+
+
+def _listed(
+    needs: dict[str, _Need],
+    agents: set[str],
+    prompts: set[str],
+    user: Any,
+    thread: Thread | None,
+) -> list[dict[str, Any]]:
     found = _definitions(set(needs), agents, prompts, user, thread)
     out = []
     for prop in sorted(needs):

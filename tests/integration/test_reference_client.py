@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from tests.integration.stack import Stack, wait_until
@@ -37,7 +38,11 @@ def ref_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     # X-Forwarded-For here, so the limit test cannot lock other tests out.
     running = Stack(
         Path(tmp_path_factory.mktemp("refwire")),
-        extra_env={"STUDIO_TRUSTED_PROXY_HEADER": "X-Forwarded-For"},
+        # A short bridge liveness, so the unresponsive-client case ends quickly.
+        extra_env={
+            "STUDIO_TRUSTED_PROXY_HEADER": "X-Forwarded-For",
+            "STUDIO_BRIDGE_LIVENESS_SECONDS": "2",
+        },
     ).start()
     running.worker("refwire")
     try:
@@ -307,3 +312,136 @@ def test_password_login_is_limited_like_every_sign_in(ref_stack: Stack) -> None:
     # Another address (another client) still signs in.
     assert client.login("bob", PASSWORD, "198.51.100.8").status_code == 200
     wait_until(lambda: client.get("/api/auth/me").status_code == 200, "the token to work")
+
+
+def test_the_reference_bridge_client_runs_a_client_tool(ref_stack: Stack) -> None:
+    """The reference's CLI: a ticket for ``/api/threads/{id}/bridge``, ``bridge_ready``,
+    ``tool_request`` with ``deliveryToken``, keep-alive pings while it works, then the
+    durable ``POST …/tool-result`` body with that token."""
+    stack = ref_stack
+    client = ReferenceClient(stack)
+    assert client.login("ops", PASSWORD, "192.0.2.30").status_code == 200
+    thread_id = client.http.post("/api/threads", json={"agent_id": "client-tool-agent"}).json()[
+        "threadId"
+    ]
+    posted = client.http.post(f"/api/threads/{thread_id}/messages", json={"content": "A-1001?"})
+    assert posted.status_code == 202, posted.text
+    wait_until(
+        lambda: client.get(f"/api/threads/{thread_id}/pending-tool-calls").json()["pending"],
+        "the call to park with no client connected",
+    )
+    listed = client.get(f"/api/threads/{thread_id}/pending-tool-calls").json()["pending"]
+    assert listed[0]["toolCallId"] == "call_wait_1" and listed[0]["tool"] == "lookup_order"
+
+    # A client that takes the call and then goes silent loses it (liveness), still parked.
+    silent = Socket(client.socket_url(f"/api/threads/{thread_id}/bridge"))
+    silent.until(lambda: "tool_request" in silent.types(), "the first delivery")
+    first = next(f for f in silent.frames if f["type"] == "tool_request")
+    with pytest.raises(ConnectionClosed) as closed:
+        silent.until(lambda: False, "the liveness close")
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 4408
+
+    bridge = Socket(
+        client.socket_url(f"/api/threads/{thread_id}/bridge", "client_id=cli:test&claim=if_unowned")
+    )
+    bridge.until(lambda: "tool_request" in bridge.types(), "the re-delivery")
+    ready = bridge.frames[0]
+    assert ready["type"] == "bridge_ready" and ready["threadId"] == thread_id
+    request = next(f for f in bridge.frames if f["type"] == "tool_request")
+    assert request["toolCallId"] == "call_wait_1" and request["args"] == {"order_id": "A-1001"}
+    assert request["durable"] is True and request["generation"] == 0
+    assert request["deliveryToken"] != first["deliveryToken"]
+    bridge.conn.send("stream_ping")  # the CLI's keep-alive while it runs the tool
+    bridge.until(lambda: True, "the pong")
+    stale = client.http.post(
+        f"/api/threads/{thread_id}/tool-result",
+        json={
+            "tool_call_id": "call_wait_1",
+            "ok": True,
+            "result": "stale",
+            "delivery_token": first["deliveryToken"],
+        },
+    )
+    assert stale.status_code == 200 and stale.json() == {"status": "ignored"}
+    answered = client.http.post(
+        f"/api/threads/{thread_id}/tool-result",
+        json={
+            "tool_call_id": "call_wait_1",
+            "ok": True,
+            "result": "at the door",
+            "client_id": "cli:test",
+            "generation": 0,
+            "delivery_token": request["deliveryToken"],
+        },
+    )
+    assert answered.json() == {"status": "resumed", "side": "a"}, answered.text
+    bridge.close()
+
+    def replies() -> list[str]:
+        page = client.get(f"/api/threads/{thread_id}/messages").json()["messages"]
+        return [m["content"] for m in page if m["role"] in ("assistant", "tool") and m["content"]]
+
+    wait_until(lambda: "all done" in replies(), "the session to resume")
+    assert "at the door" in replies()
+    assert client.get(f"/api/threads/{thread_id}/pending-tool-calls").json() == {"pending": []}
+
+
+def test_the_reference_studio_renames_a_prompt_and_copies_a_model_s_curl(ref_stack: Stack) -> None:
+    client = ReferenceClient(ref_stack)
+    assert client.login("ops", PASSWORD, "192.0.2.31").status_code == 200
+    model = {"name": "rn-model", "provider": "openai", "model": "gpt-4o-mini"}
+    assert client.http.post("/api/models", json=model).status_code == 201
+    for body in (
+        {"name": "rn-inner", "model_id": "rn-model", "prompt": "Inner."},
+        {"name": "rn-outer", "model_id": "rn-model", "prompt": "Outer.", "tools": ["rn-inner"]},
+    ):
+        assert client.http.post("/api/prompts", json=body).status_code == 201
+    agent = {"name": "rn-agent", "title": "Rename", "side_a_agent_prompt": "rn-inner"}
+    assert client.http.post("/api/agents", json=agent).status_code == 201
+
+    # The prompt page saves with a new name: the reference's PUT answer, references moved.
+    edited = client.get("/api/prompts/rn-inner").json()["prompt"]
+    renamed = client.http.put("/api/prompts/rn-inner", json={**edited, "name": "rn-inner-2"})
+    assert renamed.status_code == 200, renamed.text
+    assert renamed.json()["renamed"] == {"from": "rn-inner", "to": "rn-inner-2"}
+    assert renamed.json()["updatedPrompts"] == ["rn-outer"]
+    assert renamed.json()["updatedAgents"] == ["rn-agent"]
+    assert client.get("/api/prompts/rn-outer").json()["prompt"]["tools"] == ["rn-inner-2"]
+    assert client.get("/api/agents/rn-agent").json()["agent"]["side_a_agent_prompt"] == (
+        "rn-inner-2"
+    )
+
+    # The log page's "Copy cURL": the key stays a shell variable.
+    planted = "sk-planted-in-refclient-5b1e"
+    patched = client.http.patch(
+        "/api/envs/instance",
+        json={
+            "env_patch": {"OPENAI_API_KEY": planted},
+            "env_type_patch": {"OPENAI_API_KEY": "secret"},
+        },
+    )
+    assert patched.status_code == 200, patched.text
+    curl = client.get("/api/models/rn-model/curl-data")
+    assert curl.status_code == 200 and planted not in curl.text
+    assert "${OPENAI_API_KEY}" in curl.json()["curl"]
+    client.http.patch("/api/envs/instance", json={"env_delete": ["OPENAI_API_KEY"]})
+
+    # The other reads of the studio's pages, with these names: each answers JSON.
+    thread_id = client.http.post("/api/threads", json={"agent_id": "rn-agent"}).json()["threadId"]
+    reads = [
+        "/api/handlers",
+        "/api/threads/owners",
+        "/api/variables/agents/rn-agent",
+        "/api/variables/prompts/rn-outer",
+        "/api/tools?type=prompts&schema=true",
+        f"/api/variables/agents/rn-agent?thread_id={thread_id}",
+        f"/api/threads/{thread_id}/cost",
+        f"/api/threads/{thread_id}/diagnostics",
+        f"/api/threads/{thread_id}/fs?find=**/*&type=file",
+    ]
+    for path in reads:
+        answer = client.get(path)
+        assert answer.status_code == 200, (path, answer.text)
+        answer.json()
+    revived = client.http.post(f"/api/threads/{thread_id}/revive")
+    assert revived.status_code == 200 and revived.json()["verdict"] == "idle", revived.text

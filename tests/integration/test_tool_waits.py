@@ -196,8 +196,21 @@ def test_spec_client_tool_result_is_what_the_model_reads(stack: Stack, worker: A
     assert call["kind"] == "client" and call["request_permission"] is False
     wrong = decide(stack, thread_id, {"approve": True})
     assert wrong.status_code == 400 and "client" in wrong.json()["error"]
-    response = decide(stack, thread_id, {"ok": True, "result": {"status": "at the door"}})
-    assert response.status_code == 200, response.text
+    # The reference's body: the delivery token comes from the bridge's tool_request.
+    tokenless = decide(stack, thread_id, {"ok": True, "result": {"status": "at the door"}})
+    assert tokenless.status_code == 400 and "delivery_token" in tokenless.json()["error"]
+    with Watch(stack, f"/api/threads/{thread_id}/bridge") as bridge:
+        request = bridge.until(lambda f: f["type"] == "tool_request", "the tool_request")
+    response = decide(
+        stack,
+        thread_id,
+        {
+            "ok": True,
+            "result": {"status": "at the door"},
+            "delivery_token": request["deliveryToken"],
+        },
+    )
+    assert response.status_code == 200 and response.json()["status"] == "resumed", response.text
     wait_until(lambda: "all done" in replies(stack, thread_id), "the session to resume")
     row = tool_row(stack, thread_id)
     assert row is not None and "at the door" in row["content"]
