@@ -8,6 +8,7 @@ from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 
 from agents_app.admin.env import AgentEnvValueInline, EnvOwnerAdminMixin
+from agents_app.admin.versions import VersionedAdmin
 from agents_app.forms import AgentForm
 from agents_app.forms.agents import SIDE_FIELDS
 from agents_app.models import Agent
@@ -19,7 +20,8 @@ def _side(side: str) -> tuple[str, ...]:
 
 
 @admin.register(Agent)
-class AgentAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
+class AgentAdmin(VersionedAdmin, EnvOwnerAdminMixin, admin.ModelAdmin):
+    version_kind = "agents"
     form = AgentForm
     inlines = [AgentEnvValueInline]
     # Adds the "Try this agent" chat panel (the chat page, embedded) under the form.

@@ -9,6 +9,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from agents_app.admin.display import OrderColumn
+from agents_app.admin.versions import VersionedAdmin
 from agents_app.forms import LanguageModelForm, ModelFallbackForm, ModelFallbackFormSet
 from agents_app.models import LanguageModel, ModelFallback
 
@@ -25,7 +26,8 @@ class ModelFallbackInline(OrderColumn, admin.TabularInline):
 
 
 @admin.register(LanguageModel)
-class LanguageModelAdmin(admin.ModelAdmin):
+class LanguageModelAdmin(VersionedAdmin, admin.ModelAdmin):
+    version_kind = "models"
     form = LanguageModelForm
     inlines = [ModelFallbackInline]
     list_display = (

@@ -13,6 +13,7 @@ from django.urls import path
 from agents_app.admin.display import OrderColumn, excerpt
 from agents_app.admin.env import EnvOwnerAdminMixin, PromptEnvValueInline
 from agents_app.admin.prompt_preview import preview_view
+from agents_app.admin.versions import VersionedAdmin
 from agents_app.forms import (
     PromptForm,
     PromptPartForm,
@@ -87,7 +88,8 @@ class PromptToolInline(OrderColumn, admin.StackedInline):
 
 
 @admin.register(Prompt)
-class PromptAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
+class PromptAdmin(VersionedAdmin, EnvOwnerAdminMixin, admin.ModelAdmin):
+    version_kind = "prompts"
     form = PromptForm
     inlines = [PromptPartInline, PromptToolInline, PromptEnvValueInline]
     # Adds the live preview of the system prompt (static/studio/prompt_preview.js).

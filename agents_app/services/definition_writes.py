@@ -126,8 +126,16 @@ def _prompt_parts(text: str) -> Any:
     return text
 
 
-def definition_write(kind: Kind, body: dict[str, Any], *, name: str | None = None) -> Written:
-    """Create (``name`` None) or update the definition ``name`` from an editor body."""
+def definition_write(
+    kind: Kind, body: dict[str, Any], *, name: str | None = None, author: Any = None
+) -> Written:
+    """Create (``name`` None) or update the definition ``name`` from an editor body.
+
+    ``versionNote`` in the body (ours) is the note of the version the save records."""
+    body = dict(body)
+    note = body.pop("versionNote", None) or ""
+    if not isinstance(note, str):
+        raise Invalid("versionNote must be text")
     base = current_definition(kind, name) if name is not None else {}
     data = _from_body(kind, body, base)
     if name is not None and data.get("name", name) != name:
@@ -143,7 +151,9 @@ def definition_write(kind: Kind, body: dict[str, Any], *, name: str | None = Non
         raise DefinitionRejected(errors)
     assert isinstance(parsed, AgentDefinition | PromptDefinition | ModelDefinition)
     try:
-        defs.save_definitions([(f"{kind}/{parsed.name}", parsed)])
+        defs.save_definitions(
+            [(f"{kind}/{parsed.name}", parsed)], author=author, note=note, source="api"
+        )
     except defs.DefinitionsInvalid as exc:
         raise DefinitionRejected([e for errs in exc.errors.values() for e in errs]) from None
     return Written(name=parsed.name, created=name is None)
