@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import path
 
 from agents_app.admin.display import OrderColumn, excerpt
+from agents_app.admin.drafts import PromptDraftAdmin
 from agents_app.admin.env import EnvOwnerAdminMixin, PromptEnvValueInline
 from agents_app.admin.prompt_preview import preview_view
 from agents_app.admin.versions import VersionedAdmin
@@ -88,7 +89,7 @@ class PromptToolInline(OrderColumn, admin.StackedInline):
 
 
 @admin.register(Prompt)
-class PromptAdmin(VersionedAdmin, EnvOwnerAdminMixin, admin.ModelAdmin):
+class PromptAdmin(PromptDraftAdmin, VersionedAdmin, EnvOwnerAdminMixin, admin.ModelAdmin):
     version_kind = "prompts"
     form = PromptForm
     inlines = [PromptPartInline, PromptToolInline, PromptEnvValueInline]

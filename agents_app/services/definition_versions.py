@@ -223,7 +223,7 @@ def references(kind: str, data: dict[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
-def _pin_one(kind: str, name: str) -> tuple[int, dict[str, Any]] | None:
+def newest(kind: str, name: str) -> tuple[int, dict[str, Any]] | None:
     """The newest version of a definition, recording the saved state first when it differs
     (a definition saved before versions existed, or changed by a path that records none)."""
     dump = current_dump(kind, name)
@@ -260,7 +260,7 @@ def compute_pins(agent: str, thread_id: str | None = None) -> Pins:
             continue
         seen.add((kind, name))
         draft = drafts.get(f"{kind}/{name}")
-        pinned = _pin_one(kind, name)
+        pinned = newest(kind, name)
         if pinned is None and draft is None:
             continue
         if pinned is not None:
