@@ -69,7 +69,13 @@ class PromptDraftAdmin:
         newest = versions.newest("prompts", prompt.name)
         saved = newest[1] if newest else {}
         texts = drafts.editable_texts(draft.definition if draft else saved)
-        rows = side_by_side(saved, draft.definition) if draft else []
+        rows = (
+            side_by_side(
+                versions.readable("prompts", saved), versions.readable("prompts", draft.definition)
+            )
+            if draft
+            else []
+        )
         context = {
             **self.admin_site.each_context(request),
             "title": f"Try a change to {prompt.name}",

@@ -156,7 +156,7 @@ class VersionedAdmin:
                 new = shown.definition
                 left = f"Version {previous.number}" if previous else "(nothing before)"
                 right = f"Version {number}"
-        rows = side_by_side(old, new)
+        rows = side_by_side(versions.readable(kind, old), versions.readable(kind, new))
         context = {
             **self._context(request, obj, f"{obj.name}: version {number}"),
             "version": shown,
@@ -167,6 +167,7 @@ class VersionedAdmin:
             "against": against,
             "choices": [v.number for v in versions.history(kind, obj.name) if v.number != number],
             "restore_url": reverse(self._url_name("version_restore"), args=[obj.pk, number]),
+            "is_current": versions.current_dump(kind, obj.name) == shown.definition,
         }
         return TemplateResponse(request, "admin/agents_app/versions/diff.html", context)
 

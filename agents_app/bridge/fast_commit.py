@@ -163,8 +163,8 @@ def log_values(thread_id: str, x: LogRecord) -> dict[str, Any]:
         "error": x.error or "",
         "error_type": x.error_type,
         "is_complete": x.is_complete,
-        "created_at": x.created_at,
         "definition_versions": x.definition_versions,
+        "created_at": x.created_at,
     }
 
 

@@ -140,6 +140,17 @@ def parse_definition(
     return DEFINITION_CLASSES[kind].model_validate(data)
 
 
+def readable(kind: str, data: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``data`` with its keys in the definition's own order (PostgreSQL's jsonb keeps no key
+    order), so two versions diff line by line; as stored when it no longer parses."""
+    if data is None:
+        return None
+    try:
+        return parse_definition(kind, data).dump()
+    except ValueError:
+        return data
+
+
 def restore(kind: str, name: str, number: int, *, author: Author = None) -> DefinitionVersion:
     """Save version ``number`` again as the definition; the restore is itself a new version
     ("Restored version N"). Refused (``Invalid``) when it no longer validates, e.g. the model

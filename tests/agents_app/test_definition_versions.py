@@ -212,6 +212,11 @@ def test_history_diff_and_restore_pages(base: None, staff: Client) -> None:
     assert "style=" not in html.split('id="content-main"')[1]  # CSP: classes only
     current = staff.get(reverse("admin:agents_app_prompt_version", args=[p.pk, 1]) + "?against=2")
     assert current.status_code == 200 and "Version 2" in current.content.decode()
+    # Stored JSON keeps no key order (jsonb): the diff still pairs the same lines.
+    same = staff.get(
+        reverse("admin:agents_app_prompt_version", args=[p.pk, 2]) + "?against=current"
+    )
+    assert "No differences" in same.content.decode()
     missing = staff.get(reverse("admin:agents_app_prompt_version", args=[p.pk, 9]))
     assert missing.status_code == 404
     restore = reverse("admin:agents_app_prompt_version_restore", args=[p.pk, 1])
