@@ -321,3 +321,25 @@ def test_side_by_side_marks_changed_words_and_folds_unchanged_runs() -> None:
     assert [s.text for s in changed.right if s.changed] == ["ten"]
     assert [r.kind for r in rows].count("skipped") == 2
     assert side_by_side(None, {"a": 1})[0].kind == "added"
+
+
+def test_secret_env_values_never_reach_a_version_or_its_pages(base: None, staff: Client) -> None:
+    save(prompt(env={"TOKEN": "canary-secret-123"}), note="with a secret")
+    v2 = versions.latest("prompts", "p1")
+    assert v2 is not None and v2.definition["env"] == {"TOKEN": None}
+    p = Prompt.objects.get(name="p1")
+    pages = [
+        reverse("admin:agents_app_prompt_versions", args=[p.pk]),
+        reverse("admin:agents_app_prompt_version", args=[p.pk, 2]),
+        reverse("admin:agents_app_prompt_version", args=[p.pk, 1]) + "?against=current",
+    ]
+    for url in pages:
+        page = staff.get(url)
+        assert page.status_code == 200
+        assert "canary-secret-123" not in page.content.decode()
+    # Restoring a version keeps the stored secret (null in a definition keeps the value).
+    save(prompt(env={"TOKEN": None, "OTHER": "x"}))
+    versions.restore("prompts", "p1", 2)
+    from agents_app.models import EnvValue
+
+    assert EnvValue.objects.get(prompt=p, key="TOKEN").value == "canary-secret-123"
