@@ -163,6 +163,7 @@ class VersionedAdmin:
             "rows": rows,
             "changes": changed_count(rows),
             "left_title": left,
+            "only_right": old is None,
             "right_title": right,
             "against": against,
             "choices": [v.number for v in versions.history(kind, obj.name) if v.number != number],

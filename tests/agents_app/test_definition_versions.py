@@ -217,6 +217,8 @@ def test_history_diff_and_restore_pages(base: None, staff: Client) -> None:
         reverse("admin:agents_app_prompt_version", args=[p.pk, 2]) + "?against=current"
     )
     assert "No differences" in same.content.decode()
+    first = staff.get(reverse("admin:agents_app_prompt_version", args=[p.pk, 1])).content.decode()
+    assert "nothing before it" in first and "studio-diff-old" not in first
     missing = staff.get(reverse("admin:agents_app_prompt_version", args=[p.pk, 9]))
     assert missing.status_code == 404
     restore = reverse("admin:agents_app_prompt_version_restore", args=[p.pk, 1])
