@@ -33,6 +33,7 @@ from agents_app import faults
 from agents_app.bridge import fast_commit
 from agents_app.bridge import store as bridge_store
 from agents_app.bridge.events import LiveSink, asend_registry, asend_thread_frames
+from agents_app.bridge.pinned import PinnedDefinitions
 from agents_app.bridge.store import DjangoStore
 from agents_app.db_retry import CONNECTION_ERRORS, drop_broken_connections, retrying
 from agents_app.engines import build_engine
@@ -69,7 +70,7 @@ class SessionLost(Exception):
 # --- the store a claimed session writes through ---------------------------------------------
 
 
-class ClaimedStore(DjangoStore):
+class ClaimedStore(PinnedDefinitions, DjangoStore):
     """``DjangoStore`` whose commits for the claimed thread are fenced by the claim.
 
     Each commit of the claimed thread locks the session row, checks that this
@@ -86,10 +87,12 @@ class ClaimedStore(DjangoStore):
         # use the loop's own connection (``bridge/async_commit.py``).
         super().__init__(async_commits=True)
         self.claim = claim
+        self.pinned_session_id, self.pinned_thread_id = claim.session_id, claim.thread_id
         self.started = bool(claim.progress)
         self.finished: SessionProgress | None = None
 
     async def commit(self, thread_id: str, commit: Commit) -> CommitResult:
+        self.stamp_versions(thread_id, commit)
         if thread_id != self.claim.thread_id:
             return await super().commit(thread_id, commit)
         await faults.ahit("engine_commit")

@@ -282,6 +282,8 @@ def log_item(row: Log) -> dict[str, Any]:
         "time_to_first_token_ms": row.time_to_first_token_ms,
         "is_complete": row.is_complete,
         "created_at": row.created_at,
+        # Ours: the definition versions the request ran on ({"prompts/<name>": 2, …}).
+        "definition_versions": row.definition_versions,
     }
 
 

@@ -142,6 +142,9 @@ class LogRecord:
     error_type: str = ""
     is_complete: bool = False
     created_at: int = 0
+    # The definition versions the request ran on, when the store knows them
+    # ({"prompts/<name>": 2, …}); the engine leaves it None and a versioning store fills it.
+    definition_versions: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)

@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 
 from agents_app.admin.agent_structure import AgentStructureMixin
 from agents_app.admin.env import AgentEnvValueInline, EnvOwnerAdminMixin
+from agents_app.admin.versions import VersionedAdmin
 from agents_app.forms import AgentForm
 from agents_app.forms.agents import SIDE_FIELDS
 from agents_app.models import Agent, PromptTool
@@ -20,7 +21,8 @@ def _side(side: str) -> tuple[str, ...]:
 
 
 @admin.register(Agent)
-class AgentAdmin(AgentStructureMixin, EnvOwnerAdminMixin, admin.ModelAdmin):
+class AgentAdmin(AgentStructureMixin, VersionedAdmin, EnvOwnerAdminMixin, admin.ModelAdmin):
+    version_kind = "agents"
     form = AgentForm
     inlines = [AgentEnvValueInline]
     # Adds the "Try this agent" chat panel (the chat page, embedded) under the form.

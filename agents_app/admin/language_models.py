@@ -12,6 +12,7 @@ from django.urls import path
 
 from agents_app.admin.display import OrderColumn
 from agents_app.admin.model_picker import ModelPickerWidget, discover_view, test_connection_view
+from agents_app.admin.versions import VersionedAdmin
 from agents_app.forms import LanguageModelForm, ModelFallbackForm, ModelFallbackFormSet
 from agents_app.models import LanguageModel, ModelFallback
 
@@ -28,7 +29,8 @@ class ModelFallbackInline(OrderColumn, admin.TabularInline):
 
 
 @admin.register(LanguageModel)
-class LanguageModelAdmin(admin.ModelAdmin):
+class LanguageModelAdmin(VersionedAdmin, admin.ModelAdmin):
+    version_kind = "models"
     form = LanguageModelForm
     inlines = [ModelFallbackInline]
     list_display = (

@@ -11,8 +11,10 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import path
 
 from agents_app.admin.display import OrderColumn, excerpt
+from agents_app.admin.drafts import PromptDraftAdmin
 from agents_app.admin.env import EnvOwnerAdminMixin, PromptEnvValueInline
 from agents_app.admin.prompt_preview import preview_view
+from agents_app.admin.versions import VersionedAdmin
 from agents_app.forms import (
     PromptForm,
     PromptPartForm,
@@ -92,7 +94,8 @@ class PromptEnvValues(PromptEnvValueInline):
 
 
 @admin.register(Prompt)
-class PromptAdmin(EnvOwnerAdminMixin, admin.ModelAdmin):
+class PromptAdmin(PromptDraftAdmin, VersionedAdmin, EnvOwnerAdminMixin, admin.ModelAdmin):
+    version_kind = "prompts"
     form = PromptForm
     inlines = [PromptPartInline, PromptToolInline, PromptEnvValues]
     # Adds the live preview of the system prompt (static/studio/prompt_preview.js).

@@ -44,7 +44,7 @@ def _body(request: HttpRequest) -> dict[str, Any]:
 def _create(request: HttpRequest, kind: Kind) -> Any:
     require_staff(request)
     try:
-        written = definition_write(kind, _body(request))
+        written = definition_write(kind, _body(request), author=request.auth)  # type: ignore[attr-defined]
     except DefinitionRejected as exc:
         return 400, {"error": "Validation failed", "fieldErrors": exc.field_errors}
     return 201, {"success": True, _SINGULAR[kind]: _shape(kind, written.name), "filePath": None}
@@ -53,7 +53,12 @@ def _create(request: HttpRequest, kind: Kind) -> Any:
 def _update(request: HttpRequest, kind: Kind, name: str) -> Any:
     require_staff(request)
     try:
-        written = definition_write(kind, _body(request), name=name)
+        written = definition_write(
+            kind,
+            _body(request),
+            name=name,
+            author=request.auth,  # type: ignore[attr-defined]
+        )
     except DefinitionRejected as exc:
         return 400, {"error": "Validation failed", "fieldErrors": exc.field_errors}
     answer: dict[str, Any] = {

@@ -163,6 +163,7 @@ def log_values(thread_id: str, x: LogRecord) -> dict[str, Any]:
         "error": x.error or "",
         "error_type": x.error_type,
         "is_complete": x.is_complete,
+        "definition_versions": x.definition_versions,
         "created_at": x.created_at,
     }
 

@@ -65,6 +65,7 @@ LOG_FIELDS = [
     "error_type",
     "is_complete",
     "created_at",
+    "definition_versions",
 ]
 LOG_UPDATE_FIELDS = [*LOG_FIELDS, "parent", "retry_of"]
 

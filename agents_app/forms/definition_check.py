@@ -217,6 +217,14 @@ class DefinitionForm(forms.ModelForm):
 
     definition_model: ClassVar[type[BaseModel]]
 
+    # Not a column: the note of the version this save records (services.definition_versions).
+    change_note = forms.CharField(
+        label="Change note",
+        required=False,
+        max_length=500,
+        help_text="Optional: what you changed and why, shown in this definition's history.",
+    )
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.original_name: str | None = self.instance.name if self.instance.pk else None

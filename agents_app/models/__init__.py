@@ -1,7 +1,7 @@
 """The data model, one module per concept.
 
 Dependency direction (a module may import only those to its right):
-threads/messages/logs/values/files/effects/sessions/idempotency → agents → prompts → language_models;
+threads/messages/logs/values/files/effects/sessions/idempotency/versions → agents → prompts → language_models;
 env → agents, prompts, threads; api_keys, retention, mcp_servers → (nothing); limits → agents, api_keys.
 
 Timestamps follow the reference wire format where it is fixed to a column:
@@ -25,10 +25,14 @@ from agents_app.models.retention import RetentionPolicy
 from agents_app.models.sessions import ThreadSession
 from agents_app.models.threads import Thread
 from agents_app.models.values import ThreadValue
+from agents_app.models.versions import DefinitionDraft, DefinitionKind, DefinitionVersion
 
 __all__ = [
     "Agent",
     "ApiKey",
+    "DefinitionDraft",
+    "DefinitionKind",
+    "DefinitionVersion",
     "EnvValue",
     "IdempotencyKey",
     "LanguageModel",

@@ -62,6 +62,9 @@ class Log(models.Model):
     error = models.TextField(blank=True)
     error_type = models.CharField(max_length=64, blank=True)
     is_complete = models.BooleanField(default=False)
+    # Which definition versions the request ran on: {"agents/<name>": 3, "prompts/<name>": 2,
+    # "models/<name>": 1} ("draft" for a draft being tried). Null when not recorded.
+    definition_versions = models.JSONField(null=True, blank=True)
     created_at = models.BigIntegerField(default=now_us)
 
     class Meta:

@@ -37,6 +37,10 @@ class ThreadSession(models.Model):
     # Schema: runtime.progress.SessionProgress (side, per-side step counts, turns, stop reason).
     progress = models.JSONField(default=dict, blank=True)
     stop_reason = models.CharField(max_length=64, blank=True)
+    # The definition versions this session runs on, fixed when it starts (so an edit made
+    # while it runs applies from the next session): {"agents": {name: number}, "prompts":
+    # {...}, "models": {...}, "drafts": {"prompts/<name>": draft id}}. services.definition_versions.
+    definition_versions = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

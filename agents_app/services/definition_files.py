@@ -23,7 +23,7 @@ from typing import Any
 from django.db import DatabaseError
 from django.db.models import Model
 
-from agents_app.models import Agent, LanguageModel, McpServer, Prompt
+from agents_app.models import Agent, DefinitionVersion, LanguageModel, McpServer, Prompt
 from agents_app.services.definitions import (
     AnyDefinition,
     DefinitionsInvalid,
@@ -40,6 +40,8 @@ from runtime.validation import DefinitionError, parse_and_validate
 
 # Dependency order: prompts refer to models and MCP servers, agents to prompts.
 KINDS = ("mcp", "models", "prompts", "agents")
+# Version history in an export (hidden: ``_ignored`` skips it when the directory is imported).
+HISTORY_FOLDER = ".history"
 # Folders of the reference's agents/ layout that hold code, not definitions.
 CODE_FOLDERS = frozenset({"tools", "hooks", "effects", "handlers", "api", "__pycache__"})
 _KIND_MODELS: dict[str, type[Model]] = {
@@ -222,7 +224,7 @@ def definitions_import(*, directory: Path, only_missing: bool = False) -> SaveRe
     if errors:
         raise DefinitionFilesInvalid(errors + _reference_errors(items, scan))
     try:
-        return save_definitions(items)
+        return save_definitions(items, note=f"Imported from {directory.name}/")
     except DefinitionsInvalid as exc:
         raise DefinitionFilesInvalid(_error_lines(exc.errors)) from None
     except DatabaseError as exc:
@@ -249,11 +251,13 @@ def definition_json(defn: AnyDefinition) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def definitions_export(*, directory: Path) -> ExportReport:
+def definitions_export(*, directory: Path, history: bool = False) -> ExportReport:
     """Write every definition to ``directory/<kind>/<name>.json``.
 
     Only those files are written; other files in the directory are left alone.
     Secret env values are never written (the converters withhold them as null).
+    With ``history``, every version of each agent, prompt and model is also written to
+    ``directory/.history/<kind>/<name>.json`` (oldest first); import skips hidden folders.
     """
     if directory.exists() and not directory.is_dir():
         raise DefinitionFilesInvalid([f"{directory}: not a directory."])
@@ -262,6 +266,8 @@ def definitions_export(*, directory: Path) -> ExportReport:
     try:
         for kind in KINDS:
             _export_kind(directory / kind, kind, definitions[kind], report)
+        if history:
+            _export_history(directory / HISTORY_FOLDER)
     except OSError as exc:
         raise DefinitionFilesInvalid(
             [f"{exc.filename or directory}: cannot write ({exc.strerror or exc})."]
@@ -291,3 +297,22 @@ def _export_kind(folder: Path, kind: str, defs: list[AnyDefinition], report: Exp
             for p in sorted(folder.glob("*.json"))
             if p.name not in names and not _ignored(p)
         ]
+
+
+def _export_history(folder: Path) -> None:
+    by_definition: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for v in DefinitionVersion.objects.order_by("kind", "name", "number"):
+        by_definition.setdefault((v.kind, v.name), []).append(
+            {
+                "number": v.number,
+                "createdAt": v.created_at.isoformat(),
+                "author": v.author_name or None,
+                "source": v.source,
+                "note": v.note,
+                "definition": v.definition,
+            }
+        )
+    for (kind, name), rows in by_definition.items():
+        (folder / kind).mkdir(parents=True, exist_ok=True)
+        text = json.dumps(rows, indent=2, ensure_ascii=False) + "\n"
+        (folder / kind / f"{name}.json").write_text(text, encoding="utf-8")

@@ -145,10 +145,18 @@ def _prompt_parts(text: str) -> Any:
 
 
 @transaction.atomic
-def definition_write(kind: Kind, body: dict[str, Any], *, name: str | None = None) -> Written:
+def definition_write(
+    kind: Kind, body: dict[str, Any], *, name: str | None = None, author: Any = None
+) -> Written:
     """Create (``name`` None) or update the definition ``name`` from an editor body. A body
     whose ``name`` differs renames it (``renames``): the rename, the references it
-    cascades to and the save are one transaction, so a refused body changes nothing."""
+    cascades to and the save are one transaction, so a refused body changes nothing.
+
+    ``versionNote`` in the body (ours) is the note of the version the save records."""
+    body = dict(body)
+    note = body.pop("versionNote", None) or ""
+    if not isinstance(note, str):
+        raise Invalid("versionNote must be text")
     base = current_definition(kind, name) if name is not None else {}
     data = _from_body(kind, body, base)
     new_name = str(data.get("name") or name or "")
@@ -167,7 +175,9 @@ def definition_write(kind: Kind, body: dict[str, Any], *, name: str | None = Non
         raise DefinitionRejected(errors)
     assert isinstance(parsed, AgentDefinition | PromptDefinition | ModelDefinition)
     try:
-        defs.save_definitions([(f"{kind}/{parsed.name}", parsed)])
+        defs.save_definitions(
+            [(f"{kind}/{parsed.name}", parsed)], author=author, note=note, source="api"
+        )
     except defs.DefinitionsInvalid as exc:
         raise DefinitionRejected([e for errs in exc.errors.values() for e in errs]) from None
     return Written(name=parsed.name, created=name is None, renamed=cascade)

@@ -475,13 +475,23 @@ class SaveReport:
 
 
 def save_definitions(
-    items: Sequence[tuple[str, AnyDefinition]], *, strict_code_names: bool | None = None
+    items: Sequence[tuple[str, AnyDefinition]],
+    *,
+    strict_code_names: bool | None = None,
+    author: Any = None,
+    note: str = "",
+    source: str = "import",
 ) -> SaveReport:
     """Validate every definition against the database plus the batch, then save all or nothing.
 
     ``items`` pairs a source label (a file path, a form) with a definition. Raises
     ``DefinitionsInvalid`` with every error of every item; nothing is written then.
+    Each agent, prompt and model that changed gets its next version (``author``, ``note``,
+    ``source``: see ``definition_versions``), in the same transaction.
     """
+    # Imported here: the versions module builds on this one's converters.
+    from agents_app.services import definition_versions
+
     defs = [d for _, d in items]
     catalog = build_catalog(defs, strict_code_names=strict_code_names)
     errors: dict[str, list[DefinitionError]] = {}
@@ -515,6 +525,14 @@ def save_definitions(
             link_prompt_parts(p)
         for a in agents:
             agent_from_definition(a)
+        definition_versions.record_many(
+            [("models", d.name) for d in models_]
+            + [("prompts", d.name) for d in prompts]
+            + [("agents", d.name) for d in agents],
+            author=author,
+            note=note,
+            source=source,
+        )
     groups: tuple[tuple[str, Sequence[AnyDefinition]], ...] = (
         ("mcp", servers),
         ("models", models_),

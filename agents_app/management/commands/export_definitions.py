@@ -16,10 +16,15 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("directory", type=Path, metavar="DIR")
+        parser.add_argument(
+            "--history",
+            action="store_true",
+            help="Also write every saved version to DIR/.history/<kind>/<name>.json.",
+        )
 
     def handle(self, *args: Any, directory: Path, **options: Any) -> None:
         try:
-            report = definitions_export(directory=directory)
+            report = definitions_export(directory=directory, history=options["history"])
         except DefinitionFilesInvalid as exc:
             for line in exc.errors:
                 self.stderr.write(line)

@@ -1,0 +1,196 @@
+"""Versions in the studio: the "Change note" on save, a definition's history, a side-by-side
+diff of two versions and "Restore this version".
+
+``VersionedAdmin`` is mixed into the agent, prompt and model admins. Their forms save the
+rows themselves (the parent row, then the inline rows), so the version is recorded in
+``save_related``, once everything of the save is written: the one place every admin save
+passes. The pages are thin: data from ``services.definition_versions`` and
+``services.definition_diff``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.views.decorators.http import require_POST
+
+from agents_app.errors import Invalid, NotFound
+from agents_app.services import definition_versions as versions
+from agents_app.services.definition_diff import changed_count, side_by_side
+
+NOTE_FIELDSET = (
+    "Save",
+    {
+        "description": "Each save is kept as a version you can compare and restore "
+        "(Versions, at the top right).",
+        "fields": ("change_note",),
+    },
+)
+
+
+class VersionedAdmin:
+    """For the admins of versioned definitions; ``version_kind`` is agents, prompts or models."""
+
+    version_kind: str = ""
+    model: Any
+    admin_site: Any
+    opts: Any
+
+    # --- saving -------------------------------------------------------------------------------
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        fieldsets = list(super().get_fieldsets(request, obj))  # type: ignore[misc]
+        if self.has_change_permission(request, obj) if obj else True:  # type: ignore[attr-defined]
+            fieldsets.append(NOTE_FIELDSET)
+        return fieldsets
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)  # type: ignore[misc]
+        versions.record(
+            self.version_kind,
+            form.instance.name,
+            author=request.user,
+            note=form.cleaned_data.get("change_note") or "",
+            source="admin",
+        )
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        extra = {
+            **(extra_context or {}),
+            "versions_url": reverse(self._url_name("versions"), args=[object_id]),
+        }
+        return super().change_view(request, object_id, form_url, extra)  # type: ignore[misc, no-any-return]
+
+    # --- pages --------------------------------------------------------------------------------
+
+    def _url_name(self, what: str) -> str:
+        return f"admin:{self.opts.app_label}_{self.opts.model_name}_{what}"
+
+    def get_urls(self) -> list[Any]:
+        view = self.admin_site.admin_view
+        name = f"{self.opts.app_label}_{self.opts.model_name}"
+        return [
+            path("<path:object_id>/versions/", view(self.versions_view), name=f"{name}_versions"),
+            path(
+                "<path:object_id>/versions/<int:number>/",
+                view(self.version_diff_view),
+                name=f"{name}_version",
+            ),
+            path(
+                "<path:object_id>/versions/<int:number>/restore/",
+                view(require_POST(self.version_restore_view)),
+                name=f"{name}_version_restore",
+            ),
+            *super().get_urls(),  # type: ignore[misc]
+        ]
+
+    def _object(self, request: HttpRequest, object_id: str) -> Any:
+        obj = get_object_or_404(self.model, pk=object_id)
+        if not self.has_view_permission(request, obj):  # type: ignore[attr-defined]
+            raise PermissionDenied
+        return obj
+
+    def _context(self, request: HttpRequest, obj: Any, title: str) -> dict[str, Any]:
+        return {
+            **self.admin_site.each_context(request),
+            "title": title,
+            "subtitle": None,
+            "opts": self.opts,
+            "original": obj,
+            "kind_label": self.opts.verbose_name,
+            "change_url": reverse(self._url_name("change"), args=[obj.pk]),
+            "changelist_url": reverse(self._url_name("changelist")),
+            "versions_url": reverse(self._url_name("versions"), args=[obj.pk]),
+            "can_restore": self.has_change_permission(request, obj),  # type: ignore[attr-defined]
+        }
+
+    def versions_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        obj = self._object(request, object_id)
+        rows = versions.history(self.version_kind, obj.name)
+        context = {
+            **self._context(request, obj, f"Versions of {obj.name}"),
+            "versions": rows,
+            "latest_number": rows[0].number if rows else None,
+            "matches_latest": bool(rows)
+            and versions.current_dump(self.version_kind, obj.name) == rows[0].definition,
+            "version_url": reverse(self._url_name("version"), args=[obj.pk, 0])[:-2],
+        }
+        return TemplateResponse(request, "admin/agents_app/versions/history.html", context)
+
+    def version_diff_view(self, request: HttpRequest, object_id: str, number: int) -> HttpResponse:
+        obj = self._object(request, object_id)
+        kind = self.version_kind
+        against = request.GET.get("against", "previous")
+        try:
+            return self._diff_page(request, obj, kind, number, against)
+        except NotFound as exc:
+            raise Http404(exc.message) from None
+
+    def _diff_page(
+        self, request: HttpRequest, obj: Any, kind: str, number: int, against: str
+    ) -> HttpResponse:
+        shown = versions.version(kind, obj.name, number)
+        if against == "current":
+            old, new = shown.definition, versions.current_dump(kind, obj.name)
+            left, right = f"Version {number}", "Saved now"
+        else:
+            other = number - 1 if against == "previous" else _int(against)
+            previous = versions.version(kind, obj.name, other) if other and other >= 1 else None
+            if previous is not None and previous.number > number:
+                old, new = shown.definition, previous.definition
+                left, right = f"Version {number}", f"Version {previous.number}"
+            else:
+                old = previous.definition if previous else None
+                new = shown.definition
+                left = f"Version {previous.number}" if previous else "(nothing before)"
+                right = f"Version {number}"
+        rows = side_by_side(versions.readable(kind, old), versions.readable(kind, new))
+        context = {
+            **self._context(request, obj, f"{obj.name}: version {number}"),
+            "version": shown,
+            "rows": rows,
+            "changes": changed_count(rows),
+            "left_title": left,
+            "only_right": old is None,
+            "right_title": right,
+            "against": against,
+            "choices": [v.number for v in versions.history(kind, obj.name) if v.number != number],
+            "restore_url": reverse(self._url_name("version_restore"), args=[obj.pk, number]),
+            "is_current": versions.current_dump(kind, obj.name) == shown.definition,
+        }
+        return TemplateResponse(request, "admin/agents_app/versions/diff.html", context)
+
+    def version_restore_view(
+        self, request: HttpRequest, object_id: str, number: int
+    ) -> HttpResponse:
+        obj = self._object(request, object_id)
+        if not self.has_change_permission(request, obj):  # type: ignore[attr-defined]
+            raise PermissionDenied
+        try:
+            restored = versions.restore(self.version_kind, obj.name, number, author=request.user)
+        except (Invalid, NotFound) as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.success(
+                request, f"Version {number} restored: it is now version {restored.number}."
+            )
+        return HttpResponseRedirect(reverse(self._url_name("versions"), args=[obj.pk]))
+
+
+def _int(value: str) -> int | None:
+    try:
+        return int(value)
+    except ValueError:
+        return None

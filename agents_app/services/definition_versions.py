@@ -1,0 +1,325 @@
+"""Definition versions: every save of an agent, prompt or model recorded as a numbered,
+immutable version, restoring one, and the versions a session is pinned to.
+
+``record`` is called from the two places every write goes through: ``save_definitions``
+(the HTTP API, ``import_definitions``, ``load_demo``, restores, saved drafts) and the
+studio's ``VersionedAdmin.save_related`` (the admin forms, which save their rows
+themselves). A save that changes nothing records nothing: re-importing the same files or
+pressing Save on an untouched form leaves the history as it was, so a version always
+differs from the one before it.
+
+Sessions: ``session_pins`` fixes, when a session starts, the version of its agent and of
+every prompt, model and agent it can reach (side prompts, includes, sub-prompts, subagents,
+models and fallbacks). The engine's store then reads those versions for the whole session,
+also after a park or a resume on another worker; the next session takes the newest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import IntegrityError, transaction
+
+from agents_app.errors import Invalid, NotFound
+from agents_app.models import (
+    Agent,
+    DefinitionDraft,
+    DefinitionVersion,
+    LanguageModel,
+    Prompt,
+    ThreadSession,
+)
+from agents_app.services import definitions as defs
+from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
+
+Kind = Literal["agents", "prompts", "models"]
+KINDS: tuple[Kind, ...] = ("agents", "prompts", "models")
+DEFINITION_CLASSES: dict[str, type[AgentDefinition | PromptDefinition | ModelDefinition]] = {
+    "agents": AgentDefinition,
+    "prompts": PromptDefinition,
+    "models": ModelDefinition,
+}
+Author = AbstractBaseUser | AnonymousUser | None
+
+
+def current_dump(kind: str, name: str) -> dict[str, Any] | None:
+    """The definition as saved now (``dump()``), or None when there is none by that name."""
+    if kind == "agents":
+        agent = (
+            Agent.objects.select_related("side_a_prompt", "side_b_prompt").filter(name=name).first()
+        )
+        return defs.agent_definition(agent).dump() if agent else None
+    if kind == "prompts":
+        prompt = Prompt.objects.select_related("model").filter(name=name).first()
+        return defs.prompt_definition(prompt).dump() if prompt else None
+    model = LanguageModel.objects.filter(name=name).first()
+    return defs.model_definition(model).dump() if model else None
+
+
+def latest(kind: str, name: str) -> DefinitionVersion | None:
+    return DefinitionVersion.objects.filter(kind=kind, name=name).order_by("-number").first()
+
+
+def _author_fields(author: Author) -> dict[str, Any]:
+    if author is None or not author.is_authenticated:
+        return {"author": None, "author_name": ""}
+    return {"author": author, "author_name": author.get_username()}
+
+
+def _record_dump(
+    kind: str, name: str, dump: dict[str, Any], *, author: Author, note: str, source: str
+) -> DefinitionVersion | None:
+    for _ in range(3):
+        last = latest(kind, name)
+        if last is not None and last.definition == dump:
+            return None
+        try:
+            # A savepoint: a concurrent save that took the same number fails only this insert.
+            with transaction.atomic():
+                return DefinitionVersion.objects.create(
+                    kind=kind,
+                    name=name,
+                    number=(last.number if last else 0) + 1,
+                    definition=dump,
+                    source=source,
+                    note=note[:500],
+                    **_author_fields(author),
+                )
+        except IntegrityError:
+            continue
+    raise IntegrityError(f"Could not number a new version of {kind}/{name}")
+
+
+def record(
+    kind: str, name: str, *, author: Author = None, note: str = "", source: str
+) -> DefinitionVersion | None:
+    """Record the definition as saved now as its next version; None when nothing changed
+    since the latest version (or the definition does not exist)."""
+    dump = current_dump(kind, name)
+    if dump is None:
+        return None
+    return _record_dump(kind, name, dump, author=author, note=note, source=source)
+
+
+def record_many(
+    items: Iterable[tuple[str, str]], *, author: Author = None, note: str = "", source: str
+) -> list[DefinitionVersion]:
+    """``record`` for each (kind, name) saved together; only the versioned kinds count."""
+    created = []
+    for kind, name in items:
+        if kind in KINDS:
+            version = record(kind, name, author=author, note=note, source=source)
+            if version is not None:
+                created.append(version)
+    return created
+
+
+def history(kind: str, name: str) -> list[DefinitionVersion]:
+    """Every version of one definition, newest first."""
+    return list(
+        DefinitionVersion.objects.filter(kind=kind, name=name)
+        .select_related("author")
+        .order_by("-number")
+    )
+
+
+def version(kind: str, name: str, number: int) -> DefinitionVersion:
+    found = DefinitionVersion.objects.filter(kind=kind, name=name, number=number).first()
+    if found is None:
+        raise NotFound(f"{kind[:-1].capitalize()} {name} has no version {number}")
+    return found
+
+
+def parse_definition(
+    kind: str, data: dict[str, Any]
+) -> AgentDefinition | PromptDefinition | ModelDefinition:
+    """A stored version's JSON as the engine's definition object."""
+    return DEFINITION_CLASSES[kind].model_validate(data)
+
+
+def readable(kind: str, data: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``data`` with its keys in the definition's own order (PostgreSQL's jsonb keeps no key
+    order), so two versions diff line by line; as stored when it no longer parses."""
+    if data is None:
+        return None
+    try:
+        return parse_definition(kind, data).dump()
+    except ValueError:
+        return data
+
+
+def restore(kind: str, name: str, number: int, *, author: Author = None) -> DefinitionVersion:
+    """Save version ``number`` again as the definition; the restore is itself a new version
+    ("Restored version N"). Refused (``Invalid``) when it no longer validates, e.g. the model
+    it names was deleted since, or when it is what is saved already."""
+    old = version(kind, name, number)
+    if current_dump(kind, name) == old.definition:
+        raise Invalid(f"Version {number} is what is saved now: nothing to restore")
+    try:
+        defn = parse_definition(kind, old.definition)
+        defs.save_definitions(
+            [(f"{kind}/{name}", defn)],
+            author=author,
+            note=f"Restored version {number}",
+            source=DefinitionVersion.Source.RESTORE,
+        )
+    except defs.DefinitionsInvalid as exc:
+        reasons = "; ".join(str(e) for errs in exc.errors.values() for e in errs)
+        raise Invalid(f"Version {number} cannot be restored: {reasons}") from None
+    newest = latest(kind, name)
+    assert newest is not None
+    return newest
+
+
+# --- sessions ------------------------------------------------------------------------------
+
+
+@dataclass
+class Pins:
+    """What a session runs on: version numbers by kind and name, drafts by ``kind/name``,
+    and (when just computed) the definitions themselves, so the store needs no second read."""
+
+    agent: str = ""
+    versions: dict[str, dict[str, int]] = field(default_factory=dict)
+    drafts: dict[str, str] = field(default_factory=dict)
+    loaded: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"agent": self.agent, **self.versions, "drafts": self.drafts}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Pins:
+        return cls(
+            agent=str(data.get("agent") or ""),
+            versions={k: dict(data.get(k) or {}) for k in KINDS},
+            drafts=dict(data.get("drafts") or {}),
+        )
+
+    def stamp(self, agent: str | None, prompt: str, model: str) -> dict[str, Any] | None:
+        """The versions one log row ran on (``{"agents/<name>": 3, "prompts/<name>": 2, …}``)."""
+        out: dict[str, Any] = {}
+        for kind, name in (("agents", agent), ("prompts", prompt), ("models", model)):
+            if not name:
+                continue
+            key = f"{kind}/{name}"
+            if key in self.drafts:
+                out[key] = "draft"
+            elif name in self.versions.get(kind, {}):
+                out[key] = self.versions[kind][name]
+        return out or None
+
+
+def references(kind: str, data: dict[str, Any]) -> list[tuple[str, str]]:
+    """The definitions one definition names: what a session of it may load."""
+    found: list[tuple[str, str]] = []
+    if kind == "agents":
+        for side in ("sideA", "sideB"):
+            if isinstance(data.get(side), dict) and data[side].get("prompt"):
+                found.append(("prompts", data[side]["prompt"]))
+    elif kind == "prompts":
+        if data.get("model"):
+            found.append(("models", data["model"]))
+        for part in data["prompt"] if isinstance(data.get("prompt"), list) else []:
+            if isinstance(part, dict) and part.get("type") == "include":
+                found.append(("prompts", part["prompt"]))
+        for entry in data.get("tools") or []:
+            tool = entry if isinstance(entry, str) else (entry or {}).get("name", "")
+            if tool and ":" not in tool:  # mcp:/provider: tools are not definitions
+                found += [("prompts", tool), ("agents", tool)]
+    elif kind == "models":
+        found += [("models", name) for name in data.get("fallbacks") or []]
+    return found
+
+
+def newest(kind: str, name: str) -> tuple[int, dict[str, Any]] | None:
+    """The newest version of a definition, recording the saved state first when it differs
+    (a definition saved before versions existed, or changed by a path that records none)."""
+    dump = current_dump(kind, name)
+    if dump is None:
+        return None
+    recorded = _record_dump(
+        kind,
+        name,
+        dump,
+        author=None,
+        note="Recorded when a session first used it",
+        source=DefinitionVersion.Source.BASELINE,
+    )
+    number = recorded.number if recorded else latest(kind, name).number  # type: ignore[union-attr]
+    return number, dump
+
+
+def compute_pins(agent: str, thread_id: str | None = None) -> Pins:
+    """The versions a session of ``agent`` starting now uses (drafts of ``thread_id``'s try)."""
+    pins = Pins(agent=agent, versions={k: {} for k in KINDS})
+    drafts = {
+        f"{d.kind}/{d.name}": d
+        for d in (
+            DefinitionDraft.objects.filter(thread_id=thread_id, saved_as__isnull=True)
+            if thread_id
+            else []
+        )
+    }
+    todo: list[tuple[str, str]] = [("agents", agent)]
+    seen: set[tuple[str, str]] = set()
+    while todo:
+        kind, name = todo.pop()
+        if (kind, name) in seen:
+            continue
+        seen.add((kind, name))
+        draft = drafts.get(f"{kind}/{name}")
+        pinned = newest(kind, name)
+        if pinned is None and draft is None:
+            continue
+        if pinned is not None:
+            pins.versions[kind][name] = pinned[0]
+        data = draft.definition if draft is not None else pinned[1]  # type: ignore[index]
+        if draft is not None:
+            pins.drafts[f"{kind}/{name}"] = str(draft.pk)
+        pins.loaded[(kind, name)] = data
+        todo += references(kind, data)
+    return pins
+
+
+def session_pins(session_id: str) -> Pins | None:
+    """The session's pins, fixed now if it has none yet (its start). None for no such row."""
+    row = (
+        ThreadSession.objects.filter(pk=session_id)
+        .values("definition_versions", "thread_id", "thread__agent__name")
+        .first()
+    )
+    if row is None:
+        return None
+    if row["definition_versions"] is not None:
+        return Pins.from_json(row["definition_versions"])
+    pins = compute_pins(row["thread__agent__name"], str(row["thread_id"]))
+    fixed = ThreadSession.objects.filter(pk=session_id, definition_versions__isnull=True).update(
+        definition_versions=pins.as_json()
+    )
+    if not fixed:  # another process pinned it first: use what it fixed
+        stored = ThreadSession.objects.filter(pk=session_id).values_list(
+            "definition_versions", flat=True
+        )
+        return Pins.from_json(stored[0] or {})
+    return pins
+
+
+def pinned_definition(pins: Pins, kind: str, name: str) -> dict[str, Any] | None:
+    """The JSON a pinned session uses for (kind, name); None when it is not pinned."""
+    if (kind, name) in pins.loaded:
+        return pins.loaded[(kind, name)]
+    draft_id = pins.drafts.get(f"{kind}/{name}")
+    if draft_id is not None:
+        draft = DefinitionDraft.objects.filter(pk=draft_id).values_list("definition", flat=True)
+        if draft:
+            return draft[0]  # type: ignore[no-any-return]
+    number = pins.versions.get(kind, {}).get(name)
+    if number is None:
+        return None
+    stored = DefinitionVersion.objects.filter(kind=kind, name=name, number=number).values_list(
+        "definition", flat=True
+    )
+    return stored[0] if stored else None
