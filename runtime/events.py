@@ -30,6 +30,7 @@ from collections import defaultdict
 from typing import Any, Protocol, runtime_checkable
 
 from runtime.messages import Message, now_ms, to_wire
+from runtime.provider_tools import ProviderToolDone, WebSearchDone
 from runtime.store import LogRecord, QueuedMessage
 
 Frame = dict[str, Any]
@@ -141,6 +142,19 @@ def message_image(message_id: str, depth: int, index: int, attachment: dict[str,
         "index": index,
         "attachment": attachment,
     }
+
+
+def provider_tool_frame(message_id: str, depth: int, item: object) -> Frame | None:
+    """A live frame for what the vendor ran while the message streams: ``provider_tool_done``
+    (the spec's ``provider-tool-done`` chunk, ``tool`` in ``ProviderExecutedToolResult`` JSON)
+    or ``web_search_done`` (``web-search-done``: the search's queries and sources). Citations
+    travel with the final message (its ``citations``), so they get no frame."""
+    base = {"message_id": message_id, "depth": depth}
+    if isinstance(item, ProviderToolDone):
+        return {"type": "provider_tool_done", **base, "tool": item.tool.dump()}
+    if isinstance(item, WebSearchDone):
+        return {"type": "web_search_done", **base, "id": item.id, "result": item.result}
+    return None
 
 
 def telemetry(kind: str, **fields: Any) -> Frame:
