@@ -31,7 +31,7 @@ NATIVE = {"google_search": "googleSearch", "code_execution": "codeExecution"}
 
 def gemini_tools(choices: list[ProviderToolChoice]) -> list[dict[str, Any]]:
     """The prompt's provider tools as entries of Gemini's ``tools`` list."""
-    out = []
+    out: list[dict[str, Any]] = []
     for choice in choices:
         native = NATIVE.get(choice.name)
         if native is None:
