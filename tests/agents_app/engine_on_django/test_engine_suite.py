@@ -25,6 +25,10 @@ from tests.runtime.test_thread_state import *  # noqa: F403
 from tests.runtime.test_tools import *  # noqa: F403
 from tests.runtime.test_unstorable_engine_text import *  # noqa: F403
 
+# Provider-run tools over the real adapters (the vendor is a replay server on 127.0.0.1).
+from tests.runtime.providers.conftest import client, replay  # noqa: E402,F401
+from tests.runtime.providers.test_provider_tools_engine import *  # noqa: E402,F403
+
 # Not run here: it renders an include of a prompt that does not exist. The database cannot
 # hold such a definition (includes are foreign keys; validation rejects dangling names),
 # so only the in-memory store can exercise the engine's "[Prompt not found]" fallback.
