@@ -23,7 +23,8 @@ def _body(response: Any, key: str) -> list[dict[str, Any]]:
 
 
 def _summary(tool: dict[str, Any]) -> str:
-    result = tool.get("result") if isinstance(tool.get("result"), dict) else {}
+    found = tool.get("result")
+    result: dict[str, Any] = found if isinstance(found, dict) else {}
     queries = [a.get("query") for a in result.get("actions") or [] if isinstance(a, dict)]
     queries = [q for q in queries if q]
     if queries:
