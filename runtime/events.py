@@ -208,6 +208,14 @@ def tools_called(log: LogRecord) -> str | None:
     return json.dumps(names) if names else None
 
 
+def provider_tools_called(response_body: Any) -> str | None:
+    """The reference's ``provider_tools``: the provider-run tools of a response as a
+    JSON-encoded array (``ProviderExecutedToolResult`` JSON), or null."""
+    body = response_body if isinstance(response_body, dict) else {}
+    tools = body.get("provider_tools")
+    return json.dumps(tools) if isinstance(tools, list) and tools else None
+
+
 def log_data(log: LogRecord) -> Frame:
     """A log list item for the logs socket (no request/response bodies), in the
     reference's field names: ``model_name`` (the model definition), ``parent_log_id``,
@@ -218,6 +226,7 @@ def log_data(log: LogRecord) -> Frame:
         parent_log_id=log.parent_id,
         retry_of_log_id=log.retry_of_id,
         tools_called=tools_called(log),
+        provider_tools=provider_tools_called(log.response_body),
         actual_provider=None,
         standard_agents_router_used=False,
         error_origin=None,

@@ -73,6 +73,9 @@ async def test_spec_provider_executed_tools_are_recorded_and_never_executed_loca
     assert [f["message_id"] for f in searched + done] == [answer.id, answer.id]
     assert done[0]["tool"] == tool
     assert searched[0]["result"]["actions"][0]["query"] == "San Francisco weather today"
+    # The log list frame carries the reference's provider_tools (a JSON-encoded array).
+    logged = [f for f in frames if f["type"] == "log_data" and f["data"]["provider_tools"]]
+    assert json.loads(logged[-1]["data"]["provider_tools"]) == [tool]
 
     await world.run(thread.id, "how about Mexico City?")
 
