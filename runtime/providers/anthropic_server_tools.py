@@ -38,7 +38,11 @@ def server_tools(choices: list[ProviderToolChoice]) -> list[dict[str, Any]]:
     out = []
     for choice in choices:
         if choice.name == "web_search":
-            out.append({"type": WEB_SEARCH_TYPE, "name": "web_search", **choice.options})
+            options = dict(choice.options)
+            if isinstance(options.get("user_location"), dict):
+                # The API wants the location's kind; "approximate" is the only one.
+                options["user_location"] = {"type": "approximate", **options["user_location"]}
+            out.append({"type": WEB_SEARCH_TYPE, "name": "web_search", **options})
         elif choice.name == "code_execution":
             out.append({"type": CODE_EXECUTION_TYPE, "name": "code_execution"})
         else:

@@ -53,8 +53,9 @@ def option_errors(offer: ProviderToolOffer, options: dict[str, Any]) -> list[str
         if error.validator == "additionalProperties":
             known = ", ".join(sorted(offer.options_schema.get("properties") or {})) or "none"
             out.append(f"{error.message}. Options '{offer.name}' takes: {known}.")
-        elif error.validator == "not":
-            out.append("Give allowed_domains or blocked_domains, not both.")
+        elif error.validator == "not" and isinstance(error.validator_value, dict):
+            both = " or ".join(error.validator_value.get("required") or []) or "these options"
+            out.append(f"Give {both}, not both.")
         else:
             out.append(f"{where}: {error.message}" if where else error.message)
     return out

@@ -191,3 +191,23 @@ async def test_a_tool_anthropic_does_not_run_fails_the_request_visibly(client, r
     else:
         raise AssertionError("an unknown provider tool was silently dropped")
     assert replay.requests == []
+
+
+def test_web_search_options_are_checked_against_the_offer():
+    from runtime.definitions import ModelDefinition
+    from runtime.providers.offers import option_errors, provider_offers
+
+    offer = provider_offers(ModelDefinition(name="c", provider="anthropic", model="c"))[
+        "web_search"
+    ]
+    assert option_errors(offer, {"max_uses": 3, "user_location": {"city": "Paris"}}) == []
+    both = option_errors(offer, {"allowed_domains": ["a.com"], "blocked_domains": ["b.com"]})
+    assert both == ["Give allowed_domains or blocked_domains, not both."]
+    assert option_errors(offer, {"max_uses": "3"}) == ["max_uses: '3' is not of type 'integer'"]
+
+
+def test_user_location_goes_out_with_its_kind():
+    from runtime.providers.anthropic_server_tools import server_tools
+
+    [tool] = server_tools([ProviderToolChoice("web_search", {"user_location": {"city": "Paris"}})])
+    assert tool["user_location"] == {"type": "approximate", "city": "Paris"}
