@@ -156,3 +156,14 @@ def test_provider_tool_options_are_saved_and_shown_again(staff: Client) -> None:
     assert Prompt.objects.get().tool_entries.get().options == options
     saved = definition_services.prompt_definition(Prompt.objects.get())
     assert saved.dump()["tools"] == [{"name": "provider:web_search", "options": options}]
+
+
+def test_the_tool_picker_suggests_the_provider_tools_of_stored_models(staff: Client) -> None:
+    LanguageModel.objects.create(name="claude", provider="anthropic", model="c")
+    LanguageModel.objects.create(name="or", provider="openrouter", model="x")
+
+    body = staff.get(ADD).content.decode()
+
+    assert "provider:web_search" in body and "provider tool (anthropic, openrouter)" in body
+    assert "provider:code_execution" in body
+    assert "provider:google_search" not in body  # no Gemini model is stored
