@@ -20,6 +20,7 @@ from tests.runtime.providers.replay import ReplayServer, Reply
 
 expect.set_options(timeout=20_000)
 
+ENV = "/api/envs/instance"
 GOOD = {"url": "https://example.org/weather", "title": "Example Weather"}
 HOSTILE = {"url": "javascript:window.__xss='cite'", "title": "Hostile source"}
 
@@ -114,13 +115,10 @@ def _define(site: Site, base_url: str) -> str:
 
 @pytest.fixture
 def anthropic_key(site: Site) -> Iterator[None]:
-    """An instance-wide key for the test's model, removed afterwards (later tests list env)."""
-    env = "/api/envs/instance"
-    call_api(site, "ops", "PATCH", env, {"env_patch": {"ANTHROPIC_API_KEY": "sk-ant-browser"}})
-    try:
-        yield
-    finally:
-        call_api(site, "ops", "PATCH", env, {"env_delete": ["ANTHROPIC_API_KEY"]})
+    """An instance-wide key for the test's model (set once the model exists), removed
+    afterwards (later tests list the instance env)."""
+    yield
+    call_api(site, "ops", "PATCH", ENV, {"env_delete": ["ANTHROPIC_API_KEY"]})
 
 
 def _assert_citations(page: Page) -> None:
@@ -148,6 +146,7 @@ def test_citations_show_as_numbered_links_and_sources(
 ) -> None:
     vendor.queue(Reply.sse(search_stream(), 83))
     agent = _define(site, vendor.url + "/v1")
+    call_api(site, "ops", "PATCH", ENV, {"env_patch": {"ANTHROPIC_API_KEY": "sk-ant-browser"}})
     page.add_init_script("window.__xss = null;")
     chat_login(page, site, "alice")
     thread_id = call_api(site, "alice", "POST", "/api/threads", {"agent_id": agent})["threadId"]
@@ -162,9 +161,18 @@ def test_citations_show_as_numbered_links_and_sources(
         {"role": "user", "content": "Weather today?"},
     )
 
+    rows = wait_for_messages(
+        site,
+        "alice",
+        thread_id,
+        lambda rows: any(
+            r["role"] == "assistant" and r["status"] in ("completed", "failed") for r in rows
+        ),
+    )
+    [answer] = [r for r in rows if r["role"] == "assistant"]
+    assert answer["status"] == "completed", answer["metadata"]
     _assert_citations(page)
     shot(page, "chat-citations")
-    wait_for_messages(site, "alice", thread_id, lambda rows: any(r.get("citations") for r in rows))
     page.reload()
     _assert_citations(page)
     assert vendor.requests[0].json()["tools"] == [
