@@ -38,6 +38,13 @@ logger = logging.getLogger("agents_app.consumers")
 PINGS = {"stream_ping": "stream_pong", "ping": "pong"}
 CHUNKS = ("message_chunk", "reasoning_chunk")
 LOG_FRAMES = ("log_data",)
+# Frames about one message (filtered by its depth like the chunks).
+LIVE_MESSAGE_FRAMES = (
+    "message_data",
+    "message_image",
+    "provider_tool_done",
+    "web_search_done",
+)
 
 
 # --- authentication -------------------------------------------------------------------------
@@ -190,7 +197,7 @@ class ThreadStreamConsumer(_ThreadSocket):
             return False
         if kind == "reasoning_chunk" and not self.reasoning:
             return False
-        if (kind in CHUNKS or kind in ("message_data", "message_image")) and int(
+        if (kind in CHUNKS or kind in LIVE_MESSAGE_FRAMES) and int(
             frame.get("depth") or 0
         ) > self.max_depth:
             return False

@@ -23,6 +23,7 @@ from agents_app.models import (
     Thread,
     ThreadFile,
 )
+from runtime.events import provider_tools_called
 from runtime.messages import to_wire
 
 # Keys a queued (not yet stored) message carries on the wire, as the reference does.
@@ -264,7 +265,7 @@ def log_item(row: Log) -> dict[str, Any]:
         "tool_call_id": row.tool_call_id or None,
         "tools_called": _tools_called(row),
         "queued_tools": None,
-        "provider_tools": None,
+        "provider_tools": provider_tools_called(row.response_body),
         "parent_log_id": str(row.parent_id) if row.parent_id else None,
         "retry_of_log_id": str(row.retry_of_id) if row.retry_of_id else None,
         "attempt": row.attempt,

@@ -38,8 +38,15 @@ from typing import Any
 
 from runtime.definitions import ModelDefinition
 from runtime.deps import Deps
-from runtime.events import message_chunk, message_image, telemetry
-from runtime.llm import LLMReply, OnImage, failed_log, opened_log, run_attempt
+from runtime.events import message_chunk, message_image, provider_tool_frame, telemetry
+from runtime.llm import (
+    LLMReply,
+    OnImage,
+    ProviderToolEvent,
+    failed_log,
+    opened_log,
+    run_attempt,
+)
 from runtime.messages import Message, new_id
 from runtime.progress import SessionProgress
 from runtime.providers.base import ImageDelta, Provider, ProviderError, ProviderRequest
@@ -184,9 +191,14 @@ class AttemptLadder:
                 self.recorder.emit(message_image(self.message.id, self.depth, image.index, ref))
             return ref
 
+        def on_provider_tool(item: ProviderToolEvent) -> None:
+            frame = provider_tool_frame(self.message.id, self.depth, item)
+            if frame is not None:
+                self.recorder.emit(frame)
+
         try:
             return await run_attempt(
-                provider, self.current.request, on_text, on_reasoning, on_image
+                provider, self.current.request, on_text, on_reasoning, on_image, on_provider_tool
             )
         finally:
             for reasoning, stream in streams.items():

@@ -18,9 +18,8 @@ from pydantic_core import PydanticCustomError
 
 Provider = Literal["openai", "openrouter", "anthropic", "google", "test"]
 PROVIDERS: tuple[str, ...] = ("openai", "openrouter", "anthropic", "google", "test")
-# Tools each provider runs itself (``provider:<name>`` in a prompt's tools). None are built
-# yet, so every ``provider:`` tool is refused when a prompt is saved (docs/providers.md).
-PROVIDER_TOOLS: dict[str, tuple[str, ...]] = {name: () for name in PROVIDERS}
+# Tools each provider runs itself are ``provider:<name>`` in a prompt's tools; what each
+# vendor offers is ``runtime.providers.offers`` (docs/providers.md#provider-tools).
 PROVIDER_TOOL_PREFIX = "provider:"
 AgentType = Literal["ai_human", "dual_ai"]
 ToolChoice = Literal["auto", "none", "required"]
@@ -226,6 +225,9 @@ class ToolConfig(Definition):
     requires_approval: bool | None = None
     client: bool | None = None
     wait_timeout_seconds: int | None = None
+    # Ours: a ``provider:<name>`` entry's options, in the vendor's own names, checked against
+    # the tool's offer (``runtime.providers.offers``) when the prompt is saved.
+    options: dict[str, Any] | None = None
 
     def dump(self) -> dict[str, Any]:
         out = super().dump()

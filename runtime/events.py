@@ -30,6 +30,7 @@ from collections import defaultdict
 from typing import Any, Protocol, runtime_checkable
 
 from runtime.messages import Message, now_ms, to_wire
+from runtime.provider_tools import ProviderToolDone, WebSearchDone
 from runtime.store import LogRecord, QueuedMessage
 
 Frame = dict[str, Any]
@@ -143,6 +144,19 @@ def message_image(message_id: str, depth: int, index: int, attachment: dict[str,
     }
 
 
+def provider_tool_frame(message_id: str, depth: int, item: object) -> Frame | None:
+    """A live frame for what the vendor ran while the message streams: ``provider_tool_done``
+    (the spec's ``provider-tool-done`` chunk, ``tool`` in ``ProviderExecutedToolResult`` JSON)
+    or ``web_search_done`` (``web-search-done``: the search's queries and sources). Citations
+    travel with the final message (its ``citations``), so they get no frame."""
+    base = {"message_id": message_id, "depth": depth}
+    if isinstance(item, ProviderToolDone):
+        return {"type": "provider_tool_done", **base, "tool": item.tool.dump()}
+    if isinstance(item, WebSearchDone):
+        return {"type": "web_search_done", **base, "id": item.id, "result": item.result}
+    return None
+
+
 def telemetry(kind: str, **fields: Any) -> Frame:
     """An unwrapped telemetry frame such as ``step_started``."""
     return {"type": kind, **fields, "timestamp": now_ms()}
@@ -194,6 +208,14 @@ def tools_called(log: LogRecord) -> str | None:
     return json.dumps(names) if names else None
 
 
+def provider_tools_called(response_body: Any) -> str | None:
+    """The reference's ``provider_tools``: the provider-run tools of a response as a
+    JSON-encoded array (``ProviderExecutedToolResult`` JSON), or null."""
+    body = response_body if isinstance(response_body, dict) else {}
+    tools = body.get("provider_tools")
+    return json.dumps(tools) if isinstance(tools, list) and tools else None
+
+
 def log_data(log: LogRecord) -> Frame:
     """A log list item for the logs socket (no request/response bodies), in the
     reference's field names: ``model_name`` (the model definition), ``parent_log_id``,
@@ -204,6 +226,7 @@ def log_data(log: LogRecord) -> Frame:
         parent_log_id=log.parent_id,
         retry_of_log_id=log.retry_of_id,
         tools_called=tools_called(log),
+        provider_tools=provider_tools_called(log.response_body),
         actual_provider=None,
         standard_agents_router_used=False,
         error_origin=None,

@@ -17,6 +17,7 @@ from typing import Any
 from runtime.definitions import ModelDefinition
 from runtime.messages import ToolCall, make_tool_call
 from runtime.pricing import cost_of
+from runtime.provider_tools import CitationsFound, ProviderToolDone, WebSearchDone
 from runtime.providers.adapter import FinishDetails, strip_inline_data, wire_request
 from runtime.providers.base import (
     NETWORK,
@@ -38,6 +39,8 @@ from runtime.store import LogRecord
 MAX_ERROR_LINES = 100
 OnDelta = Callable[[str], None]
 OnImage = Callable[[ImageDelta], Awaitable[dict[str, Any] | None]]
+ProviderToolEvent = ProviderToolDone | WebSearchDone | CitationsFound
+OnProviderTool = Callable[[ProviderToolEvent], None]
 
 
 @dataclass(slots=True)
@@ -60,6 +63,12 @@ class LLMReply:
     reported_cost: float | None = None
     # Generated images, as the ``AttachmentRef``s they were stored under (``on_image``).
     images: list[dict[str, Any]] = field(default_factory=list)
+    # What the vendor ran itself (``ProviderExecutedToolResult.dump()``s), the searches
+    # among them (``WebSearchDone`` results) and the answer's sources (``Citation.dump()``s,
+    # character offsets into ``content``); never executed here.
+    provider_tools: list[dict[str, Any]] = field(default_factory=list)
+    web_searches: list[dict[str, Any]] = field(default_factory=list)
+    citations: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def reasoning_details(self) -> list[Any] | None:
@@ -92,6 +101,12 @@ class _Collector:
             self.calls.setdefault(item.id, {"name": "", "args": []})["args"].append(item.delta)
         elif isinstance(item, ToolCallDone):
             self.calls[item.id] = {"name": item.name, "args": [item.arguments], "done": True}
+        elif isinstance(item, ProviderToolDone):
+            self.reply.provider_tools.append(item.tool.dump())
+        elif isinstance(item, WebSearchDone):
+            self.reply.web_searches.append({"id": item.id, **item.result})
+        elif isinstance(item, CitationsFound):
+            self.reply.citations.extend(c.dump() for c in item.citations)
         elif isinstance(item, Finish):
             self.reply.finish_reason, self.reply.usage, self.finished = (
                 item.reason,
@@ -124,11 +139,13 @@ async def run_attempt(
     on_text: OnDelta = lambda _: None,
     on_reasoning: OnDelta = lambda _: None,
     on_image: OnImage | None = None,
+    on_provider_tool: OnProviderTool | None = None,
 ) -> LLMReply:
     """Send one request and collect the streamed reply; raises ``ProviderError``.
 
     ``on_image`` stores each generated image as it arrives and returns its
     ``AttachmentRef`` (``None``: not stored); the refs end up in ``reply.images``.
+    ``on_provider_tool`` hears each provider-run tool, search and citation as it arrives.
     """
     started = time.perf_counter()
     collector = _Collector(on_text, on_reasoning)
@@ -141,6 +158,10 @@ async def run_attempt(
                 if ref is not None:
                     collector.reply.images.append(ref)
                 continue
+            if on_provider_tool is not None and isinstance(
+                item, ProviderToolDone | WebSearchDone | CitationsFound
+            ):
+                on_provider_tool(item)
             collector.feed(item)
     except ProviderError:
         raise
@@ -254,6 +275,9 @@ def response_body(reply: LLMReply) -> dict[str, Any]:
         "reported_cost": reply.reported_cost,
         "provider_data": reply.provider_data or None,
         "images": list(reply.images) or None,  # refs to the stored files, never the pixels
+        "provider_tools": list(reply.provider_tools) or None,
+        "web_searches": list(reply.web_searches) or None,
+        "citations": list(reply.citations) or None,
     }
     body.update({k: v for k, v in extras.items() if v is not None})
     return body

@@ -119,6 +119,11 @@ def to_wire(message: Message) -> dict[str, Any]:
     data = message.to_dict()
     data["tool_calls"] = json.dumps(message.tool_calls) if message.tool_calls else None
     data["attachments"] = message.attachments or []
+    # Provider-run tools and the answer's sources, kept in metadata, also shown at the top
+    # level under the spec's names (``providerTools`` → ``provider_tools``, ``citations``).
+    for key in ("provider_tools", "citations"):
+        if message.metadata.get(key):
+            data[key] = message.metadata[key]
     return data
 
 

@@ -45,7 +45,9 @@ COMMIT_FAILED = "_engine_commit_failed"
 # commit with their response; a slower model's opening is stored while it thinks.
 STAGE_DELAY = 0.05
 # Frames that show a pending message: they must not reach listeners before the message.
-_STREAM_FRAMES = frozenset({"message_chunk", "reasoning_chunk", "message_image"})
+_STREAM_FRAMES = frozenset(
+    {"message_chunk", "reasoning_chunk", "message_image", "provider_tool_done", "web_search_done"}
+)
 install_log_filter(logging.getLogger("runtime"))
 
 

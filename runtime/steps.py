@@ -42,7 +42,7 @@ from runtime.recorder import Batch, Recorder
 from runtime.state import ThreadState
 from runtime.store import LogRecord, ThreadRecord
 from runtime.structured import SCHEMA_MISMATCH, answer_problem, retry_messages
-from runtime.toolset import OfferedTool
+from runtime.toolset import OfferedTool, provider_choices
 
 INVALID_RESPONSE_TOOL = "invalid_assistant_response"
 STOPPED_MESSAGE = "Stopped by the user before the request could be retried."
@@ -136,6 +136,7 @@ class Stepper:
             model_name=scope.model.name,
             metadata={"thread_id": scope.thread.id, "prompt_name": scope.prompt.name},
             response_schema=scope.prompt.response_schema,
+            provider_tools=await provider_choices(scope.prompt, self._env(scope)),
         )
 
     async def prepare(
@@ -369,6 +370,10 @@ class Stepper:
             metadata["provider_data"] = reply.provider_data
         if image_errors:
             metadata["image_errors"] = image_errors
+        # What the vendor ran and the answer's sources (docs/providers.md#provider-tools).
+        for key in ("provider_tools", "web_searches", "citations"):
+            if getattr(reply, key):
+                metadata[key] = list(getattr(reply, key))
         if metadata != opened.message.metadata:
             updates["metadata"] = metadata
         if reply.images:  # generated images, already in the thread file system

@@ -29,8 +29,9 @@ from runtime.definitions import (
     SideConfig,
     ToolConfig,
 )
-from runtime.loader import DefinitionLoader, DefinitionNotFound
+from runtime.loader import DefinitionLoader
 from runtime.mcp import McpTools, split_name, wire_name
+from runtime.provider_tools import ProviderToolChoice
 from runtime.providers.base import ToolSchema
 from runtime.registry import EMPTY_OBJECT_SCHEMA, Registry, ToolDefinition
 
@@ -71,14 +72,9 @@ async def offered_tools(
             continue  # a resumable subagent: reached through subagent_create (runtime.subagents)
         if entry.optional and (await env(entry.optional) or "").strip().lower() not in TRUTHY:
             continue
+        if entry.name.startswith(PROVIDER_TOOL_PREFIX):
+            continue  # the vendor runs it: sent as a ``ProviderToolChoice`` (provider_choices)
         offered = await resolve(defs, registry, entry, mcp)
-        if offered is None and entry.name.startswith(PROVIDER_TOOL_PREFIX):
-            # Saving refuses these (runtime.validation.provider_tool_errors); one stored
-            # before that rule ends the session visibly instead of losing the tool.
-            raise DefinitionNotFound(
-                f"Prompt '{prompt.name}' lists '{entry.name}', a tool its model's provider "
-                "would run; no provider offers provider tools in this build. Remove it."
-            )
         if offered is None:
             logger.warning(
                 "Prompt %s lists tool %r, which resolves to nothing", prompt.name, entry.name
@@ -95,6 +91,20 @@ async def offered_tools(
             out[binding.name] = await resolve(
                 defs, registry, ToolConfig(name=binding.name)
             ) or session_tool(kind, binding)
+    return out
+
+
+async def provider_choices(prompt: PromptDefinition, env: EnvLookup) -> list[ProviderToolChoice]:
+    """The prompt's ``provider:<name>`` tools with their options, for the vendor to run
+    (an entry with ``optional: ENV_NAME`` only when that env value is truthy)."""
+    out = []
+    for entry in _entries(prompt):
+        if not entry.name.startswith(PROVIDER_TOOL_PREFIX):
+            continue
+        if entry.optional and (await env(entry.optional) or "").strip().lower() not in TRUTHY:
+            continue
+        name = entry.name[len(PROVIDER_TOOL_PREFIX) :]
+        out.append(ProviderToolChoice(name, dict(entry.options or {})))
     return out
 
 

@@ -19,7 +19,6 @@ from pydantic.alias_generators import to_camel
 
 from runtime.definitions import (
     PROVIDER_TOOL_PREFIX,
-    PROVIDER_TOOLS,
     PROVIDERS,
     AgentDefinition,
     ModelDefinition,
@@ -28,6 +27,8 @@ from runtime.definitions import (
     PromptIncludePart,
     SideConfig,
 )
+from runtime.provider_tools import ProviderToolOffer
+from runtime.providers.offers import option_errors, provider_offers
 from runtime.providers.offers_openai import is_search_model
 from runtime.tool_names import validate_tool_name
 
@@ -81,6 +82,9 @@ class Catalog:
     # Model name → its provider, and → its ``structuredOutputs`` capability (None: not said).
     model_providers: dict[str, str] = field(default_factory=dict)
     model_structured_outputs: dict[str, bool | None] = field(default_factory=dict)
+    # Model name → the provider tools a prompt on it may use (``runtime.providers.offers``);
+    # a model missing here is judged by its provider alone.
+    model_offers: dict[str, dict[str, ProviderToolOffer]] = field(default_factory=dict)
 
     def callables(self) -> set[str]:
         return self.tools | self.prompts | self.agents
@@ -524,42 +528,69 @@ def _model_chain(prompt: PromptDefinition, catalog: Catalog | None) -> list[str]
 def provider_tool_errors(
     prompt: PromptDefinition, catalog: Catalog | None = None
 ) -> list[DefinitionError]:
-    """``provider:<name>`` tools the provider of each model of the chain does not run.
+    """``provider:<name>`` tools some model of the chain does not run, and options that do
+    not fit the tool.
 
-    Refused rather than dropped at run time: an agent that was told it can search
-    the web must not silently lose that tool (no provider tool is built yet).
+    Refused rather than dropped at run time: an agent that was told it can search the
+    web must not silently lose that tool, on its model or on a fallback of another vendor.
     """
-    if catalog is None:
-        return []  # checked with the other references, once the models are known
     errs: list[DefinitionError] = []
-    for i, name in enumerate(prompt.tool_names()):
+    for i, entry in enumerate(prompt.tools or []):
+        name = entry if isinstance(entry, str) else entry.name
+        options = None if isinstance(entry, str) else entry.options
         if not name.startswith(PROVIDER_TOOL_PREFIX):
+            if options is not None:
+                errs.append(
+                    DefinitionError(
+                        f"tools.{i}.options",
+                        f"Options apply only to provider tools (provider:NAME); '{name}' is not one.",
+                    )
+                )
             continue
+        if catalog is None:
+            continue  # checked with the other references, once the models are known
         tool = name[len(PROVIDER_TOOL_PREFIX) :]
-        chain = _model_chain(prompt, catalog)
-        known = [(m, catalog.model_providers[m]) for m in chain if m in catalog.model_providers]
-        if not known:
-            errs.append(
-                DefinitionError(
-                    f"tools.{i}",
-                    f"'{name}' is a tool the model's provider runs itself; no provider offers "
-                    "provider tools in this build yet. Remove it.",
+        chain = [m for m in _model_chain(prompt, catalog) if m in catalog.model_providers]
+        for model_name in chain:
+            offers = _offers_of(model_name, catalog)
+            offer = offers.get(tool)
+            if offer is None:
+                provider = catalog.model_providers[model_name]
+                what = ", ".join(f"provider:{t}" for t in offers) or "none"
+                errs.append(
+                    DefinitionError(
+                        f"tools.{i}",
+                        f"'{name}' is not offered by provider '{provider}' for model "
+                        f"'{model_name}'. Provider tools it offers: {what}. Remove it or "
+                        "choose another model.",
+                    )
                 )
-            )
-            continue
-        for model_name, provider in known:
-            offered = PROVIDER_TOOLS.get(provider, ())
-            if tool in offered:
                 continue
-            what = ", ".join(f"provider:{t}" for t in offered) or "none yet in this build"
-            errs.append(
-                DefinitionError(
-                    f"tools.{i}",
-                    f"'{name}' is not offered by provider '{provider}' (model '{model_name}'). "
-                    f"Provider tools it offers: {what}. Remove it.",
+            for problem in option_errors(offer, options or {}):
+                errs.append(
+                    DefinitionError(f"tools.{i}.options", f"Options of '{name}': {problem}")
                 )
-            )
-    return errs
+    return _unique(errs)
+
+
+def _offers_of(model_name: str, catalog: Catalog) -> dict[str, ProviderToolOffer]:
+    offers = catalog.model_offers.get(model_name)
+    if offers is not None:
+        return offers
+    provider = catalog.model_providers[model_name]
+    stub = ModelDefinition(name=model_name, provider=provider, model="")  # type: ignore[arg-type]
+    return provider_offers(stub)
+
+
+def _unique(errs: list[DefinitionError]) -> list[DefinitionError]:
+    """Each error once (two models of one vendor refuse a tool in the same words)."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for e in errs:
+        if (e.path, e.message) not in seen:
+            seen.add((e.path, e.message))
+            out.append(e)
+    return out
 
 
 def response_schema_errors(
@@ -738,10 +769,10 @@ def _model_api_rules(model: ModelDefinition) -> list[DefinitionError]:
             errs.append(
                 DefinitionError("api", f"This build speaks these OpenAI APIs: {', '.join(apis)}.")
             )
-    offered = PROVIDER_TOOLS.get(model.provider, ())
+    offered = provider_offers(model)
     for i, name in enumerate(model.provider_tools or []):
         if name not in offered:
-            what = ", ".join(offered) or "none yet in this build"
+            what = ", ".join(offered) or "none"
             errs.append(
                 DefinitionError(
                     f"providerTools.{i}",

@@ -12,6 +12,7 @@ from django.utils.html import format_html
 
 from agents_app.admin.display import from_us
 from agents_app.admin.env import secret_masker
+from agents_app.admin.log_sources import provider_tools_html, sources_html
 from agents_app.admin.read_only import ReadOnlyAdmin
 from agents_app.models import Log
 
@@ -81,6 +82,14 @@ class LogAdmin(ReadOnlyAdmin):
             },
         ),
         (
+            "Provider tools and sources",
+            {
+                "description": "Tools the model's vendor ran itself, and the pages the answer "
+                "cites (character spans of the reply).",
+                "fields": ("shown_provider_tools", "shown_sources"),
+            },
+        ),
+        (
             "Request and response",
             {
                 "description": "Stored secret env values are shown as [secret].",
@@ -94,6 +103,8 @@ class LogAdmin(ReadOnlyAdmin):
         "shown_system_prompt",
         "shown_request",
         "shown_response",
+        "shown_provider_tools",
+        "shown_sources",
     )
 
     @admin.display(description="When", ordering="created_at")
@@ -119,6 +130,14 @@ class LogAdmin(ReadOnlyAdmin):
     @admin.display(description="Response")
     def shown_response(self, obj: Log) -> str:
         return _pre(obj, _json(obj.response_body))
+
+    @admin.display(description="Provider tools")
+    def shown_provider_tools(self, obj: Log) -> str:
+        return provider_tools_html(obj.response_body)
+
+    @admin.display(description="Sources")
+    def shown_sources(self, obj: Log) -> str:
+        return sources_html(obj.response_body)
 
 
 def _json(value: Any) -> str:

@@ -12,6 +12,7 @@ from agents_app.api.schemas import ERRORS
 from agents_app.api.security import require_staff
 from agents_app.errors import NotFound
 from agents_app.services import instance_info
+from agents_app.services.provider_tools import provider_tools
 
 router = Router(tags=["instance"])
 
@@ -43,6 +44,14 @@ def provider_icon(request: HttpRequest, name: str) -> HttpResponse:
     response["Cache-Control"] = "public, max-age=86400"
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+@router.get("/providers/{name}/tools", response={200: dict, **ERRORS}, summary="Provider tools")
+def provider_tool_list(request: HttpRequest, name: str, model: str | None = None) -> dict[str, Any]:
+    """The tools the vendor runs itself for ``model`` (a model definition name or the
+    vendor's model id), usable in prompts as ``provider:<name>``."""
+    require_staff(request)
+    return {"tools": provider_tools(name, model)}
 
 
 @router.get("/diagnostics", response={200: dict, **ERRORS}, summary="Definition warnings")

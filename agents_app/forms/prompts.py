@@ -272,6 +272,7 @@ def _tool(form: forms.BaseForm) -> dict[str, Any]:
             "requiresApproval": cd.get("requires_approval"),
             "client": cd.get("client"),
             "waitTimeoutSeconds": cd.get("wait_timeout_seconds"),
+            "options": cd.get("options"),
         }
     )
 
@@ -322,6 +323,13 @@ class PromptToolForm(OrderedRowForm):
         label="Env for the tool",
         help_text="Plain-text values the tool sees, one NAME=value per line (never secrets).",
     )
+    options = PrettyJSONField(
+        label="Provider tool options",
+        help_text="Provider tools only: a JSON object in the vendor's names, for example "
+        '{"max_uses": 3, "allowed_domains": ["example.com"]} for Anthropic web_search. '
+        "GET /api/providers/NAME/tools lists each tool's options.",
+        widget=forms.Textarea(attrs={"rows": 3, "class": "studio-code"}),
+    )
 
     class Meta:
         model = PromptTool
@@ -344,6 +352,7 @@ class PromptToolForm(OrderedRowForm):
             "requires_approval",
             "client",
             "wait_timeout_seconds",
+            "options",
         ]
         labels = {
             "name": "Tool",
@@ -359,7 +368,8 @@ class PromptToolForm(OrderedRowForm):
         help_texts = {
             "name": "A code tool, an MCP server's tool (mcp:SERVER/TOOL), a prompt (runs as "
             "a sub-prompt) or an agent (runs as a subagent). Start typing to see the known names. "
-            "Provider-run tools (provider:NAME) are refused: none is built yet.",
+            "Provider-run tools: provider:NAME (for example provider:web_search), when every "
+            "model of the prompt's chain offers it.",
             "include_text_response": "Sub-prompts and subagents: return their final text.",
             "include_tool_calls": "Sub-prompts and subagents: return the tool calls they made.",
             "include_errors": "Sub-prompts and subagents: return their errors.",

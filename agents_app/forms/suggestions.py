@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents_app.models import Agent, Prompt
+from agents_app.models import Agent, LanguageModel, Prompt
 from agents_app.services import definitions, mcp_servers
+from runtime.definitions import ModelDefinition
+from runtime.providers.offers import provider_offers
 
 
 @dataclass(frozen=True)
@@ -13,7 +15,7 @@ class Callable:
     """Something a prompt may offer the model as a tool."""
 
     name: str
-    kind: str  # "code tool", "MCP tool (<server>)", "prompt" or "agent"
+    kind: str  # "code tool", "MCP tool (<server>)", "provider tool (<vendors>)", "prompt", "agent"
     description: str
 
 
@@ -37,6 +39,7 @@ def callables() -> list[Callable]:
             Callable(name, f"MCP tool ({name[4:].split('/', 1)[0]})", desc)
             for name, desc in mcp_servers.tool_choices()
         ]
+        + provider_callables()
         + [
             Callable(name, "prompt", desc)
             for name, desc in Prompt.objects.order_by("name").values_list(
@@ -50,6 +53,26 @@ def callables() -> list[Callable]:
             )
         ]
     )
+
+
+def provider_callables() -> list[Callable]:
+    """``provider:<name>`` tools the vendors of the stored models run, with who runs them
+    (saving still checks every model of a prompt's chain)."""
+    vendors: dict[str, list[str]] = {}
+    about: dict[str, str] = {}
+    providers = LanguageModel.objects.values_list("provider", flat=True).distinct()
+    for provider in sorted(set(providers)):
+        try:
+            stub = ModelDefinition(name=provider, provider=provider, model="")  # type: ignore[arg-type]
+        except ValueError:
+            continue
+        for name, offer in provider_offers(stub).items():
+            vendors.setdefault(name, []).append(provider)
+            about.setdefault(name, offer.description)
+    return [
+        Callable(f"provider:{name}", f"provider tool ({', '.join(vendors[name])})", about[name])
+        for name in sorted(vendors)
+    ]
 
 
 def callable_names() -> list[tuple[str, str]]:

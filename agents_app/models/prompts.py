@@ -127,6 +127,8 @@ class PromptTool(models.Model):
     requires_approval = models.BooleanField(null=True, blank=True)
     client = models.BooleanField(null=True, blank=True, help_text="The client runs this tool.")
     wait_timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
+    # A provider tool's options (ToolConfig.options), in the vendor's names.
+    options = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["position", "id"]

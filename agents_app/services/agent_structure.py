@@ -27,10 +27,12 @@ from agents_app.models import (
     PromptTool,
     ScheduledEffect,
 )
+from agents_app.services.definitions import model_definition
 from agents_app.services.mcp_servers import server_runtime
 from agents_app.services.variable_scan import agent_env_levels
-from runtime.definitions import PROVIDER_TOOL_PREFIX, PROVIDER_TOOLS
+from runtime.definitions import PROVIDER_TOOL_PREFIX
 from runtime.mcp import split_name
+from runtime.providers.offers import allowed_offers
 from runtime.providers.registry import KEY_NAMES
 
 # Effects are scheduled by code at run time, so what a tool may schedule is not declared
@@ -211,7 +213,7 @@ class _Builder:
 
     def tool_node(self, entry: PromptTool) -> Node:
         name = entry.name
-        node = self._tool(name)
+        node = self._tool(name, entry.prompt.model)
         if entry.optional:
             node.notes.append(f"Offered only when the env value {entry.optional} is true.")
         if entry.requires_approval:
@@ -220,12 +222,17 @@ class _Builder:
             node.notes.append("The app talking to the agent runs each call (a client tool).")
         return node
 
-    def _tool(self, name: str) -> Node:
+    def _tool(self, name: str, model: Any = None) -> Node:
         if name.startswith(PROVIDER_TOOL_PREFIX):
-            node = Node("tool", name, "Provider tool")
             tool = name[len(PROVIDER_TOOL_PREFIX) :]
-            if not any(tool in tools for tools in PROVIDER_TOOLS.values()):
-                node.warnings.append(f"No provider runs a tool called {tool}.")
+            offers = allowed_offers(model_definition(model)) if model is not None else {}
+            offer = offers.get(tool)
+            node = Node("tool", name, "Provider tool", detail=offer.description if offer else "")
+            if offer is None:
+                what = ", ".join(offers) or "none"
+                node.warnings.append(
+                    f"The model's provider does not run a tool called {tool} (it runs: {what})."
+                )
             return node
         mcp = split_name(name)
         if mcp is not None or name.startswith("mcp:"):

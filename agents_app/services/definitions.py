@@ -51,6 +51,8 @@ from runtime.definitions import (
     PromptPart as PromptPartDef,
 )
 from runtime.mcp import McpServerDefinition
+from runtime.provider_tools import ProviderToolOffer
+from runtime.providers.offers import allowed_offers
 from runtime.validation import (
     Catalog,
     DefinitionError,
@@ -98,11 +100,12 @@ def build_catalog(
     ):
         if part.include is not None:
             catalog.prompt_includes.setdefault(part.prompt.name, []).append(part.include.name)
-    for name, provider, capabilities in LanguageModel.objects.values_list(
-        "name", "provider", "capabilities"
+    for name, provider, capabilities, model_id, api, tools in LanguageModel.objects.values_list(
+        "name", "provider", "capabilities", "model", "api", "provider_tools"
     ):
         catalog.model_providers[name] = provider
         catalog.model_structured_outputs[name] = (capabilities or {}).get("structuredOutputs")
+        catalog.model_offers[name] = model_offers(name, provider, model_id, api, tools)
     for link in ModelFallback.objects.select_related("model", "fallback"):
         catalog.model_fallbacks.setdefault(link.model.name, []).append(link.fallback.name)
     for d in extra:
@@ -110,6 +113,7 @@ def build_catalog(
             catalog.models.add(d.name)
             catalog.model_fallbacks[d.name] = list(d.fallbacks or [])
             catalog.model_providers[d.name] = d.provider
+            catalog.model_offers[d.name] = allowed_offers(d)
             catalog.model_structured_outputs[d.name] = (
                 d.capabilities.structured_outputs if d.capabilities else None
             )
@@ -123,6 +127,24 @@ def build_catalog(
         catalog.tools, catalog.hooks = code
     catalog.strict_code_names = code is not None if strict_code_names is None else strict_code_names
     return catalog
+
+
+def model_offers(
+    name: str, provider: str, model_id: str, api: str, tools: list[str] | None
+) -> dict[str, ProviderToolOffer]:
+    """The provider tools a prompt on a stored model may use (its ``providerTools`` narrow
+    its vendor's offers)."""
+    try:
+        model = ModelDefinition(
+            name=name,
+            provider=provider,  # type: ignore[arg-type]
+            model=model_id or "",
+            api=api or None,  # type: ignore[arg-type]
+            provider_tools=list(tools) if tools else None,
+        )
+    except ValueError:
+        return {}  # an unknown provider or API offers nothing
+    return allowed_offers(model)
 
 
 def validate_definition(defn: AnyDefinition, catalog: Catalog) -> list[DefinitionError]:
@@ -186,6 +208,7 @@ def _tool_entry(t: PromptTool) -> ToolEntry:
         requires_approval=t.requires_approval,
         client=t.client,
         wait_timeout_seconds=t.wait_timeout_seconds,
+        options=t.options if t.options is not None else None,
         resumable=ResumableConfig(
             receives_messages=t.receives_messages, max_instances=t.max_instances
         )  # type: ignore[arg-type]
@@ -409,6 +432,7 @@ def _tool_row(p: Prompt, i: int, entry: ToolEntry) -> PromptTool:
         requires_approval=cfg.requires_approval,
         client=cfg.client,
         wait_timeout_seconds=cfg.wait_timeout_seconds,
+        options=cfg.options,
     )
 
 

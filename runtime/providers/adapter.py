@@ -29,7 +29,7 @@ import orjson
 
 from runtime.definitions import ModelDefinition
 from runtime.providers import errors
-from runtime.providers.base import Finish, ProviderRequest, StreamEvent
+from runtime.providers.base import Finish, ProviderError, ProviderRequest, StreamEvent
 from runtime.providers.sse import SSEEvent, aiter_sse
 
 KeyResolver = Callable[[ProviderRequest], Awaitable[str | None]]
@@ -273,7 +273,10 @@ def wire_request(provider: object, request: ProviderRequest) -> dict[str, Any] |
     build = getattr(provider, "build_request", None)
     if build is None:
         return None
-    prepared = build(request)
+    try:
+        prepared = build(request)
+    except ProviderError:
+        return None  # a request the adapter refuses: the attempt itself fails with the reason
     if not isinstance(prepared, PreparedRequest):
         return None
     dumped: dict[str, Any] = strip_inline_data(prepared.dump())

@@ -10,7 +10,8 @@ Wire notes (fixtures under /work/shared/fixtures/providers/anthropic):
 - the stream is ``message_start`` … ``content_block_*`` … ``message_delta``
   (cumulative usage, stop reason) and ``message_stop``, the terminal event;
   tool arguments are ``input_json_delta`` fragments, ``""`` alone meaning ``{}``;
-  server-tool blocks (``server_tool_use``, ``*_tool_result``) are skipped.
+- server tools (``provider:web_search``, ``provider:code_execution``) are recorded and
+  their blocks sent back next turn (``runtime.providers.anthropic_server_tools``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ from runtime.providers.adapter import (
     parse_json_object,
     provider_data,
     tool_choice_name,
+)
+from runtime.providers.anthropic_server_tools import (
+    ServerToolLog,
+    echo_blocks,
+    is_server_block,
+    server_tools,
 )
 from runtime.providers.base import (
     FinishReason,
@@ -147,11 +154,13 @@ def _media_block(part: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = [
-        dict(b) for b in provider_data(message, "anthropic").get("thinking") or []
-    ]
+    data = provider_data(message, "anthropic")
     # Generated images cannot be sent back as the assistant's: their names stand in.
     text = joined_text(message.get("content"), media_as_text=True)
+    echoed = echo_blocks(message, data.get("blocks"), text)
+    if echoed is not None:  # a turn with server tools goes back exactly as it came
+        return echoed
+    blocks: list[dict[str, Any]] = [dict(b) for b in data.get("thinking") or []]
     if text:
         blocks.append({"type": "text", "text": text})
     for call in message.get("tool_calls") or []:
@@ -201,11 +210,13 @@ def anthropic_body(request: ProviderRequest, *, stream: bool, max_tokens: int) -
     system = "\n\n".join(s for s in [request.system, *system_extra] if s)
     if system:
         body["system"] = system
-    if request.tools:
-        body["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters}
-            for t in request.tools
-        ]
+    tools: list[dict[str, Any]] = [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters}
+        for t in request.tools
+    ]
+    tools += server_tools(request.provider_tools)
+    if tools:
+        body["tools"] = tools
         body["tool_choice"] = anthropic_tool_choice(request)
     budget = thinking_budget(request)
     if budget is not None:
@@ -259,11 +270,13 @@ def _finish(
     has_calls: bool,
     model: str | None,
     response_id: str | None,
+    server: ServerToolLog | None = None,
 ) -> FinishDetails:
+    data = (server or ServerToolLog()).provider_data(thinking)
     return FinishDetails(
         stop_reason(raw_stop, has_calls),
         anthropic_usage(usage),
-        provider_data={"anthropic": {"thinking": thinking}} if thinking else {},
+        provider_data={"anthropic": data} if data else {},
         response_model=model,
         response_id=response_id,
         vendor_finish_reason=raw_stop,
@@ -277,12 +290,15 @@ def parse_message(payload: Any, show_reasoning: bool = True) -> list[StreamEvent
     events: list[StreamEvent] = []
     thinking: list[dict[str, Any]] = []
     has_calls = False
+    server = ServerToolLog()
     for block in payload.get("content") or []:
-        kind = block.get("type") if isinstance(block, dict) else None
+        kind = str(block.get("type", "")) if isinstance(block, dict) else ""
         if kind == "text" and block.get("text"):
             events.append(TextDelta(block["text"]))
+            events += server.text(block, block["text"])
         elif kind in ("thinking", "redacted_thinking"):
             thinking.append(_thinking_record(block))
+            server.other(_thinking_record(block))
             if kind == "thinking" and block.get("thinking") and show_reasoning:
                 events.append(ReasoningDelta(block["thinking"]))
         elif kind == "tool_use":
@@ -291,6 +307,13 @@ def parse_message(payload: Any, show_reasoning: bool = True) -> list[StreamEvent
             call_id, name = str(block.get("id", "")), str(block.get("name", ""))
             events += [ToolCallStart(call_id, name), ToolCallDelta(call_id, arguments)]
             events.append(ToolCallDone(call_id, name, arguments))
+            server.other(
+                {"type": "tool_use", "id": call_id, "name": name, "input": block.get("input") or {}}
+            )
+        elif is_server_block(kind):
+            events += server.server(block)
+    container = payload.get("container")
+    server.container = container if isinstance(container, dict) else None
     usage = payload.get("usage")
     events.append(
         _finish(
@@ -300,6 +323,7 @@ def parse_message(payload: Any, show_reasoning: bool = True) -> list[StreamEvent
             has_calls,
             payload.get("model"),
             payload.get("id"),
+            server,
         )
     )
     return events
@@ -313,6 +337,8 @@ class _Block:
     parts: list[str] = field(default_factory=list)
     signature: str = ""
     data: str = ""
+    raw: dict[str, Any] = field(default_factory=dict)
+    citations: list[dict[str, Any]] = field(default_factory=list)
 
 
 class AnthropicStreamParser:
@@ -330,6 +356,7 @@ class AnthropicStreamParser:
         self.response_id: str | None = None
         self.stopped = False
         self.show_reasoning = show_reasoning
+        self.server = ServerToolLog()
 
     def feed(self, event: SSEEvent) -> list[StreamEvent]:
         payload = load_event_json(self.vendor, event)
@@ -346,6 +373,9 @@ class AnthropicStreamParser:
             self.usage.update(message.get("usage") or {})
         elif kind == "message_delta":
             self.stop = (payload.get("delta") or {}).get("stop_reason") or self.stop
+            container = (payload.get("delta") or {}).get("container")
+            if isinstance(container, dict):
+                self.server.container = container
             self.usage.update(payload.get("usage") or {})  # cumulative totals
         elif kind == "message_stop":
             self.stopped = True
@@ -358,10 +388,12 @@ class AnthropicStreamParser:
         kind = str(block.get("type", ""))
         entry = _Block(kind, str(block.get("id", "")), str(block.get("name", "")))
         entry.data = str(block.get("data", ""))
+        entry.raw = dict(block)
         self.blocks[int(payload.get("index", 0))] = entry
         if kind == "tool_use":
             return [ToolCallStart(entry.id, entry.name)]
         if kind == "text" and block.get("text"):
+            entry.parts.append(block["text"])
             return [TextDelta(block["text"])]
         return []
 
@@ -372,7 +404,14 @@ class AnthropicStreamParser:
         if block is None:
             return []
         if kind == "text_delta" and delta.get("text"):
+            block.parts.append(delta["text"])
             return [TextDelta(delta["text"])]
+        if kind == "citations_delta" and isinstance(delta.get("citation"), dict):
+            block.citations.append(delta["citation"])
+            return []
+        if kind == "input_json_delta" and block.kind == "server_tool_use":
+            block.parts.append(delta.get("partial_json") or "")
+            return []
         if kind == "input_json_delta" and block.kind == "tool_use":
             piece = delta.get("partial_json") or ""
             block.parts.append(piece)
@@ -391,14 +430,32 @@ class AnthropicStreamParser:
         if block.kind == "tool_use":
             done = ToolCallDone(block.id, block.name, "".join(block.parts) or "{}")
             self.calls.append(done)
+            self.server.other(
+                {
+                    "type": "tool_use",
+                    "id": block.id,
+                    "name": block.name,
+                    "input": parse_json_object(done.arguments),
+                }
+            )
             return [done]
+        if block.kind == "text":
+            text = "".join(block.parts)
+            return self.server.text({"citations": block.citations}, text) if text else []
+        if block.kind == "server_tool_use":
+            raw = {**block.raw, "input": parse_json_object("".join(block.parts) or "{}")}
+            return self.server.server(raw)
+        if is_server_block(block.kind):
+            return self.server.server(block.raw)  # results arrive whole in the start event
         if block.kind == "thinking":
             record = {"thinking": "".join(block.parts), "signature": block.signature}
             self.thinking.append(_thinking_record({"type": "thinking", **record}))
+            self.server.other(self.thinking[-1])
         elif block.kind == "redacted_thinking":
             self.thinking.append(
                 _thinking_record({"type": "redacted_thinking", "data": block.data})
             )
+            self.server.other(self.thinking[-1])
         return []
 
     def close(self) -> list[StreamEvent]:
@@ -406,7 +463,13 @@ class AnthropicStreamParser:
             raise errors.incomplete_stream(self.vendor, "message_stop")
         return [
             _finish(
-                self.stop, self.usage, self.thinking, bool(self.calls), self.model, self.response_id
+                self.stop,
+                self.usage,
+                self.thinking,
+                bool(self.calls),
+                self.model,
+                self.response_id,
+                self.server,
             )
         ]
 

@@ -56,6 +56,7 @@ from runtime.providers.base import (
     ToolCallStart,
     Usage,
 )
+from runtime.providers.google_server_tools import GeminiToolLog, echo_parts, gemini_tools
 from runtime.providers.sse import SSEEvent
 
 FINISH_REASONS: dict[str, FinishReason] = {
@@ -141,6 +142,9 @@ def _model_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
     signatures = saved.get("call_signatures") or {}
     parts: list[dict[str, Any]] = []
     text = content_text(message.get("content"))
+    echoed = echo_parts(message, saved.get("parts"), text)
+    if echoed is not None:  # a turn that ran code goes back exactly as it came
+        return echoed
     text_signature = saved.get("text_signature")
     if text or text_signature:
         part: dict[str, Any] = {"text": text}
@@ -246,15 +250,19 @@ def gemini_body(request: ProviderRequest) -> dict[str, Any]:
     system = "\n\n".join(s for s in [request.system, *system_extra] if s)
     if system:
         body["systemInstruction"] = {"parts": [{"text": system}]}
+    tools: list[dict[str, Any]] = []
     if request.tools:
         declarations = [
             {"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters}
             for t in request.tools
         ]
-        body["tools"] = [{"functionDeclarations": declarations}]
+        tools.append({"functionDeclarations": declarations})
         config = tool_config(request)
         if config:
             body["toolConfig"] = config
+    tools += gemini_tools(request.provider_tools)
+    if tools:
+        body["tools"] = tools
     generation: dict[str, Any] = {}
     if request.max_output_tokens:
         generation["maxOutputTokens"] = request.max_output_tokens
@@ -304,6 +312,7 @@ class GeminiResponseReader:
         self.usage: Any = None
         self.model: str | None = None
         self.response_id: str | None = None
+        self.tools = GeminiToolLog()
 
     def read(self, payload: Any) -> list[StreamEvent]:
         if not isinstance(payload, dict):
@@ -320,6 +329,7 @@ class GeminiResponseReader:
             return []
         candidate = candidates[0]
         events = self._parts(((candidate.get("content") or {}).get("parts")) or [])
+        events += self.tools.grounding(candidate.get("groundingMetadata"))
         if candidate.get("finishReason"):
             self.finish = candidate["finishReason"]
         return events
@@ -343,6 +353,9 @@ class GeminiResponseReader:
                     self.text_signature = part["thoughtSignature"]
                 if part["text"]:
                     events.append(TextDelta(part["text"]))
+                self.tools.part(part)
+            elif not part.get("thought"):  # executableCode, codeExecutionResult
+                events.extend(self.tools.part(part))
         return events
 
     def _image(self, part: dict[str, Any]) -> ImageDelta:
@@ -363,6 +376,7 @@ class GeminiResponseReader:
         if part.get("thoughtSignature"):
             self.call_signatures[call_id] = part["thoughtSignature"]
         self.has_calls = True
+        self.tools.part({**part, "functionCall": {**call, "id": call_id}})
         return [
             ToolCallStart(call_id, name),
             ToolCallDelta(call_id, arguments),
@@ -380,6 +394,7 @@ class GeminiResponseReader:
             data["text_signature"] = self.text_signature
         if any(self.image_signatures):
             data["image_signatures"] = list(self.image_signatures)
+        data.update(self.tools.provider_data())
         return FinishDetails(
             reason,
             gemini_usage(self.usage),

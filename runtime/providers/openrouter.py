@@ -11,7 +11,9 @@ Differences from OpenAI that matter here (fixtures under .../openrouter):
 - the usage chunk comes *after* the finish chunk and still has a ``choices[0]``
   whose ``finish_reason`` is null; ``usage.cost`` is the billed cost;
 - an error mid-stream is a chunk with a top-level ``error`` (HTTP status 200);
-- ``: OPENROUTER PROCESSING`` comment lines are keep-alives.
+- ``: OPENROUTER PROCESSING`` comment lines are keep-alives;
+- ``provider:web_search`` is its ``openrouter:web_search`` server tool; the pages come
+  back as ``url_citation`` annotations (``runtime.providers.openrouter_server_tools``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from runtime.providers.openai import (
     chat_message,
     parse_chat_completion,
 )
+from runtime.providers.openrouter_server_tools import Annotations, openrouter_tools
 
 
 def routing(included_providers: list[str] | None) -> dict[str, Any] | None:
@@ -137,12 +140,14 @@ class OpenRouterStreamParser(ChatStreamParser):
         self.images = GeneratedImages()
         self.served_by: str | None = None
         self.show_reasoning = show_reasoning
+        self.annotations = Annotations()
 
     def on_chunk(self, chunk: dict[str, Any]) -> None:
         self.served_by = chunk.get("provider") or self.served_by
 
     def extra_delta(self, delta: dict[str, Any]) -> list[StreamEvent]:
         self.details.feed(delta.get("reasoning_details"))
+        self.annotations.feed(delta.get("annotations"))
         events: list[StreamEvent] = []
         if delta.get("reasoning") and self.show_reasoning:
             events.append(ReasoningDelta(delta["reasoning"]))
@@ -152,6 +157,11 @@ class OpenRouterStreamParser(ChatStreamParser):
     def finish_event(self) -> FinishDetails:
         finish = super().finish_event()
         return _with_extras(finish, self.usage, self.details.result(), self.served_by)
+
+    def close(self) -> list[StreamEvent]:
+        events = super().close()
+        events[-1:-1] = self.annotations.events(self.response_id, self.usage)
+        return events
 
 
 def _with_extras(
@@ -212,6 +222,9 @@ class OpenRouterProvider(HTTPAdapter):
         streaming = self.streaming if stream is None else stream
         body = chat_body(request, stream=streaming)
         body["messages"] = openrouter_messages(request)
+        server_tools = openrouter_tools(request.provider_tools)
+        if server_tools:
+            body["tools"] = [*body.get("tools", []), *server_tools]
         if "max_completion_tokens" in body:  # OpenRouter's name for the cap
             body["max_tokens"] = body.pop("max_completion_tokens")
         route = routing(self.included_providers)
@@ -239,6 +252,9 @@ class OpenRouterProvider(HTTPAdapter):
         if _excluded(request):
             events = [e for e in events if not isinstance(e, ReasoningDelta)]
         events[-1:-1] = GeneratedImages().feed(message.get("images"))
+        annotations = Annotations()
+        annotations.feed(message.get("annotations"))
+        events[-1:-1] = annotations.events(payload.get("id"), payload.get("usage"))
         finish = events[-1]
         assert isinstance(finish, FinishDetails)
         details = message.get("reasoning_details")

@@ -155,6 +155,13 @@ class TestProvider:
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[StreamEvent]:
         """Yield the next scripted response as stream events (or raise its error)."""
+        if request.provider_tools:
+            # Saving refuses these (it offers none); never answer as if the tool had run.
+            names = ", ".join(f"provider:{t.name}" for t in request.provider_tools)
+            raise ProviderError(
+                f"The test provider runs no provider tools (asked for: {names}).",
+                INVALID_REQUEST,
+            )
         self.requests.append(request)
         index = self._next_index(request)
         response = self._pick(index, request)

@@ -4,6 +4,7 @@
 
 import { api, fileUrl, threadPath } from './api.js';
 import { renderMarkdown } from './markdown.js';
+import { linkCitations, markCitations, sourcesList } from './citations.js';
 
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -188,11 +189,14 @@ function messageBlock(ctx, message, results) {
   }
   const text = message.content ?? streamed ?? '';
   const body = el('div', { className: `msg-body${streaming ? ' streaming' : ''}` });
+  const cited = !human && !streaming && Array.isArray(message.citations) ? markCitations(text, message.citations) : null;
   if (human) body.append(el('p', { className: 'plain', text }));
+  else if (cited && cited.sources.length) body.append(linkCitations(renderMarkdown(cited.text), cited.sources));
   else if (text) body.append(renderMarkdown(text));
   else if (streaming && !parseCalls(message).length) body.append(el('span', { className: 'typing', 'aria-label': 'writing', text: '…' }));
   else if (message.status === 'failed' && !parseCalls(message).length) body.append(el('p', { className: 'muted', text: 'No reply: this answer was interrupted.' }));
   if (body.childNodes.length) node.append(body);
+  if (cited && cited.sources.length) node.append(sourcesList(cited.sources));
   const calls = parseCalls(message);
   if (calls.length) node.append(el('div', { className: 'tools' }, calls.map((c) => toolBlock(ctx, c, results.get(c.id)))));
   const files = attachments(ctx, message, message.attachments?.length ? [] : t.images.get(message.id) || []);

@@ -183,3 +183,34 @@ def test_the_thread_page_offers_stop_only_while_a_session_runs(
     ThreadSession.objects.create(thread=thread, status=ThreadSession.Status.RUNNING)
     running = staff.get(url).content.decode()
     assert "Running" in running and stop in running
+
+
+def test_a_log_page_shows_provider_tools_and_sources_as_safe_links(
+    staff: Client, thread: Thread
+) -> None:
+    search = {
+        "id": "srvtoolu_1",
+        "name": "web_search",
+        "provider": "anthropic",
+        "status": "completed",
+        "result": {"actions": [{"type": "search", "query": "weather <today>"}]},
+    }
+    citations = [
+        {"url": "https://example.org/w", "title": "Weather", "start": 0, "end": 5},
+        {"url": "javascript:alert(1)", "title": "Hostile", "start": 6, "end": 9},
+    ]
+    log = Log.objects.create(
+        thread=thread,
+        kind="llm",
+        response_body={"content": "Sunny rain", "provider_tools": [search], "citations": citations},
+    )
+
+    body = staff.get(reverse("admin:agents_app_log_change", args=[log.pk])).content.decode()
+
+    assert "<code>web_search</code> (anthropic, completed) searched: weather &lt;today&gt;" in body
+    assert (
+        '<a href="https://example.org/w" target="_blank" rel="noopener noreferrer nofollow">'
+        "Weather</a> [0–5]" in body
+    )
+    assert 'href="javascript:' not in body
+    assert "Hostile (not a web link: javascript:alert(1))" in body

@@ -1,5 +1,5 @@
-"""The prompts page refuses configuration the runtime would ignore: ``provider:`` tools
-(none is built yet) and a response schema a model of the chain cannot honour."""
+"""The prompts page refuses configuration the runtime would ignore: ``provider:`` tools a
+model of the chain does not offer and a response schema a model of the chain cannot honour."""
 
 from __future__ import annotations
 
@@ -36,32 +36,47 @@ def registry(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
-def test_provider_tool_not_offered_is_refused_at_save_admin(staff: Client, model: Any) -> None:
-    data = add_form(staff, model)
+def test_provider_tool_not_offered_is_refused_at_save_admin(staff: Client) -> None:
+    gemini = LanguageModel.objects.create(name="gem", provider="google", model="gemini-2.5-pro")
+    data = add_form(staff, gemini)
     set_rows(data, "tool_entries", [{"name": "lookup_order"}, {"name": "provider:web_search"}])
 
     response = post(staff, ADD, data)
 
     assert errors_of(response)["tool_entries-1-name"] == [
-        "'provider:web_search' is not offered by provider 'openai' (model 'gpt'). "
-        "Provider tools it offers: none yet in this build. Remove it."
+        "'provider:web_search' is not offered by provider 'google' for model 'gem'. Provider "
+        "tools it offers: provider:google_search, provider:code_execution. Remove it or choose "
+        "another model."
     ]
     assert not Prompt.objects.exists() and not PromptTool.objects.exists()
 
 
 def test_provider_tool_not_offered_is_refused_at_save_admin_for_each_fallback(
-    staff: Client, model: Any
+    staff: Client,
 ) -> None:
     claude = LanguageModel.objects.create(name="claude", provider="anthropic", model="c")
-    ModelFallback.objects.create(model=model, fallback=claude, position=0)
-    data = add_form(staff, model)
+    gemini = LanguageModel.objects.create(name="gem", provider="google", model="g")
+    ModelFallback.objects.create(model=claude, fallback=gemini, position=0)
+    data = add_form(staff, claude)
     set_rows(data, "tool_entries", [{"name": "provider:web_search"}])
 
     messages = errors_of(post(staff, ADD, data))["tool_entries-0-name"]
 
-    assert any("provider 'openai' (model 'gpt')" in m for m in messages)
-    assert any("provider 'anthropic' (model 'claude')" in m for m in messages)
+    # Claude runs web_search; its fallback Gemini does not, so the prompt is refused.
+    assert len(messages) == 1
+    assert "provider 'google' for model 'gem'" in messages[0]
     assert not Prompt.objects.exists()
+
+
+def test_provider_tool_with_options_is_saved_when_every_model_offers_it(staff: Client) -> None:
+    claude = LanguageModel.objects.create(name="claude", provider="anthropic", model="c")
+    data = add_form(staff, claude)
+    set_rows(data, "tool_entries", [{"name": "provider:web_search"}])
+
+    response = post(staff, ADD, data)
+
+    assert response.status_code == 302, errors_of(response)
+    assert Prompt.objects.get().tool_entries.get().name == "provider:web_search"
 
 
 def test_a_response_schema_is_saved_and_shown_again(staff: Client, model: Any) -> None:
@@ -107,3 +122,48 @@ def test_spec_an_invalid_response_schema_is_refused_at_save_admin(
 
     assert any(expected in m for m in errors_of(response)["response_schema"])
     assert not Prompt.objects.exists()
+
+
+def test_provider_tool_options_are_checked_against_the_offer_admin(staff: Client) -> None:
+    claude = LanguageModel.objects.create(name="claude", provider="anthropic", model="c")
+    data = add_form(staff, claude)
+    set_rows(
+        data,
+        "tool_entries",
+        [{"name": "provider:web_search", "options": '{"max_uses": 0, "safe_search": true}'}],
+    )
+
+    found = errors_of(post(staff, ADD, data))
+
+    messages = [m for ms in found.values() for m in ms]
+    assert any("max_uses: 0 is less than the minimum of 1" in m for m in messages), found
+    assert any("'safe_search' was unexpected" in m for m in messages), found
+    assert all("Options of 'provider:web_search'" in m for m in messages if "max_uses" in m)
+    assert not Prompt.objects.exists()
+
+
+def test_provider_tool_options_are_saved_and_shown_again(staff: Client) -> None:
+    claude = LanguageModel.objects.create(name="claude", provider="anthropic", model="c")
+    data = add_form(staff, claude)
+    options = {"max_uses": 2, "allowed_domains": ["example.com"]}
+    set_rows(
+        data, "tool_entries", [{"name": "provider:web_search", "options": json.dumps(options)}]
+    )
+
+    response = post(staff, ADD, data)
+
+    assert response.status_code == 302, errors_of(response)
+    assert Prompt.objects.get().tool_entries.get().options == options
+    saved = definition_services.prompt_definition(Prompt.objects.get())
+    assert saved.dump()["tools"] == [{"name": "provider:web_search", "options": options}]
+
+
+def test_the_tool_picker_suggests_the_provider_tools_of_stored_models(staff: Client) -> None:
+    LanguageModel.objects.create(name="claude", provider="anthropic", model="c")
+    LanguageModel.objects.create(name="or", provider="openrouter", model="x")
+
+    body = staff.get(ADD).content.decode()
+
+    assert "provider:web_search" in body and "provider tool (anthropic, openrouter)" in body
+    assert "provider:code_execution" in body
+    assert "provider:google_search" not in body  # no Gemini model is stored

@@ -163,7 +163,9 @@ def test_every_kind_of_tool_is_drawn_with_what_is_missing(broken: Agent) -> None
         "docs does not offer missing (as of its last tool list)."
     ]
     assert warnings["mcp:nowhere/x"] == ["There is no MCP server called nowhere."]
-    assert warnings["provider:web_search"] == ["No provider runs a tool called web_search."]
+    assert warnings["provider:web_search"] == [
+        "The model's provider does not run a tool called web_search (it runs: none)."
+    ]
     assert warnings["gone_hook"] == ["No hook called gone_hook is defined in code."]
     assert warnings["remind_later"] == [
         "No effect called remind_later is defined in code any more."

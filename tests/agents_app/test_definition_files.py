@@ -569,7 +569,7 @@ def test_a_byte_order_mark_is_accepted(tmp_path: Path) -> None:
 
 def test_provider_tool_not_offered_is_refused_at_save_import_command(tmp_path: Path) -> None:
     files = {
-        "models/gpt.json": {"name": "gpt", "provider": "openai", "model": "gpt-4o"},
+        "models/gpt.json": {"name": "gpt", "provider": "google", "model": "gemini-2.5-pro"},
         "prompts/searcher.json": {
             "name": "searcher",
             "model": "gpt",
@@ -579,7 +579,8 @@ def test_provider_tool_not_offered_is_refused_at_save_import_command(tmp_path: P
     }
     assert import_fails(write_tree(tmp_path, files)) == [
         "prompts/searcher.json: tools.0: 'provider:web_search' is not offered by provider "
-        "'openai' (model 'gpt'). Provider tools it offers: none yet in this build. Remove it."
+        "'google' for model 'gpt'. Provider tools it offers: provider:google_search, "
+        "provider:code_execution. Remove it or choose another model."
     ]
     assert not LanguageModel.objects.exists() and not Prompt.objects.exists()
 

@@ -193,3 +193,45 @@ async def test_definitions_and_names(store: Any) -> None:
     assert (await store.get_model("m")).provider == "test"
     assert await store.get_prompt("missing") is None
     assert await store.definition_names("agent") == ["a"]
+
+
+async def test_provider_tool_results_and_citations_round_trip(store: Any) -> None:
+    """What the vendor ran and the answer's sources live in the assistant message's metadata
+    (shown at the top level of its wire form) and the log's response body, on both stores."""
+    from runtime.messages import to_wire
+    from runtime.store import LogQuery
+
+    thread_id, clock = await _thread(store), Clock()
+    tool = {
+        "id": "srvtoolu_1",
+        "name": "web_search",
+        "type": "web_search",
+        "provider": "anthropic",
+        "status": "completed",
+        "result": {"input": {"query": "weather"}, "results": [{"url": "https://a.example"}]},
+    }
+    cite = {"url": "https://a.example", "title": "A", "start": 0, "end": 5, "cited_text": "x"}
+    blocks = [{"type": "web_search_tool_result", "content": [{"encrypted_content": "E"}]}]
+    metadata = {
+        "provider_tools": [tool],
+        "citations": [cite],
+        "provider_data": {"anthropic": {"blocks": blocks}},
+    }
+    answer = _msg(clock, "Sunny", role="assistant", status="completed", metadata=metadata)
+    log = LogRecord(
+        id=new_id(),
+        thread_id=thread_id,
+        model="m",
+        is_complete=True,
+        response_body={"content": "Sunny", "provider_tools": [tool], "citations": [cite]},
+        created_at=10,
+    )
+    await store.commit(thread_id, Commit(messages=[answer], logs=[log]))
+
+    [stored] = (await store.list_messages(thread_id, MessageQuery())).messages
+    assert stored.metadata == metadata
+    wire = to_wire(stored)
+    assert wire["provider_tools"] == [tool] and wire["citations"] == [cite]
+    [logged] = await store.list_logs(thread_id, LogQuery(limit=None))
+    assert logged.response_body["provider_tools"] == [tool]
+    assert logged.response_body["citations"] == [cite]

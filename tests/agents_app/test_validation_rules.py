@@ -402,29 +402,29 @@ def test_prompts_and_agents_count_as_tools(db: Any, no_code_tools: None) -> None
 
 
 def test_provider_tool_not_offered_is_refused_at_save_runtime_validation() -> None:
-    defn = PromptDefinition(name="p", model="g", tools=["provider:google_search"])
+    defn = PromptDefinition(name="p", model="g", tools=["provider:web_search"])
     catalog = Catalog(models={"g"}, model_providers={"g": "google"}, strict_code_names=False)
     assert [str(e) for e in validate_prompt(defn, catalog)] == [
-        "tools.0: 'provider:google_search' is not offered by provider 'google' (model 'g'). "
-        "Provider tools it offers: none yet in this build. Remove it."
+        "tools.0: 'provider:web_search' is not offered by provider 'google' for model 'g'. "
+        "Provider tools it offers: provider:google_search, provider:code_execution. Remove it "
+        "or choose another model."
     ]
+    offered = defn.model_copy(update={"tools": ["provider:google_search"]})
+    assert validate_prompt(offered, catalog) == []
     # A model the catalog does not know (reported on its own): refused all the same.
     unknown = validate_prompt(defn.model_copy(update={"model": "x"}), catalog)
-    assert "no provider offers provider tools in this build yet" in str(unknown[-1])
+    assert "Model 'x' does not exist." in str(unknown)
 
 
 def test_provider_tool_not_offered_is_refused_at_save_import(db: Any) -> None:
     found = save_errors(
-        model(provider="openai", model="gpt-4o"),
+        model(provider="openrouter", model="deepseek/deepseek-chat"),
         prompt(tools=["provider:web_search", {"name": "provider:code_execution"}]),
     )
     assert found == {
-        "prompts/support_prompt.json tools.0": "'provider:web_search' is not offered by "
-        "provider 'openai' (model 'm'). Provider tools it offers: none yet in this build. "
-        "Remove it.",
         "prompts/support_prompt.json tools.1": "'provider:code_execution' is not offered by "
-        "provider 'openai' (model 'm'). Provider tools it offers: none yet in this build. "
-        "Remove it.",
+        "provider 'openrouter' for model 'm'. Provider tools it offers: provider:web_search. "
+        "Remove it or choose another model.",
     }
     assert not Prompt.objects.exists() and not LanguageModel.objects.exists()
 
@@ -432,14 +432,16 @@ def test_provider_tool_not_offered_is_refused_at_save_import(db: Any) -> None:
 def test_provider_tool_not_offered_is_refused_at_save_import_for_each_fallback(db: Any) -> None:
     with pytest.raises(DefinitionsInvalid) as exc:
         save(
+            model("gem", provider="google", model="gemini-2.5-pro"),
             model("claude", provider="anthropic", model="claude-sonnet-4-5"),
-            model(provider="openai", model="gpt-4o", fallbacks=["claude"]),
+            model(provider="openrouter", model="x", fallbacks=["claude", "gem"]),
             prompt(tools=["provider:web_search"]),
         )
+    # OpenRouter and Anthropic run web_search; the Gemini fallback does not.
     messages = [e.message for e in exc.value.errors["prompts/support_prompt.json"]]
-    assert len(messages) == 2
-    assert "provider 'openai' (model 'm')" in messages[0]
-    assert "provider 'anthropic' (model 'claude')" in messages[1]
+    assert len(messages) == 1
+    assert "provider 'google' for model 'gem'" in messages[0]
+    assert "provider:google_search" in messages[0]
 
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}

@@ -1,6 +1,9 @@
 """The engine test modules, collected again here so they run over ``DjangoStore``
 (the fixtures in this folder's conftest replace the in-memory store)."""
 
+# Provider-run tools over the real adapters (the vendor is a replay server on 127.0.0.1).
+from tests.runtime.providers.conftest import client, replay  # noqa: E402,F401
+from tests.runtime.providers.test_provider_tools_engine import *  # noqa: E402,F403
 from tests.runtime.test_attempt_ladder import *  # noqa: F403
 from tests.runtime.test_context import *  # noqa: F403
 from tests.runtime.test_files_store import *  # noqa: F403
