@@ -69,7 +69,8 @@ class ThreadLiveInspectorMixin:
         context = {
             **self.admin_site.each_context(request),
             "title": f"Live: {title}",
-            "subtitle": str(thread.pk)[:8],
+            # The page needs the width: the admin's model list stays behind "Home".
+            "is_nav_sidebar_enabled": False,
             "thread": thread,
             "opts": Thread._meta,
             "can_act": can_act,

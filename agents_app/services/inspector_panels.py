@@ -63,7 +63,9 @@ def session_state(thread: Thread) -> dict[str, Any]:
         if session
         else None,
         "can_stop": kind in ("running", "parked"),
-        "can_continue": kind in ("stopped", "idle"),
+        # Continue resumes a stopped thread; an idle one only when two AIs take turns (as in
+        # the chat page), otherwise a message is what starts the next session.
+        "can_continue": kind == "stopped" or (kind == "idle" and thread.agent.type == "dual_ai"),
     }
 
 

@@ -23,6 +23,12 @@ from runtime.providers.registry import ADAPTERS
 # A ladder is a handful of rungs; the cap only guards against a corrupt cycle.
 MAX_LADDER = 50
 VIEWS = tuple(ADAPTERS)
+VENDOR_NAMES = {
+    "openai": "OpenAI",
+    "anthropic": "Anthropic",
+    "google": "Google",
+    "openrouter": "OpenRouter",
+}
 
 
 def _pretty(value: Any) -> str:
@@ -76,7 +82,7 @@ def _request_view(row: Log, view: str | None) -> tuple[str, Any, str | None]:
     if shown_as != row.provider:
         note = (
             f"A {row.provider or 'test'} model sends no HTTP request; "
-            f"this is the same request as {shown_as} would receive it."
+            f"this is the same request as {VENDOR_NAMES.get(shown_as, shown_as)} would receive it."
         )
     return shown_as, request, note
 

@@ -17,6 +17,7 @@ from typing import Any, cast
 
 import httpx
 
+from runtime.providers.adapter import strip_inline_data
 from runtime.providers.inspect import CannotRender, _neutral
 from runtime.providers.registry import ADAPTERS
 
@@ -50,7 +51,8 @@ def wire_of(logged_provider: str, body: Any, view: str | None = None) -> tuple[s
     # Building a request never touches the client: no connection is opened.
     adapter = ADAPTERS[provider](cast(httpx.AsyncClient, None), None, None)
     prepared = adapter.build_request(_neutral(body))
-    return provider, prepared.dump()
+    dumped: dict[str, Any] = strip_inline_data(prepared.dump())
+    return provider, dumped
 
 
 def curl_command(logged_provider: str, body: Any, view: str | None = None) -> str:

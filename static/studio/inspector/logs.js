@@ -7,6 +7,8 @@ import { el } from '../../chat/render.js';
 import { clock, count, duration, usd } from './format.js';
 
 const MAX_LADDER = 50;
+const VENDORS = { openai: 'OpenAI', anthropic: 'Anthropic', google: 'Google', openrouter: 'OpenRouter', test: 'Test' };
+const vendor = (name) => VENDORS[name] || name;
 
 // Rows of the API (`GET …/logs`) and of `log_data` frames differ in a few names over time;
 // read both.
@@ -28,6 +30,7 @@ function summary(log) {
 }
 
 function numbers(log) {
+  if (!log.is_complete) return log.kind === 'llm' ? 'waiting for the reply…' : 'running…';
   const bits = [];
   if (log.kind === 'llm') {
     bits.push(`${count(log.input_tokens)} in`);
@@ -160,7 +163,7 @@ export class LogPane {
 }
 
 function fact(label, value, name) {
-  return [el('dt', { text: label }), el('dd', { 'data-fact': name, text: value })];
+  return [el('div', { className: 'log-fact' }, el('dt', { text: label }), el('dd', { 'data-fact': name, text: value }))];
 }
 
 function block(title, text, className, open = true) {
@@ -172,7 +175,7 @@ function renderDetail(d, pane) {
   const out = [];
   const what = d.kind === 'tool' ? `Tool call ${d.tool_name || ''}` : d.kind === 'system' ? 'Runtime event' : `Request to ${d.model || d.model_name || 'a model'}`;
   out.push(el('h3', { className: 'log-title' }, what, ' ', statusBadge(d)));
-  const sub = [d.provider && `provider ${d.provider}`, d.model_name && `model id ${d.model_name}`, d.prompt_name && `prompt ${d.prompt_name}`, `attempt ${d.attempt || 1}`, clock(d.created_at)].filter(Boolean);
+  const sub = [d.provider && `provider ${vendor(d.provider)}`, d.model_name && `model id ${d.model_name}`, d.prompt_name && `prompt ${d.prompt_name}`, `attempt ${d.attempt || 1}`, clock(d.created_at)].filter(Boolean);
   out.push(el('p', { className: 'inspector-help', text: sub.join(' · ') }));
   const facts = el('dl', { className: 'log-facts' });
   if (d.kind === 'llm') {
@@ -204,9 +207,9 @@ function renderDetail(d, pane) {
     out.push(el('h4', { text: 'Retries and fallbacks, in order' }), list);
   }
   if (d.kind === 'llm') {
-    const head = el('div', { className: 'log-request-head' }, el('h4', { text: d.shown_as ? `Request (${d.shown_as} format)` : 'Request' }));
+    const head = el('div', { className: 'log-request-head' }, el('h4', { text: d.shown_as ? `Request (${vendor(d.shown_as)} format)` : 'Request' }));
     if (d.views && d.views.length) {
-      const select = el('select', { 'aria-label': 'Show the request as' }, d.views.map((v) => el('option', { value: v, selected: v === d.shown_as, text: v })));
+      const select = el('select', { 'aria-label': 'Show the request as' }, d.views.map((v) => el('option', { value: v, selected: v === d.shown_as, text: vendor(v) })));
       select.addEventListener('change', () => {
         pane.view = select.value;
         pane.open(d.id, { keepScroll: true });
