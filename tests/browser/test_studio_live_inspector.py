@@ -16,6 +16,7 @@ from tests.browser.test_chat_images import AGENT as VISION_AGENT
 from tests.browser.test_chat_images import DEFINE as VISION_DEFINE
 from tests.browser.test_chat_images import REPLY as VISION_REPLY
 from tests.browser.test_chat_images import _png
+from tests.browser.test_pages_under_csp import COLLECT, _violations
 
 expect.set_options(timeout=20_000)
 
@@ -73,9 +74,14 @@ def test_watching_a_running_session_with_live_logs_and_a_log_detail(
     thread_id = _thread(site, "alice", AGENT)
     site.python(PLANT_KEY.format(thread=thread_id, key=KEY))
     seen = frames(page)
+    page.context.add_init_script(COLLECT)
     admin_login(page, site)
+    response = page.goto(f"{site.url}/admin/agents_app/thread/{thread_id}/inspect/")
+    assert response is not None
+    assert "script-src 'self'" in response.headers.get("content-security-policy", "")
     _inspect(page, site, thread_id)
     expect(page.locator("#inspector-state")).to_have_attribute("data-state", "idle")
+    expect(page.locator("#transcript-empty")).to_be_visible()
     expect(page.locator("#logs-empty")).to_be_visible()
 
     _say(site, "alice", thread_id, "Tell me a long story.")
@@ -119,6 +125,7 @@ def test_watching_a_running_session_with_live_logs_and_a_log_detail(
     shot(page, "studio-inspector-log-detail-desktop")
     _open_detail_on(phone, "studio-inspector-log-detail-phone")
     phone.context.close()
+    assert _violations(page) == []
     assert page.console_errors == []  # type: ignore[attr-defined]
 
 

@@ -25,6 +25,7 @@ const open = new Set();
 const streamState = new StateBar($('stream-state'), document.createElement('button'), document.createElement('button'));
 let agent = null;
 let renderQueued = false;
+let loaded = false; // the first page of messages arrived (before it, "no messages" would be a guess)
 
 function render() {
   if (renderQueued) return;
@@ -42,6 +43,7 @@ function render() {
     });
     history.show();
     history.maybeLoad();
+    $('transcript-empty').hidden = transcript.messages.size > 0 || !loaded;
   });
 }
 
@@ -61,6 +63,7 @@ async function reloadMessages() {
   try {
     const data = await api(`${threadPath(boot.threadId)}/messages?limit=200&order=desc&depth=8&includeSilent=true`);
     transcript.merge(data.messages, known);
+    loaded = true;
     history.newestLoaded(data.hasMore);
     streamState.fromTranscript(transcript);
   } catch (error) {

@@ -135,6 +135,13 @@ export class LogPane {
     return li;
   }
 
+  // The log before / after `id` in time (any kind, any depth): "Older" and "Newer" in the detail.
+  neighbour(id, step) {
+    const ordered = [...this.logs.values()].sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1));
+    const at = ordered.findIndex((l) => l.id === id);
+    return at < 0 ? null : ordered[at + step] || null;
+  }
+
   closeDetail() {
     this.openId = null;
     this.detailView.hidden = true;
@@ -173,6 +180,14 @@ function block(title, text, className, open = true) {
 
 function renderDetail(d, pane) {
   const out = [];
+  const nav = el('div', { className: 'log-nav' });
+  for (const [label, step] of [['← Older', -1], ['Newer →', 1]]) {
+    const other = pane.neighbour(d.id, step);
+    const button = el('button', { type: 'button', className: 'button', text: label, disabled: !other });
+    if (other) button.addEventListener('click', () => pane.open(other.id));
+    nav.append(button);
+  }
+  out.push(nav);
   const what = d.kind === 'tool' ? `Tool call ${d.tool_name || ''}` : d.kind === 'system' ? 'Runtime event' : `Request to ${d.model || d.model_name || 'a model'}`;
   out.push(el('h3', { className: 'log-title' }, what, ' ', statusBadge(d)));
   const sub = [d.provider && `provider ${vendor(d.provider)}`, d.model_name && `model id ${d.model_name}`, d.prompt_name && `prompt ${d.prompt_name}`, `attempt ${d.attempt || 1}`, clock(d.created_at)].filter(Boolean);
