@@ -24,6 +24,15 @@ from agents_app.services.sessions import active_session, parked_session
 from agents_app.templatetags.people_format import ago_text, usd
 
 MAX_ROWS = 100
+# An effect's status as a person says it (the model's choice labels are developer words).
+EFFECT_WORDS = {
+    "pending": "Waiting",
+    "processing": "Running",
+    "completed": "Done",
+    "failed": "Failed",
+    "agent_canceled": "Canceled by the agent",
+    "user_canceled": "Canceled by a person",
+}
 MAX_CHILDREN = 200
 TEXT_TYPES = ("text/", "application/json", "application/xml", "application/x-yaml")
 # Images a browser shows in <img> without running anything (SVG can carry script).
@@ -94,7 +103,7 @@ def _effect(row: ScheduledEffect, now: datetime) -> dict[str, Any]:
         "id": str(row.pk),
         "name": row.name,
         "status": row.status,
-        "status_label": row.get_status_display(),
+        "status_label": EFFECT_WORDS.get(row.status, row.get_status_display()),
         "due": _when(row.due_at, now),
         "attempts": row.attempts,
         "max_attempts": row.max_attempts,

@@ -278,3 +278,47 @@ def test_files_and_values_tabs_show_user_content_inert(
     expect(page.locator("#value-list")).to_contain_text("plan")
     expect(page.locator("#value-list pre")).to_contain_text('"step": 2')
     assert page.console_errors == []  # type: ignore[attr-defined]
+
+
+SEED_TABS = """
+from datetime import timedelta
+from django.utils import timezone
+from agents_app.models import ScheduledEffect, Thread
+parent = Thread.objects.get(pk={thread!r})
+ScheduledEffect.objects.create(thread=parent, name="send_reminder", due_at=timezone.now() + timedelta(days=2))
+child = Thread.objects.create(agent=parent.agent, origin_agent=parent.agent, parent=parent,
+                              display_name="researcher", child_status="idle")
+Thread.objects.create(agent=parent.agent, origin_agent=parent.agent, parent=child,
+                      display_name="fact checker", child_status="failed")
+print(child.pk)
+"""
+
+
+def test_effects_cancel_and_the_subagent_tree_link_to_each_child(page: Page, site: Site) -> None:
+    site.python(DEFINE)
+    thread_id = _thread(site, "alice", AGENT)
+    child_id = site.python(SEED_TABS.format(thread=thread_id)).strip().splitlines()[-1]
+    admin_login(page, site)
+    _inspect(page, site, thread_id)
+
+    page.get_by_role("tab", name="Effects").click()
+    effect = page.locator("#effect-list .effect").filter(has_text="send_reminder")
+    expect(effect).to_contain_text("due in 1 day · not run yet (up to 3 tries)")
+    expect(effect.get_by_role("button", name="Run now")).to_be_visible()
+    effect.get_by_role("button", name="Cancel").click()
+    expect(effect).to_contain_text("Canceled by a person")
+    expect(effect.get_by_role("button", name="Cancel")).to_have_count(0)
+    expect(effect.get_by_role("button", name="Run again")).to_be_visible()
+
+    page.get_by_role("tab", name="Subagents").click()
+    tree = page.locator("#subagent-tree")
+    expect(tree.locator(".subagent")).to_have_count(2)
+    nested = tree.locator(".subagent .subagent").filter(has_text="fact checker")
+    expect(nested.locator(".log-badge")).to_have_text("failed")
+    shot(page, "studio-inspector-subagents")
+    tree.get_by_role("link", name="researcher").click()
+    page.wait_for_url(f"**/thread/{child_id}/inspect/")
+    expect(page.locator(".breadcrumbs")).to_contain_text("Parent thread")
+    page.locator(".breadcrumbs").get_by_role("link", name="Parent thread").click()
+    page.wait_for_url(f"**/thread/{thread_id}/inspect/")
+    assert page.console_errors == []  # type: ignore[attr-defined]

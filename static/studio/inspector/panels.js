@@ -112,7 +112,8 @@ export function renderEffects(data, { canAct, act }) {
     ...data.effects.map((e) => {
       const item = el('li', { className: `effect effect-${e.status}`, 'data-effect-id': e.id },
         el('p', {}, el('strong', { text: e.name }), ' ', el('span', { className: `log-badge effect-status-${e.status}`, text: e.status_label })),
-        el('p', { className: 'inspector-help' }, e.due ? el('span', { title: e.due.iso, text: `due ${e.due.text}` }) : '', ` · attempt ${e.attempts} of ${e.max_attempts}`));
+        el('p', { className: 'inspector-help' }, e.due ? el('span', { title: e.due.iso, text: `due ${e.due.text}` }) : '',
+          e.attempts ? ` · tried ${e.attempts} of ${e.max_attempts} times` : ` · not run yet (up to ${e.max_attempts} tries)`));
       if (e.error) item.append(el('p', { className: 'inspector-error', text: e.error }));
       if (canAct) {
         const buttons = el('div', { className: 'effect-actions' });
