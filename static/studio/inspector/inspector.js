@@ -22,7 +22,18 @@ const transcript = new Transcript();
 const view = new TranscriptView($('transcript'), $('history-edge'));
 const open = new Set();
 // The conversation pane's own state line: what the session is doing right now, from frames.
-const streamState = new StateBar($('stream-state'), document.createElement('button'), document.createElement('button'));
+// The chat page's words, except where they speak to the person chatting (there is no composer).
+const STUDIO_WORDS = {
+  idle: 'Idle.',
+  stopped: 'Stopped.',
+  waiting: 'Waiting for a decision on a tool call.',
+};
+class InspectorState extends StateBar {
+  set(kind, detail) {
+    super.set(kind, detail || STUDIO_WORDS[kind]);
+  }
+}
+const streamState = new InspectorState($('stream-state'), document.createElement('button'), document.createElement('button'));
 let agent = null;
 let renderQueued = false;
 let loaded = false; // the first page of messages arrived (before it, "no messages" would be a guess)
