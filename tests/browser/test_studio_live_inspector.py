@@ -7,8 +7,10 @@ part with a size note. Screenshots at desktop (1280 px) and phone (375 px) width
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.support import Site, admin_login, call_api, frames, shot
@@ -51,8 +53,22 @@ env.save()
 """
 
 
+# The suite shares one site: the threads made here are deleted after each test, so their
+# requests (the slow model has prices) do not count in later tests' dashboard figures.
+MADE: list[tuple[str, str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _delete_made_threads(site: Site) -> Iterator[None]:
+    yield
+    while MADE:
+        user, thread_id = MADE.pop()
+        call_api(site, user, "DELETE", f"/api/threads/{thread_id}")
+
+
 def _thread(site: Site, user: str, agent: str) -> str:
     created = call_api(site, user, "POST", "/api/threads", {"agent_id": agent})
+    MADE.append((user, str(created["threadId"])))
     return str(created["threadId"])
 
 
