@@ -30,7 +30,7 @@ function summary(log) {
 }
 
 function numbers(log) {
-  if (!log.is_complete) return log.kind === 'llm' ? 'waiting for the reply…' : 'running…';
+  if (!log.is_complete) return 'in progress: numbers come when it completes';
   const bits = [];
   if (log.kind === 'llm') {
     bits.push(`${count(log.input_tokens)} in`);
