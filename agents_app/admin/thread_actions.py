@@ -1,8 +1,10 @@
-"""The thread inspector's buttons: stop, continue, and cancel or run an effect now.
+"""The thread inspector's buttons: stop, continue, cancel or run an effect now, and
+approve or reject a tool call that waits.
 
 Each is a POST to a small view that calls the same service as the API
-(``services.sessions``, ``services.effects``), reports the outcome as an admin
-message and returns to the thread page.
+(``services.sessions``, ``services.effects``, ``services.tool_waits``). A form post gets
+the outcome as an admin message and returns to the thread page; the live inspector's
+script asks with ``Accept: application/json`` and gets ``{"message"}`` or ``{"error"}``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, path, reverse
 from django.views.decorators.http import require_POST
@@ -19,6 +21,7 @@ from django.views.decorators.http import require_POST
 from agents_app.effect_runner import effect_run
 from agents_app.errors import DomainError
 from agents_app.models import ScheduledEffect, Thread
+from agents_app.services import tool_waits
 from agents_app.services.effects import effect_cancel
 from agents_app.services.sessions import thread_continue, thread_stop
 
@@ -53,6 +56,22 @@ def _run_effect(request: HttpRequest, thread: Thread, effect_id: str) -> str:
     return f"{verb} the effect: {result['status']}{detail}."
 
 
+def _decide(request: HttpRequest, thread: Thread) -> str:
+    body = {
+        "tool_call_id": request.POST.get("tool_call_id", ""),
+        "approve": request.POST.get("approve") == "true",
+        "reason": request.POST.get("reason") or None,
+    }
+    call_id, decision = tool_waits.decision_from_body(body)
+    tool_waits.tool_call_decide(thread, call_id, decision)
+    verb = "Approved" if body["approve"] else "Rejected"
+    return f"{verb} the tool call; the session continues."
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return "application/json" in request.headers.get("Accept", "")
+
+
 class ThreadActionsMixin:
     """Adds the action URLs to a thread ModelAdmin (``admin:agents_app_thread_<action>``)."""
 
@@ -66,13 +85,23 @@ class ThreadActionsMixin:
         def view(request: HttpRequest, object_id: str, **kwargs: Any) -> HttpResponse:
             thread = get_object_or_404(Thread, pk=object_id)
             back = reverse("admin:agents_app_thread_change", args=[thread.pk])
+            as_json = _wants_json(request)
             if not self.can_act(request):
-                messages.error(request, "You may look at threads but not act on them.")
+                refused = "You may look at threads but not act on them."
+                if as_json:
+                    return JsonResponse({"error": refused}, status=403)
+                messages.error(request, refused)
                 return HttpResponseRedirect(back)
             try:
-                messages.success(request, action(request, thread, **kwargs))
+                done = action(request, thread, **kwargs)
             except DomainError as exc:
+                if as_json:
+                    return JsonResponse({"error": exc.message}, status=exc.status)
                 messages.warning(request, f"Not done: {exc.message}")
+                return HttpResponseRedirect(back)
+            if as_json:
+                return JsonResponse({"message": done})
+            messages.success(request, done)
             return HttpResponseRedirect(back)
 
         return self.admin_site.admin_view(view)  # type: ignore[no-any-return]
@@ -84,6 +113,11 @@ class ThreadActionsMixin:
                 "<uuid:object_id>/continue/",
                 self._wrap(_continue),
                 name="agents_app_thread_continue",
+            ),
+            path(
+                "<uuid:object_id>/tool-calls/decide/",
+                self._wrap(_decide),
+                name="agents_app_thread_tool_decide",
             ),
             path(
                 "<uuid:object_id>/effects/<uuid:effect_id>/cancel/",

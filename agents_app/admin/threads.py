@@ -16,6 +16,7 @@ from agents_app.admin.display import excerpt, from_us, json_excerpt, short_id
 from agents_app.admin.env import ThreadEnvValueInline
 from agents_app.admin.read_only import ReadOnlyAdmin, ReadOnlyInline
 from agents_app.admin.thread_actions import ThreadActionsMixin
+from agents_app.admin.thread_live import ThreadLiveInspectorMixin
 from agents_app.models import (
     Message,
     Thread,
@@ -50,15 +51,17 @@ class SessionInline(ReadOnlyInline):
 
 
 @admin.register(Thread)
-class ThreadAdmin(ThreadActionsMixin, ReadOnlyAdmin):
+class ThreadAdmin(ThreadLiveInspectorMixin, ThreadActionsMixin, ReadOnlyAdmin):
     """The thread inspector: the change page shows the conversation, its logs, cost,
     effects, values, files and env (``services.thread_inspector``), with stop, continue
-    and delete (``services.sessions``, ``services.threads``)."""
+    and delete (``services.sessions``, ``services.threads``); "Open live" leads to the live
+    inspector (``thread_live``), where the conversation and its requests stream in."""
 
     inlines = [SessionInline, ThreadEnvValueInline]
     change_form_template = "admin/agents_app/thread/inspector.html"
     list_display = (
         "short",
+        "live",
         "agent",
         "owner",
         "child_of",
@@ -144,6 +147,11 @@ class ThreadAdmin(ThreadActionsMixin, ReadOnlyAdmin):
     @admin.display(description="Thread", ordering="id")
     def short(self, obj: Thread) -> str:
         return short_id(obj.id)
+
+    @admin.display(description="Inspect")
+    def live(self, obj: Thread) -> str:
+        url = reverse("admin:agents_app_thread_inspect", args=[obj.pk])
+        return format_html('<a href="{}">Open live</a>', url)
 
     @admin.display(description="Subagent of")
     def child_of(self, obj: Thread) -> str:

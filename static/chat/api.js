@@ -9,7 +9,8 @@ export class ApiError extends Error {
   }
 }
 
-async function csrf() {
+// The CSRF token for a POST outside the API (the studio's own JSON views).
+export async function csrf() {
   if (!csrfToken) {
     const data = await request('/api/auth/csrf');
     csrfToken = data.csrfToken;

@@ -8,6 +8,7 @@ import { ACCEPT_ATTRIBUTE, readAttachments, renderAttachmentChips } from './atta
 import { renderThreadList } from './threads.js';
 import { StateBar } from './state.js';
 import { History } from './history.js';
+import { applyFrame } from './frames.js';
 
 const $ = (id) => document.getElementById(id);
 const boot = (id) => JSON.parse($(id).textContent);
@@ -127,67 +128,12 @@ async function reload() {
   render();
 }
 
-const SUBAGENT_INNER = new Set(['message_data', 'tool_started', 'stopped']);
-
 function onFrame(frame) {
-  const t = page.transcript;
-  switch (frame.type) {
-    case 'message_data':
-      t.upsert(frame.data);
-      if (!frame.depth) state.fromMessage(frame.data);
-      break;
-    case 'message_chunk':
-      t.chunk(frame.message_id, frame.chunk);
-      if (!frame.depth) state.set('writing');
-      break;
-    case 'reasoning_chunk':
-      t.chunk(frame.message_id, frame.chunk, true);
-      break;
-    case 'message_image':
-      t.image(frame.message_id, frame.attachment);
-      break;
-    case 'step_started':
-    case 'llm_request':
-      state.set('thinking');
-      break;
-    case 'tool_started':
-      state.set('tool', frame.tool);
-      break;
-    case 'tool_completed':
-      state.set('thinking');
-      break;
-    case 'stopped':
-      state.sessionEnded(frame.reason, t);
-      // A session's end is a cheap moment to reconcile with the stored rows: frames from the
-      // web process (queued rows) and from the worker travel separately and may cross.
-      reload();
-      loadThreads();
-      break;
-    case 'stopped_by_user':
-      state.set('stopped');
-      reload();
-      loadThreads();
-      break;
-    case 'resync':
-      reload();
-      return;
-    case 'event':
-      onEvent(frame);
-      break;
-    default:
-      return;
-  }
-  render();
-}
-
-function onEvent(frame) {
-  const type = frame.eventType || '';
-  if (type === 'message_deleted') page.transcript.remove(frame.data?.id);
-  else if (type === 'subagent_start' || type === 'subagent_end') page.transcript.addEvent(frame);
-  else if (type === 'subagent_event' && SUBAGENT_INNER.has(frame.data?.innerEvent?.type)) {
-    const inner = frame.data.innerEvent;
-    if (inner.type !== 'message_data' || inner.data?.status !== 'pending') page.transcript.addEvent(frame);
-  }
+  const settle = () => {
+    reload();
+    loadThreads();
+  };
+  if (applyFrame(frame, { transcript: page.transcript, state, onSettle: settle, onResync: reload })) render();
 }
 
 let opened = null;
@@ -220,6 +166,11 @@ function openStream() {
 async function openThread(threadId) {
   page.threadId = threadId;
   page.history.open(threadId);
+  const inspect = $('inspect-link'); // staff only: the studio's live inspector of this thread
+  if (inspect) {
+    inspect.href = `/admin/agents_app/thread/${encodeURIComponent(threadId)}/inspect/`;
+    inspect.hidden = false;
+  }
   $('agent-picker').hidden = true;
   try {
     const detail = await api(threadPath(threadId));

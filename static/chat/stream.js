@@ -1,5 +1,6 @@
 // The message stream socket of one thread: a single-use ticket per connection, reconnects with
 // exponential backoff (and jitter, so many tabs do not reconnect in step), ping to keep it open.
+// `channel: 'logs'` opens the thread's logs socket instead (the studio's live inspector).
 
 import { api, threadPath } from './api.js';
 
@@ -13,8 +14,9 @@ const FATAL = {
 };
 
 export class ThreadStream {
-  constructor(threadId, { reasoning = false, onFrame, onOpen, onState }) {
+  constructor(threadId, { reasoning = false, channel = 'stream', onFrame, onOpen, onState }) {
     this.threadId = threadId;
+    this.channel = channel;
     this.reasoning = reasoning;
     this.onFrame = onFrame;
     this.onOpen = onOpen;
@@ -50,7 +52,7 @@ export class ThreadStream {
   async connect() {
     if (this.closed) return;
     this.onState({ kind: 'connecting', attempt: this.attempt });
-    const path = `${threadPath(this.threadId)}/stream`;
+    const path = `${threadPath(this.threadId)}/${this.channel}`;
     let ticket;
     try {
       ticket = (await api('/api/auth/websocket-ticket', { method: 'POST', json: { pathname: path } })).ticket;

@@ -137,12 +137,16 @@ def _admin_urls() -> Iterator[str]:
         yield reverse(f"{info}_changelist") + "?q=sk-canary"
         yield reverse(f"{info}_add")
         for obj in model._default_manager.all():
-            for view in ("change", "history", "delete"):
+            # "inspect" and "panels": the live thread inspector's page and its JSON.
+            for view in ("change", "history", "delete", "inspect", "panels"):
                 try:
                     yield reverse(f"{info}_{view}", args=[obj.pk])
                 except NoReverseMatch:
                     continue
         assert model_admin is not None
+    # Each log's detail in the live inspector (bodies, cURL).
+    for log in Log.objects.all():
+        yield reverse("admin:agents_app_thread_log", args=[log.thread_id, log.pk])
 
 
 def _forbidden() -> list[str]:

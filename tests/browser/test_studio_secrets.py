@@ -189,4 +189,22 @@ def test_a_secret_entered_in_the_studio_never_comes_back_out(site: Site, page: P
     expect(page.locator("#inspector-logs")).to_contain_text("canary_model")
     shot(page, "studio-thread-inspector")
 
+    # The live inspector: its JSON, the page with the log's detail and cURL open, its frames.
+    live = f"/admin/agents_app/thread/{thread_id}/inspect/"
+    for route in [f"{live}panels.json", *(f"{live}logs/{pk}/" for pk in log_ids)]:
+        response = page.request.get(site.url + route)
+        assert response.status == 200, route
+        if found := _leaks(response.text(), secrets):
+            leaks[f"staff {route}"] = found
+    before = len(sent)
+    page.goto(site.url + live)
+    page.locator("#log-list .log-row").filter(has_text="canary_model").first.click()
+    page.get_by_text("cURL (the key is a placeholder)").click()
+    expect(page.locator("#log-detail pre.log-curl")).to_contain_text("curl -X POST")
+    if found := _leaks(page.content(), secrets):
+        leaks["live inspector html"] = found
+    for i, frame in enumerate(sent[before:]):
+        if found := _leaks(frame, secrets):
+            leaks[f"live inspector frame {i}"] = found
+
     assert leaks == {}
