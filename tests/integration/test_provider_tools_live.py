@@ -39,6 +39,14 @@ CASES: dict[str, tuple[str, str, str, str, list[dict[str, Any]]]] = {
         "provider:google_search",
         [{"googleSearch": {}}],
     ),
+    # A new OpenAI model written through the API speaks the Responses API.
+    "openai": (
+        "openai/responses_stream_web_search_citations.yaml",
+        "gpt-5.2",
+        "/v1",
+        "provider:web_search",
+        [{"type": "web_search", "search_context_size": "medium"}],
+    ),
     "openrouter": (
         "openrouter/chat_stream_web_search_citations.yaml",
         "deepseek/deepseek-chat",
@@ -47,7 +55,14 @@ CASES: dict[str, tuple[str, str, str, str, list[dict[str, Any]]]] = {
         [{"type": "openrouter:web_search", "parameters": {"max_uses": 2}}],
     ),
 }
+# vendor → the options the prompt's tool entry sets
+OPTIONS: dict[str, dict[str, Any]] = {
+    "anthropic": {"max_uses": 2},
+    "openai": {"search_context_size": "medium"},
+    "openrouter": {"max_uses": 2},
+}
 KEYS = {
+    "OPENAI_API_KEY": "sk-openai-it",
     "ANTHROPIC_API_KEY": "sk-ant-it",
     "GOOGLE_API_KEY": "g-it",
     "OPENROUTER_API_KEY": "sk-or-it",
@@ -68,7 +83,7 @@ def _define(stack: Stack, vendor: str, base_url: str) -> str:
     _, model_id, _, tool, _ = CASES[vendor]
     name = f"search-{vendor}-{uuid.uuid4().hex[:6]}"
     ops = stack.client("ops")
-    options = {"max_uses": 2} if vendor != "google" else None
+    options = OPTIONS.get(vendor)
     entry: dict[str, Any] = {"name": tool, **({"options": options} if options else {})}
     written = [
         ops.post(
