@@ -12,20 +12,22 @@ thread), because browsers cannot read the HTTP status of a refused handshake.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from asgiref.sync import sync_to_async
 from channels.auth import get_user
+from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.middleware import BaseMiddleware
 from channels.sessions import SessionMiddlewareStack
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
+from django.db import close_old_connections
 
 from agents_app.bridge.events import REGISTRY_ALL, logs_group, registry_user_group, thread_group
+from agents_app.bridge.live_frames import encode, frame_of, meta_of, text_of
 from agents_app.errors import DomainError
 from agents_app.selectors import access_thread
 from agents_app.services.api_keys import api_key_authenticate
@@ -38,6 +40,22 @@ logger = logging.getLogger("agents_app.consumers")
 PINGS = {"stream_ping": "stream_pong", "ping": "pong"}
 CHUNKS = ("message_chunk", "reasoning_chunk")
 LOG_FRAMES = ("log_data",)
+# Layer messages that only relay a frame: no database access per message (see the module doc).
+RELAYS = frozenset({"thread.frame", "registry.frame"})
+
+
+class _RelayDispatch:
+    """Frame messages go straight to their handler, without Channels' per-message
+    ``aclose_old_connections`` (a thread hop per frame per socket that queued frames
+    behind HTTP requests on the one shared sync thread); other messages as usual."""
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        if message.get("type") in RELAYS:
+            handler = getattr(self, get_handler_name(message), None)
+            if handler is not None:
+                await handler(message)
+                return
+        await super().dispatch(message)  # type: ignore[misc]
 
 
 # --- authentication -------------------------------------------------------------------------
@@ -103,7 +121,7 @@ def _flag(query: dict[str, list[str]], name: str) -> bool:
     return value not in ("", "0", "false", "no")
 
 
-class _ThreadSocket(AsyncWebsocketConsumer):
+class _ThreadSocket(_RelayDispatch, AsyncWebsocketConsumer):
     """Authorize the thread, join its group, answer pings, redact every frame sent."""
 
     thread_id: str = ""
@@ -150,16 +168,24 @@ class _ThreadSocket(AsyncWebsocketConsumer):
         if reply is not None:
             await self.send(text_data=reply)
 
-    async def send_json(self, data: dict[str, Any]) -> None:
+    def _load_redactor(self) -> Any:
+        close_old_connections()  # what Channels' dispatch did before every message
+        return self.redactors.get(self.thread_id)
+
+    async def send_text(self, text: str) -> None:
         # Every frame passes the thread's redactor (secrets cached per consumer, reloaded
-        # after REFRESH_SECONDS): the engine redacts its frames, this covers the rest.
+        # after REFRESH_SECONDS): the engine redacts its frames, this covers the rest. The
+        # redactor knows each secret's JSON-escaped forms, so it applies to the encoded text.
         if self.thread_id and getattr(self, "joined", None):
             redactor = self.redactors.fresh(self.thread_id)
             if redactor is None:
-                redactor = await sync_to_async(self.redactors.get)(self.thread_id)
+                redactor = await sync_to_async(self._load_redactor)()
             if redactor:
-                data = redactor.data(data)
-        await self.send(text_data=json.dumps(data, separators=(",", ":")))
+                text = redactor.text(text)
+        await self.send(text_data=text)
+
+    async def send_json(self, data: dict[str, Any]) -> None:
+        await self.send_text(encode(data))
 
 
 class ThreadStreamConsumer(_ThreadSocket):
@@ -184,25 +210,22 @@ class ThreadStreamConsumer(_ThreadSocket):
     def query_of(self) -> dict[str, list[str]]:
         return parse_qs(self.scope.get("query_string", b"").decode("latin1"))
 
-    def wanted(self, frame: dict[str, Any]) -> bool:
-        kind = frame.get("type")
+    def wanted(self, meta: dict[str, Any]) -> bool:
+        """Whether this socket's filters let a frame through (``meta``: ``live_frames``)."""
+        kind = meta.get("type")
         if kind in LOG_FRAMES:
             return False
         if kind == "reasoning_chunk" and not self.reasoning:
             return False
         if (kind in CHUNKS or kind in ("message_data", "message_image")) and int(
-            frame.get("depth") or 0
+            meta.get("depth") or 0
         ) > self.max_depth:
             return False
-        if kind == "message_data":
-            data = frame.get("data") or {}
-            if data.get("silent") and not self.include_silent:
-                return False
-        return True
+        return not (kind == "message_data" and meta.get("silent") and not self.include_silent)
 
     async def thread_frame(self, event: dict[str, Any]) -> None:
-        frame = event["frame"]
-        stream, seq = frame.get("stream"), frame.get("seq")
+        meta = meta_of(event)
+        stream, seq = meta.get("stream"), meta.get("seq")
         if isinstance(stream, str) and isinstance(seq, int):
             last = self.last_seq.get(stream)
             if last is not None and seq > last + 1:
@@ -210,8 +233,8 @@ class ThreadStreamConsumer(_ThreadSocket):
                     {"type": "resync", "reason": "frames dropped", "missed": seq - last - 1}
                 )
             self.last_seq[stream] = max(seq, last or 0)
-        if self.wanted(frame):
-            await self.send_json(frame)
+        if self.wanted(meta):
+            await self.send_text(text_of(event))
 
 
 class ThreadLogsConsumer(_ThreadSocket):
@@ -221,15 +244,15 @@ class ThreadLogsConsumer(_ThreadSocket):
         return [thread_group(self.thread_id), logs_group(self.thread_id)]
 
     async def thread_frame(self, event: dict[str, Any]) -> None:
-        frame = event["frame"]
-        kind = frame.get("type")
+        meta = meta_of(event)
+        kind = meta.get("type")
         if kind == "log_data" or kind == "stopped_by_user":
-            await self.send_json(frame)
-        elif kind == "event" and frame.get("eventType") == "kv_changed":
-            await self.send_json({"type": "kv_data", **(frame.get("data") or {})})
+            await self.send_text(text_of(event))
+        elif kind == "event" and meta.get("eventType") == "kv_changed":
+            await self.send_json({"type": "kv_data", **(frame_of(event).get("data") or {})})
 
 
-class RegistryConsumer(AsyncWebsocketConsumer):
+class RegistryConsumer(_RelayDispatch, AsyncWebsocketConsumer):
     """``/api/events?scope=user|all``: thread created/updated/deleted/activity frames."""
 
     async def connect(self) -> None:
@@ -249,7 +272,7 @@ class RegistryConsumer(AsyncWebsocketConsumer):
         await self.accept()
         if refusal is not None:
             await self.send(
-                text_data=json.dumps({"type": "error", "error": refusal[1], "status": refusal[0]})
+                text_data=encode({"type": "error", "error": refusal[1], "status": refusal[0]})
             )
             await self.close(code=4000 + refusal[0])
 
@@ -263,13 +286,11 @@ class RegistryConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=reply)
 
     async def registry_frame(self, event: dict[str, Any]) -> None:
-        await self.send(text_data=json.dumps(event["frame"], separators=(",", ":")))
+        await self.send(text_data=text_of(event))
 
 
 class NotFoundConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         await self.accept()
-        await self.send(
-            text_data=json.dumps({"type": "error", "error": "Not found", "status": 404})
-        )
+        await self.send(text_data=encode({"type": "error", "error": "Not found", "status": 404}))
         await self.close(code=4404)
