@@ -16,7 +16,6 @@ import logging
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from asgiref.sync import sync_to_async
 from channels.auth import get_user
 from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -24,7 +23,6 @@ from channels.middleware import BaseMiddleware
 from channels.sessions import SessionMiddlewareStack
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
-from django.db import close_old_connections
 
 from agents_app.bridge.events import REGISTRY_ALL, logs_group, registry_user_group, thread_group
 from agents_app.bridge.live_frames import encode, frame_of, meta_of, text_of
@@ -34,28 +32,26 @@ from agents_app.services.api_keys import api_key_authenticate
 from agents_app.services.login_tokens import TOKEN_PREFIX, login_token_user
 from agents_app.services.redaction import RedactorCache
 from agents_app.services.tickets import ticket_consume
+from agents_app.socket_db import socket_db
 
 logger = logging.getLogger("agents_app.consumers")
 
 PINGS = {"stream_ping": "stream_pong", "ping": "pong"}
 CHUNKS = ("message_chunk", "reasoning_chunk")
 LOG_FRAMES = ("log_data",)
-# Layer messages that only relay a frame: no database access per message (see the module doc).
-RELAYS = frozenset({"thread.frame", "registry.frame"})
 
 
 class _RelayDispatch:
-    """Frame messages go straight to their handler, without Channels' per-message
-    ``aclose_old_connections`` (a thread hop per frame per socket that queued frames
-    behind HTTP requests on the one shared sync thread); other messages as usual."""
+    """Every message goes straight to its handler, without Channels' per-message
+    ``aclose_old_connections`` (a hop to the one shared sync thread per frame per socket,
+    which queued frames behind every other socket's database work). Our handlers reach
+    the database only through ``socket_db``, which closes old connections itself."""
 
     async def dispatch(self, message: dict[str, Any]) -> None:
-        if message.get("type") in RELAYS:
-            handler = getattr(self, get_handler_name(message), None)
-            if handler is not None:
-                await handler(message)
-                return
-        await super().dispatch(message)  # type: ignore[misc]
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message.get('type')}")
+        await handler(message)
 
 
 # --- authentication -------------------------------------------------------------------------
@@ -89,8 +85,8 @@ class WebSocketAuthMiddleware(BaseMiddleware):
     async def authenticate(self, scope: dict[str, Any]) -> tuple[Any, str | None]:
         query = parse_qs(scope.get("query_string", b"").decode("latin1"))
         if "ticket" in query:
-            user = await sync_to_async(ticket_consume)(
-                raw=query["ticket"][0], pathname=scope.get("path", "")
+            user = await socket_db(
+                lambda: ticket_consume(raw=query["ticket"][0], pathname=scope.get("path", ""))
             )
             return user, "ticket" if user else None
         headers = _headers(scope)
@@ -98,9 +94,9 @@ class WebSocketAuthMiddleware(BaseMiddleware):
         if scheme.lower() == "bearer" and token:
             token = token.strip()
             if token.startswith(TOKEN_PREFIX):
-                user = await sync_to_async(login_token_user)(token)
+                user = await socket_db(login_token_user, token)
                 return user, "session" if user else None
-            user = await sync_to_async(api_key_authenticate)(token)
+            user = await socket_db(api_key_authenticate, token)
             return user, "api_key" if user else None
         if "session" in scope and _origin_allowed(headers):
             user = await get_user(scope)
@@ -150,7 +146,7 @@ class _ThreadSocket(_RelayDispatch, AsyncWebsocketConsumer):
         if user is None or not user.is_authenticated:
             return 401, "Unauthorized"
         try:
-            thread = await sync_to_async(access_thread)(self.thread_id, user)
+            thread = await socket_db(access_thread, self.thread_id, user)
         except DomainError as exc:
             return exc.status, exc.message
         self.thread_id = str(thread.pk)
@@ -168,10 +164,6 @@ class _ThreadSocket(_RelayDispatch, AsyncWebsocketConsumer):
         if reply is not None:
             await self.send(text_data=reply)
 
-    def _load_redactor(self) -> Any:
-        close_old_connections()  # what Channels' dispatch did before every message
-        return self.redactors.get(self.thread_id)
-
     async def send_text(self, text: str) -> None:
         # Every frame passes the thread's redactor (secrets cached per consumer, reloaded
         # after REFRESH_SECONDS): the engine redacts its frames, this covers the rest. The
@@ -179,7 +171,7 @@ class _ThreadSocket(_RelayDispatch, AsyncWebsocketConsumer):
         if self.thread_id and getattr(self, "joined", None):
             redactor = self.redactors.fresh(self.thread_id)
             if redactor is None:
-                redactor = await sync_to_async(self._load_redactor)()
+                redactor = await socket_db(self.redactors.get, self.thread_id)
             if redactor:
                 text = redactor.text(text)
         await self.send(text_data=text)

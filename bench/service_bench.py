@@ -86,8 +86,9 @@ save_definitions([("m", model), ("p", prompt), ("a", agent)], strict_code_names=
 """
 
 
-# Requests in flight at once: every concurrent request holds a database connection in
-# Daphne (one thread per request), and PostgreSQL allows 100 by default.
+# Requests (and WebSocket handshakes) in flight at once: every concurrent request holds a
+# database connection in Daphne (one thread per request), and PostgreSQL allows 100 by
+# default. The bench measures streaming, not a thundering herd of handshakes.
 HTTP_CONCURRENCY = 24
 
 
@@ -102,6 +103,7 @@ class Result:
     frames: int = 0
     chunk_frames: int = 0
     chunk_bytes: int = 0
+    ready: asyncio.Event = field(default_factory=asyncio.Event)  # connected (or failed)
 
 
 async def watch_session(
@@ -114,12 +116,15 @@ async def watch_session(
 ) -> None:
     headers = {"Authorization": f"Bearer {stack.keys['alice']}"}
     try:
-        async with connect(
-            f"{stack.ws}/api/threads/{thread_id}/stream",
-            additional_headers=headers,
-            max_size=None,
-            open_timeout=60,
-        ) as socket:
+        async with gate:  # connections open CONNECT_CONCURRENCY at a time, then all stream
+            socket = await connect(
+                f"{stack.ws}/api/threads/{thread_id}/stream",
+                additional_headers=headers,
+                max_size=None,
+                open_timeout=60,
+            )
+        result.ready.set()
+        async with socket:
             await go.wait()
             async with gate:
                 posted = await http.post(
@@ -146,6 +151,8 @@ async def watch_session(
                     raise RuntimeError(f"{frame['type']} frame: {frame}")
     except Exception as exc:  # counted as an error of this level
         result.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        result.ready.set()
 
 
 def start_profiles(stack: Stack, folder: Path | None, label: str, seconds: float) -> list[Any]:
@@ -211,7 +218,8 @@ async def run_level(
             asyncio.create_task(watch_session(stack, http, t, r, go, gate))
             for t, r in zip(thread_ids, results, strict=True)
         ]
-        await asyncio.sleep(1.0)  # let every socket connect (and join its group) first
+        # Every socket connects (and joins its group) first; then all sessions start at once.
+        await asyncio.wait([asyncio.create_task(r.ready.wait()) for r in results], timeout=300)
         started = time.monotonic()
         peak = {"daphne": 0.0, "worker": 0.0}
 
