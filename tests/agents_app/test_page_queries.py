@@ -70,3 +70,25 @@ def test_thread_list_queries_do_not_grow_with_the_page(
     large, body = _queries(client, "/api/threads?limit=50")
     assert len(body["threads"]) == 50
     assert large == small
+
+
+def test_page_total_is_counted_from_the_index_on_postgresql() -> None:
+    """The (thread, created_at) unique constraint carries depth and silent (migration 0011),
+    so the total of the newest page never reads the thread's rows."""
+    if connection.vendor != "postgresql":
+        pytest.skip("INCLUDE columns exist on PostgreSQL only")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'uniq_message_thread_time'"
+        )
+        [(definition,)] = cursor.fetchall()
+    assert "UNIQUE" in definition
+    assert "(thread_id, created_at) INCLUDE (depth, silent)" in definition
+
+
+def test_an_api_key_in_use_is_stamped_at_most_once_a_minute(as_: Any, alice: Any) -> None:
+    client = as_(alice)
+    client.get("/api/threads?limit=1")  # stamps last_used_at
+    with CaptureQueriesContext(connection) as captured:
+        client.get("/api/threads?limit=1")
+    assert not [q for q in captured if q["sql"].startswith("UPDATE")]
