@@ -27,6 +27,7 @@ from urllib.parse import parse_qs
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from agents_app.bridge.live_frames import frame_of
 from agents_app.consumers import PINGS, _ThreadSocket
 from agents_app.errors import DomainError
 from agents_app.models import Thread
@@ -85,7 +86,7 @@ class ThreadBridgeConsumer(_ThreadSocket):
         await self.close(code=CLOSE_SUPERSEDED)
 
     async def thread_frame(self, event: dict[str, Any]) -> None:
-        frame = event["frame"]
+        frame = frame_of(event)  # thread frames travel encoded once (bridge/live_frames.py)
         data = frame.get("data") or {}
         waiting_event = frame.get("type") == "event" and (
             frame.get("eventType") == "tool_call_waiting" and data.get("kind") == "client"

@@ -12,13 +12,12 @@ thread), because browsers cannot read the HTTP status of a refused handshake.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from asgiref.sync import sync_to_async
 from channels.auth import get_user
+from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
 from channels.middleware import BaseMiddleware
 from channels.sessions import SessionMiddlewareStack
@@ -26,12 +25,14 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 
 from agents_app.bridge.events import REGISTRY_ALL, logs_group, registry_user_group, thread_group
+from agents_app.bridge.live_frames import encode, frame_of, meta_of, text_of
 from agents_app.errors import DomainError
 from agents_app.selectors import access_thread
 from agents_app.services.api_keys import api_key_authenticate
 from agents_app.services.login_tokens import TOKEN_PREFIX, login_token_user
 from agents_app.services.redaction import RedactorCache
 from agents_app.services.tickets import ticket_consume
+from agents_app.socket_db import socket_db
 
 logger = logging.getLogger("agents_app.consumers")
 
@@ -45,6 +46,19 @@ LIVE_MESSAGE_FRAMES = (
     "provider_tool_done",
     "web_search_done",
 )
+
+
+class _RelayDispatch:
+    """Every message goes straight to its handler, without Channels' per-message
+    ``aclose_old_connections`` (a hop to the one shared sync thread per frame per socket,
+    which queued frames behind every other socket's database work). Our handlers reach
+    the database only through ``socket_db``, which closes old connections itself."""
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message.get('type')}")
+        await handler(message)
 
 
 # --- authentication -------------------------------------------------------------------------
@@ -78,8 +92,8 @@ class WebSocketAuthMiddleware(BaseMiddleware):
     async def authenticate(self, scope: dict[str, Any]) -> tuple[Any, str | None]:
         query = parse_qs(scope.get("query_string", b"").decode("latin1"))
         if "ticket" in query:
-            user = await sync_to_async(ticket_consume)(
-                raw=query["ticket"][0], pathname=scope.get("path", "")
+            user = await socket_db(
+                lambda: ticket_consume(raw=query["ticket"][0], pathname=scope.get("path", ""))
             )
             return user, "ticket" if user else None
         headers = _headers(scope)
@@ -87,9 +101,9 @@ class WebSocketAuthMiddleware(BaseMiddleware):
         if scheme.lower() == "bearer" and token:
             token = token.strip()
             if token.startswith(TOKEN_PREFIX):
-                user = await sync_to_async(login_token_user)(token)
+                user = await socket_db(login_token_user, token)
                 return user, "session" if user else None
-            user = await sync_to_async(api_key_authenticate)(token)
+            user = await socket_db(api_key_authenticate, token)
             return user, "api_key" if user else None
         if "session" in scope and _origin_allowed(headers):
             user = await get_user(scope)
@@ -110,7 +124,7 @@ def _flag(query: dict[str, list[str]], name: str) -> bool:
     return value not in ("", "0", "false", "no")
 
 
-class _ThreadSocket(AsyncWebsocketConsumer):
+class _ThreadSocket(_RelayDispatch, AsyncWebsocketConsumer):
     """Authorize the thread, join its group, answer pings, redact every frame sent."""
 
     thread_id: str = ""
@@ -139,7 +153,7 @@ class _ThreadSocket(AsyncWebsocketConsumer):
         if user is None or not user.is_authenticated:
             return 401, "Unauthorized"
         try:
-            thread = await sync_to_async(access_thread)(self.thread_id, user)
+            thread = await socket_db(access_thread, self.thread_id, user)
         except DomainError as exc:
             return exc.status, exc.message
         self.thread_id = str(thread.pk)
@@ -157,16 +171,20 @@ class _ThreadSocket(AsyncWebsocketConsumer):
         if reply is not None:
             await self.send(text_data=reply)
 
-    async def send_json(self, data: dict[str, Any]) -> None:
+    async def send_text(self, text: str) -> None:
         # Every frame passes the thread's redactor (secrets cached per consumer, reloaded
-        # after REFRESH_SECONDS): the engine redacts its frames, this covers the rest.
+        # after REFRESH_SECONDS): the engine redacts its frames, this covers the rest. The
+        # redactor knows each secret's JSON-escaped forms, so it applies to the encoded text.
         if self.thread_id and getattr(self, "joined", None):
             redactor = self.redactors.fresh(self.thread_id)
             if redactor is None:
-                redactor = await sync_to_async(self.redactors.get)(self.thread_id)
+                redactor = await socket_db(self.redactors.get, self.thread_id)
             if redactor:
-                data = redactor.data(data)
-        await self.send(text_data=json.dumps(data, separators=(",", ":")))
+                text = redactor.text(text)
+        await self.send(text_data=text)
+
+    async def send_json(self, data: dict[str, Any]) -> None:
+        await self.send_text(encode(data))
 
 
 class ThreadStreamConsumer(_ThreadSocket):
@@ -191,25 +209,22 @@ class ThreadStreamConsumer(_ThreadSocket):
     def query_of(self) -> dict[str, list[str]]:
         return parse_qs(self.scope.get("query_string", b"").decode("latin1"))
 
-    def wanted(self, frame: dict[str, Any]) -> bool:
-        kind = frame.get("type")
+    def wanted(self, meta: dict[str, Any]) -> bool:
+        """Whether this socket's filters let a frame through (``meta``: ``live_frames``)."""
+        kind = meta.get("type")
         if kind in LOG_FRAMES:
             return False
         if kind == "reasoning_chunk" and not self.reasoning:
             return False
         if (kind in CHUNKS or kind in LIVE_MESSAGE_FRAMES) and int(
-            frame.get("depth") or 0
+            meta.get("depth") or 0
         ) > self.max_depth:
             return False
-        if kind == "message_data":
-            data = frame.get("data") or {}
-            if data.get("silent") and not self.include_silent:
-                return False
-        return True
+        return not (kind == "message_data" and meta.get("silent") and not self.include_silent)
 
     async def thread_frame(self, event: dict[str, Any]) -> None:
-        frame = event["frame"]
-        stream, seq = frame.get("stream"), frame.get("seq")
+        meta = meta_of(event)
+        stream, seq = meta.get("stream"), meta.get("seq")
         if isinstance(stream, str) and isinstance(seq, int):
             last = self.last_seq.get(stream)
             if last is not None and seq > last + 1:
@@ -217,8 +232,8 @@ class ThreadStreamConsumer(_ThreadSocket):
                     {"type": "resync", "reason": "frames dropped", "missed": seq - last - 1}
                 )
             self.last_seq[stream] = max(seq, last or 0)
-        if self.wanted(frame):
-            await self.send_json(frame)
+        if self.wanted(meta):
+            await self.send_text(text_of(event))
 
 
 class ThreadLogsConsumer(_ThreadSocket):
@@ -228,15 +243,15 @@ class ThreadLogsConsumer(_ThreadSocket):
         return [thread_group(self.thread_id), logs_group(self.thread_id)]
 
     async def thread_frame(self, event: dict[str, Any]) -> None:
-        frame = event["frame"]
-        kind = frame.get("type")
+        meta = meta_of(event)
+        kind = meta.get("type")
         if kind == "log_data" or kind == "stopped_by_user":
-            await self.send_json(frame)
-        elif kind == "event" and frame.get("eventType") == "kv_changed":
-            await self.send_json({"type": "kv_data", **(frame.get("data") or {})})
+            await self.send_text(text_of(event))
+        elif kind == "event" and meta.get("eventType") == "kv_changed":
+            await self.send_json({"type": "kv_data", **(frame_of(event).get("data") or {})})
 
 
-class RegistryConsumer(AsyncWebsocketConsumer):
+class RegistryConsumer(_RelayDispatch, AsyncWebsocketConsumer):
     """``/api/events?scope=user|all``: thread created/updated/deleted/activity frames."""
 
     async def connect(self) -> None:
@@ -256,7 +271,7 @@ class RegistryConsumer(AsyncWebsocketConsumer):
         await self.accept()
         if refusal is not None:
             await self.send(
-                text_data=json.dumps({"type": "error", "error": refusal[1], "status": refusal[0]})
+                text_data=encode({"type": "error", "error": refusal[1], "status": refusal[0]})
             )
             await self.close(code=4000 + refusal[0])
 
@@ -270,13 +285,11 @@ class RegistryConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=reply)
 
     async def registry_frame(self, event: dict[str, Any]) -> None:
-        await self.send(text_data=json.dumps(event["frame"], separators=(",", ":")))
+        await self.send(text_data=text_of(event))
 
 
 class NotFoundConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         await self.accept()
-        await self.send(
-            text_data=json.dumps({"type": "error", "error": "Not found", "status": 404})
-        )
+        await self.send(text_data=encode({"type": "error", "error": "Not found", "status": 404}))
         await self.close(code=4404)

@@ -1,6 +1,7 @@
-"""The service bench: live streaming through the real stack, and the messages page.
+"""The service bench: live streaming through the real stack.
 
-    .venv/bin/python bench/service_bench.py [--levels 1,50,100,200,300] [--rate 50] [--seconds 15]
+    .venv/bin/python bench/service_bench.py [--levels 1,100,200,300,500] [--rate 50]
+        [--seconds 15] [--server daphne|uvicorn] [--coalesce-ms N] [--profile DIR]
 
 Starts the integration stack (a throw-away PostgreSQL database, Redis, Daphne, one
 Celery worker with the threads pool) with a clocked ``test`` provider in the worker
@@ -14,8 +15,15 @@ provider → engine → LiveSink → Redis channel layer → Daphne consumer →
     session ends, every token arrives and no socket errors. ``peak`` is the most
     sessions streaming at the same moment, ``tok/s/session`` the median rate a
     client received; with the peak RSS of Daphne and of the worker;
-(c) ``GET /api/threads/{id}/messages?limit=100`` latency on threads of 100 and
-    10,000 stored messages.
+(c) what each level cost on the wire: chunk frames per token and bytes per chunk frame
+    as the clients received them (coalescing shows here, independent of machine noise).
+
+``--server uvicorn`` serves the same application with uvicorn instead of Daphne;
+``--coalesce-ms`` sets ``STUDIO_STREAM_COALESCE_MS`` in the worker (0 turns the window
+off); ``--profile DIR`` records every level of Daphne and the worker with py-spy
+(``DIR/<server>-<level>-{daphne,worker}.txt``, collapsed stacks; ``bench/profile_summary.py``
+prints where the time went). The messages page and the thread list have their own bench
+(``bench/messages_page_bench.py``).
 """
 
 from __future__ import annotations
@@ -24,10 +32,10 @@ import argparse
 import asyncio
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,8 +86,9 @@ save_definitions([("m", model), ("p", prompt), ("a", agent)], strict_code_names=
 """
 
 
-# Requests in flight at once: every concurrent request holds a database connection in
-# Daphne (one thread per request), and PostgreSQL allows 100 by default.
+# Requests (and WebSocket handshakes) in flight at once: every concurrent request holds a
+# database connection in Daphne (one thread per request), and PostgreSQL allows 100 by
+# default. The bench measures streaming, not a thundering herd of handshakes.
 HTTP_CONCURRENCY = 24
 
 
@@ -92,6 +101,9 @@ class Result:
     ended: bool = False
     error: str | None = None
     frames: int = 0
+    chunk_frames: int = 0
+    chunk_bytes: int = 0
+    ready: asyncio.Event = field(default_factory=asyncio.Event)  # connected (or failed)
 
 
 async def watch_session(
@@ -104,12 +116,15 @@ async def watch_session(
 ) -> None:
     headers = {"Authorization": f"Bearer {stack.keys['alice']}"}
     try:
-        async with connect(
-            f"{stack.ws}/api/threads/{thread_id}/stream",
-            additional_headers=headers,
-            max_size=None,
-            open_timeout=60,
-        ) as socket:
+        async with gate:  # connections open CONNECT_CONCURRENCY at a time, then all stream
+            socket = await connect(
+                f"{stack.ws}/api/threads/{thread_id}/stream",
+                additional_headers=headers,
+                max_size=None,
+                open_timeout=60,
+            )
+        result.ready.set()
+        async with socket:
             await go.wait()
             async with gate:
                 posted = await http.post(
@@ -122,6 +137,8 @@ async def watch_session(
                 frame = json.loads(raw)
                 result.frames += 1
                 if frame.get("type") == "message_chunk":
+                    result.chunk_frames += 1
+                    result.chunk_bytes += len(raw)
                     result.first = result.first or time.monotonic()
                     result.last = time.monotonic()
                     for token in frame["chunk"].split():
@@ -134,9 +151,50 @@ async def watch_session(
                     raise RuntimeError(f"{frame['type']} frame: {frame}")
     except Exception as exc:  # counted as an error of this level
         result.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        result.ready.set()
 
 
-async def run_level(stack: Stack, sessions: int, tokens: int, timeout: float) -> dict[str, Any]:
+def start_profiles(stack: Stack, folder: Path | None, label: str, seconds: float) -> list[Any]:
+    """py-spy on Daphne and the worker for ``seconds`` (collapsed stacks, one file each)."""
+    if folder is None:
+        return []
+    folder.mkdir(parents=True, exist_ok=True)
+    spy = Path(sys.executable).parent / "py-spy"
+    targets = {"daphne": stack.daphne.popen.pid, "worker": stack.bench_worker.popen.pid}  # type: ignore[attr-defined]
+    return [
+        subprocess.Popen(
+            [
+                str(spy),
+                "record",
+                "--format",
+                "raw",
+                "--rate",
+                "200",
+                "--nonblocking",
+                "--duration",
+                str(int(seconds)),
+                "--pid",
+                str(pid),
+                "--output",
+                str(folder / f"{label}-{name}.txt"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for name, pid in targets.items()
+    ]
+
+
+async def run_level(
+    stack: Stack,
+    sessions: int,
+    tokens: int,
+    timeout: float,
+    profile: Path | None = None,
+    label: str = "",
+    seconds: float = 0,
+) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=400, max_keepalive_connections=400)
     async with httpx.AsyncClient(
         base_url=stack.http,
@@ -160,7 +218,8 @@ async def run_level(stack: Stack, sessions: int, tokens: int, timeout: float) ->
             asyncio.create_task(watch_session(stack, http, t, r, go, gate))
             for t, r in zip(thread_ids, results, strict=True)
         ]
-        await asyncio.sleep(1.0)  # let every socket connect (and join its group) first
+        # Every socket connects (and joins its group) first; then all sessions start at once.
+        await asyncio.wait([asyncio.create_task(r.ready.wait()) for r in results], timeout=300)
         started = time.monotonic()
         peak = {"daphne": 0.0, "worker": 0.0}
 
@@ -171,12 +230,15 @@ async def run_level(stack: Stack, sessions: int, tokens: int, timeout: float) ->
                 await asyncio.sleep(0.5)
 
         sampler = asyncio.create_task(sample_memory())
+        spies = start_profiles(stack, profile, label, seconds)
         go.set()
         done, pending = await asyncio.wait(tasks, timeout=timeout)
         elapsed = time.monotonic() - started
         sampler.cancel()
         for task in pending:
             task.cancel()
+        for spy in spies:
+            spy.wait()
     latencies = [x for r in results for x in r.latencies_ms]
     errors = [r.error for r in results if r.error] + [
         "did not finish" for r in results if not r.ended and not r.error
@@ -193,6 +255,9 @@ async def run_level(stack: Stack, sessions: int, tokens: int, timeout: float) ->
         "tokens": f"{received}/{sessions * tokens}",
         "tokens_per_s": received / elapsed if elapsed else 0,
         "frames": sum(r.frames for r in results),
+        "frames_per_token": sum(r.chunk_frames for r in results) / received if received else 0,
+        "bytes_per_frame": sum(r.chunk_bytes for r in results)
+        / max(1, sum(r.chunk_frames for r in results)),
         "p50_ms": pct(latencies, 50),
         "p99_ms": pct(latencies, 99),
         "max_ms": max(latencies) if latencies else float("nan"),
@@ -212,60 +277,20 @@ def peak_overlap(results: list[Result]) -> int:
     return best
 
 
-def fill_thread(stack: Stack, thread_id: str, count: int) -> None:
-    """Insert ``count`` stored messages directly (the page read is what is measured)."""
-    import psycopg
-
-    base = now_us()
-    rows = [
-        (
-            str(uuid.uuid4()),
-            thread_id,
-            "user" if i % 2 == 0 else "assistant",
-            f"message number {i} " + "x" * 200,
-            "completed",
-            base + i,
-        )
-        for i in range(count)
-    ]
-    url = stack.database_url.replace("postgres://", "postgresql://", 1)
-    with psycopg.connect(url) as conn, conn.cursor() as cursor:
-        with cursor.copy(
-            "COPY agents_app_message (id, thread_id, role, content, status, created_at, depth,"
-            " silent, metadata, side, prompt_name) FROM STDIN"
-        ) as copy:
-            for row in rows:
-                copy.write_row((*row, 0, False, "{}", "", ""))
-        conn.commit()
-
-
-def page_latency(stack: Stack, sizes: list[int], repeat: int = 60) -> dict[int, dict[str, float]]:
-    client = stack.client("alice")
-    out = {}
-    for size in sizes:
-        thread_id = client.post("/api/threads", json={"agent_id": "greeter"}).json()["threadId"]
-        fill_thread(stack, thread_id, size)
-        url = f"/api/threads/{thread_id}/messages?limit=100"
-        assert len(client.get(url).json()["messages"]) == 100
-        timings = []
-        for _ in range(repeat):
-            started = time.perf_counter()
-            response = client.get(url)
-            timings.append((time.perf_counter() - started) * 1000)
-            assert response.status_code == 200
-        out[size] = {"p50_ms": pct(timings, 50), "p99_ms": pct(timings, 99)}
-    return out
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--levels", default="1,50,100,200,300")
+    parser.add_argument("--levels", default="1,100,200,300,500")
     parser.add_argument("--rate", type=int, default=50, help="tokens per second per session")
     parser.add_argument("--seconds", type=int, default=15, help="streaming time per session")
+    parser.add_argument("--server", choices=("daphne", "uvicorn"), default="daphne")
+    parser.add_argument(
+        "--coalesce-ms", type=int, default=None, help="STUDIO_STREAM_COALESCE_MS (default: ours)"
+    )
+    parser.add_argument("--profile", type=Path, default=None, help="py-spy each level into DIR")
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     tokens = args.rate * args.seconds
-    stack = Stack(Path(tempfile.mkdtemp(prefix="service-bench-")))
+    stack = Stack(Path(tempfile.mkdtemp(prefix="service-bench-")), server=args.server)
     stack.env.update(
         {
             "STUDIO_PROVIDER_FACTORIES": "test=bench.clocked_provider.factory",
@@ -281,6 +306,8 @@ def main() -> None:
             "STUDIO_RATE_WS_TICKET": "off",
         }
     )
+    if args.coalesce_ms is not None:
+        stack.env["STUDIO_STREAM_COALESCE_MS"] = str(args.coalesce_ms)
     stack.start()
     try:
         stack.run(
@@ -297,32 +324,39 @@ def main() -> None:
         )
         print(
             f"machine: {len(__import__('os').sched_getaffinity(0))} cores; "
-            f"{args.rate} tokens/s per session for {args.seconds}s ({tokens} tokens)"
+            f"{args.rate} tokens/s per session for {args.seconds}s ({tokens} tokens); "
+            f"server {args.server}; STUDIO_STREAM_COALESCE_MS="
+            f"{stack.env.get('STUDIO_STREAM_COALESCE_MS', 'default')}"
         )
         print("\n(a)+(b) streaming sessions at once")
         header = (
             f"{'sessions':>8} {'ok':>4} {'errors':>6} {'peak':>5} {'tokens':>15} "
             f"{'tok/s/session':>13} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} "
-            f"{'daphne MB':>9} {'worker MB':>9}"
+            f"{'server MB':>9} {'worker MB':>9} {'frames/tok':>10} {'B/frame':>7}"
         )
         print(header)
         for level in levels:
-            row = asyncio.run(run_level(stack, level, tokens, timeout=args.seconds * 4 + 60))
+            row = asyncio.run(
+                run_level(
+                    stack,
+                    level,
+                    tokens,
+                    timeout=args.seconds * 4 + 60,
+                    profile=args.profile,
+                    label=f"{args.server}-{level}",
+                    seconds=args.seconds,
+                )
+            )
             print(
                 f"{row['sessions']:>8} {'yes' if row['ok'] else 'NO':>4} {row['errors']:>6} "
                 f"{row['peak']:>5} {row['tokens']:>15} {row['session_rate']:>13.1f} "
                 f"{row['p50_ms']:>7.1f} {row['p99_ms']:>7.1f} {row['max_ms']:>7.1f} "
-                f"{row['daphne_mb']:>9.0f} {row['worker_mb']:>9.0f}"
+                f"{row['daphne_mb']:>9.0f} {row['worker_mb']:>9.0f} "
+                f"{row['frames_per_token']:>10.2f} {row['bytes_per_frame']:>7.0f}"
             )
             if row["first_error"]:
                 print(f"         first error: {row['first_error']}")
-        print("\n(c) GET /api/threads/{id}/messages?limit=100 (newest page)")
-        for size, figures in page_latency(stack, [100, 10_000]).items():
-            print(
-                f"  thread of {size:>6} messages: p50 {figures['p50_ms']:.1f} ms, "
-                f"p99 {figures['p99_ms']:.1f} ms"
-            )
-        print(f"\nafter the run: daphne {rss_mb(stack.daphne.popen.pid):.0f} MB")
+        print(f"\nafter the run: {args.server} {rss_mb(stack.daphne.popen.pid):.0f} MB")
     finally:
         stack.stop()
 

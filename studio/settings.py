@@ -283,6 +283,16 @@ for _point in envlist("STUDIO_FAULT_POINTS"):
 # Token chunk frames per second one process sends, all streams together: with many
 # messages streaming, each one's chunks are batched so the total stays near this.
 STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND = envint("STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND", 2000)
+# A thread's token chunks merge into one frame per this many milliseconds (0: off);
+# clients receive the same text in the same order (docs/operating.md, "Streaming at scale").
+STUDIO_STREAM_COALESCE_MS = envint("STUDIO_STREAM_COALESCE_MS", 40)
+if STUDIO_STREAM_COALESCE_MS < 0:
+    raise ImproperlyConfigured("STUDIO_STREAM_COALESCE_MS must be 0 (off) or more")
+# Threads (hence at most database connections) per process for WebSocket consumers'
+# database work: authentication, the thread check, redactor loads (agents_app/socket_db.py).
+STUDIO_SOCKET_DB_THREADS = envint("STUDIO_SOCKET_DB_THREADS", 4)
+if STUDIO_SOCKET_DB_THREADS < 1:
+    raise ImproperlyConfigured("STUDIO_SOCKET_DB_THREADS must be 1 or more")
 # How often a worker looks for stop requests of the sessions it runs.
 STUDIO_STOP_POLL_MS = envint("STUDIO_STOP_POLL_MS", 500)
 # Extra provider factories, "name=dotted.path,…" (the bench's clocked test provider).

@@ -2,7 +2,8 @@
 
 Frames carry a per-thread sequence number (``seq``) so a client can detect a gap
 (the layer drops group messages silently when over capacity) and catch up from
-the database.
+the database. Each frame is encoded once, here (``live_frames.live_event``); consumers
+relay the text.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+
+from agents_app.bridge.live_frames import encode, live_event
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +42,7 @@ class ChannelsSink:
     def emit(self, thread_id: str, frame: dict[str, Any]) -> None:
         if self._layer is None:
             return
-        payload = {"type": "thread.frame", "frame": {**frame, "seq": next(self._seq[thread_id])}}
+        payload = live_event({**frame, "seq": next(self._seq[thread_id])})
         task = asyncio.get_running_loop().create_task(self._send(thread_group(thread_id), payload))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
@@ -115,14 +118,25 @@ class ChunkPacer:
 pacer = ChunkPacer()
 
 
+def coalesce_window() -> float:
+    """Seconds a thread's chunk frames wait to merge (``STUDIO_STREAM_COALESCE_MS``; 0: none)."""
+    from django.conf import settings
+
+    return max(0, int(getattr(settings, "STUDIO_STREAM_COALESCE_MS", 40))) / 1000
+
+
 class LiveSink:
     """The engine's sink for sessions: ordered per group, token chunks coalesced under load.
 
     One sender task per group sends frames in order (concurrent ``group_send``
     calls could reorder them). Consecutive chunks of the same message merge into
-    one frame while they wait: while a send is in flight, and while the process's
-    ``ChunkPacer`` says this message must wait (under load). Any other frame cuts
-    the wait short, so message rows and telemetry are never delayed by pacing.
+    one frame while they wait: while a send is in flight, for the coalescing window
+    after the group's last chunk frame (``STUDIO_STREAM_COALESCE_MS``: at most one
+    chunk frame per window; the first chunk after a quiet window goes at once), and
+    longer while the process's ``ChunkPacer`` says so (under load). Any other frame
+    cuts the wait short, so message rows and telemetry are never delayed, and the
+    merged chunks arrive before them: a client sees the same text in the same order,
+    in fewer frames.
     Every frame gets ``seq`` (consecutive per group within this sink) and
     ``stream`` (this sink's id): a consumer that sees a gap in one stream knows
     frames were lost and tells its client to reload. ``log_data`` frames go to the
@@ -130,11 +144,16 @@ class LiveSink:
     """
 
     def __init__(
-        self, layer: Any = None, stream: str | None = None, pacer: ChunkPacer | None = None
+        self,
+        layer: Any = None,
+        stream: str | None = None,
+        pacer: ChunkPacer | None = None,
+        window: float | None = None,
     ) -> None:
         self._layer = layer or get_channel_layer()
         self.stream = stream or uuid.uuid4().hex[:12]
         self._pacer = pacer or globals()["pacer"]
+        self._window = coalesce_window() if window is None else window
         self._queues: dict[str, collections.deque[dict[str, Any]]] = defaultdict(collections.deque)
         self._senders: dict[str, asyncio.Task[None]] = {}
         self._wake: dict[str, asyncio.Event] = {}
@@ -171,7 +190,8 @@ class LiveSink:
         """Hold a chunk at the head of the queue until its message may send again."""
         if len(queue) > 1 or queue[0].get("type") not in CHUNK_TYPES:
             return
-        wait = self._last_chunk.get(group, 0.0) + self._pacer.interval() - time.monotonic()
+        interval = max(self._window, self._pacer.interval())
+        wait = self._last_chunk.get(group, 0.0) + interval - time.monotonic()
         if wait <= 0:
             return
         wake = self._wake.setdefault(group, asyncio.Event())
@@ -189,7 +209,7 @@ class LiveSink:
                     self._last_chunk[group] = time.monotonic()
                 frame["seq"], frame["stream"] = next(self._seq[group]), self.stream
                 try:
-                    await self._layer.group_send(group, {"type": "thread.frame", "frame": frame})
+                    await self._layer.group_send(group, live_event(frame))
                     self.sent += 1
                 except Exception:  # a dropped live frame must never break a session
                     logger.warning("live frame to %s dropped", group, exc_info=True)
@@ -222,9 +242,7 @@ async def asend_thread_frames(thread_id: str, frames: list[dict[str, Any]]) -> N
         return
     for frame in _stamp(thread_id, frames):
         try:
-            await layer.group_send(
-                group_of(thread_id, frame), {"type": "thread.frame", "frame": frame}
-            )
+            await layer.group_send(group_of(thread_id, frame), live_event(frame))
         except Exception:
             logger.warning("live frame to thread %s dropped", thread_id, exc_info=True)
 
@@ -241,9 +259,11 @@ async def asend_registry(frame: dict[str, Any], owner_id: Any) -> None:
     if layer is None:
         return
     groups = [REGISTRY_ALL] + ([registry_user_group(owner_id)] if owner_id else [])
+    # Encoded once for every socket of both groups; ``frame`` stays for readers of the layer.
+    message = {"type": "registry.frame", "frame": frame, "text": encode(frame)}
     for group in groups:
         try:
-            await layer.group_send(group, {"type": "registry.frame", "frame": frame})
+            await layer.group_send(group, message)
         except Exception:
             logger.warning("registry frame to %s dropped", group, exc_info=True)
 

@@ -8,6 +8,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('agents_app', '0011_definition_versions'),
         ('agents_app', '0011_provider_tool_options'),
+        ('agents_app', '0011_message_page_covering'),
     ]
 
     operations = [

@@ -95,7 +95,10 @@ class Message(models.Model):
         constraints = [
             # Its index also serves newest-page and history reads:
             # WHERE thread=? ORDER BY created_at DESC LIMIT n (a second index on the same
-            # columns only slowed every insert on the engine's hot path).
+            # columns only slowed every insert on the engine's hot path). On PostgreSQL
+            # it also carries depth and silent (INCLUDE, migration 0011), so the page's
+            # total is an index-only scan instead of a visit to every row of the thread;
+            # SQLite has no INCLUDE and keeps the plain constraint.
             models.UniqueConstraint(
                 fields=["thread", "created_at"], name="uniq_message_thread_time"
             ),

@@ -64,9 +64,11 @@ def api_key_in_use(raw: str) -> ApiKey | None:
     if key is None or not key.user.is_active:
         return None
     now = timezone.now()
-    ApiKey.objects.filter(pk=key.pk).filter(
-        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
-    ).update(last_used_at=now)
+    # The row just read says whether the stamp is due: most requests skip the write.
+    if key.last_used_at is None or key.last_used_at < now - LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=key.pk).filter(
+            Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
+        ).update(last_used_at=now)
     return key
 
 

@@ -17,6 +17,7 @@ from django.utils import timezone
 from pydantic import BaseModel
 
 from agents_app.bridge.events import thread_group
+from agents_app.bridge.live_frames import frame_of
 from agents_app.code_registry import reset_registry
 from agents_app.models import Agent, LanguageModel, Prompt, ScheduledEffect, Thread
 from runtime.registry import Registry, define_effect
@@ -105,7 +106,7 @@ class Frames:
                     message = await asyncio.wait_for(self.layer.receive(self.channel), 0.05)
                 except TimeoutError:
                     return out
-                out.append(message["frame"])
+                out.append(frame_of(message))
 
         frames = async_to_sync(drain)()
         return [

@@ -18,6 +18,7 @@ from channels.layers import get_channel_layer
 from django.utils import timezone
 
 from agents_app.bridge.events import thread_group
+from agents_app.bridge.live_frames import frame_of
 from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession
 from agents_app.models.timestamps import now_us
 from agents_app.runner import ClaimedStore, SessionLost, run_session_job
@@ -94,7 +95,7 @@ class Listener:
                 event = await asyncio.wait_for(self.layer.receive(self.channel), 0.3)
             except TimeoutError:
                 return self.frames
-            self.frames.append(event["frame"])
+            self.frames.append(frame_of(event))
 
 
 async def test_a_posted_message_runs_as_one_session_with_frames_in_order(alice: Any) -> None:

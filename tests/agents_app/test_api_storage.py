@@ -14,6 +14,7 @@ from channels.layers import get_channel_layer
 from PIL import Image
 
 from agents_app.bridge.events import thread_group
+from agents_app.bridge.live_frames import frame_of
 from agents_app.models import Thread, ThreadFile, ThreadValue
 from tests.agents_app.api_support import *  # noqa: F403  (fixtures)
 
@@ -270,7 +271,7 @@ def _listen(thread: Thread) -> Any:
                 message = await asyncio.wait_for(layer.receive(channel), 0.05)
             except TimeoutError:
                 return out
-            out.append(message["frame"])
+            out.append(frame_of(message))
 
     return lambda: async_to_sync(drain)()
 

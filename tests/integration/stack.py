@@ -152,6 +152,8 @@ class Stack:
     # A pooler's URL (PgBouncer) for every process but ``migrate``, which goes to PostgreSQL
     # directly, like compose's migrate service (tests/integration/test_pgbouncer.py).
     pooler_url: str = ""
+    # The ASGI server: "daphne" (production's) or "uvicorn" (the bench's alternative).
+    server: str = "daphne"
 
     def __post_init__(self) -> None:
         redis_base = self.redis_base or os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -203,17 +205,29 @@ class Stack:
         self.keys = json.loads(out.strip().splitlines()[-1])["keys"]
         for command in self.setup:
             self.run([str(BIN / "python"), "manage.py", *command])
-        self.daphne = self.spawn(
-            "daphne",
-            [
+        if self.server == "uvicorn":
+            command = [
+                str(BIN / "uvicorn"),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--lifespan",
+                "off",
+                "--no-access-log",
+                "studio.asgi:application",
+            ]
+        else:
+            command = [
                 str(BIN / "daphne"),
                 "-b",
                 "127.0.0.1",
                 "-p",
                 str(self.port),
                 "studio.asgi:application",
-            ],
-        )
+            ]
+        # Named "daphne" whichever server it is: tests and the bench read ``stack.daphne``.
+        self.daphne = self.spawn("daphne", command)
         # Start-up imports Django, the registry and the ASGI stack: on a loaded 2-core box
         # that alone can outlast the default wait, so this deadline is generous.
         wait_until(

@@ -1,0 +1,113 @@
+"""The messages page and the thread list over the real stack (Daphne or uvicorn).
+
+    .venv/bin/python bench/messages_page_bench.py [--sizes 100,10000] [--threads 50]
+        [--repeat 200] [--server daphne|uvicorn]
+
+Starts the integration stack (a throw-away PostgreSQL database, Redis, the ASGI server)
+and measures, one request at a time from one keep-alive client:
+
+(a) ``GET /api/threads/{id}/messages?limit=100`` (the newest page) on threads holding
+    each of ``--sizes`` stored messages (inserted with COPY): p50, p99;
+(b) ``GET /api/threads?limit=50`` (the thread list) for a user with ``--threads``
+    threads: p50, p99.
+
+The requests alternate between the cases (a, a', b, a, a', b, …), so a burst of load
+from elsewhere on the machine hits every case alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.integration.stack import Stack  # noqa: E402
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def fill_thread(stack: Stack, thread_id: str, count: int) -> None:
+    """Insert ``count`` stored messages directly (the page read is what is measured)."""
+    import psycopg
+
+    base = time.time_ns() // 1000
+    url = stack.database_url.replace("postgres://", "postgresql://", 1)
+    with psycopg.connect(url) as conn, conn.cursor() as cursor:
+        with cursor.copy(
+            "COPY agents_app_message (id, thread_id, role, content, status, created_at, depth,"
+            " silent, metadata, side, prompt_name) FROM STDIN"
+        ) as copy:
+            for i in range(count):
+                copy.write_row(
+                    (
+                        str(uuid.uuid4()),
+                        thread_id,
+                        "user" if i % 2 == 0 else "assistant",
+                        f"message number {i} " + "x" * 200,
+                        "completed",
+                        base + i,
+                        0,
+                        False,
+                        "{}",
+                        "",
+                        "",
+                    )
+                )
+        conn.commit()
+        # As autovacuum would soon after such a burst (the visibility map and statistics).
+        conn.autocommit = True
+        conn.execute("VACUUM ANALYZE agents_app_message")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="100,10000")
+    parser.add_argument("--threads", type=int, default=50)
+    parser.add_argument("--repeat", type=int, default=200)
+    parser.add_argument("--server", choices=("daphne", "uvicorn"), default="daphne")
+    args = parser.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    stack = Stack(Path(tempfile.mkdtemp(prefix="page-bench-")), server=args.server)
+    stack.env.update({"LOG_LEVEL": "WARNING", "STUDIO_RATE_THREAD_CREATE": "off"})
+    stack.start()
+    try:
+        client = stack.client("alice")
+        urls: dict[str, str] = {}
+        for size in sizes:
+            thread_id = client.post("/api/threads", json={"agent_id": "greeter"}).json()["threadId"]
+            fill_thread(stack, thread_id, size)
+            urls[f"newest 100 of {size:>6} messages"] = (
+                f"/api/threads/{thread_id}/messages?limit=100"
+            )
+        existing = client.get("/api/threads?limit=1").json()["total"]
+        for _ in range(max(0, args.threads - existing)):
+            client.post("/api/threads", json={"agent_id": "greeter"}).raise_for_status()
+        urls[f"thread list, {args.threads} threads"] = "/api/threads?limit=50"
+        for url in urls.values():  # warm up: connections, caches, prepared plans
+            for _ in range(5):
+                client.get(url).raise_for_status()
+        timings: dict[str, list[float]] = {name: [] for name in urls}
+        for _ in range(args.repeat):
+            for name, url in urls.items():
+                started = time.perf_counter()
+                response = client.get(url)
+                timings[name].append((time.perf_counter() - started) * 1000)
+                response.raise_for_status()
+        print(f"server {args.server}; {args.repeat} requests per case, interleaved")
+        for name, values in timings.items():
+            print(f"  {name}: p50 {pct(values, 50):.1f} ms, p99 {pct(values, 99):.1f} ms")
+    finally:
+        stack.stop()
+
+
+if __name__ == "__main__":
+    main()
