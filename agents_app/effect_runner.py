@@ -225,6 +225,9 @@ class EmbeddedSweeper:
                 await asyncio.sleep(1)
 
     def stop(self, timeout: float = 10) -> None:
+        # A loop that no longer runs (a finished test's, a shut-down server's) runs nothing more.
+        if self.loop.is_closed() or not self.loop.is_running():
+            return
         self.loop.call_soon_threadsafe(self.future.cancel)
         with contextlib.suppress(BaseException):  # cancelled, as asked
             self.future.result(timeout)

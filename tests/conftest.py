@@ -20,6 +20,17 @@ def fresh_limit_counters() -> Any:
     yield
 
 
+@pytest.fixture(autouse=True)
+def no_lingering_effect_sweeper() -> Any:
+    """A test that drives the ASGI app in this process starts the embedded effect sweeper
+    (``executor.LoopCapture``); stopped afterwards, so it never runs other tests' due
+    effects behind their backs."""
+    yield
+    from agents_app import effect_runner
+
+    effect_runner.stop_embedded_sweeper()
+
+
 @pytest.fixture
 def make_user(db: Any) -> Any:
     from django.contrib.auth import get_user_model

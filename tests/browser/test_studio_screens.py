@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -14,7 +15,7 @@ SEED = """
 from agents_app.models import Agent, EnvValue, Log, ScheduledEffect, Thread
 from django.utils import timezone
 agent = Agent.objects.get(name="support_agent")
-thread = Thread.objects.create(agent=agent, origin_agent=agent)
+thread = Thread.objects.create(agent=agent, origin_agent=agent, display_name="screens-seed")
 Log.objects.create(thread=thread, model="demo", cost_total="0.1234", is_complete=True)
 thread.last_activity_at = timezone.now(); thread.save()
 ScheduledEffect.objects.create(thread=thread, name="send_reminder", due_at=timezone.now(),
@@ -25,9 +26,15 @@ for key, kind, value in (("COMPANY", "text", "Acme Rockets"), ("VAULT_KEY", "sec
 
 
 @pytest.fixture(scope="module")
-def seeded(site: Site) -> Site:
+def seeded(site: Site) -> Iterator[Site]:
     site.python(SEED % f"vault-{uuid.uuid4().hex}")
-    return site
+    yield site
+    # The suite shares one site: the seeded thread's spend and failed effect would show up in
+    # later pages (the support agent's structure lists the effects its threads scheduled).
+    site.python(
+        "from agents_app.models import Thread; "
+        "Thread.objects.filter(display_name='screens-seed').delete()"
+    )
 
 
 def test_the_dashboard_shows_spend_failures_and_recent_threads(seeded: Site, page: Page) -> None:
