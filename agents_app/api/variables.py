@@ -21,16 +21,21 @@ class VariablesQuery(Schema):
     thread_id: str | None = Field(None, max_length=64)
 
 
+def _who(request: HttpRequest, params: VariablesQuery) -> tuple[Any, Any]:
+    """Staff only; the caller and, when asked, a thread they may see (its values count)."""
+    require_staff(request)
+    user = request.auth  # type: ignore[attr-defined]
+    thread = selectors.access_thread(params.thread_id, user) if params.thread_id else None
+    return user, thread
+
+
 @router.get(
     "/variables/agents/{name}", response={200: dict, **ERRORS}, summary="An agent's env needs"
 )
 def agent_variable_scan(
     request: HttpRequest, name: str, params: Query[VariablesQuery]
 ) -> dict[str, Any]:
-    require_staff(request)
-    user = request.auth  # type: ignore[attr-defined]
-    thread = selectors.access_thread(params.thread_id, user) if params.thread_id else None
-    return {"variables": agent_variables(name, user, thread)}
+    return {"variables": agent_variables(name, *_who(request, params))}
 
 
 @router.get(
@@ -39,17 +44,11 @@ def agent_variable_scan(
 def prompt_variable_scan(
     request: HttpRequest, name: str, params: Query[VariablesQuery]
 ) -> dict[str, Any]:
-    require_staff(request)
-    user = request.auth  # type: ignore[attr-defined]
-    thread = selectors.access_thread(params.thread_id, user) if params.thread_id else None
-    return {"variables": prompt_variables(name, user, thread)}
+    return {"variables": prompt_variables(name, *_who(request, params))}
 
 
 @router.get("/variables/tools/{name}", response={200: dict, **ERRORS}, summary="A tool's env needs")
 def tool_variable_scan(
     request: HttpRequest, name: str, params: Query[VariablesQuery]
 ) -> dict[str, Any]:
-    require_staff(request)
-    user = request.auth  # type: ignore[attr-defined]
-    thread = selectors.access_thread(params.thread_id, user) if params.thread_id else None
-    return {"variables": tool_variables(name, user, thread)}
+    return {"variables": tool_variables(name, *_who(request, params))}
