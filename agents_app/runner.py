@@ -38,7 +38,7 @@ from agents_app.bridge.store import DjangoStore
 from agents_app.db_retry import CONNECTION_ERRORS, drop_broken_connections, retrying
 from agents_app.engines import build_engine
 from agents_app.models import QueuedMessage, ThreadSession
-from agents_app.selectors import registry_thread
+from agents_app.selectors import thread_activity
 from agents_app.services import sessions
 from agents_app.services.sessions import Claim
 from agents_app.wire import RESUME_MARK
@@ -405,21 +405,16 @@ async def _fail(claim: Claim, detail: str) -> None:
         await sink.flush()
 
 
-def _registry_thread(thread_id: str) -> dict[str, Any] | None:
+def _thread_activity(thread_id: str) -> dict[str, Any] | None:
     faults.hit("announce")
-    return registry_thread(thread_id)
+    return thread_activity(thread_id)
 
 
 async def _announce_activity(thread_id: str) -> None:
-    item = await sync_to_async(_registry_thread)(thread_id)
-    if item is not None:
-        frame = {
-            "type": "thread_activity",
-            "threadId": thread_id,
-            "executing": item["executing"],
-            "last_activity_at": item["last_activity_at"],
-        }
-        await asend_registry(frame, item["user_id"])
+    frame = await sync_to_async(_thread_activity)(thread_id)
+    if frame is not None:
+        owner = frame.pop("owner_id")
+        await asend_registry(frame, owner)
 
 
 async def run_session_job(session_id: str, owner: str = OWNER) -> None:

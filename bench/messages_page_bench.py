@@ -18,6 +18,8 @@ from elsewhere on the machine hits every case alike.
 from __future__ import annotations
 
 import argparse
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -74,6 +76,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--server", choices=("daphne", "uvicorn"), default="daphne")
+    parser.add_argument(
+        "--profile", type=Path, default=None, help="py-spy the server while timing (FILE)"
+    )
     args = parser.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     stack = Stack(Path(tempfile.mkdtemp(prefix="page-bench-")), server=args.server)
@@ -96,12 +101,36 @@ def main() -> None:
             for _ in range(5):
                 client.get(url).raise_for_status()
         timings: dict[str, list[float]] = {name: [] for name in urls}
+        spy = None
+        if args.profile is not None:
+            spy = subprocess.Popen(
+                [
+                    str(Path(sys.executable).parent / "py-spy"),
+                    "record",
+                    "--format",
+                    "raw",
+                    "--gil",
+                    "--rate",
+                    "500",
+                    "--nonblocking",
+                    "--pid",
+                    str(stack.daphne.popen.pid),
+                    "--output",
+                    str(args.profile),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            time.sleep(1)
         for _ in range(args.repeat):
             for name, url in urls.items():
                 started = time.perf_counter()
                 response = client.get(url)
                 timings[name].append((time.perf_counter() - started) * 1000)
                 response.raise_for_status()
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait()
         print(f"server {args.server}; {args.repeat} requests per case, interleaved")
         for name, values in timings.items():
             print(f"  {name}: p50 {pct(values, 50):.1f} ms, p99 {pct(values, 99):.1f} ms")

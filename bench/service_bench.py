@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -76,6 +77,15 @@ def rss_mb(pid: int) -> float:
     return total / 1024
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process has used so far, all its threads (from /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 SEED = """
 from agents_app.services.definitions import save_definitions
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
@@ -98,6 +108,7 @@ class Result:
     last: float = 0.0
     tokens: int = 0
     latencies_ms: list[float] = field(default_factory=list)
+    received_at: list[float] = field(default_factory=list)  # monotonic time of each token
     ended: bool = False
     error: str | None = None
     frames: int = 0
@@ -141,9 +152,11 @@ async def watch_session(
                     result.chunk_bytes += len(raw)
                     result.first = result.first or time.monotonic()
                     result.last = time.monotonic()
+                    arrived = time.monotonic()
                     for token in frame["chunk"].split():
                         result.tokens += 1
                         result.latencies_ms.append((received - int(token)) / 1000)
+                        result.received_at.append(arrived)
                 elif frame.get("type") == "stopped":
                     result.ended = True
                     return
@@ -161,7 +174,7 @@ def start_profiles(stack: Stack, folder: Path | None, label: str, seconds: float
         return []
     folder.mkdir(parents=True, exist_ok=True)
     spy = Path(sys.executable).parent / "py-spy"
-    targets = {"daphne": stack.daphne.popen.pid, "worker": stack.bench_worker.popen.pid}  # type: ignore[attr-defined]
+    targets = {"daphne": stack.daphne.popen.pid, "worker": stack.bench_workers[0].popen.pid}  # type: ignore[attr-defined]
     return [
         subprocess.Popen(
             [
@@ -172,6 +185,7 @@ def start_profiles(stack: Stack, folder: Path | None, label: str, seconds: float
                 "--rate",
                 "200",
                 "--nonblocking",
+                "--gil",  # only the thread holding the GIL: where the CPU goes
                 "--duration",
                 str(int(seconds)),
                 "--pid",
@@ -194,6 +208,7 @@ async def run_level(
     profile: Path | None = None,
     label: str = "",
     seconds: float = 0,
+    http_concurrency: int = HTTP_CONCURRENCY,
 ) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=400, max_keepalive_connections=400)
     async with httpx.AsyncClient(
@@ -202,7 +217,7 @@ async def run_level(
         timeout=120,
         limits=limits,
     ) as http:
-        gate = asyncio.Semaphore(HTTP_CONCURRENCY)
+        gate = asyncio.Semaphore(http_concurrency)
 
         async def create() -> str:
             async with gate:
@@ -221,12 +236,18 @@ async def run_level(
         # Every socket connects (and joins its group) first; then all sessions start at once.
         await asyncio.wait([asyncio.create_task(r.ready.wait()) for r in results], timeout=300)
         started = time.monotonic()
+        workers = stack.bench_workers  # type: ignore[attr-defined]
+        cpu_before = (
+            cpu_seconds(stack.daphne.popen.pid),
+            sum(cpu_seconds(w.popen.pid) for w in workers),
+        )
         peak = {"daphne": 0.0, "worker": 0.0}
 
         async def sample_memory() -> None:
             while True:
                 peak["daphne"] = max(peak["daphne"], rss_mb(stack.daphne.popen.pid))
-                peak["worker"] = max(peak["worker"], rss_mb(stack.bench_worker.popen.pid))
+                for worker in stack.bench_workers:  # type: ignore[attr-defined]
+                    peak["worker"] = max(peak["worker"], rss_mb(worker.popen.pid))
                 await asyncio.sleep(0.5)
 
         sampler = asyncio.create_task(sample_memory())
@@ -234,6 +255,10 @@ async def run_level(
         go.set()
         done, pending = await asyncio.wait(tasks, timeout=timeout)
         elapsed = time.monotonic() - started
+        cpu_used = (
+            cpu_seconds(stack.daphne.popen.pid) - cpu_before[0],
+            sum(cpu_seconds(w.popen.pid) for w in workers) - cpu_before[1],
+        )
         sampler.cancel()
         for task in pending:
             task.cancel()
@@ -246,6 +271,7 @@ async def run_level(
     received = sum(r.tokens for r in results)
     rates = [r.tokens / (r.last - r.first) for r in results if r.last > r.first]
     return {
+        "timeline": timeline(results, started),
         "peak": peak_overlap(results),
         "session_rate": statistics.median(rates) if rates else 0.0,
         "sessions": sessions,
@@ -262,9 +288,20 @@ async def run_level(
         "p99_ms": pct(latencies, 99),
         "max_ms": max(latencies) if latencies else float("nan"),
         "seconds": elapsed,
+        "daphne_cpu": cpu_used[0] / elapsed if elapsed else 0.0,
+        "worker_cpu": cpu_used[1] / elapsed if elapsed else 0.0,
         "daphne_mb": peak["daphne"],
         "worker_mb": peak["worker"],
     }
+
+
+def timeline(results: list[Result], started: float) -> list[tuple[int, int, float, float]]:
+    """Per second since the sessions were started: tokens received, p50 and p99 latency."""
+    buckets: dict[int, list[float]] = {}
+    for r in results:
+        for at, latency in zip(r.received_at, r.latencies_ms, strict=True):
+            buckets.setdefault(int(at - started), []).append(latency)
+    return [(s, len(v), pct(v, 50), pct(v, 99)) for s, v in sorted(buckets.items())]
 
 
 def peak_overlap(results: list[Result]) -> int:
@@ -284,9 +321,27 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=15, help="streaming time per session")
     parser.add_argument("--server", choices=("daphne", "uvicorn"), default="daphne")
     parser.add_argument(
+        "--http-concurrency",
+        type=int,
+        default=HTTP_CONCURRENCY,
+        help="requests and handshakes the clients keep in flight",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=1, help="Celery worker processes (RSS: the largest)"
+    )
+    parser.add_argument(
         "--coalesce-ms", type=int, default=None, help="STUDIO_STREAM_COALESCE_MS (default: ours)"
     )
     parser.add_argument("--profile", type=Path, default=None, help="py-spy each level into DIR")
+    parser.add_argument(
+        "--profile-seconds",
+        type=int,
+        default=0,
+        help="how long py-spy records (default: --seconds)",
+    )
+    parser.add_argument(
+        "--timeline", action="store_true", help="per second: tokens, p50 and p99 latency"
+    )
     args = parser.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     tokens = args.rate * args.seconds
@@ -317,22 +372,23 @@ def main() -> None:
                 "import django; django.setup()\n" + SEED.format(rate=args.rate, tokens=tokens),
             ]
         )
-        stack.bench_worker = stack.worker("bench")  # type: ignore[attr-defined]
-        wait_until(
-            lambda: "ready" in stack.bench_worker.log.read_text(),  # type: ignore[attr-defined]
-            "the worker to start",
-        )
+        stack.bench_workers = [  # type: ignore[attr-defined]
+            stack.worker(f"bench{n}") for n in range(args.workers)
+        ]
+        for worker in stack.bench_workers:  # type: ignore[attr-defined]
+            wait_until(lambda w=worker: "ready" in w.log.read_text(), "the worker to start")
         print(
-            f"machine: {len(__import__('os').sched_getaffinity(0))} cores; "
+            f"machine: {len(os.sched_getaffinity(0))} cores; "
             f"{args.rate} tokens/s per session for {args.seconds}s ({tokens} tokens); "
-            f"server {args.server}; STUDIO_STREAM_COALESCE_MS="
+            f"server {args.server}; workers {args.workers}; STUDIO_STREAM_COALESCE_MS="
             f"{stack.env.get('STUDIO_STREAM_COALESCE_MS', 'default')}"
         )
         print("\n(a)+(b) streaming sessions at once")
         header = (
             f"{'sessions':>8} {'ok':>4} {'errors':>6} {'peak':>5} {'tokens':>15} "
             f"{'tok/s/session':>13} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} "
-            f"{'server MB':>9} {'worker MB':>9} {'frames/tok':>10} {'B/frame':>7}"
+            f"{'server MB':>9} {'worker MB':>9} {'frames/tok':>10} {'B/frame':>7} "
+            f"{'server cores':>12} {'worker cores':>12}"
         )
         print(header)
         for level in levels:
@@ -344,7 +400,8 @@ def main() -> None:
                     timeout=args.seconds * 4 + 60,
                     profile=args.profile,
                     label=f"{args.server}-{level}",
-                    seconds=args.seconds,
+                    seconds=args.profile_seconds or args.seconds,
+                    http_concurrency=args.http_concurrency,
                 )
             )
             print(
@@ -352,10 +409,16 @@ def main() -> None:
                 f"{row['peak']:>5} {row['tokens']:>15} {row['session_rate']:>13.1f} "
                 f"{row['p50_ms']:>7.1f} {row['p99_ms']:>7.1f} {row['max_ms']:>7.1f} "
                 f"{row['daphne_mb']:>9.0f} {row['worker_mb']:>9.0f} "
-                f"{row['frames_per_token']:>10.2f} {row['bytes_per_frame']:>7.0f}"
+                f"{row['frames_per_token']:>10.2f} {row['bytes_per_frame']:>7.0f} "
+                f"{row['daphne_cpu']:>12.2f} {row['worker_cpu']:>12.2f}"
             )
             if row["first_error"]:
                 print(f"         first error: {row['first_error']}")
+            if args.timeline:
+                for second, count, p50, p99 in row["timeline"]:
+                    print(
+                        f"         t={second:>3}s {count:>7} tokens  p50 {p50:>7.1f}  p99 {p99:>7.1f}"
+                    )
         print(f"\nafter the run: {args.server} {rss_mb(stack.daphne.popen.pid):.0f} MB")
     finally:
         stack.stop()

@@ -81,6 +81,7 @@ class Session:
         self.tools.delegate = self.delegate
         self._hooks: dict[str, HookRunner] = {}
         self._tail = Batch()  # writes that go out with the session's end
+        self._stop_pending = False
         self._offered: dict[tuple[str, str | None], dict[str, OfferedTool]] = {}
         self.subagents = children.subagents
         self._immediate_done: set[tuple[str, str]] = set()
@@ -102,7 +103,12 @@ class Session:
         """Resume the step in flight (if any), then step until a stop condition ends the session."""
         await self.recorder.ready()  # load the thread's secrets before anything is written
         try:
-            outcome = await self._resume() if resumed else await self._env_ready()
+            if resumed:
+                outcome = await self._resume()
+            elif self._stop_pending:
+                outcome = Finished("aborted_by_user")
+            else:
+                outcome = await self._env_ready()
             while isinstance(outcome, Continue):
                 try:
                     outcome = await self._step()
@@ -507,7 +513,8 @@ class Session:
     # --- start, resume, finish -----------------------------------------------------------------
 
     async def start(self, inbound: Message | None) -> None:
-        """Commit the session's start: the inbound message (if any), the progress, the stop flag cleared."""
+        """Commit the session's start: the inbound message (if any), the progress, and the
+        clearing of a stop this session resumes from."""
         prompt = await self.defs.prompt(self._config(self.progress.side).prompt)
         if inbound is not None:
             inbound = await self.hooks_for(prompt).before_create_message(self.state, inbound)
@@ -517,11 +524,16 @@ class Session:
         self.progress.started_at = root.created_at if root else self.deps.clock.now()
         self.progress.turn_started_at = self.progress.started_at
         batch = Batch(created=[inbound] if inbound else [], progress=self.progress)
-        batch.thread = ThreadUpdate(stopped=False)
+        if self.thread.stopped:
+            # A message that resumes a stopped thread clears its stop. A thread that was not
+            # stopped when the session loaded keeps whatever a stop written since says: a
+            # user who pressed stop while the session was starting must not be overruled.
+            batch.thread = ThreadUpdate(stopped=False)
+            self.thread.stopped = False
         # Without an inbound message the session starts from the queue (a woken thread).
         batch.drain = inbound is None
-        self.thread.stopped = False
         result = await self.recorder.commit(batch, self.hooks_for(prompt), self.state)
+        self._stop_pending = result.stopped  # pressed while the session was starting
         if inbound is not None and QUEUED_TOOL_CALL in inbound.metadata:
             self._tool_rows.append(inbound)  # a host that starts sessions from the queue's head
         if inbound is None and result.drained:

@@ -11,6 +11,8 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
+# Each request runs on a thread of its own, so only a pool reuses connections here.
+os.environ.setdefault("DB_POOL", "true")
 django_asgi_app = get_asgi_application()
 
 from studio import daphne_limits  # noqa: E402
@@ -30,3 +32,7 @@ application = ProtocolTypeRouter(
         "websocket": LoopCapture(websocket_auth(URLRouter(websocket_urlpatterns))),
     }
 )
+
+from studio.process_tuning import settle  # noqa: E402
+
+settle()  # everything imported above lives as long as the server

@@ -49,6 +49,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: bounds the requests running at once per ASGI process (agents_app/web/view_gate.py).
+    "agents_app.web.view_gate.ViewGate",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -86,6 +88,30 @@ DATABASES = {
         conn_max_age=envint("DB_CONN_MAX_AGE", 0),
     )
 }
+# --- DB_POOL (PostgreSQL connection pool per process) ---
+# Daphne runs every synchronous request on a thread of its own, so CONN_MAX_AGE never
+# reuses a connection there: each request paid a new PostgreSQL connection (a few ms of
+# the messages page's time). psycopg's pool (Django's OPTIONS["pool"]) hands a request an
+# open, checked connection instead and takes it back at the end of the request.
+# On in the web process (studio/asgi.py sets the default before Django starts). A worker
+# keeps its connections for as long as it runs (one thread does a worker's database
+# work), so a pool would only add its own timeouts to an outage's errors there.
+if (
+    DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    and envbool("DB_POOL", False)
+    and not DATABASES["default"].get("CONN_MAX_AGE")
+):
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": envint("DB_POOL_MIN_SIZE", 2),
+        "max_size": envint("DB_POOL_MAX_SIZE", 20),
+        "timeout": envint("DB_POOL_TIMEOUT", 10),
+        # A connection the server dropped while it sat in the pool is replaced, not
+        # handed out (restarts, PgBouncer's idle timeouts).
+        "max_idle": envint("DB_POOL_MAX_IDLE", 300),
+    }
+    # Checks each connection as it leaves the pool (one round trip, no reconnect storms).
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# --- end DB_POOL ---
 # Behind PgBouncer in transaction pooling (docker/compose.yaml): a server-side cursor would
 # outlive the transaction's server connection. Our prepared statements are protocol-level,
 # which PgBouncer >= 1.21 carries across server connections (docs/operating.md).
@@ -282,7 +308,11 @@ for _point in envlist("STUDIO_FAULT_POINTS"):
     STUDIO_FAULT_POINTS[_name.strip()] = int(_count or 1)
 # Token chunk frames per second one process sends, all streams together: with many
 # messages streaming, each one's chunks are batched so the total stays near this.
-STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND = envint("STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND", 2000)
+STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND = envint("STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND", 6000)
+# Requests running their synchronous part at once per ASGI process, and how long one waits
+# for its turn before running anyway (agents_app/web/view_gate.py; 0: no bound).
+STUDIO_WEB_VIEW_CONCURRENCY = envint("STUDIO_WEB_VIEW_CONCURRENCY", 4)
+STUDIO_WEB_VIEW_WAIT_MS = envint("STUDIO_WEB_VIEW_WAIT_MS", 5000)
 # A thread's token chunks merge into one frame per this many milliseconds (0: off);
 # clients receive the same text in the same order (docs/operating.md, "Streaming at scale").
 STUDIO_STREAM_COALESCE_MS = envint("STUDIO_STREAM_COALESCE_MS", 40)

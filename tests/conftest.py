@@ -31,6 +31,16 @@ def no_lingering_effect_sweeper() -> Any:
     effect_runner.stop_embedded_sweeper()
 
 
+@pytest.fixture(autouse=True)
+def fresh_pin_cache() -> Any:
+    """Each test starts with no cached session pins: ids and timestamps of rolled-back
+    rows may repeat between tests, so a stamp from another test could match."""
+    from agents_app.services import definition_versions
+
+    definition_versions.clear_pin_cache()
+    yield
+
+
 @pytest.fixture
 def make_user(db: Any) -> Any:
     from django.contrib.auth import get_user_model

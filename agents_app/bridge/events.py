@@ -23,6 +23,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from agents_app.bridge.live_frames import encode, live_event
+from agents_app.bridge.publisher import publisher_for
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ class ChunkPacer:
         if budget is None:
             from django.conf import settings
 
-            budget = float(getattr(settings, "STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND", 2000))
+            budget = float(getattr(settings, "STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND", 6000))
         if budget <= 0 or len(self._active) <= 1:
             return 0.0
         return min(self.MAX_INTERVAL, len(self._active) / budget)
@@ -209,7 +210,7 @@ class LiveSink:
                     self._last_chunk[group] = time.monotonic()
                 frame["seq"], frame["stream"] = next(self._seq[group]), self.stream
                 try:
-                    await self._layer.group_send(group, live_event(frame))
+                    await publisher_for(self._layer).group_send(group, live_event(frame))
                     self.sent += 1
                 except Exception:  # a dropped live frame must never break a session
                     logger.warning("live frame to %s dropped", group, exc_info=True)
@@ -240,11 +241,17 @@ async def asend_thread_frames(thread_id: str, frames: list[dict[str, Any]]) -> N
     layer = get_channel_layer()
     if layer is None:
         return
+    publisher = publisher_for(layer)
+    # Queued in order, written together (the publisher logs a failed batch; never raises).
+    sent = []
     for frame in _stamp(thread_id, frames):
         try:
-            await layer.group_send(group_of(thread_id, frame), live_event(frame))
-        except Exception:
+            message = live_event(frame)
+        except Exception:  # a frame that cannot be encoded is dropped, never raised
             logger.warning("live frame to thread %s dropped", thread_id, exc_info=True)
+            continue
+        sent.append(publisher.queue(group_of(thread_id, frame), message))
+    await asyncio.gather(*sent)
 
 
 def send_thread_frames(thread_id: str, frames: list[dict[str, Any]]) -> None:
@@ -261,11 +268,8 @@ async def asend_registry(frame: dict[str, Any], owner_id: Any) -> None:
     groups = [REGISTRY_ALL] + ([registry_user_group(owner_id)] if owner_id else [])
     # Encoded once for every socket of both groups; ``frame`` stays for readers of the layer.
     message = {"type": "registry.frame", "frame": frame, "text": encode(frame)}
-    for group in groups:
-        try:
-            await layer.group_send(group, message)
-        except Exception:
-            logger.warning("registry frame to %s dropped", group, exc_info=True)
+    publisher = publisher_for(layer)  # logs a failed batch; never raises
+    await asyncio.gather(*(publisher.queue(group, message) for group in groups))
 
 
 def send_registry(frame: dict[str, Any], owner_id: Any) -> None:

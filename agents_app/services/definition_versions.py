@@ -16,12 +16,14 @@ also after a park or a resume on another worker; the next session takes the newe
 
 from __future__ import annotations
 
+import copy
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from agents_app.errors import Invalid, NotFound
 from agents_app.models import (
@@ -29,7 +31,10 @@ from agents_app.models import (
     DefinitionDraft,
     DefinitionVersion,
     LanguageModel,
+    ModelFallback,
     Prompt,
+    PromptPart,
+    PromptTool,
     ThreadSession,
 )
 from agents_app.services import definitions as defs
@@ -295,7 +300,7 @@ def session_pins(session_id: str) -> Pins | None:
         return None
     if row["definition_versions"] is not None:
         return Pins.from_json(row["definition_versions"])
-    pins = compute_pins(row["thread__agent__name"], str(row["thread_id"]))
+    pins = pins_for(row["thread__agent__name"], str(row["thread_id"]))
     fixed = ThreadSession.objects.filter(pk=session_id, definition_versions__isnull=True).update(
         definition_versions=pins.as_json()
     )
@@ -323,3 +328,64 @@ def pinned_definition(pins: Pins, kind: str, name: str) -> dict[str, Any] | None
         "definition", flat=True
     )
     return stored[0] if stored else None
+
+
+# --- pins without re-reading every definition at every session start (issue #21) ---
+# ``compute_pins`` reads the agent, its prompts and models, turns each into its spec dump
+# and compares it with the newest recorded version: a dozen queries and most of a
+# worker's CPU when hundreds of sessions start at once. Between two saves the answer is
+# the same, so each process keeps the last answer per agent together with a *stamp* of
+# everything it was computed from, read in one query: row counts and newest
+# ``updated_at`` of agents, prompts and models, counts and newest ids of prompt parts,
+# prompt tools and model fallbacks, and of recorded versions. Any save, delete or new
+# version changes the stamp, and the next session computes afresh.
+#
+# Threads with an unsaved draft always compute (their pins differ per thread). An answer
+# is kept only when the stamp was the same before and after computing it, so a save that
+# lands meanwhile is never hidden behind a stale answer.
+
+_cache: dict[str, tuple[tuple[Any, ...], Pins]] = {}
+_lock = threading.Lock()
+
+
+def _stamp_sql() -> str:
+    columns: list[str] = []
+    newest = [(m, "updated_at") for m in (Agent, Prompt, LanguageModel)] + [
+        (m, "id") for m in (PromptPart, PromptTool, ModelFallback, DefinitionVersion)
+    ]
+    for model, column in newest:
+        table = connection.ops.quote_name(model._meta.db_table)
+        columns += [f"(SELECT COUNT(*) FROM {table})", f"(SELECT MAX({column}) FROM {table})"]
+    drafts = connection.ops.quote_name(DefinitionDraft._meta.db_table)
+    columns.append(f"(SELECT COUNT(*) FROM {drafts} WHERE thread_id = %s AND saved_as IS NULL)")
+    return "SELECT " + ", ".join(columns)
+
+
+def definitions_stamp(thread_id: str | None) -> tuple[tuple[Any, ...], int]:
+    """(what every definition was computed from, the thread's open drafts): one query."""
+    with connection.cursor() as cursor:
+        cursor.execute(_stamp_sql(), [thread_id])
+        row = tuple(cursor.fetchone())
+    return row[:-1], int(row[-1] or 0)
+
+
+def pins_for(agent: str, thread_id: str | None) -> Pins:
+    """``compute_pins(agent, thread_id)``, from this process's cache while nothing changed."""
+    before, drafts = definitions_stamp(thread_id)
+    if not drafts:
+        with _lock:
+            cached = _cache.get(agent)
+        if cached is not None and cached[0] == before:
+            return copy.deepcopy(cached[1])
+    pins = compute_pins(agent, thread_id)
+    if not drafts:
+        after, _ = definitions_stamp(thread_id)
+        if after == before:
+            with _lock:
+                _cache[agent] = (before, copy.deepcopy(pins))
+    return pins
+
+
+def clear_pin_cache() -> None:
+    with _lock:
+        _cache.clear()

@@ -40,19 +40,26 @@ def secret_values_for_thread(thread_id: str) -> list[tuple[str, str]]:
     ``LookupError`` for an unknown (or malformed) thread id.
     """
     try:
-        owner_id = Thread.objects.values_list("owner_id", flat=True).get(pk=thread_id)
-    except (Thread.DoesNotExist, ValueError, ValidationError):
+        if not Thread.objects.filter(pk=thread_id).exists():
+            raise LookupError(f"Thread not found: {thread_id}")
+    except (ValueError, ValidationError):
         raise LookupError(f"Thread not found: {thread_id}") from None
+    return _secret_rows(thread_id)
+
+
+def _secret_rows(thread_id: str) -> list[tuple[str, str]]:
+    """The secrets of ``secret_values_for_thread`` in one query (the owner's through a
+    subquery); an unknown thread gets only the instance and definition-level ones."""
     # Definition-level values of every agent and prompt count: a handoff or a
     # sub-prompt can reach them, and over-redacting is harmless.
     secret = Q(value_type=EnvValue.Type.SECRET)
+    owner = Thread.objects.filter(pk=thread_id).values("owner_id")
     cond = (
         (Q(scope="thread", thread_id=thread_id) & secret)
         | Q(scope__in=("agent", "prompt"))
         | (Q(scope="instance") & secret)
+        | (Q(scope="user", user_id__in=owner) & secret)
     )
-    if owner_id:
-        cond |= Q(scope="user", user_id=owner_id) & secret
     return [
         (row.key if row.scope in OWNED_SCOPES else "", row.value)
         for row in EnvValue.objects.filter(cond)
@@ -60,10 +67,12 @@ def secret_values_for_thread(thread_id: str) -> list[tuple[str, str]]:
 
 
 def thread_redactor(thread_id: str) -> Redactor:
-    """A redactor for every secret the thread can resolve (an empty one for unknown threads)."""
+    """A redactor for every secret the thread can resolve (for an unknown thread: the
+    instance and definition-level ones, which over-redacts, harmlessly)."""
+    # One query per request that shows thread content (pages, posts, sockets).
     try:
-        return Redactor(secret_values_for_thread(str(thread_id)))
-    except LookupError:
+        return Redactor(_secret_rows(str(thread_id)))
+    except (ValueError, ValidationError):  # not a thread id at all
         return Redactor()
 
 

@@ -291,6 +291,35 @@ def test_a_session_keeps_the_versions_it_started_with(base: None) -> None:
     assert newer.stamp("a1", "p1", "m1") == {"agents/a1": 1, "prompts/p1": 2, "models/m1": 1}
 
 
+def test_sessions_reuse_pins_until_anything_they_were_computed_from_changes(
+    base: None,
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agents_app.models import PromptTool
+
+    first = versions.session_pins(str(_session().pk))
+    assert first is not None and first.versions["prompts"] == {"p1": 1}
+    second = str(_session().pk)
+    with CaptureQueriesContext(connection) as cached:
+        again = versions.session_pins(second)
+    assert again is not None and again.loaded == first.loaded
+    assert again.versions == first.versions
+    # The session row, the stamp, the pin's write: no definition was read again.
+    assert len(cached) == 3, [q["sql"] for q in cached]
+    save(prompt(text="Edited"))  # a save: a new version and a newer updated_at
+    edited = versions.session_pins(str(_session().pk))
+    assert edited is not None and edited.versions["prompts"] == {"p1": 2}
+    assert versions.pinned_definition(edited, "prompts", "p1")["prompt"] == "Edited"
+    # A row of a table the prompt's dump is built from (its tools) changes the stamp too.
+    PromptTool.objects.create(prompt=Prompt.objects.get(name="p1"), name="lookup", position=0)
+    fourth = str(_session().pk)
+    with CaptureQueriesContext(connection) as recomputed:
+        versions.session_pins(fourth)
+    assert len(recomputed) > 3
+
+
 def test_a_definition_changed_outside_the_save_paths_is_recorded_when_a_session_starts(
     base: None,
 ) -> None:

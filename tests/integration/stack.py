@@ -191,6 +191,9 @@ class Stack:
             **self.extra_env,
         }
         self.env.pop("TEST_DB_NAME", None)
+        # As in production: on in the ASGI server (studio/asgi.py), off in workers, whatever
+        # this process (which may have imported studio.asgi) has in its environment.
+        self.env.pop("DB_POOL", None)
 
     # --- lifecycle ---------------------------------------------------------------------
 

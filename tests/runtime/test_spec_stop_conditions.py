@@ -11,7 +11,7 @@ from runtime.definitions import AgentDefinition
 from runtime.deps import Limits
 from runtime.engine import Engine
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_tool
+from runtime.registry import define_hook, define_tool
 from runtime.stops import MAX_SESSION_TURNS, MAX_TOTAL_STEPS
 from tests.runtime.conftest import World, agent, prompt, side
 
@@ -579,3 +579,23 @@ async def test_spec_5_4_max_steps_and_max_session_turns_should_be_enforced(world
     assert len(result.turn_outcomes) == 20
     assert {t.reason for t in result.turn_outcomes if t.side == "b"} == {"max_side_steps"}
     assert len(world.requests("mb")) == 4 * 10
+
+
+async def test_a_stop_pressed_while_the_session_starts_is_kept_and_ends_it(
+    world: World, harness: Any
+) -> None:
+    # The host planned the session on a thread that was not stopped; the user presses stop
+    # before the session's first commit (here: while the inbound message is prepared). The
+    # start must not clear that stop, and no model request goes out.
+    async def press(state: Any, message: dict[str, Any]) -> dict[str, Any]:
+        harness.press_stop(state.thread_id)
+        return message
+
+    hook = define_hook("before_create_message", press)
+    world.register(hook)
+    world.define(prompt(hooks=[hook.id]), agent())
+    world.script("m", TestScript().add_text("never sent"))
+    thread, result = await world.chat("q")
+    assert result.stop_reason == "aborted_by_user"
+    assert world.requests() == []
+    assert (await world.store.get_thread(thread.id)).stopped  # type: ignore[union-attr]

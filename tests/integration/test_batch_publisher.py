@@ -1,0 +1,85 @@
+"""``BatchPublisher`` on a real Redis through channels_redis' Pub/Sub layer (issue #21).
+
+Frames of many groups, handed over at once, leave in few pipelines (not one round trip
+each), every frame arrives, and each group's frames arrive in the order they were handed
+over. A Redis that is gone drops the frames (logged) without raising into the sender.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+
+from channels_redis.pubsub import RedisPubSubChannelLayer
+
+from agents_app.bridge.publisher import BatchPublisher, pubsub_loop_layer
+
+REDIS = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+GROUPS = 20
+FRAMES = 30
+
+
+async def test_frames_of_many_groups_leave_in_few_batches_in_order_per_group() -> None:
+    layer = RedisPubSubChannelLayer(hosts=[REDIS], prefix=f"pub-{uuid.uuid4().hex[:8]}")
+    assert pubsub_loop_layer(layer) is not None  # the pipeline path, not the fallback
+    groups = [f"g{i}" for i in range(GROUPS)]
+    channels = {}
+    for group in groups:
+        channels[group] = await layer.new_channel()
+        await layer.group_add(group, channels[group])
+    publisher = BatchPublisher(layer)
+
+    async def sender(group: str) -> None:
+        for n in range(FRAMES):
+            await publisher.group_send(group, {"type": "thread.frame", "n": n, "g": group})
+
+    await asyncio.gather(*(sender(g) for g in groups))
+    received = {g: [] for g in groups}
+    for group, channel in channels.items():
+        for _ in range(FRAMES):
+            message = await asyncio.wait_for(layer.receive(channel), 10)
+            assert message["g"] == group
+            received[group].append(message["n"])
+    assert all(numbers == list(range(FRAMES)) for numbers in received.values())
+    assert publisher.frames == GROUPS * FRAMES
+    # Twenty senders at once: each batch carries a frame of (nearly) every group.
+    assert publisher.batches <= FRAMES * 2
+    await layer.flush()
+
+
+async def test_a_gone_redis_drops_the_batch_without_raising(caplog) -> None:  # type: ignore[no-untyped-def]
+    layer = RedisPubSubChannelLayer(
+        hosts=[{"address": "redis://127.0.0.1:1/0", "socket_connect_timeout": 1}],
+        prefix="gone",
+    )
+    publisher = BatchPublisher(layer)
+    await asyncio.gather(*(publisher.group_send("g", {"type": "x", "n": n}) for n in range(5)))
+    assert publisher.frames == 5
+    assert "5 live frames dropped" in caplog.text
+    # The next batch tries again (nothing is stuck behind the failed one).
+    await publisher.group_send("g", {"type": "x"})
+    assert publisher.batches == 2
+
+
+async def test_a_frame_that_cannot_be_encoded_is_dropped_and_the_others_still_go(
+    caplog,  # type: ignore[no-untyped-def]
+) -> None:
+    from channels.layers import get_channel_layer
+
+    from agents_app.bridge.events import asend_thread_frames, thread_group
+
+    layer = get_channel_layer()  # the in-memory layer of the unit settings
+    channel = await layer.new_channel()
+    await layer.group_add(thread_group("t-enc"), channel)
+    frames = [
+        {"type": "event", "n": 1},
+        {"type": "event", "bad": object()},
+        {"type": "event", "n": 3},
+    ]
+    await asend_thread_frames("t-enc", frames)  # must not raise
+    first = await asyncio.wait_for(layer.receive(channel), 5)
+    second = await asyncio.wait_for(layer.receive(channel), 5)
+    assert [first["meta"]["type"], second["meta"]["type"]] == ["event", "event"]
+    assert '"n":1' in first["text"] and '"n":3' in second["text"]
+    assert "live frame to thread t-enc dropped" in caplog.text
