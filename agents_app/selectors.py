@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
 
-from agents_app import wire
+from agents_app import page_reads, wire
 from agents_app.errors import THREAD_FORBIDDEN, Forbidden, NotFound
 from agents_app.models import (
     EnvValue,
@@ -31,6 +31,7 @@ from agents_app.models import (
 )
 from agents_app.reasoning import thread_shows_reasoning
 from agents_app.thread_search import match_snippets, threads_matching
+from runtime.messages import Message as EngineMessage
 
 ACTIVE_SESSION = (ThreadSession.Status.QUEUED, ThreadSession.Status.RUNNING)
 MAX_IDS = 200
@@ -49,15 +50,18 @@ def can_see_all(user: Any) -> bool:
 
 
 def access_thread(
-    thread_id: str, user: Any, *, for_update: bool = False, with_agent: bool = True
+    thread_id: str, user: Any, *, for_update: bool = False, id_only: bool = False
 ) -> Thread:
     """The thread ``thread_id`` if ``user`` may use it; ``NotFound`` / ``Forbidden`` otherwise.
 
-    ``with_agent=False`` reads the thread row alone, for callers that never touch its agent
-    (the messages page: the four-table join was a tenth of that request's time)."""
+    ``id_only=True`` reads the id and the owner alone, for callers that use nothing else
+    (the messages page: the four-table join, then the thread's JSON columns, were a good
+    part of that request's time)."""
     pk = parse_uuid(thread_id)
     qs = Thread.objects.all()
-    if with_agent:
+    if id_only:
+        qs = qs.only("id", "owner_id")
+    else:
         qs = qs.select_related(
             "agent", "origin_agent", "agent__side_a_prompt", "agent__side_b_prompt"
         )
@@ -115,6 +119,27 @@ def visible_threads(user: Any) -> QuerySet[Thread]:
     return qs if can_see_all(user) else qs.filter(owner=user)
 
 
+# What ``wire.thread_item`` reads: the list loads 50 threads with two agents each, and the
+# unread JSON columns (agent configurations, execution state) cost most of its time.
+THREAD_ITEM_FIELDS = (
+    "id",
+    "owner_id",
+    "tags",
+    "parent_id",
+    "terminated_at",
+    "created_at",
+    "last_activity_at",
+    "last_message_preview",
+    "last_message_at",
+    "agent__name",
+    "agent__title",
+    "agent__type",
+    "agent__description",
+    "agent__icon",
+    "origin_agent__name",
+)
+
+
 def thread_list(
     user: Any, f: ThreadFilters, origin: str | None = None
 ) -> tuple[list[dict[str, Any]], int, bool]:
@@ -150,15 +175,15 @@ def thread_list(
     }[f.sort]
     total = qs.count()
     page = list(
-        qs.select_related("agent", "origin_agent").order_by(*order, "pk")[
+        qs.order_by(*order, "pk").values(*THREAD_ITEM_FIELDS, "is_executing")[
             f.offset : f.offset + f.limit
         ]
     )
-    items = [wire.thread_item(t, bool(t.is_executing), origin) for t in page]  # type: ignore[attr-defined]
+    items = [wire.thread_item_of_values(v, bool(v["is_executing"]), origin) for v in page]
     if f.text:
-        found = match_snippets([t.pk for t in page], f.text)
-        for t, item in zip(page, items, strict=True):
-            item["match_preview"] = found.get(t.pk)
+        found = match_snippets([v["id"] for v in page], f.text)
+        for v, item in zip(page, items, strict=True):
+            item["match_preview"] = found.get(v["id"])
     return items, total, f.offset + len(items) < total
 
 
@@ -189,6 +214,7 @@ def thread_subtree(thread: Thread) -> list[uuid.UUID]:
 def registry_thread(thread_id: Any) -> dict[str, Any] | None:
     row = (
         Thread.objects.select_related("agent", "origin_agent")
+        .only(*THREAD_ITEM_FIELDS)
         .annotate(is_executing=active_session_exists())
         .filter(pk=thread_id)
         .first()
@@ -232,17 +258,26 @@ class MessageQuery:
     ids: list[str] | None = None
 
 
-def _children_by_id(rows: list[Message]) -> dict[uuid.UUID, Thread]:
-    ids = {r.subagent_id for r in rows if r.subagent_id}
+def _children_by_id(rows: list[Message] | list[EngineMessage]) -> dict[str, Thread]:
+    ids = {str(r.subagent_id) for r in rows if r.subagent_id}
     if not ids:
         return {}
-    return {t.pk: t for t in Thread.objects.select_related("agent").filter(pk__in=ids)}
+    return {str(t.pk): t for t in Thread.objects.select_related("agent").filter(pk__in=ids)}
 
 
 def _message_dicts(rows: list[Message]) -> list[dict[str, Any]]:
     children = _children_by_id(rows)
     return [
-        wire.message_wire(r, children.get(r.subagent_id) if r.subagent_id else None) for r in rows
+        wire.message_wire(r, children.get(str(r.subagent_id)) if r.subagent_id else None)
+        for r in rows
+    ]
+
+
+def _engine_message_dicts(rows: list[EngineMessage]) -> list[dict[str, Any]]:
+    children = _children_by_id(rows)
+    return [
+        wire.engine_message_wire(r, children.get(r.subagent_id) if r.subagent_id else None)
+        for r in rows
     ]
 
 
@@ -254,26 +289,32 @@ def message_page(thread: Thread, q: MessageQuery) -> tuple[list[dict[str, Any]],
     """
     if q.ids is not None:
         return _messages_by_ids(thread, q.ids)
-    stored = Message.objects.filter(thread=thread, depth__lte=q.depth)
-    queued_qs = QueuedMessage.objects.filter(thread=thread)
-    if not q.include_silent:
-        stored = stored.filter(silent=False)
-        queued_qs = queued_qs.filter(silent=False)
-    queued = [wire.queued_wire(r) for r in queued_qs.order_by("created_at")]
-    n_stored = stored.count()
+    # Plain SQL (``page_reads``): this is the request every chat page makes on open.
+    scope: dict[str, Any] = {"depth": q.depth, "include_silent": q.include_silent}
+    queued = [
+        wire.queued_wire(r)
+        for r in page_reads.queued_rows(thread.pk, include_silent=q.include_silent)
+    ]
+    n_stored = page_reads.stored_count(thread.pk, **scope)
     total = n_stored + len(queued)
     if q.order == "desc":
         # newest first: queued rows, then stored rows by created_at DESC (index scan).
         from_queue = queued[::-1][q.offset : q.offset + q.limit]
         skip = max(0, q.offset - len(queued))
         take = q.limit - len(from_queue)
-        rows = list(stored.order_by("-created_at")[skip : skip + take]) if take > 0 else []
-        window = _message_dicts(rows)[::-1] + from_queue[::-1]
+        rows = (
+            page_reads.stored_window(thread.pk, **scope, newest=True, offset=skip, limit=take)
+            if take > 0
+            else []
+        )
+        window = _engine_message_dicts(rows)[::-1] + from_queue[::-1]
     else:
-        rows = list(stored.order_by("created_at")[q.offset : q.offset + q.limit])
+        rows = page_reads.stored_window(
+            thread.pk, **scope, newest=False, offset=q.offset, limit=q.limit
+        )
         skip = max(0, q.offset - n_stored)
         take = q.limit - len(rows)
-        window = _message_dicts(rows) + (queued[skip : skip + take] if take > 0 else [])
+        window = _engine_message_dicts(rows) + (queued[skip : skip + take] if take > 0 else [])
     return window, total, q.offset + len(window) < total
 
 

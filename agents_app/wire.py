@@ -24,6 +24,7 @@ from agents_app.models import (
     ThreadFile,
 )
 from runtime.events import provider_tools_called
+from runtime.messages import Message as EngineMessage
 from runtime.messages import to_wire
 
 # Keys a queued (not yet stored) message carries on the wire, as the reference does.
@@ -61,7 +62,12 @@ def user_wire(user: Any) -> dict[str, Any]:
 
 def message_wire(row: Message, child: Thread | None = None) -> dict[str, Any]:
     """One stored message; the same dict the engine puts in ``message_data`` frames."""
-    data = to_wire(rows.engine_message(row))
+    return engine_message_wire(rows.engine_message(row), child)
+
+
+def engine_message_wire(message: EngineMessage, child: Thread | None = None) -> dict[str, Any]:
+    """``message_wire`` of a message already in the engine's shape (``page_reads``)."""
+    data = to_wire(message)
     if child is not None:
         data.update(subagent_projection(child))
     return data
@@ -81,35 +87,46 @@ def subagent_projection(child: Thread) -> dict[str, Any]:
     }
 
 
-def queued_wire(row: QueuedMessage) -> dict[str, Any]:
-    """A queued message shown as the reference's synthetic ``pending`` row."""
-    metadata = dict(row.metadata or {})
+def queued_wire(row: QueuedMessage | dict[str, Any]) -> dict[str, Any]:
+    """A queued message shown as the reference's synthetic ``pending`` row (``row``: the
+    model, or the dict of its fields that ``page_reads.queued_rows`` gives)."""
+    if not isinstance(row, dict):
+        row = {
+            "id": str(row.id),
+            "role": row.role,
+            "content": row.content,
+            "silent": row.silent,
+            "metadata": row.metadata,
+            "attachments": row.attachments,
+            "created_at": row.created_at,
+        }
+    metadata = dict(row["metadata"] or {})
     metadata.update(
         {
             "queued": True,
             "queue_status": "queued",
             "queue_source": metadata.get(RESUME_MARK) or "message_queue",
-            "queue_id": str(row.id),
+            "queue_id": row["id"],
         }
     )
     return {
-        "id": str(row.id),
-        "role": row.role,
-        "content": row.content,
+        "id": row["id"],
+        "role": row["role"],
+        "content": row["content"],
         "name": None,
         "tool_calls": None,
         "tool_call_id": None,
         "tool_status": None,
         "status": "pending",
-        "created_at": row.created_at,
+        "created_at": row["created_at"],
         "request_sent_at": None,
         "response_completed_at": None,
         "parent_id": None,
         "depth": 0,
-        "silent": row.silent,
+        "silent": row["silent"],
         "metadata": metadata,
         "side": None,
-        "attachments": row.attachments or [],
+        "attachments": row["attachments"] or [],
         "reasoning_content": None,
         "reasoning_details": None,
         "log_id": None,
@@ -150,37 +167,83 @@ def message_frame(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def side_backings(agent: Agent) -> tuple[str, str]:
-    return "prompt", ("prompt" if agent.type == Agent.Type.DUAL_AI else "human")
+    return _backings(agent.type)
+
+
+def _backings(kind: str) -> tuple[str, str]:
+    return "prompt", ("prompt" if kind == Agent.Type.DUAL_AI else "human")
 
 
 def agent_summary(agent: Agent, origin: str | None = None) -> dict[str, Any]:
-    a, b = side_backings(agent)
+    return _agent_summary(
+        agent.name, agent.title, agent.type, agent.description, agent.icon, origin
+    )
+
+
+def _agent_summary(
+    name: str, title: str, kind: str, description: str, icon: str, origin: str | None
+) -> dict[str, Any]:
+    a, b = _backings(kind)
     return {
-        "name": agent.name,
-        "title": agent.title or agent.name,
+        "name": name,
+        "title": title or name,
         "side_a_backing": a,
         "side_b_backing": b,
-        "description": agent.description or None,
-        "icon": icon_url(agent.icon, origin),
+        "description": description or None,
+        "icon": icon_url(icon, origin),
     }
 
 
 def thread_item(row: Thread, executing: bool, origin: str | None = None) -> dict[str, Any]:
     """A thread in ``GET /api/threads`` and in registry events."""
+    agent = row.agent
+    return thread_item_of_values(
+        {
+            "id": row.id,
+            "owner_id": row.owner_id,
+            "tags": row.tags,
+            "parent_id": row.parent_id,
+            "terminated_at": row.terminated_at,
+            "created_at": row.created_at,
+            "last_activity_at": row.last_activity_at,
+            "last_message_preview": row.last_message_preview,
+            "last_message_at": row.last_message_at,
+            "agent__name": agent.name,
+            "agent__title": agent.title,
+            "agent__type": agent.type,
+            "agent__description": agent.description,
+            "agent__icon": agent.icon,
+            "origin_agent__name": row.origin_agent.name,
+        },
+        executing,
+        origin,
+    )
+
+
+def thread_item_of_values(v: dict[str, Any], executing: bool, origin: str | None) -> dict[str, Any]:
+    """``thread_item`` from a ``values()`` row with ``selectors.THREAD_ITEM_FIELDS`` (the
+    thread list builds no model instances: three per thread were most of its time)."""
     return {
-        "id": str(row.id),
-        "agent_id": row.agent.name,
-        "origin_agent_id": row.origin_agent.name,
-        "user_id": str(row.owner_id) if row.owner_id else None,
-        "tags": list(row.tags or []),
-        "parent": str(row.parent_id) if row.parent_id else None,
-        "terminated": micros(row.terminated_at),
-        "created_at": seconds(row.created_at),
-        "last_activity_at": seconds(row.last_activity_at),
+        "id": str(v["id"]),
+        "agent_id": v["agent__name"],
+        "origin_agent_id": v["origin_agent__name"],
+        "user_id": str(v["owner_id"]) if v["owner_id"] else None,
+        "tags": list(v["tags"] or []),
+        "parent": str(v["parent_id"]) if v["parent_id"] else None,
+        "terminated": micros(v["terminated_at"]),
+        "created_at": seconds(v["created_at"]),
+        "last_activity_at": seconds(v["last_activity_at"]),
         "executing": executing,
-        "last_message_preview": row.last_message_preview or None,
-        "last_message_at": seconds(row.last_message_at),
-        "agent": agent_summary(row.agent, origin),
+        "last_message_preview": v["last_message_preview"] or None,
+        "last_message_at": seconds(v["last_message_at"]),
+        "agent": _agent_summary(
+            v["agent__name"],
+            v["agent__title"],
+            v["agent__type"],
+            v["agent__description"],
+            v["agent__icon"],
+            origin,
+        ),
     }
 
 

@@ -9,7 +9,9 @@ and measures, one request at a time from one keep-alive client:
 (a) ``GET /api/threads/{id}/messages?limit=100`` (the newest page) on threads holding
     each of ``--sizes`` stored messages (inserted with COPY): p50, p99;
 (b) ``GET /api/threads?limit=50`` (the thread list) for a user with ``--threads``
-    threads: p50, p99.
+    threads: p50, p99;
+(c) the floor: ``GET /api/auth/csrf``, which reads no table (what every request pays for
+    the server, the middleware chain, ninja and the client).
 
 The requests alternate between the cases (a, a', b, a, a', b, …), so a burst of load
 from elsewhere on the machine hits every case alike.
@@ -97,6 +99,8 @@ def main() -> None:
         for _ in range(max(0, args.threads - existing)):
             client.post("/api/threads", json={"agent_id": "greeter"}).raise_for_status()
         urls[f"thread list, {args.threads} threads"] = "/api/threads?limit=50"
+        # The floor: a request that reads nothing (Daphne, the middleware, ninja, the client).
+        urls["floor: GET /api/auth/csrf"] = "/api/auth/csrf"
         for url in urls.values():  # warm up: connections, caches, prepared plans
             for _ in range(5):
                 client.get(url).raise_for_status()

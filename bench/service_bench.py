@@ -240,6 +240,7 @@ async def run_level(
         cpu_before = (
             cpu_seconds(stack.daphne.popen.pid),
             sum(cpu_seconds(w.popen.pid) for w in workers),
+            time.process_time(),
         )
         peak = {"daphne": 0.0, "worker": 0.0}
 
@@ -258,6 +259,9 @@ async def run_level(
         cpu_used = (
             cpu_seconds(stack.daphne.popen.pid) - cpu_before[0],
             sum(cpu_seconds(w.popen.pid) for w in workers) - cpu_before[1],
+            # The clients share the machine: a saturated client adds its own queueing to
+            # every figure, so its share is printed beside the server's.
+            time.process_time() - cpu_before[2],
         )
         sampler.cancel()
         for task in pending:
@@ -290,6 +294,7 @@ async def run_level(
         "seconds": elapsed,
         "daphne_cpu": cpu_used[0] / elapsed if elapsed else 0.0,
         "worker_cpu": cpu_used[1] / elapsed if elapsed else 0.0,
+        "client_cpu": cpu_used[2] / elapsed if elapsed else 0.0,
         "daphne_mb": peak["daphne"],
         "worker_mb": peak["worker"],
     }
@@ -388,7 +393,7 @@ def main() -> None:
             f"{'sessions':>8} {'ok':>4} {'errors':>6} {'peak':>5} {'tokens':>15} "
             f"{'tok/s/session':>13} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} "
             f"{'server MB':>9} {'worker MB':>9} {'frames/tok':>10} {'B/frame':>7} "
-            f"{'server cores':>12} {'worker cores':>12}"
+            f"{'server cores':>12} {'worker cores':>12} {'client cores':>12}"
         )
         print(header)
         for level in levels:
@@ -410,7 +415,8 @@ def main() -> None:
                 f"{row['p50_ms']:>7.1f} {row['p99_ms']:>7.1f} {row['max_ms']:>7.1f} "
                 f"{row['daphne_mb']:>9.0f} {row['worker_mb']:>9.0f} "
                 f"{row['frames_per_token']:>10.2f} {row['bytes_per_frame']:>7.0f} "
-                f"{row['daphne_cpu']:>12.2f} {row['worker_cpu']:>12.2f}"
+                f"{row['daphne_cpu']:>12.2f} {row['worker_cpu']:>12.2f} "
+                f"{row['client_cpu']:>12.2f}"
             )
             if row["first_error"]:
                 print(f"         first error: {row['first_error']}")

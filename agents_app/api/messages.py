@@ -55,7 +55,7 @@ class MessagePatchIn(Schema):
 def message_list(
     request: HttpRequest, thread_id: str, params: Query[MessageListQuery]
 ) -> dict[str, Any]:
-    thread = selectors.access_thread(thread_id, request.auth, with_agent=False)  # type: ignore[attr-defined]
+    thread = selectors.access_thread(thread_id, request.auth, id_only=True)  # type: ignore[attr-defined]
     query = selectors.MessageQuery(
         limit=params.limit,
         offset=params.offset,

@@ -160,14 +160,21 @@ def _message_filter(thread_id: str, query: MessageQuery) -> Q:
 
 
 def _list_messages(thread_id: str, query: MessageQuery) -> MessagePage:
-    _exists(thread_id)
     qs = Message.objects.filter(_message_filter(thread_id, query))
-    total = qs.count()
+    # Every session reads its whole history: without a limit or an offset the window is
+    # the total, so neither the count nor (when a row came back) the thread check is a
+    # query of its own.
+    whole = query.limit is None and query.offset == 0
+    total = -1 if whole else qs.count()
     # Paged from the end ``order`` names (the (thread, created_at) index serves both
     # directions), then returned oldest first, as the API's page (``MessageQuery``).
     ordered = qs.order_by("-created_at" if query.order == "desc" else "created_at")
     paged = ordered[query.offset :]
     window = list(paged if query.limit is None else paged[: query.limit])
+    if whole:
+        total = len(window)
+    if total == 0:
+        _exists(thread_id)  # no rows: a thread without messages, or no such thread
     has_more = query.offset + len(window) < total
     if query.order == "desc":
         window.reverse()

@@ -18,11 +18,13 @@ user, instance; shadowed ones too). Values under 4 characters are ignored.
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db.models import Q
+from django.db import connection
 
+from agents_app.encryption import decrypt
 from agents_app.models import EnvValue, Thread
 from runtime.events import EventSink, Frame
 from runtime.redaction import Redactor
@@ -47,22 +49,33 @@ def secret_values_for_thread(thread_id: str) -> list[tuple[str, str]]:
     return _secret_rows(thread_id)
 
 
+_ENV = EnvValue._meta.db_table
+_THREADS = Thread._meta.db_table
+# Definition-level values of every agent and prompt count: a handoff or a sub-prompt can
+# reach them, and over-redacting is harmless. A fixed statement, not a queryset: every
+# page, post and socket of a thread runs it, and compiling the ORM's version of these
+# four alternatives and the owner subquery cost more than PostgreSQL's work (issue #21).
+_SECRETS_SQL = (
+    f"SELECT scope, key, ciphertext FROM {_ENV} WHERE "
+    "(scope = 'thread' AND thread_id = %s AND value_type = %s) "
+    "OR scope IN ('agent', 'prompt') "
+    "OR (scope = 'instance' AND value_type = %s) "
+    f"OR (scope = 'user' AND value_type = %s AND user_id IN "
+    f"(SELECT owner_id FROM {_THREADS} WHERE id = %s))"
+)
+
+
 def _secret_rows(thread_id: str) -> list[tuple[str, str]]:
     """The secrets of ``secret_values_for_thread`` in one query (the owner's through a
     subquery); an unknown thread gets only the instance and definition-level ones."""
-    # Definition-level values of every agent and prompt count: a handoff or a
-    # sub-prompt can reach them, and over-redacting is harmless.
-    secret = Q(value_type=EnvValue.Type.SECRET)
-    owner = Thread.objects.filter(pk=thread_id).values("owner_id")
-    cond = (
-        (Q(scope="thread", thread_id=thread_id) & secret)
-        | Q(scope__in=("agent", "prompt"))
-        | (Q(scope="instance") & secret)
-        | (Q(scope="user", user_id__in=owner) & secret)
-    )
+    pk = Thread._meta.pk.get_db_prep_value(uuid.UUID(str(thread_id)), connection)  # type: ignore[union-attr]
+    secret = EnvValue.Type.SECRET.value
+    with connection.cursor() as cursor:
+        cursor.execute(_SECRETS_SQL, [pk, secret, secret, secret, pk])
+        rows = cursor.fetchall()
     return [
-        (row.key if row.scope in OWNED_SCOPES else "", row.value)
-        for row in EnvValue.objects.filter(cond)
+        (key if scope in OWNED_SCOPES else "", decrypt(ciphertext))
+        for scope, key, ciphertext in rows
     ]
 
 

@@ -1,0 +1,126 @@
+"""The messages page in plain SQL (``agents_app.page_reads``) answers exactly what the ORM
+path answered, for every order, window, depth and silent filter, on whichever database
+the suite runs (PostgreSQL gives UUIDs and booleans, SQLite hex strings and integers)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from agents_app import selectors, wire
+from agents_app.models import Log, Message, QueuedMessage, Thread
+from tests.agents_app.api_support import *  # noqa: F403  (fixtures)
+
+pytestmark = pytest.mark.django_db
+
+
+def _orm_page(thread: Thread, q: selectors.MessageQuery) -> tuple[list[dict[str, Any]], int, bool]:
+    """The page as the ORM built it before ``page_reads`` (the reference)."""
+    stored = Message.objects.filter(thread=thread, depth__lte=q.depth)
+    queued_qs = QueuedMessage.objects.filter(thread=thread)
+    if not q.include_silent:
+        stored = stored.filter(silent=False)
+        queued_qs = queued_qs.filter(silent=False)
+    queued = [wire.queued_wire(r) for r in queued_qs.order_by("created_at")]
+    n_stored = stored.count()
+    total = n_stored + len(queued)
+    if q.order == "desc":
+        from_queue = queued[::-1][q.offset : q.offset + q.limit]
+        skip = max(0, q.offset - len(queued))
+        take = q.limit - len(from_queue)
+        rows = list(stored.order_by("-created_at")[skip : skip + take]) if take > 0 else []
+        window = selectors._message_dicts(rows)[::-1] + from_queue[::-1]
+    else:
+        rows = list(stored.order_by("created_at")[q.offset : q.offset + q.limit])
+        skip = max(0, q.offset - n_stored)
+        take = q.limit - len(rows)
+        window = selectors._message_dicts(rows) + (queued[skip : skip + take] if take > 0 else [])
+    return window, total, q.offset + len(window) < total
+
+
+def _fill(thread: Thread, child: Thread) -> None:
+    log = Log.objects.create(thread=thread, model="m", prompt_name="main")
+    first = Message.objects.create(
+        thread=thread, role="user", content="héllo ✓ \"quoted\"", created_at=1_000_001
+    )
+    call = {"id": "c1", "type": "function", "function": {"name": "t", "arguments": '{"a": 1}'}}
+    Message.objects.create(
+        thread=thread,
+        role="assistant",
+        content=None,
+        tool_calls=[call],
+        created_at=1_000_002,
+        side="a",
+        prompt_name="main",
+        log=log,
+        request_sent_at=1_000_001,
+        response_completed_at=1_000_002,
+        reasoning_content="thinking",
+        reasoning_details=[{"type": "reasoning.text", "text": "thinking"}],
+        metadata={
+            "provider_tools": [{"name": "web_search"}],
+            "citations": [{"url": "https://example.org", "start": 0, "end": 4}],
+            "big": 2**70,
+        },
+    )
+    tool = Message.objects.create(
+        thread=thread,
+        role="tool",
+        name="t",
+        tool_call_id="c1",
+        tool_status="success",
+        content="result",
+        created_at=1_000_003,
+        attachments=[{"id": "f1", "name": "a.png", "mimeType": "image/png"}],
+    )
+    Message.objects.create(
+        thread=thread, role="user", content="inner", depth=1, parent=tool, created_at=1_000_004
+    )
+    Message.objects.create(
+        thread=thread, role="user", content="quiet", silent=True, created_at=1_000_005
+    )
+    Message.objects.create(
+        thread=thread,
+        role="assistant",
+        content="from a child",
+        subagent=child,
+        created_at=1_000_006,
+        status="pending",
+    )
+    for i in range(7, 12):
+        Message.objects.create(thread=thread, role="user", content=f"m{i}", created_at=1_000_000 + i)
+    QueuedMessage.objects.create(thread=thread, content="waiting", created_at=2_000_001)
+    QueuedMessage.objects.create(
+        thread=thread, content="silent wait", silent=True, created_at=2_000_002
+    )
+    QueuedMessage.objects.create(
+        thread=thread,
+        content="resumes",
+        created_at=2_000_003,
+        metadata={"resume": "user"},
+        attachments=[{"id": "f2"}],
+    )
+    assert first.pk  # the oldest row, reached by the ascending windows
+
+
+def test_plain_sql_page_equals_the_orm_page_for_every_window(
+    alice: Any, thread_of: Any
+) -> None:
+    thread, child = thread_of(alice), thread_of(alice)
+    _fill(thread, child)
+    cases = itertools.product(
+        ("desc", "asc"), (0, 2, 4, 13, 40), (1, 3, 100), (False, True), (0, 1)
+    )
+    for order, offset, limit, include_silent, depth in cases:
+        q = selectors.MessageQuery(
+            limit=limit, offset=offset, order=order, include_silent=include_silent, depth=depth
+        )
+        assert selectors.message_page(thread, q) == _orm_page(thread, q), q
+
+
+def test_plain_sql_page_of_an_empty_thread(alice: Any, thread_of: Any) -> None:
+    thread = thread_of(alice)
+    q = selectors.MessageQuery()
+    assert selectors.message_page(thread, q) == ([], 0, False) == _orm_page(thread, q)
