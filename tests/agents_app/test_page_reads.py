@@ -43,7 +43,7 @@ def _orm_page(thread: Thread, q: selectors.MessageQuery) -> tuple[list[dict[str,
 def _fill(thread: Thread, child: Thread) -> None:
     log = Log.objects.create(thread=thread, model="m", prompt_name="main")
     first = Message.objects.create(
-        thread=thread, role="user", content="héllo ✓ \"quoted\"", created_at=1_000_001
+        thread=thread, role="user", content='héllo ✓ "quoted"', created_at=1_000_001
     )
     call = {"id": "c1", "type": "function", "function": {"name": "t", "arguments": '{"a": 1}'}}
     Message.objects.create(
@@ -90,7 +90,9 @@ def _fill(thread: Thread, child: Thread) -> None:
         status="pending",
     )
     for i in range(7, 12):
-        Message.objects.create(thread=thread, role="user", content=f"m{i}", created_at=1_000_000 + i)
+        Message.objects.create(
+            thread=thread, role="user", content=f"m{i}", created_at=1_000_000 + i
+        )
     QueuedMessage.objects.create(thread=thread, content="waiting", created_at=2_000_001)
     QueuedMessage.objects.create(
         thread=thread, content="silent wait", silent=True, created_at=2_000_002
@@ -105,9 +107,7 @@ def _fill(thread: Thread, child: Thread) -> None:
     assert first.pk  # the oldest row, reached by the ascending windows
 
 
-def test_plain_sql_page_equals_the_orm_page_for_every_window(
-    alice: Any, thread_of: Any
-) -> None:
+def test_plain_sql_page_equals_the_orm_page_for_every_window(alice: Any, thread_of: Any) -> None:
     thread, child = thread_of(alice), thread_of(alice)
     _fill(thread, child)
     cases = itertools.product(
