@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import itertools
 import logging
 import threading
@@ -157,7 +156,7 @@ class LiveSink:
         self._window = coalesce_window() if window is None else window
         self._queues: dict[str, collections.deque[dict[str, Any]]] = defaultdict(collections.deque)
         self._senders: dict[str, asyncio.Task[None]] = {}
-        self._wake: dict[str, asyncio.Event] = {}
+        self._wake: dict[str, asyncio.Future[None]] = {}
         self._last_chunk: dict[str, float] = {}
         self._seq: dict[str, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
         self.sent = 0
@@ -182,8 +181,8 @@ class LiveSink:
             self.merged += 1
         else:
             queue.append(dict(frame))
-        if not chunk and group in self._wake:
-            self._wake[group].set()
+        if not chunk:
+            self._release(group)
         if group not in self._senders:
             self._senders[group] = asyncio.get_running_loop().create_task(self._pump(group))
 
@@ -195,10 +194,24 @@ class LiveSink:
         wait = self._last_chunk.get(group, 0.0) + interval - time.monotonic()
         if wait <= 0:
             return
-        wake = self._wake.setdefault(group, asyncio.Event())
-        wake.clear()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(wake.wait(), wait)
+        # One future and one timer per held chunk: ``asyncio.wait_for`` on an event (a task,
+        # an event waiter and a timer) was a tenth of a busy worker's CPU (issue #21).
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._wake[group] = waiter
+        timer = loop.call_later(wait, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            if self._wake.get(group) is waiter:
+                del self._wake[group]
+
+    def _release(self, group: str) -> None:
+        """End the wait of ``group``'s held chunk now (another frame came, or a flush)."""
+        waiter = self._wake.get(group)
+        if waiter is not None:
+            _resolve(waiter)
 
     async def _pump(self, group: str) -> None:
         queue = self._queues[group]
@@ -219,10 +232,15 @@ class LiveSink:
 
     async def flush(self) -> None:
         """Wait until every queued frame has been handed to the layer."""
-        for wake in self._wake.values():
-            wake.set()
+        for group in list(self._wake):
+            self._release(group)
         while self._senders:
             await asyncio.gather(*list(self._senders.values()), return_exceptions=True)
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 _api_stream = uuid.uuid4().hex[:12]
