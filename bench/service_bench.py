@@ -20,7 +20,7 @@ provider → engine → LiveSink → Redis channel layer → Daphne consumer →
 
 ``--server uvicorn`` serves the same application with uvicorn instead of Daphne;
 ``--coalesce-ms`` sets ``STUDIO_STREAM_COALESCE_MS`` in the worker (0 turns the window
-off); ``--profile DIR`` records every level of Daphne and the worker with py-spy
+off); ``--env NAME=VALUE`` sets any setting for every process of the stack; ``--profile DIR`` records every level of Daphne and the worker with py-spy
 (``DIR/<server>-<level>-{daphne,worker}.txt``, collapsed stacks; ``bench/profile_summary.py``
 prints where the time went). The messages page and the thread list have their own bench
 (``bench/messages_page_bench.py``).
@@ -335,6 +335,14 @@ def main() -> None:
         "--workers", type=int, default=1, help="Celery worker processes (RSS: the largest)"
     )
     parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for the server and the workers (repeatable), e.g. "
+        "STUDIO_WEB_VIEW_CONCURRENCY=2",
+    )
+    parser.add_argument(
         "--coalesce-ms", type=int, default=None, help="STUDIO_STREAM_COALESCE_MS (default: ours)"
     )
     parser.add_argument("--profile", type=Path, default=None, help="py-spy each level into DIR")
@@ -368,6 +376,9 @@ def main() -> None:
     )
     if args.coalesce_ms is not None:
         stack.env["STUDIO_STREAM_COALESCE_MS"] = str(args.coalesce_ms)
+    for item in args.env:
+        name, _, value = item.partition("=")
+        stack.env[name.strip()] = value
     stack.start()
     try:
         stack.run(

@@ -311,7 +311,7 @@ for _point in envlist("STUDIO_FAULT_POINTS"):
 STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND = envint("STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND", 6000)
 # Requests running their synchronous part at once per ASGI process, and how long one waits
 # for its turn before running anyway (agents_app/web/view_gate.py; 0: no bound).
-STUDIO_WEB_VIEW_CONCURRENCY = envint("STUDIO_WEB_VIEW_CONCURRENCY", 4)
+STUDIO_WEB_VIEW_CONCURRENCY = envint("STUDIO_WEB_VIEW_CONCURRENCY", 2)
 STUDIO_WEB_VIEW_WAIT_MS = envint("STUDIO_WEB_VIEW_WAIT_MS", 5000)
 # A thread's token chunks merge into one frame per this many milliseconds (0: off);
 # clients receive the same text in the same order (docs/operating.md, "Streaming at scale").

@@ -9,7 +9,8 @@ fell from 270 ms to 58 ms when at most four requests ran at once, with the same 
 sessions started per second, since the requests share one core anyway).
 
 ``ViewGate`` (first in ``MIDDLEWARE``) lets ``STUDIO_WEB_VIEW_CONCURRENCY`` requests (default
-4; 0 turns it off) run at once per process; the others wait on the event loop, which costs
+2; 0 turns it off) run at once per process (the bench at 200 sessions: p99 105 ms with 4,
+60–64 ms with 2, 64 ms with 1; at 500: 606, 533–546 and 682 ms); the others wait on the event loop, which costs
 no thread. A request never waits longer than ``STUDIO_WEB_VIEW_WAIT_MS`` (default 5000):
 then it runs anyway, so views that are slow for reasons of their own (a vendor's model
 list) delay the queue by at most that, and nothing is ever refused here. The permit covers
@@ -57,7 +58,7 @@ class ViewGate:
         return self._admit(request)
 
     async def _admit(self, request: HttpRequest) -> HttpResponseBase:
-        size = int(getattr(settings, "STUDIO_WEB_VIEW_CONCURRENCY", 4))
+        size = int(getattr(settings, "STUDIO_WEB_VIEW_CONCURRENCY", 2))
         run: Callable[[HttpRequest], Awaitable[HttpResponseBase]] = self.get_response
         if size <= 0:
             return await run(request)
