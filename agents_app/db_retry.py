@@ -55,6 +55,25 @@ def drop_broken_connections() -> None:
                 conn.close()
 
 
+def close_failed_connections() -> None:
+    """``close_old_connections`` without the age rule: close this thread's connections
+    that met an error and no longer answer, keep the healthy ones.
+
+    The session runner called ``close_old_connections`` before every job; with the
+    default ``DB_CONN_MAX_AGE`` of 0 that closed the database thread's connection every
+    time, so each session opened a new one on the one thread that starts every session
+    (a few milliseconds of that thread per start, issue #21). A connection that died
+    without an error yet fails its first query, which ``retrying`` catches."""
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is None or conn.in_atomic_block or not conn.errors_occurred:
+            continue
+        if conn.is_usable():
+            conn.errors_occurred = False
+        else:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+
 class OutageLog:
     """One concise warning per database outage for a loop that retries on its own (a
     periodic task, a sweep): not an ERROR with a traceback on every tick while the server

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from agents_app import faults
@@ -35,7 +35,12 @@ from agents_app.bridge import store as bridge_store
 from agents_app.bridge.events import LiveSink, asend_registry, asend_thread_frames
 from agents_app.bridge.pinned import PinnedDefinitions
 from agents_app.bridge.store import DjangoStore
-from agents_app.db_retry import CONNECTION_ERRORS, drop_broken_connections, retrying
+from agents_app.db_retry import (
+    CONNECTION_ERRORS,
+    close_failed_connections,
+    drop_broken_connections,
+    retrying,
+)
 from agents_app.engines import build_engine
 from agents_app.models import QueuedMessage, ThreadSession
 from agents_app.selectors import thread_activity
@@ -424,7 +429,7 @@ async def run_session_job(session_id: str, owner: str = OWNER) -> None:
     Every way out after a claim releases it or hands it back (``_hand_back``): a database
     connection error is retried here a few times, then left to the sweep.
     """
-    await sync_to_async(close_old_connections)()
+    await sync_to_async(close_failed_connections)()
     attempts = iter(RETRY_DELAYS)
     claim = await retrying(attempts, "claim", sessions.session_claim, session_id, owner)
     while claim is not None:
