@@ -14,7 +14,9 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Literal
 
+from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
+from django.utils.dateparse import parse_datetime
 
 from agents_app import page_reads, wire
 from agents_app.errors import THREAD_FORBIDDEN, Forbidden, NotFound
@@ -228,21 +230,40 @@ def thread_activity(thread_id: Any) -> dict[str, Any] | None:
     """A ``thread_activity`` registry frame for the thread, or None for no such thread: one
     narrow query (sessions announce themselves twice each; the full registry row costs
     two joins and Python for fields this frame does not carry)."""
-    row = (
-        Thread.objects.filter(pk=thread_id)
-        .annotate(is_executing=active_session_exists())
-        .values("owner_id", "last_activity_at", "is_executing")
-        .first()
-    )
+    # A fixed statement: every session runs it twice on its worker's one database thread.
+    try:
+        pk = Thread._meta.pk.get_db_prep_value(uuid.UUID(str(thread_id)), connection)  # type: ignore[union-attr]
+    except ValueError:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(_ACTIVITY_SQL, [*(str(s) for s in ACTIVE_SESSION), pk])
+        row = cursor.fetchone()
     if row is None:
         return None
+    owner_id, last_activity_at, executing = row
     return {
         "type": "thread_activity",
         "threadId": str(thread_id),
-        "executing": bool(row["is_executing"]),
-        "last_activity_at": wire.seconds(row["last_activity_at"]),
-        "owner_id": row["owner_id"],
+        "executing": bool(executing),
+        "last_activity_at": wire.seconds(_aware(last_activity_at)),
+        "owner_id": owner_id,
     }
+
+
+_ACTIVITY_SQL = (
+    f"SELECT t.owner_id, t.last_activity_at, EXISTS (SELECT 1 FROM "
+    f"{ThreadSession._meta.db_table} s WHERE s.thread_id = t.id AND s.status IN (%s, %s)) "
+    f"FROM {Thread._meta.db_table} t WHERE t.id = %s"
+)
+
+
+def _aware(value: Any) -> datetime | None:
+    """A datetime column read without the ORM (SQLite gives text, naive UTC)."""
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    if isinstance(value, datetime) and value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value  # type: ignore[no-any-return]
 
 
 # --- messages --------------------------------------------------------------------------

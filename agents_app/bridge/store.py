@@ -116,11 +116,25 @@ def _record(row: Thread) -> ThreadRecord:
     return record
 
 
+# What ``_record`` reads: the agents' own columns (their configurations are JSON) are
+# not needed for a thread record, which every session start reads.
+_RECORD_FIELDS = (
+    *(f.name for f in Thread._meta.concrete_fields),
+    "agent__name",
+    "origin_agent__name",
+)
+
+
 def _get_thread(thread_id: str) -> ThreadRecord | None:
     try:
-        return _record(_thread(thread_id))
-    except LookupError:
+        row = (
+            Thread.objects.select_related("agent", "origin_agent")
+            .only(*_RECORD_FIELDS)
+            .get(pk=thread_id)
+        )
+    except (Thread.DoesNotExist, ValueError, ValidationError):
         return None
+    return _record(row)
 
 
 def _list_children(thread_id: str) -> list[ThreadRecord]:

@@ -42,11 +42,12 @@ def secret_values_for_thread(thread_id: str) -> list[tuple[str, str]]:
     ``LookupError`` for an unknown (or malformed) thread id.
     """
     try:
-        if not Thread.objects.filter(pk=thread_id).exists():
-            raise LookupError(f"Thread not found: {thread_id}")
+        found, secrets = _thread_and_secrets(thread_id)
     except (ValueError, ValidationError):
         raise LookupError(f"Thread not found: {thread_id}") from None
-    return _secret_rows(thread_id)
+    if not found:
+        raise LookupError(f"Thread not found: {thread_id}")
+    return secrets
 
 
 _ENV = EnvValue._meta.db_table
@@ -65,18 +66,36 @@ _SECRETS_SQL = (
 )
 
 
+# The same, with one marker row (scope '') when the thread exists: a session start needs
+# both answers, in one round trip on its worker's one database thread.
+_THREAD_AND_SECRETS_SQL = (
+    f"SELECT '', '', '' FROM {_THREADS} WHERE id = %s UNION ALL {_SECRETS_SQL}"
+)
+
+
 def _secret_rows(thread_id: str) -> list[tuple[str, str]]:
     """The secrets of ``secret_values_for_thread`` in one query (the owner's through a
     subquery); an unknown thread gets only the instance and definition-level ones."""
+    return _read(_SECRETS_SQL, thread_id, marker=False)[1]
+
+
+def _thread_and_secrets(thread_id: str) -> tuple[bool, list[tuple[str, str]]]:
+    return _read(_THREAD_AND_SECRETS_SQL, thread_id, marker=True)
+
+
+def _read(sql: str, thread_id: str, *, marker: bool) -> tuple[bool, list[tuple[str, str]]]:
     pk = Thread._meta.pk.get_db_prep_value(uuid.UUID(str(thread_id)), connection)  # type: ignore[union-attr]
     secret = EnvValue.Type.SECRET.value
     with connection.cursor() as cursor:
-        cursor.execute(_SECRETS_SQL, [pk, secret, secret, secret, pk])
+        cursor.execute(sql, [pk] * marker + [pk, secret, secret, secret, pk])
         rows = cursor.fetchall()
-    return [
+    found = any(scope == "" for scope, _, _ in rows)
+    secrets = [
         (key if scope in OWNED_SCOPES else "", decrypt(ciphertext))
         for scope, key, ciphertext in rows
+        if scope != ""
     ]
+    return found, secrets
 
 
 def thread_redactor(thread_id: str) -> Redactor:

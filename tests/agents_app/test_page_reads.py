@@ -5,12 +5,13 @@ the suite runs (PostgreSQL gives UUIDs and booleans, SQLite hex strings and inte
 from __future__ import annotations
 
 import itertools
+import uuid
 from typing import Any
 
 import pytest
 
 from agents_app import selectors, wire
-from agents_app.models import Log, Message, QueuedMessage, Thread
+from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession
 from tests.agents_app.api_support import *  # noqa: F403  (fixtures)
 
 pytestmark = pytest.mark.django_db
@@ -124,3 +125,22 @@ def test_plain_sql_page_of_an_empty_thread(alice: Any, thread_of: Any) -> None:
     thread = thread_of(alice)
     q = selectors.MessageQuery()
     assert selectors.message_page(thread, q) == ([], 0, False) == _orm_page(thread, q)
+
+
+def test_thread_activity_frame_from_its_fixed_statement(alice: Any, thread_of: Any) -> None:
+    thread = thread_of(alice)
+    expected = {
+        "type": "thread_activity",
+        "threadId": str(thread.pk),
+        "executing": False,
+        "last_activity_at": wire.seconds(thread.last_activity_at),
+        "owner_id": alice.pk,
+    }
+    assert selectors.thread_activity(str(thread.pk)) == expected
+    session = ThreadSession.objects.create(thread=thread, status=ThreadSession.Status.QUEUED)
+    assert selectors.thread_activity(thread.pk) == {**expected, "executing": True}
+    session.status = ThreadSession.Status.COMPLETED
+    session.save()
+    assert selectors.thread_activity(thread.pk)["executing"] is False  # type: ignore[index]
+    assert selectors.thread_activity(str(uuid.uuid4())) is None
+    assert selectors.thread_activity("not-a-thread") is None
