@@ -81,7 +81,8 @@ def message_post(
     """A repeated ``Idempotency-Key`` (per user and thread) gets the first answer again, with
     ``Idempotent-Replayed: true``, and stores nothing; with another body it is a 422."""
     user = request.auth  # type: ignore[attr-defined]
-    thread = selectors.access_thread(thread_id, user)
+    # The service locks and reads the thread row itself: here only the access check.
+    thread = selectors.access_thread(thread_id, user, id_only=True)
     idempotency = idempotency_request(user, idempotency_key, payload.model_dump())
     for index, attachment in enumerate(payload.attachments or []):
         refuse_unsupported(

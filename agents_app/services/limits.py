@@ -279,24 +279,33 @@ def budget_check(thread: Thread, now: datetime | None = None) -> None:
     """Raise ``RateLimited`` when the owner's or the agent's monthly budget is used up.
 
     Called where a new session would start (a post to an idle thread, continue)."""
-    scopes: list[tuple[str, Decimal | None, Callable[[], Decimal]]] = []
+    # Names are read only for a budget that is used up: every post to an idle thread runs
+    # this, and reading the owner and the agent rows for a sentence never shown was two
+    # queries of each post (issue #21).
+    scopes: list[tuple[Callable[[], str], Decimal | None, Callable[[], Decimal]]] = []
     if thread.owner_id is not None:
         owner_id = thread.owner_id
         scopes.append(
             (
-                f"user {thread.owner.get_username()}",  # type: ignore[union-attr]
+                lambda: f"user {thread.owner.get_username()}",  # type: ignore[union-attr]
                 user_budget(owner_id),
                 lambda: user_spend(owner_id, now),
             )
         )
     agent_id = thread.agent_id
-    name = f"agent {thread.agent.name!r}"
-    scopes.append((name, agent_budget(agent_id), lambda: agent_spend(agent_id, now)))
-    for whose, limit, spend in scopes:
+    scopes.append(
+        (
+            lambda: f"agent {thread.agent.name!r}",
+            agent_budget(agent_id),
+            lambda: agent_spend(agent_id, now),
+        )
+    )
+    for who, limit, spend in scopes:
         if limit is None:
             continue
         spent = spend()
         if spent >= limit:
+            whose = who()
             resume = next_month_start(now)
             wait = (resume - (now or timezone.now())).total_seconds()
             raise RateLimited(
