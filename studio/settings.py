@@ -308,7 +308,7 @@ for _point in envlist("STUDIO_FAULT_POINTS"):
     STUDIO_FAULT_POINTS[_name.strip()] = int(_count or 1)
 # Token chunk frames per second one process sends, all streams together: with many
 # messages streaming, each one's chunks are batched so the total stays near this.
-STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND = envint("STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND", 6000)
+STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND = envint("STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND", 4000)
 # Requests running their synchronous part at once per ASGI process, and how long one waits
 # for its turn before running anyway (agents_app/web/view_gate.py; 0: no bound).
 STUDIO_WEB_VIEW_CONCURRENCY = envint("STUDIO_WEB_VIEW_CONCURRENCY", 2)

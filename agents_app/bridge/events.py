@@ -109,7 +109,7 @@ class ChunkPacer:
         if budget is None:
             from django.conf import settings
 
-            budget = float(getattr(settings, "STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND", 6000))
+            budget = float(getattr(settings, "STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND", 4000))
         if budget <= 0 or len(self._active) <= 1:
             return 0.0
         return min(self.MAX_INTERVAL, len(self._active) / budget)
