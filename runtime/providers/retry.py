@@ -339,25 +339,90 @@ async def watch_stream(
     """
     policy = policy or RetryPolicy()
     limit, what = policy.first_chunk_timeout, "first chunk"
+    guard = _StallGuard()
     try:
         while True:
+            guard.arm(limit)
             try:
-                async with asyncio.timeout(limit):
-                    item = await anext(stream)
+                item = await anext(stream)
             except StopAsyncIteration:
                 return
-            except TimeoutError:
+            except asyncio.CancelledError:
+                if not guard.fired():
+                    raise
                 raise errors.AdapterError(
                     f"No {what} from the provider within {limit:g} s",
                     errors.TIMEOUT,
                     retryable=True,
                 ) from None
+            finally:
+                guard.disarm()
             yield item
             limit, what = policy.stall_timeout, "data"
     finally:
+        guard.close()
         closer: Any = getattr(stream, "aclose", None)
         if closer is not None:
             await closer()
+
+
+class _StallGuard:
+    """The timeout of ``watch_stream`` with one timer per stall period, not one per event.
+
+    ``asyncio.timeout`` around every read built a ``Timeout``, a timer and its
+    cancellation for each token: a few percent of a worker streaming 10,000 tokens a
+    second (issue #21). Here each read only notes when it began; one pending timer checks,
+    when it comes due, whether the read in progress has waited ``limit`` (then it cancels
+    the reading task, as ``asyncio.timeout`` does) or re-arms itself for the current read.
+    The time the consumer spends between reads never counts, as before.
+    """
+
+    def __init__(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._handle: asyncio.TimerHandle | None = None
+        self._started = 0.0
+        self._limit: float | None = None
+        self._reading = False
+        self._fired = False
+
+    def arm(self, limit: float | None) -> None:
+        self._started, self._limit, self._reading = self._loop.time(), limit, True
+        if limit is None:
+            return  # no limit for this read
+        due = self._started + limit
+        if self._handle is None or self._handle.when() > due:
+            if self._handle is not None:
+                self._handle.cancel()
+            self._handle = self._loop.call_at(due, self._check)
+
+    def disarm(self) -> None:
+        self._reading = False
+
+    def fired(self) -> bool:
+        """Whether this guard cancelled the read (and takes that cancellation back)."""
+        if not self._fired:
+            return False
+        self._fired = False
+        if self._task is not None:
+            self._task.uncancel()
+        return True
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _check(self) -> None:
+        self._handle = None
+        if not self._reading or self._limit is None:
+            return  # the next ``arm`` sets a timer again
+        due = self._started + self._limit
+        if self._loop.time() < due:
+            self._handle = self._loop.call_at(due, self._check)
+        elif self._task is not None:
+            self._fired = True
+            self._task.cancel()
 
 
 class GuardedProvider:
