@@ -53,10 +53,11 @@ def _stored_text_hits() -> list[str]:
     columns = [
         ("agents_app_thread", "last_message_preview"),
         ("agents_app_queuedmessage", "content"),
-        ("agents_app_queuedmessage", "attachments::text"),
+        # CAST, not ``::``: the same statement on PostgreSQL and SQLite.
+        ("agents_app_queuedmessage", "CAST(attachments AS TEXT)"),
         ("agents_app_message", "content"),
-        ("agents_app_threadvalue", "value::text"),
-        ("agents_app_threadfile", "metadata::text || path || name"),
+        ("agents_app_threadvalue", "CAST(value AS TEXT)"),
+        ("agents_app_threadfile", "CAST(metadata AS TEXT) || path || name"),
     ]
     with connection.cursor() as cursor:
         for table, column in columns:
