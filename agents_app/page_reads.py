@@ -25,11 +25,11 @@ import orjson
 from django.db import connection
 
 from agents_app.models import Message, QueuedMessage
+from agents_app.raw_sql import db_uuid
 from runtime.messages import Message as EngineMessage
 
 _MESSAGES = Message._meta.db_table
 _QUEUED = QueuedMessage._meta.db_table
-_UUID = Message._meta.get_field("id")
 
 # (column, kind): kind says how the driver's value becomes the engine's.
 _COLUMNS = (
@@ -92,16 +92,12 @@ def _engine_message(row: tuple[Any, ...]) -> EngineMessage:
     return EngineMessage(**values)
 
 
-def _db_id(value: Any) -> Any:
-    return _UUID.get_db_prep_value(value, connection, prepared=False)
-
-
 def _where(include_silent: bool) -> str:
     return "thread_id = %s AND depth <= %s" + ("" if include_silent else " AND silent = %s")
 
 
 def _params(thread_id: Any, depth: int, include_silent: bool) -> list[Any]:
-    return [_db_id(thread_id), depth] + ([] if include_silent else [False])
+    return [db_uuid(thread_id), depth] + ([] if include_silent else [False])
 
 
 def stored_count(thread_id: Any, *, depth: int, include_silent: bool) -> int:
@@ -130,7 +126,7 @@ def stored_window(
 def queued_rows(thread_id: Any, *, include_silent: bool) -> list[dict[str, Any]]:
     """The thread's queued messages, oldest first, with what ``wire.queued_wire`` reads."""
     where = "thread_id = %s" + ("" if include_silent else " AND silent = %s")
-    params = [_db_id(thread_id)] + ([] if include_silent else [False])
+    params = [db_uuid(thread_id)] + ([] if include_silent else [False])
     sql = (
         f"SELECT id, role, content, silent, metadata, attachments, created_at FROM {_QUEUED} "
         f"WHERE {where} ORDER BY created_at"

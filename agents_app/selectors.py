@@ -31,6 +31,7 @@ from agents_app.models import (
     ThreadSession,
     ThreadValue,
 )
+from agents_app.raw_sql import db_uuid
 from agents_app.reasoning import thread_shows_reasoning
 from agents_app.thread_search import match_snippets, threads_matching
 from runtime.messages import Message as EngineMessage
@@ -232,7 +233,7 @@ def thread_activity(thread_id: Any) -> dict[str, Any] | None:
     two joins and Python for fields this frame does not carry)."""
     # A fixed statement: every session runs it twice on its worker's one database thread.
     try:
-        pk = Thread._meta.pk.get_db_prep_value(uuid.UUID(str(thread_id)), connection)  # type: ignore[union-attr]
+        pk = db_uuid(thread_id)
     except ValueError:
         return None
     with connection.cursor() as cursor:

@@ -18,7 +18,6 @@ user, instance; shadowed ones too). Values under 4 characters are ignored.
 from __future__ import annotations
 
 import time
-import uuid
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -26,6 +25,7 @@ from django.db import connection
 
 from agents_app.encryption import decrypt
 from agents_app.models import EnvValue, Thread
+from agents_app.raw_sql import db_uuid
 from runtime.events import EventSink, Frame
 from runtime.redaction import Redactor
 
@@ -84,10 +84,13 @@ def _thread_and_secrets(thread_id: str) -> tuple[bool, list[tuple[str, str]]]:
 
 
 def _read(sql: str, thread_id: str, *, marker: bool) -> tuple[bool, list[tuple[str, str]]]:
-    pk = Thread._meta.pk.get_db_prep_value(uuid.UUID(str(thread_id)), connection)  # type: ignore[union-attr]
+    pk = db_uuid(thread_id)
     secret = EnvValue.Type.SECRET.value
+    params = [pk, secret, secret, secret, pk]
+    if marker:
+        params.insert(0, pk)  # the marker row's own thread id comes first
     with connection.cursor() as cursor:
-        cursor.execute(sql, [pk] * marker + [pk, secret, secret, secret, pk])
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
     found = any(scope == "" for scope, _, _ in rows)
     secrets = [

@@ -379,7 +379,7 @@ class _StallGuard:
 
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._task = asyncio.current_task()
+        self._task: asyncio.Task[Any] | None = None
         self._handle: asyncio.TimerHandle | None = None
         self._started = 0.0
         self._limit: float | None = None
@@ -387,6 +387,9 @@ class _StallGuard:
         self._fired = False
 
     def arm(self, limit: float | None) -> None:
+        # The task of this read: a stream may be read from another task than the one
+        # that began it, and the timer must cancel the one that waits now.
+        self._task = asyncio.current_task()
         self._started, self._limit, self._reading = self._loop.time(), limit, True
         if limit is None:
             return  # no limit for this read

@@ -73,3 +73,20 @@ async def test_a_cancel_from_outside_stays_a_cancel() -> None:
 
 async def test_no_limits_means_no_timeout() -> None:
     assert await _drain(watch_stream(_paced([0.2, 0.2]), _policy(None, None))) == [0, 1]
+
+
+async def test_a_stall_is_caught_when_a_later_read_comes_from_another_task() -> None:
+    # The guard must cancel the task waiting now, not the one that read the first item.
+    stream = watch_stream(_paced([0.0, 5.0]), _policy(1.0, 0.1))
+    first = await asyncio.create_task(anext(stream))
+    assert first == 0
+    second = asyncio.create_task(anext(stream))
+    # A liveness bound, far past the 0.1 s limit: a guard that cancels the wrong task
+    # never ends this read (the provider would send its next item only after 5 s).
+    await asyncio.wait({second}, timeout=3.0)
+    if not second.done():
+        second.cancel()
+    assert second.done() and not second.cancelled()
+    failed = second.exception()
+    assert isinstance(failed, AdapterError)
+    assert failed.code == "timeout" and "No data" in str(failed)
