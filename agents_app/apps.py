@@ -7,9 +7,19 @@ class AgentsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from agents_app import checks  # noqa: F401  (registers the start-up checks)
+        from django.db.models.signals import post_migrate
+
+        from agents_app import (
+            checks,  # noqa: F401  (registers the start-up checks)
+            message_counts,
+        )
 
         self._install_session_starter()
+        post_migrate.connect(
+            message_counts.install_after_migrate,
+            sender=self,
+            dispatch_uid="agents_app.message_counts",
+        )
 
     @staticmethod
     def _install_session_starter() -> None:

@@ -24,12 +24,13 @@ from typing import Any
 import orjson
 from django.db import connection
 
-from agents_app.models import Message, QueuedMessage
+from agents_app.models import Message, QueuedMessage, ThreadMessageCount
 from agents_app.raw_sql import db_uuid
 from runtime.messages import Message as EngineMessage
 
 _MESSAGES = Message._meta.db_table
 _QUEUED = QueuedMessage._meta.db_table
+_KEPT = f"SELECT top_level FROM {ThreadMessageCount._meta.db_table} WHERE thread_id = %s"
 
 # (column, kind): kind says how the driver's value becomes the engine's.
 _COLUMNS = (
@@ -101,9 +102,17 @@ def _params(thread_id: Any, depth: int, include_silent: bool) -> list[Any]:
 
 
 def stored_count(thread_id: Any, *, depth: int, include_silent: bool) -> int:
-    """How many stored messages the page counts (an index-only scan on PostgreSQL)."""
-    sql = f"SELECT COUNT(*) FROM {_MESSAGES} WHERE {_where(include_silent)}"
+    """How many stored messages the page counts: the kept count for the default scope
+    (``message_counts``), else an index-only scan on PostgreSQL."""
     with connection.cursor() as cursor:
+        if depth == 0 and not include_silent:
+            cursor.execute(_KEPT, [db_uuid(thread_id)])
+            kept = cursor.fetchone()
+            if kept is not None:
+                return int(kept[0])
+            # No row: the thread never had a counted message (or a row was removed by
+            # hand); counting is then cheap, and exact either way.
+        sql = f"SELECT COUNT(*) FROM {_MESSAGES} WHERE {_where(include_silent)}"
         cursor.execute(sql, _params(thread_id, depth, include_silent))
         return int(cursor.fetchone()[0])
 

@@ -7,6 +7,33 @@ from typing import Any
 
 import pytest
 
+_DB_FIXTURES = ("db", "transactional_db", "live_server", "django_db_reset_sequences")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """After every test that touched the database, the kept message counts still equal
+    fresh counts (``agents_app.message_counts``): whatever the test wrote, through
+    whichever path, the triggers must have followed."""
+    result = yield
+    names = getattr(item, "fixturenames", ())
+    if item.get_closest_marker("django_db") or any(name in names for name in _DB_FIXTURES):
+        wrong = _message_count_differences()
+        assert not wrong, f"kept message counts differ from fresh ones: {wrong}"
+    return result
+
+
+def _message_count_differences() -> list[Any]:
+    from django.db import InterfaceError, InternalError, OperationalError
+    from django.db.transaction import TransactionManagementError
+
+    from agents_app import message_counts
+
+    try:
+        return message_counts.differences()
+    except (InterfaceError, InternalError, OperationalError, TransactionManagementError):
+        return []  # the test broke its own connection or transaction on purpose
+
 
 @pytest.fixture(autouse=True)
 def fresh_limit_counters() -> Any:

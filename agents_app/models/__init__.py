@@ -19,7 +19,7 @@ from agents_app.models.language_models import LanguageModel, ModelFallback
 from agents_app.models.limits import LimitedAction, SpendBudget, UsageLimit
 from agents_app.models.logs import Log
 from agents_app.models.mcp_servers import McpServer
-from agents_app.models.messages import Message, QueuedMessage
+from agents_app.models.messages import Message, QueuedMessage, ThreadMessageCount
 from agents_app.models.prompts import Prompt, PromptPart, PromptTool
 from agents_app.models.retention import RetentionPolicy
 from agents_app.models.sessions import ThreadSession
@@ -51,6 +51,7 @@ __all__ = [
     "Thread",
     "ThreadFile",
     "ThreadFileChunk",
+    "ThreadMessageCount",
     "ThreadSession",
     "ThreadValue",
     "UsageLimit",

@@ -130,3 +130,25 @@ class QueuedMessage(models.Model):
 
     def __str__(self) -> str:
         return f"queued {self.role}: {self.content[:40]}"
+
+
+class ThreadMessageCount(models.Model):
+    """How many of a thread's stored messages the default messages page counts: top level
+    (``depth`` 0) and not silent. Its ``total`` reads this row instead of counting the
+    thread's messages, so the page costs the same on a 10,000-message thread as on a
+    100-message one (issue #21).
+
+    Kept by database triggers on the message table (``agents_app/message_counts.py``), not
+    by our code: every write path (the engine's one-statement commit, bulk drains, deletes,
+    retention's batched deletes) keeps it without knowing about it. A table of its own,
+    not a column of ``Thread``, so a stale ``thread.save()`` can never write an old count
+    back, and the count's row locks never wait on the thread's other updates.
+    """
+
+    thread = models.OneToOneField(
+        Thread, on_delete=models.CASCADE, primary_key=True, related_name="message_count"
+    )
+    top_level = models.IntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.top_level} messages"
