@@ -29,6 +29,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 from agents_app.models import Message, ThreadMessageCount
@@ -140,7 +141,9 @@ def install(using: str = DEFAULT_DB_ALIAS) -> bool:
     connection = connections[using]
     statements = {"postgresql": _POSTGRES, "sqlite": _SQLITE}.get(connection.vendor)
     if statements is None:
-        raise NotImplementedError(f"No message-count triggers for {connection.vendor}")
+        raise ImproperlyConfigured(
+            f"The studio runs on PostgreSQL or SQLite; DATABASE_URL names {connection.vendor}"
+        )
     with transaction.atomic(using=using), connection.cursor() as cursor:
         if _MESSAGES not in connection.introspection.table_names(cursor):
             return False  # migrated back past the message table
