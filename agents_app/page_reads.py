@@ -1,4 +1,4 @@
-"""The messages page's reads in plain SQL (issue #21).
+"""The messages page's reads, and the engine's, in plain SQL (issue #21).
 
 The newest-100 page is the request a chat page makes on every open and every reconnect.
 Through the ORM, most of its time was Python, not PostgreSQL: compiling three querysets,
@@ -6,7 +6,8 @@ then building a Django model for each of 100 rows (with a JSON decode per JSON c
 only to copy its fields into the engine's ``Message``. Here the three statements are
 fixed strings, and each row goes straight from the cursor's tuple to the engine's
 ``Message`` (the same type ``bridge.rows.engine_message`` builds, so ``to_wire`` gives the
-same JSON).
+same JSON). The engine's own history reads (``bridge.store._list_messages``, run at every
+session start) use the same path.
 
 Values come back as the driver gives them: PostgreSQL returns UUIDs and booleans, SQLite
 hex strings and integers; JSON columns arrive as text on both (Django registers a text
@@ -16,16 +17,13 @@ to the ORM's on whichever database the suite runs.
 
 from __future__ import annotations
 
-import json
-import uuid
 from collections.abc import Callable
 from typing import Any
 
-import orjson
 from django.db import connection
 
 from agents_app.models import Message, QueuedMessage, ThreadMessageCount
-from agents_app.raw_sql import db_uuid
+from agents_app.raw_sql import db_json, db_uuid, text_uuid
 from runtime.messages import Message as EngineMessage
 
 _MESSAGES = Message._meta.db_table
@@ -60,24 +58,9 @@ _COLUMNS = (
 _SELECT = ", ".join(column for column, _ in _COLUMNS)
 
 
-def _json(value: Any) -> Any:
-    if value is None or not isinstance(value, str | bytes):
-        return value
-    try:
-        return orjson.loads(value)
-    except orjson.JSONDecodeError:  # integers past 64 bits: the standard library reads them
-        return json.loads(value)
-
-
-def _uuid(value: Any) -> str | None:
-    if value is None:
-        return None
-    return str(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
-
-
 _CONVERT: dict[str, Callable[[Any], Any]] = {
-    "uuid": _uuid,
-    "json": _json,
+    "uuid": text_uuid,
+    "json": db_json,
     "bool": bool,
     "blank": lambda value: value or None,
     "": lambda value: value,
@@ -132,6 +115,59 @@ def stored_window(
         return [_engine_message(row) for row in cursor.fetchall()]
 
 
+def _engine_where(
+    thread_id: Any, include_silent: bool, max_depth: int | None, parent_id: str | None
+) -> tuple[str, list[Any]]:
+    where, params = ["thread_id = %s"], [db_uuid(thread_id)]
+    if not include_silent:
+        where.append("silent = %s")
+        params.append(False)
+    if max_depth is not None:
+        where.append("depth <= %s")
+        params.append(max_depth)
+    if parent_id is not None:
+        where.append("parent_id = %s")
+        params.append(db_uuid(parent_id))
+    return " AND ".join(where), params
+
+
+def engine_messages(
+    thread_id: Any,
+    *,
+    include_silent: bool,
+    max_depth: int | None,
+    parent_id: str | None,
+    newest: bool,
+    offset: int,
+    limit: int | None,
+) -> list[EngineMessage]:
+    """The engine's ``list_messages`` window (``runtime.store.MessageQuery``'s filters),
+    in the order read: every session start reads its history through this."""
+    where, params = _engine_where(thread_id, include_silent, max_depth, parent_id)
+    sql = f"SELECT {_SELECT} FROM {_MESSAGES} WHERE {where} ORDER BY created_at "
+    sql += "DESC" if newest else "ASC"
+    if limit is not None or offset:
+        # OFFSET needs a LIMIT on SQLite, where -1 is none; PostgreSQL reads NULL as none.
+        no_limit = -1 if connection.vendor == "sqlite" else None
+        sql += " LIMIT %s OFFSET %s"
+        params += [no_limit if limit is None else limit, offset]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [_engine_message(row) for row in cursor.fetchall()]
+
+
+def engine_message_count(
+    thread_id: Any, *, include_silent: bool, max_depth: int | None, parent_id: str | None
+) -> int:
+    """How many messages ``engine_messages`` reads without a window."""
+    if max_depth == 0 and parent_id is None:
+        return stored_count(thread_id, depth=0, include_silent=include_silent)
+    where, params = _engine_where(thread_id, include_silent, max_depth, parent_id)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM {_MESSAGES} WHERE {where}", params)
+        return int(cursor.fetchone()[0])
+
+
 def queued_rows(thread_id: Any, *, include_silent: bool) -> list[dict[str, Any]]:
     """The thread's queued messages, oldest first, with what ``wire.queued_wire`` reads."""
     where = "thread_id = %s" + ("" if include_silent else " AND silent = %s")
@@ -144,12 +180,12 @@ def queued_rows(thread_id: Any, *, include_silent: bool) -> list[dict[str, Any]]
         cursor.execute(sql, params)
         return [
             {
-                "id": _uuid(row[0]),
+                "id": text_uuid(row[0]),
                 "role": row[1],
                 "content": row[2],
                 "silent": bool(row[3]),
-                "metadata": _json(row[4]),
-                "attachments": _json(row[5]),
+                "metadata": db_json(row[4]),
+                "attachments": db_json(row[5]),
                 "created_at": row[6],
             }
             for row in cursor.fetchall()

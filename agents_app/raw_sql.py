@@ -1,14 +1,18 @@
-"""What the few reads written as plain SQL share (issue #21): a UUID as the driver's value.
+"""What the few reads written as plain SQL share (issue #21): a UUID as the driver's value,
+and a JSON column's value as Python.
 
 PostgreSQL takes a ``uuid.UUID``; SQLite stores the 32-digit hex text Django writes. The
-field's own conversion gives the right one for whichever database is connected.
+field's own conversion gives the right one for whichever database is connected. JSON
+columns arrive as text on both (Django registers a text loader for ``jsonb``).
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
+import orjson
 from django.db import connection, models
 
 _UUID = models.UUIDField()
@@ -19,3 +23,20 @@ def db_uuid(value: Any) -> Any:
     for text that is not a UUID."""
     parsed = value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
     return _UUID.get_db_prep_value(parsed, connection, prepared=False)
+
+
+def db_json(value: Any) -> Any:
+    """A JSON column's value as the cursor gave it, decoded."""
+    if value is None or not isinstance(value, str | bytes):
+        return value
+    try:
+        return orjson.loads(value)
+    except orjson.JSONDecodeError:  # integers past 64 bits: the standard library reads them
+        return json.loads(value)
+
+
+def text_uuid(value: Any) -> str | None:
+    """A UUID column's value as the cursor gave it, as canonical text."""
+    if value is None:
+        return None
+    return str(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))

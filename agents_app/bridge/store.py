@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
+from agents_app import page_reads
 from agents_app.bridge import async_commit, fast_commit, rows
 from agents_app.bridge.files import FileStoreMixin
 from agents_app.models import (
@@ -162,37 +163,34 @@ def _terminate_thread(thread_id: str) -> None:
 # --- messages --------------------------------------------------------------------------
 
 
-def _message_filter(thread_id: str, query: MessageQuery) -> Q:
-    cond = Q(thread_id=thread_id)
-    if not query.include_silent:
-        cond &= Q(silent=False)
-    if query.max_depth is not None:
-        cond &= Q(depth__lte=query.max_depth)
-    if query.parent_id is not None:
-        cond &= Q(parent_id=query.parent_id)
-    return cond
-
-
 def _list_messages(thread_id: str, query: MessageQuery) -> MessagePage:
-    qs = Message.objects.filter(_message_filter(thread_id, query))
-    # Every session reads its whole history: without a limit or an offset the window is
-    # the total, so neither the count nor (when a row came back) the thread check is a
-    # query of its own.
-    whole = query.limit is None and query.offset == 0
-    total = -1 if whole else qs.count()
-    # Paged from the end ``order`` names (the (thread, created_at) index serves both
-    # directions), then returned oldest first, as the API's page (``MessageQuery``).
-    ordered = qs.order_by("-created_at" if query.order == "desc" else "created_at")
-    paged = ordered[query.offset :]
-    window = list(paged if query.limit is None else paged[: query.limit])
-    if whole:
-        total = len(window)
+    scope: dict[str, Any] = {
+        "include_silent": query.include_silent,
+        "max_depth": query.max_depth,
+        "parent_id": query.parent_id,
+    }
+    try:
+        # Plain SQL (``page_reads``): every session start reads its history here.
+        window = page_reads.engine_messages(
+            thread_id,
+            **scope,
+            newest=query.order == "desc",
+            offset=query.offset,
+            limit=query.limit,
+        )
+        # Every session reads its whole history: without a limit or an offset the window
+        # is the total, so neither the count nor (when a row came back) the thread check
+        # is a query of its own.
+        whole = query.limit is None and query.offset == 0
+        total = len(window) if whole else page_reads.engine_message_count(thread_id, **scope)
+    except ValueError:  # not a UUID: no such thread (or no such parent message)
+        raise LookupError(f"Thread not found: {thread_id}") from None
     if total == 0:
         _exists(thread_id)  # no rows: a thread without messages, or no such thread
     has_more = query.offset + len(window) < total
     if query.order == "desc":
         window.reverse()
-    return MessagePage([rows.engine_message(r) for r in window], total, has_more)
+    return MessagePage(window, total, has_more)
 
 
 def _delete_message(thread_id: str, message_id: str) -> list[str]:

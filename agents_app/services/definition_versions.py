@@ -35,8 +35,10 @@ from agents_app.models import (
     Prompt,
     PromptPart,
     PromptTool,
+    Thread,
     ThreadSession,
 )
+from agents_app.raw_sql import db_json, db_uuid, text_uuid
 from agents_app.services import definitions as defs
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
 
@@ -289,26 +291,35 @@ def compute_pins(agent: str, thread_id: str | None = None) -> Pins:
     return pins
 
 
+# A fixed statement: every session start runs it on its worker's one database thread.
+_SESSION_PIN_SQL = (
+    f"SELECT s.definition_versions, s.thread_id, a.name FROM {ThreadSession._meta.db_table} s "
+    f"JOIN {Thread._meta.db_table} t ON t.id = s.thread_id "
+    f"JOIN {Agent._meta.db_table} a ON a.id = t.agent_id WHERE s.id = %s"
+)
+
+
 def session_pins(session_id: str) -> Pins | None:
     """The session's pins, fixed now if it has none yet (its start). None for no such row."""
-    row = (
-        ThreadSession.objects.filter(pk=session_id)
-        .values("definition_versions", "thread_id", "thread__agent__name")
-        .first()
-    )
+    try:
+        pk = db_uuid(session_id)
+    except ValueError:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(_SESSION_PIN_SQL, [pk])
+        row = cursor.fetchone()
     if row is None:
         return None
-    if row["definition_versions"] is not None:
-        return Pins.from_json(row["definition_versions"])
-    pins = pins_for(row["thread__agent__name"], str(row["thread_id"]))
-    fixed = ThreadSession.objects.filter(pk=session_id, definition_versions__isnull=True).update(
+    stored, thread_id, agent_name = row
+    if stored is not None:
+        return Pins.from_json(db_json(stored))
+    pins = pins_for(agent_name, text_uuid(thread_id) or "")
+    fixed = ThreadSession.objects.filter(pk=pk, definition_versions__isnull=True).update(
         definition_versions=pins.as_json()
     )
     if not fixed:  # another process pinned it first: use what it fixed
-        stored = ThreadSession.objects.filter(pk=session_id).values_list(
-            "definition_versions", flat=True
-        )
-        return Pins.from_json(stored[0] or {})
+        again = ThreadSession.objects.filter(pk=pk).values_list("definition_versions", flat=True)
+        return Pins.from_json(again[0] or {})
     return pins
 
 

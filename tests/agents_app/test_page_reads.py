@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 
 from agents_app import selectors, wire
+from agents_app.bridge.rows import engine_message
+from agents_app.bridge.store import _list_messages
 from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession
+from runtime.store import MessageQuery
 from tests.agents_app.api_support import *  # noqa: F403  (fixtures)
 
 pytestmark = pytest.mark.django_db
@@ -144,3 +147,44 @@ def test_thread_activity_frame_from_its_fixed_statement(alice: Any, thread_of: A
     assert selectors.thread_activity(thread.pk)["executing"] is False  # type: ignore[index]
     assert selectors.thread_activity(str(uuid.uuid4())) is None
     assert selectors.thread_activity("not-a-thread") is None
+
+
+def _orm_engine_window(thread: Thread, q: MessageQuery) -> tuple[list[Any], int, bool]:
+    """The engine's ``list_messages`` as the ORM read it before ``page_reads``."""
+    rows = Message.objects.filter(thread=thread)
+    if not q.include_silent:
+        rows = rows.filter(silent=False)
+    if q.max_depth is not None:
+        rows = rows.filter(depth__lte=q.max_depth)
+    if q.parent_id is not None:
+        rows = rows.filter(parent_id=q.parent_id)
+    total = rows.count()
+    paged = rows.order_by("-created_at" if q.order == "desc" else "created_at")[q.offset :]
+    window = list(paged if q.limit is None else paged[: q.limit])
+    if q.order == "desc":
+        window.reverse()
+    return [engine_message(r) for r in window], total, q.offset + len(window) < total
+
+
+def test_the_engines_history_reads_equal_the_orm_for_every_window(
+    alice: Any, thread_of: Any
+) -> None:
+    thread, child = thread_of(alice), thread_of(alice)
+    _fill(thread, child)
+    tool = Message.objects.get(thread=thread, role="tool")
+    cases = itertools.product(
+        ("desc", "asc"),
+        (0, 2, 13),
+        (None, 1, 3, 100),
+        (False, True),
+        (0, 1, None),
+        (None, str(tool.pk)),
+    )
+    for order, offset, limit, include_silent, max_depth, parent_id in cases:
+        q = MessageQuery(limit, offset, order, include_silent, max_depth, parent_id)
+        page = _list_messages(str(thread.pk), q)
+        assert (page.messages, page.total, page.has_more) == _orm_engine_window(thread, q), q
+    with pytest.raises(LookupError):
+        _list_messages("not-a-thread", MessageQuery())
+    with pytest.raises(LookupError):
+        _list_messages(str(uuid.uuid4()), MessageQuery())
