@@ -36,6 +36,7 @@ from agents_app.models import (
     ThreadValue,
 )
 from agents_app.models.timestamps import now_us
+from agents_app.raw_sql import db_uuid
 from agents_app.services import definitions as defs
 from agents_app.services import effects as effect_service
 from agents_app.services.redaction import secret_values_for_thread
@@ -170,21 +171,22 @@ def _list_messages(thread_id: str, query: MessageQuery) -> MessagePage:
         "parent_id": query.parent_id,
     }
     try:
-        # Plain SQL (``page_reads``): every session start reads its history here.
-        window = page_reads.engine_messages(
-            thread_id,
-            **scope,
-            newest=query.order == "desc",
-            offset=query.offset,
-            limit=query.limit,
-        )
-        # Every session reads its whole history: without a limit or an offset the window
-        # is the total, so neither the count nor (when a row came back) the thread check
-        # is a query of its own.
-        whole = query.limit is None and query.offset == 0
-        total = len(window) if whole else page_reads.engine_message_count(thread_id, **scope)
-    except ValueError:  # not a UUID: no such thread (or no such parent message)
+        db_uuid(thread_id)
+    except ValueError:  # not a UUID: no such thread
         raise LookupError(f"Thread not found: {thread_id}") from None
+    # Plain SQL (``page_reads``): every session start reads its history here.
+    window = page_reads.engine_messages(
+        thread_id,
+        **scope,
+        newest=query.order == "desc",
+        offset=query.offset,
+        limit=query.limit,
+    )
+    # Every session reads its whole history: without a limit or an offset the window is
+    # the total, so neither the count nor (when a row came back) the thread check is a
+    # query of its own.
+    whole = query.limit is None and query.offset == 0
+    total = len(window) if whole else page_reads.engine_message_count(thread_id, **scope)
     if total == 0:
         _exists(thread_id)  # no rows: a thread without messages, or no such thread
     has_more = query.offset + len(window) < total
