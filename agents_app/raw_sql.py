@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 from django.db import connection, models
+from django.utils.dateparse import parse_datetime
 
 _UUID = models.UUIDField()
 
@@ -40,3 +42,12 @@ def text_uuid(value: Any) -> str | None:
     if value is None:
         return None
     return str(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
+
+
+def db_datetime(value: Any) -> datetime | None:
+    """A datetime column as the cursor gave it, aware (SQLite gives text, naive UTC)."""
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    if isinstance(value, datetime) and value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value  # type: ignore[no-any-return]

@@ -16,7 +16,6 @@ from typing import Any, Literal
 
 from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
-from django.utils.dateparse import parse_datetime
 
 from agents_app import page_reads, wire
 from agents_app.errors import THREAD_FORBIDDEN, Forbidden, NotFound
@@ -31,7 +30,7 @@ from agents_app.models import (
     ThreadSession,
     ThreadValue,
 )
-from agents_app.raw_sql import db_uuid
+from agents_app.raw_sql import db_datetime, db_uuid
 from agents_app.reasoning import thread_shows_reasoning
 from agents_app.thread_search import match_snippets, threads_matching
 from runtime.messages import Message as EngineMessage
@@ -246,7 +245,7 @@ def thread_activity(thread_id: Any) -> dict[str, Any] | None:
         "type": "thread_activity",
         "threadId": str(thread_id),
         "executing": bool(executing),
-        "last_activity_at": wire.seconds(_aware(last_activity_at)),
+        "last_activity_at": wire.seconds(db_datetime(last_activity_at)),
         "owner_id": owner_id,
     }
 
@@ -256,15 +255,6 @@ _ACTIVITY_SQL = (
     f"{ThreadSession._meta.db_table} s WHERE s.thread_id = t.id AND s.status IN (%s, %s)) "
     f"FROM {Thread._meta.db_table} t WHERE t.id = %s"
 )
-
-
-def _aware(value: Any) -> datetime | None:
-    """A datetime column read without the ORM (SQLite gives text, naive UTC)."""
-    if isinstance(value, str):
-        value = parse_datetime(value)
-    if isinstance(value, datetime) and value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value  # type: ignore[no-any-return]
 
 
 # --- messages --------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
@@ -36,14 +36,14 @@ from agents_app.models import (
     ThreadValue,
 )
 from agents_app.models.timestamps import now_us
-from agents_app.raw_sql import db_uuid
+from agents_app.raw_sql import db_datetime, db_json, db_uuid, text_uuid
 from agents_app.services import definitions as defs
 from agents_app.services import effects as effect_service
 from agents_app.services.redaction import secret_values_for_thread
 from runtime import waits
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
 from runtime.messages import Message as EngineMessage
-from runtime.progress import SessionProgress
+from runtime.progress import SessionProgress, ThreadExecutionState
 from runtime.store import (
     CanceledBy,
     Commit,
@@ -118,25 +118,45 @@ def _record(row: Thread) -> ThreadRecord:
     return record
 
 
-# What ``_record`` reads: the agents' own columns (their configurations are JSON) are
-# not needed for a thread record, which every session start reads.
-_RECORD_FIELDS = (
-    *(f.name for f in Thread._meta.concrete_fields),
-    "agent__name",
-    "origin_agent__name",
+# A fixed statement: every session start reads its thread (the agents' JSON
+# configurations are not needed for a record).
+_RECORD_SQL = (
+    "SELECT t.id, a.name, o.name, t.owner_id, t.parent_id, t.tags, t.created_at, t.stopped, "
+    "t.terminated_at, t.execution_state, t.display_name, t.relationship, t.child_status, "
+    f"t.subagent_config FROM {Thread._meta.db_table} t "
+    f"JOIN {Agent._meta.db_table} a ON a.id = t.agent_id "
+    f"JOIN {Agent._meta.db_table} o ON o.id = t.origin_agent_id WHERE t.id = %s"
 )
 
 
 def _get_thread(thread_id: str) -> ThreadRecord | None:
     try:
-        row = (
-            Thread.objects.select_related("agent", "origin_agent")
-            .only(*_RECORD_FIELDS)
-            .get(pk=thread_id)
-        )
-    except (Thread.DoesNotExist, ValueError, ValidationError):
+        pk = db_uuid(thread_id)
+    except ValueError:
         return None
-    return _record(row)
+    with connection.cursor() as cursor:
+        cursor.execute(_RECORD_SQL, [pk])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    (id_, agent, origin, owner, parent, tags, created, stopped, terminated, state) = row[:10]
+    created_at = db_datetime(created)
+    return ThreadRecord(
+        id=text_uuid(id_) or "",
+        agent_name=agent,
+        origin_agent_name=origin,
+        user_id=str(owner) if owner else None,
+        parent_id=text_uuid(parent),
+        tags=list(db_json(tags) or []),
+        created_at=int(created_at.timestamp() * 1_000_000) if created_at else 0,
+        stopped=bool(stopped),
+        terminated=terminated is not None,
+        execution_state=ThreadExecutionState.model_validate(db_json(state) or {}),
+        display_name=row[10],
+        relationship=row[11],
+        child_status=row[12],
+        subagent=db_json(row[13]),
+    )
 
 
 def _list_children(thread_id: str) -> list[ThreadRecord]:

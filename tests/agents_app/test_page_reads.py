@@ -188,3 +188,30 @@ def test_the_engines_history_reads_equal_the_orm_for_every_window(
         _list_messages("not-a-thread", MessageQuery())
     with pytest.raises(LookupError):
         _list_messages(str(uuid.uuid4()), MessageQuery())
+
+
+def test_the_thread_record_equals_the_orms(alice: Any, thread_of: Any) -> None:
+    from django.utils import timezone
+
+    from agents_app.bridge.store import _get_thread, _record
+
+    parent = thread_of(alice)
+    child = thread_of(alice)
+    Thread.objects.filter(pk=child.pk).update(
+        parent=parent,
+        tags=["a", "b ✓"],
+        stopped=True,
+        terminated_at=timezone.now(),
+        execution_state={"turns": {"a": 3, "b": 1}, "last_stop_reason": "stop_on_response"},
+        display_name="Researcher",
+        relationship="helper",
+        child_status="running",
+        subagent_config={"blocking": True, "big": 2**70},
+    )
+    ownerless = thread_of(alice)
+    Thread.objects.filter(pk=ownerless.pk).update(owner=None)
+    for thread in (parent, child, ownerless):
+        orm = Thread.objects.select_related("agent", "origin_agent").get(pk=thread.pk)
+        assert _get_thread(str(thread.pk)) == _record(orm)
+    assert _get_thread(str(uuid.uuid4())) is None
+    assert _get_thread("not-a-thread") is None
