@@ -51,3 +51,14 @@ def db_datetime(value: Any) -> datetime | None:
     if isinstance(value, datetime) and value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value  # type: ignore[no-any-return]
+
+
+def row_by_uuid(sql: str, value: Any) -> tuple[Any, ...] | None:
+    """The one row ``sql`` (one ``%s``: a UUID) reads, or None for no row or a malformed id."""
+    try:
+        pk = db_uuid(value)
+    except ValueError:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pk])
+        return cursor.fetchone()  # type: ignore[no-any-return]

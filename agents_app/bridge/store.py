@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
@@ -36,7 +36,7 @@ from agents_app.models import (
     ThreadValue,
 )
 from agents_app.models.timestamps import now_us
-from agents_app.raw_sql import db_datetime, db_json, db_uuid, text_uuid
+from agents_app.raw_sql import db_datetime, db_json, db_uuid, row_by_uuid, text_uuid
 from agents_app.services import definitions as defs
 from agents_app.services import effects as effect_service
 from agents_app.services.redaction import secret_values_for_thread
@@ -130,13 +130,7 @@ _RECORD_SQL = (
 
 
 def _get_thread(thread_id: str) -> ThreadRecord | None:
-    try:
-        pk = db_uuid(thread_id)
-    except ValueError:
-        return None
-    with connection.cursor() as cursor:
-        cursor.execute(_RECORD_SQL, [pk])
-        row = cursor.fetchone()
+    row = row_by_uuid(_RECORD_SQL, thread_id)
     if row is None:
         return None
     (id_, agent, origin, owner, parent, tags, created, stopped, terminated, state) = row[:10]

@@ -38,7 +38,7 @@ from agents_app.models import (
     Thread,
     ThreadSession,
 )
-from agents_app.raw_sql import db_json, db_uuid, text_uuid
+from agents_app.raw_sql import db_json, db_uuid, row_by_uuid, text_uuid
 from agents_app.services import definitions as defs
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
 
@@ -301,15 +301,10 @@ _SESSION_PIN_SQL = (
 
 def session_pins(session_id: str) -> Pins | None:
     """The session's pins, fixed now if it has none yet (its start). None for no such row."""
-    try:
-        pk = db_uuid(session_id)
-    except ValueError:
-        return None
-    with connection.cursor() as cursor:
-        cursor.execute(_SESSION_PIN_SQL, [pk])
-        row = cursor.fetchone()
+    row = row_by_uuid(_SESSION_PIN_SQL, session_id)
     if row is None:
         return None
+    pk = db_uuid(session_id)
     stored, thread_id, agent_name = row
     if stored is not None:
         return Pins.from_json(db_json(stored))

@@ -7,10 +7,7 @@ the kept counts with fresh ones after each such test (``message_counts.differenc
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +18,9 @@ from agents_app import message_counts, page_reads, selectors
 from agents_app.models import Message, Thread, ThreadMessageCount
 from agents_app.services.batched_delete import Batches, delete_rows
 from tests.agents_app.api_support import *  # noqa: F403  (fixtures)
+from tests.agents_app.manage_support import manage as run_manage
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _kept(thread: Thread) -> int | None:
@@ -147,18 +144,9 @@ print("kept", list(ThreadMessageCount.objects.values_list("top_level", flat=True
 
 def test_the_sqlite_triggers_keep_the_count_and_survive_a_table_rebuild(tmp_path: Path) -> None:
     db = tmp_path / "counts.sqlite3"
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{db}"}
-    env.pop("REDIS_URL", None)
 
     def manage(*args: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        done = run_manage(*args, database_url=f"sqlite:///{db}")
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout
 

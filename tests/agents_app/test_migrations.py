@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,23 +11,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.agents_app.manage_support import manage as _manage
+
 POSTGRES_ADMIN_URL = os.environ.get(
     "MIGRATION_CHECK_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/postgres"
 )
-
-
-def _manage(*args: str, database_url: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DATABASE_URL": database_url}
-    env.pop("REDIS_URL", None)
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def test_models_have_no_unmigrated_changes() -> None:
