@@ -7,7 +7,7 @@ fails with the driver's own error ("terminating connection due to administrator
 command"), exactly as after a database restart or an administrator's kill. Each point
 fires ``count`` times (once by default) per process.
 
-Points: ``claim`` (after the claiming UPDATE, in its transaction), ``announce``, ``plan``,
+Points: ``claim`` (before the claiming UPDATE), ``announce``, ``plan``,
 ``load_progress``, ``engine_commit`` (the event loop's own commit connection), ``stop_cleanup``,
 ``release`` (in its transaction), ``heartbeat``, and ``effects_sweep`` (the effect sweep's
 claim, agents_app/effect_runner.py).

@@ -53,6 +53,11 @@ def db_datetime(value: Any) -> datetime | None:
     return value  # type: ignore[no-any-return]
 
 
+def datetime_param(value: datetime) -> Any:
+    """An aware datetime as the connected database takes it (SQLite: naive UTC text)."""
+    return connection.ops.adapt_datetimefield_value(value)
+
+
 def row_by_uuid(sql: str, value: Any) -> tuple[Any, ...] | None:
     """The one row ``sql`` (one ``%s``: a UUID) reads, or None for no row or a malformed id."""
     try:

@@ -43,6 +43,7 @@ from agents_app.db_retry import (
 )
 from agents_app.engines import build_engine
 from agents_app.models import QueuedMessage, ThreadSession
+from agents_app.raw_sql import db_json, row_by_uuid
 from agents_app.selectors import thread_activity
 from agents_app.services import sessions
 from agents_app.services.sessions import Claim
@@ -169,14 +170,20 @@ class ClaimedStore(PinnedDefinitions, DjangoStore):
             return await super().load_progress(thread_id)
         if self.finished is not None:
             return self.finished
-        await sync_to_async(faults.hit)("load_progress")
-        progress = await sync_to_async(_claimed_progress)(self.claim.session_id)
+        progress = await sync_to_async(_claimed_progress)(self.claim.session_id, fault=True)
         return SessionProgress.model_validate(progress) if progress else None
 
 
-def _claimed_progress(session_id: str) -> dict[str, Any] | None:
-    row = ThreadSession.objects.filter(pk=session_id).values("progress").first()
-    return row["progress"] if row and row["progress"] else None
+# A fixed statement: every session start runs it on its worker's one database thread.
+_PROGRESS_SQL = f"SELECT progress FROM {ThreadSession._meta.db_table} WHERE id = %s"
+
+
+def _claimed_progress(session_id: str, *, fault: bool = False) -> dict[str, Any] | None:
+    if fault:
+        faults.hit("load_progress")
+    row = row_by_uuid(_PROGRESS_SQL, session_id)
+    progress = db_json(row[0]) if row else None
+    return progress or None  # type: ignore[no-any-return]
 
 
 # --- supervision ------------------------------------------------------------------------------
@@ -286,29 +293,23 @@ class Plan:
 
 
 def plan_session(claim: Claim) -> Plan:
-    """Decide how the claimed session runs (one transaction, thread row locked)."""
+    """Decide how the claimed session runs."""
     faults.hit("plan")
     progress = claim.progress
     if progress:
         return Plan("finished" if progress.get("finished") else "resume")
-    with transaction.atomic():
-        thread = sessions.lock_thread(claim.thread_id)
-        first = QueuedMessage.objects.filter(thread=thread).order_by("created_at").first()
-        if thread.stopped:
-            if not sessions.runnable_queue(thread):
-                return Plan("park")
-            # A user message posted after the stop resumes the thread.
-            thread.stopped = False
-            thread.save(update_fields=["stopped"])
+    park, first = sessions.session_queue_head(claim.thread_id)
+    if park:
+        return Plan("park")
     if first is None:
         if claim.root_message_id is not None:
             return Plan("finished")  # its message was cancelled before it ran
         return Plan("start", side=claim.side or "a")
-    metadata = {k: v for k, v in (first.metadata or {}).items() if k != RESUME_MARK}
+    metadata = {k: v for k, v in first.metadata.items() if k != RESUME_MARK}
     message = NewMessage(
         content=first.content,
         role=first.role,  # type: ignore[arg-type]
-        id=str(first.pk),
+        id=first.id,
         attachments=first.attachments,
         silent=first.silent,
         metadata=metadata,

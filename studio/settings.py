@@ -233,6 +233,12 @@ STUDIO_EXECUTOR = envstr("STUDIO_EXECUTOR", "inprocess" if EMBEDDED else "celery
 
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = None
+# No results are kept (the session row is the record), and the disabled backend holds no
+# connection, so all threads may share it. Otherwise Celery builds one per thread, and
+# Daphne runs each request's view in a thread of its own: every dispatch built it again,
+# scanning every installed package's entry points, a tenth of Daphne's CPU while hundreds
+# of sessions started (issue #21).
+CELERY_RESULT_BACKEND_THREAD_SAFE = True
 CELERY_TASK_ACKS_LATE = True
 # Late ack alone does not survive a killed worker process; reject on loss so the
 # broker redelivers. The database (not the broker) decides who owns a session.

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
@@ -75,12 +75,12 @@ def _thread(thread_id: str) -> Thread:
         raise LookupError(f"Thread not found: {thread_id}") from None
 
 
+# A fixed statement: a session start without stored messages yet runs it.
+_EXISTS_SQL = f"SELECT 1 FROM {Thread._meta.db_table} WHERE id = %s"
+
+
 def _exists(thread_id: str) -> None:
-    try:
-        found = Thread.objects.filter(pk=thread_id).exists()
-    except ValidationError:
-        found = False
-    if not found:
+    if row_by_uuid(_EXISTS_SQL, thread_id) is None:  # None for a malformed id too
         raise LookupError(f"Thread not found: {thread_id}")
 
 
@@ -460,12 +460,21 @@ def _list_logs(thread_id: str, query: LogQuery) -> list[LogRecord]:
     return [rows.engine_log(r) for r in window]
 
 
+# A fixed statement: each session's first request to a model runs it.
+_LLM_RESPONSES_SQL = (
+    f"SELECT COUNT(*) FROM {Log._meta.db_table} WHERE thread_id = %s AND kind = %s "
+    "AND model = %s AND is_complete AND error_type <> %s"
+)
+
+
 def _count_llm_responses(thread_id: str, model: str) -> int:
-    return (
-        Log.objects.filter(thread_id=thread_id, kind=Log.Kind.LLM, model=model, is_complete=True)
-        .exclude(error_type="interrupted")
-        .count()
-    )
+    try:
+        pk = db_uuid(thread_id)
+    except ValueError:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(_LLM_RESPONSES_SQL, [pk, Log.Kind.LLM, model, "interrupted"])
+        return int(cursor.fetchone()[0])
 
 
 # --- env -------------------------------------------------------------------------------

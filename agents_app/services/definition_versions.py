@@ -17,6 +17,7 @@ also after a park or a resume on another worker; the next session takes the newe
 from __future__ import annotations
 
 import copy
+import functools
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -291,24 +292,28 @@ def compute_pins(agent: str, thread_id: str | None = None) -> Pins:
     return pins
 
 
-# A fixed statement: every session start runs it on its worker's one database thread.
-_SESSION_PIN_SQL = (
-    f"SELECT s.definition_versions, s.thread_id, a.name FROM {ThreadSession._meta.db_table} s "
-    f"JOIN {Thread._meta.db_table} t ON t.id = s.thread_id "
-    f"JOIN {Agent._meta.db_table} a ON a.id = t.agent_id WHERE s.id = %s"
-)
+@functools.cache
+def _session_pin_sql() -> str:
+    """The session's pins and, for a start, the stamp of the definitions in the same read:
+    a fixed statement, every session start runs it on its worker's one database thread."""
+    return (
+        f"SELECT s.definition_versions, s.thread_id, a.name, {_stamp_columns('s.thread_id')} "
+        f"FROM {ThreadSession._meta.db_table} s "
+        f"JOIN {Thread._meta.db_table} t ON t.id = s.thread_id "
+        f"JOIN {Agent._meta.db_table} a ON a.id = t.agent_id WHERE s.id = %s"
+    )
 
 
 def session_pins(session_id: str) -> Pins | None:
     """The session's pins, fixed now if it has none yet (its start). None for no such row."""
-    row = row_by_uuid(_SESSION_PIN_SQL, session_id)
+    row = row_by_uuid(_session_pin_sql(), session_id)
     if row is None:
         return None
     pk = db_uuid(session_id)
-    stored, thread_id, agent_name = row
+    stored, thread_id, agent_name, *stamp = row
     if stored is not None:
         return Pins.from_json(db_json(stored))
-    pins = pins_for(agent_name, text_uuid(thread_id) or "")
+    pins = pins_for(agent_name, text_uuid(thread_id) or "", stamp=_stamp_of(stamp))
     fixed = ThreadSession.objects.filter(pk=pk, definition_versions__isnull=True).update(
         definition_versions=pins.as_json()
     )
@@ -354,7 +359,8 @@ _cache: dict[str, tuple[tuple[Any, ...], Pins]] = {}
 _lock = threading.Lock()
 
 
-def _stamp_sql() -> str:
+def _stamp_columns(thread: str) -> str:
+    """The stamp's columns; ``thread`` is the SQL of the thread whose open drafts count."""
     columns: list[str] = []
     newest = [(m, "updated_at") for m in (Agent, Prompt, LanguageModel)] + [
         (m, "id") for m in (PromptPart, PromptTool, ModelFallback, DefinitionVersion)
@@ -363,21 +369,30 @@ def _stamp_sql() -> str:
         table = connection.ops.quote_name(model._meta.db_table)
         columns += [f"(SELECT COUNT(*) FROM {table})", f"(SELECT MAX({column}) FROM {table})"]
     drafts = connection.ops.quote_name(DefinitionDraft._meta.db_table)
-    columns.append(f"(SELECT COUNT(*) FROM {drafts} WHERE thread_id = %s AND saved_as IS NULL)")
-    return "SELECT " + ", ".join(columns)
+    columns.append(
+        f"(SELECT COUNT(*) FROM {drafts} d WHERE d.thread_id = {thread} AND d.saved_as IS NULL)"
+    )
+    return ", ".join(columns)
+
+
+def _stamp_of(row: Iterable[Any]) -> tuple[tuple[Any, ...], int]:
+    values = tuple(row)
+    return values[:-1], int(values[-1] or 0)
 
 
 def definitions_stamp(thread_id: str | None) -> tuple[tuple[Any, ...], int]:
     """(what every definition was computed from, the thread's open drafts): one query."""
     with connection.cursor() as cursor:
-        cursor.execute(_stamp_sql(), [thread_id])
-        row = tuple(cursor.fetchone())
-    return row[:-1], int(row[-1] or 0)
+        cursor.execute("SELECT " + _stamp_columns("%s"), [thread_id])
+        return _stamp_of(cursor.fetchone())
 
 
-def pins_for(agent: str, thread_id: str | None) -> Pins:
-    """``compute_pins(agent, thread_id)``, from this process's cache while nothing changed."""
-    before, drafts = definitions_stamp(thread_id)
+def pins_for(
+    agent: str, thread_id: str | None, *, stamp: tuple[tuple[Any, ...], int] | None = None
+) -> Pins:
+    """``compute_pins(agent, thread_id)``, from this process's cache while nothing changed
+    (``stamp``: the definitions' stamp when the caller read it already)."""
+    before, drafts = stamp if stamp is not None else definitions_stamp(thread_id)
     if not drafts:
         with _lock:
             cached = _cache.get(agent)

@@ -30,7 +30,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
@@ -40,6 +40,7 @@ from agents_app.dispatch import session_should_run
 from agents_app.errors import Locked
 from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession, WebSocketTicket
 from agents_app.models.timestamps import now_us
+from agents_app.raw_sql import datetime_param, db_json, db_uuid, row_by_uuid, text_uuid
 from agents_app.selectors import ACTIVE_SESSION
 from agents_app.services import tool_waits
 from agents_app.services.idempotency import idempotency_keys_purge
@@ -264,30 +265,47 @@ def _claim_of(row: ThreadSession) -> Claim:
     )
 
 
-@transaction.atomic
+# A fixed statement: every session start runs it on its worker's one database thread.
+_CLAIM_SQL = (
+    f"UPDATE {ThreadSession._meta.db_table} SET status = %s, owner = %s, heartbeat_at = %s, "
+    "started_at = COALESCE(started_at, %s) "
+    "WHERE id = %s AND (status = %s OR (status = %s AND heartbeat_at < %s)) "
+    "RETURNING id, thread_id, side, root_message_id, progress"
+)
+
+
 def session_claim(session_id: str, owner: str) -> Claim | None:
     """Take the session if it is queued or its owner stopped heartbeating; ``None`` otherwise.
 
     One conditional UPDATE that must change exactly one row: two workers racing for
-    the same row (a duplicate delivery, a sweep and a redelivery) cannot both win. In one
-    transaction with reading the row back: a database error in between claims nothing.
+    the same row (a duplicate delivery, a sweep and a redelivery) cannot both win. It
+    reads the row back itself (``RETURNING``), so a claim is one statement and one round
+    trip: a connection lost before it claims nothing, one lost after it left a row that
+    nobody beats, which the sweep hands on once its heartbeat is stale.
     """
-    now = timezone.now()
-    claimable = Q(status=ThreadSession.Status.QUEUED) | Q(
-        status=ThreadSession.Status.RUNNING, heartbeat_at__lt=now - stale_after()
-    )
-    changed = (
-        ThreadSession.objects.filter(pk=session_id)
-        .filter(claimable)
-        .update(status=ThreadSession.Status.RUNNING, owner=owner, heartbeat_at=now)
-    )
-    if changed != 1:
+    try:
+        pk = db_uuid(session_id)
+    except ValueError:
         return None
     faults.hit("claim")
-    row = ThreadSession.objects.get(pk=session_id)
-    if row.started_at is None:
-        ThreadSession.objects.filter(pk=session_id).update(started_at=now)
-    return _claim_of(row)
+    now = timezone.now()
+    when = datetime_param(now)
+    running, queued = ThreadSession.Status.RUNNING, ThreadSession.Status.QUEUED
+    stale = datetime_param(now - stale_after())
+    with connection.cursor() as cursor:
+        cursor.execute(_CLAIM_SQL, [running, owner, when, when, pk, queued, running, stale])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    session, thread, side, root_message_id, progress = row
+    return Claim(
+        session_id=text_uuid(session) or "",
+        thread_id=text_uuid(thread) or "",
+        owner=owner,
+        side=side,
+        root_message_id=text_uuid(root_message_id),
+        progress=dict(db_json(progress) or {}),
+    )
 
 
 def session_hand_back(claim: Claim) -> bool:
@@ -331,6 +349,67 @@ def runnable_queue(thread: Thread) -> bool:
     if thread.stopped:
         queued = queued.filter(**{f"metadata__{wire.RESUME_MARK}": wire.RESUME_VALUE})
     return queued.exists()
+
+
+@dataclass(frozen=True)
+class QueueHead:
+    """The oldest queued message of a thread: what a session starts with."""
+
+    id: str
+    role: str
+    content: Any
+    attachments: Any
+    silent: bool
+    metadata: dict[str, Any]
+
+
+# A fixed statement: every session start runs it on its worker's one database thread.
+_HEAD_SQL = (
+    f"SELECT t.stopped, q.id, q.role, q.content, q.attachments, q.silent, q.metadata "
+    f"FROM {Thread._meta.db_table} t LEFT JOIN {QueuedMessage._meta.db_table} q ON q.id = "
+    f"(SELECT id FROM {QueuedMessage._meta.db_table} WHERE thread_id = t.id "
+    "ORDER BY created_at LIMIT 1) WHERE t.id = %s"
+)
+
+
+def _queue_head(thread_id: str) -> tuple[bool, QueueHead | None]:
+    row = row_by_uuid(_HEAD_SQL, thread_id)
+    if row is None:
+        raise LookupError(f"Thread not found: {thread_id}")
+    stopped, pk, role, content, attachments, silent, metadata = row
+    if pk is None:
+        return bool(stopped), None
+    head = QueueHead(
+        id=text_uuid(pk) or "",
+        role=role,
+        content=content,
+        attachments=db_json(attachments),
+        silent=bool(silent),
+        metadata=dict(db_json(metadata) or {}),
+    )
+    return bool(stopped), head
+
+
+def session_queue_head(thread_id: str) -> tuple[bool, QueueHead | None]:
+    """(park, head): whether a claimed session must park instead of running, and the oldest
+    queued message it starts with.
+
+    A thread that is not stopped costs one statement and no lock: a stop that lands after
+    it is seen by the running session at its next safe point, as it would be after the
+    lock. A stopped thread is decided under its lock: it parks unless a user message
+    posted after the stop resumes it, which clears the stop.
+    """
+    stopped, head = _queue_head(thread_id)
+    if not stopped:
+        return False, head
+    with transaction.atomic():
+        thread = lock_thread(thread_id)
+        if thread.stopped:
+            if not runnable_queue(thread):
+                return True, None
+            thread.stopped = False
+            thread.save(update_fields=["stopped"])
+        return False, _queue_head(thread_id)[1]
 
 
 @transaction.atomic
