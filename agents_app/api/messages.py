@@ -10,7 +10,7 @@ from ninja.responses import Status
 
 from agents_app import selectors
 from agents_app.api.limits import limited
-from agents_app.api.redacting import redacts_thread_data
+from agents_app.api.redacting import redacts_thread_data, request_redactors
 from agents_app.api.schemas import ERRORS, IdempotencyKey, id_list, refuse_unsupported
 from agents_app.services import messages as message_service
 from agents_app.services.idempotency import idempotency_request
@@ -100,6 +100,7 @@ def message_post(
         attachments=attachments,
         silent=payload.silent,
         idempotency=idempotency,
+        redactor=request_redactors(request).get(thread_id),
     )
     if posted.replayed:
         response["Idempotent-Replayed"] = "true"

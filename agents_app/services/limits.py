@@ -255,14 +255,21 @@ def next_month_start(now: datetime | None = None) -> datetime:
     return start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
 
 
-def user_budget(user_id: Any) -> Decimal | None:
-    row = SpendBudget.objects.filter(user_id=user_id).first()
-    return row.monthly_limit_usd if row else settings.STUDIO_BUDGET_USER_MONTHLY_USD
-
-
-def agent_budget(agent_id: Any) -> Decimal | None:
-    row = SpendBudget.objects.filter(agent_id=agent_id).first()
-    return row.monthly_limit_usd if row else settings.STUDIO_BUDGET_AGENT_MONTHLY_USD
+def budgets(owner_id: Any, agent_id: Any) -> tuple[Decimal | None, Decimal | None]:
+    """(the owner's, the agent's) monthly limit; the settings' defaults where a row is
+    missing. One query: every post to an idle thread reads both."""
+    user_limit = settings.STUDIO_BUDGET_USER_MONTHLY_USD
+    agent_limit = settings.STUDIO_BUDGET_AGENT_MONTHLY_USD
+    which = Q(agent_id=agent_id)
+    if owner_id is not None:
+        which |= Q(user_id=owner_id)
+    rows = SpendBudget.objects.filter(which)
+    for row_agent, limit in rows.values_list("agent_id", "monthly_limit_usd"):
+        if row_agent is None:  # a user's row (each row is a user's or an agent's)
+            user_limit = limit
+        else:
+            agent_limit = limit
+    return user_limit, agent_limit
 
 
 def user_spend(user_id: Any, now: datetime | None = None) -> Decimal:
@@ -283,20 +290,21 @@ def budget_check(thread: Thread, now: datetime | None = None) -> None:
     # this, and reading the owner and the agent rows for a sentence never shown was two
     # queries of each post (issue #21).
     scopes: list[tuple[Callable[[], str], Decimal | None, Callable[[], Decimal]]] = []
+    agent_id = thread.agent_id
+    user_limit, agent_limit = budgets(thread.owner_id, agent_id)
     if thread.owner_id is not None:
         owner_id = thread.owner_id
         scopes.append(
             (
                 lambda: f"user {thread.owner.get_username()}",  # type: ignore[union-attr]
-                user_budget(owner_id),
+                user_limit,
                 lambda: user_spend(owner_id, now),
             )
         )
-    agent_id = thread.agent_id
     scopes.append(
         (
             lambda: f"agent {thread.agent.name!r}",
-            agent_budget(agent_id),
+            agent_limit,
             lambda: agent_spend(agent_id, now),
         )
     )

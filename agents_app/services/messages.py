@@ -29,7 +29,7 @@ from agents_app.services.idempotency import (
     idempotent_record,
     idempotent_replay,
 )
-from agents_app.services.redaction import redact_for_thread, thread_redactor
+from agents_app.services.redaction import Redactor, redact_for_thread, thread_redactor
 from agents_app.services.thread_files import attachment_write, file_delete
 from agents_app.services.threads import preview_of
 from runtime.events import event
@@ -82,11 +82,13 @@ def message_post(
     attachments: list[NewAttachment] | None = None,
     silent: bool = False,
     idempotency: IdempotencyRequest | None = None,
+    redactor: Redactor | None = None,
 ) -> Posted:
     """Queue a message and make sure a session will take it (now, or after the running one).
 
     With ``idempotency``, a key seen before on this thread returns the first answer and
-    writes nothing (``Unprocessable`` if it came with another body).
+    writes nothing (``Unprocessable`` if it came with another body). ``redactor``: the
+    thread's, when the caller loaded it already (the API's response redaction shares it).
     """
     if role not in ROLES:
         raise Invalid("role must be one of: user, assistant, system")
@@ -96,7 +98,7 @@ def message_post(
         raise Invalid(f"Message content is longer than {CONTENT_MAX} characters")
     # Stored (and previewed, and broadcast) redacted like the engine's own writes: a secret
     # the user typed is never kept in clear, not even while the message waits in the queue.
-    redactor = thread_redactor(str(thread.pk))
+    redactor = thread_redactor(str(thread.pk)) if redactor is None else redactor
     content = redactor.text(content)
     attachments = [replace(a, name=redactor.text(a.name)) for a in attachments or []]
     locked = sessions.lock_thread(thread.pk)  # also serializes posts with the same key
@@ -106,7 +108,8 @@ def message_post(
             return Posted(replay.status_code, replay.response, replayed=True)
     if locked.terminated_at is not None:
         raise Locked(f"Thread is terminated (terminated_at={wire.micros(locked.terminated_at)})")
-    idle = sessions.active_session(locked) is None
+    state = sessions.session_state(locked)
+    idle = not state.active
     if idle:
         limits.budget_check(locked)  # a post to an idle thread starts a new session
     metadata: dict[str, Any] = {}
@@ -124,7 +127,7 @@ def message_post(
     _touch(locked, role, content, silent)
     if idle:
         sessions.session_request(
-            locked, side="b" if role == "assistant" else "a", root_message_id=queued.pk
+            locked, side="b" if role == "assistant" else "a", root_message_id=queued.pk, state=state
         )
     frame = wire.message_frame(wire.queued_wire(queued))
     activity = {

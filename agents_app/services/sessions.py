@@ -66,13 +66,42 @@ def lock_thread(thread_id: Any) -> Thread:
     return Thread.objects.select_for_update().get(pk=thread_id)
 
 
+@dataclass(frozen=True)
+class SessionState:
+    """Which sessions a thread has open: an active one (queued or running), a parked one."""
+
+    active: bool
+    parked: bool
+
+
+def session_state(thread: Thread) -> SessionState:
+    """The thread's open sessions, in one query (hold the thread lock for it to stay true)."""
+    statuses = set(
+        ThreadSession.objects.filter(
+            thread=thread, status__in=[*ACTIVE_SESSION, ThreadSession.Status.PARKED]
+        ).values_list("status", flat=True)
+    )
+    return SessionState(
+        active=bool(statuses & set(ACTIVE_SESSION)),
+        parked=ThreadSession.Status.PARKED in statuses,
+    )
+
+
 def session_request(
-    thread: Thread, *, side: str = "a", root_message_id: Any = None
+    thread: Thread,
+    *,
+    side: str = "a",
+    root_message_id: Any = None,
+    state: SessionState | None = None,
 ) -> ThreadSession | None:
-    """Request a session for ``thread`` unless one is active. Hold the thread lock."""
-    if ThreadSession.objects.filter(thread=thread, status__in=ACTIVE_SESSION).exists():
+    """Request a session for ``thread`` unless one is active. Hold the thread lock.
+
+    ``state``: the thread's ``session_state``, when the caller read it under the same lock.
+    """
+    state = session_state(thread) if state is None else state
+    if state.active:
         return None
-    if parked_session(thread) is not None:
+    if state.parked:
         return None  # queued work waits until the waiting tool call is decided
     row = ThreadSession.objects.create(
         thread=thread,

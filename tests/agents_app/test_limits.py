@@ -364,6 +364,25 @@ def test_agent_budget_stops_that_agent_only(as_: Any, alice: Any, thread_of: Any
     assert post(as_(alice), others).status_code == 202
 
 
+def test_both_budgets_are_read_in_one_query_with_the_settings_as_defaults(
+    settings: Any, alice: Any, bob: Any, thread_of: Any
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.STUDIO_BUDGET_USER_MONTHLY_USD = Decimal("7")
+    settings.STUDIO_BUDGET_AGENT_MONTHLY_USD = Decimal("9")
+    thread = thread_of(alice)
+    SpendBudget.objects.create(user=bob, monthly_limit_usd=Decimal("1"))  # someone else's
+    with CaptureQueriesContext(connection) as queries:
+        assert limits.budgets(alice.pk, thread.agent_id) == (Decimal("7"), Decimal("9"))
+    assert len(queries) == 1
+    SpendBudget.objects.create(agent=thread.agent, monthly_limit_usd=Decimal("3"))
+    SpendBudget.objects.create(user=alice, monthly_limit_usd=None)  # exempt
+    assert limits.budgets(alice.pk, thread.agent_id) == (None, Decimal("3"))
+    assert limits.budgets(None, thread.agent_id) == (Decimal("7"), Decimal("3"))
+
+
 def test_last_months_spend_does_not_count(as_: Any, alice: Any, thread_of: Any) -> None:
     SpendBudget.objects.create(user=alice, monthly_limit_usd=Decimal("1.00"))
     thread = thread_of(alice)
