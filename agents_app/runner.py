@@ -462,7 +462,7 @@ async def run_session_job(session_id: str, owner: str = OWNER) -> None:
         )
         if claim is None:
             with contextlib.suppress(*CONNECTION_ERRORS):  # only a live notification
-                await _announce_activity_after(released.session_id)
+                await _announce_activity(released.thread_id)
 
 
 async def _hand_back(attempts: Iterator[float], claim: Claim) -> Claim | None:
@@ -478,14 +478,3 @@ async def _hand_back(attempts: Iterator[float], claim: Claim) -> Claim | None:
     return await retrying(  # type: ignore[no-any-return]
         attempts, "claim", sessions.session_claim, claim.session_id, claim.owner
     )
-
-
-async def _announce_activity_after(session_id: str) -> None:
-    thread_id = await sync_to_async(_thread_of)(session_id)
-    if thread_id:
-        await _announce_activity(thread_id)
-
-
-def _thread_of(session_id: str) -> str | None:
-    row = ThreadSession.objects.filter(pk=session_id).values("thread_id").first()
-    return str(row["thread_id"]) if row else None

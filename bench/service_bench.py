@@ -115,6 +115,7 @@ class Result:
     chunk_frames: int = 0
     chunk_bytes: int = 0
     ready: asyncio.Event = field(default_factory=asyncio.Event)  # connected (or failed)
+    posted: float = 0.0  # monotonic time the message was posted (its first token: ``first``)
 
 
 async def watch_session(
@@ -138,6 +139,7 @@ async def watch_session(
         async with socket:
             await go.wait()
             async with gate:
+                result.posted = time.monotonic()
                 posted = await http.post(
                     f"/api/threads/{thread_id}/messages", json={"content": "stream please"}
                 )
@@ -274,6 +276,16 @@ async def run_level(
     ]
     received = sum(r.tokens for r in results)
     rates = [r.tokens / (r.last - r.first) for r in results if r.last > r.first]
+    # Start latency: the post's request to the session's first token at its client.
+    starts = [(r.first - r.posted) * 1000 for r in results if r.first and r.posted]
+    # While every session streams: from the last session's first token to the first end.
+    window = (max(r.first for r in results), min(r.last for r in results)) if starts else (0, 0)
+    steady = [
+        latency
+        for r in results
+        for latency, at in zip(r.latencies_ms, r.received_at, strict=True)
+        if window[0] <= at <= window[1]
+    ]
     return {
         "timeline": timeline(results, started),
         "peak": peak_overlap(results),
@@ -282,6 +294,10 @@ async def run_level(
         "ok": not errors and received == sessions * tokens,
         "errors": len(errors),
         "first_error": errors[0] if errors else None,
+        "start_p50_ms": pct(starts, 50),
+        "start_p99_ms": pct(starts, 99),
+        "steady_from_s": window[0] - started if starts else float("nan"),
+        "steady_p99_ms": pct(steady, 99),
         "tokens": f"{received}/{sessions * tokens}",
         "tokens_per_s": received / elapsed if elapsed else 0,
         "frames": sum(r.frames for r in results),
@@ -428,6 +444,11 @@ def main() -> None:
                 f"{row['frames_per_token']:>10.2f} {row['bytes_per_frame']:>7.0f} "
                 f"{row['daphne_cpu']:>12.2f} {row['worker_cpu']:>12.2f} "
                 f"{row['client_cpu']:>12.2f}"
+            )
+            print(
+                f"         start (post to first token) p50 {row['start_p50_ms']:.0f} ms, "
+                f"p99 {row['start_p99_ms']:.0f} ms; all streaming from "
+                f"t={row['steady_from_s']:.1f}s: p99 {row['steady_p99_ms']:.1f} ms"
             )
             if row["first_error"]:
                 print(f"         first error: {row['first_error']}")

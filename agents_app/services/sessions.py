@@ -441,25 +441,47 @@ def session_queue_head(thread_id: str) -> tuple[bool, QueueHead | None]:
         return False, _queue_head(thread_id)[1]
 
 
+# Fixed statements: every session ends through them on its worker's one database thread.
+# Touching the thread first locks its row until the commit, as ``lock_thread`` would.
+_RELEASE_TOUCH_SQL = (
+    f"UPDATE {Thread._meta.db_table} SET last_activity_at = %s WHERE id = %s RETURNING id"
+)
+_RELEASE_END_SQL = (
+    f"UPDATE {ThreadSession._meta.db_table} SET status = %s, ended_at = %s, error = %s "
+    "WHERE id = %s AND owner = %s"
+)
+_QUEUED_ANY_SQL = f"SELECT 1 FROM {QueuedMessage._meta.db_table} WHERE thread_id = %s LIMIT 1"
+
+
 @transaction.atomic
 def session_release(claim: Claim, *, status: str, error: str = "") -> Claim | None:
     """End the claimed session; when queued work remains, open the next session for the
     same owner and return its claim (``None`` when done, failed or no longer ours)."""
-    thread = Thread.objects.select_for_update().filter(pk=claim.thread_id).first()
-    faults.hit("release")
     now = timezone.now()
-    ended = ThreadSession.objects.filter(pk=claim.session_id, owner=claim.owner).update(
-        status=status, ended_at=now, error=error[:2000]
-    )
-    if thread is None or ended != 1:
+    when = datetime_param(now)
+    try:
+        thread_pk = db_uuid(claim.thread_id)
+        session_pk = db_uuid(claim.session_id)
+    except ValueError:
         return None
-    thread.last_activity_at = now
-    thread.save(update_fields=["last_activity_at"])
+    with connection.cursor() as cursor:
+        cursor.execute(_RELEASE_TOUCH_SQL, [when, thread_pk])
+        found = cursor.fetchone() is not None
+        faults.hit("release")
+        cursor.execute(_RELEASE_END_SQL, [status, when, error[:2000], session_pk, claim.owner])
+        ended = cursor.rowcount
+        if not found or ended != 1:
+            return None
+        if status == ThreadSession.Status.FAILED:
+            return None
+        if status != ThreadSession.Status.PARKED:
+            cursor.execute(_QUEUED_ANY_SQL, [thread_pk])
+            if cursor.fetchone() is None:
+                return None  # the common end: nothing queued meanwhile
+    thread = Thread.objects.get(pk=thread_pk)  # locked by the touch above
     if status == ThreadSession.Status.PARKED:
         # Decided between the engine's parking commit and this release: run on at once.
         tool_waits.resume_parked(thread)
-        return None
-    if status == ThreadSession.Status.FAILED:
         return None
     if not runnable_queue(thread):
         return None

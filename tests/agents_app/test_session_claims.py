@@ -123,3 +123,56 @@ def test_a_stopped_thread_parks_its_session_until_a_message_resumes_it(
 def test_the_queue_head_of_a_missing_thread_is_a_lookup_error() -> None:
     with pytest.raises(LookupError, match="Thread not found"):
         sessions.session_queue_head("6f1c1a52-8a3e-4d0e-9a55-6f0b3f3c9d21")
+
+
+def _claimed(thread: Thread, owner: str = "worker-1") -> sessions.Claim:
+    row = _session(thread)
+    claim = sessions.session_claim(str(row.pk), owner)
+    assert claim is not None
+    return claim
+
+
+def test_a_release_with_nothing_queued_ends_the_session_and_touches_the_thread(
+    alice: Any, thread_of: Any
+) -> None:
+    thread = thread_of(alice)
+    before = Thread.objects.get(pk=thread.pk).last_activity_at
+    claim = _claimed(thread)
+    assert sessions.session_release(claim, status="completed") is None
+    row = ThreadSession.objects.get(pk=claim.session_id)
+    assert (row.status, row.error) == ("completed", "") and row.ended_at is not None
+    assert Thread.objects.get(pk=thread.pk).last_activity_at > before
+
+
+def test_a_release_with_queued_work_opens_the_next_session_for_the_same_owner(
+    alice: Any, thread_of: Any
+) -> None:
+    thread = thread_of(alice)
+    claim = _claimed(thread)
+    _queue(thread, "posted meanwhile", 1_000)
+    following = sessions.session_release(claim, status="completed")
+    assert following is not None and following.session_id != claim.session_id
+    assert (following.thread_id, following.owner) == (str(thread.pk), "worker-1")
+    assert ThreadSession.objects.get(pk=following.session_id).status == "running"
+
+
+def test_a_failed_release_opens_nothing_and_keeps_its_error(alice: Any, thread_of: Any) -> None:
+    thread = thread_of(alice)
+    claim = _claimed(thread)
+    _queue(thread, "posted meanwhile", 1_000)
+    assert sessions.session_release(claim, status="failed", error="boom") is None
+    row = ThreadSession.objects.get(pk=claim.session_id)
+    assert (row.status, row.error) == ("failed", "boom")
+    assert ThreadSession.objects.filter(thread=thread).count() == 1
+
+
+def test_a_release_by_a_worker_that_lost_the_session_changes_nothing(
+    alice: Any, thread_of: Any
+) -> None:
+    thread = thread_of(alice)
+    claim = _claimed(thread)
+    ThreadSession.objects.filter(pk=claim.session_id).update(owner="worker-2")
+    _queue(thread, "posted meanwhile", 1_000)
+    assert sessions.session_release(claim, status="completed") is None
+    row = ThreadSession.objects.get(pk=claim.session_id)
+    assert (row.status, row.owner, row.ended_at) == ("running", "worker-2", None)
