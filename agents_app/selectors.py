@@ -60,21 +60,39 @@ def access_thread(
     (the messages page: the four-table join, then the thread's JSON columns, were a good
     part of that request's time)."""
     pk = parse_uuid(thread_id)
-    qs = Thread.objects.all()
-    if id_only:
-        qs = qs.only("id", "owner_id")
+    if id_only and not for_update:
+        thread = _thread_id_and_owner(pk) if pk else None
     else:
-        qs = qs.select_related(
-            "agent", "origin_agent", "agent__side_a_prompt", "agent__side_b_prompt"
-        )
-    if for_update:
-        qs = qs.select_for_update(of=("self",))
-    thread = qs.filter(pk=pk).first() if pk else None
+        thread = _thread_row(pk, for_update=for_update) if pk else None
     if thread is None:
         raise NotFound(f"Thread not found: {thread_id}")
     if not can_see_all(user) and (thread.owner_id is None or thread.owner_id != user.pk):
         raise Forbidden(THREAD_FORBIDDEN)
     return thread
+
+
+# A fixed statement: every post and every messages page checks access through it.
+_ID_AND_OWNER_SQL = f"SELECT id, owner_id FROM {Thread._meta.db_table} WHERE id = %s"
+
+
+def _thread_id_and_owner(pk: uuid.UUID) -> Thread | None:
+    """The thread with only its id and owner loaded (the others load on access, as with
+    ``only()``), without building the ORM's query."""
+    with connection.cursor() as cursor:
+        cursor.execute(_ID_AND_OWNER_SQL, [db_uuid(pk)])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return Thread.from_db(connection.alias, ["id", "owner_id"], [uuid.UUID(str(row[0])), row[1]])
+
+
+def _thread_row(pk: uuid.UUID, *, for_update: bool) -> Thread | None:
+    qs = Thread.objects.select_related(
+        "agent", "origin_agent", "agent__side_a_prompt", "agent__side_b_prompt"
+    )
+    if for_update:
+        qs = qs.select_for_update(of=("self",))
+    return qs.filter(pk=pk).first()
 
 
 def active_session_exists() -> Exists:
