@@ -342,8 +342,12 @@ class Engine:
         history = await store.list_messages(
             thread_id, MessageQuery(limit=None, include_silent=True)
         )
+        # Only its time is read: no count of the whole thread at every start.
         newest = await store.list_messages(
-            thread_id, MessageQuery(limit=1, order="desc", include_silent=True, max_depth=None)
+            thread_id,
+            MessageQuery(
+                limit=1, order="desc", include_silent=True, max_depth=None, with_total=False
+            ),
         )
         for message in newest.messages:
             self.deps.clock.observe(message.created_at)

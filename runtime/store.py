@@ -256,7 +256,9 @@ class MessageQuery:
     ``has_more``: rows remain beyond the page, on the side paging goes to.
     ``max_depth=None`` means any depth; ``parent_id`` restricts to the direct
     children of one message. Silent rows are included only with
-    ``include_silent``.
+    ``include_silent``. ``with_total=False``: the caller reads no ``total`` (the
+    engine's newest-message read at every session start), so a store may skip
+    counting; ``total`` and ``has_more`` then describe the window alone.
     """
 
     limit: int | None = 100
@@ -265,6 +267,7 @@ class MessageQuery:
     include_silent: bool = False
     max_depth: int | None = 0
     parent_id: str | None = None
+    with_total: bool = True
 
 
 @dataclass(slots=True)

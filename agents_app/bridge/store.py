@@ -198,9 +198,12 @@ def _list_messages(thread_id: str, query: MessageQuery) -> MessagePage:
     )
     # Every session reads its whole history: without a limit or an offset the window is
     # the total, so neither the count nor (when a row came back) the thread check is a
-    # query of its own.
+    # query of its own; nor is the count for a caller that reads no total.
     whole = query.limit is None and query.offset == 0
-    total = len(window) if whole else page_reads.engine_message_count(thread_id, **scope)
+    if whole or not query.with_total:
+        total = query.offset + len(window)
+    else:
+        total = page_reads.engine_message_count(thread_id, **scope)
     if total == 0:
         _exists(thread_id)  # no rows: a thread without messages, or no such thread
     has_more = query.offset + len(window) < total

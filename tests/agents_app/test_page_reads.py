@@ -190,6 +190,26 @@ def test_the_engines_history_reads_equal_the_orm_for_every_window(
         _list_messages(str(uuid.uuid4()), MessageQuery())
 
 
+def test_a_read_without_total_counts_nothing_and_reads_the_same_window(
+    alice: Any, thread_of: Any
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    thread, child = thread_of(alice), thread_of(alice)
+    _fill(thread, child)
+    newest = {"limit": 1, "order": "desc", "include_silent": True, "max_depth": None}
+    with CaptureQueriesContext(connection) as counted:
+        full = _list_messages(str(thread.pk), MessageQuery(**newest))
+    with CaptureQueriesContext(connection) as uncounted:
+        window = _list_messages(str(thread.pk), MessageQuery(**newest, with_total=False))
+    assert window.messages == full.messages and len(window.messages) == 1
+    assert (len(counted), len(uncounted)) == (2, 1)  # the window, and the count only once
+    assert (window.total, window.has_more) == (1, False)
+    with pytest.raises(LookupError):  # an empty window still tells a missing thread
+        _list_messages(str(uuid.uuid4()), MessageQuery(**newest, with_total=False))
+
+
 def test_the_thread_record_equals_the_orms(alice: Any, thread_of: Any) -> None:
     from django.utils import timezone
 
