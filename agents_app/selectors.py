@@ -30,7 +30,7 @@ from agents_app.models import (
     ThreadSession,
     ThreadValue,
 )
-from agents_app.raw_sql import db_datetime, db_uuid
+from agents_app.raw_sql import db_datetime, db_uuid, row_by_uuid
 from agents_app.reasoning import thread_shows_reasoning
 from agents_app.thread_search import match_snippets, threads_matching
 from runtime.messages import Message as EngineMessage
@@ -78,9 +78,7 @@ _ID_AND_OWNER_SQL = f"SELECT id, owner_id FROM {Thread._meta.db_table} WHERE id 
 def _thread_id_and_owner(pk: uuid.UUID) -> Thread | None:
     """The thread with only its id and owner loaded (the others load on access, as with
     ``only()``), without building the ORM's query."""
-    with connection.cursor() as cursor:
-        cursor.execute(_ID_AND_OWNER_SQL, [db_uuid(pk)])
-        row = cursor.fetchone()
+    row = row_by_uuid(_ID_AND_OWNER_SQL, pk)
     if row is None:
         return None
     return Thread.from_db(connection.alias, ["id", "owner_id"], [uuid.UUID(str(row[0])), row[1]])

@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 from websockets.asyncio.client import connect  # noqa: E402
 
-from tests.integration.stack import Stack, wait_until  # noqa: E402
+from tests.integration.stack import Stack, free_port, wait_until  # noqa: E402
 
 
 def now_us() -> int:
@@ -170,6 +170,26 @@ async def watch_session(
         result.ready.set()
 
 
+def start_http_server(stack: Stack) -> None:
+    """The same application on a port of its own, for the clients' HTTP requests only."""
+    port = free_port()
+    command = list(stack.daphne.popen.args)  # type: ignore[arg-type]
+    command[command.index(str(stack.port))] = str(port)
+    stack.http_server = stack.spawn("http", command)  # type: ignore[attr-defined]
+    stack.http_split = f"http://127.0.0.1:{port}"  # type: ignore[attr-defined]
+    wait_until(
+        lambda: httpx.get(f"{stack.http_split}/api/auth/csrf", timeout=5).status_code == 200,  # type: ignore[attr-defined]
+        "the HTTP server to answer",
+        timeout=120,
+    )
+
+
+def server_pids(stack: Stack) -> list[int]:
+    """The ASGI server processes: the one holding the sockets, then the HTTP one if split."""
+    split = getattr(stack, "http_server", None)
+    return [stack.daphne.popen.pid] + ([split.popen.pid] if split else [])
+
+
 def start_profiles(stack: Stack, folder: Path | None, label: str, seconds: float) -> list[Any]:
     """py-spy on Daphne and the worker for ``seconds`` (collapsed stacks, one file each)."""
     if folder is None:
@@ -177,6 +197,8 @@ def start_profiles(stack: Stack, folder: Path | None, label: str, seconds: float
     folder.mkdir(parents=True, exist_ok=True)
     spy = Path(sys.executable).parent / "py-spy"
     targets = {"daphne": stack.daphne.popen.pid, "worker": stack.bench_workers[0].popen.pid}  # type: ignore[attr-defined]
+    if getattr(stack, "http_server", None) is not None:
+        targets["http"] = stack.http_server.popen.pid  # type: ignore[attr-defined]
     return [
         subprocess.Popen(
             [
@@ -214,7 +236,7 @@ async def run_level(
 ) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=400, max_keepalive_connections=400)
     async with httpx.AsyncClient(
-        base_url=stack.http,
+        base_url=getattr(stack, "http_split", stack.http),
         headers={"Authorization": f"Bearer {stack.keys['alice']}"},
         timeout=120,
         limits=limits,
@@ -239,8 +261,9 @@ async def run_level(
         await asyncio.wait([asyncio.create_task(r.ready.wait()) for r in results], timeout=300)
         started = time.monotonic()
         workers = stack.bench_workers  # type: ignore[attr-defined]
+        servers = server_pids(stack)
         cpu_before = (
-            cpu_seconds(stack.daphne.popen.pid),
+            sum(cpu_seconds(pid) for pid in servers),
             sum(cpu_seconds(w.popen.pid) for w in workers),
             time.process_time(),
         )
@@ -259,7 +282,7 @@ async def run_level(
         done, pending = await asyncio.wait(tasks, timeout=timeout)
         elapsed = time.monotonic() - started
         cpu_used = (
-            cpu_seconds(stack.daphne.popen.pid) - cpu_before[0],
+            sum(cpu_seconds(pid) for pid in servers) - cpu_before[0],
             sum(cpu_seconds(w.popen.pid) for w in workers) - cpu_before[1],
             # The clients share the machine: a saturated client adds its own queueing to
             # every figure, so its share is printed beside the server's.
@@ -369,6 +392,11 @@ def main() -> None:
         help="how long py-spy records (default: --seconds)",
     )
     parser.add_argument(
+        "--split-http",
+        action="store_true",
+        help="a second server process for HTTP (posts), the first keeps the sockets",
+    )
+    parser.add_argument(
         "--timeline", action="store_true", help="per second: tokens, p50 and p99 latency"
     )
     args = parser.parse_args()
@@ -404,6 +432,8 @@ def main() -> None:
                 "import django; django.setup()\n" + SEED.format(rate=args.rate, tokens=tokens),
             ]
         )
+        if args.split_http:
+            start_http_server(stack)
         stack.bench_workers = [  # type: ignore[attr-defined]
             stack.worker(f"bench{n}") for n in range(args.workers)
         ]

@@ -33,6 +33,8 @@ application = ProtocolTypeRouter(
     }
 )
 
+from agents_app.warm_up import warm_web  # noqa: E402
 from studio.process_tuning import settle  # noqa: E402
 
+warm_web()  # what the first request would import, before the server accepts any
 settle()  # everything imported above lives as long as the server

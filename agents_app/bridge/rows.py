@@ -6,10 +6,9 @@ import uuid
 from typing import Any
 
 from agents_app.models import Log, Message, QueuedMessage, ThreadSession
-from agents_app.models import Thread as ThreadRow
 from runtime.messages import Message as EngineMessage
-from runtime.progress import SessionProgress, ThreadExecutionState
-from runtime.store import LogRecord, ThreadRecord
+from runtime.progress import SessionProgress
+from runtime.store import LogRecord
 
 MESSAGE_UPDATE_FIELDS = [
     "role",
@@ -174,21 +173,6 @@ def engine_log(row: Log) -> LogRecord:
         parent_id=str(row.parent_id) if row.parent_id else None,
         retry_of_id=str(row.retry_of_id) if row.retry_of_id else None,
         **values,
-    )
-
-
-def thread_record(row: ThreadRow) -> ThreadRecord:
-    return ThreadRecord(
-        id=str(row.id),
-        agent_name=row.agent.name,
-        origin_agent_name=row.origin_agent.name,
-        user_id=str(row.owner_id) if row.owner_id else None,
-        parent_id=str(row.parent_id) if row.parent_id else None,
-        tags=list(row.tags),
-        created_at=int(row.created_at.timestamp() * 1_000_000),
-        stopped=row.stopped,
-        terminated=row.terminated_at is not None,
-        execution_state=ThreadExecutionState.model_validate(row.execution_state or {}),
     )
 
 

@@ -108,31 +108,26 @@ def _create_thread(new: NewThread) -> ThreadRecord:
         env = EnvValue(scope=EnvValue.Scope.THREAD, thread=row, key=key)
         env.value = value
         env.save()
-    return _record(_thread(str(row.id)))
-
-
-def _record(row: Thread) -> ThreadRecord:
-    record = rows.thread_record(row)
-    record.display_name, record.relationship = row.display_name, row.relationship
-    record.child_status, record.subagent = row.child_status, row.subagent_config
+    record = _get_thread(str(row.id))
+    if record is None:  # created just now, in this transaction: cannot happen
+        raise LookupError(f"Thread not found: {row.id}")
     return record
 
 
-# A fixed statement: every session start reads its thread (the agents' JSON
-# configurations are not needed for a record).
-_RECORD_SQL = (
+# Fixed statements: every session start reads its thread, and a parent its children (the
+# agents' JSON configurations are not needed for a record). One column list, one builder.
+_RECORD_FROM = (
     "SELECT t.id, a.name, o.name, t.owner_id, t.parent_id, t.tags, t.created_at, t.stopped, "
     "t.terminated_at, t.execution_state, t.display_name, t.relationship, t.child_status, "
     f"t.subagent_config FROM {Thread._meta.db_table} t "
     f"JOIN {Agent._meta.db_table} a ON a.id = t.agent_id "
-    f"JOIN {Agent._meta.db_table} o ON o.id = t.origin_agent_id WHERE t.id = %s"
+    f"JOIN {Agent._meta.db_table} o ON o.id = t.origin_agent_id"
 )
+_RECORD_SQL = f"{_RECORD_FROM} WHERE t.id = %s"
+_CHILDREN_SQL = f"{_RECORD_FROM} WHERE t.parent_id = %s ORDER BY t.created_at, t.id"
 
 
-def _get_thread(thread_id: str) -> ThreadRecord | None:
-    row = row_by_uuid(_RECORD_SQL, thread_id)
-    if row is None:
-        return None
+def _record_of(row: tuple[Any, ...]) -> ThreadRecord:
     (id_, agent, origin, owner, parent, tags, created, stopped, terminated, state) = row[:10]
     created_at = db_datetime(created)
     return ThreadRecord(
@@ -153,12 +148,16 @@ def _get_thread(thread_id: str) -> ThreadRecord | None:
     )
 
 
+def _get_thread(thread_id: str) -> ThreadRecord | None:
+    row = row_by_uuid(_RECORD_SQL, thread_id)
+    return _record_of(row) if row is not None else None
+
+
 def _list_children(thread_id: str) -> list[ThreadRecord]:
     _exists(thread_id)
-    children = Thread.objects.select_related("agent", "origin_agent").filter(
-        parent_id=uuid.UUID(thread_id)
-    )
-    return [_record(c) for c in children.order_by("created_at")]
+    with connection.cursor() as cursor:
+        cursor.execute(_CHILDREN_SQL, [db_uuid(thread_id)])
+        return [_record_of(row) for row in cursor.fetchall()]
 
 
 def _set_child_status(thread_id: str, status: str) -> None:
@@ -204,8 +203,9 @@ def _list_messages(thread_id: str, query: MessageQuery) -> MessagePage:
         total = query.offset + len(window)
     else:
         total = page_reads.engine_message_count(thread_id, **scope)
-    if total == 0:
-        _exists(thread_id)  # no rows: a thread without messages, or no such thread
+    if not window:
+        # No rows: a thread without messages (or none past the offset), or no such thread.
+        _exists(thread_id)
     has_more = query.offset + len(window) < total
     if query.order == "desc":
         window.reverse()

@@ -27,6 +27,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db import connection
 from django.db.models import Q
 from django.http import HttpRequest
 from django.utils import timezone
@@ -255,20 +256,36 @@ def next_month_start(now: datetime | None = None) -> datetime:
     return start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
 
 
+# A fixed statement: every post to an idle thread reads both budgets (issue #21). A NULL
+# owner matches no row.
+_BUDGETS_SQL = (
+    f"SELECT agent_id, monthly_limit_usd FROM {SpendBudget._meta.db_table} "
+    "WHERE agent_id = %s OR user_id = %s"
+)
+_CENTS = Decimal("0.01")
+
+
+def _usd(value: Any) -> Decimal | None:
+    """A ``monthly_limit_usd`` as the cursor gave it (SQLite: a number), as the field's
+    ``Decimal``."""
+    if value is None or isinstance(value, Decimal):
+        return value
+    return Decimal(str(value)).quantize(_CENTS)
+
+
 def budgets(owner_id: Any, agent_id: Any) -> tuple[Decimal | None, Decimal | None]:
     """(the owner's, the agent's) monthly limit; the settings' defaults where a row is
     missing. One query: every post to an idle thread reads both."""
     user_limit = settings.STUDIO_BUDGET_USER_MONTHLY_USD
     agent_limit = settings.STUDIO_BUDGET_AGENT_MONTHLY_USD
-    which = Q(agent_id=agent_id)
-    if owner_id is not None:
-        which |= Q(user_id=owner_id)
-    rows = SpendBudget.objects.filter(which)
-    for row_agent, limit in rows.values_list("agent_id", "monthly_limit_usd"):
+    with connection.cursor() as cursor:
+        cursor.execute(_BUDGETS_SQL, [agent_id, owner_id])
+        rows = cursor.fetchall()
+    for row_agent, limit in rows:
         if row_agent is None:  # a user's row (each row is a user's or an agent's)
-            user_limit = limit
+            user_limit = _usd(limit)
         else:
-            agent_limit = limit
+            agent_limit = _usd(limit)
     return user_limit, agent_limit
 
 

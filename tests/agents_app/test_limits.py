@@ -381,6 +381,10 @@ def test_both_budgets_are_read_in_one_query_with_the_settings_as_defaults(
     SpendBudget.objects.create(user=alice, monthly_limit_usd=None)  # exempt
     assert limits.budgets(alice.pk, thread.agent_id) == (None, Decimal("3"))
     assert limits.budgets(None, thread.agent_id) == (Decimal("7"), Decimal("3"))
+    SpendBudget.objects.filter(agent=thread.agent).update(monthly_limit_usd=Decimal("2.5"))
+    _, agent_limit = limits.budgets(alice.pk, thread.agent_id)
+    # As the field reads it, on either database: a Decimal with its two places.
+    assert isinstance(agent_limit, Decimal) and str(agent_limit) == "2.50"
 
 
 def test_last_months_spend_does_not_count(as_: Any, alice: Any, thread_of: Any) -> None:

@@ -208,12 +208,42 @@ def test_a_read_without_total_counts_nothing_and_reads_the_same_window(
     assert (window.total, window.has_more) == (1, False)
     with pytest.raises(LookupError):  # an empty window still tells a missing thread
         _list_messages(str(uuid.uuid4()), MessageQuery(**newest, with_total=False))
+    with pytest.raises(LookupError):  # past the first page too
+        _list_messages(str(uuid.uuid4()), MessageQuery(**newest, offset=5, with_total=False))
+    past = MessageQuery(**{**newest, "limit": 5}, offset=50, with_total=False)
+    assert _list_messages(str(thread.pk), past).messages == []  # a thread's end: no error
+
+
+def _orm_record(thread: Thread) -> Any:
+    """The record as the ORM row reads it: the oracle for the fixed statements."""
+    from runtime.progress import ThreadExecutionState
+    from runtime.store import ThreadRecord
+
+    row = Thread.objects.select_related("agent", "origin_agent").get(pk=thread.pk)
+    return ThreadRecord(
+        id=str(row.id),
+        agent_name=row.agent.name,
+        origin_agent_name=row.origin_agent.name,
+        user_id=str(row.owner_id) if row.owner_id else None,
+        parent_id=str(row.parent_id) if row.parent_id else None,
+        tags=list(row.tags),
+        created_at=int(row.created_at.timestamp() * 1_000_000),
+        stopped=row.stopped,
+        terminated=row.terminated_at is not None,
+        execution_state=ThreadExecutionState.model_validate(row.execution_state or {}),
+        display_name=row.display_name,
+        relationship=row.relationship,
+        child_status=row.child_status,
+        subagent=row.subagent_config,
+    )
 
 
 def test_the_thread_record_equals_the_orms(alice: Any, thread_of: Any) -> None:
+    from datetime import timedelta
+
     from django.utils import timezone
 
-    from agents_app.bridge.store import _get_thread, _record
+    from agents_app.bridge.store import _get_thread, _list_children
 
     parent = thread_of(alice)
     child = thread_of(alice)
@@ -228,10 +258,18 @@ def test_the_thread_record_equals_the_orms(alice: Any, thread_of: Any) -> None:
         child_status="running",
         subagent_config={"blocking": True, "big": 2**70},
     )
+    # An older second child: the children come oldest first.
+    older = thread_of(alice)
+    Thread.objects.filter(pk=older.pk).update(
+        parent=parent, created_at=timezone.now() - timedelta(days=1)
+    )
     ownerless = thread_of(alice)
     Thread.objects.filter(pk=ownerless.pk).update(owner=None)
-    for thread in (parent, child, ownerless):
-        orm = Thread.objects.select_related("agent", "origin_agent").get(pk=thread.pk)
-        assert _get_thread(str(thread.pk)) == _record(orm)
+    for thread in (parent, child, older, ownerless):
+        assert _get_thread(str(thread.pk)) == _orm_record(thread)
+    assert _list_children(str(parent.pk)) == [_orm_record(older), _orm_record(child)]
+    assert _list_children(str(child.pk)) == []
     assert _get_thread(str(uuid.uuid4())) is None
     assert _get_thread("not-a-thread") is None
+    with pytest.raises(LookupError):
+        _list_children(str(uuid.uuid4()))
