@@ -14,7 +14,7 @@ import threading
 from typing import Any
 
 from celery import shared_task
-from celery.signals import worker_shutdown
+from celery.signals import worker_process_init, worker_ready, worker_shutdown
 
 _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
@@ -34,6 +34,18 @@ def run_on_worker_loop(coro: Any) -> Any:
     from agents_app.executor import run_detached
 
     return run_detached(coro, worker_loop()).result()
+
+
+@worker_ready.connect
+@worker_process_init.connect
+def warm_up(**_: Any) -> None:
+    """What this worker's first session would import, done before it takes any
+    (agents_app/warm_up.py); then freeze it with the rest of start-up."""
+    from agents_app.warm_up import warm_worker
+    from studio.process_tuning import settle
+
+    warm_worker()
+    settle()
 
 
 @worker_shutdown.connect

@@ -19,7 +19,4 @@ app.autodiscover_tasks()
 @worker_ready.connect
 @worker_process_init.connect
 def _settle(**_: object) -> None:
-    from agents_app.warm_up import warm_worker
-
-    warm_worker()  # what the first session would import (agents_app/warm_up.py)
     settle()  # the worker's start-up objects live as long as it does (studio.process_tuning.py)

@@ -76,7 +76,11 @@ def test_the_embedded_executor_has_no_producer_to_warm() -> None:
 
 def test_a_worker_warms_up_the_engine_and_the_provider_factories_at_start() -> None:
     out = probe(
-        "from studio.celery import _settle\n_settle()\nresult = None",
+        "from celery.signals import worker_process_init\n"
+        "from studio.celery import app\n"
+        "app.loader.import_default_modules()  # the worker imports the task modules\n"
+        "worker_process_init.send(sender=None)\n"
+        "result = None",
         STUDIO_PROVIDER_FACTORIES="test=bench.clocked_provider.factory",
     )
     new = out["new"]
