@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,3 +68,25 @@ def row_by_uuid(sql: str, value: Any) -> tuple[Any, ...] | None:
     with connection.cursor() as cursor:
         cursor.execute(sql, [pk])
         return cursor.fetchone()  # type: ignore[no-any-return]
+
+
+def model_columns(model: type[models.Model], table_alias: str) -> list[str]:
+    """``alias.column`` for each concrete field of ``model``, in ``_meta`` order (the order
+    ``model_from_row`` reads)."""
+    return [f"{table_alias}.{f.column}" for f in model._meta.concrete_fields]
+
+
+def model_from_row(model: type[models.Model], values: Sequence[Any]) -> Any:
+    """An instance of ``model`` from its concrete fields' values as the cursor gave them,
+    converted as the ORM converts them (SQLite's booleans and datetimes, for one)."""
+    fields = model._meta.concrete_fields
+    converted = []
+    for field, value in zip(fields, values, strict=True):
+        column = field.get_col(model._meta.db_table)
+        for convert in (
+            *connection.ops.get_db_converters(column),
+            *field.get_db_converters(connection),
+        ):
+            value = convert(value, column, connection)
+        converted.append(value)
+    return model.from_db(connection.alias, [f.attname for f in fields], converted)

@@ -47,7 +47,8 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 from websockets.asyncio.client import connect  # noqa: E402
 
-from tests.integration.stack import Stack, free_port, wait_until  # noqa: E402
+from tests.integration.edge import start_daphne, start_nginx  # noqa: E402
+from tests.integration.stack import Stack, wait_until  # noqa: E402
 
 
 def now_us() -> int:
@@ -130,7 +131,7 @@ async def watch_session(
     try:
         async with gate:  # connections open CONNECT_CONCURRENCY at a time, then all stream
             socket = await connect(
-                f"{stack.ws}/api/threads/{thread_id}/stream",
+                f"{getattr(stack, 'ws_edge', stack.ws)}/api/threads/{thread_id}/stream",
                 additional_headers=headers,
                 max_size=None,
                 open_timeout=60,
@@ -170,24 +171,30 @@ async def watch_session(
         result.ready.set()
 
 
-def start_http_server(stack: Stack) -> None:
-    """The same application on a port of its own, for the clients' HTTP requests only."""
-    port = free_port()
-    command = list(stack.daphne.popen.args)  # type: ignore[arg-type]
-    command[command.index(str(stack.port))] = str(port)
-    stack.http_server = stack.spawn("http", command)  # type: ignore[attr-defined]
+def start_http_server(stack: Stack, edge: bool) -> None:
+    """The same application on a port of its own for the clients' HTTP requests; with
+    ``edge``, nginx with docker/nginx/edge.conf in front of both, as docker/compose.yaml runs
+    them (the clients then use the edge's port only)."""
+    stack.http_server, port = start_daphne(stack, "http")  # type: ignore[attr-defined]
     stack.http_split = f"http://127.0.0.1:{port}"  # type: ignore[attr-defined]
-    wait_until(
-        lambda: httpx.get(f"{stack.http_split}/api/auth/csrf", timeout=5).status_code == 200,  # type: ignore[attr-defined]
-        "the HTTP server to answer",
-        timeout=120,
-    )
+    if edge:
+        folder = Path(tempfile.mkdtemp(prefix="bench-edge-"))
+        edge_port = start_nginx(stack, folder, web_port=port, sockets_port=stack.port)
+        stack.http_split = f"http://127.0.0.1:{edge_port}"  # type: ignore[attr-defined]
+        stack.ws_edge = f"ws://127.0.0.1:{edge_port}"  # type: ignore[attr-defined]
 
 
 def server_pids(stack: Stack) -> list[int]:
-    """The ASGI server processes: the one holding the sockets, then the HTTP one if split."""
+    """The server processes: the ASGI server holding the sockets, the HTTP one if split, and
+    nginx's processes with ``--edge`` (their CPU counts as the server's)."""
     split = getattr(stack, "http_server", None)
-    return [stack.daphne.popen.pid] + ([split.popen.pid] if split else [])
+    pids = [stack.daphne.popen.pid] + ([split.popen.pid] if split else [])
+    for process in stack.processes:
+        if process.name == "edge":  # nginx: its master and its worker
+            master = process.popen.pid
+            children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+            pids += [master, *map(int, children)]
+    return pids
 
 
 def start_profiles(stack: Stack, folder: Path | None, label: str, seconds: float) -> list[Any]:
@@ -397,6 +404,11 @@ def main() -> None:
         help="a second server process for HTTP (posts), the first keeps the sockets",
     )
     parser.add_argument(
+        "--edge",
+        action="store_true",
+        help="--split-http behind nginx with docker/nginx/edge.conf (the compose topology)",
+    )
+    parser.add_argument(
         "--timeline", action="store_true", help="per second: tokens, p50 and p99 latency"
     )
     args = parser.parse_args()
@@ -432,8 +444,8 @@ def main() -> None:
                 "import django; django.setup()\n" + SEED.format(rate=args.rate, tokens=tokens),
             ]
         )
-        if args.split_http:
-            start_http_server(stack)
+        if args.split_http or args.edge:
+            start_http_server(stack, edge=args.edge)
         stack.bench_workers = [  # type: ignore[attr-defined]
             stack.worker(f"bench{n}") for n in range(args.workers)
         ]

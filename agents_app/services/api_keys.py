@@ -8,15 +8,19 @@ cannot steer).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import secrets
 from datetime import timedelta
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
 from agents_app.models import ApiKey
+from agents_app.raw_sql import model_columns, model_from_row
 
 KEY_PREFIX = "agtbldr_"
 _KEY_LENGTH = len(KEY_PREFIX) + 64
@@ -52,16 +56,31 @@ def api_key_authenticate(raw: str) -> Any | None:
     return key.user if key is not None else None
 
 
+@functools.cache
+def _key_sql() -> str:
+    """A fixed statement: every request with a key runs it (issue #21)."""
+    user = get_user_model()
+    columns = model_columns(ApiKey, "k") + model_columns(user, "u")
+    return (
+        f"SELECT {', '.join(columns)} FROM {ApiKey._meta.db_table} k "
+        f"JOIN {user._meta.db_table} u ON u.{user._meta.pk.column} = k.user_id "  # type: ignore[union-attr]
+        "WHERE k.key_hash = %s AND k.revoked_at IS NULL"
+    )
+
+
 def api_key_in_use(raw: str) -> ApiKey | None:
     """The unrevoked key ``raw`` of an active user (its ``user`` loaded), or None."""
     if not isinstance(raw, str) or len(raw) != _KEY_LENGTH or not raw.startswith(KEY_PREFIX):
         return None
-    key = (
-        ApiKey.objects.select_related("user")
-        .filter(key_hash=_hash(raw), revoked_at__isnull=True)
-        .first()
-    )
-    if key is None or not key.user.is_active:
+    with connection.cursor() as cursor:
+        cursor.execute(_key_sql(), [_hash(raw)])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    width = len(ApiKey._meta.concrete_fields)
+    key: ApiKey = model_from_row(ApiKey, row[:width])
+    key.user = model_from_row(get_user_model(), row[width:])
+    if not key.user.is_active:
         return None
     now = timezone.now()
     # The row just read says whether the stamp is due: most requests skip the write.

@@ -230,3 +230,31 @@ def test_a_key_can_revoke_itself(as_: Any, alice: Any) -> None:
     client = as_(alice)
     assert client.delete("/api/auth/current-key").json() == {"revoked": True}
     assert client.get("/api/auth/me").status_code == 401
+
+
+def test_the_key_and_its_user_from_the_fixed_statement_equal_the_orms(alice: Any) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    from agents_app.services.api_keys import api_key_create, api_key_in_use
+
+    alice.last_login = timezone.now()
+    alice.save()
+    key, raw = api_key_create(user=alice, name="program")
+    orm = ApiKey.objects.select_related("user").get(pk=key.pk)
+    got = api_key_in_use(raw)  # stamps last_used_at after reading the row
+    assert got is not None
+    for model_row, read in ((orm, got), (orm.user, got.user)):
+        for field in type(model_row)._meta.concrete_fields:
+            expected, value = getattr(model_row, field.attname), getattr(read, field.attname)
+            assert (value, type(value)) == (expected, type(expected)), field.attname
+    assert got.user.is_active is True and got.user.is_superuser is False  # booleans, not 0/1
+    with CaptureQueriesContext(connection) as queries:
+        assert api_key_in_use(raw) is not None
+    assert len(queries) == 1  # the stamp is not due again within a minute
+    type(alice).objects.filter(pk=alice.pk).update(is_active=False)
+    assert api_key_in_use(raw) is None
+    type(alice).objects.filter(pk=alice.pk).update(is_active=True)
+    ApiKey.objects.filter(pk=key.pk).update(revoked_at=timezone.now())
+    assert api_key_in_use(raw) is None

@@ -53,6 +53,10 @@ def test_every_long_running_service_restarts_and_has_a_health_check() -> None:
         assert service.get("restart") == "unless-stopped", name
         assert service.get("healthcheck", {}).get("test"), name
     assert services["web"]["depends_on"]["redis"] == {"condition": "service_healthy"}
-    for name in ("web", "worker", "beat"):
+    # sockets is a second Daphne pool (docker/nginx/edge.conf): checked as web is.
+    for name, role in (("web", "web"), ("sockets", "web"), ("worker", "worker"), ("beat", "beat")):
         test = services[name]["healthcheck"]["test"]
-        assert test[1:4] == ["python", "manage.py", "healthcheck"] and test[4] == name
+        assert test[1:4] == ["python", "manage.py", "healthcheck"] and test[4] == role
+    # The edge is checked by nginx's own answer, not through Django (which would need a Host
+    # from ALLOWED_HOSTS and, with STUDIO_HTTPS, redirect a plain request).
+    assert services["edge"]["healthcheck"]["test"][-1] == "http://127.0.0.1:8000/.edge/health"
