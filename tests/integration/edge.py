@@ -5,6 +5,7 @@ stack (tests/integration/test_edge_proxy.py, bench/service_bench.py ``--edge``).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -14,6 +15,18 @@ from tests.integration.stack import BIN, ROOT, Process, Stack, free_port, wait_u
 
 NGINX = os.environ.get("NGINX_PATH", "/usr/sbin/nginx")
 EDGE_CONF = ROOT / "docker" / "nginx" / "edge.conf"
+MAIN_CONF = ROOT / "docker" / "nginx" / "nginx.conf"
+# The shipped main configuration's process and connection settings, used as they are.
+WORKER_SETTINGS = ("worker_processes", "worker_rlimit_nofile", "worker_connections")
+
+
+def worker_settings() -> dict[str, str]:
+    """``docker/nginx/nginx.conf``'s values of ``WORKER_SETTINGS``."""
+    text = MAIN_CONF.read_text()
+    found = {name: re.search(rf"^\s*{name}\s+(\S+);", text, re.M) for name in WORKER_SETTINGS}
+    missing = [name for name, match in found.items() if match is None]
+    assert not missing, f"{MAIN_CONF} sets no {missing}"
+    return {name: match.group(1) for name, match in found.items() if match is not None}
 
 
 def start_daphne(stack: Stack, name: str) -> tuple[Process, int]:
@@ -31,7 +44,8 @@ def start_daphne(stack: Stack, name: str) -> tuple[Process, int]:
 
 
 def nginx_conf(tmp: Path, *, port: int, web_port: int, sockets_port: int) -> Path:
-    """A top-level nginx.conf of the test's own around the repository's edge.conf."""
+    """A top-level nginx.conf of the test's own (its paths, the shipped nginx.conf's worker
+    settings) around the repository's edge.conf."""
     edge = EDGE_CONF.read_text()
     assert edge.count("listen 8000;") == 1, "edge.conf must listen on 8000 exactly once"
     (tmp / "edge.conf").write_text(edge.replace("listen 8000;", f"listen 127.0.0.1:{port};"))
@@ -46,12 +60,14 @@ def nginx_conf(tmp: Path, *, port: int, web_port: int, sockets_port: int) -> Pat
     # As root, nginx's workers would switch to "nobody", who cannot enter pytest's private
     # tmp directory.
     user = "user root;\n" if os.geteuid() == 0 else ""
+    workers = worker_settings()
     conf = tmp / "nginx.conf"
     conf.write_text(
-        f"{user}worker_processes 1;\n"
+        f"{user}worker_processes {workers['worker_processes']};\n"
+        f"worker_rlimit_nofile {workers['worker_rlimit_nofile']};\n"
         f"pid {tmp / 'nginx.pid'};\n"
         "error_log stderr notice;\n"
-        "events { worker_connections 1024; }\n"
+        f"events {{ worker_connections {workers['worker_connections']}; }}\n"
         "http {\n"
         f"{temp}\n"
         f"    include {tmp / 'upstreams.conf'};\n"

@@ -26,7 +26,7 @@ import pytest
 import yaml
 from websockets.sync.client import ClientConnection, connect
 
-from tests.integration.edge import EDGE_CONF, start_daphne, start_nginx
+from tests.integration.edge import EDGE_CONF, start_daphne, start_nginx, worker_settings
 from tests.integration.stack import ROOT, Process, Stack, wait_until
 
 pytestmark = pytest.mark.integration
@@ -291,6 +291,15 @@ def test_the_upstreams_are_the_compose_services_and_the_edge_routes_between_them
     assert [name for name, s in services.items() if s.get("ports")] == ["edge"]
     assert services["edge"]["ports"] == ["8000:8000"]
     mounts = {m.split(":")[1] for m in services["edge"]["volumes"]}
-    assert mounts == {"/etc/nginx/conf.d/upstreams.conf", "/etc/nginx/conf.d/default.conf"}
+    assert mounts == {
+        "/etc/nginx/nginx.conf",
+        "/etc/nginx/conf.d/upstreams.conf",
+        "/etc/nginx/conf.d/default.conf",
+    }
+    # The main configuration includes the two others and has room for many sockets (each
+    # holds two connections); the test's and the bench's nginx run its worker settings.
+    main = (ROOT / "docker" / "nginx" / "nginx.conf").read_text()
+    assert "include /etc/nginx/conf.d/*.conf;" in main
+    assert int(worker_settings()["worker_connections"]) >= 8192
     for pool in ("web", "sockets"):
         assert services["edge"]["depends_on"][pool]["condition"] == "service_healthy"
