@@ -282,6 +282,9 @@ def test_a_session_keeps_the_versions_it_started_with(base: None) -> None:
     session = _session()
     pins = versions.session_pins(str(session.pk))
     assert pins is not None and pins.versions["prompts"] == {"p1": 1}
+    # The fixed statement stored them as the field stores JSON, once.
+    session.refresh_from_db()
+    assert session.definition_versions == pins.as_json()
     save(prompt(text="Edited while it runs"))
     again = versions.session_pins(str(session.pk))  # e.g. resumed on another worker
     assert again is not None and again.versions["prompts"] == {"p1": 1}
