@@ -47,6 +47,7 @@ from agents_app.raw_sql import db_json, row_by_uuid
 from agents_app.selectors import thread_activity
 from agents_app.services import sessions
 from agents_app.services.sessions import Claim
+from agents_app.start_gate import StartSlot, start_gate
 from agents_app.wire import RESUME_MARK
 from runtime.engine import Engine, NewMessage, ThreadTerminated
 from runtime.loader import DefinitionNotFound
@@ -353,14 +354,14 @@ async def _run_engine(entry: Entry, engine: Engine, store: ClaimedStore, plan: P
     return result.stop_reason if result is not None else "aborted_by_user"
 
 
-async def run_claim(claim: Claim) -> str:
+async def run_claim(claim: Claim, slot: StartSlot | None = None) -> str:
     """Run one claimed session to its end; returns the status to release it with.
 
     Everything after the claim is inside the ``try``: whatever fails, the session leaves the
     supervisor (no heartbeat for a session nobody runs) and the caller releases or hands
-    back the claim.
+    back the claim. ``slot`` (the start gate's) is given up at the first LLM request.
     """
-    sink = LiveSink()
+    sink = LiveSink(on_request=slot.release if slot is not None else None)
     entry = supervisor().add(claim)
     try:
         store = ClaimedStore(claim)
@@ -428,41 +429,48 @@ async def run_session_job(session_id: str, owner: str = OWNER) -> None:
 
     Safe to call any number of times for the same id: only one call wins the claim.
     Every way out after a claim releases it or hands it back (``_hand_back``): a database
-    connection error is retried here a few times, then left to the sweep.
+    connection error is retried here a few times, then left to the sweep. Each start
+    (claim to first request) waits for a place in the loop's start gate.
     """
-    await sync_to_async(close_failed_connections)()
-    attempts = iter(RETRY_DELAYS)
-    claim = await retrying(attempts, "claim", sessions.session_claim, session_id, owner)
-    while claim is not None:
-        try:
-            status = await run_claim(claim)
-            error = ""
-        except SessionLost:
-            logger.warning("session %s was taken over by another worker", claim.session_id)
-            return
-        except CONNECTION_ERRORS as exc:
-            logger.warning(
-                "session %s: database connection failed (%s); handing the claim back",
-                claim.session_id,
-                exc,
-            )
-            claim = await _hand_back(attempts, claim)
-            continue
-        except Exception as exc:
-            logger.exception("session %s crashed", claim.session_id)
-            status, error = ThreadSession.Status.FAILED, f"{type(exc).__name__}: {exc}"
+    slot = await start_gate().enter()
+    try:
+        await sync_to_async(close_failed_connections)()
+        attempts = iter(RETRY_DELAYS)
+        claim = await retrying(attempts, "claim", sessions.session_claim, session_id, owner)
+        while claim is not None:
             try:
-                await _fail(claim, type(exc).__name__)
-            except CONNECTION_ERRORS:
-                logger.warning("session %s: could not store its failure", claim.session_id)
-                await sync_to_async(drop_broken_connections)()
-        released = claim
-        claim = await retrying(
-            attempts, "release", sessions.session_release, claim, status=status, error=error
-        )
-        if claim is None:
-            with contextlib.suppress(*CONNECTION_ERRORS):  # only a live notification
-                await _announce_activity(released.thread_id)
+                status = await run_claim(claim, slot)
+                error = ""
+            except SessionLost:
+                logger.warning("session %s was taken over by another worker", claim.session_id)
+                return
+            except CONNECTION_ERRORS as exc:
+                logger.warning(
+                    "session %s: database connection failed (%s); handing the claim back",
+                    claim.session_id,
+                    exc,
+                )
+                claim = await _hand_back(attempts, claim)
+                continue
+            except Exception as exc:
+                logger.exception("session %s crashed", claim.session_id)
+                status, error = ThreadSession.Status.FAILED, f"{type(exc).__name__}: {exc}"
+                try:
+                    await _fail(claim, type(exc).__name__)
+                except CONNECTION_ERRORS:
+                    logger.warning("session %s: could not store its failure", claim.session_id)
+                    await sync_to_async(drop_broken_connections)()
+            released = claim
+            slot.release()
+            slot = await start_gate().enter()  # the release claims the next queued session
+            claim = await retrying(
+                attempts, "release", sessions.session_release, claim, status=status, error=error
+            )
+            if claim is None:
+                with contextlib.suppress(*CONNECTION_ERRORS):  # only a live notification
+                    await _announce_activity(released.thread_id)
+    finally:
+        slot.release()
 
 
 async def _hand_back(attempts: Iterator[float], claim: Claim) -> Claim | None:

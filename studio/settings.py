@@ -324,6 +324,11 @@ STUDIO_WEB_VIEW_WAIT_MS = envint("STUDIO_WEB_VIEW_WAIT_MS", 5000)
 STUDIO_STREAM_COALESCE_MS = envint("STUDIO_STREAM_COALESCE_MS", 40)
 if STUDIO_STREAM_COALESCE_MS < 0:
     raise ImproperlyConfigured("STUDIO_STREAM_COALESCE_MS must be 0 (off) or more")
+# Sessions one worker loop starts at once (claim to first LLM request; 0: no limit). Fewer
+# starts at a time finish sooner one by one than all at once (agents_app/start_gate.py).
+STUDIO_SESSION_STARTS_AT_ONCE = envint("STUDIO_SESSION_STARTS_AT_ONCE", 8)
+if STUDIO_SESSION_STARTS_AT_ONCE < 0:
+    raise ImproperlyConfigured("STUDIO_SESSION_STARTS_AT_ONCE must be 0 (no limit) or more")
 # Threads (hence at most database connections) per process for WebSocket consumers'
 # database work: authentication, the thread check, redactor loads (agents_app/socket_db.py).
 STUDIO_SOCKET_DB_THREADS = envint("STUDIO_SOCKET_DB_THREADS", 4)

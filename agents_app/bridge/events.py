@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -149,7 +150,10 @@ class LiveSink:
         stream: str | None = None,
         pacer: ChunkPacer | None = None,
         window: float | None = None,
+        on_request: Callable[[], None] | None = None,
     ) -> None:
+        """``on_request`` is called once, at the session's first ``llm_request`` frame."""
+        self._on_request = on_request
         self._layer = layer or get_channel_layer()
         self.stream = stream or uuid.uuid4().hex[:12]
         self._pacer = pacer or globals()["pacer"]
@@ -163,6 +167,9 @@ class LiveSink:
         self.merged = 0
 
     def emit(self, thread_id: str, frame: dict[str, Any]) -> None:
+        if self._on_request is not None and frame.get("type") == "llm_request":
+            notify, self._on_request = self._on_request, None
+            notify()
         if self._layer is None:
             return
         group = group_of(thread_id, frame)

@@ -77,7 +77,9 @@ def nginx_conf(tmp: Path, *, port: int, web_port: int, sockets_port: int) -> Pat
     return conf
 
 
-def start_nginx(stack: Stack, tmp: Path, *, web_port: int, sockets_port: int) -> int:
+def start_nginx(
+    stack: Stack, tmp: Path, *, web_port: int, sockets_port: int, name: str = "edge"
+) -> int:
     assert Path(NGINX).exists(), f"{NGINX} is missing: run scripts/ensure-nginx.sh"
     port = free_port()
     conf = nginx_conf(tmp, port=port, web_port=web_port, sockets_port=sockets_port)
@@ -85,7 +87,7 @@ def start_nginx(stack: Stack, tmp: Path, *, web_port: int, sockets_port: int) ->
     args = [NGINX, "-p", str(tmp), "-e", "stderr", "-c", str(conf)]
     checked = subprocess.run([*args, "-t"], capture_output=True, text=True, timeout=30)
     assert checked.returncode == 0, checked.stderr
-    stack.spawn("edge", [*args, "-g", "daemon off;"])
+    stack.spawn(name, [*args, "-g", "daemon off;"])
     wait_until(
         lambda: httpx.get(f"http://127.0.0.1:{port}/.edge/health", timeout=5).text == "ok\n",
         "nginx to answer on the edge's port",

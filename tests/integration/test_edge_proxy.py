@@ -27,7 +27,7 @@ import yaml
 from websockets.sync.client import ClientConnection, connect
 
 from tests.integration.edge import EDGE_CONF, start_daphne, start_nginx, worker_settings
-from tests.integration.stack import ROOT, Process, Stack, wait_until
+from tests.integration.stack import ROOT, Process, Stack, free_port, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -235,6 +235,34 @@ def test_a_long_header_gets_the_apps_own_json_431(edge: Edge) -> None:
     response = edge.client(None).get("/api/auth/csrf", headers={"X-Big": "b" * 20_000})
     assert response.status_code == 431, response.text[:200]
     assert response.json() == {"error": "Request header too large"}
+
+
+def test_a_pool_that_does_not_answer_gets_a_json_503_with_retry_after(
+    edge: Edge, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # A second edge whose pools listen nowhere: what clients see while Daphne restarts.
+    down = start_nginx(
+        edge.stack,
+        tmp_path_factory.mktemp("nginx-down"),
+        web_port=free_port(),
+        sockets_port=free_port(),
+        name="edge-down",
+    )
+    for method, path in (("GET", "/api/threads"), ("POST", "/api/threads"), ("GET", "/chat/")):
+        response = httpx.request(method, f"http://127.0.0.1:{down}{path}", timeout=30)
+        assert response.status_code == 503, response.text[:200]
+        assert response.headers["content-type"] == "application/json"
+        assert response.headers["retry-after"] == "5"
+        assert "try again" in response.json()["error"]
+        assert "nginx" not in response.text
+    upgrade = httpx.get(
+        f"http://127.0.0.1:{down}/api/threads/x/stream",
+        headers={"Upgrade": "websocket", "Connection": "Upgrade"},
+        timeout=30,
+    )
+    assert upgrade.status_code == 503 and upgrade.json()["error"]
+    # The working edge is unaffected.
+    assert edge.client().get("/api/threads").status_code == 200
 
 
 def test_x_forwarded_proto_reaches_django_unchanged(edge: Edge) -> None:
