@@ -356,6 +356,16 @@ def sessions_heartbeat(session_ids: list[str], owner: str) -> set[str]:
     if not session_ids:
         return set()
     faults.hit("heartbeat")
+    if connection.vendor == "postgresql":
+        # One fixed statement for every session of the loop: the ORM's UPDATE and SELECT
+        # quoted each of hundreds of ids twice, on the worker's one database thread.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _heartbeat_sql(),
+                [timezone.now(), session_ids, owner, ThreadSession.Status.RUNNING],
+            )
+            alive = {str(row[0]) for row in cursor.fetchall()}
+        return set(session_ids) - alive
     mine = ThreadSession.objects.filter(
         pk__in=session_ids, owner=owner, status=ThreadSession.Status.RUNNING
     )
@@ -365,10 +375,37 @@ def sessions_heartbeat(session_ids: list[str], owner: str) -> set[str]:
 
 
 def stopped_threads(thread_ids: list[str]) -> set[str]:
+    """Which of ``thread_ids`` are stopped (the supervisor asks twice a second)."""
     if not thread_ids:
         return set()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_stopped_sql(), [thread_ids])
+            return {str(row[0]) for row in cursor.fetchall()}
     rows = Thread.objects.filter(pk__in=thread_ids, stopped=True).values_list("pk", flat=True)
     return {str(pk) for pk in rows}
+
+
+def _column(model: Any, name: str) -> str:
+    return str(model._meta.get_field(name).column)
+
+
+def _heartbeat_sql() -> str:
+    meta = ThreadSession._meta
+    column = {name: _column(ThreadSession, name) for name in ("heartbeat_at", "owner", "status")}
+    return (
+        f'UPDATE "{meta.db_table}" SET "{column["heartbeat_at"]}" = %s '
+        f'WHERE "{meta.pk.column}" = ANY(%s::uuid[]) AND "{column["owner"]}" = %s '
+        f'AND "{column["status"]}" = %s RETURNING "{meta.pk.column}"'
+    )
+
+
+def _stopped_sql() -> str:
+    meta = Thread._meta
+    return (
+        f'SELECT "{meta.pk.column}" FROM "{meta.db_table}" '
+        f'WHERE "{_column(Thread, "stopped")}" AND "{meta.pk.column}" = ANY(%s::uuid[])'
+    )
 
 
 def runnable_queue(thread: Thread) -> bool:
