@@ -17,6 +17,7 @@ for another session) can only ever delay others, never lock the gate.
 from __future__ import annotations
 
 import asyncio
+import weakref
 
 from django.conf import settings
 
@@ -60,7 +61,10 @@ class StartGate:
         return StartSlot(self._semaphore)
 
 
-_gates: dict[asyncio.AbstractEventLoop, StartGate] = {}
+# Weak: a closed loop (every async test has its own) takes its gate with it.
+_gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, StartGate] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def start_gate() -> StartGate:

@@ -9,6 +9,7 @@ as in ``test_api_sessions.py``.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from typing import Any
 
 import pytest
@@ -32,7 +33,7 @@ pytestmark = [
 @pytest.fixture
 def one_slot(settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     settings.STUDIO_SESSION_STARTS_AT_ONCE = 1
-    monkeypatch.setattr(gate_module, "_gates", {})
+    monkeypatch.setattr(gate_module, "_gates", weakref.WeakKeyDictionary())
 
 
 @sync_to_async
