@@ -429,7 +429,7 @@ async def run_session_job(session_id: str, owner: str = OWNER) -> None:
 
     Safe to call any number of times for the same id: only one call wins the claim.
     Every way out after a claim releases it or hands it back (``_hand_back``): a database
-    connection error is retried here a few times, then left to the sweep. Each start
+    connection error is retried here a few times, then left to the sweep. The first start
     (claim to first request) waits for a place in the loop's start gate.
     """
     slot = await start_gate().enter()
@@ -461,8 +461,10 @@ async def run_session_job(session_id: str, owner: str = OWNER) -> None:
                     logger.warning("session %s: could not store its failure", claim.session_id)
                     await sync_to_async(drop_broken_connections)()
             released = claim
+            # The next queued message of this thread runs without waiting for a place: its
+            # claim comes with the release, and a claimed row waiting in the gate would
+            # have no heartbeat.
             slot.release()
-            slot = await start_gate().enter()  # the release claims the next queued session
             claim = await retrying(
                 attempts, "release", sessions.session_release, claim, status=status, error=error
             )

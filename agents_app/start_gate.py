@@ -9,7 +9,9 @@ streaming wait behind all of it. With a few slots, the same work is done in orde
 first sessions stream after a fraction of the burst, and streams begin evenly (issue #21).
 
 A session holds its slot from before its claim until its first LLM request goes out, or
-it ends, or ``HOLD_LIMIT`` seconds pass, whichever comes first. The limit means a start
+it ends, or ``HOLD_LIMIT`` seconds pass, whichever comes first. Only a job's first session
+waits: the thread's next queued message is claimed with the previous session's release, and
+a claimed row waiting here would have no heartbeat. The limit means a start
 that waits on something slow (a hook calling out, a session started from a tool that waits
 for another session) can only ever delay others, never lock the gate.
 """

@@ -22,7 +22,13 @@ from agents_app.runner import run_session_job
 from agents_app.start_gate import StartGate, start_gate
 from agents_app.thread_creation import thread_create
 from tests.agents_app.api_support import _api_hosts, define_agent  # noqa: F401
-from tests.agents_app.test_api_sessions import _active_session, _post, _transcript
+from tests.agents_app.test_api_sessions import (
+    _active_session,
+    _pending_assistant,
+    _post,
+    _transcript,
+    wait_for,
+)
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -82,6 +88,30 @@ async def test_a_session_gives_up_its_slot_at_its_first_request(
     assert await _status(quick_id) == "completed"
     await asyncio.wait_for(slow_job, 15)
     assert (await _transcript(slow))[-1] == ("assistant", "completed", "slow reply")
+
+
+async def test_the_threads_next_queued_message_runs_without_waiting_for_a_place(
+    alice: Any, one_slot: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its claim comes with the release of the previous session: a claimed row that waited
+    # in the gate would have no heartbeat.
+    monkeypatch.setattr(gate_module, "HOLD_LIMIT", 120.0)
+    thread = await _thread(
+        alice, "helper", [{"content": "one", "delayMs": 1500}, {"content": "two"}]
+    )
+    await _post(thread, "first")
+    job = asyncio.create_task(run_session_job(await _active_session(thread)))
+    await wait_for(lambda: _pending_assistant(thread), "the first request")
+    await _post(thread, "second")
+    held = await asyncio.wait_for(start_gate().enter(), 5)  # free since the first request
+    await asyncio.wait_for(job, 15)
+    assert await _transcript(thread) == [
+        ("user", "completed", "first"),
+        ("assistant", "completed", "one"),
+        ("user", "completed", "second"),
+        ("assistant", "completed", "two"),
+    ]
+    held.release()
 
 
 async def test_a_slot_held_too_long_is_given_up(
