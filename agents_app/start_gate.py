@@ -53,7 +53,6 @@ class StartGate:
     """At most ``size`` slots held at once on one event loop (0: no limit)."""
 
     def __init__(self, size: int) -> None:
-        self.size = size
         self._semaphore = asyncio.Semaphore(size) if size > 0 else None
 
     async def enter(self) -> StartSlot:

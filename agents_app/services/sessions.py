@@ -22,6 +22,7 @@ them per thread.
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import uuid
@@ -386,25 +387,23 @@ def stopped_threads(thread_ids: list[str]) -> set[str]:
     return {str(pk) for pk in rows}
 
 
-def _column(model: Any, name: str) -> str:
-    return str(model._meta.get_field(name).column)
-
-
+@functools.cache
 def _heartbeat_sql() -> str:
     meta = ThreadSession._meta
-    column = {name: _column(ThreadSession, name) for name in ("heartbeat_at", "owner", "status")}
+    beat, owner = meta.get_field("heartbeat_at").column, meta.get_field("owner").column
+    status = meta.get_field("status").column
     return (
-        f'UPDATE "{meta.db_table}" SET "{column["heartbeat_at"]}" = %s '
-        f'WHERE "{meta.pk.column}" = ANY(%s::uuid[]) AND "{column["owner"]}" = %s '
-        f'AND "{column["status"]}" = %s RETURNING "{meta.pk.column}"'
+        f'UPDATE "{meta.db_table}" SET "{beat}" = %s WHERE "{meta.pk.column}" = ANY(%s::uuid[]) '
+        f'AND "{owner}" = %s AND "{status}" = %s RETURNING "{meta.pk.column}"'
     )
 
 
+@functools.cache
 def _stopped_sql() -> str:
     meta = Thread._meta
     return (
         f'SELECT "{meta.pk.column}" FROM "{meta.db_table}" '
-        f'WHERE "{_column(Thread, "stopped")}" AND "{meta.pk.column}" = ANY(%s::uuid[])'
+        f'WHERE "{meta.get_field("stopped").column}" AND "{meta.pk.column}" = ANY(%s::uuid[])'
     )
 
 
