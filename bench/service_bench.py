@@ -51,6 +51,19 @@ from tests.integration.edge import start_daphne, start_nginx  # noqa: E402
 from tests.integration.stack import Stack, wait_until  # noqa: E402
 
 
+def speed_probe_ms() -> float:
+    """A fixed pure-Python loop, best of three: this VM's speed differs up to 2x between
+    days, so figures from different runs compare only beside this probe."""
+    best = float("inf")
+    for _ in range(3):
+        began = time.perf_counter()
+        total = 0
+        for i in range(2_000_000):
+            total += i
+        best = min(best, time.perf_counter() - began)
+    return best * 1000
+
+
 def now_us() -> int:
     return time.time_ns() // 1000
 
@@ -341,6 +354,9 @@ async def run_level(
         "daphne_cpu": cpu_used[0] / elapsed if elapsed else 0.0,
         "worker_cpu": cpu_used[1] / elapsed if elapsed else 0.0,
         "client_cpu": cpu_used[2] / elapsed if elapsed else 0.0,
+        # CPU per session (its post, start and tokens): comparable across loads and runs.
+        "server_ms_per_session": 1000 * cpu_used[0] / sessions,
+        "worker_ms_per_session": 1000 * cpu_used[1] / sessions,
         "daphne_mb": peak["daphne"],
         "worker_mb": peak["worker"],
     }
@@ -412,6 +428,9 @@ def main() -> None:
         "--timeline", action="store_true", help="per second: tokens, p50 and p99 latency"
     )
     args = parser.parse_args()
+    if args.profile and not (Path(sys.executable).parent / "py-spy").exists():
+        # Not a locked dependency: `uv sync` (scripts/install.sh) removes it from .venv.
+        parser.error(f"--profile needs py-spy: uv pip install --python {sys.executable} py-spy")
     levels = [int(x) for x in args.levels.split(",")]
     tokens = args.rate * args.seconds
     stack = Stack(Path(tempfile.mkdtemp(prefix="service-bench-")), server=args.server)
@@ -452,7 +471,7 @@ def main() -> None:
         for worker in stack.bench_workers:  # type: ignore[attr-defined]
             wait_until(lambda w=worker: "ready" in w.log.read_text(), "the worker to start")
         print(
-            f"machine: {len(os.sched_getaffinity(0))} cores; "
+            f"machine: {len(os.sched_getaffinity(0))} cores, speed probe {speed_probe_ms():.0f} ms; "
             f"{args.rate} tokens/s per session for {args.seconds}s ({tokens} tokens); "
             f"server {args.server}; workers {args.workers}; STUDIO_STREAM_COALESCE_MS="
             f"{stack.env.get('STUDIO_STREAM_COALESCE_MS', 'default')}"
@@ -490,7 +509,9 @@ def main() -> None:
             print(
                 f"         start (post to first token) p50 {row['start_p50_ms']:.0f} ms, "
                 f"p99 {row['start_p99_ms']:.0f} ms; all streaming from "
-                f"t={row['steady_from_s']:.1f}s: p99 {row['steady_p99_ms']:.1f} ms"
+                f"t={row['steady_from_s']:.1f}s: p99 {row['steady_p99_ms']:.1f} ms; CPU per "
+                f"session: server {row['server_ms_per_session']:.1f} ms, "
+                f"worker {row['worker_ms_per_session']:.1f} ms"
             )
             if row["first_error"]:
                 print(f"         first error: {row['first_error']}")

@@ -23,7 +23,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from agents_app.bridge.live_frames import encode, live_event
-from agents_app.bridge.publisher import publisher_for
+from agents_app.bridge.publisher import BatchPublisher, publisher_for
 
 logger = logging.getLogger(__name__)
 
@@ -94,11 +94,12 @@ class ChunkPacer:
 
     def __init__(self, budget: float | None = None) -> None:
         self.budget = budget
-        self._active: dict[str, float] = {}
+        self._active: dict[Any, float] = {}
         self._pruned = 0.0
 
-    def touch(self, group: str, now: float) -> None:
-        self._active[group] = now
+    def touch(self, stream: Any, now: float) -> None:
+        """``stream`` (any hashable: one message's chunks) sent a chunk at ``now``."""
+        self._active[stream] = now
         if now - self._pruned > self.WINDOW:
             self._pruned = now
             stale = now - self.WINDOW
@@ -163,35 +164,53 @@ class LiveSink:
         self._wake: dict[str, asyncio.Future[None]] = {}
         self._last_chunk: dict[str, float] = {}
         self._seq: dict[str, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
+        self._groups: dict[str, tuple[str, str]] = {}
+        self._published_on: tuple[asyncio.AbstractEventLoop, BatchPublisher] | None = None
         self.sent = 0
         self.merged = 0
 
     def emit(self, thread_id: str, frame: dict[str, Any]) -> None:
-        if self._on_request is not None and frame.get("type") == "llm_request":
+        # Once per token under load: lookups are kept few and keys plain (issue #21).
+        kind = frame.get("type")
+        if self._on_request is not None and kind == "llm_request":
             notify, self._on_request = self._on_request, None
             notify()
         if self._layer is None:
             return
-        group = group_of(thread_id, frame)
+        group = self._group(thread_id, kind)
         queue = self._queues[group]
-        last = queue[-1] if queue else None
-        chunk = frame.get("type") in CHUNK_TYPES
-        if chunk:
-            self._pacer.touch(f"{group}:{frame.get('message_id')}", time.monotonic())
-        if (
-            chunk
-            and last is not None
-            and last.get("type") == frame.get("type")
-            and last.get("message_id") == frame.get("message_id")
-        ):
-            last["chunk"] = str(last.get("chunk", "")) + str(frame.get("chunk", ""))
-            self.merged += 1
+        if kind in CHUNK_TYPES:
+            message_id = frame.get("message_id")
+            self._pacer.touch((group, message_id), time.monotonic())
+            last = queue[-1] if queue else None
+            if (
+                last is not None
+                and last.get("type") == kind
+                and last.get("message_id") == message_id
+            ):
+                last["chunk"] = str(last.get("chunk", "")) + str(frame.get("chunk", ""))
+                self.merged += 1
+            else:
+                queue.append(dict(frame))
         else:
             queue.append(dict(frame))
-        if not chunk:
             self._release(group)
         if group not in self._senders:
             self._senders[group] = asyncio.get_running_loop().create_task(self._pump(group))
+
+    def _group(self, thread_id: str, kind: Any) -> str:
+        names = self._groups.get(thread_id)
+        if names is None:
+            names = self._groups[thread_id] = (thread_group(thread_id), logs_group(thread_id))
+        return names[1] if kind == "log_data" else names[0]
+
+    def _publisher(self) -> BatchPublisher:
+        """The loop's publisher (``publisher_for``), looked up once per loop, not per frame."""
+        loop = asyncio.get_running_loop()
+        cached = self._published_on
+        if cached is None or cached[0] is not loop:
+            cached = self._published_on = (loop, publisher_for(self._layer))
+        return cached[1]
 
     async def _pace(self, group: str, queue: collections.deque[dict[str, Any]]) -> None:
         """Hold a chunk at the head of the queue until its message may send again."""
@@ -230,7 +249,7 @@ class LiveSink:
                     self._last_chunk[group] = time.monotonic()
                 frame["seq"], frame["stream"] = next(self._seq[group]), self.stream
                 try:
-                    await publisher_for(self._layer).group_send(group, live_event(frame))
+                    await self._publisher().group_send(group, live_event(frame))
                     self.sent += 1
                 except Exception:  # a dropped live frame must never break a session
                     logger.warning("live frame to %s dropped", group, exc_info=True)

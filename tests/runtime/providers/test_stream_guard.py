@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from runtime.providers.errors import AdapterError
-from runtime.providers.retry import RetryPolicy, watch_stream
+from runtime.providers.retry import RetryPolicy, current_task_of, watch_stream
 
 
 async def _paced(gaps: list[float]) -> AsyncIterator[int]:
@@ -90,3 +90,20 @@ async def test_a_stall_is_caught_when_a_later_read_comes_from_another_task() -> 
     failed = second.exception()
     assert isinstance(failed, AdapterError)
     assert failed.code == "timeout" and "No data" in str(failed)
+
+
+async def test_the_guard_asks_for_the_current_task_the_way_asyncio_answers() -> None:
+    loop = asyncio.get_running_loop()
+    ask = current_task_of(loop)
+    seen: list[object] = []
+
+    async def inside() -> None:
+        seen.append(ask() is asyncio.current_task())
+
+    await asyncio.create_task(inside())
+    assert seen == [True]
+    assert ask() is asyncio.current_task()
+    # A plain callback of the loop runs in no task.
+    called = loop.create_future()
+    loop.call_soon(lambda: called.set_result(ask()))
+    assert await called is None
