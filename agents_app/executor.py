@@ -23,6 +23,8 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from studio.event_loop import new_loop
+
 logger = logging.getLogger("agents_app.executor")
 
 
@@ -49,7 +51,7 @@ class InProcessExecutor:
     def loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._loop is None or not self._loop.is_running() and self._own is None:
-                self._loop = asyncio.new_event_loop()
+                self._loop = new_loop()
                 self._own = threading.Thread(
                     target=self._loop.run_forever, name="studio-sessions", daemon=True
                 )

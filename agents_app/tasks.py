@@ -16,6 +16,8 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_process_init, worker_ready, worker_shutdown
 
+from studio.event_loop import new_loop
+
 _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
 
@@ -25,7 +27,7 @@ def worker_loop() -> asyncio.AbstractEventLoop:
     global _loop
     with _loop_lock:
         if _loop is None or _loop.is_closed():
-            _loop = asyncio.new_event_loop()
+            _loop = new_loop()
             threading.Thread(target=_loop.run_forever, name="studio-sessions", daemon=True).start()
         return _loop
 

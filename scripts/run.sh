@@ -13,4 +13,4 @@ echo
 echo "Studio:  http://127.0.0.1:${PORT}/admin/   (log in as shown above)"
 echo "Chat:    http://127.0.0.1:${PORT}/chat/"
 echo
-exec .venv/bin/daphne -b 127.0.0.1 -p "$PORT" studio.asgi:application
+exec .venv/bin/python -m studio.serve -b 127.0.0.1 -p "$PORT" studio.asgi:application

@@ -16,8 +16,10 @@ os.environ.setdefault("DB_POOL", "true")
 django_asgi_app = get_asgi_application()
 
 from studio import daphne_limits  # noqa: E402
+from studio.event_loop import check_server_loop  # noqa: E402
 
 daphne_limits.install()  # Daphne's own 400/414 answers in JSON too
+check_server_loop()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 

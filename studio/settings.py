@@ -14,6 +14,7 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from studio import event_loop as _event_loop
 from studio.devsecrets import load_or_create
 from studio.envparse import envbool, envdecimal, envheader, envint, envlist, envrate, envstr
 
@@ -329,6 +330,14 @@ if STUDIO_STREAM_COALESCE_MS < 0:
 STUDIO_SESSION_STARTS_AT_ONCE = envint("STUDIO_SESSION_STARTS_AT_ONCE", 8)
 if STUDIO_SESSION_STARTS_AT_ONCE < 0:
     raise ImproperlyConfigured("STUDIO_SESSION_STARTS_AT_ONCE must be 0 (no limit) or more")
+# The event loop of Daphne and the workers (studio/event_loop.py reads the environment
+# itself: Daphne builds its loop before Django). Checked here so a bad value stops every
+# process at start, not a worker at its first session.
+try:
+    STUDIO_EVENT_LOOP = _event_loop.loop_name()
+    _event_loop.loop_factory()  # uvloop importable when it is the one asked for
+except (ValueError, RuntimeError) as _exc:
+    raise ImproperlyConfigured(str(_exc)) from None
 # Threads (hence at most database connections) per process for WebSocket consumers'
 # database work: authentication, the thread check, redactor loads (agents_app/socket_db.py).
 STUDIO_SOCKET_DB_THREADS = envint("STUDIO_SOCKET_DB_THREADS", 4)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.integration.stack import BIN, ROOT, Process, Stack, free_port, wait_until
+from tests.integration.stack import DAPHNE, ROOT, Process, Stack, free_port, wait_until
 
 NGINX = os.environ.get("NGINX_PATH", "/usr/sbin/nginx")
 EDGE_CONF = ROOT / "docker" / "nginx" / "edge.conf"
@@ -33,7 +33,7 @@ def start_daphne(stack: Stack, name: str) -> tuple[Process, int]:
     port = free_port()
     process = stack.spawn(
         name,
-        [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "studio.asgi:application"],
+        [*DAPHNE, "-b", "127.0.0.1", "-p", str(port), "studio.asgi:application"],
     )
     wait_until(
         lambda: httpx.get(f"http://127.0.0.1:{port}/api/auth/csrf", timeout=5).status_code == 200,

@@ -28,6 +28,8 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+# Daphne as production starts it: on the configured event loop (studio/serve.py).
+DAPHNE = [str(BIN / "python"), "-m", "studio.serve"]
 PG_ADMIN_URL = os.environ.get("TEST_PG_ADMIN_URL", "postgresql://root@127.0.0.1:5432/postgres")
 
 
@@ -222,7 +224,7 @@ class Stack:
             ]
         else:
             command = [
-                str(BIN / "daphne"),
+                *DAPHNE,
                 "-b",
                 "127.0.0.1",
                 "-p",

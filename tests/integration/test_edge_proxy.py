@@ -316,6 +316,8 @@ def test_the_upstreams_are_the_compose_services_and_the_edge_routes_between_them
     assert "proxy_pass http://$studio_upstream;" in edge
     services = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())["services"]
     assert services["web"]["command"] == services["sockets"]["command"]
+    # Daphne on the configured event loop (studio/serve.py), as the tests start it.
+    assert services["web"]["command"][:3] == ["python", "-m", "studio.serve"]
     assert [name for name, s in services.items() if s.get("ports")] == ["edge"]
     assert services["edge"]["ports"] == ["8000:8000"]
     mounts = {m.split(":")[1] for m in services["edge"]["volumes"]}

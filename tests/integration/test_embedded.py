@@ -12,7 +12,7 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from tests.integration.stack import BIN, ROOT, Process, free_port, wait_until
+from tests.integration.stack import BIN, DAPHNE, ROOT, Process, free_port, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +46,7 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
     port = free_port()
     log = tmp / "daphne.log"
     popen = subprocess.Popen(
-        [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "studio.asgi:application"],
+        [*DAPHNE, "-b", "127.0.0.1", "-p", str(port), "studio.asgi:application"],
         cwd=ROOT,
         env=env,
         stdout=log.open("ab"),

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.integration.stack import BIN, Stack, free_port, wait_until
+from tests.integration.stack import DAPHNE, Stack, free_port, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +30,7 @@ def two_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stac
     )
     stack.start()
     port = free_port()
-    daphne = [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "studio.asgi:application"]
+    daphne = [*DAPHNE, "-b", "127.0.0.1", "-p", str(port), "studio.asgi:application"]
     stack.spawn("daphne-2", daphne)
     second = f"http://127.0.0.1:{port}"
     wait_until(

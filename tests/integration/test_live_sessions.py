@@ -129,6 +129,18 @@ def test_a_watched_thread_streams_in_the_documented_order(stack: Stack, worker: 
         )
 
 
+def test_daphne_and_the_worker_stream_on_uvloop(stack: Stack, worker: Any) -> None:
+    """STUDIO_EVENT_LOOP's default, in the processes as the stack starts them (Daphne through
+    ``python -m studio.serve``, the worker's session loop): each says which loop it runs."""
+    w = worker("w-loop")
+    thread_id = new_thread(stack, "greeter")
+    with Watch(stack, f"/api/threads/{thread_id}/stream") as stream:
+        post(stack, thread_id, "Hi there")
+        stream.until(lambda f: f["type"] == "stopped", "the session's stopped frame")
+    assert "Daphne runs the uvloop event loop" in stack.daphne.log.read_text()
+    assert "Sessions run on a new uvloop event loop" in w.log.read_text()
+
+
 def test_messages_sent_while_a_session_runs_are_queued_and_handled_in_order(
     stack: Stack, worker: Any
 ) -> None:

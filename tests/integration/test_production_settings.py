@@ -19,7 +19,7 @@ import httpx
 import pytest
 import yaml
 
-from tests.integration.stack import BIN, ROOT, free_port, wait_until
+from tests.integration.stack import BIN, DAPHNE, ROOT, free_port, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -93,7 +93,7 @@ def daphne(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     log = (var_dir / "daphne.log").open("ab")
     process = subprocess.Popen(
-        [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "studio.asgi:application"],
+        [*DAPHNE, "-b", "127.0.0.1", "-p", str(port), "studio.asgi:application"],
         cwd=ROOT,
         env=env,
         stdout=log,
