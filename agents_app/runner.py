@@ -44,7 +44,7 @@ from agents_app.db_retry import (
 from agents_app.engines import build_engine
 from agents_app.models import QueuedMessage, ThreadSession
 from agents_app.raw_sql import db_json, row_by_uuid
-from agents_app.selectors import thread_activity
+from agents_app.selectors import activity_frame, thread_activity
 from agents_app.services import sessions
 from agents_app.services.sessions import Claim
 from agents_app.start_gate import StartSlot, start_gate
@@ -53,7 +53,7 @@ from runtime.engine import Engine, NewMessage, ThreadTerminated
 from runtime.loader import DefinitionNotFound
 from runtime.outcomes import SessionResult
 from runtime.progress import SessionProgress
-from runtime.store import Commit, CommitResult
+from runtime.store import Commit, CommitResult, MessagePage, MessageQuery
 
 logger = logging.getLogger("agents_app.runner")
 OWNER = sessions.owner_id()
@@ -96,6 +96,9 @@ class ClaimedStore(PinnedDefinitions, DjangoStore):
         self.claim = claim
         self.pinned_session_id, self.pinned_thread_id = claim.session_id, claim.thread_id
         self.started = bool(claim.progress)
+        # Whether this store committed progress: until it does, the claim's ``progress``
+        # (read by the claiming statement, on a row only this process writes) is the row's.
+        self.committed = False
         self.finished: SessionProgress | None = None
 
     async def commit(self, thread_id: str, commit: Commit) -> CommitResult:
@@ -108,7 +111,7 @@ class ClaimedStore(PinnedDefinitions, DjangoStore):
         else:
             result = await sync_to_async(self._commit_claimed)(thread_id, commit)
         if commit.progress is not None:
-            self.started = True
+            self.started = self.committed = True
             if commit.progress.finished:
                 self.finished = commit.progress
         return result
@@ -171,8 +174,19 @@ class ClaimedStore(PinnedDefinitions, DjangoStore):
             return await super().load_progress(thread_id)
         if self.finished is not None:
             return self.finished
-        progress = await sync_to_async(_claimed_progress)(self.claim.session_id, fault=True)
+        if self.committed:
+            progress = await sync_to_async(_claimed_progress)(self.claim.session_id, fault=True)
+        else:  # a session start: no statement (it was one on the worker's database thread)
+            await _fault_point("load_progress")
+            progress = self.claim.progress
         return SessionProgress.model_validate(progress) if progress else None
+
+    async def list_messages(self, thread_id: str, query: MessageQuery) -> MessagePage:
+        if thread_id != self.claim.thread_id:
+            return await super().list_messages(thread_id, query)
+        # The claimed row holds the thread (a foreign key): an empty history needs no
+        # statement to tell "no messages yet" from "no such thread".
+        return await sync_to_async(bridge_store._list_messages)(thread_id, query, known=True)
 
 
 # A fixed statement: every session start runs it on its worker's one database thread.
@@ -366,7 +380,7 @@ async def run_claim(claim: Claim, slot: StartSlot | None = None) -> str:
     try:
         store = ClaimedStore(claim)
         engine = build_engine(sink=sink, store=store, http=http_client())
-        await _announce_activity(claim.thread_id)
+        await _announce_claim(claim)
         plan = await sync_to_async(plan_session)(claim)
         if plan.kind == "finished":
             reason = str(claim.progress.get("stop_reason") or "")
@@ -422,6 +436,25 @@ async def _announce_activity(thread_id: str) -> None:
     if frame is not None:
         owner = frame.pop("owner_id")
         await asend_registry(frame, owner)
+
+
+async def _announce_claim(claim: Claim) -> None:
+    """The start's announcement, from what the claiming statement read of the thread: the
+    session it claimed runs, so the thread is executing."""
+    if claim.thread_active_at is None:  # a claim that did not read the thread
+        await _announce_activity(claim.thread_id)
+        return
+    await _fault_point("announce")
+    frame = activity_frame(claim.thread_id, None, claim.thread_active_at, executing=True)
+    frame.pop("owner_id")
+    await asend_registry(frame, claim.thread_owner_id)
+
+
+async def _fault_point(name: str) -> None:
+    """A fault point of the session path that runs no statement of its own: tests still break
+    the connection there (``agents_app/faults.py``), so the next statement fails."""
+    if settings.STUDIO_FAULT_POINTS:
+        await sync_to_async(faults.hit)(name)
 
 
 async def run_session_job(session_id: str, owner: str = OWNER) -> None:

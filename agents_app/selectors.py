@@ -257,11 +257,19 @@ def thread_activity(thread_id: Any) -> dict[str, Any] | None:
     if row is None:
         return None
     owner_id, last_activity_at, executing = row
+    return activity_frame(thread_id, owner_id, db_datetime(last_activity_at), bool(executing))
+
+
+def activity_frame(
+    thread_id: Any, owner_id: Any, last_activity_at: Any, executing: bool
+) -> dict[str, Any]:
+    """The ``thread_activity`` registry frame (``owner_id`` is popped by the sender: it
+    chooses the owner's group and is not sent)."""
     return {
         "type": "thread_activity",
         "threadId": str(thread_id),
-        "executing": bool(executing),
-        "last_activity_at": wire.seconds(db_datetime(last_activity_at)),
+        "executing": executing,
+        "last_activity_at": wire.seconds(last_activity_at),
         "owner_id": owner_id,
     }
 

@@ -177,7 +177,9 @@ def _terminate_thread(thread_id: str) -> None:
 # --- messages --------------------------------------------------------------------------
 
 
-def _list_messages(thread_id: str, query: MessageQuery) -> MessagePage:
+def _list_messages(thread_id: str, query: MessageQuery, *, known: bool = False) -> MessagePage:
+    """A page of the thread's messages for the engine; ``known``: the caller knows the
+    thread exists (a claimed session's own), so an empty page is not checked."""
     scope: dict[str, Any] = {
         "include_silent": query.include_silent,
         "max_depth": query.max_depth,
@@ -203,7 +205,7 @@ def _list_messages(thread_id: str, query: MessageQuery) -> MessagePage:
         total = query.offset + len(window)
     else:
         total = page_reads.engine_message_count(thread_id, **scope)
-    if not window:
+    if not window and not known:
         # No rows: a thread without messages (or none past the offset), or no such thread.
         _exists(thread_id)
     has_more = query.offset + len(window) < total

@@ -27,7 +27,7 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -41,7 +41,14 @@ from agents_app.dispatch import session_should_run
 from agents_app.errors import Locked
 from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession, WebSocketTicket
 from agents_app.models.timestamps import now_us
-from agents_app.raw_sql import datetime_param, db_json, db_uuid, row_by_uuid, text_uuid
+from agents_app.raw_sql import (
+    datetime_param,
+    db_datetime,
+    db_json,
+    db_uuid,
+    row_by_uuid,
+    text_uuid,
+)
 from agents_app.selectors import ACTIVE_SESSION
 from agents_app.services import tool_waits
 from agents_app.services.idempotency import idempotency_keys_purge
@@ -282,9 +289,13 @@ class Claim:
     side: str
     root_message_id: str | None
     progress: dict[str, Any]
+    # The thread as the claim read it, for the session's ``thread_activity`` announcement
+    # (``None``: not read, the announcement reads it).
+    thread_owner_id: str | None = None
+    thread_active_at: datetime | None = None
 
 
-def _claim_of(row: ThreadSession) -> Claim:
+def _claim_of(row: ThreadSession, thread: Thread) -> Claim:
     return Claim(
         session_id=str(row.pk),
         thread_id=str(row.thread_id),
@@ -292,15 +303,22 @@ def _claim_of(row: ThreadSession) -> Claim:
         side=row.side,
         root_message_id=str(row.root_message_id) if row.root_message_id else None,
         progress=dict(row.progress or {}),
+        thread_owner_id=str(thread.owner_id) if thread.owner_id else None,
+        thread_active_at=thread.last_activity_at,
     )
 
 
-# A fixed statement: every session start runs it on its worker's one database thread.
+# A fixed statement: every session start runs it on its worker's one database thread. It
+# also reads what the start's ``thread_activity`` announcement says of the thread (its
+# owner, its last activity), which was a statement of its own.
+_SESSIONS, _THREADS = ThreadSession._meta.db_table, Thread._meta.db_table
 _CLAIM_SQL = (
-    f"UPDATE {ThreadSession._meta.db_table} SET status = %s, owner = %s, heartbeat_at = %s, "
+    f"UPDATE {_SESSIONS} SET status = %s, owner = %s, heartbeat_at = %s, "
     "started_at = COALESCE(started_at, %s) "
     "WHERE id = %s AND (status = %s OR (status = %s AND heartbeat_at < %s)) "
-    "RETURNING id, thread_id, side, root_message_id, progress"
+    "RETURNING id, thread_id, side, root_message_id, progress, "
+    f"(SELECT t.owner_id FROM {_THREADS} t WHERE t.id = {_SESSIONS}.thread_id), "
+    f"(SELECT t.last_activity_at FROM {_THREADS} t WHERE t.id = {_SESSIONS}.thread_id)"
 )
 
 
@@ -327,7 +345,7 @@ def session_claim(session_id: str, owner: str) -> Claim | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    session, thread, side, root_message_id, progress = row
+    session, thread, side, root_message_id, progress, thread_owner, active_at = row
     return Claim(
         session_id=text_uuid(session) or "",
         thread_id=text_uuid(thread) or "",
@@ -335,6 +353,8 @@ def session_claim(session_id: str, owner: str) -> Claim | None:
         side=side,
         root_message_id=text_uuid(root_message_id),
         progress=dict(db_json(progress) or {}),
+        thread_owner_id=str(thread_owner) if thread_owner is not None else None,
+        thread_active_at=db_datetime(active_at) if active_at is not None else None,
     )
 
 
@@ -530,7 +550,7 @@ def session_release(claim: Claim, *, status: str, error: str = "") -> Claim | No
         heartbeat_at=now,
         started_at=now,
     )
-    return _claim_of(row)
+    return _claim_of(row, thread)
 
 
 def sessions_sweep() -> list[str]:

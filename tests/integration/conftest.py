@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         yield running
     finally:
         running.stop()
+
+
+@pytest.fixture(autouse=True)
+def _quiet_http_clients(caplog: pytest.LogCaptureFixture) -> None:
+    """No line per HTTP request in a failure's report: a flood's 200 of them pushed the
+    assertion out of the output CI shows."""
+    caplog.set_level(logging.WARNING, logger="httpx")
 
 
 @pytest.fixture
@@ -37,8 +45,9 @@ def worker(stack: Stack) -> Iterator[Any]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
-    if report.failed and "stack" in getattr(item, "fixturenames", ()):
-        stack = item.funcargs.get("stack")  # type: ignore[attr-defined]
-        if stack is not None:
-            report.sections.append(("stack logs", stack.tails()))
+    if report.failed:
+        for name in ("stack", "flood_stack"):
+            stack = getattr(item, "funcargs", {}).get(name)
+            if stack is not None:
+                report.sections.append(("stack logs", stack.tails()))
     return report

@@ -11,6 +11,7 @@ server. ``flood()`` sends the posts at once, each with its own ``Idempotency-Key
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -103,6 +104,8 @@ class Flood:
             "accepted not stored": sum(self.stored[p.content] == 0 for p in accepted),
             "stored more than once": sum(self.stored[p.content] > 1 for p in self.posts),
             "refused but stored": sum(self.stored[p.content] > 0 for p in refused),
+            # What the first few refusals said (a failing test's message shows them).
+            "refusals": [(p.status, p.error, str(p.body)[:120]) for p in refused[:3]],
         }
 
 
@@ -165,18 +168,30 @@ def flood(stack: FloodStack, user: str, thread_ids: list[str], posts: int) -> Fl
     return result
 
 
-def retry_refused(stack: FloodStack, user: str, result: Flood) -> None:
-    """Send every refused post again (same key, same body), a few at a time."""
-    for post in result.posts:
-        if post.status == 202:
-            continue
+def retry_refused(stack: FloodStack, user: str, result: Flood, *, rounds: int = 5) -> None:
+    """Send every refused post again (same key, same body), one at a time, as a client that
+    honours ``Retry-After`` would: a post refused again (the limit still holds, and the
+    stack's sessions hold connections of it too) waits and is sent again, up to ``rounds``
+    times."""
+    for _ in range(rounds):
+        refused = [p for p in result.posts if p.status != 202]
+        if not refused:
+            break
+        wait = 0.0
         with stack.client(user) as client:
-            answer = client.post(
-                f"/api/threads/{post.thread_id}/messages",
-                json={"role": "user", "content": post.content},
-                headers={"Idempotency-Key": post.key},
-            )
-        post.status, post.error = answer.status_code, ""
-        post.content_type = answer.headers.get("content-type", "")
+            for post in refused:
+                answer = client.post(
+                    f"/api/threads/{post.thread_id}/messages",
+                    json={"role": "user", "content": post.content},
+                    headers={"Idempotency-Key": post.key},
+                )
+                post.status, post.error = answer.status_code, ""
+                post.content_type = answer.headers.get("content-type", "")
+                post.retry_after = answer.headers.get("retry-after")
+                post.body = answer.text[:200]
+                if post.retry_after and post.retry_after.isdigit():
+                    wait = max(wait, min(float(post.retry_after), 2.0))
+        if wait:
+            time.sleep(wait)
     marker = result.posts[0].content.rsplit("-", 1)[0] + "-"
     result.stored = stored_counts(stack, marker)
