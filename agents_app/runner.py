@@ -53,7 +53,7 @@ from runtime.engine import Engine, NewMessage, ThreadTerminated
 from runtime.loader import DefinitionNotFound
 from runtime.outcomes import SessionResult
 from runtime.progress import SessionProgress
-from runtime.store import Commit, CommitResult, MessagePage, MessageQuery
+from runtime.store import Commit, CommitResult, MessagePage, MessageQuery, ThreadRecord
 
 logger = logging.getLogger("agents_app.runner")
 OWNER = sessions.owner_id()
@@ -100,6 +100,9 @@ class ClaimedStore(PinnedDefinitions, DjangoStore):
         # (read by the claiming statement, on a row only this process writes) is the row's.
         self.committed = False
         self.finished: SessionProgress | None = None
+        # The claimed thread's record as the session's plan read it: the engine's first
+        # ``get_thread`` takes it instead of a statement of its own.
+        self.read_thread: ThreadRecord | None = None
 
     async def commit(self, thread_id: str, commit: Commit) -> CommitResult:
         self.stamp_versions(thread_id, commit)
@@ -180,6 +183,12 @@ class ClaimedStore(PinnedDefinitions, DjangoStore):
             await _fault_point("load_progress")
             progress = self.claim.progress
         return SessionProgress.model_validate(progress) if progress else None
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord | None:
+        record, self.read_thread = self.read_thread, None
+        if record is not None and thread_id == record.id:
+            return record
+        return await super().get_thread(thread_id)
 
     async def list_messages(self, thread_id: str, query: MessageQuery) -> MessagePage:
         if thread_id != self.claim.thread_id:
@@ -305,6 +314,7 @@ class Plan:
     kind: str  # "resume", "start", "park", "finished"
     message: NewMessage | None = None
     side: str | None = None
+    thread: ThreadRecord | None = None  # the thread's record, when the plan read it
 
 
 def plan_session(claim: Claim) -> Plan:
@@ -313,13 +323,14 @@ def plan_session(claim: Claim) -> Plan:
     progress = claim.progress
     if progress:
         return Plan("finished" if progress.get("finished") else "resume")
-    park, first = sessions.session_queue_head(claim.thread_id)
-    if park:
+    read = sessions.session_start_read(claim.thread_id)
+    first = read.head
+    if read.park:
         return Plan("park")
     if first is None:
         if claim.root_message_id is not None:
             return Plan("finished")  # its message was cancelled before it ran
-        return Plan("start", side=claim.side or "a")
+        return Plan("start", side=claim.side or "a", thread=read.thread)
     metadata = {k: v for k, v in first.metadata.items() if k != RESUME_MARK}
     message = NewMessage(
         content=first.content,
@@ -329,7 +340,7 @@ def plan_session(claim: Claim) -> Plan:
         silent=first.silent,
         metadata=metadata,
     )
-    return Plan("start", message=message)
+    return Plan("start", message=message, thread=read.thread)
 
 
 async def _supervised(entry: Entry, coro: Any) -> SessionResult | None:
@@ -382,6 +393,7 @@ async def run_claim(claim: Claim, slot: StartSlot | None = None) -> str:
         engine = build_engine(sink=sink, store=store, http=http_client())
         await _announce_claim(claim)
         plan = await sync_to_async(plan_session)(claim)
+        store.read_thread = plan.thread
         if plan.kind == "finished":
             reason = str(claim.progress.get("stop_reason") or "")
             # The worker died after the session's last commit: a child's end may be unsettled.
@@ -467,9 +479,8 @@ async def run_session_job(session_id: str, owner: str = OWNER) -> None:
     """
     slot = await start_gate().enter()
     try:
-        await sync_to_async(close_failed_connections)()
         attempts = iter(RETRY_DELAYS)
-        claim = await retrying(attempts, "claim", sessions.session_claim, session_id, owner)
+        claim = await retrying(attempts, "claim", _claim, session_id, owner)
         while claim is not None:
             try:
                 status = await run_claim(claim, slot)
@@ -506,6 +517,12 @@ async def run_session_job(session_id: str, owner: str = OWNER) -> None:
                     await _announce_activity(released.thread_id)
     finally:
         slot.release()
+
+
+def _claim(session_id: str, owner: str) -> Claim | None:
+    # One hop to the database thread: a connection an earlier job broke is closed first.
+    close_failed_connections()
+    return sessions.session_claim(session_id, owner)
 
 
 async def _hand_back(attempts: Iterator[float], claim: Claim) -> Claim | None:

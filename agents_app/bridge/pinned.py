@@ -39,7 +39,9 @@ class PinnedDefinitions:
         if pins is None:
             return None
         if (kind, name) not in self._parsed:
-            data = await sync_to_async(versions.pinned_definition)(pins, kind, name)
+            data: dict[str, Any] | None = pins.loaded.get((kind, name))
+            if data is None:  # not read with the pins: one hop to the database thread
+                data = await sync_to_async(versions.pinned_definition)(pins, kind, name)
             self._parsed[(kind, name)] = (
                 versions.parse_definition(kind, data) if data is not None else None
             )

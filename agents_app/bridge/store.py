@@ -36,14 +36,15 @@ from agents_app.models import (
     ThreadValue,
 )
 from agents_app.models.timestamps import now_us
-from agents_app.raw_sql import db_datetime, db_json, db_uuid, row_by_uuid, text_uuid
+from agents_app.raw_sql import db_uuid, row_by_uuid
 from agents_app.services import definitions as defs
 from agents_app.services import effects as effect_service
 from agents_app.services.redaction import secret_values_for_thread
+from agents_app.thread_records import CHILDREN_SQL, RECORD_SQL, record_of
 from runtime import waits
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
 from runtime.messages import Message as EngineMessage
-from runtime.progress import SessionProgress, ThreadExecutionState
+from runtime.progress import SessionProgress
 from runtime.store import (
     CanceledBy,
     Commit,
@@ -114,50 +115,16 @@ def _create_thread(new: NewThread) -> ThreadRecord:
     return record
 
 
-# Fixed statements: every session start reads its thread, and a parent its children (the
-# agents' JSON configurations are not needed for a record). One column list, one builder.
-_RECORD_FROM = (
-    "SELECT t.id, a.name, o.name, t.owner_id, t.parent_id, t.tags, t.created_at, t.stopped, "
-    "t.terminated_at, t.execution_state, t.display_name, t.relationship, t.child_status, "
-    f"t.subagent_config FROM {Thread._meta.db_table} t "
-    f"JOIN {Agent._meta.db_table} a ON a.id = t.agent_id "
-    f"JOIN {Agent._meta.db_table} o ON o.id = t.origin_agent_id"
-)
-_RECORD_SQL = f"{_RECORD_FROM} WHERE t.id = %s"
-_CHILDREN_SQL = f"{_RECORD_FROM} WHERE t.parent_id = %s ORDER BY t.created_at, t.id"
-
-
-def _record_of(row: tuple[Any, ...]) -> ThreadRecord:
-    (id_, agent, origin, owner, parent, tags, created, stopped, terminated, state) = row[:10]
-    created_at = db_datetime(created)
-    return ThreadRecord(
-        id=text_uuid(id_) or "",
-        agent_name=agent,
-        origin_agent_name=origin,
-        user_id=str(owner) if owner else None,
-        parent_id=text_uuid(parent),
-        tags=list(db_json(tags) or []),
-        created_at=int(created_at.timestamp() * 1_000_000) if created_at else 0,
-        stopped=bool(stopped),
-        terminated=terminated is not None,
-        execution_state=ThreadExecutionState.model_validate(db_json(state) or {}),
-        display_name=row[10],
-        relationship=row[11],
-        child_status=row[12],
-        subagent=db_json(row[13]),
-    )
-
-
 def _get_thread(thread_id: str) -> ThreadRecord | None:
-    row = row_by_uuid(_RECORD_SQL, thread_id)
-    return _record_of(row) if row is not None else None
+    row = row_by_uuid(RECORD_SQL, thread_id)
+    return record_of(row) if row is not None else None
 
 
 def _list_children(thread_id: str) -> list[ThreadRecord]:
     _exists(thread_id)
     with connection.cursor() as cursor:
-        cursor.execute(_CHILDREN_SQL, [db_uuid(thread_id)])
-        return [_record_of(row) for row in cursor.fetchall()]
+        cursor.execute(CHILDREN_SQL, [db_uuid(thread_id)])
+        return [record_of(row) for row in cursor.fetchall()]
 
 
 def _set_child_status(thread_id: str, status: str) -> None:

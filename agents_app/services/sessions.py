@@ -53,7 +53,9 @@ from agents_app.selectors import ACTIVE_SESSION
 from agents_app.services import tool_waits
 from agents_app.services.idempotency import idempotency_keys_purge
 from agents_app.services.limits import budget_check
+from agents_app.thread_records import RECORD_FROM, RECORD_WIDTH, record_of
 from runtime.events import telemetry
+from runtime.store import ThreadRecord
 
 STOP_TEXT = "Execution stopped by user"
 FAILED_TEXT = "The agent run failed unexpectedly: {detail}"
@@ -448,22 +450,25 @@ class QueueHead:
     metadata: dict[str, Any]
 
 
-# A fixed statement: every session start runs it on its worker's one database thread.
-_HEAD_SQL = (
-    f"SELECT t.stopped, q.id, q.role, q.content, q.attachments, q.silent, q.metadata "
-    f"FROM {Thread._meta.db_table} t LEFT JOIN {QueuedMessage._meta.db_table} q ON q.id = "
+# A fixed statement: every session start runs it on its worker's one database thread. It
+# reads the thread's engine record too, which the engine then does not read again.
+_HEAD_SQL = RECORD_FROM.format(
+    more=", q.id, q.role, q.content, q.attachments, q.silent, q.metadata"
+) + (
+    f" LEFT JOIN {QueuedMessage._meta.db_table} q ON q.id = "
     f"(SELECT id FROM {QueuedMessage._meta.db_table} WHERE thread_id = t.id "
     "ORDER BY created_at LIMIT 1) WHERE t.id = %s"
 )
 
 
-def _queue_head(thread_id: str) -> tuple[bool, QueueHead | None]:
+def _queue_head(thread_id: str) -> tuple[ThreadRecord, QueueHead | None]:
     row = row_by_uuid(_HEAD_SQL, thread_id)
     if row is None:
         raise LookupError(f"Thread not found: {thread_id}")
-    stopped, pk, role, content, attachments, silent, metadata = row
+    record = record_of(row)
+    pk, role, content, attachments, silent, metadata = row[RECORD_WIDTH:]
     if pk is None:
-        return bool(stopped), None
+        return record, None
     head = QueueHead(
         id=text_uuid(pk) or "",
         role=role,
@@ -472,29 +477,46 @@ def _queue_head(thread_id: str) -> tuple[bool, QueueHead | None]:
         silent=bool(silent),
         metadata=dict(db_json(metadata) or {}),
     )
-    return bool(stopped), head
+    return record, head
 
 
-def session_queue_head(thread_id: str) -> tuple[bool, QueueHead | None]:
-    """(park, head): whether a claimed session must park instead of running, and the oldest
-    queued message it starts with.
+@dataclass(frozen=True)
+class StartRead:
+    """What a claimed session starts from: whether it must park instead of running, the
+    oldest queued message, and the thread's engine record as read with them (``None`` when
+    it parks)."""
+
+    park: bool
+    head: QueueHead | None
+    thread: ThreadRecord | None
+
+
+def session_start_read(thread_id: str) -> StartRead:
+    """What a claimed session starts from (``StartRead``).
 
     A thread that is not stopped costs one statement and no lock: a stop that lands after
     it is seen by the running session at its next safe point, as it would be after the
     lock. A stopped thread is decided under its lock: it parks unless a user message
     posted after the stop resumes it, which clears the stop.
     """
-    stopped, head = _queue_head(thread_id)
-    if not stopped:
-        return False, head
+    record, head = _queue_head(thread_id)
+    if not record.stopped:
+        return StartRead(False, head, record)
     with transaction.atomic():
         thread = lock_thread(thread_id)
         if thread.stopped:
             if not runnable_queue(thread):
-                return True, None
+                return StartRead(True, None, None)
             thread.stopped = False
             thread.save(update_fields=["stopped"])
-        return False, _queue_head(thread_id)[1]
+        record, head = _queue_head(thread_id)
+        return StartRead(False, head, record)
+
+
+def session_queue_head(thread_id: str) -> tuple[bool, QueueHead | None]:
+    """(park, head) of ``session_start_read``."""
+    read = session_start_read(thread_id)
+    return read.park, read.head
 
 
 # Fixed statements: every session ends through them on its worker's one database thread.

@@ -1,8 +1,9 @@
 """What a session start reads on its worker's one database thread (issue #21).
 
 The claiming statement also reads what the start's ``thread_activity`` announcement says of
-the thread, the engine's first ``load_progress`` takes the progress the claim read, and an
-empty history of the claimed thread is not checked for existence. Each of these was a
+the thread, the engine's first ``load_progress`` takes the progress the claim read, the
+plan's queue read brings the thread's engine record (the engine's first ``get_thread``), and
+an empty history of the claimed thread is not checked for existence. Each of these was a
 statement of its own on the one thread every start of a worker goes through.
 """
 
@@ -19,7 +20,7 @@ from channels.layers import get_channel_layer
 from django.db import connection
 from django.utils import timezone
 
-from agents_app import runner, selectors, wire
+from agents_app import runner, selectors, thread_records, wire
 from agents_app.bridge import store as bridge_store
 from agents_app.bridge.events import REGISTRY_ALL
 from agents_app.models import Thread, ThreadSession
@@ -93,6 +94,7 @@ async def test_a_session_start_reads_no_progress_activity_or_thread_check_of_its
     assert statements.count(selectors._ACTIVITY_SQL) == 1, statements.sql
     assert statements.count(runner._PROGRESS_SQL) == 0, statements.sql
     assert statements.count(bridge_store._EXISTS_SQL) == 0, statements.sql
+    assert statements.count(thread_records.RECORD_SQL) == 0, statements.sql  # the plan read it
     frames = await _activity_frames(channel)
     assert [f["executing"] for f in frames] == [True, False], frames
     assert frames[0] == {
@@ -129,3 +131,18 @@ async def test_a_claimed_session_reads_its_progress_from_the_claim_until_it_comm
     async with Statements() as statements:
         assert await store.load_progress(claim.thread_id) == newer
     assert statements.count(runner._PROGRESS_SQL) == 1, statements.sql
+
+
+async def test_the_start_read_brings_the_threads_record_as_the_store_reads_it(
+    alice: Any,
+) -> None:
+    thread = await _setup(alice, [{"content": "first"}])
+    await _post(thread, "hello")
+    read = await sync_to_async(sessions.session_start_read)(str(thread.pk))
+    assert read.park is False and read.head is not None and read.head.content == "hello"
+    assert read.thread == await sync_to_async(bridge_store._get_thread)(str(thread.pk))
+
+    # A stopped thread whose queue does not resume it parks: no record for the engine.
+    await sync_to_async(sessions.thread_stop)(thread=thread)
+    read = await sync_to_async(sessions.session_start_read)(str(thread.pk))
+    assert (read.park, read.head, read.thread) == (True, None, None)
