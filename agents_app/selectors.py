@@ -261,7 +261,7 @@ def thread_activity(thread_id: Any) -> dict[str, Any] | None:
 
 
 def activity_frame(
-    thread_id: Any, owner_id: Any, last_activity_at: Any, executing: bool
+    thread_id: Any, owner_id: Any, last_activity_at: datetime | None, executing: bool
 ) -> dict[str, Any]:
     """The ``thread_activity`` registry frame (``owner_id`` is popped by the sender: it
     chooses the owner's group and is not sent)."""

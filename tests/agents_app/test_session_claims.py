@@ -33,6 +33,11 @@ def test_a_queued_session_is_claimed_once(alice: Any, thread_of: Any) -> None:
         None,
         {},
     )
+    # What the start's ``thread_activity`` announcement says of the thread, read with it.
+    assert (claim.thread_owner_id, claim.thread_active_at) == (
+        str(alice.pk),
+        thread.last_activity_at,
+    )
     row.refresh_from_db()
     assert (row.status, row.owner) == ("running", "worker-1")
     assert row.started_at is not None and row.heartbeat_at == row.started_at
@@ -154,6 +159,8 @@ def test_a_release_with_queued_work_opens_the_next_session_for_the_same_owner(
     assert following is not None and following.session_id != claim.session_id
     assert (following.thread_id, following.owner) == (str(thread.pk), "worker-1")
     assert ThreadSession.objects.get(pk=following.session_id).status == "running"
+    touched = Thread.objects.get(pk=thread.pk).last_activity_at
+    assert (following.thread_owner_id, following.thread_active_at) == (str(alice.pk), touched)
 
 
 def test_a_failed_release_opens_nothing_and_keeps_its_error(alice: Any, thread_of: Any) -> None:
