@@ -7,10 +7,12 @@ fails with the driver's own error ("terminating connection due to administrator
 command"), exactly as after a database restart or an administrator's kill. Each point
 fires ``count`` times (once by default) per process.
 
-Points: ``claim`` (before the claiming UPDATE), ``announce``, ``plan``,
-``load_progress``, ``engine_commit`` (the event loop's own commit connection), ``stop_cleanup``,
-``release`` (in its transaction), ``heartbeat``, and ``effects_sweep`` (the effect sweep's
-claim, agents_app/effect_runner.py).
+Points: ``claim`` (before the claiming UPDATE), ``announce`` (the registry announcement
+that reads the thread: a session's end; its start announces from what the claim read),
+``plan``, ``load_progress`` (a claimed session's progress read after its own commit; its start
+takes the progress the claim read), ``engine_commit`` (the event loop's own commit
+connection), ``stop_cleanup``, ``release`` (in its transaction), ``heartbeat``, and
+``effects_sweep`` (the effect sweep's claim, agents_app/effect_runner.py).
 """
 
 from __future__ import annotations

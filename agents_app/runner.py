@@ -16,7 +16,6 @@ calls and stores "Execution stopped by user".
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Iterator
@@ -180,7 +179,6 @@ class ClaimedStore(PinnedDefinitions, DjangoStore):
         if self.committed:
             progress = await sync_to_async(_claimed_progress)(self.claim.session_id, fault=True)
         else:  # a session start: no statement (it was one on the worker's database thread)
-            await _fault_point("load_progress")
             progress = self.claim.progress
         return SessionProgress.model_validate(progress) if progress else None
 
@@ -456,17 +454,9 @@ async def _announce_claim(claim: Claim) -> None:
     if claim.thread_active_at is None:  # a claim that did not read the thread
         await _announce_activity(claim.thread_id)
         return
-    await _fault_point("announce")
     frame = activity_frame(claim.thread_id, None, claim.thread_active_at, executing=True)
     frame.pop("owner_id")
     await asend_registry(frame, claim.thread_owner_id)
-
-
-async def _fault_point(name: str) -> None:
-    """A fault point of the session path that runs no statement of its own: tests still break
-    the connection there (``agents_app/faults.py``), so the next statement fails."""
-    if settings.STUDIO_FAULT_POINTS:
-        await sync_to_async(faults.hit)(name)
 
 
 async def run_session_job(session_id: str, owner: str = OWNER) -> None:
@@ -513,8 +503,11 @@ async def run_session_job(session_id: str, owner: str = OWNER) -> None:
                 attempts, "release", sessions.session_release, claim, status=status, error=error
             )
             if claim is None:
-                with contextlib.suppress(*CONNECTION_ERRORS):  # only a live notification
+                try:
                     await _announce_activity(released.thread_id)
+                except CONNECTION_ERRORS:  # only a live notification: nothing to retry
+                    # Whatever runs next on the database thread reconnects.
+                    await sync_to_async(drop_broken_connections)()
     finally:
         slot.release()
 

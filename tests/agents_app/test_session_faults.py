@@ -35,7 +35,9 @@ pytestmark = [
     pytest.mark.usefixtures("close_thread_connections"),
 ]
 
-CLAIM_PATH = ["claim", "announce", "plan", "load_progress", "engine_commit", "release", "heartbeat"]
+# The database work of a claimed session, in order. A start reads its progress with its claim
+# (no ``load_progress`` statement); ``announce`` is the end's announcement.
+CLAIM_PATH = ["claim", "plan", "engine_commit", "release", "announce", "heartbeat"]
 
 
 @pytest.fixture

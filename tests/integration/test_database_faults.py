@@ -98,7 +98,10 @@ def test_a_real_worker_answers_through_a_database_error_at_every_claim_point(
     log = process.log.read_text(errors="replace")
     for point in EVERY_POINT.split(","):
         assert f"fault point {point}: terminating database backend" in log, stack.tails()
-    assert log.count("handing the claim back") >= 4, stack.tails()
+    # Handed back after the faults inside a claimed session: plan, engine_commit and
+    # stop_cleanup (a claim's fault is retried before there is a claim; release and the end's
+    # announcement come after the session ended; the heartbeat's is the supervisor's).
+    assert log.count("handing the claim back") >= 3, stack.tails()
     assert "crashed" not in log, stack.tails()
 
 
