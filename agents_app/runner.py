@@ -94,7 +94,6 @@ class ClaimedStore(PinnedDefinitions, DjangoStore):
         super().__init__(async_commits=True)
         self.claim = claim
         self.pinned_session_id, self.pinned_thread_id = claim.session_id, claim.thread_id
-        self.started = bool(claim.progress)
         # Whether this store committed progress: until it does, the claim's ``progress``
         # (read by the claiming statement, on a row only this process writes) is the row's.
         self.committed = False
@@ -102,6 +101,11 @@ class ClaimedStore(PinnedDefinitions, DjangoStore):
         # The claimed thread's record as the session's plan read it: the engine's first
         # ``get_thread`` takes it instead of a statement of its own.
         self.read_thread: ThreadRecord | None = None
+
+    @property
+    def started(self) -> bool:
+        """Whether the session has progress stored: taken over with it, or committed since."""
+        return bool(self.claim.progress) or self.committed
 
     async def commit(self, thread_id: str, commit: Commit) -> CommitResult:
         self.stamp_versions(thread_id, commit)
@@ -113,7 +117,7 @@ class ClaimedStore(PinnedDefinitions, DjangoStore):
         else:
             result = await sync_to_async(self._commit_claimed)(thread_id, commit)
         if commit.progress is not None:
-            self.started = self.committed = True
+            self.committed = True
             if commit.progress.finished:
                 self.finished = commit.progress
         return result
@@ -444,8 +448,12 @@ def _thread_activity(thread_id: str) -> dict[str, Any] | None:
 async def _announce_activity(thread_id: str) -> None:
     frame = await sync_to_async(_thread_activity)(thread_id)
     if frame is not None:
-        owner = frame.pop("owner_id")
-        await asend_registry(frame, owner)
+        await _send_activity(frame)
+
+
+async def _send_activity(frame: dict[str, Any]) -> None:
+    owner = frame.pop("owner_id")  # chooses the owner's group; not sent
+    await asend_registry(frame, owner)
 
 
 async def _announce_claim(claim: Claim) -> None:
@@ -454,9 +462,11 @@ async def _announce_claim(claim: Claim) -> None:
     if claim.thread_active_at is None:  # a claim that did not read the thread
         await _announce_activity(claim.thread_id)
         return
-    frame = activity_frame(claim.thread_id, None, claim.thread_active_at, executing=True)
-    frame.pop("owner_id")
-    await asend_registry(frame, claim.thread_owner_id)
+    await _send_activity(
+        activity_frame(
+            claim.thread_id, claim.thread_owner_id, claim.thread_active_at, executing=True
+        )
+    )
 
 
 async def run_session_job(session_id: str, owner: str = OWNER) -> None:

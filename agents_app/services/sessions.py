@@ -513,12 +513,6 @@ def session_start_read(thread_id: str) -> StartRead:
         return StartRead(False, head, record)
 
 
-def session_queue_head(thread_id: str) -> tuple[bool, QueueHead | None]:
-    """(park, head) of ``session_start_read``."""
-    read = session_start_read(thread_id)
-    return read.park, read.head
-
-
 # Fixed statements: every session ends through them on its worker's one database thread.
 # Touching the thread first locks its row until the commit, as ``lock_thread`` would.
 _RELEASE_TOUCH_SQL = (

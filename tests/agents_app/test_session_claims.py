@@ -89,9 +89,14 @@ def _queue(thread: Thread, content: str, created_at: int, **fields: Any) -> Queu
     )
 
 
+def _queue_head(thread_id: str) -> tuple[bool, Any]:
+    read = sessions.session_start_read(thread_id)
+    return read.park, read.head
+
+
 def test_a_session_starts_with_the_oldest_queued_message(alice: Any, thread_of: Any) -> None:
     thread = thread_of(alice)
-    assert sessions.session_queue_head(str(thread.pk)) == (False, None)
+    assert _queue_head(str(thread.pk)) == (False, None)
     _queue(thread, "second", 2_000)
     first = _queue(
         thread,
@@ -101,7 +106,7 @@ def test_a_session_starts_with_the_oldest_queued_message(alice: Any, thread_of: 
         attachments=[{"id": "f1"}],
         metadata={"origin": "test"},
     )
-    park, head = sessions.session_queue_head(str(thread.pk))
+    park, head = _queue_head(str(thread.pk))
     assert park is False and head is not None
     assert (head.id, head.role, head.content, head.silent) == (str(first.pk), "user", "first", True)
     assert (head.attachments, head.metadata) == ([{"id": "f1"}], {"origin": "test"})
@@ -113,12 +118,12 @@ def test_a_stopped_thread_parks_its_session_until_a_message_resumes_it(
     thread = thread_of(alice)
     Thread.objects.filter(pk=thread.pk).update(stopped=True)
     _queue(thread, "queued before the stop", 1_000)
-    assert sessions.session_queue_head(str(thread.pk)) == (True, None)
+    assert _queue_head(str(thread.pk)) == (True, None)
     assert Thread.objects.get(pk=thread.pk).stopped
     resumes = _queue(
         thread, "posted after the stop", 2_000, metadata={wire.RESUME_MARK: wire.RESUME_VALUE}
     )
-    park, head = sessions.session_queue_head(str(thread.pk))
+    park, head = _queue_head(str(thread.pk))
     assert park is False and head is not None
     assert head.content == "queued before the stop"  # the queue runs in order once resumed
     assert not Thread.objects.get(pk=thread.pk).stopped
@@ -127,7 +132,7 @@ def test_a_stopped_thread_parks_its_session_until_a_message_resumes_it(
 
 def test_the_queue_head_of_a_missing_thread_is_a_lookup_error() -> None:
     with pytest.raises(LookupError, match="Thread not found"):
-        sessions.session_queue_head("6f1c1a52-8a3e-4d0e-9a55-6f0b3f3c9d21")
+        _queue_head("6f1c1a52-8a3e-4d0e-9a55-6f0b3f3c9d21")
 
 
 def _claimed(thread: Thread, owner: str = "worker-1") -> sessions.Claim:
