@@ -8,12 +8,14 @@ session executor (embedded mode) which event loop serves the app.
 
 import os
 
-from django.core.asgi import get_asgi_application
-
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
-# Each request runs on a thread of its own, so only a pool reuses connections here.
+# Requests share a few threads (agents_app/web/request_threads.py), more than the view gate
+# lets run at once; a pool shares the connections between them.
 os.environ.setdefault("DB_POOL", "true")
-django_asgi_app = get_asgi_application()
+
+from agents_app.web.request_threads import asgi_application  # noqa: E402
+
+django_asgi_app = asgi_application()
 
 from studio import daphne_limits  # noqa: E402
 from studio.event_loop import check_server_loop  # noqa: E402

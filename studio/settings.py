@@ -15,6 +15,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from studio import event_loop as _event_loop
+from studio import process_tuning as _process_tuning
 from studio.devsecrets import load_or_create
 from studio.envparse import envbool, envdecimal, envheader, envint, envlist, envrate, envstr
 
@@ -338,6 +339,20 @@ try:
     _event_loop.loop_factory()  # uvloop importable when it is the one asked for
 except (ValueError, RuntimeError) as _exc:
     raise ImproperlyConfigured(str(_exc)) from None
+# The interpreter settings Daphne and the workers apply after start-up
+# (studio/process_tuning.py), checked the same way.
+try:
+    _process_tuning.gc_thresholds()
+    _process_tuning.switch_interval_ms()
+except ValueError as _exc:
+    raise ImproperlyConfigured(str(_exc)) from None
+# Long-lived threads per ASGI process that HTTP requests take turns on (0: a thread per
+# request, Django's default; agents_app/web/request_threads.py).
+STUDIO_WEB_REQUEST_THREADS = envint("STUDIO_WEB_REQUEST_THREADS", 4)
+if STUDIO_WEB_REQUEST_THREADS < 0:
+    raise ImproperlyConfigured(
+        "STUDIO_WEB_REQUEST_THREADS must be 0 (a thread per request) or more"
+    )
 # Threads (hence at most database connections) per process for WebSocket consumers'
 # database work: authentication, the thread check, redactor loads (agents_app/socket_db.py).
 STUDIO_SOCKET_DB_THREADS = envint("STUDIO_SOCKET_DB_THREADS", 4)

@@ -21,3 +21,17 @@ def manage(*args: str, database_url: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=300,
     )
+
+
+def check_at_start(**settings: str) -> subprocess.CompletedProcess[str]:
+    """``manage.py check`` on embedded defaults plus ``settings``: what every process runs
+    through at start (a bad setting must stop it there)."""
+    env = {"PATH": "/usr/bin:/bin", "STUDIO_VAR_DIR": "/tmp", **settings}
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )

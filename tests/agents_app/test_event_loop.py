@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import uvloop
 
 from studio import event_loop
+from tests.agents_app.manage_support import check_at_start
 
 
 def test_the_default_loop_is_uvloop(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -96,13 +96,6 @@ def test_plain_daphne_with_the_default_runs_asyncio_and_says_so() -> None:
 
 def test_every_process_refuses_an_unknown_loop_at_start() -> None:
     """The settings check it, so a worker fails at start, not at its first session."""
-    env = {"PATH": "/usr/bin:/bin", "STUDIO_EVENT_LOOP": "tokio", "STUDIO_VAR_DIR": "/tmp"}
-    done = subprocess.run(
-        [sys.executable, "manage.py", "check"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=Path(__file__).resolve().parents[2],
-    )
+    done = check_at_start(STUDIO_EVENT_LOOP="tokio")
     assert done.returncode != 0
     assert "ImproperlyConfigured: STUDIO_EVENT_LOOP must be one of uvloop, asyncio" in done.stderr

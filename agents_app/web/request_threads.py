@@ -1,0 +1,154 @@
+"""HTTP requests run their synchronous part on a few long-lived threads.
+
+Django's ASGI handler gives every request a thread of its own: asgiref's
+``ThreadSensitiveContext`` makes a one-thread executor per request and shuts it down after.
+Each new thread also builds a new ``DatabaseWrapper`` (Django's connections are per thread)
+with its operations, features and introspection objects, all of which point at each other,
+so when the thread ends they are garbage the reference counts cannot free. A burst of posts
+left ~180 such objects per request for the garbage collector, and its full collections
+stop the whole process (every socket it relays) for tens of milliseconds at a few hundred
+sockets (issue #21, "Tenth round" in docs/operating.md).
+
+``PooledRequestsHandler`` keeps ``STUDIO_WEB_REQUEST_THREADS`` one-thread executors. A request
+takes one for its whole life, so its synchronous parts still run one at a time on one
+thread as Django expects, and gives it back after; when every kept thread is taken, the
+request gets a thread of its own as before (it never waits for one). A thread with work
+still pending after its request (a task the request started and did not wait for; a view
+whose client went away still runs to its end before the request is over) is let go, not
+reused. This is how WSGI servers run Django: a few threads, each serving one request after
+another.
+
+Two more cycles per request are Django's, and everything a request holds (its headers, body,
+URL match) waited in them for the collector: ``listen_for_disconnect`` raises
+``RequestAborted`` when the client's disconnect arrives, only for ``handle`` to ignore it (an
+exception with its traceback), so here the task just ends; and the authentication
+middleware's ``request.user`` (a lazy object whose function closes over the request) and
+``request.auser`` (a partial of it), and the messages middleware's storage (which holds the
+request), all dropped once the request is over.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextvars import ContextVar
+from typing import IO, Any
+
+import django
+from asgiref.sync import ThreadSensitiveContext
+from django.conf import settings
+from django.core.handlers.asgi import ASGIHandler, ASGIRequest
+from django.http import HttpRequest, HttpResponseBase
+
+# The requests a handler call made (one, or none for a request it refused early).
+_made: ContextVar[list[HttpRequest]] = ContextVar("requests_made")
+# What the authentication and messages middleware leave on a request that points back at it.
+_CYCLIC = ("user", "auser", "_cached_user", "_acached_user", "_messages")
+
+
+class RequestThread(ThreadPoolExecutor):
+    """One thread; knows whether work submitted to it is still pending or running."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1, thread_name_prefix="request")
+        self._pending = 0
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        with self._lock:
+            self._pending += 1
+        future = super().submit(fn, *args, **kwargs)
+        future.add_done_callback(self._done)
+        return future
+
+    def _done(self, _: Future[Any]) -> None:
+        with self._lock:
+            self._pending -= 1
+
+    @property
+    def idle(self) -> bool:
+        return self._pending == 0
+
+
+class RequestThreads:
+    """The kept threads of one process (checked out and in on its event loop)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._idle: deque[RequestThread] = deque()
+        self.kept = 0  # threads this pool owns, idle or taken
+
+    def take(self) -> tuple[RequestThread, bool]:
+        """A thread for one request, and whether the pool keeps it afterwards."""
+        if self._idle:
+            return self._idle.pop(), True
+        if self.kept < self.size:
+            self.kept += 1
+            return RequestThread(), True
+        return RequestThread(), False
+
+    def give_back(self, thread: RequestThread, kept: bool) -> None:
+        if kept and thread.idle:
+            self._idle.append(thread)
+            return
+        if kept:
+            self.kept -= 1  # still busy after its request: let it finish and go
+        thread.shutdown(wait=False)
+
+
+_threads: RequestThreads | None = None
+
+
+def request_threads() -> RequestThreads:
+    global _threads
+    if _threads is None:
+        _threads = RequestThreads(int(getattr(settings, "STUDIO_WEB_REQUEST_THREADS", 4)))
+    return _threads
+
+
+class PooledRequestsHandler(ASGIHandler):
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        made: list[HttpRequest] = []
+        token = _made.set(made)
+        try:
+            await self._serve(scope, receive, send)
+        finally:
+            _made.reset(token)
+            for request in made:
+                for name in _CYCLIC:
+                    request.__dict__.pop(name, None)
+
+    async def _serve(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        threads = request_threads()
+        if scope["type"] != "http" or threads.size <= 0:
+            await super().__call__(scope, receive, send)
+            return
+        thread, kept = threads.take()
+        try:
+            async with ThreadSensitiveContext(executor=thread):
+                await self.handle(scope, receive, send)
+        finally:
+            threads.give_back(thread, kept)
+
+    def create_request(
+        self, scope: Mapping[str, Any], body_file: IO[bytes]
+    ) -> tuple[ASGIRequest, None] | tuple[None, HttpResponseBase]:
+        made = super().create_request(scope, body_file)
+        requests = _made.get(None)
+        if requests is not None and made[0] is not None:
+            requests.append(made[0])
+        return made
+
+    async def listen_for_disconnect(self, receive: Any) -> None:
+        message = await receive()
+        if message["type"] != "http.disconnect":
+            # Django's own answer to this (``handle`` closes the body and re-raises it).
+            raise AssertionError(f"Invalid ASGI message after request body: {message['type']}")
+
+
+def asgi_application() -> PooledRequestsHandler:
+    """``django.core.asgi.get_asgi_application`` with the kept request threads."""
+    django.setup(set_prefix=False)
+    return PooledRequestsHandler()
