@@ -115,8 +115,9 @@ async def run(query: str, params: list[Any]) -> tuple[Any, ...] | None:
     async with holder.lock:
         connection = await holder.open()
         try:
-            async with connection.cursor() as cursor:
-                await cursor.execute(query, params, prepare=fast_commit.server_prepare())
+            async with psycopg.AsyncRawCursor(connection) as cursor:
+                sql = fast_commit.raw_sql(query)
+                await cursor.execute(sql, params, prepare=fast_commit.server_prepare())
                 return await cursor.fetchone()
         except psycopg.OperationalError:
             # The connection may be unusable (server restart, network): the next call

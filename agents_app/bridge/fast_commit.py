@@ -314,6 +314,25 @@ def statement(
     return query, [*params, *tail]
 
 
+@functools.lru_cache(maxsize=128)
+def raw_sql(query: str) -> bytes:
+    """``query`` with PostgreSQL's own ``$1 … $n`` placeholders for psycopg's ``%s``, for a
+    raw cursor, which sends it as it is.
+
+    psycopg converts ``%s`` queries on every call, and caches the conversion only for
+    statements under 4 KB; a commit with logs and messages is longer, so every commit
+    re-scanned it (about 5% of a worker's samples while hundreds of sessions start). The
+    few shapes the statement takes are converted once here, and the same bytes object
+    goes to psycopg every time (its hash, the prepared statement's key, is kept too)."""
+    parts = query.split("%s")
+    if any("%" in part for part in parts):
+        raise ValueError("only %s placeholders are converted; the statement has another %")
+    numbered = [parts[0]]
+    for n, part in enumerate(parts[1:], start=1):
+        numbered += [f"${n}", part]
+    return "".join(numbered).encode()
+
+
 def server_prepare() -> bool:
     """Whether the commit statement is prepared on the server: off behind a pooler that
     cannot carry protocol-level prepared statements (``DB_SERVER_PREPARE``)."""
@@ -335,8 +354,8 @@ def _run(query: str, params: list[Any]) -> tuple[Any, ...] | None:
     prepare = server_prepare()
 
     def execute(sql: str, values: Any, many: bool, context: dict[str, Any]) -> None:
-        with psycopg.Cursor(raw) as cursor:
-            cursor.execute(sql, values, prepare=prepare)
+        with psycopg.RawCursor(raw) as cursor:
+            cursor.execute(raw_sql(sql), values, prepare=prepare)
             found.append(cursor.fetchone())
 
     executor: Callable[..., Any] = execute

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from django.db import connection
 from django.forms.models import model_to_dict
+from psycopg import _queries as psycopg_queries
 
 from agents_app.bridge import fast_commit, store
 from agents_app.models import Log, Message, Thread, ThreadSession
@@ -197,6 +198,26 @@ def test_the_commit_statement_is_prepared_once_and_reused() -> None:
         )
         row = cursor.fetchone()
     assert row is not None and row[0] == 1
+
+
+def test_the_commit_statement_goes_to_psycopg_converted_once() -> None:
+    """psycopg re-scans ``%s`` statements over 4 KB on every call; the commit is longer, so
+    it goes with PostgreSQL's own placeholders, converted once per shape."""
+    thread_id = _thread()
+    query, params = fast_commit.statement(thread_id, _commit(thread_id, 0))
+    assert len(query.encode()) > psycopg_queries.MAX_CACHED_STATEMENT_LENGTH
+    sql = fast_commit.raw_sql(query)
+    assert b"%s" not in sql and sql.count(b"$") == len(params)
+    assert f"${len(params)}".encode() in sql and f"${len(params) + 1}".encode() not in sql
+    again, _ = fast_commit.statement(thread_id, _commit(thread_id, 1))
+    assert again == query and again is not query
+    assert fast_commit.raw_sql(again) is sql
+    assert fast_commit.raw_sql("SELECT 1") == b"SELECT 1"
+
+
+def test_a_statement_with_any_other_percent_sign_is_not_converted() -> None:
+    with pytest.raises(ValueError, match="only %s placeholders"):
+        fast_commit.raw_sql("SELECT %s WHERE name LIKE 'a%'")
 
 
 def _stored_without_ids(commit: Commit) -> list[list[tuple[str, Any]]]:
