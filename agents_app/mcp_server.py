@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from django.conf import settings
 from mcp import types
 from mcp.server.lowlevel import Server
@@ -55,7 +55,7 @@ def _user() -> Any:
 
 @server.list_tools()
 async def list_tools() -> list[types.Tool]:
-    agents = await sync_to_async(exposed_agents)()
+    agents = await database_sync_to_async(exposed_agents)()
     return [
         types.Tool(
             name=a.name,
@@ -70,22 +70,26 @@ async def list_tools() -> list[types.Tool]:
 @server.call_tool()
 async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
     user = _user()
+    report = _progress_sender()
     try:
-        ask = await sync_to_async(agent_ask)(
-            user=user,
-            agent_name=name,
-            message=str(arguments.get("message") or ""),
-            thread_id=arguments.get("thread_id") or None,
-        )
+        # Shielded: the session can start, and its client give up, before the post returns;
+        # a cancellation waits for the post so that the session it made is stopped below.
+        with anyio.CancelScope(shield=True):
+            ask = await database_sync_to_async(agent_ask)(
+                user=user,
+                agent_name=name,
+                message=str(arguments.get("message") or ""),
+                thread_id=arguments.get("thread_id") or None,
+            )
     except DomainError as exc:
         return _error(str(exc))
     try:
-        progress = await _wait(ask, _progress_sender())
+        progress = await _wait(ask, report)
     except anyio.get_cancelled_exc_class():
         # The call was cancelled (the SDK cancels a request's handler when its transport
         # ends): stop the session it started. Shielded: the scope stays cancelled.
         with anyio.CancelScope(shield=True):
-            await sync_to_async(_stop)(ask, user)
+            await database_sync_to_async(_stop_or_log)(ask, user)
         raise
     if progress is None:
         return _error(f"No answer within {settings.MCP_SERVER_CALL_TIMEOUT} s.", ask)
@@ -111,6 +115,16 @@ def _error(text: str, ask: Ask | None = None) -> types.CallToolResult:
 
 def _stop(ask: Ask, user: Any) -> None:
     thread_stop(thread=access_thread(ask.thread_id, user))
+
+
+def _stop_or_log(ask: Ask, user: Any) -> None:
+    # Nobody waits for this answer any more: a failure would otherwise vanish with the call.
+    try:
+        _stop(ask, user)
+    except Exception:
+        logger.exception(
+            "A client went away; could not stop the session of thread %s", ask.thread_id
+        )
 
 
 Report = Callable[[int, str], Awaitable[None]]
@@ -142,7 +156,7 @@ async def _wait(ask: Ask, report: Report) -> Any:
     last: tuple[int, str] | None = None
     sent, sent_at = 0, 0.0
     while loop.time() < deadline:
-        progress = await sync_to_async(ask_progress)(ask)
+        progress = await database_sync_to_async(ask_progress)(ask)
         now = loop.time()
         if (progress.steps, progress.latest) != last or now - sent_at >= HEARTBEAT_SECONDS:
             last, sent, sent_at = (progress.steps, progress.latest), sent + 1, now
@@ -180,7 +194,7 @@ class McpApp:
             await asyncio.Event().wait()  # for the life of the process
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        user = await sync_to_async(_authenticate)(scope)
+        user = await database_sync_to_async(_authenticate)(scope)
         if user is None:
             await _json(send, 401, {"detail": "Unauthorized: send Authorization: Bearer <API key>"})
             return
