@@ -131,6 +131,10 @@ def _engine_where(
     return " AND ".join(where), params
 
 
+# The newest ``created_at`` of all a thread's messages (``MessageQuery.with_newest``).
+NEWEST_SQL = f"SELECT MAX(created_at) FROM {_MESSAGES} WHERE thread_id = %s"
+
+
 def engine_messages(
     thread_id: Any,
     *,
@@ -140,11 +144,21 @@ def engine_messages(
     newest: bool,
     offset: int,
     limit: int | None,
-) -> list[EngineMessage]:
+    with_newest: bool = False,
+) -> tuple[list[EngineMessage], int | None]:
     """The engine's ``list_messages`` window (``runtime.store.MessageQuery``'s filters),
-    in the order read: every session start reads its history through this."""
+    in the order read, and with ``with_newest`` the newest ``created_at`` of all the
+    thread's messages (else ``None``): every session start reads its history through this.
+
+    The newest time is a column of the window's statement; only an empty window needs a
+    statement of its own for it (deeper rows can be stored before the top-level row they
+    hang under)."""
     where, params = _engine_where(thread_id, include_silent, max_depth, parent_id)
-    sql = f"SELECT {_SELECT} FROM {_MESSAGES} WHERE {where} ORDER BY created_at "
+    select = _SELECT
+    if with_newest:
+        select += f", ({NEWEST_SQL})"
+        params = [db_uuid(thread_id), *params]
+    sql = f"SELECT {select} FROM {_MESSAGES} WHERE {where} ORDER BY created_at "
     sql += "DESC" if newest else "ASC"
     if limit is not None or offset:
         # OFFSET needs a LIMIT on SQLite, where -1 is none; PostgreSQL reads NULL as none.
@@ -153,7 +167,13 @@ def engine_messages(
         params += [no_limit if limit is None else limit, offset]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return [_engine_message(row) for row in cursor.fetchall()]
+        rows = cursor.fetchall()
+        if not with_newest:
+            return [_engine_message(row) for row in rows], None
+        if rows:
+            return [_engine_message(row[:-1]) for row in rows], rows[0][-1]
+        cursor.execute(NEWEST_SQL, [db_uuid(thread_id)])
+        return [], cursor.fetchone()[0]
 
 
 def engine_message_count(

@@ -339,18 +339,12 @@ class Engine:
 
     async def _transcript(self, thread_id: str) -> Transcript:
         store = self.deps.store
+        # New messages must sort after every stored one, deeper ones included: the newest
+        # time comes with the history (one read at every start).
         history = await store.list_messages(
-            thread_id, MessageQuery(limit=None, include_silent=True)
+            thread_id, MessageQuery(limit=None, include_silent=True, with_newest=True)
         )
-        # Only its time is read: no count of the whole thread at every start.
-        newest = await store.list_messages(
-            thread_id,
-            MessageQuery(
-                limit=1, order="desc", include_silent=True, max_depth=None, with_total=False
-            ),
-        )
-        for message in newest.messages:
-            self.deps.clock.observe(message.created_at)
+        self.deps.clock.observe(history.newest_at)
         transcript = Transcript(history.messages)
         self.deps.clock.observe(transcript.last_created_at)
         return transcript

@@ -172,7 +172,10 @@ class MemoryStore:
             end = total if query.limit is None else min(total, start + query.limit)
         window = [copy.deepcopy(m) for m in matching[start:end]]
         has_more = query.offset + len(window) < total
-        return MessagePage(messages=window, total=total, has_more=has_more)
+        newest = None
+        if query.with_newest:
+            newest = max((m.created_at for m in data.messages.values()), default=None)
+        return MessagePage(messages=window, total=total, has_more=has_more, newest_at=newest)
 
     async def get_message(self, thread_id: str, message_id: str) -> Message | None:
         """One message or ``None``."""

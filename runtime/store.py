@@ -256,9 +256,12 @@ class MessageQuery:
     ``has_more``: rows remain beyond the page, on the side paging goes to.
     ``max_depth=None`` means any depth; ``parent_id`` restricts to the direct
     children of one message. Silent rows are included only with
-    ``include_silent``. ``with_total=False``: the caller reads no ``total`` (the
-    engine's newest-message read at every session start), so a store may skip
-    counting; ``total`` and ``has_more`` then describe the window alone.
+    ``include_silent``. ``with_total=False``: the caller reads no ``total``, so a
+    store may skip counting; ``total`` and ``has_more`` then describe the window
+    alone. ``with_newest``: also ``MessagePage.newest_at``, the newest
+    ``created_at`` of all the thread's messages whatever the filters (any depth,
+    silent or not): the engine's clock reads it with the history at every session
+    start, so a store can answer both in one read.
     """
 
     limit: int | None = 100
@@ -268,15 +271,18 @@ class MessageQuery:
     max_depth: int | None = 0
     parent_id: str | None = None
     with_total: bool = True
+    with_newest: bool = False
 
 
 @dataclass(slots=True)
 class MessagePage:
-    """A page of messages, the total matching the filters, and whether older ones exist."""
+    """A page of messages, the total matching the filters, and whether older ones exist;
+    ``newest_at`` only when the query asked ``with_newest`` (``None``: no messages)."""
 
     messages: list[Message]
     total: int
     has_more: bool
+    newest_at: int | None = None
 
 
 @dataclass(slots=True)

@@ -157,12 +157,13 @@ def _list_messages(thread_id: str, query: MessageQuery, *, known: bool = False) 
     except ValueError:  # not a UUID: no such thread
         raise LookupError(f"Thread not found: {thread_id}") from None
     # Plain SQL (``page_reads``): every session start reads its history here.
-    window = page_reads.engine_messages(
+    window, newest_at = page_reads.engine_messages(
         thread_id,
         **scope,
         newest=query.order == "desc",
         offset=query.offset,
         limit=query.limit,
+        with_newest=query.with_newest,
     )
     # Every session reads its whole history: without a limit or an offset the window is
     # the total, so neither the count nor (when a row came back) the thread check is a
@@ -178,7 +179,7 @@ def _list_messages(thread_id: str, query: MessageQuery, *, known: bool = False) 
     has_more = query.offset + len(window) < total
     if query.order == "desc":
         window.reverse()
-    return MessagePage(window, total, has_more)
+    return MessagePage(window, total, has_more, newest_at)
 
 
 def _delete_message(thread_id: str, message_id: str) -> list[str]:

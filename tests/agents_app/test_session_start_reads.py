@@ -3,7 +3,8 @@
 The claiming statement also reads what the start's ``thread_activity`` announcement says of
 the thread, the engine's first ``load_progress`` takes the progress the claim read, the
 plan's queue read brings the thread's engine record (the engine's first ``get_thread``), and
-an empty history of the claimed thread is not checked for existence. Each of these was a
+an empty history of the claimed thread is not checked for existence, and the history brings
+the newest time of all the thread's messages (the engine's clock reads it). Each of these was a
 statement of its own on the one thread every start of a worker goes through.
 """
 
@@ -20,7 +21,7 @@ from channels.layers import get_channel_layer
 from django.db import connection
 from django.utils import timezone
 
-from agents_app import runner, selectors, thread_records, wire
+from agents_app import page_reads, runner, selectors, thread_records, wire
 from agents_app.bridge import store as bridge_store
 from agents_app.bridge.events import REGISTRY_ALL
 from agents_app.models import Thread, ThreadSession
@@ -146,3 +147,27 @@ async def test_the_start_read_brings_the_threads_record_as_the_store_reads_it(
     await sync_to_async(sessions.thread_stop)(thread=thread)
     read = await sync_to_async(sessions.session_start_read)(str(thread.pk))
     assert (read.park, read.head, read.thread) == (True, None, None)
+
+
+async def test_the_history_brings_the_newest_time_in_its_statement(alice: Any) -> None:
+    """A thread with messages: one statement reads the start's history and the newest time of
+    all its messages. A new thread's empty history needs the newest time read on its own, in
+    the same hop."""
+    thread = await _setup(alice, [{"content": "first answer"}, {"content": "second answer"}])
+    await _post(thread, "hello")
+    async with Statements() as statements:
+        await asyncio.wait_for(run_session_job(await _active_session(thread)), 30)
+    assert statements.count(page_reads.NEWEST_SQL) == 1, statements.sql
+
+    await _post(thread, "again")
+    async with Statements() as statements:
+        await asyncio.wait_for(run_session_job(await _active_session(thread)), 30)
+    assert await _transcript(thread) == [
+        ("user", "completed", "hello"),
+        ("assistant", "completed", "first answer"),
+        ("user", "completed", "again"),
+        ("assistant", "completed", "second answer"),
+    ]
+    assert statements.count(page_reads.NEWEST_SQL) == 0, statements.sql
+    history = [sql for sql in statements.sql if page_reads.NEWEST_SQL in sql]
+    assert len(history) == 1, statements.sql

@@ -95,6 +95,35 @@ async def test_silent_and_deep_messages_are_filtered(store: Any) -> None:
     assert [m.content for m in everything.messages] == ["visible", "quiet", "deep"]
 
 
+async def test_history_comes_with_the_newest_time_of_any_message(store: Any) -> None:
+    thread_id, clock = await _thread(store), Clock()
+    empty = await store.list_messages(thread_id, MessageQuery(limit=None, with_newest=True))
+    assert (empty.messages, empty.newest_at) == ([], None)
+    top, quiet = _msg(clock, "top"), _msg(clock, "quiet", silent=True)
+    # Stored before the top-level row it will hang under, and the newest of all.
+    deep = _msg(clock, "deep", depth=1)
+    await store.commit(thread_id, Commit(messages=[top, quiet, deep]))
+    query = MessageQuery(limit=None, include_silent=True, with_newest=True)
+    page = await store.list_messages(thread_id, query)
+    assert [m.content for m in page.messages] == ["top", "quiet"]
+    assert page.newest_at == deep.created_at
+    # Whatever the filters, and only when asked.
+    filtered = await store.list_messages(thread_id, MessageQuery(with_newest=True))
+    assert ([m.content for m in filtered.messages], filtered.newest_at) == (
+        ["top"],
+        deep.created_at,
+    )
+    assert (await store.list_messages(thread_id, MessageQuery(limit=None))).newest_at is None
+
+
+async def test_newest_time_without_a_top_level_message(store: Any) -> None:
+    thread_id, clock = await _thread(store), Clock()
+    deep = _msg(clock, "deep", depth=1)
+    await store.commit(thread_id, Commit(messages=[deep]))
+    page = await store.list_messages(thread_id, MessageQuery(limit=None, with_newest=True))
+    assert (page.messages, page.newest_at) == ([], deep.created_at)
+
+
 async def test_commit_upserts_message_fields_and_reports_stop_flag(store: Any) -> None:
     thread_id, clock = await _thread(store), Clock()
     pending = _msg(clock, None, role="assistant", status="pending", side="a")
