@@ -104,7 +104,7 @@ _threads: RequestThreads | None = None
 def request_threads() -> RequestThreads:
     global _threads
     if _threads is None:
-        _threads = RequestThreads(int(getattr(settings, "STUDIO_WEB_REQUEST_THREADS", 4)))
+        _threads = RequestThreads(settings.STUDIO_WEB_REQUEST_THREADS)
     return _threads
 
 

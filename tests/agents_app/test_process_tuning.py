@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -57,22 +58,22 @@ def test_collection_thresholds_are_set_when_asked(
     assert gc_thresholds() == (5000,)
 
 
-@pytest.mark.parametrize("raw", ["0", "700,10,-1", "700,,10", "a,b", "1,2,3,4", "700.5"])
-def test_a_threshold_that_is_not_one_to_three_positive_numbers_is_refused(
-    raw: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("STUDIO_GC_THRESHOLDS", raw)
-    with pytest.raises(ValueError, match="STUDIO_GC_THRESHOLDS must be one to three positive"):
-        gc_thresholds()
+_THRESHOLDS = ("STUDIO_GC_THRESHOLDS", gc_thresholds, "one to three positive")
+_SWITCH = ("STUDIO_GIL_SWITCH_MS", switch_interval_ms, "a number")
 
 
-@pytest.mark.parametrize("raw", ["-1", "fast", "nan"])
-def test_a_switch_interval_that_is_not_a_number_of_milliseconds_is_refused(
-    raw: str, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("setting", "raw"),
+    [(_THRESHOLDS, raw) for raw in ["0", "700,10,-1", "700,,10", "a,b", "1,2,3,4", "700.5"]]
+    + [(_SWITCH, raw) for raw in ["-1", "fast", "nan"]],
+)
+def test_an_interpreter_setting_outside_what_it_takes_is_refused(
+    setting: tuple[str, Callable[[], Any], str], raw: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("STUDIO_GIL_SWITCH_MS", raw)
-    with pytest.raises(ValueError, match="STUDIO_GIL_SWITCH_MS must be a number"):
-        switch_interval_ms()
+    name, read, what = setting
+    monkeypatch.setenv(name, raw)
+    with pytest.raises(ValueError, match=f"{name} must be {what}"):
+        read()
 
 
 @pytest.mark.parametrize(
