@@ -181,12 +181,16 @@ def session_values(thread_id: str, progress: SessionProgress) -> dict[str, Any]:
 
 
 # A claimed commit writes only while its worker still owns the session: every write of
-# the statement is conditioned on this row, locked until the statement ends.
+# the statement is conditioned on this row, locked until the statement ends. The row is
+# found by its id alone and the ownership is a column: with ``owner`` and ``status`` in the
+# WHERE, the plan a connection prepared while the table was young (never analyzed: every
+# index looks like one row) scanned the (status, heartbeat) index through every running
+# session instead of the primary key, and kept that plan (issue #21).
 _FENCE = (
-    "own AS (SELECT 1 FROM agents_app_threadsession "
-    "WHERE id = %s AND owner = %s AND status = 'running' FOR UPDATE)"
+    "own AS (SELECT owner = %s AND status = 'running' AS ours "
+    "FROM agents_app_threadsession WHERE id = %s FOR UPDATE)"
 )
-_OWNED = "EXISTS (SELECT 1 FROM own)"
+_OWNED = "EXISTS (SELECT 1 FROM own WHERE ours)"
 
 
 @functools.lru_cache(maxsize=32)
@@ -275,7 +279,7 @@ def statement(
     fenced = claimed is not None and claimed.owner is not None
     if claimed is not None and fenced:
         ctes.append(_FENCE)
-        params += [uuid.UUID(claimed.session_id), claimed.owner]
+        params += [claimed.owner, uuid.UUID(claimed.session_id)]
     if commit.logs:
         ctes.append(_upsert("agents_app_log", LOG_COLUMNS, LOG_UPDATE, "lg", fenced))
         params.append(Jsonb([log_values(thread_id, x) for x in commit.logs]))

@@ -215,6 +215,32 @@ def test_the_commit_statement_goes_to_psycopg_converted_once() -> None:
     assert fast_commit.raw_sql("SELECT 1") == b"SELECT 1"
 
 
+def test_a_fenced_commit_finds_its_session_by_the_primary_key_in_a_young_table() -> None:
+    """The commit is prepared once per connection and its plan kept. Planned while the
+    session table was young (never analyzed), a fence that filtered on owner and status
+    scanned the (status, heartbeat) index through every running session, at every commit
+    of the connection's life (issue #21)."""
+    thread_id = _thread()
+    for _ in range(30):  # other running sessions: the rows the wrong plan walks through
+        ThreadSession.objects.create(thread_id=_thread(), status="running", owner="other")
+    session = ThreadSession.objects.create(thread_id=thread_id, status="running", owner="w1")
+    commit = _commit(thread_id, 0)
+    claimed = fast_commit.ClaimedRow(str(session.pk), owner="w1")
+    query, params = fast_commit.statement(thread_id, commit, claimed)
+    with connection.cursor() as cursor:
+        cursor.execute("PREPARE fenced AS " + fast_commit.raw_sql(query).decode())
+        try:
+            cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+            marks = ", ".join(["%s"] * len(params))
+            cursor.execute(f"EXPLAIN EXECUTE fenced({marks})", params)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        finally:
+            cursor.execute("DEALLOCATE fenced")
+    fence = plan.split("CTE own")[1].split("CTE ")[0]
+    assert "agents_app_threadsession_pkey" in fence, plan
+    assert "session_status_heartbeat" not in plan, plan
+
+
 def test_a_statement_with_any_other_percent_sign_is_not_converted() -> None:
     with pytest.raises(ValueError, match="only %s placeholders"):
         fast_commit.raw_sql("SELECT %s WHERE name LIKE 'a%'")
