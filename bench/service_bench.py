@@ -197,6 +197,13 @@ def start_http_server(stack: Stack, edge: bool) -> None:
         stack.ws_edge = f"ws://127.0.0.1:{edge_port}"  # type: ignore[attr-defined]
 
 
+def renice(pid: int, niceness: int) -> None:
+    """Every thread of ``pid`` (Linux's niceness is per thread; threads made later inherit
+    their maker's)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        os.setpriority(os.PRIO_PROCESS, int(task.name), niceness)
+
+
 def server_pids(stack: Stack) -> list[int]:
     """The server processes: the ASGI server holding the sockets, the HTTP one if split, and
     nginx's processes with ``--edge`` (their CPU counts as the server's)."""
@@ -425,6 +432,12 @@ def main() -> None:
         help="--split-http behind nginx with docker/nginx/edge.conf (the compose topology)",
     )
     parser.add_argument(
+        "--nice-http",
+        type=int,
+        default=0,
+        help="with --split-http/--edge: the HTTP server's CPU niceness (every thread of it)",
+    )
+    parser.add_argument(
         "--timeline", action="store_true", help="per second: tokens, p50 and p99 latency"
     )
     args = parser.parse_args()
@@ -465,6 +478,8 @@ def main() -> None:
         )
         if args.split_http or args.edge:
             start_http_server(stack, edge=args.edge)
+            if args.nice_http:
+                renice(stack.http_server.popen.pid, args.nice_http)  # type: ignore[attr-defined]
         stack.bench_workers = [  # type: ignore[attr-defined]
             stack.worker(f"bench{n}") for n in range(args.workers)
         ]
