@@ -91,6 +91,12 @@ def rss_mb(pid: int) -> float:
     return total / 1024
 
 
+def box_busy_seconds() -> float:
+    """CPU time the whole machine has been busy so far, all cores (from /proc/stat)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # minus idle, iowait
+
+
 def cpu_seconds(pid: int) -> float:
     """CPU time (user + system) a process has used so far, all its threads (from /proc)."""
     try:
@@ -303,7 +309,31 @@ async def run_level(
                     peak["worker"] = max(peak["worker"], rss_mb(worker.popen.pid))
                 await asyncio.sleep(0.5)
 
+        cores: dict[int, tuple[float, ...]] = {}
+
+        def cpu_now() -> tuple[float, ...]:
+            return (
+                sum(cpu_seconds(pid) for pid in servers),
+                sum(cpu_seconds(w.popen.pid) for w in workers),
+                time.process_time(),
+                box_busy_seconds(),
+            )
+
+        async def sample_cpu() -> None:
+            # Cores the server, the worker(s), the clients and the whole box used in each
+            # second of the level: shows which part the box ran short for, and when.
+            last, at = cpu_now(), time.monotonic()
+            while True:
+                await asyncio.sleep(1.0)
+                current, now = cpu_now(), time.monotonic()
+                span = now - at
+                cores[int(at - started)] = tuple(
+                    (c - b) / span for c, b in zip(current, last, strict=True)
+                )
+                last, at = current, now
+
         sampler = asyncio.create_task(sample_memory())
+        cpu_sampler = asyncio.create_task(sample_cpu())
         spies = start_profiles(stack, profile, label, seconds)
         go.set()
         done, pending = await asyncio.wait(tasks, timeout=timeout)
@@ -316,6 +346,7 @@ async def run_level(
             time.process_time() - cpu_before[2],
         )
         sampler.cancel()
+        cpu_sampler.cancel()
         for task in pending:
             task.cancel()
         for spy in spies:
@@ -338,6 +369,7 @@ async def run_level(
     ]
     return {
         "timeline": timeline(results, started),
+        "cores": cores,
         "peak": peak_overlap(results),
         "session_rate": statistics.median(rates) if rates else 0.0,
         "sessions": sessions,
@@ -438,7 +470,9 @@ def main() -> None:
         help="with --split-http/--edge: the HTTP server's CPU niceness (every thread of it)",
     )
     parser.add_argument(
-        "--timeline", action="store_true", help="per second: tokens, p50 and p99 latency"
+        "--timeline",
+        action="store_true",
+        help="per second: tokens, p50 and p99 latency, and the cores each part used",
     )
     args = parser.parse_args()
     if args.profile and not (Path(sys.executable).parent / "py-spy").exists():
@@ -532,8 +566,17 @@ def main() -> None:
                 print(f"         first error: {row['first_error']}")
             if args.timeline:
                 for second, count, p50, p99 in row["timeline"]:
+                    used = row["cores"].get(second)
+                    cores = (
+                        "  cores: server {:.2f} worker {:.2f} client {:.2f} box {:.2f}".format(
+                            *used
+                        )
+                        if used
+                        else ""
+                    )
                     print(
-                        f"         t={second:>3}s {count:>7} tokens  p50 {p50:>7.1f}  p99 {p99:>7.1f}"
+                        f"         t={second:>3}s {count:>7} tokens  p50 {p50:>7.1f}  "
+                        f"p99 {p99:>7.1f}{cores}"
                     )
         print(f"\nafter the run: {args.server} {rss_mb(stack.daphne.popen.pid):.0f} MB")
     finally:
