@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.forms.models import model_to_dict
 from psycopg import _queries as psycopg_queries
 
@@ -227,15 +227,14 @@ def test_a_fenced_commit_finds_its_session_by_the_primary_key_in_a_young_table()
     commit = _commit(thread_id, 0)
     claimed = fast_commit.ClaimedRow(str(session.pk), owner="w1")
     query, params = fast_commit.statement(thread_id, commit, claimed)
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        # The plan a connection keeps after its first executions: the generic one.
+        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
         cursor.execute("PREPARE fenced AS " + fast_commit.raw_sql(query).decode())
-        try:
-            cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-            marks = ", ".join(["%s"] * len(params))
-            cursor.execute(f"EXPLAIN EXECUTE fenced({marks})", params)
-            plan = "\n".join(row[0] for row in cursor.fetchall())
-        finally:
-            cursor.execute("DEALLOCATE fenced")
+        marks = ", ".join(["%s"] * len(params))
+        cursor.execute(f"EXPLAIN EXECUTE fenced({marks})", params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("DEALLOCATE fenced")
     fence = plan.split("CTE own")[1].split("CTE ")[0]
     assert "agents_app_threadsession_pkey" in fence, plan
     assert "session_status_heartbeat" not in plan, plan
