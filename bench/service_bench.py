@@ -295,11 +295,17 @@ async def run_level(
         started = time.monotonic()
         workers = stack.bench_workers  # type: ignore[attr-defined]
         servers = server_pids(stack)
-        cpu_before = (
-            sum(cpu_seconds(pid) for pid in servers),
-            sum(cpu_seconds(w.popen.pid) for w in workers),
-            time.process_time(),
-        )
+
+        def cpu_now() -> tuple[float, ...]:
+            """CPU seconds so far: the servers, the worker(s), these clients, the whole box."""
+            return (
+                sum(cpu_seconds(pid) for pid in servers),
+                sum(cpu_seconds(w.popen.pid) for w in workers),
+                time.process_time(),
+                box_busy_seconds(),
+            )
+
+        cpu_before = cpu_now()
         peak = {"daphne": 0.0, "worker": 0.0}
 
         async def sample_memory() -> None:
@@ -310,14 +316,6 @@ async def run_level(
                 await asyncio.sleep(0.5)
 
         cores: dict[int, tuple[float, ...]] = {}
-
-        def cpu_now() -> tuple[float, ...]:
-            return (
-                sum(cpu_seconds(pid) for pid in servers),
-                sum(cpu_seconds(w.popen.pid) for w in workers),
-                time.process_time(),
-                box_busy_seconds(),
-            )
 
         async def sample_cpu() -> None:
             # Cores the server, the worker(s), the clients and the whole box used in each
@@ -338,13 +336,9 @@ async def run_level(
         go.set()
         done, pending = await asyncio.wait(tasks, timeout=timeout)
         elapsed = time.monotonic() - started
-        cpu_used = (
-            sum(cpu_seconds(pid) for pid in servers) - cpu_before[0],
-            sum(cpu_seconds(w.popen.pid) for w in workers) - cpu_before[1],
-            # The clients share the machine: a saturated client adds its own queueing to
-            # every figure, so its share is printed beside the server's.
-            time.process_time() - cpu_before[2],
-        )
+        # The clients share the machine: a saturated client adds its own queueing to every
+        # figure, so its share is printed beside the server's.
+        cpu_used = tuple(c - b for c, b in zip(cpu_now(), cpu_before, strict=True))
         sampler.cancel()
         cpu_sampler.cancel()
         for task in pending:
