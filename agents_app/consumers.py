@@ -12,13 +12,17 @@ thread), because browsers cannot read the HTTP status of a refused handshake.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from channels.auth import get_user
 from channels.consumer import get_handler_name
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.layers import get_channel_layer
 from channels.middleware import BaseMiddleware
 from channels.sessions import CookieMiddleware, InstanceSessionWrapper, SessionMiddleware
 from django.conf import settings
@@ -26,6 +30,7 @@ from django.contrib.auth.models import AnonymousUser
 
 from agents_app.bridge.events import REGISTRY_ALL, logs_group, registry_user_group, thread_group
 from agents_app.bridge.live_frames import encode, frame_of, meta_of, text_of
+from agents_app.consumer_loop import dispatch_from
 from agents_app.errors import DomainError
 from agents_app.selectors import access_thread
 from agents_app.services.api_keys import api_key_authenticate
@@ -52,7 +57,24 @@ class _RelayDispatch:
     """Every message goes straight to its handler, without Channels' per-message
     ``aclose_old_connections`` (a hop to the one shared sync thread per frame per socket,
     which queued frames behind every other socket's database work). Our handlers reach
-    the database only through ``socket_db``, which closes old connections itself."""
+    the database only through ``socket_db``, which closes old connections itself.
+
+    ``__call__`` is Channels' ``AsyncConsumer.__call__`` (4.x) with the receive loop of
+    ``consumer_loop`` instead of ``await_many_dispatch``: no new task per frame."""
+
+    channel_layer_alias: str
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        self.scope = scope
+        self.channel_layer = get_channel_layer(self.channel_layer_alias)
+        sources = [receive]
+        if self.channel_layer is not None:
+            self.channel_name = await self.channel_layer.new_channel()
+            self.channel_receive = functools.partial(self.channel_layer.receive, self.channel_name)
+            sources.append(self.channel_receive)
+        self.base_send = send
+        with contextlib.suppress(StopConsumer):
+            await dispatch_from(sources, self.dispatch)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         handler = getattr(self, get_handler_name(message), None)

@@ -297,12 +297,14 @@ async def run_level(
         servers = server_pids(stack)
 
         def cpu_now() -> tuple[float, ...]:
-            """CPU seconds so far: the servers, the worker(s), these clients, the whole box."""
+            """CPU seconds so far: the servers, the worker(s), these clients, the whole box,
+            and the server holding the sockets (the relay) alone."""
             return (
                 sum(cpu_seconds(pid) for pid in servers),
                 sum(cpu_seconds(w.popen.pid) for w in workers),
                 time.process_time(),
                 box_busy_seconds(),
+                cpu_seconds(stack.daphne.popen.pid),
             )
 
         cpu_before = cpu_now()
@@ -389,6 +391,9 @@ async def run_level(
         "client_cpu": cpu_used[2] / elapsed if elapsed else 0.0,
         # CPU per session (its post, start and tokens): comparable across loads and runs.
         "server_ms_per_session": 1000 * cpu_used[0] / sessions,
+        # The sockets' server over every frame its clients received (with --split-http or
+        # --edge it does nothing else once the posts are in: the relay's cost per frame).
+        "relay_us_per_frame": 1e6 * cpu_used[4] / max(1, sum(r.frames for r in results)),
         "worker_ms_per_session": 1000 * cpu_used[1] / sessions,
         "daphne_mb": peak["daphne"],
         "worker_mb": peak["worker"],
@@ -554,7 +559,8 @@ def main() -> None:
                 f"p99 {row['start_p99_ms']:.0f} ms; all streaming from "
                 f"t={row['steady_from_s']:.1f}s: p99 {row['steady_p99_ms']:.1f} ms; CPU per "
                 f"session: server {row['server_ms_per_session']:.1f} ms, "
-                f"worker {row['worker_ms_per_session']:.1f} ms"
+                f"worker {row['worker_ms_per_session']:.1f} ms; sockets' server "
+                f"{row['relay_us_per_frame']:.0f} µs per frame"
             )
             if row["first_error"]:
                 print(f"         first error: {row['first_error']}")
@@ -563,7 +569,7 @@ def main() -> None:
                     used = row["cores"].get(second)
                     cores = (
                         "  cores: server {:.2f} worker {:.2f} client {:.2f} box {:.2f}".format(
-                            *used
+                            *used[:4]
                         )
                         if used
                         else ""
