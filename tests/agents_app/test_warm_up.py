@@ -50,11 +50,13 @@ def test_the_web_warm_up_loads_the_urlconf_and_the_celery_producer_without_conne
     out = probe(
         "from agents_app.warm_up import warm_web\n"
         "from agents_app.tasks import run_session\n"
-        "result = [warm_web(), run_session.app.finalized]"
+        "result = [warm_web(), run_session.app.finalized,"
+        " run_session.app._backend_cache is not None]"
     )
-    steps, finalized = out["result"]  # type: ignore[misc]
+    steps, finalized, backend_resolved = out["result"]  # type: ignore[misc]
     assert steps == ["urls", "celery producer", "channel layer"]
     assert finalized is True
+    assert backend_resolved is True  # the first post does not read the entry points
     new = out["new"]
     assert "studio.urls" in new and "agents_app.api" in new  # type: ignore[operator]
     assert "kombu.transport.redis" in new  # type: ignore[operator]
