@@ -1,4 +1,4 @@
-"""Two libraries on the relay's per-frame path do debug-log work with debug logging off.
+"""Library work on the relay's per-frame path that serves nothing we use.
 
 A Daphne process holding sockets handles every frame of every watched thread twice
 (the Pub/Sub message from Redis, the WebSocket frame to the browser). py-spy of the
@@ -27,14 +27,24 @@ bytes go to the socket at once, and only what the socket does not take (or every
 while something is buffered, so the order holds) takes Twisted's buffered path. TLS
 connections, connections with a producer, and connections closing keep Twisted's path
 unchanged, and so does any error (the buffered path then reports it as Twisted does).
+
+**channels_redis' receive loop** asks redis-py for each Pub/Sub message with a 0.1 s
+timeout, so every message arms and disarms an ``asyncio.timeout`` (~6%). The worker
+publishes a batch of frames in one command, so they arrive together and hiredis has
+parsed the rest of a batch by the time the first is handed over. ``install()`` replaces
+the loop with the same loop that, after each message, takes the replies hiredis already
+holds without a timeout (they are there: no wait), then waits with the timeout again.
+With the pure-Python parser (no hiredis) nothing is drained and it is the library's loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
 _push_log = logging.getLogger("push_response")
+_layer_log = logging.getLogger("channels_redis.pubsub")  # the library's own logger
 
 
 async def _push_response(self: Any, response: Any) -> Any:
@@ -86,8 +96,37 @@ def send_now_or_buffer(buffered_write: Any) -> Any:
     return write
 
 
+def reply_waiting(pubsub: Any) -> bool:
+    """Whether hiredis holds bytes of a reply not handed over yet (no read needed)."""
+    reader = getattr(getattr(pubsub.connection, "_parser", None), "_reader", None)
+    return reader is not None and bool(reader.has_data())
+
+
+async def _receive_drained(self: Any) -> None:
+    # channels_redis 4.x RedisSingleShardConnection._do_receiving, plus the inner drain.
+    while True:
+        try:
+            if self._pubsub and self._pubsub.subscribed:
+                message = await self._pubsub.get_message(
+                    ignore_subscribe_messages=True, timeout=0.1
+                )
+                self._receive_message(message)
+                while self._pubsub.subscribed and reply_waiting(self._pubsub):
+                    message = await self._pubsub.get_message(
+                        ignore_subscribe_messages=True, timeout=None
+                    )
+                    self._receive_message(message)
+            else:
+                await asyncio.sleep(0.1)
+        except (TimeoutError, asyncio.CancelledError, GeneratorExit):
+            raise
+        except BaseException:
+            _layer_log.exception("Unexpected exception in receive task")
+            await asyncio.sleep(1)
+
+
 def install() -> None:
-    """Patch the three libraries in this process (idempotent)."""
+    """Patch the four libraries in this process (idempotent)."""
     from autobahn.twisted import websocket as twisted_websocket
     from autobahn.websocket import protocol
     from redis._parsers.hiredis import _AsyncHiredisParser
@@ -102,6 +141,9 @@ def install() -> None:
             module.hltype = plain_type  # type: ignore[attr-defined]
         if hasattr(module, "hlval"):
             module.hlval = plain_value  # type: ignore[attr-defined]
+    from channels_redis.pubsub import RedisSingleShardConnection
+
+    RedisSingleShardConnection._do_receiving = _receive_drained  # type: ignore[method-assign]
     from twisted.internet import tcp
 
     if not hasattr(tcp.Server.write, "buffered_write"):

@@ -9,8 +9,10 @@ import click
 import pytest
 from autobahn.twisted import websocket as twisted_websocket
 from autobahn.websocket import protocol
+from channels_redis.pubsub import RedisSingleShardConnection
 from redis._parsers.hiredis import _AsyncHiredisParser
 from redis._parsers.resp3 import _AsyncRESP3Parser
+from twisted.internet import tcp
 
 from studio import relay_hot_path
 
@@ -36,6 +38,10 @@ def installed(monkeypatch: pytest.MonkeyPatch) -> None:
     for module in (protocol, twisted_websocket):
         monkeypatch.setattr(module, "hltype", module.hltype)
         monkeypatch.setattr(module, "hlval", module.hlval)
+    monkeypatch.setattr(
+        RedisSingleShardConnection, "_do_receiving", RedisSingleShardConnection._do_receiving
+    )
+    monkeypatch.setattr(tcp.Server, "write", tcp.Server.write)
     relay_hot_path.install()
 
 
