@@ -30,7 +30,7 @@ unchanged, and so does any error (the buffered path then reports it as Twisted d
 
 **channels_redis' receive loop** asks redis-py for each Pub/Sub message with a 0.1 s
 timeout, so every message arms and disarms an ``asyncio.timeout`` (~6%). The worker
-publishes a batch of frames in one command, so they arrive together and hiredis has
+publishes a batch of frames in one pipeline, so they arrive together and hiredis has
 parsed the rest of a batch by the time the first is handed over. ``install()`` replaces
 the loop with the same loop that, after each message, takes the replies hiredis already
 holds without a timeout (they are there: no wait), then waits with the timeout again.

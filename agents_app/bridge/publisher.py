@@ -4,14 +4,9 @@ channels_redis' Pub/Sub layer sends each ``group_send`` as its own ``PUBLISH`` u
 per-shard lock, so a worker streaming hundreds of threads waits one round trip per
 frame, one frame at a time: under load the queue of frames behind that lock, not the
 CPU, was most of a token's latency. A ``BatchPublisher`` (one per event loop) takes the
-frames every sink of the loop has ready and writes them as one command per shard: a
-small Lua script that ``PUBLISH``es each (channel, message) pair of its arguments in order
-(``EVALSHA``, loaded with ``EVAL`` when Redis does not have it yet). One command and one
-reply per batch: with a pipeline of ``PUBLISH`` commands, redis-py packed each command and
-parsed each reply in Python, ~9% of a streaming worker's CPU (issue #21, thirteenth
-round). A Redis that refuses scripts (an ACL without ``EVALSHA``/``EVAL``, a service that
-disables Lua) gets the pipeline instead, from the first refusal on (logged once). While a
-batch is in flight the next one gathers, so the batch size follows the load.
+frames every sink of the loop has ready and writes them as one pipeline per shard
+(``transaction=False``: plain ``PUBLISH`` commands, one write, one read of the replies).
+While a batch is in flight the next one gathers, so the batch size follows the load.
 
 Order: frames of one group are published in the order they were handed over (one batch
 at a time, in order within a batch). Delivery stays at-most-once, as with ``group_send``:
@@ -25,23 +20,11 @@ Other layers (in-memory, the core Redis layer) have no pipeline: their frames go
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import weakref
 from typing import Any
 
-from redis.exceptions import NoScriptError, ResponseError
-
 logger = logging.getLogger(__name__)
-
-# ARGV: channel, message, channel, message, ...
-PUBLISH_ALL = """
-for i = 1, #ARGV, 2 do
-  redis.call('PUBLISH', ARGV[i], ARGV[i + 1])
-end
-return #ARGV / 2
-"""
-PUBLISH_ALL_SHA = hashlib.sha1(PUBLISH_ALL.encode()).hexdigest()
 
 
 class BatchPublisher:
@@ -51,7 +34,6 @@ class BatchPublisher:
         self._runner: asyncio.Task[None] | None = None
         self.batches = 0
         self.frames = 0
-        self.scripts = True  # False once Redis refused the script: pipelines from then on
 
     def queue(self, group: str, message: dict[str, Any]) -> asyncio.Future[None]:
         """Queue one layer message (in call order); the future ends once its batch was
@@ -83,51 +65,30 @@ class BatchPublisher:
             self._runner = None
 
     async def _publish(self, batch: list[tuple[str, dict[str, Any], asyncio.Future[None]]]) -> None:
-        shards = self._per_shard(batch)
-        if shards is None:
+        pipelines = self._pipelines(batch)
+        if pipelines is None:
             for group, message, _ in batch:
                 await self._layer.group_send(group, message)
             return
-        await asyncio.gather(*(self._publish_on(redis, args) for redis, args in shards))
+        await asyncio.gather(*(pipe.execute() for pipe in pipelines))
 
-    async def _publish_on(self, redis: Any, args: list[Any]) -> None:
-        if self.scripts:
-            try:
-                try:
-                    await redis.evalsha(PUBLISH_ALL_SHA, 0, *args)
-                except NoScriptError:  # a new or restarted Redis: EVAL also caches it
-                    await redis.eval(PUBLISH_ALL, 0, *args)
-                return
-            except ResponseError as exc:  # scripts refused (ACL, Lua disabled)
-                self.scripts = False
-                logger.warning(
-                    "Redis refused the publishing script (%s); live frames go as pipelines", exc
-                )
-        pipe = redis.pipeline(transaction=False)
-        for channel, message in zip(args[::2], args[1::2], strict=True):
-            pipe.publish(channel, message)
-        await pipe.execute()
-
-    def _per_shard(
-        self, batch: list[tuple[str, dict[str, Any], asyncio.Future[None]]]
-    ) -> list[tuple[Any, list[Any]]] | None:
-        """Each Redis shard's client with its (channel, message, …) arguments, or ``None``
-        when the layer is not channels_redis' Pub/Sub layer (its per-loop layer, shards and
-        serializer are what ``group_send`` itself uses, so names, hashing and encoding stay
-        exactly those of the layer)."""
+    def _pipelines(self, batch: list[tuple[str, dict[str, Any], asyncio.Future[None]]]) -> Any:
+        """One pipeline per Redis shard, or ``None`` when the layer is not channels_redis'
+        Pub/Sub layer (its per-loop layer, shards and serializer are what ``group_send``
+        itself uses, so names, hashing and encoding stay exactly those of the layer)."""
         loop_layer = pubsub_loop_layer(self._layer)
         if loop_layer is None:
             return None
-        shards: dict[int, tuple[Any, list[Any]]] = {}
+        pipelines: dict[int, Any] = {}
         for group, message, _ in batch:
             channel = loop_layer._get_group_channel_name(group)
             shard = loop_layer._get_shard(channel)
-            found = shards.get(id(shard))
-            if found is None:
+            pipe = pipelines.get(id(shard))
+            if pipe is None:
                 shard._ensure_redis()
-                found = shards[id(shard)] = (shard._redis, [])
-            found[1].extend((channel, self._layer.serialize(message)))
-        return list(shards.values())
+                pipe = pipelines[id(shard)] = shard._redis.pipeline(transaction=False)
+            pipe.publish(channel, self._layer.serialize(message))
+        return list(pipelines.values())
 
 
 def pubsub_loop_layer(layer: Any) -> Any | None:

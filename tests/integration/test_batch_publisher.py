@@ -93,55 +93,6 @@ async def _received_in_order(layer: RedisPubSubChannelLayer, publisher: BatchPub
     assert numbers == list(range(10))
 
 
-async def test_a_batch_is_one_script_call_loaded_again_after_redis_forgets_it() -> None:
-    import redis.asyncio as aioredis
-
-    from agents_app.bridge.publisher import PUBLISH_ALL_SHA
-
-    admin = aioredis.Redis.from_url(REDIS)
-    try:
-        await admin.script_flush()  # as after a restart: the first EVALSHA gets NOSCRIPT
-        layer = RedisPubSubChannelLayer(hosts=[REDIS], prefix=f"lua-{uuid.uuid4().hex[:8]}")
-        publisher = BatchPublisher(layer)
-        before = (await admin.info("commandstats")).get("cmdstat_publish", {}).get("calls", 0)
-        await _received_in_order(layer, publisher)
-        assert publisher.scripts is True
-        assert (await admin.script_exists(PUBLISH_ALL_SHA)) == [True]
-        stats = await admin.info("commandstats")
-        # The script's PUBLISH calls are counted as PUBLISH commands too.
-        assert stats["cmdstat_publish"]["calls"] >= before + 10
-        assert stats["cmdstat_evalsha"]["calls"] >= 1
-        await layer.flush()
-    finally:
-        await admin.aclose()
-
-
-async def test_a_redis_that_refuses_scripts_gets_pipelines(caplog) -> None:  # type: ignore[no-untyped-def]
-    import redis.asyncio as aioredis
-
-    admin = aioredis.Redis.from_url(REDIS)
-    user = f"nolua{uuid.uuid4().hex[:8]}"
-    await admin.acl_setuser(
-        user,
-        enabled=True,
-        nopass=True,
-        keys=["*"],
-        channels=["*"],
-        commands=["+@all", "-eval", "-evalsha"],
-    )
-    try:
-        address = REDIS.replace("redis://", f"redis://{user}@", 1)
-        layer = RedisPubSubChannelLayer(hosts=[address], prefix=f"nolua-{uuid.uuid4().hex[:8]}")
-        publisher = BatchPublisher(layer)
-        await _received_in_order(layer, publisher)
-        assert publisher.scripts is False
-        assert "refused the publishing script" in caplog.text
-        await layer.flush()
-    finally:
-        await admin.acl_deluser(user)
-        await admin.aclose()
-
-
 async def test_daphnes_receive_loop_takes_a_batch_without_a_timeout_per_message(
     monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
