@@ -21,7 +21,7 @@ from studio import daphne_limits, relay_hot_path  # noqa: E402
 from studio.event_loop import check_server_loop  # noqa: E402
 
 daphne_limits.install()  # Daphne's own 400/414 answers in JSON too
-relay_hot_path.install()  # no debug-log work per frame in redis-py and autobahn
+relay_hot_path.install()  # less library work per relayed frame (docs/architecture.md)
 check_server_loop()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

@@ -21,12 +21,15 @@ costs a string build instead of a dozen calls.
 **Twisted's write path.** A write to a TCP connection is buffered and the socket
 registered with the event loop for writability; the loop's next turn sends it and
 unregisters the socket: two ``epoll_ctl`` calls, a loop callback and a buffer join per
-frame (~13% of the same process). ``install()`` also gives Twisted's server connections
-the fast path asyncio's own transports have: when nothing is waiting to be sent, the
-bytes go to the socket at once, and only what the socket does not take (or every write
-while something is buffered, so the order holds) takes Twisted's buffered path. TLS
-connections, connections with a producer, and connections closing keep Twisted's path
-unchanged, and so does any error (the buffered path then reports it as Twisted does).
+frame (~18% of the same process with the send itself). ``install()`` also gives
+Twisted's server connections the fast path asyncio's own transports have: when nothing is
+waiting to be sent, the bytes go to the socket at once, and only what the socket does not
+take (or every write while something is buffered, so the order holds) takes Twisted's
+buffered path, which pauses a streaming producer once its buffer is full. TLS connections,
+connections with a pull producer or a paused streaming one (Twisted's HTTP channel
+registers itself as a streaming producer on every connection, sockets included), and
+connections closing keep Twisted's path unchanged, and so does any error (the buffered
+path then reports it as Twisted does).
 
 **channels_redis' receive loop** asks redis-py for each Pub/Sub message with a 0.1 s
 timeout, so every message arms and disarms an ``asyncio.timeout`` (~6%). The worker
