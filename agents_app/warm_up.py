@@ -5,9 +5,8 @@ Measured on the bench box (issue #21): a fresh Daphne spent ~0.5 s resolving its
 kombu's Redis transport at its first dispatch (and ~50 ms more resolving the result
 backend from the installed packages' entry points, seen in the thirteenth round); a fresh
 worker ~0.2 s importing httpx's transports, the provider factories and the channel layer
-at its first session. After a
-deploy, that lands on the first burst of users, under the GIL every socket and session of
-the process shares. Done before the process serves anything, it costs nothing later, and
+at its first session. After a deploy, that lands on the first burst of users, under the
+GIL every socket and session of the process shares. Done before the process serves anything, it costs nothing later, and
 ``studio.process_tuning.settle`` then freezes it with the rest of start-up.
 
 Nothing here touches the network: a Redis or PostgreSQL that is down at start-up is the
