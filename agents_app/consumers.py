@@ -194,11 +194,19 @@ class _ThreadSocket(_RelayDispatch, AsyncWebsocketConsumer):
         if user is None or not user.is_authenticated:
             return 401, "Unauthorized"
         try:
-            thread = await socket_db(access_thread, self.thread_id, user)
+            self.thread_id = await socket_db(self._admit, self.thread_id, user)
         except DomainError as exc:
             return exc.status, exc.message
-        self.thread_id = str(thread.pk)
         return None
+
+    def _admit(self, thread_id: str, user: Any) -> str:
+        """The thread's id if ``user`` may watch it, with its redactor loaded on the same
+        database thread and connection: the socket's first frame then finds it ready, so a
+        reply's first token does not wait for a secrets query (nor do hundreds of sockets
+        whose sessions start at once queue for one, issue #21)."""
+        thread = access_thread(thread_id, user, id_only=True)
+        self.redactors.get(str(thread.pk))
+        return str(thread.pk)
 
     def groups_to_join(self) -> list[str]:
         return [thread_group(self.thread_id)]

@@ -295,16 +295,19 @@ async def run_level(
         started = time.monotonic()
         workers = stack.bench_workers  # type: ignore[attr-defined]
         servers = server_pids(stack)
+        http_server = getattr(stack, "http_server", None)
+        http_pid = http_server.popen.pid if http_server else 0
 
         def cpu_now() -> tuple[float, ...]:
             """CPU seconds so far: the servers, the worker(s), these clients, the whole box,
-            and the server holding the sockets (the relay) alone."""
+            the server holding the sockets (the relay) alone, and the HTTP one (if split)."""
             return (
                 sum(cpu_seconds(pid) for pid in servers),
                 sum(cpu_seconds(w.popen.pid) for w in workers),
                 time.process_time(),
                 box_busy_seconds(),
                 cpu_seconds(stack.daphne.popen.pid),
+                cpu_seconds(http_pid) if http_pid else 0.0,
             )
 
         cpu_before = cpu_now()
@@ -394,6 +397,9 @@ async def run_level(
         # The sockets' server over every frame its clients received (with --split-http or
         # --edge it does nothing else once the posts are in: the relay's cost per frame).
         "relay_us_per_frame": 1e6 * cpu_used[4] / max(1, sum(r.frames for r in results)),
+        # The HTTP server's CPU over the posts (with --split-http or --edge: all it serves
+        # during the level, one post per session).
+        "http_ms_per_post": 1000 * cpu_used[5] / sessions,
         "worker_ms_per_session": 1000 * cpu_used[1] / sessions,
         "daphne_mb": peak["daphne"],
         "worker_mb": peak["worker"],
@@ -561,6 +567,11 @@ def main() -> None:
                 f"session: server {row['server_ms_per_session']:.1f} ms, "
                 f"worker {row['worker_ms_per_session']:.1f} ms; sockets' server "
                 f"{row['relay_us_per_frame']:.0f} µs per frame"
+                + (
+                    f", HTTP server {row['http_ms_per_post']:.1f} ms per post"
+                    if row["http_ms_per_post"]
+                    else ""
+                )
             )
             if row["first_error"]:
                 print(f"         first error: {row['first_error']}")
@@ -568,9 +579,8 @@ def main() -> None:
                 for second, count, p50, p99 in row["timeline"]:
                     used = row["cores"].get(second)
                     cores = (
-                        "  cores: server {:.2f} worker {:.2f} client {:.2f} box {:.2f}".format(
-                            *used[:4]
-                        )
+                        "  cores: server {:.2f} (relay {:.2f}) worker {:.2f} client {:.2f} "
+                        "box {:.2f}".format(used[0], used[4], *used[1:4])
                         if used
                         else ""
                     )

@@ -18,6 +18,15 @@ whose client went away still runs to its end before the request is over) is let 
 reused. This is how WSGI servers run Django: a few threads, each serving one request after
 another.
 
+One hop into the thread per request, not three. Django's ASGI handler builds the middleware
+chain for async: the synchronous middleware runs on the request's thread, calls back to the
+event loop for the URL and the view (``async_to_sync``), which hands a synchronous view to
+the same thread again (``sync_to_async``): every post crossed between the loop and its
+thread four times, each crossing a future, a wake-up of the other side and a GIL hand-over
+(issue #21). ``PooledRequestsHandler`` builds the synchronous chain WSGI servers run (the
+same middleware, the same exception handling) and crosses into it once, behind the
+``ViewGate``, which still admits requests on the loop.
+
 Two more cycles per request are Django's, and everything a request holds (its headers, body,
 URL match) waited in them for the collector: ``listen_for_disconnect`` raises
 ``RequestAborted`` when the client's disconnect arrives, only for ``handle`` to ignore it (an
@@ -31,21 +40,24 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import IO, Any
 
 import django
-from asgiref.sync import ThreadSensitiveContext
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler, ASGIRequest
 from django.http import HttpRequest, HttpResponseBase
+
+from agents_app.web.view_gate import ViewGate
 
 # The requests a handler call made (one, or none for a request it refused early).
 _made: ContextVar[list[HttpRequest]] = ContextVar("requests_made")
 # What the authentication and messages middleware leave on a request that points back at it.
 _CYCLIC = ("user", "auser", "_cached_user", "_acached_user", "_messages")
+VIEW_GATE = f"{ViewGate.__module__}.{ViewGate.__qualname__}"
 
 
 class RequestThread(ThreadPoolExecutor):
@@ -109,6 +121,17 @@ def request_threads() -> RequestThreads:
 
 
 class PooledRequestsHandler(ASGIHandler):
+    def load_middleware(self, is_async: bool = False) -> None:
+        super().load_middleware(is_async=False)
+        if not is_async:
+            return
+        sync_chain: Callable[[HttpRequest], HttpResponseBase] = self._middleware_chain  # type: ignore[has-type]
+        chain = sync_to_async(sync_chain, thread_sensitive=True)
+        # The gate admits on the loop, before the thread is asked for anything (in the
+        # synchronous chain it passes straight through).
+        gated = VIEW_GATE in settings.MIDDLEWARE
+        self._middleware_chain = ViewGate(chain) if gated else chain
+
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         made: list[HttpRequest] = []
         token = _made.set(made)

@@ -16,6 +16,11 @@ then it runs anyway, so views that are slow for reasons of their own (a vendor's
 list) delay the queue by at most that, and nothing is ever refused here. The permit covers
 the view, not the streaming of a response body. Synchronous servers (WSGI, the test
 client) pass straight through.
+
+Django runs a middleware synchronously when the one below it is synchronous, so first in
+``MIDDLEWARE`` the gate would pass everything through on an ASGI server too: the studio's
+handler (``agents_app/web/request_threads.py``) puts it around the synchronous chain itself,
+on the event loop, where it admits requests before they take a thread.
 """
 
 from __future__ import annotations

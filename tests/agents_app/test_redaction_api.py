@@ -104,3 +104,44 @@ async def test_websocket_frames_are_redacted() -> None:
     frame = json.loads(await communicator.receive_from())
     assert frame["data"] == {"note": f"leaked {MARK}"}
     await communicator.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("close_thread_connections")
+async def test_a_socket_loads_its_redactor_while_connecting(monkeypatch: Any) -> None:
+    """The first frame of a reply finds the thread's redactor ready: the socket loaded it
+    with its access check, so a burst of session starts does not queue a secrets query per
+    socket on the sockets' database pool (issue #21)."""
+    from agents_app import consumers
+
+    calls: list[str] = []
+    real = consumers.socket_db
+
+    async def counted(fn: Any, *args: Any) -> Any:
+        calls.append(getattr(fn, "__name__", repr(fn)))
+        return await real(fn, *args)
+
+    monkeypatch.setattr(consumers, "socket_db", counted)
+
+    @sync_to_async
+    def setup() -> tuple[str, str]:
+        user = get_user_model().objects.create(username="alice")
+        thread = _planted(user)
+        _, raw = api_key_create(user=user, name="ws")
+        return str(thread.pk), raw
+
+    thread_id, key = await setup()
+    communicator = WebsocketCommunicator(
+        application,
+        f"/api/threads/{thread_id}/stream",
+        headers=[(b"authorization", f"Bearer {key}".encode())],
+    )
+    connected, _ = await communicator.connect()
+    assert connected
+    assert calls[-1] == "_admit", calls  # the access check and the redactor, on one trip
+    connected_with = len(calls)
+    await asend_thread_frames(thread_id, [event("custom", {"note": f"leaked {SECRET}"})])
+    frame = json.loads(await communicator.receive_from())
+    assert frame["data"] == {"note": f"leaked {MARK}"}
+    assert len(calls) == connected_with, calls  # the frame used the redactor loaded at connect
+    await communicator.disconnect()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -48,7 +49,18 @@ def held(request: Any) -> JsonResponse:
     return where(request)
 
 
-urlpatterns = [path("where", where), path("held", held)]
+def hops(request: Any) -> JsonResponse:
+    """Whether the view runs under an ``async_to_sync`` (a trip back to the loop and in again)
+    and the names of the middleware frames above it."""
+    frame, names = sys._getframe(), []
+    while frame is not None:
+        names.append(frame.f_code.co_qualname)
+        frame = frame.f_back  # type: ignore[assignment]
+    return JsonResponse({"async_to_sync": "AsyncToSync.__call__" in names, "csp": CSP in names})
+
+
+CSP = "ContentSecurityPolicyMiddleware.__call__"
+urlpatterns = [path("where", where), path("held", held), path("hops", hops)]
 
 
 @pytest.fixture
@@ -113,6 +125,35 @@ async def test_requests_one_after_another_run_on_one_kept_thread_and_connection(
     assert len({a["wrapper"] for a in answers}) == 1
     assert answers[0]["thread"] != threading.get_ident()
     assert pool.kept == 1
+
+
+async def test_a_request_crosses_into_its_thread_once(pool: RequestThreads) -> None:
+    """The synchronous middleware and the view run in one call on the request's thread, as
+    under WSGI: no trip back to the event loop between them (issue #21)."""
+    answer = await _get(PooledRequestsHandler(), "/hops")
+    assert answer == {"async_to_sync": False, "csp": True}
+    # Django's own handler, for contrast: the view sits under an async_to_sync.
+    assert (await _get(ASGIHandler(), "/hops"))["async_to_sync"] is True
+
+
+async def test_the_view_gate_admits_requests_on_the_loop(
+    pool: RequestThreads, settings: Any
+) -> None:
+    """The studio's handler with the studio's middleware: a second request waits at the gate
+    while the first holds its permit. Under Django's async chain the gate sat above
+    synchronous middleware, so Django ran it synchronously, where it lets everything through:
+    ``STUDIO_WEB_VIEW_CONCURRENCY`` did nothing on a real server."""
+    settings.STUDIO_WEB_VIEW_CONCURRENCY = 1
+    app = PooledRequestsHandler()
+    first = asyncio.ensure_future(_get(app, "/held"))
+    await asyncio.to_thread(entered.wait, 10)
+    entered.clear()
+    second = asyncio.ensure_future(_get(app, "/held"))
+    await asyncio.sleep(0.2)
+    assert not entered.is_set()  # the second waits for the gate, not in a view
+    hold.set()
+    answers = await asyncio.gather(first, second)
+    assert entered.is_set() and all("thread" in a for a in answers)
 
 
 async def test_more_requests_than_kept_threads_never_wait_for_one(pool: RequestThreads) -> None:
