@@ -193,10 +193,6 @@ def login_attempt(request: HttpRequest, username: str) -> Hit:
 # --- request rates per user and per API key ----------------------------------------------------
 
 
-def _override(row: UsageLimit) -> Rate | None:
-    return None if row.limit is None else (row.limit, row.period)
-
-
 # What the client is told it sent too many of.
 TOO_MANY = {
     LimitedAction.THREAD_CREATE: "new threads",
@@ -211,19 +207,28 @@ def _refusal(action: str, rate: Rate, who: str) -> str:
     return f"Too many {TOO_MANY[LimitedAction(action)]}: the limit for {who} is {rate[0]} {per}. Try again in {{wait}}."
 
 
+# A fixed statement: every limited request reads it (issue #21). A NULL key matches no row
+# with a key.
+_LIMITS_SQL = (
+    f'SELECT api_key_id, "limit", period FROM {UsageLimit._meta.db_table} '
+    "WHERE user_id = %s AND action = %s AND (api_key_id IS NULL OR api_key_id = %s)"
+)
+
+
 def action_buckets(action: str, *, user: Any, api_key_id: int | None = None) -> list[Bucket]:
     """The limits that apply to ``user`` doing ``action`` (with one of their API keys, when
     ``api_key_id`` is given): settings defaults, replaced by the studio's usage limits."""
     user_rate = settings.STUDIO_RATE_LIMITS.get(action)
     key_rate = settings.STUDIO_RATE_LIMITS_PER_KEY.get(action) if api_key_id else None
-    rows = UsageLimit.objects.filter(user_id=user.pk, action=action).filter(
-        Q(api_key__isnull=True) | Q(api_key_id=api_key_id)
-    )
-    for row in rows:
-        if row.api_key_id is None:
-            user_rate = _override(row)
+    with connection.cursor() as cursor:
+        cursor.execute(_LIMITS_SQL, [user.pk, action, api_key_id])
+        rows = cursor.fetchall()
+    for row_key, limit, period in rows:
+        rate = None if limit is None else (int(limit), int(period))
+        if row_key is None:
+            user_rate = rate
         else:
-            key_rate = _override(row)
+            key_rate = rate
     buckets = []
     if user_rate is not None:
         who = "your account"

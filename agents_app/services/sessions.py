@@ -46,6 +46,8 @@ from agents_app.raw_sql import (
     db_datetime,
     db_json,
     db_uuid,
+    model_columns,
+    model_from_row,
     row_by_uuid,
     text_uuid,
 )
@@ -71,9 +73,28 @@ def stale_after() -> timedelta:
     return timedelta(seconds=settings.STUDIO_SESSION_STALE_SECONDS)
 
 
+# Fixed statements: every post runs both under its thread's lock, and compiling the ORM's
+# versions cost more of the web process's time than PostgreSQL's work (issue #21).
+_THREAD_ROW_SQL = (
+    f"SELECT {', '.join(model_columns(Thread, 't'))} FROM {Thread._meta.db_table} t WHERE t.id = %s"
+)
+_OPEN_SESSIONS = (*ACTIVE_SESSION, ThreadSession.Status.PARKED)
+_OPEN_STATUSES_SQL = (
+    f"SELECT DISTINCT status FROM {ThreadSession._meta.db_table} WHERE thread_id = %s "
+    f"AND status IN ({', '.join(['%s'] * len(_OPEN_SESSIONS))})"
+)
+
+
 def lock_thread(thread_id: Any) -> Thread:
-    """The thread row, locked until the end of the transaction (serializes session decisions)."""
-    return Thread.objects.select_for_update().get(pk=thread_id)
+    """The thread row, locked until the end of the transaction (serializes session decisions).
+
+    ``Thread.DoesNotExist`` for no such thread (or a malformed id), as ``QuerySet.get``."""
+    # SQLite has no row locks: its writes take the whole database (Django drops the clause).
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    row = row_by_uuid(_THREAD_ROW_SQL + lock, thread_id)
+    if row is None:
+        raise Thread.DoesNotExist(f"Thread not found: {thread_id}")
+    return model_from_row(Thread, row)
 
 
 @dataclass(frozen=True)
@@ -86,11 +107,9 @@ class SessionState:
 
 def session_state(thread: Thread) -> SessionState:
     """The thread's open sessions, in one query (hold the thread lock for it to stay true)."""
-    statuses = set(
-        ThreadSession.objects.filter(
-            thread=thread, status__in=[*ACTIVE_SESSION, ThreadSession.Status.PARKED]
-        ).values_list("status", flat=True)
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(_OPEN_STATUSES_SQL, [db_uuid(thread.pk), *_OPEN_SESSIONS])
+        statuses = {status for (status,) in cursor.fetchall()}
     return SessionState(
         active=bool(statuses & set(ACTIVE_SESSION)),
         parked=ThreadSession.Status.PARKED in statuses,

@@ -1,0 +1,103 @@
+"""The reads every post makes are fixed statements, not ORM querysets (issue #21): compiling
+the ORM's versions cost the web process more than PostgreSQL's work. Each test checks the
+answer against the ORM's own and that no ``SELECT`` was compiled for it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.db.models.sql.compiler import (
+    SQLAggregateCompiler,
+    SQLCompiler,
+    SQLDeleteCompiler,
+    SQLInsertCompiler,
+    SQLUpdateCompiler,
+)
+
+from agents_app.models import Thread, ThreadSession, UsageLimit
+from agents_app.services import limits, sessions
+from agents_app.services.api_keys import api_key_create
+from tests.agents_app.api_support import *  # noqa: F403  (fixtures)
+
+pytestmark = pytest.mark.django_db
+
+
+WRITES = (SQLInsertCompiler, SQLUpdateCompiler, SQLDeleteCompiler, SQLAggregateCompiler)
+
+
+@pytest.fixture
+def selects(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The models of the ORM ``SELECT`` statements compiled while the test runs."""
+    compiled: list[str] = []
+    real = SQLCompiler.as_sql
+
+    def counting(self: SQLCompiler, *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(self, WRITES):  # the backend's own SELECT compiler included
+            compiled.append(self.query.model.__name__ if self.query.model else "?")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(SQLCompiler, "as_sql", counting)
+    yield compiled
+
+
+def test_lock_thread_reads_the_whole_row_with_a_fixed_statement(
+    thread_of: Any, alice: Any, selects: list[str]
+) -> None:
+    thread = thread_of(alice)
+    Thread.objects.filter(pk=thread.pk).update(execution_state={"k": [1, "two"]}, stopped=True)
+    expected = Thread.objects.get(pk=thread.pk)
+    selects.clear()
+    locked = sessions.lock_thread(thread.pk)
+    assert selects == []
+    fields = [f.attname for f in Thread._meta.concrete_fields]
+    assert [getattr(locked, f) for f in fields] == [getattr(expected, f) for f in fields]
+    assert locked.execution_state == {"k": [1, "two"]} and locked.stopped is True
+    locked.save(update_fields=["last_message_preview"])  # a full instance: it writes back
+    with pytest.raises(Thread.DoesNotExist):
+        sessions.lock_thread("00000000-0000-0000-0000-000000000000")
+
+
+def test_session_state_reads_the_open_statuses_with_a_fixed_statement(
+    thread_of: Any, alice: Any, selects: list[str]
+) -> None:
+    thread = thread_of(alice)
+    selects.clear()
+    assert sessions.session_state(thread) == sessions.SessionState(active=False, parked=False)
+    ThreadSession.objects.create(thread=thread, status=ThreadSession.Status.PARKED)
+    ThreadSession.objects.create(thread=thread, status=ThreadSession.Status.COMPLETED)
+    selects.clear()
+    assert sessions.session_state(thread) == sessions.SessionState(active=False, parked=True)
+    ThreadSession.objects.create(thread=thread, status=ThreadSession.Status.QUEUED)
+    selects.clear()
+    assert sessions.session_state(thread) == sessions.SessionState(active=True, parked=True)
+    assert selects == []
+
+
+def test_the_usage_limits_of_a_request_are_read_with_a_fixed_statement(
+    settings: Any, alice: Any, bob: Any, selects: list[str]
+) -> None:
+    settings.STUDIO_RATE_LIMITS = {"message_post": (10, 60)}
+    settings.STUDIO_RATE_LIMITS_PER_KEY = {"message_post": (5, 60)}
+    key, _ = api_key_create(user=alice, name="k")
+    other, _ = api_key_create(user=alice, name="other")
+    UsageLimit.objects.create(user=alice, action="message_post", limit=3, period=3600)
+    UsageLimit.objects.create(user=alice, api_key=key, action="message_post", limit=None)
+    UsageLimit.objects.create(user=alice, api_key=other, action="message_post", limit=1)
+    UsageLimit.objects.create(user=bob, action="message_post", limit=7)
+    selects.clear()
+
+    def rates(**kwargs: Any) -> list[tuple[str, tuple[int, int]]]:
+        buckets = limits.action_buckets("message_post", **kwargs)
+        return [(b.name, b.rate) for b in buckets]
+
+    # The user's row replaces the setting; the key's empty limit lifts the per-key one.
+    assert rates(user=alice, api_key_id=key.pk) == [(f"message_post:user:{alice.pk}", (3, 3600))]
+    assert rates(user=alice, api_key_id=other.pk) == [
+        (f"message_post:user:{alice.pk}", (3, 3600)),
+        (f"message_post:key:{other.pk}", (1, 60)),
+    ]
+    assert rates(user=alice) == [(f"message_post:user:{alice.pk}", (3, 3600))]
+    assert rates(user=bob) == [(f"message_post:user:{bob.pk}", (7, 60))]
+    assert selects == []
