@@ -24,8 +24,13 @@ event loop for the URL and the view (``async_to_sync``), which hands a synchrono
 the same thread again (``sync_to_async``): every post crossed between the loop and its
 thread four times, each crossing a future, a wake-up of the other side and a GIL hand-over
 (issue #21). ``PooledRequestsHandler`` builds the synchronous chain WSGI servers run (the
-same middleware, the same exception handling) and crosses into it once, behind the
-``ViewGate``, which still admits requests on the loop.
+same middleware, the same exception handling) and crosses into it once.
+
+The view gate (``agents_app/web/view_gate.py``) admits a request here, on the loop, once its
+body is read and before it asks for a thread: a request waiting for a permit holds no
+thread (the kept thread is taken at the request's first synchronous call, by
+``LentThread``), and the permit goes back when the view has answered, before the body is
+sent.
 
 Two more cycles per request are Django's, and everything a request holds (its headers, body,
 URL match) waited in them for the collector: ``listen_for_disconnect`` raises
@@ -41,7 +46,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import IO, Any
 
@@ -51,7 +56,7 @@ from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler, ASGIRequest
 from django.http import HttpRequest, HttpResponseBase
 
-from agents_app.web.view_gate import ViewGate
+from agents_app.web.view_gate import ViewGate, admission
 
 # The requests a handler call made (one, or none for a request it refused early).
 _made: ContextVar[list[HttpRequest]] = ContextVar("requests_made")
@@ -120,17 +125,54 @@ def request_threads() -> RequestThreads:
     return _threads
 
 
+class LentThread(Executor):
+    """The request's thread: taken from the pool at its first synchronous call (so a request
+    waiting at the gate holds none), given back when the request is over."""
+
+    def __init__(self, threads: RequestThreads) -> None:
+        self._threads = threads
+        self._thread: RequestThread | None = None
+        self._kept = False
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        # Called on the event loop (``run_in_executor``), like ``take`` and ``give_back``.
+        if self._thread is None:
+            self._thread, self._kept = self._threads.take()
+        return self._thread.submit(fn, *args, **kwargs)
+
+    def give_back(self) -> None:
+        if self._thread is not None:
+            self._threads.give_back(self._thread, self._kept)
+            self._thread = None
+
+
+class _Permit:
+    """The request's permit from the view gate, if it holds one."""
+
+    def __init__(self) -> None:
+        self._release: Callable[[], None] | None = None
+
+    def hold(self, release: Callable[[], None] | None) -> None:
+        self._release = release
+
+    def release(self) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            release()
+
+
+_permit: ContextVar[_Permit] = ContextVar("view_gate_permit")
+
+
 class PooledRequestsHandler(ASGIHandler):
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
-        if not is_async:
-            return
-        sync_chain: Callable[[HttpRequest], HttpResponseBase] = self._middleware_chain  # type: ignore[has-type]
-        chain = sync_to_async(sync_chain, thread_sensitive=True)
-        # The gate admits on the loop, before the thread is asked for anything (in the
-        # synchronous chain it passes straight through).
-        gated = VIEW_GATE in settings.MIDDLEWARE
-        self._middleware_chain = ViewGate(chain) if gated else chain
+        # The gate admits requests here, on the loop, not in the chain (where it passes
+        # straight through).
+        self._gated = VIEW_GATE in settings.MIDDLEWARE
+        if is_async:
+            sync_chain: Callable[[HttpRequest], HttpResponseBase] = self._middleware_chain  # type: ignore[has-type]
+            self._middleware_chain = sync_to_async(sync_chain, thread_sensitive=True)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         made: list[HttpRequest] = []
@@ -144,16 +186,45 @@ class PooledRequestsHandler(ASGIHandler):
                     request.__dict__.pop(name, None)
 
     async def _serve(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        threads = request_threads()
-        if scope["type"] != "http" or threads.size <= 0:
-            await super().__call__(scope, receive, send)
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)  # Django's refusal
             return
-        thread, kept = threads.take()
+        threads = request_threads()
+        # Without kept threads, Django's way: a one-thread executor for this request alone.
+        lent = LentThread(threads) if threads.size > 0 else None
+        permit = _Permit()
+        token = _permit.set(permit)
         try:
-            async with ThreadSensitiveContext(executor=thread):
+            async with ThreadSensitiveContext(executor=lent):
                 await self.handle(scope, receive, send)
         finally:
-            threads.give_back(thread, kept)
+            _permit.reset(token)
+            permit.release()
+            if lent is not None:
+                lent.give_back()
+
+    async def read_body(self, receive: Any) -> IO[bytes]:
+        """The body, then a permit from the gate: a slow upload holds no permit, and nothing
+        of the request has asked for a thread yet (``request_started`` is next)."""
+        body: IO[bytes] = await super().read_body(receive)
+        permit = _permit.get(None)
+        if permit is not None and self._gated:
+            try:
+                permit.hold(await admission())
+            except BaseException:
+                body.close()
+                raise
+        return body
+
+    async def run_get_response(self, request: HttpRequest) -> HttpResponseBase:
+        """The view's answer; the permit goes back before the body is sent."""
+        try:
+            response: HttpResponseBase = await super().run_get_response(request)
+            return response
+        finally:
+            permit = _permit.get(None)
+            if permit is not None:
+                permit.release()
 
     def create_request(
         self, scope: Mapping[str, Any], body_file: IO[bytes]

@@ -19,8 +19,9 @@ client) pass straight through.
 
 Django runs a middleware synchronously when the one below it is synchronous, so first in
 ``MIDDLEWARE`` the gate would pass everything through on an ASGI server too: the studio's
-handler (``agents_app/web/request_threads.py``) puts it around the synchronous chain itself,
-on the event loop, where it admits requests before they take a thread.
+handler (``agents_app/web/request_threads.py``) admits each request itself (``admission``),
+on the event loop, once its body is read and before it takes a thread, whenever the gate is
+listed here.
 """
 
 from __future__ import annotations
@@ -63,21 +64,27 @@ class ViewGate:
         return self._admit(request)
 
     async def _admit(self, request: HttpRequest) -> HttpResponseBase:
-        size = int(getattr(settings, "STUDIO_WEB_VIEW_CONCURRENCY", 2))
         run: Callable[[HttpRequest], Awaitable[HttpResponseBase]] = self.get_response
-        if size <= 0:
-            return await run(request)
-        gate = _gate(size)
-        wait = int(getattr(settings, "STUDIO_WEB_VIEW_WAIT_MS", 5000)) / 1000
-        admitted = False
-        try:
-            async with asyncio.timeout(wait):
-                await gate.acquire()
-                admitted = True
-        except TimeoutError:
-            pass  # runs anyway: a slow view elsewhere must not hold this one up for ever
+        release = await admission()
         try:
             return await run(request)
         finally:
-            if admitted:
-                gate.release()
+            if release is not None:
+                release()
+
+
+async def admission() -> Callable[[], None] | None:
+    """Wait for one of this process's permits: returns its release, or ``None`` when the gate
+    is off or the wait ran out (the request then runs anyway: a slow view elsewhere must not
+    hold this one up for ever)."""
+    size = int(getattr(settings, "STUDIO_WEB_VIEW_CONCURRENCY", 2))
+    if size <= 0:
+        return None
+    gate = _gate(size)
+    wait = int(getattr(settings, "STUDIO_WEB_VIEW_WAIT_MS", 5000)) / 1000
+    try:
+        async with asyncio.timeout(wait):
+            await gate.acquire()
+    except TimeoutError:
+        return None
+    return gate.release

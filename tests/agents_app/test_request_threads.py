@@ -151,9 +151,29 @@ async def test_the_view_gate_admits_requests_on_the_loop(
     second = asyncio.ensure_future(_get(app, "/held"))
     await asyncio.sleep(0.2)
     assert not entered.is_set()  # the second waits for the gate, not in a view
+    assert pool.kept == 1  # a request waiting at the gate holds no thread
     hold.set()
     answers = await asyncio.gather(first, second)
     assert entered.is_set() and all("thread" in a for a in answers)
+
+
+async def test_without_kept_threads_the_gate_still_admits(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.STUDIO_WEB_VIEW_CONCURRENCY = 1
+    monkeypatch.setattr(request_threads, "_threads", RequestThreads(0))
+    hold.clear()
+    entered.clear()
+    app = PooledRequestsHandler()
+    first = asyncio.ensure_future(_get(app, "/held"))
+    await asyncio.to_thread(entered.wait, 10)
+    entered.clear()
+    second = asyncio.ensure_future(_get(app, "/held"))
+    await asyncio.sleep(0.2)
+    assert not entered.is_set()
+    hold.set()
+    answers = await asyncio.gather(first, second)
+    assert answers[0]["thread"] != answers[1]["thread"]  # Django's way: a thread each
 
 
 async def test_more_requests_than_kept_threads_never_wait_for_one(pool: RequestThreads) -> None:
