@@ -14,13 +14,14 @@ import binascii
 from dataclasses import dataclass, replace
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from agents_app import wire
 from agents_app.bridge.events import send_registry, send_thread_frames
 from agents_app.errors import Invalid, Locked, NotFound
 from agents_app.models import Message, QueuedMessage, Thread, ThreadFile
+from agents_app.raw_sql import datetime_param, db_uuid
 from agents_app.selectors import message_in_thread, queued_in_thread
 from agents_app.services import limits, sessions
 from agents_app.services.idempotency import (
@@ -153,14 +154,26 @@ def message_post(
     return posted
 
 
+# Fixed statements: every post runs one (issue #21; no signal receivers watch threads).
+_TOUCH_SQL = f"UPDATE {Thread._meta.db_table} SET last_activity_at = %s WHERE id = %s"
+_TOUCH_WITH_MESSAGE_SQL = (
+    f"UPDATE {Thread._meta.db_table} SET last_activity_at = %s, last_message_at = %s, "
+    "last_message_preview = %s WHERE id = %s"
+)
+
+
 def _touch(thread: Thread, role: str, content: str, silent: bool) -> None:
+    """The thread's activity stamp (and, for a user's visible message, its preview), on the
+    row and on ``thread``."""
     now = timezone.now()
     thread.last_activity_at = now
-    fields = ["last_activity_at"]
-    if role == "user" and not silent and content.strip():
-        thread.last_message_at, thread.last_message_preview = now, preview_of(content)
-        fields += ["last_message_at", "last_message_preview"]
-    thread.save(update_fields=fields)
+    stamp, pk = datetime_param(now), db_uuid(thread.pk)
+    with connection.cursor() as cursor:
+        if role == "user" and not silent and content.strip():
+            thread.last_message_at, thread.last_message_preview = now, preview_of(content)
+            cursor.execute(_TOUCH_WITH_MESSAGE_SQL, [stamp, stamp, thread.last_message_preview, pk])
+        else:
+            cursor.execute(_TOUCH_SQL, [stamp, pk])
 
 
 @transaction.atomic

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.db import transaction
 from django.db.models.sql.compiler import (
     SQLAggregateCompiler,
     SQLCompiler,
@@ -101,3 +102,35 @@ def test_the_usage_limits_of_a_request_are_read_with_a_fixed_statement(
     assert rates(user=alice) == [(f"message_post:user:{alice.pk}", (3, 3600))]
     assert rates(user=bob) == [(f"message_post:user:{bob.pk}", (7, 60))]
     assert selects == []
+
+
+def test_a_post_stamps_its_thread_with_a_fixed_statement(
+    thread_of: Any, alice: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agents_app.services.messages import message_post
+
+    updates: list[str] = []
+    real = SQLUpdateCompiler.as_sql
+
+    def counting(self: SQLUpdateCompiler, *args: Any, **kwargs: Any) -> Any:
+        updates.append(self.query.model.__name__ if self.query.model else "?")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(SQLUpdateCompiler, "as_sql", counting)
+    thread = thread_of(alice)
+    before = Thread.objects.get(pk=thread.pk)
+    with transaction.atomic():
+        message_post(thread=thread, role="user", content="  hello there  ")
+    after = Thread.objects.get(pk=thread.pk)
+    assert after.last_activity_at > before.last_activity_at
+    assert after.last_message_at == after.last_activity_at
+    assert after.last_message_preview == "hello there"
+    with transaction.atomic():
+        message_post(thread=thread, role="user", content="quietly", silent=True)
+    silent = Thread.objects.get(pk=thread.pk)
+    assert silent.last_activity_at > after.last_activity_at
+    assert (silent.last_message_at, silent.last_message_preview) == (
+        after.last_message_at,
+        "hello there",
+    )
+    assert "Thread" not in updates
