@@ -81,17 +81,17 @@ def test_secrets_are_loaded_once_per_request(as_: Any, alice: Any) -> None:
     assert 0 < len(env_reads) <= 3  # one redactor load (a few queries), not one per message
 
 
-@pytest.mark.django_db(transaction=True)
-@pytest.mark.usefixtures("close_thread_connections")
-async def test_websocket_frames_are_redacted() -> None:
-    @sync_to_async
-    def setup() -> tuple[str, str]:
-        user = get_user_model().objects.create(username="alice")
-        thread = _planted(user)
-        _, raw = api_key_create(user=user, name="ws")
-        return str(thread.pk), raw
+@sync_to_async
+def _planted_with_key() -> tuple[str, str]:
+    user = get_user_model().objects.create(username="alice")
+    thread = _planted(user)
+    _, raw = api_key_create(user=user, name="ws")
+    return str(thread.pk), raw
 
-    thread_id, key = await setup()
+
+async def _planted_stream() -> tuple[str, WebsocketCommunicator]:
+    """A planted thread and its stream socket, connected with its owner's API key."""
+    thread_id, key = await _planted_with_key()
     communicator = WebsocketCommunicator(
         application,
         f"/api/threads/{thread_id}/stream",
@@ -99,6 +99,13 @@ async def test_websocket_frames_are_redacted() -> None:
     )
     connected, _ = await communicator.connect()
     assert connected
+    return thread_id, communicator
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("close_thread_connections")
+async def test_websocket_frames_are_redacted() -> None:
+    thread_id, communicator = await _planted_stream()
     # A frame from outside the engine (a service, a consumer) carrying the secret.
     await asend_thread_frames(thread_id, [event("custom", {"note": f"leaked {SECRET}"})])
     frame = json.loads(await communicator.receive_from())
@@ -123,21 +130,7 @@ async def test_a_socket_loads_its_redactor_while_connecting(monkeypatch: Any) ->
 
     monkeypatch.setattr(consumers, "socket_db", counted)
 
-    @sync_to_async
-    def setup() -> tuple[str, str]:
-        user = get_user_model().objects.create(username="alice")
-        thread = _planted(user)
-        _, raw = api_key_create(user=user, name="ws")
-        return str(thread.pk), raw
-
-    thread_id, key = await setup()
-    communicator = WebsocketCommunicator(
-        application,
-        f"/api/threads/{thread_id}/stream",
-        headers=[(b"authorization", f"Bearer {key}".encode())],
-    )
-    connected, _ = await communicator.connect()
-    assert connected
+    thread_id, communicator = await _planted_stream()
     assert calls[-1] == "_admit", calls  # the access check and the redactor, on one trip
     connected_with = len(calls)
     await asend_thread_frames(thread_id, [event("custom", {"note": f"leaked {SECRET}"})])

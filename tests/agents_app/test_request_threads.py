@@ -12,7 +12,7 @@ import gc
 import json
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -136,6 +136,21 @@ async def test_a_request_crosses_into_its_thread_once(pool: RequestThreads) -> N
     assert (await _get(ASGIHandler(), "/hops"))["async_to_sync"] is True
 
 
+async def _second_waits_at_the_gate(holds_no_thread: Callable[[], bool]) -> list[Any]:
+    """Two held requests through the studio's handler with a gate of one: the second waits
+    at the gate (``holds_no_thread`` checked meanwhile) until the first is released."""
+    app = PooledRequestsHandler()
+    first = asyncio.ensure_future(_get(app, "/held"))
+    await asyncio.to_thread(entered.wait, 10)
+    entered.clear()
+    second = asyncio.ensure_future(_get(app, "/held"))
+    await asyncio.sleep(0.2)
+    assert not entered.is_set()  # the second waits for the gate, not in a view
+    assert holds_no_thread()  # a request waiting at the gate holds no thread
+    hold.set()
+    return list(await asyncio.gather(first, second))
+
+
 async def test_the_view_gate_admits_requests_on_the_loop(
     pool: RequestThreads, settings: Any
 ) -> None:
@@ -144,16 +159,7 @@ async def test_the_view_gate_admits_requests_on_the_loop(
     synchronous middleware, so Django ran it synchronously, where it lets everything through:
     ``STUDIO_WEB_VIEW_CONCURRENCY`` did nothing on a real server."""
     settings.STUDIO_WEB_VIEW_CONCURRENCY = 1
-    app = PooledRequestsHandler()
-    first = asyncio.ensure_future(_get(app, "/held"))
-    await asyncio.to_thread(entered.wait, 10)
-    entered.clear()
-    second = asyncio.ensure_future(_get(app, "/held"))
-    await asyncio.sleep(0.2)
-    assert not entered.is_set()  # the second waits for the gate, not in a view
-    assert pool.kept == 1  # a request waiting at the gate holds no thread
-    hold.set()
-    answers = await asyncio.gather(first, second)
+    answers = await _second_waits_at_the_gate(lambda: pool.kept == 1)
     assert entered.is_set() and all("thread" in a for a in answers)
 
 
@@ -164,15 +170,7 @@ async def test_without_kept_threads_the_gate_still_admits(
     monkeypatch.setattr(request_threads, "_threads", RequestThreads(0))
     hold.clear()
     entered.clear()
-    app = PooledRequestsHandler()
-    first = asyncio.ensure_future(_get(app, "/held"))
-    await asyncio.to_thread(entered.wait, 10)
-    entered.clear()
-    second = asyncio.ensure_future(_get(app, "/held"))
-    await asyncio.sleep(0.2)
-    assert not entered.is_set()
-    hold.set()
-    answers = await asyncio.gather(first, second)
+    answers = await _second_waits_at_the_gate(lambda: True)
     assert answers[0]["thread"] != answers[1]["thread"]  # Django's way: a thread each
 
 
