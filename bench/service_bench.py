@@ -106,6 +106,24 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def services_seconds() -> float:
+    """CPU time the machine's PostgreSQL and Redis servers have used so far (every process
+    named postgres or redis-server, plus what their exited children used)."""
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name, _, rest = stat.partition(" (")[2].rpartition(")")
+        if name.startswith(("postgres", "redis-server")):
+            fields = rest.split()
+            total += sum(int(x) for x in fields[11:15])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 SEED = """
 from agents_app.services.definitions import save_definitions
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
@@ -308,6 +326,7 @@ async def run_level(
                 box_busy_seconds(),
                 cpu_seconds(stack.daphne.popen.pid),
                 cpu_seconds(http_pid) if http_pid else 0.0,
+                services_seconds(),
             )
 
         cpu_before = cpu_now()
@@ -401,6 +420,8 @@ async def run_level(
         # during the level, one post per session).
         "http_ms_per_post": 1000 * cpu_used[5] / sessions,
         "worker_ms_per_session": 1000 * cpu_used[1] / sessions,
+        # PostgreSQL and Redis (the machine's, shared with anything else running on it).
+        "services_ms_per_session": 1000 * cpu_used[6] / sessions,
         "daphne_mb": peak["daphne"],
         "worker_mb": peak["worker"],
     }
@@ -565,7 +586,8 @@ def main() -> None:
                 f"p99 {row['start_p99_ms']:.0f} ms; all streaming from "
                 f"t={row['steady_from_s']:.1f}s: p99 {row['steady_p99_ms']:.1f} ms; CPU per "
                 f"session: server {row['server_ms_per_session']:.1f} ms, "
-                f"worker {row['worker_ms_per_session']:.1f} ms; sockets' server "
+                f"worker {row['worker_ms_per_session']:.1f} ms, PostgreSQL and Redis "
+                f"{row['services_ms_per_session']:.1f} ms; sockets' server "
                 f"{row['relay_us_per_frame']:.0f} µs per frame"
                 + (
                     f", HTTP server {row['http_ms_per_post']:.1f} ms per post"
@@ -579,8 +601,9 @@ def main() -> None:
                 for second, count, p50, p99 in row["timeline"]:
                     used = row["cores"].get(second)
                     cores = (
-                        "  cores: server {:.2f} (relay {:.2f}) worker {:.2f} client {:.2f} "
-                        "box {:.2f}".format(used[0], used[4], *used[1:4])
+                        f"  cores: server {used[0]:.2f} (relay {used[4]:.2f}) worker "
+                        f"{used[1]:.2f} client {used[2]:.2f} db+redis {used[6]:.2f} "
+                        f"box {used[3]:.2f}"
                         if used
                         else ""
                     )
