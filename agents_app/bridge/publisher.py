@@ -4,9 +4,9 @@ channels_redis' Pub/Sub layer sends each ``group_send`` as its own ``PUBLISH`` u
 per-shard lock, so a worker streaming hundreds of threads waits one round trip per
 frame, one frame at a time: under load the queue of frames behind that lock, not the
 CPU, was most of a token's latency. A ``BatchPublisher`` (one per event loop) takes the
-frames every sink of the loop has ready and writes them as one pipeline per shard
-(``transaction=False``: plain ``PUBLISH`` commands, one write, one read of the replies).
-While a batch is in flight the next one gathers, so the batch size follows the load.
+frames every sink of the loop has ready and writes them to each shard as one write of plain
+``PUBLISH`` commands, then reads their replies (``publish_all``). While a batch is in
+flight the next one gathers, so the batch size follows the load.
 
 Order: frames of one group are published in the order they were handed over (one batch
 at a time, in order within a batch). Delivery stays at-most-once, as with ``group_send``:
@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import weakref
 from typing import Any
+
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 logger = logging.getLogger(__name__)
 
@@ -65,30 +68,72 @@ class BatchPublisher:
             self._runner = None
 
     async def _publish(self, batch: list[tuple[str, dict[str, Any], asyncio.Future[None]]]) -> None:
-        pipelines = self._pipelines(batch)
-        if pipelines is None:
+        shards = self._shards(batch)
+        if shards is None:
             for group, message, _ in batch:
                 await self._layer.group_send(group, message)
             return
-        await asyncio.gather(*(pipe.execute() for pipe in pipelines))
+        if len(shards) == 1:
+            await publish_all(*shards[0])
+        else:
+            await asyncio.gather(*(publish_all(*shard) for shard in shards))
 
-    def _pipelines(self, batch: list[tuple[str, dict[str, Any], asyncio.Future[None]]]) -> Any:
-        """One pipeline per Redis shard, or ``None`` when the layer is not channels_redis'
-        Pub/Sub layer (its per-loop layer, shards and serializer are what ``group_send``
-        itself uses, so names, hashing and encoding stay exactly those of the layer)."""
+    def _shards(
+        self, batch: list[tuple[str, dict[str, Any], asyncio.Future[None]]]
+    ) -> list[tuple[Any, list[tuple[str, str, bytes]]]] | None:
+        """Each Redis shard's client with its ``PUBLISH`` commands, or ``None`` when the
+        layer is not channels_redis' Pub/Sub layer (its per-loop layer, shards and serializer
+        are what ``group_send`` itself uses, so names, hashing and encoding stay exactly
+        those of the layer)."""
         loop_layer = pubsub_loop_layer(self._layer)
         if loop_layer is None:
             return None
-        pipelines: dict[int, Any] = {}
+        shards: dict[int, tuple[Any, list[tuple[str, str, bytes]]]] = {}
+        serialize = self._layer.serialize
         for group, message, _ in batch:
             channel = loop_layer._get_group_channel_name(group)
             shard = loop_layer._get_shard(channel)
-            pipe = pipelines.get(id(shard))
-            if pipe is None:
+            entry = shards.get(id(shard))
+            if entry is None:
                 shard._ensure_redis()
-                pipe = pipelines[id(shard)] = shard._redis.pipeline(transaction=False)
-            pipe.publish(channel, self._layer.serialize(message))
-        return list(pipelines.values())
+                entry = shards[id(shard)] = (shard._redis, [])
+            entry[1].append(("PUBLISH", channel, serialize(message)))
+        return list(shards.values())
+
+
+async def publish_all(client: Any, commands: list[tuple[str, str, bytes]]) -> None:
+    """Send ``commands`` to ``client``'s Redis in one write and read their replies.
+
+    What a ``transaction=False`` pipeline does on the wire, without its per-command Python:
+    redis-py's pipeline queued each command through the client's command machinery and read
+    each reply under a timeout of its own (an ``asyncio.timeout`` per frame), a tenth of a
+    streaming worker's CPU at 200 sessions (issue #21). Here the replies share one timeout,
+    the connection's ``socket_timeout``. A connection the server closed (a Redis restart)
+    fails before any reply: the batch is sent once more on a new connection, as the
+    pipeline's retry did. Once a reply was read, a failure is not retried (the frames
+    before it were delivered; the caller logs the batch as dropped).
+    """
+    pool = client.connection_pool
+    for attempt in (1, 2):
+        conn = await pool.get_connection()
+        replies = 0
+        try:
+            await conn.send_packed_command(conn.pack_commands(commands))
+            async with asyncio.timeout(conn.socket_timeout):
+                for _ in commands:
+                    await conn.read_response(timeout=math.inf)
+                    replies += 1
+            return
+        except RedisConnectionError:
+            await conn.disconnect(nowait=True)
+            if attempt == 2 or replies:
+                raise
+        except BaseException:
+            # Replies left unread would answer the connection's next command: drop it.
+            await conn.disconnect(nowait=True)
+            raise
+        finally:
+            await pool.release(conn)
 
 
 def pubsub_loop_layer(layer: Any) -> Any | None:

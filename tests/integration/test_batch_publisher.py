@@ -1,19 +1,27 @@
 """``BatchPublisher`` on a real Redis through channels_redis' Pub/Sub layer (issue #21).
 
-Frames of many groups, handed over at once, leave in few pipelines (not one round trip
+Frames of many groups, handed over at once, leave in few batches (not one round trip
 each), every frame arrives, and each group's frames arrive in the order they were handed
-over. A Redis that is gone drops the frames (logged) without raising into the sender.
+over. A batch is one write whose replies share one timeout. A Redis that is gone drops the
+frames (logged) without raising into the sender; one that restarted gets the next batch.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import uuid
+from pathlib import Path
+from typing import Any
 
+import pytest
+import redis.asyncio
 from channels_redis.pubsub import RedisPubSubChannelLayer
+from redis.asyncio.connection import AbstractConnection
 
 from agents_app.bridge.publisher import BatchPublisher, pubsub_loop_layer
+from tests.integration.stack import RedisServer
 
 REDIS = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 GROUPS = 20
@@ -119,3 +127,79 @@ async def test_daphnes_receive_loop_takes_a_batch_without_a_timeout_per_message(
     # Each batch arrived together: after its first message, the rest came without a timeout.
     assert timeouts.count(None) >= 100
     await layer.flush()
+
+
+async def test_a_batch_is_one_write_and_its_replies_share_one_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    writes: list[Any] = []
+    read_timeouts: list[tuple[Any, Any]] = []
+    real_send, real_read = (
+        AbstractConnection.send_packed_command,
+        AbstractConnection.read_response,
+    )
+
+    async def send_packed_command(self, command, check_health=True):  # type: ignore[no-untyped-def]
+        writes.append(self)
+        return await real_send(self, command, check_health)
+
+    async def read_response(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        read_timeouts.append((self, kwargs.get("timeout")))
+        return await real_read(self, *args, **kwargs)
+
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", send_packed_command)
+    monkeypatch.setattr(AbstractConnection, "read_response", read_response)
+    layer = RedisPubSubChannelLayer(hosts=[REDIS], prefix=f"one-{uuid.uuid4().hex[:8]}")
+    channel = await layer.new_channel()
+    await layer.group_add("g", channel)
+    publisher = BatchPublisher(layer)
+    await publisher.group_send("g", {"type": "x", "n": -1})  # connects (its set-up writes)
+    assert (await asyncio.wait_for(layer.receive(channel), 10))["n"] == -1
+    # The publishing connection (the subscriber's has a pool of its own).
+    loop_layer = pubsub_loop_layer(layer)
+    assert loop_layer is not None
+    shard = loop_layer._get_shard(loop_layer._get_group_channel_name("g"))
+    (publishing,) = shard._redis.connection_pool._available_connections
+    writes.clear()
+    read_timeouts.clear()
+    await asyncio.gather(*(publisher.group_send("g", {"type": "x", "n": n}) for n in range(40)))
+    sent = [conn for conn in writes if conn is publishing]
+    replies = [timeout for conn, timeout in read_timeouts if conn is publishing]
+    numbers = [(await asyncio.wait_for(layer.receive(channel), 10))["n"] for _ in range(40)]
+    assert numbers == list(range(40))
+    assert len(sent) == publisher.batches - 1
+    # One reply per frame, none read under a timeout of its own (redis-py's pipeline read
+    # each with the connection's socket_timeout: an asyncio.timeout per frame).
+    assert replies == [math.inf] * 40
+    await layer.flush()
+
+
+async def test_a_batch_after_a_redis_restart_goes_out_on_a_new_connection(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = RedisServer(tmp_path).start()
+    listener = None
+    try:
+        layer = RedisPubSubChannelLayer(hosts=[server.url], prefix="restart")
+        publisher = BatchPublisher(layer)
+        await publisher.group_send("g", {"type": "x", "n": 0})  # a pooled connection now
+        server.stop()
+        server.start()  # same port: the pooled connection is closed by a server now gone
+        listener = redis.asyncio.Redis.from_url(server.url)
+        subscription = listener.pubsub()
+        loop_layer = pubsub_loop_layer(layer)
+        assert loop_layer is not None
+        await subscription.subscribe(loop_layer._get_group_channel_name("g"))
+        await publisher.group_send("g", {"type": "x", "n": 1})
+        while True:
+            message = await subscription.get_message(timeout=10)
+            assert message is not None, "the batch after the restart never arrived"
+            if message["type"] == "message":
+                break
+        assert layer.deserialize(message["data"])["n"] == 1
+        assert "dropped" not in caplog.text
+        await subscription.aclose()
+    finally:
+        if listener is not None:
+            await listener.aclose()
+        server.stop()
