@@ -21,7 +21,7 @@ from agents_app import wire
 from agents_app.bridge.events import send_registry, send_thread_frames
 from agents_app.errors import Invalid, Locked, NotFound
 from agents_app.models import Message, QueuedMessage, Thread, ThreadFile
-from agents_app.raw_sql import datetime_param, db_uuid
+from agents_app.raw_sql import datetime_param, db_uuid, insert_row
 from agents_app.selectors import message_in_thread, queued_in_thread
 from agents_app.services import limits, sessions
 from agents_app.services.idempotency import (
@@ -117,7 +117,7 @@ def message_post(
     if role == "user" and (idle or locked.stopped):
         # A user message resumes a stopped thread (the reference clears the flag for it).
         metadata[wire.RESUME_MARK] = wire.RESUME_VALUE
-    queued = QueuedMessage.objects.create(
+    queued = QueuedMessage(
         thread=locked,
         role=role,
         content=content,
@@ -125,6 +125,7 @@ def message_post(
         silent=silent,
         metadata=metadata,
     )
+    insert_row(queued)
     _touch(locked, role, content, silent)
     if idle:
         sessions.session_request(

@@ -46,6 +46,7 @@ from agents_app.raw_sql import (
     db_datetime,
     db_json,
     db_uuid,
+    insert_row,
     model_columns,
     model_from_row,
     row_by_uuid,
@@ -132,12 +133,13 @@ def session_request(
         return None
     if state.parked:
         return None  # queued work waits until the waiting tool call is decided
-    row = ThreadSession.objects.create(
+    row = ThreadSession(
         thread=thread,
         status=ThreadSession.Status.QUEUED,
         side=side,
         root_message_id=root_message_id,
     )
+    insert_row(row)
     session_should_run(row.pk)
     return row
 

@@ -4,6 +4,7 @@ answer against the ORM's own and that no ``SELECT`` was compiled for it."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -134,3 +135,71 @@ def test_a_post_stamps_its_thread_with_a_fixed_statement(
         "hello there",
     )
     assert "Thread" not in updates
+
+
+def _stored(model: Any, pk: Any) -> dict[str, Any]:
+    row = model.objects.get(pk=pk)
+    return {f.attname: getattr(row, f.attname) for f in model._meta.concrete_fields}
+
+
+def test_insert_row_writes_what_the_orm_writes(thread_of: Any, alice: Any) -> None:
+    from agents_app.models import QueuedMessage
+    from agents_app.raw_sql import insert_row
+
+    thread = thread_of(alice)
+    root = uuid.uuid4()
+    values = {
+        "thread": thread,
+        "role": "assistant",
+        "content": "ünïcode and 'quotes'",
+        "attachments": [{"name": "a.txt", "size": 3, "nested": {"k": [1, None, True]}}],
+        "silent": True,
+        "metadata": {"resume": "yes", "n": 2**40},
+    }
+    ours, theirs = QueuedMessage(**values), QueuedMessage.objects.create(**values)
+    insert_row(ours)
+    assert not ours._state.adding
+    mine, orms = _stored(QueuedMessage, ours.pk), _stored(QueuedMessage, theirs.pk)
+    for key in ("id", "created_at"):
+        mine.pop(key), orms.pop(key)
+    assert mine == orms
+    # A model with auto_now_add, defaults and nullable columns.
+    # (One open session per thread: the twin is on a thread of its own.)
+    session = ThreadSession(thread=thread, side="b", root_message_id=root)
+    insert_row(session)
+    other = thread_of(alice)
+    twin = ThreadSession.objects.create(thread=other, side="b", root_message_id=root)
+    mine, orms = _stored(ThreadSession, session.pk), _stored(ThreadSession, twin.pk)
+    assert mine["created_at"] is not None and mine["created_at"] <= orms["created_at"]
+    assert session.created_at == mine["created_at"]
+    assert (mine["thread_id"], orms["thread_id"]) == (thread.pk, other.pk)
+    for key in ("id", "created_at", "thread_id"):
+        mine.pop(key), orms.pop(key)
+    assert mine == orms
+    with pytest.raises(TypeError):
+        insert_row(UsageLimit(user=alice, action="message_post", limit=1, period=60))
+
+
+def test_a_posts_inserts_are_fixed_statements(
+    thread_of: Any, alice: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agents_app.models import QueuedMessage
+    from agents_app.services.messages import message_post
+
+    inserts: list[str] = []
+    real = SQLInsertCompiler.as_sql
+
+    def counting(self: SQLInsertCompiler, *args: Any, **kwargs: Any) -> Any:
+        inserts.append(self.query.model.__name__ if self.query.model else "?")
+        return real(self, *args, **kwargs)
+
+    thread = thread_of(alice)
+    monkeypatch.setattr(SQLInsertCompiler, "as_sql", counting)
+    with transaction.atomic():
+        message_post(thread=thread, role="user", content="hello")
+    assert inserts == []
+    (queued,) = QueuedMessage.objects.filter(thread=thread)
+    assert (queued.role, queued.content, queued.silent) == ("user", "hello", False)
+    (session,) = ThreadSession.objects.filter(thread=thread)
+    assert session.status == ThreadSession.Status.QUEUED
+    assert session.root_message_id == queued.pk and session.side == "a"
