@@ -110,7 +110,7 @@ def insert_row(instance: models.Model) -> None:
     sql = _INSERTS.get(key)
     if sql is None:
         quote = connection.ops.quote_name
-        columns = ", ".join(quote(f.column) for f in fields)
+        columns = ", ".join(quote(str(f.column)) for f in fields)
         values = ", ".join(["%s"] * len(fields))
         sql = _INSERTS[key] = (
             f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({values})"
