@@ -318,3 +318,18 @@ async def asend_registry(frame: dict[str, Any], owner_id: Any) -> None:
 
 def send_registry(frame: dict[str, Any], owner_id: Any) -> None:
     async_to_sync(asend_registry)(frame, owner_id)
+
+
+async def _asend_thread_and_registry(
+    thread_id: str, frames: list[dict[str, Any]], registry: dict[str, Any], owner_id: Any
+) -> None:
+    # Both queue before either waits: the thread's frames go first, in the same batch.
+    await asyncio.gather(asend_thread_frames(thread_id, frames), asend_registry(registry, owner_id))
+
+
+def send_thread_and_registry(
+    thread_id: str, frames: list[dict[str, Any]], registry: dict[str, Any], owner_id: Any
+) -> None:
+    """``send_thread_frames`` and ``send_registry`` in one trip to the event loop (a post
+    sends both on commit: one crossing and one Redis round trip instead of two each)."""
+    async_to_sync(_asend_thread_and_registry)(thread_id, frames, registry, owner_id)

@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from agents_app import wire
-from agents_app.bridge.events import send_registry, send_thread_frames
+from agents_app.bridge.events import send_thread_and_registry, send_thread_frames
 from agents_app.errors import Invalid, Locked, NotFound
 from agents_app.models import Message, QueuedMessage, Thread, ThreadFile
 from agents_app.raw_sql import datetime_param, db_uuid, insert_row
@@ -141,8 +141,9 @@ def message_post(
     if role == "user" and not silent:
         activity["last_message_preview"] = locked.last_message_preview
         activity["last_message_at"] = wire.seconds(locked.last_message_at)
-    transaction.on_commit(lambda: send_thread_frames(str(locked.pk), [frame]))
-    transaction.on_commit(lambda: send_registry(activity, locked.owner_id))
+    transaction.on_commit(
+        lambda: send_thread_and_registry(str(locked.pk), [frame], activity, locked.owner_id)
+    )
     posted = Posted(202, wire.message_queued(queued.pk))
     if idempotency is not None:
         idempotent_record(

@@ -89,7 +89,7 @@ def test_posting_queues_and_requests_one_session(
     body = response.json()
     assert body["status"] == "queued" and body["messageId"] == body["queueId"]
     assert body["message"].startswith("Message queued for processing.")
-    assert len(callbacks) == 3  # dispatch, provisional frame, registry activity
+    assert len(callbacks) == 2  # dispatch; the provisional frame with the registry activity
     queued = QueuedMessage.objects.get()
     assert str(queued.pk) == body["messageId"] and queued.content == "hello"
     session = ThreadSession.objects.get()
@@ -105,6 +105,41 @@ def test_posting_queues_and_requests_one_session(
     assert page[0]["metadata"]["queued"] is True
     thread.refresh_from_db()
     assert thread.last_message_preview == "and then"
+
+
+def test_a_post_sends_its_frame_and_its_registry_activity_in_one_crossing(
+    as_: Any,
+    alice: Any,
+    thread_of: Any,
+    django_capture_on_commit_callbacks: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    from agents_app.bridge import events
+
+    thread = thread_of(alice)
+    layer = get_channel_layer()
+    watcher, owner = async_to_sync(layer.new_channel)(), async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(events.thread_group(str(thread.pk)), watcher)
+    async_to_sync(layer.group_add)(events.registry_user_group(alice.pk), owner)
+    crossings: list[str] = []
+
+    def counting(function: Any) -> Any:
+        crossings.append(function.__name__)
+        return async_to_sync(function)
+
+    monkeypatch.setattr(events, "async_to_sync", counting)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = as_(alice).post_json(f"/api/threads/{thread.pk}/messages", {"content": "hi"})
+    assert response.status_code == 202
+    assert crossings == ["_asend_thread_and_registry"]
+    frame = async_to_sync(layer.receive)(watcher)
+    assert frame["meta"]["type"] == "message_data" and '"content":"hi"' in frame["text"]
+    activity = async_to_sync(layer.receive)(owner)["frame"]
+    assert activity["type"] == "thread_activity" and activity["threadId"] == str(thread.pk)
+    assert activity["last_message_preview"] == "hi" and activity["executing"] is True
 
 
 def test_queued_rows_count_as_the_newest(as_: Any, alice: Any, thread_of: Any) -> None:
