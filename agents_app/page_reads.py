@@ -150,30 +150,32 @@ def engine_messages(
     in the order read, and with ``with_newest`` the newest ``created_at`` of all the
     thread's messages (else ``None``): every session start reads its history through this.
 
-    The newest time is a column of the window's statement; only an empty window needs a
-    statement of its own for it (deeper rows can be stored before the top-level row they
-    hang under)."""
+    One statement either way: the window joined to the newest time, so an empty window (a
+    new thread's first session) still brings the time, as a row of NULLs beside it (deeper
+    rows can be stored before the top-level row they hang under)."""
     where, params = _engine_where(thread_id, include_silent, max_depth, parent_id)
-    select = _SELECT
-    if with_newest:
-        select += f", ({NEWEST_SQL})"
-        params = [db_uuid(thread_id), *params]
-    sql = f"SELECT {select} FROM {_MESSAGES} WHERE {where} ORDER BY created_at "
-    sql += "DESC" if newest else "ASC"
+    order = "DESC" if newest else "ASC"
+    sql = f"SELECT {_SELECT} FROM {_MESSAGES} WHERE {where} ORDER BY created_at {order}"
     if limit is not None or offset:
         # OFFSET needs a LIMIT on SQLite, where -1 is none; PostgreSQL reads NULL as none.
         no_limit = -1 if connection.vendor == "sqlite" else None
         sql += " LIMIT %s OFFSET %s"
         params += [no_limit if limit is None else limit, offset]
+    if with_newest:
+        sql = (
+            f"SELECT w.*, n.* FROM ({NEWEST_SQL}) n LEFT JOIN ({sql}) w ON 1 = 1 "
+            f"ORDER BY w.created_at {order}"
+        )
+        params = [db_uuid(thread_id), *params]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-        if not with_newest:
-            return [_engine_message(row) for row in rows], None
-        if rows:
-            return [_engine_message(row[:-1]) for row in rows], rows[0][-1]
-        cursor.execute(NEWEST_SQL, [db_uuid(thread_id)])
-        return [], cursor.fetchone()[0]
+    if not with_newest:
+        return [_engine_message(row) for row in rows], None
+    newest_at = rows[0][-1]  # the join always gives a row
+    if rows[0][0] is None:  # ``id``: the window is empty
+        return [], newest_at
+    return [_engine_message(row[:-1]) for row in rows], newest_at
 
 
 def engine_message_count(
