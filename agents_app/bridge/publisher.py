@@ -106,12 +106,12 @@ async def publish_all(client: Any, commands: list[tuple[str, str, bytes]]) -> No
 
     What a ``transaction=False`` pipeline does on the wire, without its per-command Python:
     redis-py's pipeline queued each command through the client's command machinery and read
-    each reply under a timeout of its own (an ``asyncio.timeout`` per frame), a tenth of a
-    streaming worker's CPU at 200 sessions (issue #21). Here the replies share one timeout,
-    the connection's ``socket_timeout``. A connection the server closed (a Redis restart)
-    fails before any reply: the batch is sent once more on a new connection, as the
-    pipeline's retry did. Once a reply was read, a failure is not retried (the frames
-    before it were delivered; the caller logs the batch as dropped).
+    each reply under a timeout of its own (an ``asyncio.timeout`` per frame): about a tenth
+    of a streaming worker's CPU per token at 200 sessions (issue #21). Here the replies
+    share one timeout, the connection's ``socket_timeout``. A connection the server closed
+    (a Redis restart) fails before any reply: the batch is sent once more on a new
+    connection (the pipeline dropped it). Once a reply was read, a failure is not retried
+    (the frames before it were delivered; the caller logs the batch as dropped).
     """
     pool = client.connection_pool
     for attempt in (1, 2):
