@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 from typing import Any
@@ -60,3 +61,41 @@ def test_every_long_running_service_restarts_and_has_a_health_check() -> None:
     # The edge is checked by nginx's own answer, not through Django (which would need a Host
     # from ALLOWED_HOSTS and, with STUDIO_HTTPS, redirect a plain request).
     assert services["edge"]["healthcheck"]["test"][-1] == "http://127.0.0.1:8000/.edge/health"
+
+
+def _pool_size(stack: Stack, node: str) -> int | None:
+    """The pool size the worker ``node`` reports (``celery inspect stats``), None if silent."""
+    done = subprocess.run(
+        [str(BIN / "celery"), "-A", "studio", "inspect", "stats", "--json", "-d", node],
+        cwd=ROOT,
+        env=stack.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    try:
+        return int(json.loads(done.stdout)[node]["pool"]["max-concurrency"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def test_the_compose_worker_streams_as_many_sessions_as_the_plan_says(stack: Stack) -> None:
+    """Each session holds a pool thread while it runs, so the pool's size is the most
+    sessions a worker container streams at once: it must be the compose file's setting (the
+    scale-out plan's ~250), not a number its command line pins."""
+    compose = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
+    command = compose["services"]["worker"]["command"]
+    wanted = int(compose["x-app"]["environment"]["CELERY_WORKER_CONCURRENCY"])
+    assert command[:4] == ["celery", "-A", "studio", "worker"] and wanted >= 200
+    node = f"compose@{socket.gethostname()}"
+    args = [str(BIN / "celery"), *command[1:], "-n", node, "--without-gossip", "--without-mingle"]
+    process = stack.spawn("compose-worker", args, {"CELERY_WORKER_CONCURRENCY": str(wanted)})
+    try:
+        wait_until(
+            lambda: _pool_size(stack, node) is not None,
+            "the compose worker to answer",
+            timeout=60,
+        )
+        assert _pool_size(stack, node) == wanted
+    finally:
+        process.stop()
