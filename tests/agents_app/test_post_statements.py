@@ -44,6 +44,19 @@ def selects(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     yield compiled
 
 
+def _compiled(monkeypatch: pytest.MonkeyPatch, compiler: type[SQLCompiler]) -> list[str]:
+    """The models of the statements ``compiler`` compiles from now on in the test."""
+    models: list[str] = []
+    real = compiler.as_sql
+
+    def counting(self: SQLCompiler, *args: Any, **kwargs: Any) -> Any:
+        models.append(self.query.model.__name__ if self.query.model else "?")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(compiler, "as_sql", counting)
+    return models
+
+
 def test_lock_thread_reads_the_whole_row_with_a_fixed_statement(
     thread_of: Any, alice: Any, selects: list[str]
 ) -> None:
@@ -110,14 +123,7 @@ def test_a_post_stamps_its_thread_with_a_fixed_statement(
 ) -> None:
     from agents_app.services.messages import message_post
 
-    updates: list[str] = []
-    real = SQLUpdateCompiler.as_sql
-
-    def counting(self: SQLUpdateCompiler, *args: Any, **kwargs: Any) -> Any:
-        updates.append(self.query.model.__name__ if self.query.model else "?")
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(SQLUpdateCompiler, "as_sql", counting)
+    updates = _compiled(monkeypatch, SQLUpdateCompiler)
     thread = thread_of(alice)
     before = Thread.objects.get(pk=thread.pk)
     with transaction.atomic():
@@ -186,15 +192,8 @@ def test_a_posts_inserts_are_fixed_statements(
     from agents_app.models import QueuedMessage
     from agents_app.services.messages import message_post
 
-    inserts: list[str] = []
-    real = SQLInsertCompiler.as_sql
-
-    def counting(self: SQLInsertCompiler, *args: Any, **kwargs: Any) -> Any:
-        inserts.append(self.query.model.__name__ if self.query.model else "?")
-        return real(self, *args, **kwargs)
-
     thread = thread_of(alice)
-    monkeypatch.setattr(SQLInsertCompiler, "as_sql", counting)
+    inserts = _compiled(monkeypatch, SQLInsertCompiler)
     with transaction.atomic():
         message_post(thread=thread, role="user", content="hello")
     assert inserts == []
