@@ -79,8 +79,11 @@ class McpServer(McpServerDefinition):
 class McpTools(Protocol):
     """What the engine needs to offer and run ``mcp:`` tools."""
 
-    async def tool(self, server: str, name: str) -> McpToolInfo | None:
-        """The tool's description, or ``None`` when the server or tool is unknown or disabled."""
+    async def tool(
+        self, server: str, name: str, env: EnvLookup | None = None
+    ) -> McpToolInfo | None:
+        """The tool's description, or ``None`` when the server or tool is unknown or disabled
+        (``env`` resolves ``${NAME}`` when a never-listed server is listed on first use)."""
         ...
 
     async def call(

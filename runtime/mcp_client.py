@@ -80,6 +80,10 @@ class McpServerSource(Protocol):
         """The server with its cached tools, or ``None`` when unknown."""
         ...
 
+    async def remember_tools(self, name: str, tools: list[McpToolInfo]) -> None:
+        """Cache the tool list of a server listed at run time (its first use)."""
+        ...
+
 
 class McpUnavailable(Exception):
     """The server cannot be reached or its connection was lost (plain words in ``str``)."""
@@ -420,9 +424,26 @@ class McpConnector:
         server = await self.source.mcp_server(name)
         return server if server is not None and server.enabled else None
 
-    async def tool(self, server: str, name: str) -> McpToolInfo | None:
+    async def tool(
+        self, server: str, name: str, env: EnvLookup | None = None
+    ) -> McpToolInfo | None:
         found = await self._server(server)
+        if found is not None and not found.tools and env is not None:
+            found = await self._list_once(found, env)
         return found.tool(name) if found is not None else None
+
+    async def _list_once(self, server: McpServer, env: EnvLookup) -> McpServer:
+        """A server whose tools were never listed (e.g. imported from a file while it was
+        down) is listed on first use and the list cached, so ``mcp:<server>/<tool>`` does
+        not resolve to nothing (issue #38 item 9). A failure leaves it unlisted: the entry
+        then fails loudly at the toolset."""
+        try:
+            tools = await discover_tools(server, env)
+        except McpUnavailable as exc:
+            logger.warning("Could not list the tools of MCP server %r: %s", server.name, exc)
+            return server
+        await self.source.remember_tools(server.name, tools)
+        return server.model_copy(update={"tools": tools})
 
     async def call(
         self, server: str, name: str, args: dict[str, Any], *, call_id: str, env: EnvLookup

@@ -74,7 +74,7 @@ async def offered_tools(
             continue
         if entry.name.startswith(PROVIDER_TOOL_PREFIX):
             continue  # the vendor runs it: sent as a ``ProviderToolChoice`` (provider_choices)
-        offered = await resolve(defs, registry, entry, mcp)
+        offered = await resolve(defs, registry, entry, mcp, env)
         if offered is None:
             logger.warning(
                 "Prompt %s lists tool %r, which resolves to nothing", prompt.name, entry.name
@@ -124,7 +124,11 @@ def _side_tools(side: SideConfig | None) -> list[tuple[str, str | None]]:
 
 
 async def resolve(
-    defs: DefinitionLoader, registry: Registry, entry: ToolConfig, mcp: McpTools | None = None
+    defs: DefinitionLoader,
+    registry: Registry,
+    entry: ToolConfig,
+    mcp: McpTools | None = None,
+    env: EnvLookup | None = None,
 ) -> OfferedTool | None:
     """What a tool name means: native tool → prompt → agent; ``None`` when nothing matches.
 
@@ -134,7 +138,7 @@ async def resolve(
     name = entry.name
     parts = split_name(name)
     if parts is not None:
-        info = await mcp.tool(*parts) if mcp is not None else None
+        info = await mcp.tool(*parts, env=env) if mcp is not None else None
         if info is None:
             return None
         wire = wire_name(*parts)

@@ -33,6 +33,7 @@ from agents_app.services.definitions import (
     save_definitions,
     validate_definition,
 )
+from agents_app.services.mcp_servers import list_for_import
 from runtime.definition_source import DEFINE_FUNCTIONS, SourceError, read_ts_definition
 from runtime.definitions import AgentDefinition
 from runtime.mcp import McpServerDefinition, parse_server
@@ -209,6 +210,24 @@ def _kind_of(label: str) -> str:
     return label.split("/", 1)[0]
 
 
+def _list_mcp_tools(
+    items: list[tuple[str, AnyDefinition]],
+) -> tuple[list[tuple[str, AnyDefinition]], list[str]]:
+    """Each imported MCP server with its tools listed now (so it is usable at once), and a
+    note for each server that could not be listed."""
+    out: list[tuple[str, AnyDefinition]] = []
+    notes: list[str] = []
+    for label, d in items:
+        if isinstance(d, McpServerDefinition):
+            d, problem = list_for_import(d)
+            if problem:
+                notes.append(
+                    f"{label}: {problem} Its tools are listed when a session first uses it."
+                )
+        out.append((label, d))
+    return out, notes
+
+
 def definitions_import(*, directory: Path, only_missing: bool = False) -> SaveReport:
     """Import every definition file under ``directory``: all of them, or none.
 
@@ -223,8 +242,11 @@ def definitions_import(*, directory: Path, only_missing: bool = False) -> SaveRe
         items = [(label, d) for label, d in items if (_kind_of(label), d.name) not in existing]
     if errors:
         raise DefinitionFilesInvalid(errors + _reference_errors(items, scan))
+    items, notes = _list_mcp_tools(items)
     try:
-        return save_definitions(items, note=f"Imported from {directory.name}/")
+        report = save_definitions(items, note=f"Imported from {directory.name}/")
+        report.notes += notes
+        return report
     except DefinitionsInvalid as exc:
         raise DefinitionFilesInvalid(_error_lines(exc.errors)) from None
     except DatabaseError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -496,6 +496,8 @@ def agent_from_definition(d: AgentDefinition) -> Agent:
 class SaveReport:
     created: list[str]
     updated: list[str]
+    # What the user should know though nothing failed (an MCP server not listed on import).
+    notes: list[str] = field(default_factory=list)
 
 
 def save_definitions(

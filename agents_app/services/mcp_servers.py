@@ -28,7 +28,7 @@ STDIO_OFF = (
     "stdio MCP servers run a command on the worker and are turned off on this instance "
     "(set MCP_ALLOW_STDIO=true to allow them)."
 )
-STDIO_STAFF = "Only staff may configure stdio MCP servers: they run a command on the worker."
+STDIO_STAFF = "Only superusers may configure stdio MCP servers: they run a command on the worker."
 
 
 def server_definition(row: McpServer) -> McpServerDefinition:
@@ -58,16 +58,25 @@ def server_errors(d: McpServerDefinition, actor: Any = None) -> list[DefinitionE
     if d.transport == "stdio":
         if not settings.MCP_ALLOW_STDIO:
             errs.append(DefinitionError("transport", STDIO_OFF))
-        elif actor is not None and not getattr(actor, "is_staff", False):
+        elif actor is not None and not getattr(actor, "is_superuser", False):
             errs.append(DefinitionError("transport", STDIO_STAFF))
     return errs
 
 
 def server_from_definition(d: McpServerDefinition) -> McpServer:
-    """Upsert the row; a changed connection keeps its cached tools until the next refresh."""
+    """Upsert the row; a changed connection keeps its cached tools until the next refresh.
+    A server given with its tools (``RuntimeServer``, listed by the import) caches them."""
+    listed: dict[str, Any] = {}
+    if isinstance(d, RuntimeServer) and d.tools:
+        listed = {
+            "tools": _tool_rows(d.tools),
+            "tools_refreshed_at": timezone.now(),
+            "last_error": "",
+        }
     row, _ = McpServer.objects.update_or_create(
         name=d.name,
         defaults={
+            **listed,
             "transport": d.transport,
             "url": d.url,
             "command": d.command,
@@ -80,6 +89,10 @@ def server_from_definition(d: McpServerDefinition) -> McpServer:
         },
     )
     return row
+
+
+def _tool_rows(tools: Iterable[McpToolInfo]) -> list[dict[str, Any]]:
+    return [t.dump() | {"name": t.name} for t in tools]
 
 
 def mcp_server_save(*, definition: McpServerDefinition, actor: Any) -> McpServer:
@@ -118,7 +131,7 @@ def mcp_server_refresh(*, server: McpServer, user: Any) -> list[McpToolInfo]:
         server.last_error = f"Could not list the tools of '{server.name}': {str(exc).rstrip('.')}."
         server.save(update_fields=["last_error", "updated_at"])
         raise Invalid(server.last_error) from None
-    server.tools = [t.dump() | {"name": t.name} for t in tools]
+    server.tools = _tool_rows(tools)
     server.tools_refreshed_at = timezone.now()
     server.last_error = ""
     server.save(update_fields=["tools", "tools_refreshed_at", "last_error", "updated_at"])
@@ -144,8 +157,25 @@ def mcp_catalog(extra: Iterable[McpServerDefinition] = ()) -> dict[str, set[str]
     known = {name: known_tools(r.tools, r.allowed_tools) for name, r in rows.items()}
     for d in extra:
         row = rows.get(d.name)
-        known[d.name] = known_tools(row.tools if row else None, d.allowed_tools)
+        tools = row.tools if row else None
+        if isinstance(d, RuntimeServer) and d.tools:
+            tools = _tool_rows(d.tools)
+        known[d.name] = known_tools(tools, d.allowed_tools)
     return known
+
+
+def list_for_import(d: McpServerDefinition) -> tuple[McpServerDefinition, str | None]:
+    """An imported server with its tool list (``RuntimeServer``), listed now with the
+    instance's env values, so prompts of the same import can name its tools and the engine
+    finds them (issue #38 item 9); or the definition unchanged and why it could not be listed
+    (the engine then lists it on first use)."""
+    if not d.enabled or (d.transport == "stdio" and not settings.MCP_ALLOW_STDIO):
+        return d, None
+    try:
+        tools = async_to_sync(discover_tools)(d, studio_env_lookup(None))
+    except McpUnavailable as exc:
+        return d, f"Could not list the tools of MCP server '{d.name}': {str(exc).rstrip('.')}."
+    return RuntimeServer(**d.model_dump(), tools=tools), None
 
 
 def tool_choices() -> list[tuple[str, str]]:
@@ -162,6 +192,15 @@ class DjangoMcpServers:
 
     async def mcp_server(self, name: str) -> RuntimeServer | None:
         return await sync_to_async(_runtime_by_name)(name)
+
+    async def remember_tools(self, name: str, tools: list[McpToolInfo]) -> None:
+        await sync_to_async(_remember_tools)(name, tools)
+
+
+def _remember_tools(name: str, tools: list[McpToolInfo]) -> None:
+    McpServer.objects.filter(name=name).update(
+        tools=_tool_rows(tools), tools_refreshed_at=timezone.now(), last_error=""
+    )
 
 
 def _runtime_by_name(name: str) -> RuntimeServer | None:

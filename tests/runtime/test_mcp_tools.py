@@ -21,7 +21,7 @@ import pytest
 
 from runtime.definitions import ScriptedResponse
 from runtime.engine import Engine
-from runtime.mcp import McpServer, McpServerDefinition, reference_errors, wire_name
+from runtime.mcp import McpServer, McpServerDefinition, McpToolInfo, reference_errors, wire_name
 from runtime.mcp_client import McpConnector, McpPool, discover_tools
 from runtime.providers.test_provider import TestScript
 from runtime.store import LogQuery
@@ -39,6 +39,9 @@ class Servers:
 
     async def mcp_server(self, name: str) -> McpServer | None:
         return self.servers.get(name)
+
+    async def remember_tools(self, name: str, tools: list[McpToolInfo]) -> None:
+        self.servers[name] = self.servers[name].model_copy(update={"tools": tools})
 
     async def add(self, definition: McpServerDefinition) -> McpServer:
         async def env(name: str) -> str | None:

@@ -27,6 +27,8 @@ class Command(BaseCommand):
             raise CommandError(
                 f"Nothing was imported: {count} error{'s' if count != 1 else ''}."
             ) from None
+        for note in report.notes:
+            self.stdout.write(self.style.WARNING(note))
         if options["verbosity"] >= 2:
             for label in report.created:
                 self.stdout.write(f"created {label}")
