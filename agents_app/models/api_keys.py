@@ -35,6 +35,9 @@ class WebSocketTicket(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)
+    # The credential that minted it (``services.socket_credentials``: ``key:<id>`` or
+    # ``session:<session key>``): the socket it opens closes when that credential is revoked.
+    credential = models.CharField(max_length=100, blank=True, default="")
 
     def __str__(self) -> str:
         return f"ticket for {self.pathname}"
