@@ -41,7 +41,7 @@ def agent_ask(*, user: Any, agent_name: str, message: str, thread_id: str | None
     if agent is None:
         raise NotFound(f"Agent not found or not exposed as a tool: {agent_name}")
     if thread_id:
-        thread = access_thread(thread_id, user)
+        thread = access_thread(thread_id, user, action="change")
         if thread.agent_id != agent.pk:
             raise Invalid(f"Thread {thread_id} belongs to agent '{thread.agent.name}'.")
     else:

@@ -8,6 +8,10 @@ Refusals happen after the handshake: the socket is accepted, gets one
 ``{"type": "error", "error": …, "status": …}`` frame and is closed with code
 ``4000 + status`` (4401 no credentials, 4403 someone else's thread, 4404 unknown
 thread), because browsers cannot read the HTTP status of a refused handshake.
+
+Sockets follow their credentials (``services.socket_credentials``): each joins the group
+of the credential it was opened with, and closes with the same 4401 (after an error
+frame saying so) when that key is revoked or that session signs out.
 """
 
 from __future__ import annotations
@@ -32,11 +36,20 @@ from agents_app.bridge.events import REGISTRY_ALL, logs_group, registry_user_gro
 from agents_app.bridge.live_frames import encode, frame_of, meta_of, text_of
 from agents_app.consumer_loop import dispatch_from
 from agents_app.errors import DomainError
+from agents_app.permissions import may_see_all_threads
 from agents_app.selectors import access_thread
-from agents_app.services.api_keys import api_key_authenticate
-from agents_app.services.login_tokens import TOKEN_PREFIX, login_token_user
+from agents_app.services.api_keys import api_key_in_use
+from agents_app.services.login_tokens import TOKEN_PREFIX, login_token_user, token_session_key
 from agents_app.services.redaction import RedactorCache
-from agents_app.services.tickets import ticket_consume
+from agents_app.services.socket_credentials import (
+    CLOSE_REVOKED,
+    REVOKED_ERROR,
+    SocketCredential,
+    credential_valid,
+    key_credential,
+    session_credential,
+)
+from agents_app.services.tickets import ticket_open
 from agents_app.socket_db import socket_db
 
 logger = logging.getLogger("agents_app.consumers")
@@ -101,37 +114,48 @@ def _origin_allowed(headers: dict[str, str]) -> bool:
     return urlsplit(origin).netloc == headers.get("host", "")
 
 
+Authenticated = tuple[Any, str | None, SocketCredential | None]
+_NOBODY: Authenticated = (None, None, None)
+
+
 class WebSocketAuthMiddleware(BaseMiddleware):
-    """Sets ``scope["user"]`` and ``scope["auth_type"]``: a ``?ticket=`` (single use, bound to
-    this path), an ``Authorization: Bearer`` API key, or the session cookie (same origin)."""
+    """Sets ``scope["user"]``, ``scope["auth_type"]`` and ``scope["credential"]`` (what the
+    socket follows): a ``?ticket=`` (single use, bound to this path, carrying the credential
+    that minted it), an ``Authorization: Bearer`` API key or login token, or the session
+    cookie (same origin)."""
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
         scope = dict(scope)
-        user, kind = await self.authenticate(scope)
+        user, kind, credential = await self.authenticate(scope)
         scope["user"], scope["auth_type"] = user or AnonymousUser(), kind
+        scope["credential"] = credential
         return await super().__call__(scope, receive, send)
 
-    async def authenticate(self, scope: dict[str, Any]) -> tuple[Any, str | None]:
+    async def authenticate(self, scope: dict[str, Any]) -> Authenticated:
         query = parse_qs(scope.get("query_string", b"").decode("latin1"))
         if "ticket" in query:
-            user = await socket_db(
-                lambda: ticket_consume(raw=query["ticket"][0], pathname=scope.get("path", ""))
+            opened = await socket_db(
+                lambda: ticket_open(raw=query["ticket"][0], pathname=scope.get("path", ""))
             )
-            return user, "ticket" if user else None
+            return (opened[0], "ticket", opened[1]) if opened else _NOBODY
         headers = _headers(scope)
         scheme, _, token = headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer" and token:
             token = token.strip()
             if token.startswith(TOKEN_PREFIX):
                 user = await socket_db(login_token_user, token)
-                return user, "session" if user else None
-            user = await socket_db(api_key_authenticate, token)
-            return user, "api_key" if user else None
+                session_key = token_session_key(token)
+                if user is None or not session_key:
+                    return _NOBODY
+                return user, "session", session_credential(session_key)
+            key = await socket_db(api_key_in_use, token)
+            return (key.user, "api_key", key_credential(key.pk)) if key else _NOBODY
         if "session" in scope and _origin_allowed(headers):
             user = await get_user(scope)
-            if user.is_authenticated:
-                return user, "session"
-        return None, None
+            session_key = scope["session"].session_key
+            if user.is_authenticated and session_key:
+                return user, "session", session_credential(session_key)
+        return _NOBODY
 
 
 class _FramesPastSessions(InstanceSessionWrapper):  # type: ignore[misc]
@@ -160,12 +184,34 @@ def websocket_auth(inner: Any) -> Any:
 # --- consumers ---------------------------------------------------------------------------------
 
 
+class _FollowsCredential(AsyncWebsocketConsumer):
+    """A socket that closes when the credential it was opened with is revoked."""
+
+    async def join_credential(self, joined: list[str]) -> None:
+        credential = self.scope.get("credential")
+        if credential is not None:
+            await self.channel_layer.group_add(credential.group, self.channel_name)
+            joined.append(credential.group)
+
+    async def credential_holds(self) -> bool:
+        """Whether the credential still authenticates the socket's user; closes it if not."""
+        if await socket_db(credential_valid, self.scope.get("credential"), self.scope.get("user")):
+            return True
+        await self.credential_revoked({})
+        return False
+
+    async def credential_revoked(self, event: dict[str, Any]) -> None:
+        """``credential.revoked`` (``services.socket_credentials``): an error frame, then 4401."""
+        await self.send(text_data=encode({"type": "error", "error": REVOKED_ERROR, "status": 401}))
+        await self.close(code=CLOSE_REVOKED)
+
+
 def _flag(query: dict[str, list[str]], name: str) -> bool:
     value = query.get(name, [""])[0].strip().lower()
     return value not in ("", "0", "false", "no")
 
 
-class _ThreadSocket(_RelayDispatch, AsyncWebsocketConsumer):
+class _ThreadSocket(_RelayDispatch, _FollowsCredential):
     """Authorize the thread, join its group, answer pings, redact every frame sent."""
 
     thread_id: str = ""
@@ -183,6 +229,7 @@ class _ThreadSocket(_RelayDispatch, AsyncWebsocketConsumer):
             for group in self.groups_to_join():
                 await self.channel_layer.group_add(group, self.channel_name)
                 self.joined.append(group)
+            await self.join_credential(self.joined)
         await self.accept()
         if refusal is not None:
             status, message = refusal
@@ -300,7 +347,7 @@ class ThreadLogsConsumer(_ThreadSocket):
             await self.send_json({"type": "kv_data", **(frame_of(event).get("data") or {})})
 
 
-class RegistryConsumer(_RelayDispatch, AsyncWebsocketConsumer):
+class RegistryConsumer(_RelayDispatch, _FollowsCredential):
     """``/api/events?scope=user|all``: thread created/updated/deleted/activity frames."""
 
     async def connect(self) -> None:
@@ -312,11 +359,14 @@ class RegistryConsumer(_RelayDispatch, AsyncWebsocketConsumer):
             refusal = (401, "Unauthorized")
         elif scope not in ("user", "all"):
             refusal = (400, "scope must be 'user' or 'all'")
-        elif scope == "all" and not user.is_staff:
-            refusal = (403, "Forbidden: Admin access required")
+        elif scope == "all" and not await socket_db(may_see_all_threads, user):
+            refusal = (403, "Forbidden: Admin access required (permission agents_app.view_thread)")
+        self.joined: list[str] = []
         if refusal is None:
-            self.group = REGISTRY_ALL if scope == "all" else registry_user_group(user.pk)
-            await self.channel_layer.group_add(self.group, self.channel_name)
+            group = REGISTRY_ALL if scope == "all" else registry_user_group(user.pk)
+            await self.channel_layer.group_add(group, self.channel_name)
+            self.joined.append(group)
+            await self.join_credential(self.joined)
         await self.accept()
         if refusal is not None:
             await self.send(
@@ -325,8 +375,8 @@ class RegistryConsumer(_RelayDispatch, AsyncWebsocketConsumer):
             await self.close(code=4000 + refusal[0])
 
     async def disconnect(self, code: int) -> None:
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        for group in getattr(self, "joined", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         reply = PINGS.get((text_data or "").strip())

@@ -114,7 +114,7 @@ def _error(text: str, ask: Ask | None = None) -> types.CallToolResult:
 
 
 def _stop(ask: Ask, user: Any) -> None:
-    thread_stop(thread=access_thread(ask.thread_id, user))
+    thread_stop(thread=access_thread(ask.thread_id, user, action="change"))
 
 
 def _stop_or_log(ask: Ask, user: Any) -> None:

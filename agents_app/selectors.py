@@ -1,8 +1,10 @@
 """Reads that check access: ``access_thread(id, user)`` returns the thread or raises.
 
 The API, the consumers and the thread endpoints resolve every thread through
-``access_thread``, so "who may see what" is decided here once: staff see every
-thread, everybody else only the threads they own (ownerless threads are staff only).
+``access_thread``, so "who may see what" is decided here once, by the permission model in
+``agents_app.permissions``: a thread's owner may do anything with it; others need the
+``view``/``change``/``delete`` thread permission for the action (ownerless threads need it
+too). Being staff grants nothing by itself.
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ from agents_app.models import (
     ThreadSession,
     ThreadValue,
 )
+from agents_app.permissions import (
+    ThreadAction,
+    may_see_all_threads,
+    may_use_thread,
+    route_thread_action,
+)
 from agents_app.raw_sql import db_datetime, db_uuid, row_by_uuid
 from agents_app.reasoning import thread_shows_reasoning
 from agents_app.thread_search import match_snippets, threads_matching
@@ -48,13 +56,20 @@ def parse_uuid(value: str) -> uuid.UUID | None:
 
 
 def can_see_all(user: Any) -> bool:
-    return bool(getattr(user, "is_staff", False))
+    return may_see_all_threads(user)
 
 
 def access_thread(
-    thread_id: str, user: Any, *, for_update: bool = False, id_only: bool = False
+    thread_id: str,
+    user: Any,
+    *,
+    for_update: bool = False,
+    id_only: bool = False,
+    action: ThreadAction | None = None,
 ) -> Thread:
-    """The thread ``thread_id`` if ``user`` may use it; ``NotFound`` / ``Forbidden`` otherwise.
+    """The thread ``thread_id`` if ``user`` may do ``action`` with it; ``NotFound`` /
+    ``Forbidden`` otherwise. Without ``action``, the action the API route being served
+    names in ``permissions.API_ROUTES`` (``view`` outside a route).
 
     ``id_only=True`` reads the id and the owner alone, for callers that use nothing else
     (the messages page: the four-table join, then the thread's JSON columns, were a good
@@ -66,7 +81,7 @@ def access_thread(
         thread = _thread_row(pk, for_update=for_update) if pk else None
     if thread is None:
         raise NotFound(f"Thread not found: {thread_id}")
-    if not can_see_all(user) and (thread.owner_id is None or thread.owner_id != user.pk):
+    if not may_use_thread(user, thread.owner_id, action or route_thread_action()):
         raise Forbidden(THREAD_FORBIDDEN)
     return thread
 

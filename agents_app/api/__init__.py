@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
-from ninja import NinjaAPI
+from ninja import NinjaAPI, Router
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from agents_app.api import (
@@ -32,6 +32,7 @@ from agents_app.api import (
     logs,
     messages,
     model_catalog,
+    route_rules,
     storage,
     threads,
     variables,
@@ -121,11 +122,12 @@ def install_error_handlers(api: NinjaAPI) -> None:
         return error(api, request, "Internal error", 500)
 
 
+AUTH = [ApiKeyAuth(), SessionCookieAuth()]
 api = NinjaAPI(
     title="Standard Agents Studio API",
     version="1",
     description="The Standard Agents thread API (reference wire format). See docs/api.md.",
-    auth=[ApiKeyAuth(), SessionCookieAuth()],
+    auth=AUTH,
     parser=StrictParser(),
     urls_namespace="api",
     docs_url="/docs",
@@ -134,24 +136,31 @@ api = NinjaAPI(
 install_error_handlers(api)
 install_limit_handler(api)
 
-api.add_router("/auth", auth.router)
-api.add_router("/api-keys", keys.router)
-api.add_router("", env.router)
-# Before the catalog: its /models/{name} routes would otherwise take /models/available.
-api.add_router("", model_catalog.router)
 definition_writes.register(catalog.router)
-api.add_router("", catalog.router)
-api.add_router("", instance.router)
-api.add_router("", variables.router)
-api.add_router("/threads", threads.router)
-api.add_router("/threads", messages.router)
-api.add_router("/threads", execution.router)
-api.add_router("/threads", logs.router)
-api.add_router("/threads", storage.router)
-# Last: user-defined thread endpoints take whatever path the built-in routes left.
-api.add_router("/threads", endpoints.router)
-# After that: controllers (define_controller) take what is left of /api/.
-api.add_router("", controllers.router)
+# Mount order matters: model_catalog before catalog (its /models/{name} routes would
+# otherwise take /models/available); user-defined thread endpoints after the built-in
+# thread routes (they take whatever path those left); controllers (define_controller) last.
+ROUTERS: list[tuple[str, Router]] = [
+    ("/auth", auth.router),
+    ("/api-keys", keys.router),
+    ("", env.router),
+    ("", model_catalog.router),
+    ("", catalog.router),
+    ("", instance.router),
+    ("", variables.router),
+    ("/threads", threads.router),
+    ("/threads", messages.router),
+    ("/threads", execution.router),
+    ("/threads", logs.router),
+    ("/threads", storage.router),
+    ("/threads", endpoints.router),
+    ("", controllers.router),
+]
+for _prefix, _router in ROUTERS:
+    api.add_router(_prefix, _router)
+# Every route passes its rule from agents_app.permissions.API_ROUTES (and the app refuses
+# to start when a route has none).
+route_rules.install(ROUTERS, AUTH)
 
 
 def not_found_view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:

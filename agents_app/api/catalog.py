@@ -18,11 +18,11 @@ from ninja import Field, Query, Router, Schema
 
 from agents_app import wire
 from agents_app.api.schemas import ERRORS
-from agents_app.api.security import require_staff
 from agents_app.code_registry import get_registry
 from agents_app.errors import NotFound
 from agents_app.icons import icon_url, request_origin
 from agents_app.models import Agent, LanguageModel, Prompt
+from agents_app.permissions import AGENTS_VIEW, may
 from agents_app.reasoning import agent_returns_reasoning
 from agents_app.services import definitions as defs
 from agents_app.services import model_curl
@@ -78,7 +78,8 @@ def _agent(row: Agent, staff: bool, origin: str | None) -> dict[str, Any]:
 
 @router.get("/agents", response={200: dict, **ERRORS}, tags=["catalog"], summary="Agents")
 def agent_list(request: HttpRequest) -> dict[str, Any]:
-    staff = bool(getattr(request.auth, "is_staff", False))  # type: ignore[attr-defined]
+    # The definition fields only for those who may read agents in the studio.
+    staff = may(request.auth, AGENTS_VIEW)  # type: ignore[attr-defined]
     rows = Agent.objects.select_related("side_a_prompt__model", "side_b_prompt__model").order_by(
         "name"
     )
@@ -88,7 +89,6 @@ def agent_list(request: HttpRequest) -> dict[str, Any]:
 
 @router.get("/agents/{name}", response={200: dict, **ERRORS}, summary="One agent (staff)")
 def agent_get(request: HttpRequest, name: str) -> dict[str, Any]:
-    require_staff(request)
     return {"agent": agent_get_data(name, request_origin(request))}
 
 
@@ -127,7 +127,6 @@ def _prompt(row: Prompt) -> dict[str, Any]:
 
 @router.get("/prompts", response={200: dict, **ERRORS}, summary="Prompts (staff)")
 def prompt_list(request: HttpRequest) -> dict[str, Any]:
-    require_staff(request)
     return {
         "prompts": [_prompt(r) for r in Prompt.objects.select_related("model").order_by("name")]
     }
@@ -135,7 +134,6 @@ def prompt_list(request: HttpRequest) -> dict[str, Any]:
 
 @router.get("/prompts/{name}", response={200: dict, **ERRORS}, summary="One prompt (staff)")
 def prompt_get(request: HttpRequest, name: str) -> dict[str, Any]:
-    require_staff(request)
     return {"prompt": prompt_get_data(name)}
 
 
@@ -166,13 +164,11 @@ def _model(row: LanguageModel) -> dict[str, Any]:
 
 @router.get("/models", response={200: dict, **ERRORS}, summary="Models (staff)")
 def model_list(request: HttpRequest) -> dict[str, Any]:
-    require_staff(request)
     return {"models": [_model(r) for r in LanguageModel.objects.order_by("name")]}
 
 
 @router.get("/models/{name}", response={200: dict, **ERRORS}, summary="One model (staff)")
 def model_get(request: HttpRequest, name: str) -> dict[str, Any]:
-    require_staff(request)
     return {"model": model_get_data(name)}
 
 
@@ -180,7 +176,6 @@ def model_get(request: HttpRequest, name: str) -> dict[str, Any]:
     "/models/{name}/curl-data", response={200: dict, **ERRORS}, summary="cURL template (staff)"
 )
 def model_curl_data(request: HttpRequest, name: str) -> Any:
-    require_staff(request)
     response = JsonResponse({"curl": model_curl.model_curl(name)})
     response["Cache-Control"] = "no-store"
     return response
@@ -228,13 +223,11 @@ def _tool_entries(kind: str | None, with_schema: bool) -> dict[str, dict[str, An
 
 @router.get("/tools", response={200: dict, **ERRORS}, summary="Tools, prompts, agents (staff)")
 def tool_list(request: HttpRequest, params: Query[ToolQuery]) -> dict[str, Any]:
-    require_staff(request)
     return _tool_entries(params.type, params.schema_)
 
 
 @router.get("/tools/{name}", response={200: dict, **ERRORS}, summary="One tool (staff)")
 def tool_get(request: HttpRequest, name: str) -> dict[str, Any]:
-    require_staff(request)
     entry = _tool_entries(None, True).get(name)
     if entry is None:
         raise NotFound(f"Tool not found: {name}")
@@ -243,7 +236,6 @@ def tool_get(request: HttpRequest, name: str) -> dict[str, Any]:
 
 @router.get("/hooks", response={200: dict, **ERRORS}, summary="Hooks (staff)")
 def hook_list(request: HttpRequest) -> dict[str, Any]:
-    require_staff(request)
     hooks = sorted(get_registry().hooks.values(), key=lambda h: (h.hook, h.id))
     return {"hooks": [{"id": h.id, "hook": h.hook, "description": h.description} for h in hooks]}
 
@@ -252,5 +244,4 @@ def hook_list(request: HttpRequest) -> dict[str, Any]:
 def handler_list(request: HttpRequest) -> dict[str, Any]:
     """Handler-backed sides (spec 0.2.0) are not ours: the list is empty, and a definition
     naming a handler is refused at save time (``services.definition_writes``)."""
-    require_staff(request)
     return {"handlers": []}

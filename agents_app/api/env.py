@@ -13,7 +13,6 @@ from ninja import Field, Router, Schema
 
 from agents_app import selectors
 from agents_app.api.schemas import ERRORS
-from agents_app.api.security import require_staff
 from agents_app.models import EnvValue
 from agents_app.services.env import EnvPatch, env_apply
 
@@ -36,13 +35,11 @@ def _patch(payload: EnvPatchIn) -> EnvPatch:
 
 @router.get("/envs/instance", response={200: dict, **ERRORS}, summary="Instance env (staff)")
 def instance_env(request: HttpRequest) -> dict[str, Any]:
-    require_staff(request)
     return {"variables": selectors.env_variables(EnvValue.Scope.INSTANCE)}
 
 
 @router.patch("/envs/instance", response={200: dict, **ERRORS}, summary="Patch instance env")
 def instance_env_patch(request: HttpRequest, payload: EnvPatchIn) -> dict[str, Any]:
-    require_staff(request)
     env_apply(scope=EnvValue.Scope.INSTANCE, patch=_patch(payload), actor=request.auth)  # type: ignore[attr-defined]
     return {"success": True}
 

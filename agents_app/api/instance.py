@@ -9,7 +9,6 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Router
 
 from agents_app.api.schemas import ERRORS
-from agents_app.api.security import require_staff
 from agents_app.errors import NotFound
 from agents_app.services import instance_info
 from agents_app.services.provider_tools import provider_tools
@@ -32,7 +31,6 @@ def config(request: HttpRequest) -> dict[str, Any]:
 
 @router.get("/providers", response={200: dict, **ERRORS}, summary="Providers")
 def provider_list(request: HttpRequest) -> dict[str, Any]:
-    require_staff(request)
     return {"providers": instance_info.providers()}
 
 
@@ -50,11 +48,9 @@ def provider_icon(request: HttpRequest, name: str) -> HttpResponse:
 def provider_tool_list(request: HttpRequest, name: str, model: str | None = None) -> dict[str, Any]:
     """The tools the vendor runs itself for ``model`` (a model definition name or the
     vendor's model id), usable in prompts as ``provider:<name>``."""
-    require_staff(request)
     return {"tools": provider_tools(name, model)}
 
 
 @router.get("/diagnostics", response={200: dict, **ERRORS}, summary="Definition warnings")
 def diagnostics(request: HttpRequest) -> dict[str, Any]:
-    require_staff(request)
     return {"warnings": instance_info.warnings()}

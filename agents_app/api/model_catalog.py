@@ -18,7 +18,6 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
 from agents_app.api.schemas import ERRORS, ErrorOut
-from agents_app.api.security import require_staff
 from agents_app.errors import Invalid
 from agents_app.services import model_catalog as catalog
 from runtime.providers.discovery import ModelCapabilityHints, ProviderModelInfo
@@ -37,7 +36,6 @@ class ModelsQuery(Schema):
 
 @router.get("/providers/{name}/models", response=RESPONSES, summary="A provider's models (staff)")
 def provider_models(request: HttpRequest, name: str, params: Query[ModelsQuery]) -> dict[str, Any]:
-    require_staff(request)
     page = catalog.provider_models_page(
         name,
         user=request.auth,  # type: ignore[attr-defined]
@@ -94,7 +92,6 @@ def _reference_capabilities(
 
 @router.post("/models/available", response=RESPONSES, summary="Models to pick from (staff)")
 def models_available(request: HttpRequest, payload: AvailableIn) -> dict[str, Any]:
-    require_staff(request)
     page = catalog.provider_models_page(
         payload.provider,
         user=request.auth,  # type: ignore[attr-defined]
@@ -120,7 +117,6 @@ class CapabilitiesIn(Schema):
 
 @router.post("/models/capabilities", response=RESPONSES, summary="One model's capabilities")
 def models_capabilities(request: HttpRequest, payload: CapabilitiesIn) -> dict[str, Any]:
-    require_staff(request)
     base_url = catalog.model_base_url(payload.model, payload.provider)
     models = catalog.list_provider_models(
         payload.provider,
@@ -141,7 +137,6 @@ class EndpointsIn(Schema):
 
 @router.post("/models/endpoints", response=RESPONSES, summary="OpenRouter upstreams of a model")
 def models_endpoints(request: HttpRequest, payload: EndpointsIn) -> dict[str, Any]:
-    require_staff(request)
     if payload.provider != "openrouter":
         raise Invalid("Only OpenRouter routes a model to several upstream endpoints.")
     rows = catalog.openrouter_endpoints(

@@ -62,8 +62,3 @@ class SessionCookieAuth(APIKeyCookie):
             return None
         request.auth_type = "session"  # type: ignore[attr-defined]
         return request.user
-
-
-def require_staff(request: HttpRequest) -> None:
-    if not getattr(request.auth, "is_staff", False):  # type: ignore[attr-defined]
-        raise HttpError(403, "Forbidden: Admin access required")

@@ -56,7 +56,7 @@ def test_stdio_server_refused_unless_the_setting_allows_it(ops: Any, alice: Any)
     with pytest.raises(Invalid, match="MCP_ALLOW_STDIO"):
         mcp_server_save(definition=definition, actor=ops)
     with override_settings(MCP_ALLOW_STDIO=True):
-        with pytest.raises(Invalid, match="Only staff"):
+        with pytest.raises(Invalid, match="Only superusers"):
             mcp_server_save(definition=definition, actor=alice)
         assert mcp_server_save(definition=definition, actor=ops).transport == "stdio"
 

@@ -1,0 +1,222 @@
+"""Who may do what: one permission model for the studio, the API, WebSockets and ``/mcp``.
+
+Django's permissions decide everywhere, as the studio (Django admin) already does: the
+permission to change language models in the studio is the permission to create one over
+the API. Being staff grants nothing by itself: it only lets a user sign in to the studio,
+where every page still asks for its permission. Threads add ownership: a thread's owner
+may do everything with it; anyone else needs ``view_thread`` to read it, ``change_thread``
+to post, stop, approve or write its files and values, ``delete_thread`` to delete it.
+
+``API_ROUTES`` names the rule of every ``/api/`` route in one place; ``agents_app.api``
+refuses to start when a route has no row, and the permission-matrix test is generated
+from it. This module imports only Django and the models, so every layer may use it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass
+from typing import Any, Literal
+
+ThreadAction = Literal["view", "change", "delete"]
+
+# Permission codenames, named once (the studio's model permissions).
+MODELS_VIEW = "agents_app.view_languagemodel"
+MODELS_ADD = "agents_app.add_languagemodel"
+MODELS_CHANGE = "agents_app.change_languagemodel"
+MODELS_DELETE = "agents_app.delete_languagemodel"
+PROMPTS_VIEW = "agents_app.view_prompt"
+PROMPTS_ADD = "agents_app.add_prompt"
+PROMPTS_CHANGE = "agents_app.change_prompt"
+PROMPTS_DELETE = "agents_app.delete_prompt"
+AGENTS_VIEW = "agents_app.view_agent"
+AGENTS_ADD = "agents_app.add_agent"
+AGENTS_CHANGE = "agents_app.change_agent"
+AGENTS_DELETE = "agents_app.delete_agent"
+ENV_VIEW = "agents_app.view_envvalue"
+ENV_CHANGE = "agents_app.change_envvalue"
+MCP_VIEW = "agents_app.view_mcpserver"
+MCP_CHANGE = "agents_app.change_mcpserver"
+
+
+@dataclass(frozen=True)
+class Public:
+    """Anyone, signed in or not (sign-in, CSRF token, icons)."""
+
+    def describe(self) -> str:
+        return "anyone"
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    """Any signed-in user (their own keys, their own env values, who am I)."""
+
+    def describe(self) -> str:
+        return "any signed-in user"
+
+
+@dataclass(frozen=True)
+class Perm:
+    """One Django permission (``app_label.codename``)."""
+
+    codename: str
+
+    def describe(self) -> str:
+        return f"permission {self.codename}"
+
+
+@dataclass(frozen=True)
+class ThreadRule:
+    """The thread's owner, or a user holding ``<action>_thread`` for others' threads."""
+
+    action: ThreadAction
+
+    def describe(self) -> str:
+        return f"the thread's owner, or permission agents_app.{self.action}_thread"
+
+
+Rule = Public | SignedIn | Perm | ThreadRule
+
+_PUBLIC, _SIGNED = Public(), SignedIn()
+_VIEW, _CHANGE, _DELETE = ThreadRule("view"), ThreadRule("change"), ThreadRule("delete")
+_ALL = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+# (method, path under /api) → rule. The order follows agents_app.api's routers.
+API_ROUTES: dict[tuple[str, str], Rule] = {
+    ("GET", "/auth/csrf"): _PUBLIC,
+    ("POST", "/auth/login"): _PUBLIC,
+    ("GET", "/auth/config"): _PUBLIC,
+    ("POST", "/auth/logout"): _SIGNED,
+    ("GET", "/auth/me"): _SIGNED,
+    ("POST", "/auth/websocket-ticket"): _SIGNED,
+    ("DELETE", "/auth/current-key"): _SIGNED,
+    ("GET", "/api-keys"): _SIGNED,
+    ("POST", "/api-keys"): _SIGNED,
+    ("DELETE", "/api-keys/{key_id}"): _SIGNED,
+    ("GET", "/envs/instance"): Perm(ENV_VIEW),
+    ("PATCH", "/envs/instance"): Perm(ENV_CHANGE),
+    ("GET", "/users/me/env"): _SIGNED,
+    ("PATCH", "/users/me/env"): _SIGNED,
+    # Discovery and catalog look-ups call vendors with the instance's keys.
+    ("GET", "/providers/{name}/models"): Perm(MODELS_CHANGE),
+    ("POST", "/models/available"): Perm(MODELS_CHANGE),
+    ("POST", "/models/capabilities"): Perm(MODELS_CHANGE),
+    ("POST", "/models/endpoints"): Perm(MODELS_CHANGE),
+    # The list answers everyone; the definition fields only to holders of view_agent.
+    ("GET", "/agents"): _SIGNED,
+    ("POST", "/agents"): Perm(AGENTS_ADD),
+    ("GET", "/agents/{name}"): Perm(AGENTS_VIEW),
+    ("PUT", "/agents/{name}"): Perm(AGENTS_CHANGE),
+    ("DELETE", "/agents/{name}"): Perm(AGENTS_DELETE),
+    ("GET", "/prompts"): Perm(PROMPTS_VIEW),
+    ("POST", "/prompts"): Perm(PROMPTS_ADD),
+    ("GET", "/prompts/{name}"): Perm(PROMPTS_VIEW),
+    ("PUT", "/prompts/{name}"): Perm(PROMPTS_CHANGE),
+    ("DELETE", "/prompts/{name}"): Perm(PROMPTS_DELETE),
+    ("GET", "/models"): Perm(MODELS_VIEW),
+    ("POST", "/models"): Perm(MODELS_ADD),
+    ("GET", "/models/{name}"): Perm(MODELS_VIEW),
+    ("PUT", "/models/{name}"): Perm(MODELS_CHANGE),
+    ("DELETE", "/models/{name}"): Perm(MODELS_DELETE),
+    ("GET", "/models/{name}/curl-data"): Perm(MODELS_VIEW),
+    ("GET", "/tools"): Perm(PROMPTS_VIEW),
+    ("GET", "/tools/{name}"): Perm(PROMPTS_VIEW),
+    ("GET", "/hooks"): Perm(PROMPTS_VIEW),
+    ("GET", "/handlers"): Perm(AGENTS_VIEW),
+    ("GET", "/config"): _PUBLIC,
+    ("GET", "/providers"): Perm(MODELS_VIEW),
+    ("GET", "/providers/{name}/icon"): _PUBLIC,
+    ("GET", "/providers/{name}/tools"): Perm(MODELS_VIEW),
+    ("GET", "/diagnostics"): Perm(AGENTS_VIEW),
+    ("GET", "/variables/agents/{name}"): Perm(AGENTS_VIEW),
+    ("GET", "/variables/prompts/{name}"): Perm(PROMPTS_VIEW),
+    ("GET", "/variables/tools/{name}"): Perm(PROMPTS_VIEW),
+    # Threads: creating and listing are for everyone (the list holds what the caller may see).
+    ("POST", "/threads"): _SIGNED,
+    ("GET", "/threads"): _SIGNED,
+    ("GET", "/threads/owners"): Perm("agents_app.view_thread"),
+    ("GET", "/threads/{thread_id}"): _VIEW,
+    ("PATCH", "/threads/{thread_id}"): _CHANGE,
+    ("DELETE", "/threads/{thread_id}"): _DELETE,
+    ("GET", "/threads/{thread_id}/subagents"): _VIEW,
+    ("GET", "/threads/{thread_id}/cost"): _VIEW,
+    ("GET", "/threads/{thread_id}/stream"): _VIEW,
+    ("GET", "/threads/{thread_id}/messages"): _VIEW,
+    ("POST", "/threads/{thread_id}/messages"): _CHANGE,
+    ("PATCH", "/threads/{thread_id}/messages/{message_id}"): _CHANGE,
+    ("DELETE", "/threads/{thread_id}/messages/{message_id}"): _CHANGE,
+    ("POST", "/threads/{thread_id}/stop"): _CHANGE,
+    ("GET", "/threads/{thread_id}/pending-tool-calls"): _VIEW,
+    ("POST", "/threads/{thread_id}/tool-result"): _CHANGE,
+    ("POST", "/threads/{thread_id}/continue"): _CHANGE,
+    ("GET", "/threads/{thread_id}/effects"): _VIEW,
+    ("POST", "/threads/{thread_id}/effects/{effect_id}/cancel"): _CHANGE,
+    ("POST", "/threads/{thread_id}/effects/{effect_id}/run"): _CHANGE,
+    ("GET", "/threads/{thread_id}/logs"): _VIEW,
+    ("GET", "/threads/{thread_id}/logs/{log_id}"): _VIEW,
+    ("GET", "/threads/{thread_id}/logs/{log_id}/inspect/{provider}"): _VIEW,
+    ("GET", "/threads/{thread_id}/diagnostics"): _VIEW,
+    ("POST", "/threads/{thread_id}/revive"): _CHANGE,
+    ("GET", "/threads/{thread_id}/kv"): _VIEW,
+    ("POST", "/threads/{thread_id}/kv"): _CHANGE,
+    ("DELETE", "/threads/{thread_id}/kv"): _CHANGE,
+    ("GET", "/threads/{thread_id}/fs"): _VIEW,
+    ("GET", "/threads/{thread_id}/fs/{path:path}"): _VIEW,
+    ("POST", "/threads/{thread_id}/fs/{path:path}"): _CHANGE,
+    ("DELETE", "/threads/{thread_id}/fs/{path:path}"): _CHANGE,
+    # Thread endpoints (define_thread_endpoint): reading runs as view, the rest as change.
+    **{(m, "/threads/{thread_id}/"): (_VIEW if m == "GET" else _CHANGE) for m in _ALL},
+    **{(m, "/threads/{thread_id}/{path:rest}"): (_VIEW if m == "GET" else _CHANGE) for m in _ALL},
+    # Controllers (define_controller): the definition says public or signed-in, and
+    # agents_app.api.controllers authenticates the non-public ones itself.
+    **{(m, "/{path:rest}"): _PUBLIC for m in _ALL},
+}
+
+
+def may(user: Any, codename: str) -> bool:
+    """``user`` holds the permission (superusers hold all; inactive users none)."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return False
+    return bool(user.has_perm(codename))
+
+
+def may_use_thread(user: Any, owner_id: Any, action: ThreadAction) -> bool:
+    """The owner may do anything with their thread; others need ``<action>_thread``.
+
+    The owner's check reads nothing, so posts and message pages (which count their
+    statements) pay no permission query; ownerless threads need the permission."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return False
+    if owner_id is not None and owner_id == user.pk:
+        return True
+    return may(user, f"agents_app.{action}_thread")
+
+
+def may_see_all_threads(user: Any) -> bool:
+    return may(user, "agents_app.view_thread")
+
+
+def may_read_instance_env(user: Any) -> bool:
+    """Whether a studio action by ``user`` may resolve instance env values (secrets)."""
+    return may(user, ENV_VIEW)
+
+
+# The action the route being served needs on its thread, set by the API's route gate
+# (agents_app.api.route_rules) for the length of one view, and read by
+# ``selectors.access_thread`` when its caller names none: the route table stays the one
+# place that says which action a route needs.
+_route_thread_action: contextvars.ContextVar[ThreadAction] = contextvars.ContextVar(
+    "route_thread_action", default="view"
+)
+
+
+def route_thread_action() -> ThreadAction:
+    return _route_thread_action.get()
+
+
+def set_route_thread_action(action: ThreadAction) -> contextvars.Token[ThreadAction]:
+    return _route_thread_action.set(action)
+
+
+def reset_route_thread_action(token: contextvars.Token[ThreadAction]) -> None:
+    _route_thread_action.reset(token)
