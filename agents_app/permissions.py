@@ -164,6 +164,9 @@ API_ROUTES: dict[tuple[str, str], Rule] = {
     ("GET", "/threads/{thread_id}/fs/{path:path}"): _VIEW,
     ("POST", "/threads/{thread_id}/fs/{path:path}"): _CHANGE,
     ("DELETE", "/threads/{thread_id}/fs/{path:path}"): _CHANGE,
+    # Rating a reply: anyone who may read the thread rates it for themselves.
+    ("POST", "/threads/{thread_id}/messages/{message_id}/feedback"): _VIEW,
+    ("DELETE", "/threads/{thread_id}/messages/{message_id}/feedback"): _VIEW,
     # Thread endpoints (define_thread_endpoint): reading runs as view, the rest as change.
     **{(m, "/threads/{thread_id}/"): (_VIEW if m == "GET" else _CHANGE) for m in _ALL},
     **{(m, "/threads/{thread_id}/{path:rest}"): (_VIEW if m == "GET" else _CHANGE) for m in _ALL},

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -390,6 +390,10 @@ class AgentDefinition(Definition):
     tags: list[str] | None = None
     hooks: list[str] | None = None
     tenvs: dict[str, Any] | None = None
+    # Ours: the reasons a person may pick when rating a reply (docs/observability.md).
+    feedback_reasons: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
+        None, max_length=20
+    )
 
     def sides(self) -> dict[str, SideConfig]:
         out = {"a": self.side_a}

@@ -27,6 +27,7 @@ from agents_app.api import (
     endpoints,
     env,
     execution,
+    feedback,
     instance,
     keys,
     logs,
@@ -153,6 +154,7 @@ ROUTERS: list[tuple[str, Router]] = [
     ("/threads", execution.router),
     ("/threads", logs.router),
     ("/threads", storage.router),
+    ("/threads", feedback.router),
     ("/threads", endpoints.router),
     ("", controllers.router),
 ]

@@ -12,6 +12,7 @@ from agents_app import selectors
 from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data, request_redactors
 from agents_app.api.schemas import ERRORS, IdempotencyKey, id_list, refuse_unsupported
+from agents_app.services import feedback
 from agents_app.services import messages as message_service
 from agents_app.services.idempotency import idempotency_request
 from agents_app.services.messages import CONTENT_MAX, NewAttachment
@@ -65,6 +66,7 @@ def message_list(
         ids=id_list(params.ids),
     )
     page, total, has_more = selectors.message_page(thread, query)
+    feedback.attach_to_page(page, request.auth)  # type: ignore[attr-defined]
     return {"messages": page, "total": total, "hasMore": has_more}
 
 

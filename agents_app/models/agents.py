@@ -22,6 +22,8 @@ class Agent(models.Model):
     description = models.TextField(blank=True)
     icon = models.CharField(max_length=500, blank=True)
     tags = models.JSONField(default=list, blank=True)
+    # Reasons offered when a person rates a reply (list of short strings; services.feedback).
+    feedback_reasons = models.JSONField(default=list, blank=True)
     hooks = models.JSONField(default=list, blank=True)
 
     side_a_label = models.CharField(max_length=100, blank=True)

@@ -310,6 +310,7 @@ def agent_definition(a: Agent) -> AgentDefinition:
         tags=list(a.tags) or None,
         hooks=list(a.hooks) or None,
         tenvs=_definition_env(a.env_values.filter(scope=EnvValue.Scope.AGENT)),
+        feedback_reasons=list(a.feedback_reasons) or None,
     )
 
 
@@ -484,6 +485,7 @@ def agent_from_definition(d: AgentDefinition) -> Agent:
             "icon": d.icon or "",
             "tags": d.tags or [],
             "hooks": d.hooks or [],
+            "feedback_reasons": d.feedback_reasons or [],
             **_side_fields("a", d.side_a),
             **_side_fields("b", d.side_b),
         },

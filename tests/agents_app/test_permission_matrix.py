@@ -40,6 +40,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/threads/{thread_id}/continue"): {},
     ("POST", "/threads/{thread_id}/stop"): {},
     ("POST", "/threads"): {"agent_id": "helper"},
+    ("POST", "/threads/{thread_id}/messages/{message_id}/feedback"): {"score": 1},
 }
 
 

@@ -1,0 +1,54 @@
+"""Feedback on replies: ``POST|DELETE /api/threads/{id}/messages/{message_id}/feedback``."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from django.http import HttpRequest
+from ninja import Field, Router, Schema
+
+from agents_app import selectors
+from agents_app.api.schemas import ERRORS
+from agents_app.services import feedback as feedback_service
+
+router = Router(tags=["feedback"])
+
+
+class FeedbackIn(Schema):
+    score: Literal[1, -1]
+    reason: str | None = Field(None, max_length=100)
+    comment: str | None = Field(None, max_length=feedback_service.COMMENT_MAX)
+
+
+@router.post(
+    "/{thread_id}/messages/{message_id}/feedback",
+    response={200: dict, **ERRORS},
+    summary="Rate a reply (a second call replaces the first)",
+)
+def feedback_post(
+    request: HttpRequest, thread_id: str, message_id: str, payload: FeedbackIn
+) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    rating = feedback_service.Rating(payload.score, payload.reason or "", payload.comment or "")
+    row = feedback_service.feedback_set(
+        thread=thread,
+        message_id=message_id,
+        user=request.auth,  # type: ignore[attr-defined]
+        rating=rating,
+    )
+    return {"feedback": feedback_service.feedback_wire(row)}
+
+
+@router.delete(
+    "/{thread_id}/messages/{message_id}/feedback",
+    response={200: dict, **ERRORS},
+    summary="Withdraw your rating of a reply",
+)
+def feedback_delete(request: HttpRequest, thread_id: str, message_id: str) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    withdrawn = feedback_service.feedback_withdraw(
+        thread=thread,
+        message_id=message_id,
+        user=request.auth,  # type: ignore[attr-defined]
+    )
+    return {"withdrawn": withdrawn, "feedback": None}
