@@ -7,18 +7,24 @@ class AgentsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.contrib.auth.signals import user_logged_out
         from django.db.models.signals import post_migrate
 
         from agents_app import (
             checks,  # noqa: F401  (registers the start-up checks)
             message_counts,
         )
+        from agents_app.services import socket_credentials
 
         self._install_session_starter()
         post_migrate.connect(
             message_counts.install_after_migrate,
             sender=self,
             dispatch_uid="agents_app.message_counts",
+        )
+        # Signing out (the API's cookie logout, the studio's) closes the session's sockets.
+        user_logged_out.connect(
+            socket_credentials.on_logged_out, dispatch_uid="agents_app.socket_credentials"
         )
 
     @staticmethod

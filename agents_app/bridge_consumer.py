@@ -13,6 +13,11 @@ must send something (``stream_ping`` will do) every ``STUDIO_BRIDGE_LIVENESS_SEC
 and answer within ``STUDIO_CLIENT_TOOL_TIMEOUT_SECONDS``; otherwise it is closed (4408)
 and the call, still parked, goes to the next client that connects. A newer socket of the
 same ``client_id`` supersedes an older one (``{"type": "superseded"}``, close 4001).
+
+The socket acts for the credential it was opened with: revoking that key or signing out
+closes it (4401, ``consumers._FollowsCredential``), and since that message may be lost,
+the credential is checked again before a call is delivered here and before an answer
+from here is recorded; a stale socket's answer is refused, and the call stays parked.
 """
 
 from __future__ import annotations
@@ -103,9 +108,10 @@ class ThreadBridgeConsumer(_ThreadSocket):
         """Send every call that waits for the client and was not sent to this socket."""
         async with self.lock:
             calls = await sync_to_async(client_bridge.waiting_client_calls)(self.thread_id)
-            for call_id in calls:
-                if call_id in self.tokens:
-                    continue
+            new = [call_id for call_id in calls if call_id not in self.tokens]
+            if new and not await self.credential_holds():
+                return  # no call (nor delivery token) for a revoked credential's socket
+            for call_id in new:
                 sent = await sync_to_async(client_bridge.dispatch)(self.thread_id, call_id)
                 if sent is None:
                     continue
@@ -134,6 +140,8 @@ class ThreadBridgeConsumer(_ThreadSocket):
         if token is None:
             return  # not a call delivered to this socket: nothing to answer
         self.sent_at.pop(str(call_id), None)
+        if not await self.credential_holds():
+            return  # a stale socket's answer: not recorded, the call stays parked
         body = {
             "tool_call_id": call_id,
             "ok": frame.get("ok") is True,

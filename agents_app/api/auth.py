@@ -25,7 +25,7 @@ from agents_app.api.limits import limited
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Forbidden, Invalid
 from agents_app.models import ApiKey
-from agents_app.services import instance_info, limits, login_tokens, tickets
+from agents_app.services import instance_info, limits, login_tokens, socket_credentials, tickets
 from agents_app.services.api_keys import _hash as key_hash
 from agents_app.services.api_keys import api_key_revoke
 
@@ -106,7 +106,11 @@ def me(request: HttpRequest) -> dict[str, Any]:
 @router.post("/websocket-ticket", response={200: dict, **ERRORS}, summary="Mint a WebSocket ticket")
 @limited("ws_ticket")
 def websocket_ticket(request: HttpRequest, payload: TicketIn) -> dict[str, Any]:
-    raw = tickets.ticket_create(user=request.auth, pathname=payload.pathname)  # type: ignore[attr-defined]
+    raw = tickets.ticket_create(
+        user=request.auth,  # type: ignore[attr-defined]
+        pathname=payload.pathname,
+        credential=socket_credentials.request_credential(request),
+    )
     return {"ticket": raw, "expires_in": tickets.TTL_SECONDS}
 
 

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from agents_app.models import ApiKey
 from agents_app.raw_sql import model_columns, model_from_row
+from agents_app.services.socket_credentials import credential_revoked, key_credential
 
 KEY_PREFIX = "agtbldr_"
 _KEY_LENGTH = len(KEY_PREFIX) + 64
@@ -92,8 +93,10 @@ def api_key_in_use(raw: str) -> ApiKey | None:
 
 
 def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
-    """Revoke a key; it stops authenticating at once. Revoking twice keeps the first time."""
+    """Revoke a key; it stops authenticating at once, and the sockets opened with it close
+    (``socket_credentials``). Revoking twice keeps the first time."""
     if api_key.revoked_at is None:
         api_key.revoked_at = timezone.now()
         api_key.save(update_fields=["revoked_at"])
+    credential_revoked(key_credential(api_key.pk))
     return api_key

@@ -18,6 +18,8 @@ from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_K
 from django.contrib.sessions.backends.base import SessionBase
 from django.utils.crypto import constant_time_compare
 
+from agents_app.services.socket_credentials import credential_revoked, session_credential
+
 TOKEN_PREFIX = "agtuser_"
 _MARK = "_login_token"
 
@@ -31,6 +33,11 @@ def _session_key(raw: str) -> str | None:
     if not isinstance(raw, str) or not raw.startswith(TOKEN_PREFIX) or len(raw) > 100:
         return None
     return raw[len(TOKEN_PREFIX) :] or None
+
+
+def token_session_key(raw: str) -> str | None:
+    """The session key a token ``raw`` names (whether or not the session still exists)."""
+    return _session_key(raw)
 
 
 def login_token_create(user: Any) -> str:
@@ -65,7 +72,7 @@ def login_token_user(raw: str) -> Any | None:
 
 
 def login_token_revoke(raw: str) -> bool:
-    """Delete the token's session; True when it existed."""
+    """Delete the token's session and close the sockets opened with it; True when it existed."""
     key = _session_key(raw)
     if key is None:
         return False
@@ -73,4 +80,5 @@ def login_token_revoke(raw: str) -> bool:
     if not store.load().get(_MARK):
         return False
     store.delete(key)
+    credential_revoked(session_credential(key))
     return True

@@ -18,6 +18,11 @@ from django.utils import timezone
 
 from agents_app.errors import Invalid
 from agents_app.models import WebSocketTicket
+from agents_app.services.socket_credentials import (
+    SocketCredential,
+    credential_from_stored,
+    credential_valid,
+)
 
 TTL_SECONDS = 30
 PATH_INVALID = "pathname must be a normalized /api/* path."
@@ -39,8 +44,11 @@ def clean_pathname(pathname: Any) -> str:
     return pathname
 
 
-def ticket_create(*, user: Any, pathname: str) -> str:
-    """Mint a ticket for ``user`` to open ``pathname``; returns the raw ticket (64 hex)."""
+def ticket_create(*, user: Any, pathname: str, credential: SocketCredential | None = None) -> str:
+    """Mint a ticket for ``user`` to open ``pathname``; returns the raw ticket (64 hex).
+
+    ``credential`` is what the minting request authenticated with: the socket the ticket
+    opens follows it (closes when it is revoked, ``socket_credentials``)."""
     pathname = clean_pathname(pathname)
     raw = secrets.token_hex(32)
     WebSocketTicket.objects.create(
@@ -48,12 +56,14 @@ def ticket_create(*, user: Any, pathname: str) -> str:
         pathname=pathname,
         user=user,
         expires_at=timezone.now() + timedelta(seconds=TTL_SECONDS),
+        credential=credential.stored() if credential else "",
     )
     return raw
 
 
-def ticket_consume(*, raw: str, pathname: str) -> Any | None:
-    """The ticket's active user if ``raw`` is unused, unexpired and minted for ``pathname``."""
+def ticket_open(*, raw: str, pathname: str) -> tuple[Any, SocketCredential | None] | None:
+    """``(user, credential)`` if ``raw`` is unused, unexpired, minted for ``pathname`` by a
+    credential that still holds, and its user is active; ``None`` otherwise."""
     if not isinstance(raw, str) or len(raw) != 64:
         return None
     now = timezone.now()
@@ -63,4 +73,14 @@ def ticket_consume(*, raw: str, pathname: str) -> Any | None:
     if tickets.update(used_at=now) != 1:
         return None
     ticket = WebSocketTicket.objects.select_related("user").get(ticket_hash=_hash(raw))
-    return ticket.user if ticket.user.is_active else None
+    credential = credential_from_stored(ticket.credential)
+    # Revoked between minting and opening: the revocation's message found no socket yet.
+    if not credential_valid(credential, ticket.user):
+        return None
+    return ticket.user, credential
+
+
+def ticket_consume(*, raw: str, pathname: str) -> Any | None:
+    """The ticket's active user (``ticket_open`` without the credential)."""
+    opened = ticket_open(raw=raw, pathname=pathname)
+    return opened[0] if opened else None
