@@ -30,6 +30,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         [
             ("agents_app", "thread"),
             ("agents_app", "log"),
+            ("agents_app", "feedback"),
             ("agents_app", "threadsession"),
             ("agents_app", "scheduledeffect"),
         ],

@@ -16,6 +16,7 @@ from django.urls import URLPattern, path
 
 from agents_app.admin.dashboard_charts import charts_context
 from agents_app.code_registry import get_registry
+from agents_app.services import feedback
 from agents_app.services.dashboard import dashboard_summary
 
 CATALOG_SECTIONS = (
@@ -30,7 +31,10 @@ CATALOG_SECTIONS = (
 
 
 def dashboard_context(request: HttpRequest) -> dict[str, Any]:
-    return {"dashboard": dashboard_summary(), "charts": charts_context(request)}
+    context = {"dashboard": dashboard_summary(), "charts": charts_context(request)}
+    if request.user.has_perm("agents_app.view_feedback"):
+        context["by_version"] = feedback.summary_by_version()
+    return context
 
 
 def _pretty(schema: Any) -> str:

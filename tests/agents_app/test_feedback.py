@@ -29,10 +29,7 @@ from agents_app.thread_creation import thread_create
 from runtime.definitions import AgentDefinition
 from tests.agents_app.api_support import _api_hosts, client_for, define_agent  # noqa: F401
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("close_thread_connections"),
-]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 CANARY = "sk-canary-feedback-7f3a9c"
 
@@ -73,6 +70,7 @@ def _page_feedback(client: Any, thread: Thread) -> list[Any]:
     return [m.get("feedback") for m in page if m["role"] == "assistant"]
 
 
+@pytest.mark.usefixtures("close_thread_connections")
 async def test_rate_change_and_withdraw_a_reply_over_http() -> None:
     alice, thread = await _alice_and_thread("Your order has shipped.")
     reply = await _reply_id(thread)
@@ -97,6 +95,7 @@ async def test_rate_change_and_withdraw_a_reply_over_http() -> None:
     await over_http()
 
 
+@pytest.mark.usefixtures("close_thread_connections")
 async def test_feedback_keeps_the_agent_version_that_produced_the_reply() -> None:
     alice, thread = await _alice_and_thread("First version's answer.")
     reply = await _reply_id(thread)
@@ -134,6 +133,7 @@ async def test_feedback_keeps_the_agent_version_that_produced_the_reply() -> Non
     assert summary == [{"agent": "helper", "version": version, "up": 0, "down": 1, "share_up": 0.0}]
 
 
+@pytest.mark.usefixtures("close_thread_connections")
 async def test_feedback_refuses_other_users_user_messages_and_unknown_reasons() -> None:
     alice, thread = await _alice_and_thread("Hi.")
     reply = await _reply_id(thread)
@@ -163,6 +163,7 @@ async def test_feedback_refuses_other_users_user_messages_and_unknown_reasons() 
     await checks()
 
 
+@pytest.mark.usefixtures("close_thread_connections")
 async def test_feedback_export_redacts_a_planted_secret() -> None:
     alice, thread = await _alice_and_thread(f"The key is {CANARY}, keep it safe.")
     reply = await _reply_id(thread)
@@ -184,3 +185,45 @@ async def test_feedback_export_redacts_a_planted_secret() -> None:
     rows = list(csv.DictReader(io.StringIO(text)))
     assert rows[0]["reply"] == "The key is [REDACTED], keep it safe."
     assert rows[0]["comment"] == "It printed [REDACTED]"
+
+
+def _rated_reply(alice: Any, text: str, score: int = -1) -> Feedback:
+    define_agent("helper")
+    thread = thread_create(user=alice, agent_name="helper")
+    reply = Message.objects.create(thread=thread, role="assistant", content=text)
+    rating = feedback_service.Rating(score, "", "too vague")
+    return feedback_service.feedback_set(
+        thread=thread, message_id=str(reply.pk), user=alice, rating=rating
+    )
+
+
+def test_the_studio_lists_filters_and_exports_feedback_for_holders_of_view_feedback() -> None:
+    from django.contrib.auth.models import Permission
+    from django.test import Client
+
+    User = get_user_model()
+    alice = User.objects.create_user(username="alice", password="pw-for-tests-1")
+    row = _rated_reply(alice, '=HYPERLINK("http://evil.example")')
+    clerk = User.objects.create_user(username="clerk", password="pw-for-tests-1", is_staff=True)
+    browser = Client()
+    browser.force_login(clerk)
+    assert browser.get("/admin/agents_app/feedback/").status_code == 403
+    assert browser.get("/admin/agents_app/feedback/export.csv").status_code == 403
+    clerk.user_permissions.add(Permission.objects.get(codename="view_feedback"))
+    page = browser.get("/admin/agents_app/feedback/?score__exact=-1")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Feedback by agent version" in html and f"#msg-{row.message_id}" in html
+    assert "too vague" in html
+    assert (
+        "too vague"
+        not in browser.get("/admin/agents_app/feedback/?score__exact=1").content.decode()
+    )
+    export = browser.get("/admin/agents_app/feedback/export.csv?score__exact=-1")
+    assert export["Content-Type"] == "text/csv"
+    rows = list(csv.DictReader(io.StringIO(export.content.decode())))
+    assert [r["comment"] for r in rows] == ["too vague"]
+    # A reply that looks like a formula is exported as text, not run by a spreadsheet.
+    assert rows[0]["reply"].startswith("'=")
+    dashboard = browser.get("/admin/").content.decode()
+    assert 'id="feedback-by-version"' in dashboard
