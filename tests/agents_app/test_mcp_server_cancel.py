@@ -66,7 +66,7 @@ async def test_a_call_cancelled_while_its_message_is_posted_stops_the_session(
 ) -> None:
     # The session can start (and the client give up) before the post returns to the loop.
     posting = Blocking(ASK)
-    _patch(monkeypatch, agent_ask=posting)
+    _patch(monkeypatch, _limited_ask=posting)
     await _cancel_inside(posting)
     assert stops == [ASK]
 
@@ -75,7 +75,7 @@ async def test_a_call_cancelled_while_it_waits_for_the_answer_stops_the_session(
     stops: list[Ask], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     waiting = Blocking(NOT_DONE)
-    _patch(monkeypatch, agent_ask=lambda **_: ASK, ask_progress=waiting)
+    _patch(monkeypatch, _limited_ask=lambda **_: ASK, ask_progress=waiting)
     await _cancel_inside(waiting)
     assert stops == [ASK]
 
@@ -87,6 +87,6 @@ async def test_a_stop_that_fails_is_logged(
         raise RuntimeError("the database went away")
 
     waiting = Blocking(NOT_DONE)
-    _patch(monkeypatch, agent_ask=lambda **_: ASK, ask_progress=waiting, _stop=broken_stop)
+    _patch(monkeypatch, _limited_ask=lambda **_: ASK, ask_progress=waiting, _stop=broken_stop)
     await _cancel_inside(waiting)
     assert "could not stop the session of thread t-1" in caplog.text

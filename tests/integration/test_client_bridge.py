@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
 
 from tests.integration.stack import Stack, wait_until
 from tests.integration.test_live_sessions import Watch, new_thread, post
@@ -194,3 +195,88 @@ def test_a_newer_socket_of_the_same_client_supersedes_the_older(stack: Stack) ->
             assert other.conn.recv(timeout=30) == "stream_pong"  # another client stays
             new.conn.send("stream_ping")
             assert new.conn.recv(timeout=30) == "stream_pong"
+
+
+# --- sockets follow their credentials (issue #36, item 5) ------------------------------------
+
+
+def _key_of_its_own(stack: Stack) -> tuple[int, str, str]:
+    """A new key of alice's (id, raw key), and the login token that made it and revokes it."""
+    login = httpx.post(
+        f"{stack.http}/api/auth/login",
+        json={"username": "alice", "password": "pw-for-tests-1"},
+        timeout=30,
+    )
+    token = login.json()["token"]
+    made = httpx.post(
+        f"{stack.http}/api/api-keys",
+        json={"name": "bridge laptop"},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    )
+    assert made.status_code == 201, made.text
+    return int(made.json()["id"]), made.json()["key"], token
+
+
+class KeyWatch(Watch):
+    """A bridge socket opened with the given raw key."""
+
+    def __init__(self, stack: Stack, path: str, raw_key: str) -> None:
+        headers = {"Authorization": f"Bearer {raw_key}"}
+        self.conn = connect(stack.ws + path, additional_headers=headers)
+        self.frames: list[dict[str, Any]] = []
+
+
+def _closed(watch: Watch) -> int:
+    with pytest.raises(ConnectionClosed) as closed:
+        watch.until(lambda f: False, "the close")
+    assert closed.value.rcvd is not None
+    return closed.value.rcvd.code
+
+
+REVOKED = "Unauthorized: the credential this socket was opened with was revoked"
+
+
+def test_revoked_key_closes_its_sockets(stack: Stack, worker: Any) -> None:
+    worker("w1")
+    thread_id = parked(stack)
+    key_id, raw_key, token = _key_of_its_own(stack)
+    path = f"/api/threads/{thread_id}/bridge"
+    with KeyWatch(stack, path, raw_key) as bridge:
+        bridge.until(is_request, "the parked call, delivered on connect")
+        revoked = httpx.delete(
+            f"{stack.http}/api/api-keys/{key_id}",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+        assert revoked.json() == {"success": True}
+        error = bridge.until(lambda f: f["type"] == "error", "the revocation frame")
+        assert error == {"type": "error", "error": REVOKED, "status": 401}
+        assert _closed(bridge) == 4401
+    assert pending(stack, thread_id), "the call waits for a client with a valid credential"
+    with Watch(stack, path) as another:
+        request = another.until(is_request, "the call, delivered to the next client")
+    assert request["toolCallId"] == CALL
+
+
+def test_stale_bridge_answer_is_refused(stack: Stack, worker: Any) -> None:
+    # The key is revoked and its sockets' message is lost (the Pub/Sub layer delivers at most
+    # once; here the row is revoked behind the web process's back): the socket is still
+    # open when its client answers, and that answer must not become the tool's result.
+    worker("w1")
+    thread_id = parked(stack)
+    key_id, raw_key, _ = _key_of_its_own(stack)
+    with KeyWatch(stack, f"/api/threads/{thread_id}/bridge", raw_key) as bridge:
+        bridge.until(is_request, "the parked call")
+        stack.sql(
+            "UPDATE agents_app_apikey SET revoked_at = now() WHERE id = %s RETURNING id", key_id
+        )
+        answer = {"type": "tool_response", "toolCallId": CALL, "ok": True, "result": "stale"}
+        bridge.conn.send(json.dumps(answer))
+        error = bridge.until(lambda f: f["type"] == "error", "the refusal")
+        assert error["status"] == 401
+        assert _closed(bridge) == 4401
+    assert [p["toolCallId"] for p in pending(stack, thread_id)] == [CALL]
+    assert session_statuses(stack, thread_id) == ["parked"]
+    row = tool_row(stack, thread_id)
+    assert row is not None and row["content"] != "stale"
