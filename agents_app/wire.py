@@ -283,6 +283,7 @@ def thread_detail(
             "side_b_agent_prompt": agent.side_b_prompt.name if agent.side_b_prompt else None,
             "side_a_handler": None,
             "side_b_handler": None,
+            "feedback_reasons": list(agent.feedback_reasons),  # ours (docs/observability.md)
         },
         "stats": {"message_count": message_count, "log_count": log_count},
     }

@@ -60,6 +60,8 @@ def _agent(row: Agent, staff: bool, origin: str | None) -> dict[str, Any]:
         "packed": False,
         # The chat page offers "Show reasoning" only for agents whose replies carry it.
         "reasoning": agent_returns_reasoning(row),
+        # Ours: the reasons a person may give when rating a reply (docs/observability.md).
+        "feedback_reasons": list(row.feedback_reasons),
     }
     if staff:
         item.update(

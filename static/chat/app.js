@@ -64,11 +64,20 @@ function render() {
       dual: isDual(page.agent),
       sideLabel,
       agentTitle: page.agent?.title,
+      logUrl: staffLogUrl(),
+      feedbackReasons: page.agent?.feedback_reasons || [],
+      rerender: render,
     });
     showReasoningOption();
     page.history.show();
     page.history.maybeLoad(); // a short first page does not fill the view: keep going up
   });
+}
+
+// Staff who may read logs in the studio get a link from a failed reply to its log.
+function staffLogUrl() {
+  if (!boot('boot-can-view-logs')) return null;
+  return (logId) => `/admin/agents_app/log/${encodeURIComponent(logId)}/change/`;
 }
 
 // "Show reasoning" only where there is reasoning to show: the server says whether the agent's

@@ -5,6 +5,8 @@
 import { api, fileUrl, threadPath } from './api.js';
 import { renderMarkdown } from './markdown.js';
 import { linkCitations, markCitations, sourcesList } from './citations.js';
+import { outcomeNote, stoppedByUser } from './failures.js';
+import { feedbackBar, rateable } from './feedback.js';
 
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -173,7 +175,7 @@ function messageBlock(ctx, message, results) {
   const side = ctx.dual && message.side && !human ? ` side-${message.side}` : '';
   const queued = message.metadata?.queued;
   const node = el('article', {
-    className: `msg msg-${role}${side}${message.status === 'failed' ? ' msg-failed' : ''}`,
+    className: `msg msg-${role}${side}${message.status === 'failed' && !stoppedByUser(message) ? ' msg-failed' : ''}`,
     'data-message-id': message.id,
     'data-role': message.role,
     'data-status': message.status || 'completed',
@@ -181,7 +183,8 @@ function messageBlock(ctx, message, results) {
   });
   const head = el('header', { className: 'msg-head' }, el('span', { className: 'author', text: author(ctx, message) }), ' ', time(message.created_at));
   if (queued) head.append(' ', el('span', { className: 'badge queued', text: 'queued' }));
-  if (message.status === 'failed') head.append(' ', el('span', { className: 'badge error', text: 'failed' }));
+  if (stoppedByUser(message)) head.append(' ', el('span', { className: 'badge stopped', text: 'stopped' }));
+  else if (message.status === 'failed') head.append(' ', el('span', { className: 'badge error', text: 'failed' }));
   node.append(head);
   const reasoning = message.reasoning_content || t.reasoning.get(message.id);
   if (ctx.showReasoning && reasoning) {
@@ -194,13 +197,16 @@ function messageBlock(ctx, message, results) {
   else if (cited && cited.sources.length) body.append(linkCitations(renderMarkdown(cited.text), cited.sources));
   else if (text) body.append(renderMarkdown(text));
   else if (streaming && !parseCalls(message).length) body.append(el('span', { className: 'typing', 'aria-label': 'writing', text: '…' }));
-  else if (message.status === 'failed' && !parseCalls(message).length) body.append(el('p', { className: 'muted', text: 'No reply: this answer was interrupted.' }));
   if (body.childNodes.length) node.append(body);
+  const outcome = outcomeNote(message, { logUrl: ctx.logUrl });
+  if (outcome) node.append(outcome);
   if (cited && cited.sources.length) node.append(sourcesList(cited.sources));
   const calls = parseCalls(message);
   if (calls.length) node.append(el('div', { className: 'tools' }, calls.map((c) => toolBlock(ctx, c, results.get(c.id)))));
   const files = attachments(ctx, message, message.attachments?.length ? [] : t.images.get(message.id) || []);
   if (files) node.append(files);
+  // Final answers only: a step that calls tools is on the way to one.
+  if (!human && ctx.rerender && !calls.length && rateable(message, streaming)) node.append(feedbackBar(ctx, message));
   return node;
 }
 

@@ -1,0 +1,102 @@
+// Rating a reply: 👍 / 👎 under each finished answer, a reason from the agent's list and a
+// comment after a 👎 (or on request), pressing the same thumb again withdraws the rating.
+// POST|DELETE /api/threads/{id}/messages/{message_id}/feedback (docs/observability.md).
+
+import { api, threadPath } from './api.js';
+
+function node(tag, attrs = {}, ...children) {
+  const n = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === 'text') n.textContent = value;
+    else if (key === 'className') n.className = value;
+    else n.setAttribute(key, value === true ? '' : String(value));
+  }
+  n.append(...children.filter((c) => c !== null && c !== undefined));
+  return n;
+}
+
+// Thumbs as inline SVG: no emoji font needed (some machines have none).
+const THUMB = 'M2 21h4V9H2v12zm20-11c0-1.1-.9-2-2-2h-6.3l1-4.6v-.3c0-.4-.2-.8-.4-1.1L13.2 1 6.6 7.6C6.2 7.9 6 8.4 6 9v10c0 1.1.9 2 2 2h9c.8 0 1.5-.5 1.8-1.2l3-7.1c.1-.2.2-.5.2-.7v-2z';
+
+function thumb(down) {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', '0 0 24 24');
+  svg.setAttribute('width', '16');
+  svg.setAttribute('height', '16');
+  svg.setAttribute('aria-hidden', 'true');
+  if (down) svg.setAttribute('transform', 'rotate(180)');
+  const path = document.createElementNS(ns, 'path');
+  path.setAttribute('d', THUMB);
+  path.setAttribute('fill', 'currentColor');
+  svg.append(path);
+  return svg;
+}
+
+export const rateable = (message, streaming) =>
+  message.role === 'assistant' && !streaming && message.status !== 'failed' && !message.metadata?.queued && Boolean(message.content);
+
+async function send(ctx, message, body) {
+  const url = `${threadPath(ctx.threadId)}/messages/${encodeURIComponent(message.id)}/feedback`;
+  try {
+    const answer = body ? await api(url, { method: 'POST', json: body }) : await api(url, { method: 'DELETE' });
+    message.feedback = answer.feedback;
+    message.feedbackError = null;
+  } catch (error) {
+    message.feedbackError = error.message;
+  }
+  ctx.rerender();
+}
+
+function reasonForm(ctx, message) {
+  const current = message.feedback || {};
+  const form = node('form', { className: 'feedback-form' });
+  const reasons = ctx.feedbackReasons || [];
+  let select = null;
+  if (reasons.length) {
+    select = node('select', { name: 'reason', 'aria-label': 'Reason' }, node('option', { value: '', text: 'Choose a reason (optional)' }));
+    for (const reason of reasons) select.append(node('option', { value: reason, text: reason, selected: current.reason === reason }));
+    form.append(select);
+  }
+  const comment = node('textarea', { name: 'comment', rows: 2, maxlength: 2000, placeholder: 'What should it have said? (optional)', 'aria-label': 'Comment' });
+  comment.value = current.comment || '';
+  form.append(comment, node('button', { type: 'submit', className: 'feedback-save', text: 'Send feedback' }));
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    message.feedbackOpen = false;
+    send(ctx, message, { score: current.score || -1, reason: select?.value || null, comment: comment.value.trim() || null });
+  });
+  return form;
+}
+
+export function feedbackBar(ctx, message) {
+  const score = message.feedback?.score || 0;
+  const bar = node('div', { className: 'feedback', role: 'group', 'aria-label': 'Rate this reply' });
+  for (const [value, label] of [[1, 'Good reply'], [-1, 'Bad reply']]) {
+    const pressed = score === value;
+    const name = pressed ? `${label} (press again to withdraw)` : label;
+    const button = node('button', { type: 'button', className: `feedback-thumb${pressed ? ' pressed' : ''}`, 'aria-pressed': pressed ? 'true' : 'false', 'aria-label': name, title: name, 'data-score': value }, thumb(value === -1));
+    button.addEventListener('click', () => {
+      if (pressed) {
+        message.feedbackOpen = false;
+        send(ctx, message, null);
+        return;
+      }
+      message.feedbackOpen = value === -1;
+      send(ctx, message, { score: value, reason: null, comment: null });
+    });
+    bar.append(button);
+  }
+  if (score) {
+    const more = node('button', { type: 'button', className: 'feedback-more', text: message.feedback.reason || message.feedback.comment ? 'Edit feedback' : 'Add a reason' });
+    more.addEventListener('click', () => {
+      message.feedbackOpen = !message.feedbackOpen;
+      ctx.rerender();
+    });
+    bar.append(more);
+  }
+  if (message.feedbackError) bar.append(node('span', { className: 'feedback-error', role: 'alert', text: message.feedbackError }));
+  if (score && message.feedbackOpen) bar.append(reasonForm(ctx, message));
+  return bar;
+}
