@@ -17,6 +17,11 @@ class AgentsAppConfig(AppConfig):
         from agents_app.services import socket_credentials
 
         self._install_session_starter()
+        # Traces, when the operator points OTEL_EXPORTER_OTLP_ENDPOINT somewhere: before the
+        # first request builds the middleware chain, so the Django instrumentation is in it.
+        from agents_app import telemetry
+
+        telemetry.configure()
         post_migrate.connect(
             message_counts.install_after_migrate,
             sender=self,

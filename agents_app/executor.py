@@ -23,6 +23,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from runtime import tracing
 from studio.event_loop import new_loop
 
 logger = logging.getLogger("agents_app.executor")
@@ -132,7 +133,7 @@ def dispatch(session_id: str) -> None:
     elif mode == "inprocess":
         from agents_app.runner import run_session_job
 
-        inprocess.submit(run_session_job(session_id))
+        inprocess.submit(run_session_job(session_id, trace_carrier=tracing.current_carrier()))
     elif mode != "none":
         raise ValueError(f"Unknown STUDIO_EXECUTOR {mode!r}")
 

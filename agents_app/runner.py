@@ -48,6 +48,7 @@ from agents_app.services import sessions
 from agents_app.services.sessions import Claim
 from agents_app.start_gate import StartSlot, start_gate
 from agents_app.wire import RESUME_MARK
+from runtime import tracing
 from runtime.engine import Engine, NewMessage, ThreadTerminated
 from runtime.loader import DefinitionNotFound
 from runtime.outcomes import SessionResult
@@ -403,10 +404,12 @@ async def run_claim(claim: Claim, slot: StartSlot | None = None) -> str:
         elif plan.kind == "park":
             reason = "aborted_by_user"
         else:
+            if tracing.enabled():
+                await _trace_versions(store)
             reason = await _run_engine(entry, engine, store, plan)
         if reason == "aborted_by_user":
             await sink.flush()
-            frames = await sync_to_async(_stop_cleanup)(claim)
+            frames = await sync_to_async(_stop_cleanup)(claim, sink)
             await asend_thread_frames(claim.thread_id, frames)
         return STATUS_BY_REASON.get(reason, ThreadSession.Status.COMPLETED)
     except (DefinitionNotFound, ThreadTerminated, LookupError) as exc:
@@ -418,9 +421,9 @@ async def run_claim(claim: Claim, slot: StartSlot | None = None) -> str:
         await sink.flush()
 
 
-def _stop_cleanup(claim: Claim) -> list[dict[str, Any]]:
+def _stop_cleanup(claim: Claim, sink: LiveSink) -> list[dict[str, Any]]:
     faults.hit("stop_cleanup")
-    return sessions.stop_cleanup(claim.thread_id, key=claim.session_id)
+    return sessions.stop_cleanup(claim.thread_id, key=claim.session_id, streamed=sink)
 
 
 async def _fail(claim: Claim, detail: str) -> None:
@@ -469,14 +472,22 @@ async def _announce_claim(claim: Claim) -> None:
     )
 
 
-async def run_session_job(session_id: str, owner: str = OWNER) -> None:
+async def run_session_job(
+    session_id: str, owner: str = OWNER, trace_carrier: dict[str, str] | None = None
+) -> None:
     """Claim a session and run it, then the next ones while queued messages remain.
 
     Safe to call any number of times for the same id: only one call wins the claim.
     Every way out after a claim releases it or hands it back (``_hand_back``): a database
     connection error is retried here a few times, then left to the sweep. The first start
-    (claim to first request) waits for a place in the loop's start gate.
+    (claim to first request) waits for a place in the loop's start gate. ``trace_carrier``
+    (W3C headers) continues the trace of whoever started it (the post's request).
     """
+    with tracing.attached(trace_carrier):
+        await _run_session_job(session_id, owner)
+
+
+async def _run_session_job(session_id: str, owner: str) -> None:
     slot = await start_gate().enter()
     try:
         attempts = iter(RETRY_DELAYS)
@@ -520,6 +531,17 @@ async def run_session_job(session_id: str, owner: str = OWNER) -> None:
                     await sync_to_async(drop_broken_connections)()
     finally:
         slot.release()
+
+
+async def _trace_versions(store: ClaimedStore) -> None:
+    """Name the definition versions the session runs on, on its span (read now, as the
+    engine would a moment later: the pins are read once either way)."""
+    pins = await store.session_pins()
+    if pins is None:
+        return
+    named = [f"{kind}/{name}={n}" for kind, got in pins.versions.items() for name, n in got.items()]
+    named += [f"{key}=draft" for key in pins.drafts]
+    tracing.set_session_attributes({tracing.VERSIONS: sorted(named)})
 
 
 def _claim(session_id: str, owner: str) -> Claim | None:

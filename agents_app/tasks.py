@@ -16,6 +16,7 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_process_init, worker_ready, worker_shutdown
 
+from runtime import tracing
 from studio.event_loop import new_loop
 
 _loop: asyncio.AbstractEventLoop | None = None
@@ -64,7 +65,9 @@ def run_session(session_id: str) -> None:
     """Claim and run a session (then the thread's next queued messages)."""
     from agents_app.runner import run_session_job
 
-    run_on_worker_loop(run_session_job(session_id))
+    # The session runs on the worker's loop thread: the task's trace context goes with it.
+    carrier = tracing.current_carrier()
+    run_on_worker_loop(run_session_job(session_id, trace_carrier=carrier))
 
 
 _sweep_outage_log: Any = None

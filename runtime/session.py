@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from runtime import waits
+from runtime import tracing, waits
 from runtime.definitions import AgentDefinition, PromptDefinition, SideConfig
 from runtime.delegation import Delegate, PendingHandoff, attachment_refs, init_paths
 from runtime.deps import Deps
@@ -102,6 +102,14 @@ class Session:
     async def run(self, resumed: bool = False) -> SessionResult:
         """Resume the step in flight (if any), then step until a stop condition ends the session."""
         await self.recorder.ready()  # load the thread's secrets before anything is written
+        with tracing.session_span(
+            self.agent.name, self.thread.id, self.progress.session_id
+        ) as span:
+            result = await self._run(resumed)
+            tracing.record_attribute(span, tracing.STOP_REASON, result.stop_reason)
+            return result
+
+    async def _run(self, resumed: bool) -> SessionResult:
         try:
             if resumed:
                 outcome = await self._resume()
@@ -141,8 +149,9 @@ class Session:
         request = await self.stepper.request(scope, messages)
         self._count_step(scope.side)
         self.recorder.emit(telemetry("step_started", step=self.progress.steps, side=scope.side))
-        opened = await self.stepper.open(scope, request, progress=self._opening(scope))
-        return await self._respond(scope, request, opened)
+        with tracing.step_span(self.progress.steps, scope.side):
+            opened = await self.stepper.open(scope, request, progress=self._opening(scope))
+            return await self._respond(scope, request, opened)
 
     async def _respond(self, scope: Scope, request: Any, opened: Opened) -> StepOutcome:
         reply = await self.stepper.respond(scope, request, opened)

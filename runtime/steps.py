@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from runtime import tracing
 from runtime.attempts import (
     Attempt,
     AttemptLadder,
@@ -238,6 +239,19 @@ class Stepper:
         """Call the model along the attempt ladder; return the final message and the last
         attempt's log as an uncommitted batch (failed attempts before it are committed).
         A final answer that misses the prompt's response schema is asked for once more."""
+        log = opened.log
+        with tracing.chat_span(log.provider, log.model_id or log.model) as span:
+            answer = await self._respond(scope, request, opened)
+            if answer.batch.logs:
+                tracing.record_model_log(span, answer.batch.logs[-1])
+            if answer.error is not None:
+                tracing.record_error(span, answer.error.code)
+            elif tracing.records_content():
+                text = self.recorder.redactor.text(answer.message.content or "")
+                tracing.record_content(span, tracing.OUTPUT_MESSAGES, text)
+            return answer
+
+    async def _respond(self, scope: Scope, request: ProviderRequest, opened: Opened) -> Reply:
         image_errors: list[str] = []
         outcome = await self._ladder(
             scope, request, opened, opened.attempt, opened.start, image_errors

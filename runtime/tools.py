@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from runtime import waits
+from runtime import tracing, waits
 from runtime.definitions import ToolConfig
 from runtime.deps import Deps
 from runtime.events import event, telemetry
@@ -247,7 +247,10 @@ class ToolRunner:
         self.recorder.emit(telemetry("tool_started", tool=name))
         self.recorder.emit(event("tool_call_started", {"id": call["id"], "name": name}))
         started = time.perf_counter()
-        result = await self.dispatch(scope, call, slot, state)
+        with tracing.tool_span(name, call["id"]) as span:
+            result = await self.dispatch(scope, call, slot, state)
+            if result.status == "error":
+                tracing.record_error(span, "the tool returned an error")
         self.recorder.emit(
             event("tool_call_done", {"id": call["id"], "name": name, "status": result.status})
         )

@@ -477,6 +477,8 @@ LOGGING = {
 # It turns on the defaults below (the ones `manage.py check --deploy` asks for); each can
 # still be set on its own.
 STUDIO_HTTPS = envbool("STUDIO_HTTPS", False)
+# Reply texts on the model spans of traces (agents_app/telemetry.py), redacted as logs are.
+STUDIO_TRACE_CONTENT = envbool("STUDIO_TRACE_CONTENT", False)
 SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", STUDIO_HTTPS)
 CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", STUDIO_HTTPS)
 SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", STUDIO_HTTPS)

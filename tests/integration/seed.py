@@ -153,6 +153,15 @@ def subagent_parent_items() -> list[tuple[str, object]]:
 TOOL_AGENTS = {
     # ``state.queue_tool`` on an idle thread (tests/integration/test_spec_broadcast.py).
     "queue-tool-agent": (["lookup_order"], [{"content": "Your order has shipped."}]),
+    # A model call, a tool call, a second model call (tests/integration/test_traces.py).
+    "traced-agent": (
+        ["lookup_order"],
+        [
+            {"toolCalls": [{"name": "lookup_order", "arguments": {"order_id": "A-1001"}}]},
+            # The reference is planted as a secret by the test: spans show it redacted.
+            {"content": "Order A-1001 has shipped. Ref sk-canary-traces-51d0e2."},
+        ],
+    ),
 }
 
 
