@@ -100,6 +100,7 @@ def _log_failure(future: Future[Any]) -> None:
 
 
 async def _sweep_forever(executor: InProcessExecutor) -> None:
+    from agents_app import eval_runs
     from agents_app.runner import run_session_job
     from agents_app.services.sessions import sessions_sweep
 
@@ -108,6 +109,8 @@ async def _sweep_forever(executor: InProcessExecutor) -> None:
         try:
             for session_id in await sync_to_async(sessions_sweep)():
                 asyncio.get_running_loop().create_task(run_session_job(session_id))
+            # Embedded mode has no beat: eval runs advance here (agents_app/eval_runs.py).
+            await sync_to_async(eval_runs.advance_all)()
         except Exception:
             logger.warning("session sweep failed", exc_info=True)
             from agents_app.db_retry import drop_broken_connections

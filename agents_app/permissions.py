@@ -131,6 +131,13 @@ API_ROUTES: dict[tuple[str, str], Rule] = {
     ("GET", "/variables/agents/{name}"): Perm(AGENTS_VIEW),
     ("GET", "/variables/prompts/{name}"): Perm(PROMPTS_VIEW),
     ("GET", "/variables/tools/{name}"): Perm(PROMPTS_VIEW),
+    # Evals (docs/observability.md): the studio's eval permissions.
+    ("GET", "/evals/datasets"): Perm("agents_app.view_evaldataset"),
+    ("POST", "/evals/runs"): Perm("agents_app.add_evalrun"),
+    ("GET", "/evals/runs"): Perm("agents_app.view_evalrun"),
+    ("GET", "/evals/runs/{run_id}"): Perm("agents_app.view_evalrun"),
+    ("POST", "/evals/runs/{run_id}/cancel"): Perm("agents_app.change_evalrun"),
+    ("GET", "/evals/compare"): Perm("agents_app.view_evalrun"),
     # Threads: creating and listing are for everyone (the list holds what the caller may see).
     ("POST", "/threads"): _SIGNED,
     ("GET", "/threads"): _SIGNED,

@@ -102,3 +102,12 @@ def sweep_sessions() -> int:
     for session_id in ids:
         run_session.delay(session_id)
     return len(ids)
+
+
+@shared_task(name="agents_app.evals_tick")
+def evals_tick() -> int:
+    """Advance the running eval runs (agents_app/eval_runs.py): score finished cases, start
+    pending ones. Any worker may take a tick; the database decides who does what."""
+    from agents_app.eval_runs import advance_all
+
+    return advance_all()

@@ -392,6 +392,14 @@ STUDIO_EFFECT_RETRY_MAX_MS = envint("STUDIO_EFFECT_RETRY_MAX_MS", 300_000)
 # A handler running longer than this is cancelled and counts as a failed attempt.
 STUDIO_EFFECT_TIMEOUT_SECONDS = envint("STUDIO_EFFECT_TIMEOUT_SECONDS", 300)
 CELERY_IMPORTS = ["agents_app.effect_tasks"]
+# --- evals (agents_app/eval_runs.py; docs/observability.md) ----------------------------------
+# How often beat asks a worker to advance the running eval runs.
+STUDIO_EVAL_TICK_SECONDS = envint("STUDIO_EVAL_TICK_SECONDS", 2)
+CELERY_BEAT_SCHEDULE["evals-tick"] = {
+    "task": "agents_app.evals_tick",
+    "schedule": float(STUDIO_EVAL_TICK_SECONDS),
+    "options": {"expires": max(2.0, 2 * STUDIO_EVAL_TICK_SECONDS)},
+}
 CELERY_BEAT_SCHEDULE["effects-tick"] = {
     "task": "agents_app.effects_tick",
     "schedule": STUDIO_EFFECT_SWEEP_MS / 1000,

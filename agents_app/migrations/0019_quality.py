@@ -1,5 +1,5 @@
-# Feedback on replies (issue #42): a person's rating of an assistant reply, and the reasons
-# an agent offers.
+# The quality loop (issue #42): feedback on replies (a person's rating, the reasons an agent
+# offers) and evals (datasets of cases, runs of an agent version over them, their results).
 import uuid
 
 import django.db.models.deletion
@@ -39,6 +39,74 @@ class Migration(migrations.Migration):
                 'verbose_name_plural': 'feedback',
                 'indexes': [models.Index(fields=['agent', '-created_at'], name='feedback_agent_time')],
                 'constraints': [models.UniqueConstraint(fields=('message', 'user'), name='uniq_feedback_per_user')],
+            },
+        ),
+        migrations.CreateModel(
+            name='EvalDataset',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('name', models.CharField(max_length=128, unique=True)),
+                ('description', models.TextField(blank=True)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+            ],
+        ),
+        migrations.CreateModel(
+            name='EvalCase',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('name', models.CharField(max_length=200)),
+                ('messages', models.JSONField(default=list)),
+                ('env', models.JSONField(blank=True, default=dict)),
+                ('checks', models.JSONField(blank=True, default=list)),
+                ('notes', models.TextField(blank=True)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('source_message', models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='agents_app.message')),
+                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='cases', to='agents_app.evaldataset')),
+            ],
+            options={
+                'ordering': ['dataset', 'id'],
+            },
+        ),
+        migrations.CreateModel(
+            name='EvalRun',
+            fields=[
+                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ('agent', models.CharField(max_length=128)),
+                ('versions', models.JSONField(blank=True, default=dict)),
+                ('pins', models.JSONField(blank=True, default=dict)),
+                ('label', models.CharField(blank=True, max_length=200)),
+                ('concurrency', models.PositiveSmallIntegerField(default=4)),
+                ('status', models.CharField(choices=[('running', 'Running'), ('completed', 'Completed'), ('cancelled', 'Cancelled')], default='running', max_length=16)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('finished_at', models.DateTimeField(blank=True, null=True)),
+                ('created_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='agents_app.evaldataset')),
+            ],
+            options={
+                'ordering': ['-created_at'],
+            },
+        ),
+        migrations.CreateModel(
+            name='EvalResult',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('status', models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('judging', 'Judging'), ('passed', 'Passed'), ('failed', 'Failed'), ('error', 'Error'), ('cancelled', 'Cancelled')], default='pending', max_length=16)),
+                ('score', models.FloatField(blank=True, null=True)),
+                ('checks', models.JSONField(blank=True, default=list)),
+                ('answer', models.TextField(blank=True)),
+                ('cost', models.DecimalField(decimal_places=8, default=0, max_digits=14)),
+                ('latency_ms', models.IntegerField(blank=True, null=True)),
+                ('started_at', models.DateTimeField(blank=True, null=True)),
+                ('finished_at', models.DateTimeField(blank=True, null=True)),
+                ('case', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='results', to='agents_app.evalcase')),
+                ('judge_thread', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='agents_app.thread')),
+                ('thread', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='agents_app.thread')),
+                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='results', to='agents_app.evalrun')),
+            ],
+            options={
+                'ordering': ['run', 'case_id'],
+                'indexes': [models.Index(fields=['run', 'status'], name='eval_result_run_status')],
+                'constraints': [models.UniqueConstraint(fields=('run', 'case'), name='uniq_eval_result_per_case')],
             },
         ),
     ]

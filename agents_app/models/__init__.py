@@ -2,7 +2,7 @@
 
 Dependency direction (a module may import only those to its right):
 threads/messages/logs/values/files/effects/sessions/idempotency/versions → agents → prompts → language_models;
-env → agents, prompts, threads; api_keys, retention, mcp_servers → (nothing); feedback → messages, threads, agents; limits → agents, api_keys.
+env → agents, prompts, threads; api_keys, retention, mcp_servers → (nothing); feedback, evals → messages, threads, agents; limits → agents, api_keys.
 
 Timestamps follow the reference wire format where it is fixed to a column:
 message and log times are integer microseconds; everything else is a datetime
@@ -13,6 +13,7 @@ from agents_app.models.agents import Agent
 from agents_app.models.api_keys import ApiKey, WebSocketTicket
 from agents_app.models.effects import ScheduledEffect
 from agents_app.models.env import EnvValue
+from agents_app.models.evals import EvalCase, EvalDataset, EvalResult, EvalRun
 from agents_app.models.feedback import Feedback
 from agents_app.models.files import ThreadFile, ThreadFileChunk
 from agents_app.models.idempotency import IdempotencyKey
@@ -35,6 +36,10 @@ __all__ = [
     "DefinitionKind",
     "DefinitionVersion",
     "EnvValue",
+    "EvalCase",
+    "EvalDataset",
+    "EvalResult",
+    "EvalRun",
     "Feedback",
     "IdempotencyKey",
     "LanguageModel",

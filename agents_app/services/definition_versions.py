@@ -292,6 +292,36 @@ def compute_pins(agent: str, thread_id: str | None = None) -> Pins:
     return pins
 
 
+def pins_at(agent: str, asked: dict[str, int]) -> Pins:
+    """The pins of a session of ``agent`` on the versions ``asked`` ({"prompts/<name>": 3,
+    …}) and the newest versions of everything else it uses (an eval run's pins)."""
+    pins = Pins(agent=agent, versions={k: {} for k in KINDS})
+    todo: list[tuple[str, str]] = [("agents", agent)]
+    seen: set[tuple[str, str]] = set()
+    used: set[str] = set()
+    while todo:
+        kind, name = todo.pop()
+        if (kind, name) in seen:
+            continue
+        seen.add((kind, name))
+        key = f"{kind}/{name}"
+        if key in asked:
+            used.add(key)
+            number, data = asked[key], dict(version(kind, name, asked[key]).definition)
+        else:
+            found = newest(kind, name)
+            if found is None:
+                continue
+            number, data = found
+        pins.versions[kind][name] = number
+        pins.loaded[(kind, name)] = data
+        todo += references(kind, data)
+    unused = sorted(set(asked) - used)
+    if unused:
+        raise Invalid(f"versions: {', '.join(unused)} is not used by agent {agent}")
+    return pins
+
+
 @functools.cache
 def _session_pin_sql() -> str:
     """The session's pins and, for a start, the stamp of the definitions in the same read:

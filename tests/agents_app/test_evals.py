@@ -1,0 +1,135 @@
+"""Evals (issue #42): checks, a run of an agent pinned at a prompt version over a dataset
+with the scripted provider, two runs compared, and ``manage.py run_eval``'s exit code."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from agents_app.errors import Invalid
+from agents_app.models import EvalDataset, EvalResult, EvalRun, Log
+from agents_app.services import evals
+from agents_app.services.definitions import save_definitions
+from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from tests.agents_app.api_support import _api_hosts  # noqa: F401 (executor off: run_eval runs)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _oracle() -> None:
+    """Prompt ``oracle-prompt`` version 1 answers 41 (model ``old-model``), version 2
+    answers 42 (``new-model``): a prompt change that a dataset can tell apart."""
+    models = [
+        ModelDefinition(name=name, provider="test", model="scripted", script=[{"content": text}])
+        for name, text in (("old-model", "The answer is 41."), ("new-model", "The answer is 42."))
+    ]
+    save_definitions([("model", m) for m in models], strict_code_names=False)
+    for model in ("old-model", "new-model"):
+        prompt = PromptDefinition(
+            name="oracle-prompt", model=model, prompt="Answer.", include_chat=True
+        )
+        agent = AgentDefinition(name="oracle", side_a=SideConfig(prompt="oracle-prompt"))
+        save_definitions([("prompt", prompt), ("agent", agent)], strict_code_names=False)
+
+
+def _dataset() -> EvalDataset:
+    dataset = EvalDataset.objects.create(name="oracle-set")
+    ask = [{"role": "user", "content": "What is the answer?"}]
+    evals.case_save(
+        dataset=dataset, name="says 42", messages=ask, checks=[{"type": "contains", "text": "42"}]
+    )
+    evals.case_save(
+        dataset=dataset,
+        name="a number",
+        messages=[
+            {"role": "user", "content": "Hello"},
+            {"role": "assistant", "content": "Hi, ask me anything."},
+            *ask,
+        ],
+        checks=[
+            {"type": "matches", "pattern": r"answer is \d+"},
+            {"type": "stop_reason", "equals": "stop_on_response"},
+        ],
+    )
+    return dataset
+
+
+def _run_eval(*args: str) -> tuple[str, str | None]:
+    out = StringIO()
+    try:
+        call_command("run_eval", *args, stdout=out)
+    except CommandError as exc:
+        return out.getvalue(), str(exc)
+    return out.getvalue(), None
+
+
+def test_run_eval_compares_two_versions_of_a_prompt() -> None:
+    _oracle()
+    _dataset()
+    base = ["--dataset", "oracle-set", "--agent", "oracle"]
+    old_out, old_error = _run_eval(*base, "--pin", "prompts/oracle-prompt=1", "--label", "v1")
+    assert old_error is not None and old_error.startswith("Eval failed: 1/2 passed (50%)")
+    assert "FAIL      says 42  (the answer does not contain '42')" in old_out
+    new_out, new_error = _run_eval(*base, "--pin", "prompts/oracle-prompt=2", "--label", "v2")
+    assert new_error is None and "Eval passed: 2/2 passed (100%)" in new_out
+    v1, v2 = EvalRun.objects.get(label="v1"), EvalRun.objects.get(label="v2")
+    # What the model was asked: each case's request went to the pinned version's model.
+    models_of = lambda run: set(  # noqa: E731
+        Log.objects.filter(thread__in=run.results.values("thread")).values_list("model", flat=True)
+    )
+    assert models_of(v1) == {"old-model"} and models_of(v2) == {"new-model"}
+    table = evals.compare(v1, v2)
+    changed = [row["case"].name for row in table["rows"] if row["changed"]]
+    assert changed == ["says 42"]
+    assert table["totals"]["a"]["pass_rate"] == 0.5 and table["totals"]["b"]["pass_rate"] == 1.0
+    assert all(r.thread_id and r.latency_ms is not None for r in v2.results.all())
+
+
+def test_checks_are_typed_and_refused_with_the_field_named() -> None:
+    with pytest.raises(Invalid, match=r"checks.0.schema"):
+        evals.parse_checks([{"type": "json_schema", "schema": {"type": 5}}])
+    with pytest.raises(Invalid, match=r"checks.0.pattern"):
+        evals.parse_checks([{"type": "matches", "pattern": "("}])
+    with pytest.raises(Invalid, match=r"checks.0"):
+        evals.parse_checks([{"type": "sounds_good"}])
+    with pytest.raises(Invalid, match=r"checks.0.contains.colour"):
+        evals.parse_checks([{"type": "contains", "text": "x", "colour": "red"}])
+    with pytest.raises(Invalid, match="the last message must be the user's"):
+        evals.parse_messages([{"role": "assistant", "content": "hi"}])
+
+
+def test_each_check_reads_the_answer_the_tools_and_the_stop() -> None:
+    outcome = evals.Outcome(
+        answer='{"status": "shipped"}',
+        stop_reason="stop_on_response",
+        tool_calls=[{"function": {"name": "lookup_order", "arguments": '{"order_id": "A-1"}'}}],
+    )
+    checks = evals.parse_checks(
+        [
+            {"type": "json_schema", "schema": {"type": "object", "required": ["status"]}},
+            {"type": "tool_called", "name": "lookup_order", "arguments": {"order_id": "A-1"}},
+            {"type": "tool_called", "name": "lookup_order", "arguments": {"order_id": "B-2"}},
+            {"type": "tool_not_called", "name": "refund"},
+            {"type": "not_contains", "text": "sorry"},
+            {"type": "judge", "agent": "critic", "criteria": "polite", "pass_at": 0.7},
+        ]
+    )
+    passed, value, details = evals.score(checks, outcome, judged=0.9)
+    assert [d["passed"] for d in details] == [True, True, False, True, True, True]
+    assert not passed and value == pytest.approx(5 / 6)
+    assert details[2]["detail"] == "lookup_order was not called with those arguments"
+    assert evals.judge_score("I'd say 0.8 overall") == 0.8 and evals.judge_score("great") is None
+
+
+def test_a_run_of_an_unknown_version_is_refused() -> None:
+    _oracle()
+    _dataset()
+    _, error = _run_eval(
+        "--dataset", "oracle-set", "--agent", "oracle", "--pin", "prompts/oracle-prompt=9"
+    )
+    assert error == "Prompt oracle-prompt has no version 9"
+    assert not EvalResult.objects.exists()
+    _, error = _run_eval("--dataset", "oracle-set", "--agent", "oracle", "--pin", "prompts/other=1")
+    assert error == "versions: prompts/other is not used by agent oracle"
