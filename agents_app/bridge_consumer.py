@@ -43,6 +43,8 @@ CLOSE_SUPERSEDED = 4001
 
 
 class ThreadBridgeConsumer(_ThreadSocket):
+    thread_action = "change"  # its answers become tool results
+
     async def connect(self) -> None:
         self.tokens: dict[str, str] = {}  # call id → the token this socket was sent
         self.sent_at: dict[str, float] = {}

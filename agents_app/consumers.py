@@ -36,7 +36,7 @@ from agents_app.bridge.events import REGISTRY_ALL, logs_group, registry_user_gro
 from agents_app.bridge.live_frames import encode, frame_of, meta_of, text_of
 from agents_app.consumer_loop import dispatch_from
 from agents_app.errors import DomainError
-from agents_app.permissions import may_see_all_threads
+from agents_app.permissions import ThreadAction, may_see_all_threads
 from agents_app.selectors import access_thread
 from agents_app.services.api_keys import api_key_in_use
 from agents_app.services.login_tokens import TOKEN_PREFIX, login_token_user, token_session_key
@@ -214,6 +214,10 @@ def _flag(query: dict[str, list[str]], name: str) -> bool:
 class _ThreadSocket(_RelayDispatch, _FollowsCredential):
     """Authorize the thread, join its group, answer pings, redact every frame sent."""
 
+    # What the socket lets its user do with the thread (permissions.ThreadRule): watching
+    # is "view"; the client-tool bridge, which answers tool calls, says "change".
+    thread_action: ThreadAction = "view"
+
     thread_id: str = ""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -251,7 +255,7 @@ class _ThreadSocket(_RelayDispatch, _FollowsCredential):
         database thread and connection: the socket's first frame then finds it ready, so a
         reply's first token does not wait for a secrets query (nor do hundreds of sockets
         whose sessions start at once queue for one, issue #21)."""
-        thread = access_thread(thread_id, user, id_only=True)
+        thread = access_thread(thread_id, user, id_only=True, action=self.thread_action)
         self.redactors.get(str(thread.pk))
         return str(thread.pk)
 
