@@ -31,6 +31,8 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("agents_app", "thread"),
             ("agents_app", "log"),
             ("agents_app", "feedback"),
+            ("agents_app", "evaldataset"),
+            ("agents_app", "evalrun"),
             ("agents_app", "threadsession"),
             ("agents_app", "scheduledeffect"),
         ],
@@ -54,6 +56,7 @@ SYSTEM_MODELS: list[tuple[str, str]] = [
     ("agents_app", "threadvalue"),
     ("agents_app", "threadfile"),
     ("agents_app", "websocketticket"),
+    ("agents_app", "evalresult"),
     ("auth", "group"),
 ]
 DEVELOPERS_GROUP = "Developers"

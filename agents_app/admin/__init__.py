@@ -9,6 +9,7 @@ from agents_app.admin import (  # noqa: F401 (imported to register)
     api_keys,
     effects,
     env,
+    evals,
     feedback,
     language_models,
     limits,

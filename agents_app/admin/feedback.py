@@ -5,15 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from agents_app.admin.display import excerpt
 from agents_app.admin.read_only import ReadOnlyAdmin
-from agents_app.models import Feedback
+from agents_app.errors import DomainError
+from agents_app.models import EvalDataset, Feedback
+from agents_app.services import evals
 from agents_app.services import feedback as feedback_service
+
+FROM_FEEDBACK = "From feedback"
 
 
 @admin.register(Feedback)
@@ -25,6 +30,33 @@ class FeedbackAdmin(ReadOnlyAdmin):
     date_hierarchy = "created_at"
     change_list_template = "admin/agents_app/feedback/change_list.html"
     deletable = True  # a rating can be removed by an operator (spam, a test)
+    actions = ["make_cases"]
+
+    @admin.action(description="Make eval cases from the rated replies")
+    def make_cases(self, request: HttpRequest, queryset: QuerySet[Feedback]) -> None:
+        """One click from a thumbs-down to a case: the conversation up to the question, the
+        person's comment as notes, in the dataset "From feedback" (add checks there)."""
+        dataset, _ = EvalDataset.objects.get_or_create(
+            name=FROM_FEEDBACK, defaults={"description": "Cases made from rated replies."}
+        )
+        made = 0
+        for row in queryset.select_related("message"):
+            try:
+                evals.case_from_reply(dataset=dataset, message=row.message)
+                made += 1
+            except DomainError as exc:
+                self.message_user(request, f"{row.message_id}: {exc.message}", messages.WARNING)
+        url = reverse("admin:agents_app_evaldataset_change", args=[dataset.pk])
+        self.message_user(
+            request,
+            format_html(
+                '{} case(s) added to <a href="{}">{}</a>: add their checks there.',
+                made,
+                url,
+                FROM_FEEDBACK,
+            ),
+            messages.SUCCESS,
+        )
 
     @admin.display(description="Rating", ordering="score")
     def rating(self, obj: Feedback) -> str:

@@ -133,3 +133,71 @@ def test_a_run_of_an_unknown_version_is_refused() -> None:
     assert not EvalResult.objects.exists()
     _, error = _run_eval("--dataset", "oracle-set", "--agent", "oracle", "--pin", "prompts/other=1")
     assert error == "versions: prompts/other is not used by agent oracle"
+
+
+def test_the_studio_starts_compares_and_makes_cases_from_feedback() -> None:
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from agents_app.models import Feedback, Message
+    from agents_app.thread_creation import thread_create
+
+    _oracle()
+    _dataset()
+    User = get_user_model()
+    root = User.objects.create_superuser("root", password="pw-for-tests-1")
+    browser = Client()
+    browser.force_login(root)
+    for pin, label in ((1, "v1"), (2, "v2")):
+        _run_eval(
+            "--dataset",
+            "oracle-set",
+            "--agent",
+            "oracle",
+            "--pin",
+            f"prompts/oracle-prompt={pin}",
+            "--label",
+            label,
+            "--threshold",
+            "0",
+        )
+    v1, v2 = EvalRun.objects.get(label="v1"), EvalRun.objects.get(label="v2")
+    page = browser.get(f"/admin/agents_app/evalrun/compare/?a={v1.pk}&b={v2.pk}").content.decode()
+    assert "1 of 2 (50%)" in page and "2 of 2 (100%)" in page
+    assert page.count("changed</span>") == 1 and "The answer is 41." in page
+    chosen = browser.post(
+        "/admin/agents_app/evalrun/",
+        {"action": "compare_two", "_selected_action": [str(v1.pk), str(v2.pk)]},
+    )
+    assert chosen.status_code == 302 and "/evalrun/compare/?a=" in chosen["Location"]
+    started = browser.post(
+        "/admin/agents_app/evalrun/add/",
+        {
+            "dataset": EvalDataset.objects.get().pk,
+            "agent": "oracle",
+            "pins": '{"prompts/oracle-prompt": 2}',
+            "label": "from the studio",
+            "concurrency": 2,
+        },
+    )
+    assert started.status_code == 302, started.content[:500]
+    run = EvalRun.objects.get(label="from the studio")
+    assert run.results.count() == 2 and run.versions == {"prompts/oracle-prompt": 2}
+    # A thumbs-down becomes a case in one click.
+    alice = User.objects.create_user("alice", password="pw-for-tests-1")
+    thread = thread_create(user=alice, agent_name="oracle")
+    Message.objects.create(thread=thread, role="user", content="Is it 41?", created_at=1)
+    reply = Message.objects.create(
+        thread=thread, role="assistant", content="Yes, 41.", created_at=2
+    )
+    rating = Feedback.objects.create(
+        message=reply, thread=thread, user=alice, score=-1, comment="It is 42"
+    )
+    made = browser.post(
+        "/admin/agents_app/feedback/",
+        {"action": "make_cases", "_selected_action": [str(rating.pk)]},
+    )
+    assert made.status_code == 302
+    case = EvalDataset.objects.get(name="From feedback").cases.get()
+    assert case.messages == [{"role": "user", "content": "Is it 41?"}] and case.notes == "It is 42"
+    assert case.source_message_id == reply.pk

@@ -125,7 +125,11 @@ def concrete(path: str, thread_id: str) -> str:
                 if path.startswith(prefix):
                     return name
             return "no-such-name"
-        return values[key]
+        if key in values:
+            return values[key]
+        # A parameter this table does not know: an id that matches nothing (the gate must
+        # refuse or let through before the view looks it up).
+        return str(uuid.uuid4()) if key.endswith("_id") else "no-such-thing"
 
     return "/api" + re.sub(r"\{([^}]+)\}", fill, path)
 

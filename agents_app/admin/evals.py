@@ -1,0 +1,253 @@
+"""Evals in the studio: datasets and their cases, runs (start, watch, cancel) and the
+comparison of two runs side by side (``services.evals``, ``eval_runs``).
+
+A case's messages and checks are validated by the same functions the API and ``run_eval``
+use, so the studio cannot save a check the scorer would not understand.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
+
+from agents_app.admin.read_only import ReadOnlyAdmin
+from agents_app.errors import DomainError
+from agents_app.eval_runs import run_cancel, run_start
+from agents_app.models import Agent, EvalCase, EvalDataset, EvalResult, EvalRun
+from agents_app.services import evals
+
+CHECKS_HELP = (
+    'A list, e.g. [{"type": "contains", "text": "42"}, {"type": "tool_called", "name": '
+    '"lookup_order"}]. Types: contains, not_contains, matches (pattern), json_schema (schema), '
+    "tool_called (name, arguments), tool_not_called (name), stop_reason (equals), judge "
+    "(agent, criteria, pass_at). docs/observability.md lists each."
+)
+
+
+class CaseForm(forms.ModelForm):
+    class Meta:
+        model = EvalCase
+        fields = ("name", "messages", "checks", "env", "notes")
+        help_texts = {
+            "messages": 'The conversation to send: [{"role": "user", "content": "…"}], the last '
+            "one the person's.",
+            "checks": CHECKS_HELP,
+        }
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        try:
+            if "messages" in data:
+                evals.parse_messages(data["messages"])
+            if "checks" in data:
+                evals.parse_checks(data["checks"])
+        except DomainError as exc:
+            field = exc.message.split(".", 1)[0].split(":", 1)[0]
+            raise ValidationError(
+                {field if field in self.fields else "checks": exc.message}
+            ) from None
+        return data
+
+
+class CaseInline(admin.StackedInline):
+    model = EvalCase
+    form = CaseForm
+    extra = 0
+    fields = ("name", "messages", "checks", "env", "notes")
+
+
+@admin.register(EvalDataset)
+class EvalDatasetAdmin(admin.ModelAdmin):
+    list_display = ("name", "description", "case_count")
+    search_fields = ("name",)
+    inlines = [CaseInline]
+
+    @admin.display(description="Cases")
+    def case_count(self, obj: EvalDataset) -> int:
+        return obj.cases.count()
+
+
+class RunForm(forms.ModelForm):
+    agent = forms.ChoiceField(choices=())
+    pins = forms.CharField(
+        required=False,
+        label="Versions",
+        help_text='Definition versions to run on, e.g. {"prompts/support-prompt": 4}; '
+        "everything else at its newest version (the Versions page of each definition lists them).",
+        widget=forms.TextInput(attrs={"size": 60}),
+    )
+
+    class Meta:
+        model = EvalRun
+        fields = ("dataset", "agent", "label", "concurrency")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        agent = self.fields["agent"]
+        assert isinstance(agent, forms.ChoiceField)
+        agent.choices = [(a, a) for a in Agent.objects.values_list("name", flat=True)]
+
+    def clean_pins(self) -> dict[str, int]:
+        text = (self.cleaned_data.get("pins") or "").strip()
+        if not text:
+            return {}
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"Not JSON: {exc.msg}") from None
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, int) for k, v in value.items()
+        ):
+            raise ValidationError('An object of "kind/name": version number')
+        return value
+
+
+@admin.register(EvalRun)
+class EvalRunAdmin(admin.ModelAdmin):
+    list_display = (
+        "created_at",
+        "label_or_agent",
+        "dataset",
+        "status",
+        "progress",
+        "pass_rate",
+        "cost",
+    )
+    list_filter = ("status", "agent", "dataset")
+    actions = ["compare_two", "cancel_runs"]
+    change_form_template = "admin/agents_app/evalrun/change_form.html"
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kw: Any
+    ) -> Any:
+        if obj is None:
+            kw["form"] = RunForm
+        return super().get_form(request, obj, change=change, **kw)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None:
+            return ("dataset", "agent", "pins", "label", "concurrency")
+        return (
+            "dataset",
+            "agent",
+            "versions",
+            "label",
+            "concurrency",
+            "status",
+            "created_at",
+            "finished_at",
+        )
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return self.get_fields(request, obj) if obj is not None else ()
+
+    def save_model(self, request: HttpRequest, obj: EvalRun, form: Any, change: bool) -> None:
+        if change:
+            return
+        try:
+            started = run_start(
+                dataset=obj.dataset.name,
+                agent=form.cleaned_data["agent"],
+                user=request.user,
+                versions=form.cleaned_data.get("pins") or {},
+                concurrency=obj.concurrency,
+                label=obj.label,
+            )
+        except DomainError as exc:
+            raise ValidationError(exc.message) from None
+        obj.pk = started.pk
+
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: Any = None) -> Any:
+        try:
+            return super().add_view(request, form_url, extra_context)
+        except ValidationError as exc:
+            self.message_user(request, "; ".join(exc.messages), messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> Any:
+        run = self.get_object(request, object_id)
+        extra = dict(extra_context or {})
+        if run is not None:
+            extra["results"] = run.results.select_related("case").order_by("case_id")
+            extra["totals"] = evals.totals(run)
+            extra["running"] = run.status == EvalRun.Status.RUNNING
+        return super().change_view(request, object_id, form_url, extra)
+
+    @admin.display(description="Run")
+    def label_or_agent(self, obj: EvalRun) -> str:
+        return obj.label or obj.agent
+
+    @admin.display(description="Progress")
+    def progress(self, obj: EvalRun) -> str:
+        t = evals.totals(obj)
+        return f"{t['done'] + t['errors']} of {t['cases']}"
+
+    @admin.display(description="Pass rate")
+    def pass_rate(self, obj: EvalRun) -> str:
+        rate = evals.totals(obj)["pass_rate"]
+        return "–" if rate is None else f"{rate:.0%}"
+
+    @admin.display(description="Cost (USD)")
+    def cost(self, obj: EvalRun) -> str:
+        return f"{evals.totals(obj)['cost']:.4f}"
+
+    @admin.action(description="Compare the two selected runs")
+    def compare_two(self, request: HttpRequest, queryset: QuerySet[EvalRun]) -> Any:
+        runs = list(queryset.order_by("created_at")[:3])
+        if len(runs) != 2:
+            self.message_user(request, "Select exactly two runs to compare.", messages.WARNING)
+            return None
+        url = reverse("admin:agents_app_evalrun_compare")
+        return HttpResponseRedirect(f"{url}?a={runs[0].pk}&b={runs[1].pk}")
+
+    @admin.action(description="Cancel the selected runs")
+    def cancel_runs(self, request: HttpRequest, queryset: QuerySet[EvalRun]) -> None:
+        for run in queryset.filter(status=EvalRun.Status.RUNNING):
+            run_cancel(run)
+        self.message_user(request, "Cancelled.", messages.SUCCESS)
+
+    def get_urls(self) -> list[URLPattern]:
+        compare = path(
+            "compare/",
+            self.admin_site.admin_view(self.compare_view),
+            name="agents_app_evalrun_compare",
+        )
+        return [compare, *super().get_urls()]
+
+    def compare_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_view_permission(request):
+            return HttpResponse(status=403)
+        a = get_object_or_404(EvalRun, pk=request.GET.get("a"))
+        b = get_object_or_404(EvalRun, pk=request.GET.get("b"))
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Compare eval runs",
+            "table": evals.compare(a, b),
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/agents_app/evalrun/compare.html", context)
+
+
+@admin.register(EvalResult)
+class EvalResultAdmin(ReadOnlyAdmin):
+    list_display = ("run", "case", "status", "score", "cost", "latency_ms", "thread_link")
+    list_filter = ("status", "run")
+
+    @admin.display(description="Thread")
+    def thread_link(self, obj: EvalResult) -> str:
+        if not obj.thread_id:
+            return "–"
+        url = reverse("admin:agents_app_thread_change", args=[obj.thread_id])
+        return format_html('<a href="{}">Inspect</a>', url)
