@@ -48,6 +48,8 @@ AGENTS = {
     "sub-slow-child": ([{"content": "slow result", "delayMs": 300}], None),
     "sub-fail-child": ([{"error": {"message": "child broke", "code": "invalid_request"}}], None),
     "sub-resumable-child": ([{"content": "answer one"}, {"content": "answer two"}], None),
+    # Eval cases that take long enough to be in flight when a worker dies (test_evals_live).
+    "eval-slow": ([{"content": "The answer is 42.", "delayMs": 1500}], None),
 }
 
 # Agents exposed as tools, served at /mcp (tests/integration/test_mcp_endpoint.py).
