@@ -249,7 +249,7 @@ class McpApp:
             return
         key = await database_sync_to_async(_authenticate)(scope)
         if key is None:
-            body = {"detail": "Unauthorized: send Authorization: Bearer <API key>"}
+            body = {"error": "Unauthorized: send Authorization: Bearer <API key>"}
             await _json(send, 401, body, [(b"www-authenticate", b"Bearer")])
             return
         data = await _body(receive)

@@ -91,7 +91,7 @@ async def test_unauthenticated_mcp_requests_are_refused(stack: Stack) -> None:
         response = httpx.post(f"{stack.http}/mcp", json=body, headers={**accept, **headers})
         assert response.status_code == 401
         assert response.headers["content-type"] == "application/json"
-        assert "API key" in response.json()["detail"]
+        assert "API key" in response.json()["error"]
     with pytest.raises(Exception):  # noqa: B017 - the SDK surfaces the 401 as it likes
         async with mcp_session(stack, None) as session:
             await session.list_tools()
