@@ -325,7 +325,19 @@ def compare(a: EvalRun, b: EvalRun) -> dict[str, Any]:
                 "changed": (ra.status if ra else None) != (rb.status if rb else None),
             }
         )
-    return {"a": a, "b": b, "rows": rows, "totals": {"a": totals(a), "b": totals(b)}}
+    return {
+        "a": a,
+        "b": b,
+        "rows": rows,
+        "totals": {"a": totals(a), "b": totals(b)},
+        "versions": {"a": versions_text(a), "b": versions_text(b)},
+    }
+
+
+def versions_text(run: EvalRun) -> str:
+    """``prompts/support-prompt v4`` for what the run pinned (the rest ran at their newest)."""
+    named = [f"{key} v{number}" for key, number in sorted((run.versions or {}).items())]
+    return ", ".join(named) or "newest versions"
 
 
 def result_wire(result: EvalResult) -> dict[str, Any]:
