@@ -34,6 +34,7 @@ from agents_app.models import (
 from agents_app.models.timestamps import now_us
 from agents_app.services import definition_versions, evals
 from agents_app.services.messages import message_post
+from agents_app.services.redaction import redact_for_thread
 from agents_app.services.sessions import thread_stop
 from agents_app.thread_creation import thread_create
 
@@ -245,6 +246,9 @@ def _record(result: EvalResult, judged: float | None, expected: str) -> int:
     if result.judge_thread_id:
         cost += evals.outcome_of(Thread.objects.get(pk=result.judge_thread_id)).cost
     status = EvalResult.Status.PASSED if passed else EvalResult.Status.FAILED
+    # A check's own text may hold a value that is a secret of the thread (an operator's
+    # "contains" of a token): the stored details say it redacted, as everything else does.
+    details = redact_for_thread(str(result.thread_id), details)
     # The conditional update is what makes a case scored once, whoever advances.
     return EvalResult.objects.filter(pk=result.pk, status=expected).update(
         status=status,

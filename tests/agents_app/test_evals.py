@@ -201,3 +201,40 @@ def test_the_studio_starts_compares_and_makes_cases_from_feedback() -> None:
     case = EvalDataset.objects.get(name="From feedback").cases.get()
     assert case.messages == [{"role": "user", "content": "Is it 41?"}] and case.notes == "It is 42"
     assert case.source_message_id == reply.pk
+
+
+def test_eval_results_never_carry_a_planted_secret() -> None:
+    from django.contrib.auth import get_user_model
+
+    from agents_app.models import EnvValue
+    from tests.agents_app.api_support import client_for
+
+    canary = "sk-canary-evals-93b1"
+    EnvValue.objects.create(scope="instance", key="SHOP_TOKEN", value=canary, value_type="secret")
+    model = ModelDefinition(
+        name="leaky-model",
+        provider="test",
+        model="scripted",
+        script=[{"content": f"Token {canary}."}],
+    )
+    prompt = PromptDefinition(
+        name="leaky-prompt", model="leaky-model", prompt="Answer.", include_chat=True
+    )
+    agent = AgentDefinition(name="leaky", side_a=SideConfig(prompt="leaky-prompt"))
+    save_definitions(
+        [("model", model), ("prompt", prompt), ("agent", agent)], strict_code_names=False
+    )
+    dataset = EvalDataset.objects.create(name="leak-set")
+    evals.case_save(
+        dataset=dataset,
+        name="says the token",
+        messages=[{"role": "user", "content": "What is the token?"}],
+        checks=[{"type": "contains", "text": canary}],
+    )
+    _, error = _run_eval("--dataset", "leak-set", "--agent", "leaky", "--threshold", "0")
+    assert error is None
+    result = EvalResult.objects.get()
+    assert result.answer == "Token [REDACTED]." and result.status == "failed"
+    root = get_user_model().objects.create_superuser("root", password="pw-for-tests-1")
+    body = client_for(root).get(f"/api/evals/runs/{result.run_id}").content.decode()
+    assert canary not in body and "[REDACTED]" in body
