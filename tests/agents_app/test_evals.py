@@ -238,3 +238,52 @@ def test_eval_results_never_carry_a_planted_secret() -> None:
     root = get_user_model().objects.create_superuser("root", password="pw-for-tests-1")
     body = client_for(root).get(f"/api/evals/runs/{result.run_id}").content.decode()
     assert canary not in body and "[REDACTED]" in body
+
+
+def test_a_judge_agent_scores_the_answer() -> None:
+    _oracle()
+    critic = ModelDefinition(
+        name="critic-model", provider="test", model="scripted", script=[{"content": "Score: 0.8"}]
+    )
+    prompt = PromptDefinition(
+        name="critic-prompt", model="critic-model", prompt="Judge.", include_chat=True
+    )
+    agent = AgentDefinition(name="critic", side_a=SideConfig(prompt="critic-prompt"))
+    save_definitions(
+        [("model", critic), ("prompt", prompt), ("agent", agent)], strict_code_names=False
+    )
+    dataset = EvalDataset.objects.create(name="judged")
+    judge = {"type": "judge", "agent": "critic", "criteria": "Names a number.", "pass_at": 0.7}
+    evals.case_save(
+        dataset=dataset,
+        name="judged",
+        messages=[{"role": "user", "content": "Answer?"}],
+        checks=[judge],
+    )
+    out, error = _run_eval("--dataset", "judged", "--agent", "oracle")
+    assert error is None, out
+    result = EvalResult.objects.get()
+    assert result.status == "passed" and result.checks[0]["score"] == 0.8
+    # The judge was asked about this case's answer, in a thread of its own.
+    from agents_app.models import Message
+
+    asked = Message.objects.get(thread=result.judge_thread, role="user").content
+    assert "Names a number." in asked and "The answer is 42." in asked
+
+
+def test_cancelling_a_run_stops_its_cases() -> None:
+    from django.contrib.auth import get_user_model
+
+    from agents_app.eval_runs import advance, run_start
+    from tests.agents_app.api_support import client_for
+
+    _oracle()
+    _dataset()
+    root = get_user_model().objects.create_superuser("root", password="pw-for-tests-1")
+    run = run_start(dataset="oracle-set", agent="oracle", user=root, concurrency=1)
+    advance(str(run.pk))  # one case starts (concurrency 1), the other waits
+    answer = client_for(root).post(f"/api/evals/runs/{run.pk}/cancel")
+    assert answer.status_code == 200 and answer.json()["run"]["status"] == "cancelled"
+    assert sorted(run.results.values_list("status", flat=True)) == ["cancelled", "cancelled"]
+    started = run.results.exclude(thread=None).get()
+    assert started.thread is not None and started.thread.stopped
