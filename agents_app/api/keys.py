@@ -1,4 +1,8 @@
-"""The caller's API keys: list, create (the key is shown once), delete."""
+"""The caller's API keys: list, create (the key is shown once), delete.
+
+Only a signed-in person creates keys (the session cookie, or a login token from
+``POST /api/auth/login``): a key that could mint keys would keep a leaked key alive
+past its own revocation, through the keys it made."""
 
 from __future__ import annotations
 
@@ -11,11 +15,16 @@ from ninja.responses import Status
 from agents_app import wire
 from agents_app.api.limits import limited
 from agents_app.api.schemas import ERRORS
-from agents_app.errors import Invalid, NotFound
+from agents_app.errors import Forbidden, Invalid, NotFound
 from agents_app.models import ApiKey
 from agents_app.services.api_keys import ApiKeyNameInvalid, api_key_create, api_key_revoke
 
 router = Router(tags=["api-keys"])
+
+KEY_CANNOT_MINT = (
+    "An API key cannot create API keys. Sign in (the studio, or POST /api/auth/login for "
+    "a login token) to create one."
+)
 
 
 class KeyIn(Schema):
@@ -43,6 +52,8 @@ def key_list(request: HttpRequest) -> dict[str, Any]:
 @router.post("", response={201: dict, **ERRORS}, summary="Create an API key (shown once)")
 @limited("api_key_create")
 def key_create(request: HttpRequest, payload: KeyIn) -> Status:
+    if getattr(request, "auth_type", None) == "api_key":
+        raise Forbidden(KEY_CANNOT_MINT)
     try:
         row, raw = api_key_create(user=request.auth, name=payload.name)  # type: ignore[attr-defined]
     except ApiKeyNameInvalid as exc:

@@ -206,8 +206,18 @@ def test_websocket_ticket_path_must_be_a_normalized_api_path(
     assert response.json() == {"error": "pathname must be a normalized /api/* path."}
 
 
+def _token_client(username: str) -> ApiClient:
+    """A client signed in with a login token (``POST /api/auth/login``), as token clients are."""
+    login = ApiClient().post_json(
+        "/api/auth/login", {"username": username, "password": "pw-for-tests-1"}
+    )
+    assert login.status_code == 200, login.content
+    return ApiClient(HTTP_AUTHORIZATION=f"Bearer {login.json()['token']}")
+
+
 def test_api_keys_are_shown_once_listed_and_deleted(as_: Any, alice: Any, bob: Any) -> None:
-    client = as_(alice)
+    as_(alice)  # alice's first key, made in the fixture
+    client = _token_client("alice")
     created = client.post_json("/api/api-keys", {"name": "ci"})
     assert created.status_code == 201
     key = created.json()
@@ -220,10 +230,33 @@ def test_api_keys_are_shown_once_listed_and_deleted(as_: Any, alice: Any, bob: A
     assert Client(HTTP_AUTHORIZATION=f"Bearer {key['key']}").get("/api/auth/me").status_code == 401
 
 
-def test_api_key_names_are_validated(as_: Any, alice: Any) -> None:
-    response = as_(alice).post_json("/api/api-keys", {"name": "  "})
+def test_api_key_names_are_validated(alice: Any) -> None:
+    response = _token_client("alice").post_json("/api/api-keys", {"name": "  "})
     assert response.status_code == 400
     assert "1 to 100" in response.json()["error"]
+
+
+def test_api_key_cannot_mint_keys(as_: Any, alice: Any) -> None:
+    """Issue #36 item 8: a leaked key must not keep itself alive through keys it made, so only
+    a signed-in person (session cookie or login token) creates keys."""
+    by_key = as_(alice).post_json("/api/api-keys", {"name": "offspring"})
+    assert by_key.status_code == 403
+    assert by_key.json() == {
+        "error": "An API key cannot create API keys. Sign in (the studio, or POST "
+        "/api/auth/login for a login token) to create one."
+    }
+    assert not ApiKey.objects.filter(name="offspring").exists()
+    assert _token_client("alice").post_json("/api/api-keys", {"name": "t"}).status_code == 201
+    browser, csrf = _browser_login("alice")
+    by_session = browser.post(
+        "/api/api-keys", {"name": "s"}, content_type="application/json", HTTP_X_CSRFTOKEN=csrf
+    )
+    assert by_session.status_code == 201, by_session.content
+    assert set(ApiKey.objects.filter(user=alice).values_list("name", flat=True)) == {
+        "key for alice",
+        "t",
+        "s",
+    }
 
 
 def test_a_key_can_revoke_itself(as_: Any, alice: Any) -> None:

@@ -41,6 +41,13 @@ def assert_429(response: Any, *words: str) -> int:
     return wait
 
 
+def signed_in(user: Any) -> ApiClient:
+    """A browser session (only a signed-in person creates API keys)."""
+    client = ApiClient()
+    client.force_login(user)
+    return client
+
+
 def no_rates(**only: tuple[int, int] | None) -> dict[str, tuple[int, int] | None]:
     base: dict[str, tuple[int, int] | None] = dict.fromkeys(
         ["thread_create", "message_post", "ws_ticket", "api_key_create"]
@@ -65,7 +72,7 @@ def do(as_: Any, thread_of: Any, agent: str) -> Any:
             return client.post_json(f"/api/threads/{thread.pk}/messages", {"content": "hi"})
         if action == "ws_ticket":
             return client.post_json(*TICKET)
-        return client.post_json("/api/api-keys", {"name": "another"})
+        return signed_in(user).post_json("/api/api-keys", {"name": "another"})
 
     return run
 
@@ -146,7 +153,9 @@ def test_studio_usage_limits_override_settings_per_user_and_per_key(
 
 def test_limit_of_zero_refuses_the_action(settings: Any, as_: Any, alice: Any) -> None:
     UsageLimit.objects.create(user=alice, action="api_key_create", limit=0, period=86400)
-    assert_429(as_(alice).post_json("/api/api-keys", {"name": "x"}), "new API keys", "0 per day")
+    assert_429(
+        signed_in(alice).post_json("/api/api-keys", {"name": "x"}), "new API keys", "0 per day"
+    )
 
 
 def test_limits_fail_open_when_the_cache_is_unreachable(
