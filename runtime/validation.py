@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
@@ -722,8 +723,7 @@ def validate_model(model: ModelDefinition, catalog: Catalog | None = None) -> li
             errs.append(
                 DefinitionError(prop, f"Prices must be below {MAX_PRICE:,} USD per million tokens.")
             )
-    if model.base_url and not model.base_url.startswith(("http://", "https://")):
-        errs.append(DefinitionError("baseUrl", "The base URL must start with http:// or https://."))
+    errs += base_url_errors(model.base_url)
     errs += _model_api_rules(model)
     for i, fb in enumerate(model.fallbacks or []):
         if fb == model.name:
@@ -738,6 +738,49 @@ def validate_model(model: ModelDefinition, catalog: Catalog | None = None) -> li
                 DefinitionError("fallbacks", "Fallbacks form a cycle: " + " → ".join(cycle) + ".")
             )
     return errs
+
+
+# What a URL never holds unencoded (RFC 3986) and a shell or a header reads as syntax:
+# whitespace and control characters, quotes, ``$`` and backticks, backslashes, braces.
+_URL_UNSAFE = re.compile(r"[\x00-\x20\x7f-\x9f\u2028\u2029$`'\"\\{}<>|^]|\s")
+
+
+def base_url_errors(url: str | None, path: str = "baseUrl") -> list[DefinitionError]:
+    """A model's base URL must be a plain http(s) URL with a host: it is joined to the
+    vendor's paths, receives the key, and is pasted into shells ("Copy as cURL")."""
+    if not url:
+        return []
+    bad = _URL_UNSAFE.search(url)
+    if bad is not None:
+        shown = repr(bad.group()) if bad.group().isprintable() else f"U+{ord(bad.group()):04X}"
+        return [
+            DefinitionError(
+                path,
+                f"The base URL cannot contain {shown} (spaces, quotes, $, backticks, "
+                "backslashes, braces or control characters): write a plain URL such as "
+                "https://api.example.com/v1.",
+            )
+        ]
+    if not url.startswith(("http://", "https://")):
+        return [DefinitionError(path, "The base URL must start with http:// or https://.")]
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018  (raises for a port that is not a number below 65536)
+    except ValueError:
+        return [DefinitionError(path, "The base URL has an invalid port.")]
+    if not parts.hostname:
+        return [
+            DefinitionError(path, "The base URL needs a host, as in https://api.example.com/v1.")
+        ]
+    if parts.username is not None or parts.password is not None:
+        return [
+            DefinitionError(
+                path,
+                "The base URL cannot carry a user name or password: keep the key in the "
+                "provider's secret env value.",
+            )
+        ]
+    return []
 
 
 # OpenAI APIs this build can speak (``ModelDefinition.api``).

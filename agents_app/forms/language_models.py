@@ -22,7 +22,7 @@ from agents_app.forms.definition_check import (
 from agents_app.forms.fields import CommaSeparatedField, PrettyJSONField
 from agents_app.models import LanguageModel, ModelFallback
 from runtime.definitions import ModelCapabilities, ModelDefinition, ScriptedResponse
-from runtime.validation import Catalog, DefinitionError, new_model_api, parse
+from runtime.validation import Catalog, DefinitionError, base_url_errors, new_model_api, parse
 
 SCRIPT_HELP = (
     "Test provider only. A JSON list of scripted replies: a thread's first request to this "
@@ -59,6 +59,20 @@ def _script_item_errors(number: int, item: Any) -> list[str]:
     return out
 
 
+class BaseUrlField(forms.URLField):
+    """Django's URL field, after the definitions' own rule (``base_url_errors``), so a base
+    URL holding shell syntax gets the sentence saying what is wrong with it rather than
+    "Enter a valid URL" (issue #36 item 4)."""
+
+    def clean(self, value: Any) -> Any:
+        text = value.strip() if isinstance(value, str) else ""
+        if text.startswith(("http://", "https://")):
+            errors = base_url_errors(text)
+            if errors:
+                raise ValidationError(errors[0].message)
+        return super().clean(value)
+
+
 class LanguageModelForm(DefinitionForm):
     definition_model = ModelDefinition
 
@@ -78,7 +92,7 @@ class LanguageModelForm(DefinitionForm):
         label="Structured outputs",
         help_text="The model can answer in a given JSON schema.",
     )
-    base_url = forms.URLField(
+    base_url = BaseUrlField(
         required=False,
         max_length=200,
         assume_scheme="https",

@@ -2,15 +2,20 @@
 cURL"): the URL and headers our adapter would send, the key as a shell variable.
 
 The adapter builds the request (no credentials: ``build_request`` never carries them)
-and its ``auth_headers`` get the placeholder ``${OPENAI_API_KEY}``, never a value. As a
-second guard every key value we hold for the provider (instance env values, the
-process environment) is replaced by the same placeholder, raw and URL-encoded, should
-a base URL carry one. The body is the log's request body, piped in (``@-``).
+and its ``auth_headers`` get a marker where the key goes, written ``"${OPENAI_API_KEY}"``;
+every other part (method, URL, each header) is single-quoted, so pasting the command
+expands nothing else, whatever a base URL holds (issue #36 item 4; base URLs are also
+refused at save when they hold shell syntax, ``runtime.validation.base_url_errors``).
+As a second guard every key value we hold for the provider (instance env values, the
+process environment) is replaced by ``${OPENAI_API_KEY}``, raw and URL-encoded, should
+a base URL carry one: inside single quotes, a visible mark that expands to nothing.
+The body is the log's request body, piped in (``@-``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from urllib.parse import quote
 
@@ -51,25 +56,38 @@ def model_curl(name: str) -> str:
         )
     # The URL the model really calls (OpenAI: Chat Completions or Responses).
     adapter_class = api_adapter(provider_class, definition)
-    placeholder = "${" + adapter_class.key_env + "}"
-    adapter = adapter_class(None, placeholder, definition.base_url, stream=False)  # type: ignore[arg-type]
+    key_env = adapter_class.key_env
+    if not _ENV_NAME.fullmatch(key_env):  # it goes into the command unquoted
+        raise Invalid(f"Model {name}: the provider's key name {key_env!r} is not a shell name")
+    placeholder = "${" + key_env + "}"
+    adapter = adapter_class(None, _KEY, definition.base_url, stream=False)  # type: ignore[arg-type]
     prepared = adapter.build_request(
         ProviderRequest(model=definition.model, system="", messages=[], model_name=name),
         stream=False,
     )
-    headers = {**prepared.headers, **adapter.auth_headers(placeholder)}
-    lines = [f"curl -i -sS -X {prepared.method} {_quoted(prepared.url)} \\"]
-    lines += [f"  -H {_quoted(f'{k}: {v}')} \\" for k, v in headers.items()]
+    known = _known_values(key_env)
+    headers = {**prepared.headers, **adapter.auth_headers(_KEY)}
+    method = _redacted(prepared.method, known, placeholder)
+    url = _redacted(prepared.url, known, placeholder)
+    lines = [f"curl -i -sS -X {shell_word(method)} {shell_word(url)} \\"]
+    for k, v in headers.items():
+        header = _redacted(f"{k}: {v}", known, placeholder)
+        lines.append(f"  -H {shell_word(header, key_env)} \\")
     lines.append("  --data-binary @-")
-    return _redacted("\n".join(lines), _known_values(adapter_class.key_env), placeholder)
+    return "\n".join(lines)
 
 
-def _quoted(value: str) -> str:
-    """Double quotes so ``${NAME}`` still expands in the user's shell; everything else that
-    a shell would read inside double quotes is escaped."""
-    if "${" not in value:
-        return shlex.quote(value)
-    head, _, rest = value.partition("${")
-    name, _, tail = rest.partition("}")
-    escape = str.maketrans({c: "\\" + c for c in '"\\`$'})
-    return '"' + head.translate(escape) + "${" + name + "}" + tail.translate(escape) + '"'
+# Where the adapter puts the key: the one spot of the command the shell expands.
+_KEY = "\x00KEY\x00"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def shell_word(text: str, key_env: str | None = None) -> str:
+    """``text`` as one shell word that expands nothing: single-quoted (``shlex.quote``),
+    except the adapter's key spot, which becomes ``"${KEY_ENV}"`` (the one expansion the
+    reader wants, of a variable name we chose). Whatever a base URL or header holds,
+    ``$``, backticks and quotes included, reaches curl as written."""
+    if key_env is None or _KEY not in text:
+        return shlex.quote(text.replace(_KEY, ""))
+    variable = '"${' + key_env + '}"'
+    return variable.join(shlex.quote(part) if part else "" for part in text.split(_KEY))

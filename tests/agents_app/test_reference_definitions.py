@@ -133,13 +133,13 @@ def test_curl_data_never_holds_the_key(as_: Any, ops: Any, monkeypatch: Any) -> 
     curl = openai.json()["curl"]
     assert PLANTED not in openai.content.decode()
     assert "https://api.openai.com/v1/chat/completions" in curl
-    assert '-H "authorization: Bearer ${OPENAI_API_KEY}"' in curl
+    assert "-H 'authorization: Bearer '\"${OPENAI_API_KEY}\"" in curl
     assert curl.endswith("--data-binary @-")
     # A model on the Responses API gets that API's URL.
     responses = client.get("/api/models/or5/curl-data").json()["curl"]
     assert "https://api.openai.com/v1/responses" in responses and PLANTED not in responses
     anthropic = client.get("/api/models/an/curl-data").json()["curl"]
-    assert PLANTED not in anthropic and '"x-api-key: ${ANTHROPIC_API_KEY}"' in anthropic
+    assert PLANTED not in anthropic and "'x-api-key: '\"${ANTHROPIC_API_KEY}\"" in anthropic
     assert "anthropic-version" in anthropic
     scripted = client.get("/api/models/t/curl-data")
     assert scripted.status_code == 400 and "no HTTP request" in scripted.json()["error"]
