@@ -128,6 +128,20 @@ async def _receive_drained(self: Any) -> None:
             await asyncio.sleep(1)
 
 
+# The versions these patches were written and measured against (docs/operating.md,
+# thirteenth and fourteenth rounds: push handler and highlighters ~8% of the sockets'
+# Daphne at 200 sessions, Twisted's write path ~18%, the receive loop ~6%). They reach into
+# private names, so an upgrade is a conscious step: tests/agents_app/test_relay_hot_path.py
+# fails when an installed version differs; re-read the patched code, re-run the bench, then
+# update this table.
+PATCHED_FOR = {
+    "twisted": "26.10.0",
+    "autobahn": "26.10.2",
+    "redis": "8.1.0",
+    "channels_redis": "4.3.0",
+}
+
+
 def install() -> None:
     """Patch the four libraries in this process (idempotent)."""
     from autobahn.twisted import websocket as twisted_websocket

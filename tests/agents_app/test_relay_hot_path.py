@@ -85,3 +85,17 @@ def test_install_twice_is_the_same(installed: None) -> None:
     relay_hot_path.install()
     assert protocol.hltype is relay_hot_path.plain_type
     assert _AsyncHiredisParser.handle_pubsub_push_response is relay_hot_path._push_response
+
+
+def test_the_patched_libraries_are_the_versions_the_patches_were_measured_on() -> None:
+    """studio.relay_hot_path reaches into private names of four libraries: an upgrade of any
+    of them must be a conscious step (read the patched code again, bench, update the table)."""
+    from importlib.metadata import version
+
+    from studio.relay_hot_path import PATCHED_FOR
+
+    installed = {name: version(name) for name in PATCHED_FOR}
+    assert installed == PATCHED_FOR, (
+        "a patched library changed version: check studio/relay_hot_path.py against it, "
+        f"re-run bench/service_bench.py, then update PATCHED_FOR ({installed} != {PATCHED_FOR})"
+    )
