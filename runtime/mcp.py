@@ -21,18 +21,17 @@ from typing import Any, Literal, Protocol
 from pydantic import Field
 
 from runtime.definitions import Definition
+from runtime.env_refs import LITERAL_CREDENTIAL, PLACEHOLDER, literal_credential
 from runtime.results import ToolResult
 from runtime.validation import DefinitionError, check_name, parse
 
 PREFIX = "mcp:"
 Transport = Literal["http", "stdio"]
 EnvLookup = Callable[[str], Awaitable[str | None]]
-PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
 DEFAULT_TIMEOUT_MS = 30_000
 MAX_TIMEOUT_MS = 600_000
 # OpenAI and Anthropic both accept tool names of at most 64 of these characters.
 _WIRE_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-_SENSITIVE = re.compile(r"auth|token|key|secret|password|cookie|credential", re.IGNORECASE)
 
 
 class McpToolInfo(Definition):
@@ -144,14 +143,9 @@ def validate_server(d: McpServerDefinition) -> list[DefinitionError]:
         for key, value in values.items():
             if not key.strip() or any(c in key for c in "\r\n:="):
                 errs.append(DefinitionError(f"{field}.{key}", "Not a valid name."))
-            elif _SENSITIVE.search(key) and value and not PLACEHOLDER.search(value):
+            elif literal_credential(key, value):
                 # The definition is shown in the studio and exported to files.
-                errs.append(
-                    DefinitionError(
-                        f"{field}.{key}",
-                        "Write a credential as ${NAME} and keep it in a secret env value.",
-                    )
-                )
+                errs.append(DefinitionError(f"{field}.{key}", LITERAL_CREDENTIAL))
     return errs
 
 

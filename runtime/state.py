@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal, Protocol
 
-from runtime import file_images, files
+from runtime import env_refs, file_images, files
 from runtime.definitions import (
     AgentDefinition,
     ModelDefinition,
@@ -633,18 +633,35 @@ class ThreadState:
 
     async def env(self, name: str) -> str:
         """An env value (the calling tool entry's ``env`` → thread → agent → prompt → user →
-        instance); ``EnvNotFound`` when missing."""
+        instance); ``EnvNotFound`` when missing. A ``${NAME}`` in a tool entry's value is
+        env value ``NAME`` from the store (``runtime.env_refs``: credentials live there)."""
         if name in self._env_overlay:
-            return self._env_overlay[name]
-        entry = await self._deps.store.resolve_env(self.thread_id, name, self._prompt_name)
-        if entry is None:
+            try:
+                return await env_refs.expand(self._env_overlay[name], self._stored_env)
+            except env_refs.MissingReference as missing:
+                raise EnvNotFound(
+                    f"Environment variable not found: {missing.name} (the tool entry's "
+                    f"{name} refers to it)"
+                ) from None
+        value = await self._stored_env(name)
+        if value is None:
             raise EnvNotFound(f"Environment variable not found: {name}")
-        return entry.value
+        return value
+
+    async def _stored_env(self, name: str) -> str | None:
+        entry = await self._deps.store.resolve_env(self.thread_id, name, self._prompt_name)
+        return entry.value if entry else None
 
     async def env_type(self, name: str) -> EnvType:
         """``'text'`` or ``'secret'`` (``'secret'`` when missing)."""
         if name in self._env_overlay:
-            return "text"  # tool entry values are definition text, never secrets
+            # Tool entry text is no secret; the env values it references keep their type.
+            refs = env_refs.references(self._env_overlay[name])
+            types = [await self._stored_type(ref) for ref in refs]
+            return "secret" if "secret" in types else "text"
+        return await self._stored_type(name)
+
+    async def _stored_type(self, name: str) -> EnvType:
         entry = await self._deps.store.resolve_env(self.thread_id, name, self._prompt_name)
         return entry.type if entry else "secret"
 

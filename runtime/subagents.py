@@ -41,6 +41,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from runtime import env_refs
 from runtime.definitions import AgentDefinition, PromptDefinition, ResumableConfig, ToolConfig
 from runtime.events import EventSink, event, queued_data
 from runtime.loader import DefinitionLoader
@@ -528,14 +529,25 @@ class Subagents:
     async def scoped_env(self, scope: Scope, entry: ToolConfig) -> tuple[dict[str, str], list[str]]:
         """The relationship's ``scopedEnv`` values as the parent resolves them (copied into the
         child's thread env), and the names the parent cannot resolve."""
-        values: dict[str, str] = dict(entry.env or {})  # the entry's own values go along
         missing: list[str] = []
-        for name in entry.scoped_env or []:
+
+        async def stored(name: str) -> str | None:
             found = await self.deps.store.resolve_env(scope.thread.id, name, scope.prompt.name)
-            if found is None:
+            return None if found is None else found.value
+
+        # The entry's own values go along, their ``${NAME}`` references resolved here.
+        values: dict[str, str] = {}
+        for key, template in (entry.env or {}).items():
+            try:
+                values[key] = await env_refs.expand(template, stored)
+            except env_refs.MissingReference as gone:
+                missing.append(gone.name)
+        for name in entry.scoped_env or []:
+            value = await stored(name)
+            if value is None:
                 missing.append(name)
             else:
-                values[name] = found.value
+                values[name] = value
         return values, missing
 
     async def _ensure_child(

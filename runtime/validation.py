@@ -28,6 +28,7 @@ from runtime.definitions import (
     PromptIncludePart,
     SideConfig,
 )
+from runtime.env_refs import LITERAL_CREDENTIAL, literal_credential
 from runtime.provider_tools import ProviderToolOffer
 from runtime.providers.offers import option_errors, provider_offers
 from runtime.providers.offers_openai import is_search_model
@@ -502,6 +503,7 @@ def validate_prompt(
             errs += _tool_name_rule(f"tools.{i}", name)
     errs += _hook_rules(prompt.hooks, catalog)
     errs += _prompt_lengths(prompt)
+    errs += tool_env_credential_errors(prompt)
     errs += provider_tool_errors(prompt, catalog)
     errs += response_schema_errors(prompt, catalog)
     errs += _wait_rules(prompt, catalog)
@@ -677,6 +679,30 @@ def _wait_rules(prompt: PromptDefinition, catalog: Catalog | None) -> list[Defin
         if what is not None:
             errs.append(
                 DefinitionError(path, f"{marks[0]} works only on tools; '{name}' is {what}.")
+            )
+    return errs
+
+
+def tool_env_credential_errors(prompt: PromptDefinition) -> list[DefinitionError]:
+    """A tool entry's ``env`` may not hold a credential in clear (MCP headers' rule,
+    ``runtime.env_refs``): the prompt is shown, versioned and exported as written."""
+    errs = []
+    for i, entry in enumerate(prompt.tools or []):
+        if isinstance(entry, str):
+            continue
+        names = [key for key, value in (entry.env or {}).items() if literal_credential(key, value)]
+        if names:
+            holds = (
+                f"{names[0]} holds a credential"
+                if len(names) == 1
+                else (f"{', '.join(names[:-1])} and {names[-1]} hold credentials")
+            )
+            errs.append(
+                DefinitionError(
+                    f"tools.{i}.env",
+                    f"{holds} in clear, which the studio, the API and exports would show. "
+                    f"{LITERAL_CREDENTIAL}",
+                )
             )
     return errs
 

@@ -321,7 +321,8 @@ class PromptPartFormSet(DefinitionRowsFormSet):
 class PromptToolForm(OrderedRowForm):
     env = KeyValueLinesField(
         label="Env for the tool",
-        help_text="Plain-text values the tool sees, one NAME=value per line (never secrets).",
+        help_text="Values the tool sees, one NAME=value per line. Never a secret in clear: "
+        "write STRIPE_SECRET_KEY=${STRIPE_LIVE} and keep STRIPE_LIVE as a secret env value.",
     )
     options = PrettyJSONField(
         label="Provider tool options",
