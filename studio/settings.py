@@ -8,6 +8,7 @@ the Redis channel layer and Celery workers.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -447,6 +448,13 @@ STUDIO_RATE_LIMITS_PER_KEY = {a: envrate(f"STUDIO_RATE_{a.upper()}_PER_KEY", "of
 # no budget. The studio's "Spend budgets" override them per user or per agent.
 STUDIO_BUDGET_USER_MONTHLY_USD = envdecimal("STUDIO_BUDGET_USER_MONTHLY_USD")
 STUDIO_BUDGET_AGENT_MONTHLY_USD = envdecimal("STUDIO_BUDGET_AGENT_MONTHLY_USD")
+# What a session that is still running is assumed to cost on top of what it has spent: a new
+# session starts only while spend + running sessions x this stays under the budget, so
+# concurrent starts overspend by at most one session's estimate (docs/operating.md).
+_SESSION_ESTIMATE = envdecimal("STUDIO_BUDGET_SESSION_ESTIMATE_USD")
+STUDIO_BUDGET_SESSION_ESTIMATE_USD = (
+    Decimal("1") if _SESSION_ESTIMATE is None else _SESSION_ESTIMATE
+)
 # --- end limits -------------------------------------------------------------------------------
 
 # --- retention (agents_app.services.retention; docs/operating.md, "Retention") -------------

@@ -27,14 +27,14 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Q
 from django.http import HttpRequest
 from django.utils import timezone
 from redis.exceptions import RedisError
 
 from agents_app.errors import RateLimited
-from agents_app.models import LimitedAction, SpendBudget, Thread, UsageLimit
+from agents_app.models import LimitedAction, SpendBudget, Thread, ThreadSession, UsageLimit
 from agents_app.services.dashboard import spend_since
 
 logger = logging.getLogger("agents_app.limits")
@@ -304,43 +304,113 @@ def agent_spend(agent_id: Any, now: datetime | None = None) -> Decimal:
     return spend_since(month_start(now), threads_of=Q(agent_id=agent_id))
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """One budget that applies to a new session: the owner's or the agent's."""
+
+    kind: str  # "user" or "agent"
+    pk: Any
+    limit: Decimal
+    who: Callable[[], str]  # read only for a refusal (issue #21: names cost queries)
+    spend: Callable[[], Decimal]
+
+
 def budget_check(thread: Thread, now: datetime | None = None) -> None:
     """Raise ``RateLimited`` when the owner's or the agent's monthly budget is used up.
 
-    Called where a new session would start (a post to an idle thread, continue)."""
-    # Names are read only for a budget that is used up: every post to an idle thread runs
-    # this, and reading the owner and the agent rows for a sentence never shown was two
-    # queries of each post (issue #21).
-    scopes: list[tuple[Callable[[], str], Decimal | None, Callable[[], Decimal]]] = []
-    agent_id = thread.agent_id
-    user_limit, agent_limit = budgets(thread.owner_id, agent_id)
-    if thread.owner_id is not None:
+    Called where a new session would start (a post to an idle thread, continue), inside
+    the transaction that queues the session. Each budget is a reservation: a lock per user
+    and per agent serializes these checks until that transaction ends, and the sessions of
+    the scope still running count ``STUDIO_BUDGET_SESSION_ESTIMATE_USD`` each on top of
+    the spend. So concurrent starts overspend by at most one session's estimate (issue #36
+    item 7; docs/operating.md, "Budgets")."""
+    user_limit, agent_limit = budgets(thread.owner_id, thread.agent_id)
+    scopes: list[_Scope] = []
+    if thread.owner_id is not None and user_limit is not None:
         owner_id = thread.owner_id
         scopes.append(
-            (
-                lambda: f"user {thread.owner.get_username()}",  # type: ignore[union-attr]
+            _Scope(
+                "user",
+                owner_id,
                 user_limit,
+                lambda: f"user {thread.owner.get_username()}",  # type: ignore[union-attr]
                 lambda: user_spend(owner_id, now),
             )
         )
-    scopes.append(
-        (
-            lambda: f"agent {thread.agent.name!r}",
-            agent_limit,
-            lambda: agent_spend(agent_id, now),
-        )
-    )
-    for who, limit, spend in scopes:
-        if limit is None:
-            continue
-        spent = spend()
-        if spent >= limit:
-            whose = who()
-            resume = next_month_start(now)
-            wait = (resume - (now or timezone.now())).total_seconds()
-            raise RateLimited(
-                f"The monthly spend budget of ${limit:.2f} for {whose} is used up "
-                f"(${spent:.2f} spent since {month_start(now):%Y-%m-%d}). New sessions "
-                f"start again on {resume:%Y-%m-%d}, or when an operator raises the budget.",
-                retry_after=math.ceil(wait),
+    if agent_limit is not None:
+        agent_id = thread.agent_id
+        scopes.append(
+            _Scope(
+                "agent",
+                agent_id,
+                agent_limit,
+                lambda: f"agent {thread.agent.name!r}",
+                lambda: agent_spend(agent_id, now),
             )
+        )
+    if not scopes:
+        return
+    with transaction.atomic():  # the locks last as long as the caller's transaction
+        for scope in scopes:  # always the user's first: two checks never wait on each other
+            _lock_scope(scope)
+        for scope in scopes:
+            spent = scope.spend()
+            running = _running_sessions(scope, exclude_thread=thread.pk)
+            if spent + running * settings.STUDIO_BUDGET_SESSION_ESTIMATE_USD >= scope.limit:
+                raise _budget_refusal(scope, spent, running, now)
+
+
+def _lock_scope(scope: _Scope) -> None:
+    """Hold the scope's budget lock until the transaction ends (PostgreSQL: an advisory
+    transaction lock; SQLite runs every write transaction alone, ``IMMEDIATE``)."""
+    if connection.vendor != "postgresql":
+        return
+    digest = hashlib.sha256(f"studio-budget:{scope.kind}:{scope.pk}".encode()).digest()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(%s)", [int.from_bytes(digest[:8], "big", signed=True)]
+        )
+
+
+def _running_sessions(scope: _Scope, *, exclude_thread: Any) -> int:
+    """The scope's sessions that may still spend: queued, running, or parked on a tool call."""
+    threads = Q(thread__owner_id=scope.pk) if scope.kind == "user" else Q(thread__agent_id=scope.pk)
+    return (
+        ThreadSession.objects.filter(threads, status__in=_SPENDING)
+        .exclude(thread_id=exclude_thread)
+        .count()
+    )
+
+
+_SPENDING = (
+    ThreadSession.Status.QUEUED,
+    ThreadSession.Status.RUNNING,
+    ThreadSession.Status.PARKED,
+)
+
+
+def _budget_refusal(
+    scope: _Scope, spent: Decimal, running: int, now: datetime | None
+) -> RateLimited:
+    since = month_start(now)
+    if spent < scope.limit:
+        # Taken by sessions still running: worth trying again once they have finished.
+        sessions = "session" if running == 1 else "sessions"
+        return RateLimited(
+            f"The monthly spend budget of ${scope.limit:.2f} for {scope.who()} is taken: "
+            f"${spent:.2f} spent since {since:%Y-%m-%d}, and {running} {sessions} still "
+            "running may spend the rest. Try again when they have finished.",
+            retry_after=RUNNING_RETRY_SECONDS,
+        )
+    resume = next_month_start(now)
+    wait = (resume - (now or timezone.now())).total_seconds()
+    return RateLimited(
+        f"The monthly spend budget of ${scope.limit:.2f} for {scope.who()} is used up "
+        f"(${spent:.2f} spent since {since:%Y-%m-%d}). New sessions start again on "
+        f"{resume:%Y-%m-%d}, or when an operator raises the budget.",
+        retry_after=math.ceil(wait),
+    )
+
+
+# The Retry-After of a budget held by running sessions (they usually end within a minute).
+RUNNING_RETRY_SECONDS = 60

@@ -6,10 +6,13 @@ alice and bob are ordinary users; ops is staff.
 
 from __future__ import annotations
 
+import threading
+import time
 from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.db import connection, connections
 from django.test import Client, RequestFactory
 
 from agents_app.errors import RateLimited
@@ -412,6 +415,118 @@ def test_a_post_to_a_running_session_is_not_a_new_session(
     assert post(as_(alice), thread).status_code == 202  # queued session
     spend(thread, "3")
     assert post(as_(alice), thread, "while it runs").status_code == 202
+
+
+# --- budgets reserve atomically (issue #36 item 7) ----------------------------------------------
+
+
+class Gate:
+    """Holds each post that passed the budget check, inside its transaction, until every
+    other post has also passed it, is waiting on a database lock, or has its answer: what
+    a check that is not atomic lets through then shows, without any timing."""
+
+    def __init__(self, posts: int) -> None:
+        self.pids: dict[int, int] = {}  # worker index -> its connection's backend pid
+        self.passed: set[int] = set()
+        self.answered: set[int] = set()
+        self.lock = threading.Lock()
+        self.ready = threading.Barrier(posts)
+
+    def join(self, index: int) -> None:
+        """In a worker: note its connection, then wait for the others (posts start together)."""
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            self.pids[index] = cursor.fetchone()[0]
+        self.ready.wait(timeout=60)
+
+    def hold(self) -> None:
+        """Called after the check passed: wait until no other post can still reach it unseen."""
+        mine = self._mine()
+        with self.lock:
+            self.passed.add(mine)
+        deadline = time.monotonic() + 60
+        while not self._others_settled(mine):
+            assert time.monotonic() < deadline, "the other posts never settled"
+            time.sleep(0.005)  # polling pg_stat_activity, the thing waited on
+
+    def _mine(self) -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            pid = cursor.fetchone()[0]
+        return next(i for i, p in self.pids.items() if p == pid)
+
+    def _others_settled(self, mine: int) -> bool:
+        others = {i: p for i, p in self.pids.items() if i != mine}
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pid FROM pg_stat_activity WHERE pid = ANY(%s) AND wait_event_type = 'Lock'",
+                [list(others.values())],
+            )
+            waiting = {pid for (pid,) in cursor.fetchall()}
+        with self.lock:
+            done = self.passed | self.answered
+        return all(i in done or p in waiting for i, p in others.items())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_budget_reservation_is_atomic(
+    settings: Any, alice: Any, thread_of: Any, monkeypatch: Any
+) -> None:
+    """$3 budget, $2 spent, three posts at once to three idle threads: one session starts,
+    the other two are refused (the first one's estimate, $1 by default, takes the rest)."""
+    from agents_app.services import sessions
+
+    SpendBudget.objects.create(user=alice, monthly_limit_usd=Decimal("3.00"))
+    threads = [thread_of(alice) for _ in range(3)]
+    spend(threads[0], "2.00")
+    clients = [key_client(alice, f"k{i}")[0] for i in range(3)]
+    gate = Gate(3)
+    request_session = sessions.session_request
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        gate.hold()
+        return request_session(*args, **kwargs)
+
+    monkeypatch.setattr(sessions, "session_request", held)
+    answers: dict[int, Any] = {}
+
+    def worker(index: int) -> None:
+        try:
+            gate.join(index)
+            answers[index] = post(clients[index], threads[index], f"post {index}")
+        finally:
+            with gate.lock:
+                gate.answered.add(index)
+            connections.close_all()  # this thread's own connection
+
+    workers = [threading.Thread(target=worker, args=(i,)) for i in range(3)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=120)
+    statuses = sorted(a.status_code for a in answers.values())
+    assert statuses == [202, 429, 429], [a.content for a in answers.values()]
+    assert ThreadSession.objects.count() == 1
+    for refused in (a for a in answers.values() if a.status_code == 429):
+        wait = assert_429(refused, "$3.00 for user alice is taken", "1 session still running")
+        assert wait == limits.RUNNING_RETRY_SECONDS
+
+
+def test_a_running_session_holds_its_estimate_until_it_ends(
+    settings: Any, as_: Any, alice: Any, thread_of: Any
+) -> None:
+    settings.STUDIO_BUDGET_SESSION_ESTIMATE_USD = Decimal("0.50")
+    SpendBudget.objects.create(user=alice, monthly_limit_usd=Decimal("3.00"))
+    first, second, third, fourth = (thread_of(alice) for _ in range(4))
+    spend(first, "2.00")
+    assert post(as_(alice), first).status_code == 202  # $2.00 + nothing running
+    assert post(as_(alice), second).status_code == 202  # $2.00 + $0.50 < $3.00
+    assert_429(post(as_(alice), third), "is taken", "2 sessions still running")
+    ThreadSession.objects.filter(thread=first).update(status=ThreadSession.Status.COMPLETED)
+    assert post(as_(alice), third).status_code == 202  # the first ended: its estimate is free
+    ThreadSession.objects.update(status=ThreadSession.Status.COMPLETED)
+    spend(second, "1.00")
+    assert_429(post(as_(alice), fourth), "is used up", "$3.00 spent")
 
 
 # --- the studio pages -----------------------------------------------------------------------
