@@ -6,6 +6,7 @@ from tests.runtime.providers.conftest import client, replay  # noqa: E402,F401
 from tests.runtime.providers.test_provider_tools_engine import *  # noqa: E402,F403
 from tests.runtime.test_attempt_ladder import *  # noqa: F403
 from tests.runtime.test_context import *  # noqa: F403
+from tests.runtime.test_env_refs import *  # noqa: F403
 from tests.runtime.test_files_store import *  # noqa: F403
 from tests.runtime.test_hooks import *  # noqa: F403
 from tests.runtime.test_logs_and_events import *  # noqa: F403
