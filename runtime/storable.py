@@ -7,19 +7,36 @@ the engine replaces both with U+FFFD (the replacement character) before anything
 stored or shown, the same for every store (the in-memory one accepts them, which would
 hide the defect in tests). Paths are different: ``files.normalize_path`` refuses them,
 since a file name quietly changed is a different file.
+
+The recorder makes every record storable at every commit, and a request log holds the
+whole history, so the check must cost next to nothing on clean data: ``storable`` first
+serializes the value with orjson (in C) and searches its output for ``\\u0000`` (orjson
+refuses a lone surrogate outright); only a hit, or a value orjson cannot encode, walks the
+value in Python to replace what it found. A walk per commit was a third of the
+engine's time per step and grew with the session's length (issue #39).
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import operator
 import re
+from collections.abc import Callable
 from typing import Any, TypeVar
+
+import orjson
 
 REPLACEMENT = "\ufffd"
 # A valid surrogate pair is one astral character in a Python str, so any surrogate code
 # point left is a lone one.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# NUL in orjson's output. It also matches a text that spells a backslash and u0000
+# (serialized "\\\\u0000"): that only costs a walk.
+_NUL_JSON = b"\\u0000"
+# Dataclasses through ``_fields`` (every field, whatever orjson's own rules), and keys that
+# are not strings (ints) written rather than refused.
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_NON_STR_KEYS
 
 T = TypeVar("T")
 
@@ -35,12 +52,51 @@ def storable(value: T) -> T:
     Unchanged parts are returned as they are (no copy of clean data); changed dataclasses
     are shallow copies.
     """
+    if isinstance(value, str):
+        return storable_text(value)  # type: ignore[return-value]
+    if value is None or is_storable(value):
+        return value
     return _storable(value)  # type: ignore[no-any-return]
+
+
+def is_storable(value: Any) -> bool:
+    """Whether ``value`` (JSON-like data or a dataclass) holds no unstorable text: one pass
+    of orjson and one substring search over its output, no Python walk."""
+    try:
+        text = orjson.dumps(value, default=_fields, option=_ORJSON_OPTIONS)
+    except TypeError:  # a lone surrogate (or something orjson cannot write): walk
+        return False
+    return _NUL_JSON not in text
+
+
+def _fields(value: Any) -> Any:
+    """What the encoder sees of a non-JSON object: a dataclass's fields (all of them: orjson's
+    own dataclass support skips names starting with ``_``); nothing of any other
+    (``_storable`` leaves those unchanged too)."""
+    kind = type(value)
+    getter = _GETTERS.get(kind, _UNKNOWN)
+    if getter is _UNKNOWN:
+        getter = _GETTERS[kind] = _getter(kind)
+    return getter(value) if getter is not None else None
+
+
+_UNKNOWN = object()
+# One C call per dataclass instance instead of ``dataclasses.fields`` and a getattr each.
+_GETTERS: dict[type, Any] = {}
+
+
+def _getter(kind: type) -> Callable[[Any], Any] | None:
+    if not dataclasses.is_dataclass(kind):
+        return None
+    names = [f.name for f in dataclasses.fields(kind)]
+    return operator.attrgetter(*names) if names else lambda _: None
 
 
 def make_storable_in_place(record: Any) -> Any:
     """Make the fields of the dataclass ``record`` storable in place (every holder of it
     sees the stored text) and return it."""
+    if is_storable(record):
+        return record
     for f in dataclasses.fields(record):
         value = getattr(record, f.name)
         clean = _storable(value)

@@ -289,9 +289,27 @@ _INLINE_MARKERS = ("media_type", "mimeType", "mime_type")
 
 
 def strip_inline_data(value: Any) -> Any:
-    """A copy of a JSON value with inline base64 payloads (data URLs, Anthropic base64
-    sources, Gemini ``inlineData``, Responses ``image_generation_call.result``) replaced by
-    ``[base64: N chars]``: logs stay small."""
+    """A JSON value with inline base64 payloads (data URLs, Anthropic base64 sources, Gemini
+    ``inlineData``, Responses ``image_generation_call.result``) replaced by
+    ``[base64: N chars]``: logs stay small.
+
+    ``value`` itself when it holds none: every request log passes through here and holds
+    the whole history, so one orjson pass decides whether the Python walk is needed."""
+    try:
+        dumped = orjson.dumps(value)
+    except TypeError:
+        return _strip(value)
+    if any(marker in dumped for marker in _INLINE_SIGNS):
+        return _strip(value)
+    return value
+
+
+# What any payload ``_strip`` replaces shows in the JSON text: a "data" key, a data URL, or
+# a generated image.
+_INLINE_SIGNS = (b'"data"', b'"data:', b"image_generation_call")
+
+
+def _strip(value: Any) -> Any:
     if isinstance(value, dict):
         inline = isinstance(value.get("data"), str) and (
             value.get("type") == "base64" or any(k in value for k in _INLINE_MARKERS)
@@ -301,11 +319,11 @@ def strip_inline_data(value: Any) -> Any:
         return {
             k: _base64_note(v)
             if (inline and k == "data") or (generated and k == "result" and isinstance(v, str))
-            else strip_inline_data(v)
+            else _strip(v)
             for k, v in value.items()
         }
     if isinstance(value, list):
-        return [strip_inline_data(v) for v in value]
+        return [_strip(v) for v in value]
     if isinstance(value, str) and value.startswith("data:") and ";base64," in value[:200]:
         header, _, data = value.partition(",")
         return f"{header},{_base64_note(data)}"
