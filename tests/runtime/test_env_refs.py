@@ -58,6 +58,44 @@ async def test_a_reference_to_a_missing_value_names_it(world: World) -> None:
     assert len(errors) == 1 and "STRIPE_LIVE" in errors[0] and "STRIPE_SECRET_KEY" in errors[0]
 
 
+async def test_a_subagent_child_gets_the_referenced_value_not_the_reference(
+    world: World,
+) -> None:
+    from runtime.engine import Engine
+    from runtime.subagent_host import InlineHost
+    from tests.runtime.test_spec_session_tools import _family
+
+    inline = InlineHost()
+    world._engine = Engine(
+        world.store,
+        world.sink,
+        registry=world.registry,
+        providers=world.providers,
+        sleep=world._sleep,
+        subagent_host=inline,
+    )
+    inline.engine = world._engine
+    got: list[str] = []
+
+    async def read_key(state: ThreadState) -> str:
+        got.append(await state.env("STRIPE_SECRET_KEY"))
+        return "read"
+
+    world.register(define_tool("Read env", read_key, name="read_key"))
+    entry = ToolConfig(name="helper", blocking=True, env={"STRIPE_SECRET_KEY": "${STRIPE_LIVE}"})
+    _family(
+        world,
+        entry,
+        TestScript().add_tool_call("read_key", {}).add_text("done"),
+        child_tools=["read_key"],
+    )
+    world.harness.set_instance_env("STRIPE_LIVE", "sk_live_stored_in_env", "secret")
+    world.script("m", TestScript().add_tool_call("helper", {"message": "go"}).add_text("ok"))
+    thread = await world.thread()
+    await world.run(thread.id, "go")
+    assert got == ["sk_live_stored_in_env"]
+
+
 @pytest.mark.parametrize(
     ("name", "value", "literal"),
     [
