@@ -56,6 +56,17 @@ class SignedIn:
 
 
 @dataclass(frozen=True)
+class InPerson:
+    """A signed-in person (the session cookie or a login token), never an API key: what a
+    leaked key must not be able to do (create more keys that outlive it)."""
+
+    refusal: str
+
+    def describe(self) -> str:
+        return "a signed-in person (session or login token), not an API key"
+
+
+@dataclass(frozen=True)
 class Perm:
     """One Django permission (``app_label.codename``)."""
 
@@ -75,7 +86,7 @@ class ThreadRule:
         return f"the thread's owner, or permission agents_app.{self.action}_thread"
 
 
-Rule = Public | SignedIn | Perm | ThreadRule
+Rule = Public | SignedIn | InPerson | Perm | ThreadRule
 
 _PUBLIC, _SIGNED = Public(), SignedIn()
 _VIEW, _CHANGE, _DELETE = ThreadRule("view"), ThreadRule("change"), ThreadRule("delete")
@@ -91,7 +102,10 @@ API_ROUTES: dict[tuple[str, str], Rule] = {
     ("POST", "/auth/websocket-ticket"): _SIGNED,
     ("DELETE", "/auth/current-key"): _SIGNED,
     ("GET", "/api-keys"): _SIGNED,
-    ("POST", "/api-keys"): _SIGNED,
+    ("POST", "/api-keys"): InPerson(
+        "An API key cannot create API keys. Sign in (the studio, or POST /api/auth/login "
+        "for a login token) to create one."
+    ),
     ("DELETE", "/api-keys/{key_id}"): _SIGNED,
     ("GET", "/envs/instance"): Perm(ENV_VIEW),
     ("PATCH", "/envs/instance"): Perm(ENV_CHANGE),

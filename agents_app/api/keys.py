@@ -15,16 +15,11 @@ from ninja.responses import Status
 from agents_app import wire
 from agents_app.api.limits import limited
 from agents_app.api.schemas import ERRORS
-from agents_app.errors import Forbidden, Invalid, NotFound
+from agents_app.errors import Invalid, NotFound
 from agents_app.models import ApiKey
 from agents_app.services.api_keys import ApiKeyNameInvalid, api_key_create, api_key_revoke
 
 router = Router(tags=["api-keys"])
-
-KEY_CANNOT_MINT = (
-    "An API key cannot create API keys. Sign in (the studio, or POST /api/auth/login for "
-    "a login token) to create one."
-)
 
 
 class KeyIn(Schema):
@@ -52,8 +47,7 @@ def key_list(request: HttpRequest) -> dict[str, Any]:
 @router.post("", response={201: dict, **ERRORS}, summary="Create an API key (shown once)")
 @limited("api_key_create")
 def key_create(request: HttpRequest, payload: KeyIn) -> Status:
-    if getattr(request, "auth_type", None) == "api_key":
-        raise Forbidden(KEY_CANNOT_MINT)
+    # An API key never gets here: the route's rule is InPerson (agents_app.permissions).
     try:
         row, raw = api_key_create(user=request.auth, name=payload.name)  # type: ignore[attr-defined]
     except ApiKeyNameInvalid as exc:

@@ -22,6 +22,7 @@ from ninja import Router
 from agents_app.errors import Forbidden
 from agents_app.permissions import (
     API_ROUTES,
+    InPerson,
     Perm,
     Public,
     Rule,
@@ -62,6 +63,24 @@ class PermissionGate:
         if user and not may(user, self.rule.codename):
             raise refusal(self.rule)
         return user
+
+
+class InPersonGate:
+    """An auth callable that authenticates with ``inner`` and refuses an API key."""
+
+    def __init__(self, rule: InPerson, inner: Callable[[HttpRequest], Any]) -> None:
+        self.rule = rule
+        self.inner = inner
+
+    def __call__(self, request: HttpRequest) -> Any:
+        user = self.inner(request)
+        if user and getattr(request, "auth_type", None) == "api_key":
+            raise Forbidden(self.rule.refusal)
+        return user
+
+
+def _gate(rule: Perm | InPerson, inner: Callable[[HttpRequest], Any]) -> Any:
+    return PermissionGate(rule, inner) if isinstance(rule, Perm) else InPersonGate(rule, inner)
 
 
 def _guard(rule: Rule, view: Callable[..., Any]) -> Callable[..., Any]:
@@ -110,10 +129,10 @@ def install(
         if problem:
             missing.append(problem)
             continue
-        if isinstance(rule, Perm):
+        if isinstance(rule, Perm | InPerson):
             # Set as the operation's own auth, which ninja keeps when it binds the router
             # (an operation without its own inherits the API's, which we wrap here).
-            gates = [PermissionGate(rule, cb) for cb in operation.auth_callbacks or default_auth]
+            gates = [_gate(rule, cb) for cb in operation.auth_callbacks or default_auth]
             operation.auth_param = gates
             operation.auth_callbacks = gates
         rules = {API_ROUTES.get((m, path)) for m in operation.methods}
@@ -131,7 +150,7 @@ def install(
 def _inconsistent(rule: Rule, operation: Any, path: str) -> str | None:
     """Why ``rule`` cannot be enforced on ``operation`` (None when it can)."""
     rules = {API_ROUTES.get((m, path)) for m in operation.methods}
-    if len(rules) > 1 and any(isinstance(r, Perm) for r in rules):
+    if len(rules) > 1 and any(isinstance(r, Perm | InPerson) for r in rules):
         return f"{path} (one view, several methods, a permission rule: split the view)"
     if not isinstance(rule, Public) and operation.auth_param is None:
         return f"{path} (no authentication, but the rule needs a signed-in user)"
