@@ -25,7 +25,7 @@ FROM_FEEDBACK = "From feedback"
 class FeedbackAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "rating", "agent", "version", "reason", "said", "user", "reply")
     list_filter = ("score", "agent", "reason")
-    search_fields = ("comment", "reason", "thread__id", "message__id")
+    search_fields = ("comment", "reason", "message__thread__id", "message__id")
     list_select_related = ("agent", "user", "message")
     date_hierarchy = "created_at"
     change_list_template = "admin/agents_app/feedback/change_list.html"
@@ -73,7 +73,7 @@ class FeedbackAdmin(ReadOnlyAdmin):
 
     @admin.display(description="Reply")
     def reply(self, obj: Feedback) -> str:
-        url = reverse("admin:agents_app_thread_change", args=[obj.thread_id])
+        url = reverse("admin:agents_app_thread_change", args=[obj.message.thread_id])
         return format_html(
             '<a href="{}#msg-{}">{}</a>', url, obj.message_id, excerpt(obj.message.content, 50)
         )

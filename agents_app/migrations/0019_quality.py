@@ -32,7 +32,6 @@ class Migration(migrations.Migration):
                 ('updated_at', models.DateTimeField(auto_now=True)),
                 ('agent', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='agents_app.agent')),
                 ('message', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='feedback', to='agents_app.message')),
-                ('thread', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='agents_app.thread')),
                 ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
             ],
             options={

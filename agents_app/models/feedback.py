@@ -7,14 +7,15 @@ from django.db import models
 
 from agents_app.models.agents import Agent
 from agents_app.models.messages import Message
-from agents_app.models.threads import Thread
 
 
 class Feedback(models.Model):
     """One person's rating of one assistant reply (services.feedback; docs/observability.md).
 
     Kept with the agent and the definition versions that produced the reply (copied from
-    the reply's request log), so the dashboard can compare versions after they change."""
+    the reply's request log), so the dashboard can compare versions after they change. It
+    reaches its thread through the message (no key of its own to the thread: retention's
+    batched delete orders a thread's dependents by who points at whom)."""
 
     class Score(models.IntegerChoices):
         UP = 1, "👍"
@@ -22,7 +23,6 @@ class Feedback(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="feedback")
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="+")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, related_name="+")
     score = models.SmallIntegerField(choices=Score.choices)

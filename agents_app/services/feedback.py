@@ -71,7 +71,6 @@ def feedback_set(*, thread: Thread, message_id: str, user: Any, rating: Rating) 
         message=reply,
         user=user,
         defaults={
-            "thread": thread,
             "agent": agent,
             "score": rating.score,
             "reason": rating.reason,
@@ -174,14 +173,15 @@ def as_csv(rows: Iterable[Feedback]) -> str:
     writer.writerow(CSV_COLUMNS)
     redactors = RedactorCache()
     for row in rows:
-        redact = redactors.get(str(row.thread_id)).text
+        thread_id = str(row.message.thread_id)
+        redact = redactors.get(thread_id).text
         name = row.agent.name if row.agent else ""
         writer.writerow(
             [
                 row.created_at.isoformat(timespec="seconds"),
                 name,
                 (row.definition_versions or {}).get(f"agents/{name}", ""),
-                row.thread_id,
+                thread_id,
                 row.message_id,
                 row.user.get_username(),
                 row.score,
