@@ -98,6 +98,7 @@ class AgentAdmin(AgentStructureMixin, VersionedAdmin, EnvOwnerAdminMixin, admin.
             },
         ),
         ("As a tool", {"fields": ("expose_as_tool", "tool_description")}),
+        ("Feedback", {"fields": ("feedback_reasons",)}),
         ("Advanced", {"classes": ("collapse",), "fields": ("hooks",)}),
     ]
 

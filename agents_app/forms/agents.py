@@ -13,7 +13,7 @@ from agents_app.forms.definition_check import (
     ErrorRoutes,
     without_none,
 )
-from agents_app.forms.fields import CommaSeparatedField, SuggestionsInput
+from agents_app.forms.fields import CommaSeparatedField, LinesField, SuggestionsInput
 from agents_app.forms.suggestions import callable_names, hooks_help
 from agents_app.models import Agent
 from runtime.definitions import MAX_SESSION_TURNS_CAP, AgentDefinition
@@ -59,6 +59,11 @@ class AgentForm(DefinitionForm):
 
     tags = CommaSeparatedField(label="Tags", help_text="Separate tags with commas.")
     hooks = CommaSeparatedField(label="Hooks")
+    feedback_reasons = LinesField(
+        label="Feedback reasons",
+        help_text="Reasons a person can pick when rating a reply in the chat, one per line "
+        "(up to 20). Empty: a rating with a free comment only.",
+    )
 
     class Meta:
         model = Agent
@@ -70,6 +75,7 @@ class AgentForm(DefinitionForm):
             "icon",
             "tags",
             "hooks",
+            "feedback_reasons",
             "max_session_turns",
             *(f"side_a_{f}" for f in SIDE_FIELDS),
             *(f"side_b_{f}" for f in SIDE_FIELDS),
@@ -148,6 +154,7 @@ class AgentForm(DefinitionForm):
                 "icon": cd.get("icon") or None,
                 "tags": cd.get("tags") or None,
                 "hooks": cd.get("hooks") or None,
+                "feedbackReasons": cd.get("feedback_reasons") or None,
             }
         )
 

@@ -37,6 +37,30 @@ class CommaSeparatedField(forms.CharField):
         return self.to_python(initial or []) != self.to_python(data)
 
 
+class LinesField(forms.CharField):
+    """A list of short texts typed one per line (feedback reasons: they may hold commas)."""
+
+    widget = forms.Textarea(attrs={"rows": 3})
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return "\n".join(str(v) for v in value)
+        return value
+
+    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
+        if isinstance(value, list | tuple):
+            return [str(v) for v in value]
+        text = super().to_python(value) or ""
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        return self.to_python(initial or []) != self.to_python(data)
+
+
 class PrettyJSONField(forms.JSONField):
     """JSON in a textarea, shown indented, with a parse error that says where the mistake is."""
 

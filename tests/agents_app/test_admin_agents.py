@@ -168,3 +168,39 @@ def test_stop_conditions_are_explained_next_to_their_fields(staff: Client) -> No
         assert text in page
     for title in ("General", "Side A", "Side B (dual_ai only)", "As a tool"):
         assert f">{title}</h2>" in page or f">{title}</summary>" in page
+
+
+def test_feedback_reasons_survive_a_studio_save_and_are_edited_there(
+    staff: Client, prompt: Prompt
+) -> None:
+    """An agent imported with feedbackReasons keeps them when saved in the studio without
+    touching them, and the studio edits them one per line (issue #42)."""
+    from runtime.definitions import AgentDefinition
+
+    definition_services.save_definitions(
+        [
+            (
+                "agent",
+                AgentDefinition.model_validate(
+                    {
+                        "name": "support",
+                        "sideA": {"prompt": "support_prompt"},
+                        "feedbackReasons": ["Wrong answer", "Too long, and rude"],
+                    }
+                ),
+            )
+        ],
+        strict_code_names=False,
+    )
+    agent = Agent.objects.get(name="support")
+    url = reverse("admin:agents_app_agent_change", args=[agent.pk])
+    untouched = read_form(staff, url)
+    assert untouched["feedback_reasons"] == "Wrong answer\nToo long, and rude"
+    post(staff, url, fill(untouched, title="Support"))
+    agent.refresh_from_db()
+    assert agent.title == "Support"
+    assert agent.feedback_reasons == ["Wrong answer", "Too long, and rude"]
+    post(staff, url, fill(read_form(staff, url), feedback_reasons="Off topic\n\n  Wrong answer "))
+    agent.refresh_from_db()
+    assert agent.feedback_reasons == ["Off topic", "Wrong answer"]
+    assert agent_definition(agent).feedback_reasons == ["Off topic", "Wrong answer"]
