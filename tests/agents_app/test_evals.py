@@ -190,9 +190,7 @@ def test_the_studio_starts_compares_and_makes_cases_from_feedback() -> None:
     reply = Message.objects.create(
         thread=thread, role="assistant", content="Yes, 41.", created_at=2
     )
-    rating = Feedback.objects.create(
-        message=reply, user=alice, score=-1, comment="It is 42"
-    )
+    rating = Feedback.objects.create(message=reply, user=alice, score=-1, comment="It is 42")
     made = browser.post(
         "/admin/agents_app/feedback/",
         {"action": "make_cases", "_selected_action": [str(rating.pk)]},

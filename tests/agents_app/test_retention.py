@@ -207,7 +207,9 @@ def test_a_thread_whose_session_starts_during_retention_is_kept(policy: Any) -> 
     assert Thread.objects.filter(pk=thread.pk).exists()
     assert ThreadSession.objects.filter(thread=thread, status="queued").exists()
     # At most the batch in flight went; nothing after the post committed.
-    assert [n for what, n in statements.writes if what.startswith("DELETE")] == [1000], statements.writes
+    assert [n for what, n in statements.writes if what.startswith("DELETE")] == [1000], (
+        statements.writes
+    )
     remaining = Message.objects.count() + Log.objects.count() + ThreadValue.objects.count()
     assert remaining == 3000 + 1500 + 5 - 1000
     assert report.threads_kept == 1 and "agents_app.Thread" not in report.deleted
