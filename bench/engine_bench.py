@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/engine_bench.py                       # in-memory store
     .venv/bin/python bench/engine_bench.py --sessions 200
+    .venv/bin/python bench/engine_bench.py --sessions 10 --steps 240   # flat in length?
     .venv/bin/python bench/engine_bench.py --store mypkg.bench:make_store
 
 ``--store module:function`` plugs in another store: the function receives the
@@ -9,7 +10,10 @@ definitions the run needs (model, prompt, agent) and returns a ``Store`` (it
 may be async), e.g. one that saves them with the Django definition services and
 returns the Django store. The scripted model answers instantly, so the figures
 are the engine's own cost plus the store's: milliseconds per step (p50, p90
-over every step of every session) and store calls per step (by method).
+over every step of every session) and store calls per step (by method). With ``--steps``
+longer than 20, the p50 of steps 1-20 and of the last 20 steps too: the cost per step
+should not grow with the session (issue #39; tests/runtime/test_step_cost.py holds it
+in counts).
 """
 
 from __future__ import annotations
@@ -49,10 +53,10 @@ async def count(state: Any, args: CountArgs) -> str:
     return f"counted {args.n}"
 
 
-def definitions() -> list[Any]:
-    """The model (a 20-response script), prompt and agent of the bench."""
+def definitions(steps: int = STEPS) -> list[Any]:
+    """The model (a ``steps``-response script), prompt and agent of the bench."""
     script = TestScript()
-    for n in range(1, STEPS):
+    for n in range(1, steps):
         script.add_tool_call("count", {"n": n})
     script.add_text("Counted to nineteen.")
     return [
@@ -104,32 +108,41 @@ class StepClock:
             self.marks.append(time.perf_counter())
 
 
-async def one_session(engine: Engine, clock: StepClock) -> list[float]:
+async def one_session(engine: Engine, clock: StepClock, steps: int = STEPS) -> list[float]:
     """Run one session; return the duration of each step in ms."""
     thread = await engine.create_thread("bench_agent")
     clock.marks.clear()
     started = time.perf_counter()
     result = await engine.run_session(thread.id, message=NewMessage("Count to nineteen."))
-    assert result.stop_reason == "stop_on_response" and result.steps == STEPS, result
+    assert result.stop_reason == "stop_on_response" and result.steps == steps, result
     marks = [started, *clock.marks]
     return [(b - a) * 1000 for a, b in zip(marks, marks[1:], strict=False)]
 
 
-async def run(make_store: Callable[[list[Any]], Any], sessions: int, warmup: int) -> dict[str, Any]:
+async def run(
+    make_store: Callable[[list[Any]], Any], sessions: int, warmup: int, steps: int = STEPS
+) -> dict[str, Any]:
     """Run ``warmup`` + ``sessions`` sessions and summarize the measured ones."""
-    made = make_store(definitions())
+    made = make_store(definitions(steps))
     store = await made if inspect.isawaitable(made) else made
     counting = CountingStore(store)
     clock = StepClock()
     engine = Engine(counting, clock, registry=Registry(count))  # type: ignore[arg-type]
     for _ in range(warmup):
-        await one_session(engine, clock)
+        await one_session(engine, clock, steps)
     counting.calls.clear()
     durations: list[float] = []
+    first: list[float] = []
+    last: list[float] = []
     for _ in range(sessions):
-        durations += await one_session(engine, clock)
+        session = await one_session(engine, clock, steps)
+        durations += session
+        first += session[:20]
+        last += session[-20:]
     calls = sum(counting.calls.values())
     return {
+        "first_20_p50_ms": statistics.median(first),
+        "last_20_p50_ms": statistics.median(last),
         "sessions": sessions,
         "steps": len(durations),
         "p50_ms": statistics.median(durations),
@@ -149,13 +162,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=STEPS, help="steps per session (≥ 20)")
     parser.add_argument("--store", default="", help="module:function building the store")
     options = parser.parse_args()
     factory = load_factory(options.store) if options.store else memory_store
-    report = asyncio.run(run(factory, options.sessions, options.warmup))
+    report = asyncio.run(run(factory, options.sessions, options.warmup, max(options.steps, 20)))
+    steps = max(options.steps, 20)
     print(f"store:            {options.store or 'memory'}")
-    print(f"sessions × steps: {report['sessions']} × {STEPS} = {report['steps']} steps")
+    print(f"sessions × steps: {report['sessions']} × {steps} = {report['steps']} steps")
     print(f"ms per step:      p50 {report['p50_ms']:.3f}   p90 {report['p90_ms']:.3f}")
+    if steps > 20:
+        print(
+            f"p50 by position:  steps 1-20 {report['first_20_p50_ms']:.3f}   "
+            f"steps {steps - 19}-{steps} {report['last_20_p50_ms']:.3f}"
+        )
     print(f"store calls/step: {report['calls_per_step']:.2f}")
     for name, per_step in report["by_method"].items():
         print(f"  {name:<22} {per_step:.2f}")

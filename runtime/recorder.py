@@ -246,7 +246,10 @@ class Recorder:
                 for m in _rows(p.batch)
             }
         )
-        logs = _newest({x.id: storable(self.redact_log(x)) for p in parts for x in p.batch.logs})
+        # Only the newest version of a log is stored or shown: a step's opening log and its
+        # completed version share a request body holding the whole history, checked once.
+        newest_logs = _newest({x.id: x for p in parts for x in p.batch.logs})
+        logs = [storable(self.redact_log(x)) for x in newest_logs]
         merged = Batch()
         for part in parts:
             merged = merged.merge(part.batch)
