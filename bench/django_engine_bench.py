@@ -9,13 +9,16 @@ with the Django store as the session runner builds it (commits on the event loop
 own connection) and the session runner's live sink, ``LiveSink`` (``--sink channels``
 for the simpler ``ChannelsSink``), on the Redis channel layer with ``--redis``, else the
 in-memory layer. Prints ms per step (p50, p90), store calls and SQL statements per
-step (Django's queries and the engine's commit statements).
+step (Django's queries and the engine's commit statements). ``--profile FILE`` writes a
+cProfile of the measured sessions only (not the migration or the warm-up) to FILE, for
+``python -m pstats FILE``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import os
 import statistics
 import sys
@@ -68,7 +71,9 @@ def _install_counter(connection: Any, **_: Any) -> None:
     connection.execute_wrappers.append(_count_queries)
 
 
-async def bench(sessions: int, warmup: int, sink: str = "live") -> dict[str, Any]:
+async def bench(
+    sessions: int, warmup: int, sink: str = "live", profile: str = ""
+) -> dict[str, Any]:
     from django.db.backends.signals import connection_created
     from engine_bench import STEPS, CountingStore, StepClock, count, definitions, one_session
 
@@ -105,10 +110,16 @@ async def bench(sessions: int, warmup: int, sink: str = "live") -> dict[str, Any
     store.calls.clear()
     QUERIES[0] = 0
     durations: list[float] = []
+    profiler = cProfile.Profile() if profile else None
     started = time.perf_counter()
+    if profiler is not None:
+        profiler.enable()
     for _ in range(sessions):
         durations += await one_session(engine, clock)
     await live.flush()
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(profile)
     wall = time.perf_counter() - started
     await async_commit.close()
     steps = len(durations)
@@ -131,6 +142,7 @@ def main() -> None:
         "--redis", default="", help="Redis URL for the channel layer (default: in-memory)"
     )
     parser.add_argument("--sink", choices=["live", "channels"], default="live")
+    parser.add_argument("--profile", default="", help="write a cProfile of the sessions here")
     options = parser.parse_args()
     admin_url = os.environ.get("BENCH_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/postgres")
     url = _database(admin_url)
@@ -145,7 +157,7 @@ def main() -> None:
 
         django.setup()
         call_command("migrate", verbosity=0)
-        report = asyncio.run(bench(options.sessions, options.warmup, options.sink))
+        report = asyncio.run(bench(options.sessions, options.warmup, options.sink, options.profile))
     finally:
         from django.db import connections
 
