@@ -74,7 +74,8 @@ def statements(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     def current() -> Statements | None:
         return made[-1] if made else None
 
-    real_execute, real_many = CursorWrapper._execute, CursorWrapper._executemany
+    real_execute = getattr(CursorWrapper, "_execute")  # noqa: B009  (private: not in the stubs)
+    real_many = getattr(CursorWrapper, "_executemany")  # noqa: B009
 
     def execute(self: CursorWrapper, sql: str, params: Any, *rest: Any) -> Any:
         if (s := current()) is not None:
