@@ -161,7 +161,11 @@ async def resolve_attachments(
     Only the newest ``threshold`` messages carrying images or documents send them
     inline; ``threshold`` 0 sends none.
     """
-    carrying = [i for i, m in enumerate(messages) if _media_refs(m)]
+    # Runs over the whole history at every step: most messages are plain text, told apart
+    # without a call.
+    carrying = [
+        i for i, m in enumerate(messages) if isinstance(m.get("content"), list) and _media_refs(m)
+    ]
     recent = set(carrying[len(carrying) - threshold :]) if threshold > 0 else set()
     out: list[dict[str, Any]] = []
     for index, message in enumerate(messages):

@@ -219,7 +219,7 @@ async def test_step_200_makes_the_same_store_calls_as_step_20(world: World) -> N
 # Python function calls of step 10 of the loop on the in-memory store, by function (those
 # with at least 5): measured at the commit that added this test. A step may cost up to 20%
 # more in all before the test fails; the message names what grew.
-STEP_10_CALLS = 1295
+STEP_10_CALLS = 1276
 STEP_10_BY_FUNCTION = {
     "copy:deepcopy": 219,  # the in-memory store's copies (the Django store serializes)
     "copy:_deepcopy_atomic": 198,
@@ -229,7 +229,6 @@ STEP_10_BY_FUNCTION = {
     "runtime.history:to_llm_messages.<locals>.<genexpr>": 20,
     "runtime.providers.test_provider:_text_of": 19,
     "runtime.providers.adapter:joined_text": 19,
-    "runtime.media:_media_refs": 19,
     "runtime.history:_shape": 19,
     "tests.runtime.test_step_cost:StepSink.emit": 13,
     "runtime.redaction:Redactor.data": 13,
