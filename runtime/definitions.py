@@ -395,6 +395,9 @@ class AgentDefinition(Definition):
         None, max_length=20
     )
 
+    # Ours: a message posted while a session runs (docs/automation.md, "Mid-run messages").
+    mid_run_messages: Literal["queue", "enqueue", "interrupt", "reject"] = "queue"
+
     def sides(self) -> dict[str, SideConfig]:
         out = {"a": self.side_a}
         if self.type == "dual_ai" and self.side_b is not None:

@@ -321,8 +321,13 @@ def _update_thread(thread_id: str, update: ThreadUpdate) -> None:
 
 
 def _drain_queue(thread_id: str) -> list[EngineMessage]:
+    # A message posted under the agent's ``enqueue`` or ``interrupt`` policy (metadata
+    # ``mid_run``) waits for a session of its own: the release starts it (docs/automation.md).
     queued = list(
-        QueuedMessage.objects.select_for_update().filter(thread_id=thread_id).order_by("created_at")
+        QueuedMessage.objects.select_for_update()
+        .filter(thread_id=thread_id)
+        .exclude(metadata__has_key="mid_run")
+        .order_by("created_at")
     )
     if not queued:
         return []

@@ -76,6 +76,7 @@ class AgentForm(DefinitionForm):
             "tags",
             "hooks",
             "feedback_reasons",
+            "mid_run_messages",
             "max_session_turns",
             *(f"side_a_{f}" for f in SIDE_FIELDS),
             *(f"side_b_{f}" for f in SIDE_FIELDS),
@@ -87,6 +88,7 @@ class AgentForm(DefinitionForm):
             **_side_labels("b"),
             "type": "Type",
             "max_session_turns": "Max session turns",
+            "mid_run_messages": "Messages during a session",
             "expose_as_tool": "Expose as a tool",
         }
         help_texts = {
@@ -101,6 +103,9 @@ class AgentForm(DefinitionForm):
             "max_session_turns": "End a session after this many turns (a turn is one side "
             f"finishing its work). Empty: {MAX_SESSION_TURNS_CAP}. Values above "
             f"{MAX_SESSION_TURNS_CAP} are capped at {MAX_SESSION_TURNS_CAP} (a hard maximum).",
+            "mid_run_messages": "What a message posted while a session runs does: read at "
+            "the next step (default), wait and run as a new turn after the session, stop the "
+            "session (keeping what it wrote) and answer it, or be refused (409).",
             "expose_as_tool": "Let prompts call this agent as a tool (a handoff or subagent).",
             "tool_description": "Required when exposed as a tool: tells the calling model what "
             "this agent does and when to use it.",
@@ -155,6 +160,7 @@ class AgentForm(DefinitionForm):
                 "tags": cd.get("tags") or None,
                 "hooks": cd.get("hooks") or None,
                 "feedbackReasons": cd.get("feedback_reasons") or None,
+                "midRunMessages": cd.get("mid_run_messages") or None,
             }
         )
 

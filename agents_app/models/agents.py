@@ -5,6 +5,15 @@ from django.db import models
 from agents_app.models.prompts import Prompt
 
 
+class MidRunMessages(models.TextChoices):
+    """The policy for a message that arrives while the thread's session runs."""
+
+    QUEUE = "queue", "Queue: read at the session's next step"
+    ENQUEUE = "enqueue", "Enqueue: a new turn after the session ends"
+    INTERRUPT = "interrupt", "Interrupt: stop the session, then answer"
+    REJECT = "reject", "Reject: answer 409"
+
+
 class Agent(models.Model):
     """An agent definition (the spec's ``defineAgent``). Side configs are columns, not JSON,
     so the studio edits them as forms and the database keeps prompt references intact."""
@@ -25,6 +34,10 @@ class Agent(models.Model):
     # Reasons offered when a person rates a reply (list of short strings; services.feedback).
     feedback_reasons = models.JSONField(default=list, blank=True)
     hooks = models.JSONField(default=list, blank=True)
+    # What a message posted while a session runs does (docs/automation.md, "Mid-run messages").
+    mid_run_messages = models.CharField(
+        max_length=16, choices=MidRunMessages.choices, default=MidRunMessages.QUEUE
+    )
 
     side_a_label = models.CharField(max_length=100, blank=True)
     side_a_prompt = models.ForeignKey(Prompt, on_delete=models.PROTECT, related_name="side_a_of")

@@ -311,6 +311,7 @@ def agent_definition(a: Agent) -> AgentDefinition:
         hooks=list(a.hooks) or None,
         tenvs=_definition_env(a.env_values.filter(scope=EnvValue.Scope.AGENT)),
         feedback_reasons=list(a.feedback_reasons) or None,
+        mid_run_messages=a.mid_run_messages,  # type: ignore[arg-type]
     )
 
 
@@ -486,6 +487,7 @@ def agent_from_definition(d: AgentDefinition) -> Agent:
             "tags": d.tags or [],
             "hooks": d.hooks or [],
             "feedback_reasons": d.feedback_reasons or [],
+            "mid_run_messages": d.mid_run_messages,
             **_side_fields("a", d.side_a),
             **_side_fields("b", d.side_b),
         },

@@ -19,8 +19,9 @@ from django.utils import timezone
 
 from agents_app import wire
 from agents_app.bridge.events import send_thread_and_registry, send_thread_frames
-from agents_app.errors import Invalid, Locked, NotFound
-from agents_app.models import Message, QueuedMessage, Thread, ThreadFile
+from agents_app.errors import Conflict, Invalid, Locked, NotFound
+from agents_app.models import Agent, Message, QueuedMessage, Thread, ThreadFile
+from agents_app.models.agents import MidRunMessages
 from agents_app.raw_sql import datetime_param, db_uuid, insert_row
 from agents_app.selectors import message_in_thread, queued_in_thread
 from agents_app.services import limits, sessions
@@ -114,7 +115,16 @@ def message_post(
     if idle:
         limits.budget_check(locked)  # a post to an idle thread starts a new session
     metadata: dict[str, Any] = {}
-    if role == "user" and (idle or locked.stopped):
+    policy = MidRunMessages.QUEUE if idle else _mid_run_policy(locked)
+    if policy == MidRunMessages.REJECT:
+        raise Conflict(REJECT_TEXT)
+    if policy != MidRunMessages.QUEUE:
+        # Not drained into the running session: the head of a session of its own.
+        metadata[MID_RUN_MARK] = str(policy)
+    if policy == MidRunMessages.INTERRUPT:
+        sessions.thread_stop(thread=locked)  # the session stops at its next safe point
+        locked.stopped = True
+    if (role == "user" and (idle or locked.stopped)) or policy == MidRunMessages.INTERRUPT:
         # A user message resumes a stopped thread (the reference clears the flag for it).
         metadata[wire.RESUME_MARK] = wire.RESUME_VALUE
     queued = QueuedMessage(
@@ -154,6 +164,21 @@ def message_post(
             response=posted.response,
         )
     return posted
+
+
+REJECT_TEXT = (
+    "The agent is still answering this thread and refuses messages while a session runs "
+    "(its mid-run policy is reject): send it again when the session has ended."
+)
+# Metadata of a queued message that waits for a session of its own (``enqueue`` or
+# ``interrupt``); the running session's drain leaves it (bridge.store._drain_queue).
+MID_RUN_MARK = "mid_run"
+
+
+def _mid_run_policy(thread: Thread) -> str:
+    """The thread's agent's policy for a message posted while a session is active."""
+    found = Agent.objects.filter(pk=thread.agent_id).values_list("mid_run_messages", flat=True)
+    return found.first() or MidRunMessages.QUEUE
 
 
 # Fixed statements: every post runs one (issue #21; no signal receivers watch threads).
