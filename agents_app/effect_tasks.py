@@ -19,3 +19,11 @@ def effects_tick() -> int:
     from agents_app.effect_runner import drain_for
 
     return drain_for(settings.STUDIO_EFFECT_SWEEP_MS / 1000)
+
+
+@shared_task(name="agents_app.schedules_tick", acks_late=False, ignore_result=True)
+def schedules_tick() -> int:
+    """Claim and start due schedule runs for about one sweep interval (docs/automation.md)."""
+    from agents_app.schedule_runner import drain_for
+
+    return drain_for(settings.STUDIO_SCHEDULE_SWEEP_MS / 1000)

@@ -408,6 +408,18 @@ CELERY_BEAT_SCHEDULE["effects-tick"] = {
     "options": {"expires": max(2.0, 2 * STUDIO_EFFECT_SWEEP_MS / 1000)},
 }
 
+# --- recurring schedules (agents_app.schedule_runner; docs/automation.md) ------------------
+STUDIO_SCHEDULE_SWEEP_MS = envint("STUDIO_SCHEDULE_SWEEP_MS", 1000)
+STUDIO_SCHEDULE_POLL_MS = envint("STUDIO_SCHEDULE_POLL_MS", 200)
+STUDIO_SCHEDULE_BATCH = envint("STUDIO_SCHEDULE_BATCH", 50)
+# A run claimed this long ago and not started (its claimer died) is claimed again.
+STUDIO_SCHEDULE_STALE_SECONDS = envint("STUDIO_SCHEDULE_STALE_SECONDS", 60)
+CELERY_BEAT_SCHEDULE["schedules-tick"] = {
+    "task": "agents_app.schedules_tick",
+    "schedule": STUDIO_SCHEDULE_SWEEP_MS / 1000,
+    "options": {"expires": max(2.0, 2 * STUDIO_SCHEDULE_SWEEP_MS / 1000)},
+}
+
 # --- limits, quotas and budgets (agents_app.services.limits; docs/operating.md, Security) ----
 # Counters live in the shared cache, so every web process sees the same counts: Redis (the
 # broker's server, its own key prefix) with REDIS_URL, else this process's memory (embedded).

@@ -1,5 +1,9 @@
 # Placeholder in a chain of this round's migrations (one per concern, filled in by the
 # change that needs it), so parallel work never leaves two leaf migrations.
+import uuid
+
+import django.db.models.deletion
+from django.conf import settings
 from django.db import migrations, models
 
 
@@ -14,5 +18,61 @@ class Migration(migrations.Migration):
             model_name='agent',
             name='mid_run_messages',
             field=models.CharField(choices=[('queue', "Queue: read at the session's next step"), ('enqueue', 'Enqueue: a new turn after the session ends'), ('interrupt', 'Interrupt: stop the session, then answer'), ('reject', 'Reject: answer 409')], default='queue', max_length=16),
+        ),
+        migrations.CreateModel(
+            name='Schedule',
+            fields=[
+                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ('name', models.CharField(blank=True, max_length=200)),
+                ('cron', models.CharField(blank=True, max_length=200)),
+                ('timezone', models.CharField(default='UTC', max_length=64)),
+                ('interval_seconds', models.PositiveIntegerField(blank=True, null=True)),
+                ('message', models.TextField()),
+                ('env', models.JSONField(blank=True, default=dict)),
+                ('target', models.CharField(choices=[('new_thread', 'A new thread each time'), ('standing_thread', 'One standing thread')], default='new_thread', max_length=16)),
+                ('paused', models.BooleanField(default=False)),
+                ('catch_up', models.PositiveIntegerField(default=0)),
+                ('next_run_at', models.DateTimeField(blank=True, null=True)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('updated_at', models.DateTimeField(auto_now=True)),
+                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='schedules', to='agents_app.agent')),
+                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='schedules', to=settings.AUTH_USER_MODEL)),
+                ('standing_thread', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='agents_app.thread')),
+            ],
+            options={
+                'ordering': ['created_at'],
+            },
+        ),
+        migrations.CreateModel(
+            name='ScheduleRun',
+            fields=[
+                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ('due_at', models.DateTimeField()),
+                ('manual', models.BooleanField(default=False)),
+                ('status', models.CharField(choices=[('claimed', 'Claimed'), ('started', 'Started'), ('failed', 'Failed')], default='claimed', max_length=16)),
+                ('claimed_by', models.CharField(blank=True, max_length=200)),
+                ('claimed_at', models.DateTimeField()),
+                ('started_at', models.DateTimeField(blank=True, null=True)),
+                ('message_id', models.UUIDField(blank=True, null=True)),
+                ('skipped', models.PositiveIntegerField(default=0)),
+                ('error', models.TextField(blank=True)),
+                ('schedule', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='agents_app.schedule')),
+                ('thread', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='schedule_runs', to='agents_app.thread')),
+            ],
+            options={
+                'ordering': ['-due_at'],
+            },
+        ),
+        migrations.AddIndex(
+            model_name='schedule',
+            index=models.Index(condition=models.Q(('paused', False)), fields=['next_run_at'], name='schedule_due'),
+        ),
+        migrations.AddIndex(
+            model_name='schedulerun',
+            index=models.Index(condition=models.Q(('status', 'claimed')), fields=['claimed_at'], name='schedule_run_claimed'),
+        ),
+        migrations.AddConstraint(
+            model_name='schedulerun',
+            constraint=models.UniqueConstraint(condition=models.Q(('manual', False)), fields=('schedule', 'due_at'), name='schedule_run_once'),
         ),
     ]

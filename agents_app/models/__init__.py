@@ -24,6 +24,7 @@ from agents_app.models.mcp_servers import McpServer
 from agents_app.models.messages import Message, QueuedMessage, ThreadMessageCount
 from agents_app.models.prompts import Prompt, PromptPart, PromptTool
 from agents_app.models.retention import RetentionPolicy
+from agents_app.models.schedules import Schedule, ScheduleRun
 from agents_app.models.sessions import ThreadSession
 from agents_app.models.threads import Thread
 from agents_app.models.values import ThreadValue
@@ -53,6 +54,8 @@ __all__ = [
     "PromptTool",
     "QueuedMessage",
     "RetentionPolicy",
+    "Schedule",
+    "ScheduleRun",
     "ScheduledEffect",
     "SpendBudget",
     "Thread",

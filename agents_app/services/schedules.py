@@ -1,0 +1,318 @@
+"""Recurring schedules: validation, due times, claims and run records (docs/automation.md).
+
+The database schedules, Celery only executes (as for effects, docs/effects.md): a
+schedule's ``next_run_at`` is claimed by one conditional UPDATE
+(``… SET next_run_at = :next WHERE id = :id AND next_run_at = :due AND NOT paused``)
+that also inserts the run rows, in one transaction. Two sweepers that read the same
+due time race on that UPDATE; PostgreSQL re-checks the condition after the first
+commits, so the second updates nothing and claims nothing. The unique constraint
+``schedule_run_once`` (schedule, due time) is the backstop.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from cronsim import CronSim, CronSimError
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from agents_app.errors import Invalid, NotFound
+from agents_app.models import Agent, Schedule, ScheduleRun, Thread
+from agents_app.services import messages as message_service
+
+# A cron expression that never fires again (or a year of seconds) is not a schedule.
+_MAX_SCAN = 100_000
+MIN_INTERVAL_SECONDS = 1
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    cron: str
+    timezone: str
+    interval_seconds: int | None
+
+
+def _zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise Invalid(f"timezone: unknown time zone {name!r} (use an IANA name)") from None
+
+
+def validate_spec(spec: ScheduleSpec) -> None:
+    """Exactly one of a cron expression or an interval; a known zone; a parseable expression."""
+    if bool(spec.cron.strip()) == (spec.interval_seconds is not None):
+        raise Invalid("Give either cron (with timezone) or intervalSeconds, not both or none")
+    zone = _zone(spec.timezone)
+    if spec.interval_seconds is not None:
+        if spec.interval_seconds < MIN_INTERVAL_SECONDS:
+            raise Invalid(f"intervalSeconds must be at least {MIN_INTERVAL_SECONDS}")
+        return
+    try:
+        next(CronSim(spec.cron, datetime.now(zone)))
+    except (CronSimError, StopIteration) as exc:
+        raise Invalid(f"cron: {exc or 'never fires'}") from None
+
+
+def times_after(spec: ScheduleSpec, start: datetime) -> Iterator[datetime]:
+    """Due times strictly after ``start`` (aware), in UTC. Cron times follow cronsim's DST
+    rules: a time skipped by a spring-forward gap runs once at the first valid moment; a
+    time repeated by a fall-back runs once, at its first occurrence."""
+    if spec.interval_seconds is not None:
+        step = timedelta(seconds=spec.interval_seconds)
+        when = start
+        while True:
+            when += step
+            yield when
+    zone = _zone(spec.timezone)
+    for when in CronSim(spec.cron, start.astimezone(zone)):
+        yield when.astimezone(ZoneInfo("UTC"))
+
+
+def next_times(spec: ScheduleSpec, count: int = 5, after: datetime | None = None) -> list[datetime]:
+    """The next ``count`` due times (the studio shows five before saving)."""
+    validate_spec(spec)
+    found = []
+    for when in times_after(spec, after or timezone.now()):
+        found.append(when)
+        if len(found) == count:
+            break
+    return found
+
+
+def spec_of(row: Schedule) -> ScheduleSpec:
+    return ScheduleSpec(row.cron, row.timezone, row.interval_seconds)
+
+
+def _first_after(spec: ScheduleSpec, start: datetime, now: datetime) -> datetime:
+    """The first due time after ``now``, counted from ``start`` (interval schedules keep
+    their phase)."""
+    if spec.interval_seconds is not None and now > start:
+        step = spec.interval_seconds
+        periods = int((now - start).total_seconds() // step) + 1
+        return start + timedelta(seconds=periods * step)
+    return next(times_after(spec, max(start, now) if spec.interval_seconds is None else start))
+
+
+# --- writes --------------------------------------------------------------------------------
+
+
+def schedule_create(
+    *,
+    owner: Any,
+    agent_name: str,
+    message: str,
+    cron: str = "",
+    tz: str = "UTC",
+    interval_seconds: int | None = None,
+    env: dict[str, str] | None = None,
+    target: str = Schedule.Target.NEW_THREAD,
+    catch_up: int = 0,
+    name: str = "",
+    paused: bool = False,
+) -> Schedule:
+    agent = Agent.objects.filter(name=agent_name).first()
+    if agent is None:
+        raise NotFound(f"Agent not found: {agent_name}")
+    if not message.strip():
+        raise Invalid("message: required")
+    if target not in Schedule.Target.values:
+        raise Invalid("target must be new_thread or standing_thread")
+    if catch_up < 0:
+        raise Invalid("catchUp must be 0 or more")
+    if env and not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise Invalid("env: names and values must be strings")
+    spec = ScheduleSpec(cron.strip(), tz or "UTC", interval_seconds)
+    validate_spec(spec)
+    now = timezone.now()
+    return Schedule.objects.create(
+        owner=owner,
+        agent=agent,
+        name=name,
+        cron=spec.cron,
+        timezone=spec.timezone,
+        interval_seconds=interval_seconds,
+        message=message,
+        env=env or {},
+        target=target,
+        catch_up=catch_up,
+        paused=paused,
+        next_run_at=_first_after(spec, now, now),
+    )
+
+
+@transaction.atomic
+def schedule_pause(schedule: Schedule, paused: bool) -> Schedule:
+    """Pause (no claims), or resume from now on: due times missed while paused never run."""
+    row = Schedule.objects.select_for_update().get(pk=schedule.pk)
+    row.paused = paused
+    if not paused:
+        now = timezone.now()
+        row.next_run_at = _first_after(spec_of(row), now, now)
+    row.save(update_fields=["paused", "next_run_at", "updated_at"])
+    return row
+
+
+# --- claims --------------------------------------------------------------------------------
+
+
+def due_schedules(now: datetime, batch: int) -> list[tuple[Any, datetime]]:
+    """(id, next_run_at) of schedules due at ``now`` (the partial index ``schedule_due``)."""
+    rows = Schedule.objects.filter(paused=False, next_run_at__lte=now).order_by("next_run_at")
+    return list(rows.values_list("pk", "next_run_at")[:batch])
+
+
+def _due_runs(row: Schedule, due: datetime, now: datetime) -> tuple[list[datetime], int, datetime]:
+    """The due times to run (the latest and up to ``catch_up`` missed before it), how many
+    were dropped, and the next due time after ``now``."""
+    spec = spec_of(row)
+    kept: deque[datetime] = deque([due], maxlen=row.catch_up + 1)
+    total = 1
+    times = times_after(spec, due)
+    when = next(times)
+    while when <= now and total < _MAX_SCAN:
+        kept.append(when)
+        total += 1
+        when = next(times)
+    if when <= now:  # an outage longer than the scan: start again from now
+        when = _first_after(spec, due, now)
+    return list(kept), total - len(kept), when
+
+
+def schedule_claim(schedule_id: Any, due: datetime, now: datetime, me: str) -> list[ScheduleRun]:
+    """Claim ``due`` of a schedule: move ``next_run_at`` on and record the runs, or nothing
+    when another sweeper (or a pause, or an edit) changed the row first."""
+    with transaction.atomic():
+        row = Schedule.objects.filter(pk=schedule_id).first()
+        if row is None or row.paused or row.next_run_at != due:
+            return []
+        due_times, skipped, following = _due_runs(row, due, now)
+        claimed = Schedule.objects.filter(pk=schedule_id, next_run_at=due, paused=False).update(
+            next_run_at=following, updated_at=now
+        )
+        if claimed != 1:
+            return []
+        runs = [
+            ScheduleRun(
+                schedule_id=schedule_id,
+                due_at=when,
+                claimed_by=me,
+                claimed_at=now,
+                skipped=skipped if index == 0 else 0,
+            )
+            for index, when in enumerate(due_times)
+        ]
+        ScheduleRun.objects.bulk_create(runs)
+        return runs
+
+
+def manual_run(schedule: Schedule, me: str) -> ScheduleRun:
+    """A run now (the API's and the studio's "Run now"), outside the due times."""
+    now = timezone.now()
+    return ScheduleRun.objects.create(
+        schedule=schedule, due_at=now, manual=True, claimed_by=me, claimed_at=now
+    )
+
+
+def stale_runs_claim(me: str, now: datetime) -> list[ScheduleRun]:
+    """Runs whose claimer died before starting them (claimed longer ago than
+    ``STUDIO_SCHEDULE_STALE_SECONDS``), claimed again by ``me``."""
+    stale = now - timedelta(seconds=settings.STUDIO_SCHEDULE_STALE_SECONDS)
+    with transaction.atomic():
+        rows = list(
+            ScheduleRun.objects.select_for_update(skip_locked=True)
+            .filter(status=ScheduleRun.Status.CLAIMED, claimed_at__lt=stale)
+            .order_by("claimed_at")[:50]
+        )
+        ScheduleRun.objects.filter(pk__in=[r.pk for r in rows]).update(
+            claimed_by=me, claimed_at=now
+        )
+    for row in rows:
+        row.claimed_by, row.claimed_at = me, now
+    return rows
+
+
+def run_tag(run: ScheduleRun) -> str:
+    """The tag of a run's new thread: a claimer that died after creating it finds it again."""
+    return f"schedule-run-{run.pk.hex}"
+
+
+def thread_for_run(run: ScheduleRun) -> Thread | None:
+    """The thread the run posts to when it exists already: the standing thread, or the
+    thread a previous claimer of this run created before it died."""
+    schedule = run.schedule
+    if schedule.target == Schedule.Target.STANDING_THREAD and schedule.standing_thread_id:
+        return schedule.standing_thread
+    return Thread.objects.filter(tags__contains=[run_tag(run)]).first()
+
+
+@transaction.atomic
+def run_start(run: ScheduleRun, me: str, thread: Thread) -> bool:
+    """Post the schedule's message to ``thread`` and mark the run started, in one
+    transaction under the run's lock: only the run's current claimer does it, once."""
+    row = ScheduleRun.objects.select_for_update().select_related("schedule").get(pk=run.pk)
+    if row.status != ScheduleRun.Status.CLAIMED or row.claimed_by != me:
+        return False
+    schedule = row.schedule
+    posted = message_service.message_post(thread=thread, role="user", content=schedule.message)
+    row.status = ScheduleRun.Status.STARTED
+    row.thread = thread
+    row.message_id = posted.message_id
+    row.started_at = timezone.now()
+    row.save(update_fields=["status", "thread", "message_id", "started_at"])
+    if schedule.target == Schedule.Target.STANDING_THREAD and schedule.standing_thread_id is None:
+        Schedule.objects.filter(pk=schedule.pk).update(standing_thread=thread)
+    return True
+
+
+def run_failed(run: ScheduleRun, me: str, error: str) -> bool:
+    """Record a run that could not start (budget used up, agent refused …)."""
+    updated = ScheduleRun.objects.filter(
+        pk=run.pk, status=ScheduleRun.Status.CLAIMED, claimed_by=me
+    ).update(status=ScheduleRun.Status.FAILED, error=error[:2000], started_at=timezone.now())
+    return updated == 1
+
+
+# --- reads ---------------------------------------------------------------------------------
+
+
+def schedule_wire(row: Schedule, *, upcoming: int = 0) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": str(row.pk),
+        "name": row.name,
+        "agent": row.agent.name,
+        "cron": row.cron or None,
+        "timezone": row.timezone,
+        "intervalSeconds": row.interval_seconds,
+        "message": row.message,
+        "envNames": sorted(row.env),  # values may be secrets: names only
+        "target": row.target,
+        "standingThreadId": str(row.standing_thread_id) if row.standing_thread_id else None,
+        "paused": row.paused,
+        "catchUp": row.catch_up,
+        "nextRunAt": row.next_run_at.isoformat() if row.next_run_at and not row.paused else None,
+    }
+    if upcoming:
+        out["nextRuns"] = [t.isoformat() for t in next_times(spec_of(row), upcoming)]
+    return out
+
+
+def run_wire(row: ScheduleRun) -> dict[str, Any]:
+    return {
+        "id": str(row.pk),
+        "dueAt": row.due_at.isoformat(),
+        "manual": row.manual,
+        "status": row.status,
+        "threadId": str(row.thread_id) if row.thread_id else None,
+        "messageId": str(row.message_id) if row.message_id else None,
+        "startedAt": row.started_at.isoformat() if row.started_at else None,
+        "skipped": row.skipped,
+        "error": row.error or None,
+    }
