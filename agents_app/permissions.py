@@ -152,6 +152,16 @@ API_ROUTES: dict[tuple[str, str], Rule] = {
     ("GET", "/evals/runs/{run_id}"): Perm("agents_app.view_evalrun"),
     ("POST", "/evals/runs/{run_id}/cancel"): Perm("agents_app.change_evalrun"),
     ("GET", "/evals/compare"): Perm("agents_app.view_evalrun"),
+    # Schedules (docs/automation.md): the studio's schedule permissions; runs are threads of
+    # the schedule's creator.
+    ("POST", "/schedules/preview"): Perm("agents_app.view_schedule"),
+    ("POST", "/schedules"): Perm("agents_app.add_schedule"),
+    ("GET", "/schedules"): Perm("agents_app.view_schedule"),
+    ("GET", "/schedules/{schedule_id}"): Perm("agents_app.view_schedule"),
+    ("POST", "/schedules/{schedule_id}/pause"): Perm("agents_app.change_schedule"),
+    ("POST", "/schedules/{schedule_id}/resume"): Perm("agents_app.change_schedule"),
+    ("POST", "/schedules/{schedule_id}/run"): Perm("agents_app.change_schedule"),
+    ("DELETE", "/schedules/{schedule_id}"): Perm("agents_app.delete_schedule"),
     # Threads: creating and listing are for everyone (the list holds what the caller may see).
     ("POST", "/threads"): _SIGNED,
     ("GET", "/threads"): _SIGNED,

@@ -41,6 +41,8 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/threads/{thread_id}/stop"): {},
     ("POST", "/threads"): {"agent_id": "helper"},
     ("POST", "/threads/{thread_id}/messages/{message_id}/feedback"): {"score": 1},
+    ("POST", "/schedules"): {"agent": "helper", "message": "hi", "intervalSeconds": 60},
+    ("POST", "/schedules/preview"): {"intervalSeconds": 60},
 }
 
 

@@ -147,3 +147,35 @@ def test_a_paused_schedule_is_not_claimed_and_resumes_from_now(alice: Any) -> No
     resumed = schedules.schedule_pause(row, False)
     assert resumed.next_run_at > datetime.now(UTC)
     assert schedule_runner.sweep_once("me") == 0 and not ScheduleRun.objects.exists()
+
+
+def test_the_api_creates_previews_pauses_runs_now_and_deletes(alice: Any, settings: Any) -> None:
+    alice.is_superuser = True
+    alice.save()
+    define_agent("helper", [{"content": "done"}])
+    client = client_for(alice)
+    preview = client.post_json(
+        "/api/schedules/preview", {"cron": "0 9 * * 1-5", "timezone": "Europe/Paris"}
+    )
+    assert preview.status_code == 200 and len(preview.json()["nextRuns"]) == 5
+    bad = client.post_json("/api/schedules", {"agent": "helper", "message": "x", "cron": "nope"})
+    assert bad.status_code == 400 and bad.json()["error"].startswith("cron:")
+    created = client.post_json(
+        "/api/schedules",
+        {"agent": "helper", "message": "Daily digest", "cron": "0 9 * * *", "timezone": "UTC"},
+    )
+    assert created.status_code == 201, created.content
+    body = created.json()
+    assert body["nextRunAt"] == body["nextRuns"][0] and len(body["nextRuns"]) == 5
+    url = f"/api/schedules/{body['id']}"
+    assert client.post_json(f"{url}/pause").json()["nextRunAt"] is None
+    assert client.post_json(f"{url}/resume").json()["paused"] is False
+    ran = client.post_json(f"{url}/run").json()
+    assert ran["status"] == "started" and ran["manual"] is True
+    thread = client.get(f"/api/threads/{ran['threadId']}/messages").json()
+    assert [m["content"] for m in thread["messages"]] == ["Daily digest"]
+    runs = client.get(url).json()["runs"]
+    assert [r["threadId"] for r in runs] == [ran["threadId"]]
+    assert [s["id"] for s in client.get("/api/schedules").json()["schedules"]] == [body["id"]]
+    assert client.delete(url).json() == {"deleted": True, "id": body["id"]}
+    assert client.get(url).status_code == 404

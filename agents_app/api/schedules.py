@@ -1,0 +1,103 @@
+"""Recurring schedules over HTTP: create, list, preview, pause, resume, run now, delete
+(docs/automation.md, "Schedules"). Thin: ``services.schedules`` decides."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Field, Router, Schema
+
+from agents_app.api.schemas import ERRORS
+from agents_app.errors import NotFound
+from agents_app.models import Schedule
+from agents_app.schedule_runner import run_start
+from agents_app.selectors import parse_uuid
+from agents_app.services import schedules
+from agents_app.services.sessions import owner_id
+
+router = Router(tags=["schedules"])
+
+
+class SpecIn(Schema):
+    cron: str = Field("", max_length=200)
+    timezone: str = Field("UTC", max_length=64)
+    intervalSeconds: int | None = Field(None, ge=1)
+
+
+class ScheduleIn(SpecIn):
+    agent: str = Field(..., min_length=1, max_length=128)
+    message: str = Field(..., min_length=1, max_length=100_000)
+    name: str = Field("", max_length=200)
+    env: dict[str, str] | None = None
+    target: str = Field("new_thread", max_length=16)
+    catchUp: int = Field(0, ge=0, le=1000)
+    paused: bool = False
+
+
+def _schedule(schedule_id: str) -> Schedule:
+    pk = parse_uuid(schedule_id)
+    row = Schedule.objects.select_related("agent").filter(pk=pk).first() if pk else None
+    if row is None:
+        raise NotFound(f"Schedule not found: {schedule_id}")
+    return row
+
+
+@router.post("/preview", response={200: dict, **ERRORS}, summary="Next five run times")
+def schedule_preview(request: HttpRequest, payload: SpecIn) -> dict[str, Any]:
+    spec = schedules.ScheduleSpec(payload.cron.strip(), payload.timezone, payload.intervalSeconds)
+    return {"nextRuns": [t.isoformat() for t in schedules.next_times(spec, 5)]}
+
+
+@router.post("", response={201: dict, **ERRORS}, summary="Create a schedule")
+def schedule_create(request: HttpRequest, payload: ScheduleIn) -> tuple[int, dict[str, Any]]:
+    row = schedules.schedule_create(
+        owner=request.auth,  # type: ignore[attr-defined]
+        agent_name=payload.agent,
+        message=payload.message,
+        cron=payload.cron,
+        tz=payload.timezone,
+        interval_seconds=payload.intervalSeconds,
+        env=payload.env,
+        target=payload.target,
+        catch_up=payload.catchUp,
+        name=payload.name,
+        paused=payload.paused,
+    )
+    return 201, schedules.schedule_wire(row, upcoming=5)
+
+
+@router.get("", response={200: dict, **ERRORS}, summary="Schedules")
+def schedule_list(request: HttpRequest) -> dict[str, Any]:
+    rows = Schedule.objects.select_related("agent").order_by("created_at")
+    return {"schedules": [schedules.schedule_wire(r) for r in rows]}
+
+
+@router.get("/{schedule_id}", response={200: dict, **ERRORS}, summary="A schedule and its runs")
+def schedule_get(request: HttpRequest, schedule_id: str) -> dict[str, Any]:
+    row = _schedule(schedule_id)
+    runs = [schedules.run_wire(r) for r in row.runs.order_by("-due_at")[:100]]
+    return {**schedules.schedule_wire(row, upcoming=5), "runs": runs}
+
+
+@router.post("/{schedule_id}/pause", response={200: dict, **ERRORS}, summary="Pause")
+def schedule_pause(request: HttpRequest, schedule_id: str) -> dict[str, Any]:
+    return schedules.schedule_wire(schedules.schedule_pause(_schedule(schedule_id), True))
+
+
+@router.post("/{schedule_id}/resume", response={200: dict, **ERRORS}, summary="Resume")
+def schedule_resume(request: HttpRequest, schedule_id: str) -> dict[str, Any]:
+    return schedules.schedule_wire(schedules.schedule_pause(_schedule(schedule_id), False))
+
+
+@router.post("/{schedule_id}/run", response={200: dict, **ERRORS}, summary="Run now")
+def schedule_run_now(request: HttpRequest, schedule_id: str) -> dict[str, Any]:
+    me = owner_id()
+    run = run_start(schedules.manual_run(_schedule(schedule_id), me), me)
+    return schedules.run_wire(run)
+
+
+@router.delete("/{schedule_id}", response={200: dict, **ERRORS}, summary="Delete")
+def schedule_delete(request: HttpRequest, schedule_id: str) -> dict[str, Any]:
+    _schedule(schedule_id).delete()
+    return {"deleted": True, "id": schedule_id}
