@@ -18,5 +18,6 @@ from agents_app.admin import (  # noqa: F401 (imported to register)
     messages,
     prompts,
     retention,
+    schedules,
     threads,
 )

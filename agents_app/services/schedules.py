@@ -148,6 +148,16 @@ def schedule_create(
     )
 
 
+def schedule_saved_in_studio(row: Schedule, *, spec_changed: bool) -> None:
+    """Validate a schedule the studio form built, and (re)compute its next due time when
+    its timing changed: due times then count from now."""
+    spec = spec_of(row)
+    validate_spec(spec)
+    if spec_changed or row.next_run_at is None:
+        now = timezone.now()
+        row.next_run_at = _first_after(spec, now, now)
+
+
 @transaction.atomic
 def schedule_pause(schedule: Schedule, paused: bool) -> Schedule:
     """Pause (no claims), or resume from now on: due times missed while paused never run."""

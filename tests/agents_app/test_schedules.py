@@ -179,3 +179,32 @@ def test_the_api_creates_previews_pauses_runs_now_and_deletes(alice: Any, settin
     assert [s["id"] for s in client.get("/api/schedules").json()["schedules"]] == [body["id"]]
     assert client.delete(url).json() == {"deleted": True, "id": body["id"]}
     assert client.get(url).status_code == 404
+
+
+def test_the_studio_shows_the_next_five_runs_before_saving(admin_client: Any) -> None:
+    define_agent("helper")
+    from agents_app.models import Agent
+
+    form = {
+        "name": "weekday digest",
+        "agent": Agent.objects.get(name="helper").pk,
+        "message": "Digest please",
+        "cron": "0 9 * * 1-5",
+        "timezone": "Europe/Paris",
+        "interval_seconds": "",
+        "target": "new_thread",
+        "catch_up": "0",
+        "runs-TOTAL_FORMS": "0",
+        "runs-INITIAL_FORMS": "0",
+    }
+    first = admin_client.post("/admin/agents_app/schedule/add/", form)
+    assert first.status_code == 200 and not Schedule.objects.exists()
+    page = first.content.decode()
+    assert page.count("09:00:00 CE") == 5 and "Save again to confirm" in page
+    previewed = first.context["adminform"].form.data["previewed"]
+    saved = admin_client.post("/admin/agents_app/schedule/add/", {**form, "previewed": previewed})
+    assert saved.status_code == 302, saved.content.decode()[-2000:]
+    row = Schedule.objects.get()
+    assert row.next_run_at is not None and row.next_run_at.astimezone(UTC).hour in (7, 8)
+    change = admin_client.get(f"/admin/agents_app/schedule/{row.pk}/change/")
+    assert change.status_code == 200 and "Next five runs" in change.content.decode()

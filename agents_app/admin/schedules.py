@@ -1,0 +1,143 @@
+"""Recurring schedules in the studio: the next five run times are shown before saving
+(the first save of a new or changed timing answers with them and asks to save again),
+pause, resume and run now as actions, each run linked to its thread."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+
+from agents_app.errors import DomainError
+from agents_app.models import Schedule, ScheduleRun
+from agents_app.schedule_runner import run_start
+from agents_app.services import schedules
+from agents_app.services.sessions import owner_id
+
+TIMING = ("cron", "timezone", "interval_seconds")
+
+
+def _fingerprint(spec: schedules.ScheduleSpec) -> str:
+    text = f"{spec.cron}|{spec.timezone}|{spec.interval_seconds}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class ScheduleForm(forms.ModelForm):
+    previewed = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    class Meta:
+        model = Schedule
+        fields = [
+            "name",
+            "agent",
+            "message",
+            "cron",
+            "timezone",
+            "interval_seconds",
+            "target",
+            "catch_up",
+            "paused",
+        ]
+        help_texts = {
+            "cron": "Five fields (minute hour day month weekday), or six with seconds first "
+            "… as cronsim reads them. Leave empty to use an interval.",
+            "timezone": "An IANA name (Europe/Paris). Daylight-saving: a time skipped by the "
+            "spring change runs once at the first valid moment; a repeated one runs once.",
+            "interval_seconds": "Instead of cron: every N seconds from the save.",
+            "catch_up": "After an outage, how many missed runs to make up besides the latest.",
+        }
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        spec = schedules.ScheduleSpec(
+            (data.get("cron") or "").strip(),
+            data.get("timezone") or "UTC",
+            data.get("interval_seconds"),
+        )
+        try:
+            upcoming = schedules.next_times(spec, 5)
+        except DomainError as exc:
+            raise forms.ValidationError(exc.message) from None
+        changed = self.instance.pk is None or any(f in self.changed_data for f in TIMING)
+        if changed and data.get("previewed") != _fingerprint(spec):
+            self.data = self.data.copy()
+            self.data["previewed"] = _fingerprint(spec)
+            times = ", ".join(
+                t.astimezone(ZoneInfo(spec.timezone)).strftime("%a %Y-%m-%d %H:%M:%S %Z")
+                for t in upcoming
+            )
+            raise forms.ValidationError(f"Next five runs: {times}. Save again to confirm.")
+        return data
+
+
+class RunInline(admin.TabularInline):
+    model = ScheduleRun
+    extra = 0
+    can_delete = False
+    fields = ("due_at", "manual", "status", "thread_link", "started_at", "skipped", "error")
+    readonly_fields = fields
+    ordering = ("-due_at",)
+    max_num = 0
+
+    @admin.display(description="Thread")
+    def thread_link(self, obj: ScheduleRun) -> str:
+        if not obj.thread_id:
+            return "—"
+        url = reverse("admin:agents_app_thread_change", args=[obj.thread_id])
+        return format_html('<a href="{}">{}</a>', url, str(obj.thread_id)[:8])
+
+
+@admin.register(Schedule)
+class ScheduleAdmin(admin.ModelAdmin):
+    form = ScheduleForm
+    list_display = ("__str__", "agent", "timing", "target", "paused", "next_run_at", "owner")
+    list_filter = ("paused", "target", "agent")
+    readonly_fields = ("next_runs", "standing_thread", "owner")
+    inlines = [RunInline]
+    actions = ["pause", "resume", "run_now"]
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [*ScheduleForm.Meta.fields, "previewed", "next_runs", "standing_thread", "owner"]
+
+    @admin.display(description="Timing")
+    def timing(self, obj: Schedule) -> str:
+        return f"{obj.cron} ({obj.timezone})" if obj.cron else f"every {obj.interval_seconds} s"
+
+    @admin.display(description="Next five runs")
+    def next_runs(self, obj: Schedule) -> str:
+        if obj.pk is None:
+            return "Shown when you save."
+        times = schedules.next_times(schedules.spec_of(obj), 5)
+        return format_html_join("", "<div>{}</div>", ((t.isoformat(),) for t in times))
+
+    def save_model(self, request: HttpRequest, obj: Schedule, form: Any, change: bool) -> None:
+        if not change:
+            obj.owner = request.user  # type: ignore[assignment]
+        changed = not change or any(f in form.changed_data for f in TIMING)
+        schedules.schedule_saved_in_studio(obj, spec_changed=changed)
+        super().save_model(request, obj, form, change)
+
+    @admin.action(description="Pause", permissions=["change"])
+    def pause(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        for row in queryset:
+            schedules.schedule_pause(row, True)
+
+    @admin.action(description="Resume", permissions=["change"])
+    def resume(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        for row in queryset:
+            schedules.schedule_pause(row, False)
+
+    @admin.action(description="Run now", permissions=["change"])
+    def run_now(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
+        me = owner_id()
+        for row in queryset[:20]:
+            run = run_start(schedules.manual_run(row, me), me)
+            level = messages.SUCCESS if run.status == "started" else messages.ERROR
+            self.message_user(request, f"{row}: {run.status} {run.error}".strip(), level)
