@@ -191,8 +191,12 @@ def tool_agent_items() -> list[tuple[str, object]]:
 def seed() -> dict[str, object]:
     User = get_user_model()
     keys = {}
+    # ops is the operator: a superuser, as tests/conftest.py's staff persona (being staff
+    # alone grants nothing since the one permission model, agents_app/permissions.py).
     for name, staff in (("alice", False), ("bob", False), ("charlie", False), ("ops", True)):
-        user = User.objects.create_user(name, password="pw-for-tests-1", is_staff=staff)
+        user = User.objects.create_user(
+            name, password="pw-for-tests-1", is_staff=staff, is_superuser=staff
+        )
         keys[name] = api_key_create(user=user, name="integration")[1]
     items = []
     for name, (script, streaming) in AGENTS.items():
