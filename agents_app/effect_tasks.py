@@ -27,3 +27,19 @@ def schedules_tick() -> int:
     from agents_app.schedule_runner import drain_for
 
     return drain_for(settings.STUDIO_SCHEDULE_SWEEP_MS / 1000)
+
+
+@shared_task(name="agents_app.webhook_deliver", acks_late=False, ignore_result=True)
+def webhook_deliver(delivery_id: str) -> str | None:
+    """One attempt of a webhook delivery (docs/automation.md, "Webhooks")."""
+    from agents_app.webhook_runner import deliver
+
+    return deliver(delivery_id)
+
+
+@shared_task(name="agents_app.webhooks_tick", acks_late=False, ignore_result=True)
+def webhooks_tick() -> int:
+    """Send the webhook deliveries whose retry is due."""
+    from agents_app.webhook_runner import sweep
+
+    return sweep()

@@ -28,7 +28,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agents_app import faults
+from agents_app import faults, webhook_runner
 from agents_app.bridge import fast_commit
 from agents_app.bridge import store as bridge_store
 from agents_app.bridge.events import LiveSink, asend_registry, asend_thread_frames
@@ -522,6 +522,10 @@ async def _run_session_job(session_id: str, owner: str) -> None:
             slot.release()
             claim = await retrying(
                 attempts, "release", sessions.session_release, claim, status=status, error=error
+            )
+            # Webhook events (docs/automation.md): recorded now, sent by a task after commit.
+            await sync_to_async(webhook_runner.session_ended)(
+                released.thread_id, released.session_id, status, error
             )
             if claim is None:
                 try:

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
+from agents_app import webhook_runner
 from agents_app.errors import DomainError
 from agents_app.models import Schedule, ScheduleRun
 from agents_app.services import schedules as schedule_service
@@ -46,6 +47,8 @@ def run_start(run: ScheduleRun, me: str) -> ScheduleRun:
         logger.exception("schedule run %s failed", run.pk)
         schedule_service.run_failed(run, me, f"{type(exc).__name__}: {exc}")
     run.refresh_from_db()
+    if run.status == ScheduleRun.Status.FAILED:
+        webhook_runner.schedule_run_failed(run)
     return run
 
 

@@ -420,6 +420,19 @@ CELERY_BEAT_SCHEDULE["schedules-tick"] = {
     "options": {"expires": max(2.0, 2 * STUDIO_SCHEDULE_SWEEP_MS / 1000)},
 }
 
+# --- outbound webhooks (agents_app.webhook_runner; docs/automation.md) ---------------------
+STUDIO_WEBHOOK_TIMEOUT_SECONDS = envint("STUDIO_WEBHOOK_TIMEOUT_SECONDS", 10)
+STUDIO_WEBHOOK_RETRY_BASE_SECONDS = envint("STUDIO_WEBHOOK_RETRY_BASE_SECONDS", 10)
+STUDIO_WEBHOOK_RETRY_MAX_SECONDS = envint("STUDIO_WEBHOOK_RETRY_MAX_SECONDS", 3600)
+STUDIO_WEBHOOK_GIVE_UP_SECONDS = envint("STUDIO_WEBHOOK_GIVE_UP_SECONDS", 86400)
+# Loopback and private receivers (tests, a receiver on the same host); off in production.
+STUDIO_WEBHOOK_ALLOW_PRIVATE = envbool("STUDIO_WEBHOOK_ALLOW_PRIVATE", DEBUG)
+CELERY_BEAT_SCHEDULE["webhooks-tick"] = {
+    "task": "agents_app.webhooks_tick",
+    "schedule": 5.0,
+    "options": {"expires": 10.0},
+}
+
 # --- limits, quotas and budgets (agents_app.services.limits; docs/operating.md, Security) ----
 # Counters live in the shared cache, so every web process sees the same counts: Redis (the
 # broker's server, its own key prefix) with REDIS_URL, else this process's memory (embedded).

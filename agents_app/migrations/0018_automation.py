@@ -75,4 +75,42 @@ class Migration(migrations.Migration):
             model_name='schedulerun',
             constraint=models.UniqueConstraint(condition=models.Q(('manual', False)), fields=('schedule', 'due_at'), name='schedule_run_once'),
         ),
+        migrations.CreateModel(
+            name='WebhookSubscription',
+            fields=[
+                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ('url', models.URLField(max_length=2000)),
+                ('secret_env', models.CharField(max_length=128)),
+                ('events', models.JSONField(default=list)),
+                ('active', models.BooleanField(default=True)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('agent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='webhooks', to='agents_app.agent')),
+            ],
+            options={
+                'ordering': ['created_at'],
+            },
+        ),
+        migrations.CreateModel(
+            name='WebhookDelivery',
+            fields=[
+                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ('event', models.CharField(max_length=64)),
+                ('subject', models.CharField(max_length=200)),
+                ('payload', models.JSONField()),
+                ('status', models.CharField(choices=[('pending', 'Pending'), ('delivering', 'Delivering'), ('delivered', 'Delivered'), ('failed', 'Failed')], default='pending', max_length=16)),
+                ('attempts', models.PositiveIntegerField(default=0)),
+                ('response_code', models.IntegerField(blank=True, null=True)),
+                ('error', models.TextField(blank=True)),
+                ('next_attempt_at', models.DateTimeField()),
+                ('claimed_at', models.DateTimeField(blank=True, null=True)),
+                ('delivered_at', models.DateTimeField(blank=True, null=True)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('subscription', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='agents_app.webhooksubscription')),
+            ],
+            options={
+                'ordering': ['-created_at'],
+                'indexes': [models.Index(condition=models.Q(('status', 'pending')), fields=['next_attempt_at'], name='webhook_due')],
+                'constraints': [models.UniqueConstraint(fields=('subscription', 'event', 'subject'), name='webhook_delivery_once')],
+            },
+        ),
     ]

@@ -29,6 +29,7 @@ from agents_app.models.sessions import ThreadSession
 from agents_app.models.threads import Thread
 from agents_app.models.values import ThreadValue
 from agents_app.models.versions import DefinitionDraft, DefinitionKind, DefinitionVersion
+from agents_app.models.webhooks import WebhookDelivery, WebhookSubscription
 
 __all__ = [
     "Agent",
@@ -64,6 +65,8 @@ __all__ = [
     "ThreadMessageCount",
     "ThreadSession",
     "ThreadValue",
+    "WebhookDelivery",
+    "WebhookSubscription",
     "UsageLimit",
     "WebSocketTicket",
 ]

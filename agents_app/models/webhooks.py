@@ -1,0 +1,83 @@
+"""Outbound webhooks: subscriptions and their deliveries (docs/automation.md, "Webhooks")."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+from agents_app.models.agents import Agent
+
+EVENTS = (
+    "session.finished",
+    "session.failed",
+    "message.completed",
+    "tool.waiting_approval",
+    "schedule.run_failed",
+)
+
+
+class WebhookSubscription(models.Model):
+    """Events of one agent (or of every agent: ``agent`` empty) POSTed to ``url``, signed
+    with the env value named ``secret_env`` (never stored here)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(
+        Agent, on_delete=models.CASCADE, null=True, blank=True, related_name="webhooks"
+    )
+    url = models.URLField(max_length=2000)
+    secret_env = models.CharField(max_length=128)
+    events = models.JSONField(default=list)
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.agent.name if self.agent else 'instance'} → {self.url}"
+
+
+class WebhookDelivery(models.Model):
+    """One event for one subscription; its id is the ``Webhook-Id`` header of every attempt."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        DELIVERING = "delivering"
+        DELIVERED = "delivered"
+        FAILED = "failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    subscription = models.ForeignKey(
+        WebhookSubscription, on_delete=models.CASCADE, related_name="deliveries"
+    )
+    event = models.CharField(max_length=64)
+    # What the event is about (a session id, a schedule run id): one delivery per subscription.
+    subject = models.CharField(max_length=200)
+    payload = models.JSONField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    response_code = models.IntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    next_attempt_at = models.DateTimeField()
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["subscription", "event", "subject"], name="webhook_delivery_once"
+            ),
+        ]
+        indexes = [
+            # The retry sweep: WHERE status='pending' AND next_attempt_at <= now.
+            models.Index(
+                fields=["next_attempt_at"], condition=Q(status="pending"), name="webhook_due"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} {self.subject}"

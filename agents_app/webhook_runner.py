@@ -1,0 +1,113 @@
+"""Sending webhook deliveries (the orchestration; ``services.webhooks`` decides).
+
+A delivery is sent by a Celery task enqueued after its row commits
+(``agents_app.webhook_deliver``), so a session never waits on a receiver; retries are
+due rows that the beat's ``webhooks_tick`` sends (no countdown on the broker, as for
+effects). Without Celery (embedded) the first attempt runs on a daemon thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import httpx
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from agents_app.services import webhooks
+
+logger = logging.getLogger("agents_app.webhooks")
+
+
+def deliver(delivery_id: str) -> str | None:
+    """One attempt of a delivery, if it is due and nobody else sends it; its new status."""
+    row = webhooks.claim(delivery_id)
+    if row is None:
+        return None
+    try:
+        body, headers = webhooks.request_of(row)
+        with httpx.Client(timeout=settings.STUDIO_WEBHOOK_TIMEOUT_SECONDS) as client:
+            response = client.post(row.subscription.url, content=body, headers=headers)
+        code, error = response.status_code, ""
+        if code >= 300:
+            error = f"HTTP {code}"
+    except Exception as exc:  # a refused connection, a timeout, a missing secret …
+        code, error = None, f"{type(exc).__name__}: {exc}"
+    return webhooks.attempt_done(row, code=code, error=error).status
+
+
+def enqueue(delivery_ids: list[str]) -> None:
+    """Send each delivery after the current transaction commits (never in the caller)."""
+    for delivery_id in delivery_ids:
+        transaction.on_commit(lambda key=delivery_id: _start(key))
+
+
+def _start(delivery_id: str) -> None:
+    try:
+        if settings.STUDIO_EXECUTOR == "celery":
+            from agents_app.effect_tasks import webhook_deliver
+
+            webhook_deliver.delay(delivery_id)
+        else:
+            threading.Thread(
+                target=_deliver_in_thread, args=(delivery_id,), name="webhook-delivery", daemon=True
+            ).start()
+    except Exception as exc:  # the broker is down: the sweep sends it
+        logger.warning("webhook %s not enqueued (%s); the sweep sends it", delivery_id, exc)
+
+
+def _deliver_in_thread(delivery_id: str) -> None:
+    try:
+        deliver(delivery_id)
+    finally:
+        connection.close()  # this thread's own connection
+
+
+def sweep() -> int:
+    """Send the due retries (and deliveries whose task was lost); how many were attempted."""
+    due = webhooks.due_deliveries(timezone.now())
+    for delivery_id in due:
+        deliver(delivery_id)
+    return len(due)
+
+
+def session_ended(thread_id: str, session_id: str, status: str, error: str) -> None:
+    """Record and enqueue the session's events; a failure here never touches the session."""
+    try:
+        from agents_app.models import Thread
+
+        thread = Thread.objects.select_related("agent").filter(pk=thread_id).first()
+        if thread is None:
+            return
+        enqueue(
+            webhooks.session_events(
+                thread_id=thread_id,
+                session_id=session_id,
+                agent_id=thread.agent_id,
+                agent=thread.agent.name,
+                status=str(status),
+                error=error,
+            )
+        )
+    except Exception:
+        logger.exception("webhook events of session %s not recorded", session_id)
+
+
+def schedule_run_failed(run: Any) -> None:
+    try:
+        schedule = run.schedule
+        payload = {
+            "agent": schedule.agent.name,
+            "scheduleId": str(schedule.pk),
+            "runId": str(run.pk),
+            "dueAt": run.due_at.isoformat(),
+            "error": run.error,
+        }
+        enqueue(
+            webhooks.record_event(schedule.agent_id, "schedule.run_failed", str(run.pk), payload)
+        )
+    except Exception:
+        logger.exception("webhook event of schedule run %s not recorded", run.pk)

@@ -1,0 +1,197 @@
+"""Outbound webhooks to a real local HTTP receiver: signed deliveries of a session's events,
+retries until a failing receiver answers, nothing duplicated (docs/automation.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync
+
+from agents_app import webhook_runner
+from agents_app.bridge import async_commit
+from agents_app.errors import Invalid
+from agents_app.models import EnvValue, WebhookDelivery
+from agents_app.runner import run_session_job
+from agents_app.services import messages as message_service
+from agents_app.services import webhooks
+from agents_app.thread_creation import thread_create
+from tests.agents_app.api_support import _api_hosts, define_agent  # noqa: F401
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SECRET = "whsec-test-0123456789"
+
+
+class Receiver:
+    """A local HTTP server that records every request and answers from ``codes`` (then 200)."""
+
+    def __init__(self, codes: list[int]) -> None:
+        self.codes = list(codes)
+        self.requests: list[tuple[dict[str, str], bytes]] = []
+        self.lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                with owner.lock:
+                    owner.requests.append((dict(self.headers), body))
+                    code = owner.codes.pop(0) if owner.codes else 200
+                self.send_response(code)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def receiver_factory(settings: Any) -> Iterator[Any]:
+    settings.STUDIO_WEBHOOK_ALLOW_PRIVATE = True  # the receiver listens on loopback
+    made: list[Receiver] = []
+
+    def make(codes: list[int] | None = None) -> Receiver:
+        made.append(Receiver(codes or []))
+        return made[-1]
+
+    yield make
+    for receiver in made:
+        receiver.server.shutdown()
+
+
+def wait_until(check: Any, what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def _verify(headers: dict[str, str], body: bytes) -> bool:
+    """What a receiver does (the snippet in docs/automation.md)."""
+    stamp = headers["Webhook-Timestamp"]
+    expected = hmac.new(SECRET.encode(), stamp.encode() + b"." + body, hashlib.sha256)
+    return hmac.compare_digest("v1=" + expected.hexdigest(), headers["Webhook-Signature"])
+
+
+def _subscribe(url: str, events: list[str]) -> Any:
+    row = EnvValue(scope=EnvValue.Scope.INSTANCE, key="HOOK_SECRET")
+    row.value = SECRET
+    row.save()
+    return webhooks.subscription_create(
+        url=url, secret_env="HOOK_SECRET", events=events, agent_name="helper"
+    )
+
+
+def _run_session(user: Any) -> Any:
+    thread = thread_create(user=user, agent_name="helper")
+    message_service.message_post(thread=thread, role="user", content="hello")
+    session = thread.sessions.get()
+
+    async def run() -> None:
+        try:
+            await run_session_job(str(session.pk))
+        finally:  # the engine's connection on this loop
+            await async_commit.close()
+
+    async_to_sync(run)()
+    return thread, session
+
+
+def test_a_finished_session_is_delivered_signed_once_per_event(
+    alice: Any, settings: Any, receiver_factory: Any
+) -> None:
+    settings.STUDIO_EXECUTOR = "inprocess"
+    define_agent("helper", [{"content": "All done."}])
+    receiver = receiver_factory()
+    _subscribe(receiver.url, ["session.finished", "message.completed", "session.failed"])
+    thread, session = _run_session(alice)
+    # Sent after the session's commit on a thread of its own (no Celery here).
+    wait_until(
+        lambda: set(WebhookDelivery.objects.values_list("status", flat=True)) == {"delivered"},
+        "the deliveries to arrive",
+    )
+    for sender in [t for t in threading.enumerate() if t.name == "webhook-delivery"]:
+        sender.join(10)  # their database connections closed
+    assert WebhookDelivery.objects.filter(status="delivered").count() == 2
+    for row in WebhookDelivery.objects.all():  # the figure the docs quote (-s shows it)
+        print(f"delivery latency {row.event}: {(row.delivered_at - row.created_at) * 1000}")
+    events = {}
+    for headers, body in receiver.requests:
+        assert _verify(headers, body)
+        payload = json.loads(body)
+        assert headers["Webhook-Id"] == payload["id"]
+        events[payload["event"]] = payload
+    assert sorted(events) == ["message.completed", "session.finished"]
+    assert len(receiver.requests) == 2  # nothing duplicated
+    finished = events["session.finished"]
+    assert finished["threadId"] == str(thread.pk) and finished["sessionId"] == str(session.pk)
+    assert finished["message"] == "All done." and finished["agent"] == "helper"
+    assert finished["status"] == "completed" and "costUsd" in finished
+    # A tampered body fails verification.
+    headers, body = receiver.requests[0]
+    assert not _verify(headers, body.replace(b"helper", b"hacker"))
+    # The same event recorded again makes no second delivery.
+    assert (
+        webhook_runner.webhooks.session_events(
+            thread_id=str(thread.pk),
+            session_id=str(session.pk),
+            agent_id=thread.agent_id,
+            agent="helper",
+            status="completed",
+            error="",
+        )
+        == []
+    )
+
+
+def test_a_receiver_answering_500_three_times_gets_the_fourth_attempt(
+    alice: Any, settings: Any, receiver_factory: Any
+) -> None:
+    settings.STUDIO_WEBHOOK_RETRY_BASE_SECONDS = 0
+    define_agent("helper")
+    receiver = receiver_factory([500, 500, 500])
+    subscription = _subscribe(receiver.url, ["schedule.run_failed"])
+    [delivery_id] = webhooks.record_event(
+        subscription.agent_id, "schedule.run_failed", "run-1", {"error": "budget"}
+    )
+    statuses = []
+    while (row := WebhookDelivery.objects.get(pk=delivery_id)).status == "pending":
+        statuses.append(webhook_runner.sweep() and row.status)
+    row = WebhookDelivery.objects.get(pk=delivery_id)
+    assert row.status == "delivered" and row.attempts == 4 and row.response_code == 200
+    ids = {headers["Webhook-Id"] for headers, _ in receiver.requests}
+    assert ids == {delivery_id} and len(receiver.requests) == 4
+    assert all(_verify(h, b) for h, b in receiver.requests)
+    # Claimed once per attempt: a delivered row is not sent again by a late sweep or task.
+    assert webhook_runner.deliver(delivery_id) is None and webhook_runner.sweep() == 0
+    assert len(receiver.requests) == 4
+    webhooks.redeliver(delivery_id)
+    webhook_runner.sweep()
+    assert len(receiver.requests) == 5
+
+
+def test_a_subscription_needs_a_known_event_a_secret_and_an_http_url(
+    settings: Any,
+) -> None:
+    settings.STUDIO_WEBHOOK_ALLOW_PRIVATE = False
+    define_agent("helper")
+    with pytest.raises(Invalid, match="events"):
+        webhooks.subscription_create(url="https://x.example/h", secret_env="S", events=["boom"])
+    with pytest.raises(Invalid, match="no env value named S"):
+        webhooks.subscription_create(
+            url="https://x.example/h", secret_env="S", events=["session.failed"]
+        )
+    for url in ("ftp://x.example/h", "http://user:pw@x.example/h", "http://127.0.0.1:9/h"):
+        with pytest.raises(Invalid, match="url"):
+            webhooks.subscription_create(url=url, secret_env="S", events=["session.failed"])
