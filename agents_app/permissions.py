@@ -162,6 +162,14 @@ API_ROUTES: dict[tuple[str, str], Rule] = {
     ("POST", "/schedules/{schedule_id}/resume"): Perm("agents_app.change_schedule"),
     ("POST", "/schedules/{schedule_id}/run"): Perm("agents_app.change_schedule"),
     ("DELETE", "/schedules/{schedule_id}"): Perm("agents_app.delete_schedule"),
+    # Outbound webhooks (docs/automation.md): the studio's subscription permissions.
+    ("POST", "/webhooks"): Perm("agents_app.add_webhooksubscription"),
+    ("GET", "/webhooks"): Perm("agents_app.view_webhooksubscription"),
+    ("DELETE", "/webhooks/{subscription_id}"): Perm("agents_app.delete_webhooksubscription"),
+    ("GET", "/webhooks/{subscription_id}/deliveries"): Perm("agents_app.view_webhooksubscription"),
+    ("POST", "/webhooks/{subscription_id}/deliveries/{delivery_id}/redeliver"): Perm(
+        "agents_app.change_webhooksubscription"
+    ),
     # Threads: creating and listing are for everyone (the list holds what the caller may see).
     ("POST", "/threads"): _SIGNED,
     ("GET", "/threads"): _SIGNED,

@@ -20,4 +20,5 @@ from agents_app.admin import (  # noqa: F401 (imported to register)
     retention,
     schedules,
     threads,
+    webhooks,
 )

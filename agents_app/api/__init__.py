@@ -39,6 +39,7 @@ from agents_app.api import (
     storage,
     threads,
     variables,
+    webhooks,
 )
 from agents_app.api.limits import install_limit_handler
 from agents_app.api.parser import StrictParser, UnstorableTextError
@@ -153,6 +154,7 @@ ROUTERS: list[tuple[str, Router]] = [
     ("", variables.router),
     ("/evals", evals.router),
     ("/schedules", schedules.router),
+    ("/webhooks", webhooks.router),
     ("/threads", threads.router),
     ("/threads", messages.router),
     ("/threads", execution.router),

@@ -195,3 +195,41 @@ def test_a_subscription_needs_a_known_event_a_secret_and_an_http_url(
     for url in ("ftp://x.example/h", "http://user:pw@x.example/h", "http://127.0.0.1:9/h"):
         with pytest.raises(Invalid, match="url"):
             webhooks.subscription_create(url=url, secret_env="S", events=["session.failed"])
+
+
+def test_the_api_and_studio_list_deliveries_and_redeliver(
+    admin_user: Any, admin_client: Any, receiver_factory: Any
+) -> None:
+    from tests.agents_app.api_support import client_for
+
+    define_agent("helper")
+    receiver = receiver_factory([500])
+    client = client_for(admin_user)
+    row = EnvValue(scope=EnvValue.Scope.INSTANCE, key="HOOK_SECRET")
+    row.value = SECRET
+    row.save()
+    created = client.post_json(
+        "/api/webhooks",
+        {"url": receiver.url, "secretEnv": "HOOK_SECRET", "events": ["session.failed"]},
+    )
+    assert created.status_code == 201, created.content
+    assert SECRET not in created.content.decode()
+    hook = created.json()["id"]
+    [delivery] = webhooks.record_event(None, "session.failed", "s-1", {"error": "x"})
+    webhook_runner.deliver(delivery)
+    listed = client.get(f"/api/webhooks/{hook}/deliveries").json()["deliveries"]
+    assert [(d["status"], d["attempts"], d["responseCode"]) for d in listed] == [
+        ("pending", 1, 500)
+    ]
+    page = admin_client.get("/admin/agents_app/webhookdelivery/").content.decode()
+    assert "session.failed" in page and "500" in page and SECRET not in page
+    WebhookDelivery.objects.filter(pk=delivery).update(status="failed")
+    again = client.post_json(f"/api/webhooks/{hook}/deliveries/{delivery}/redeliver")
+    assert again.status_code == 200 and again.json()["status"] == "pending"
+    wait_until(lambda: WebhookDelivery.objects.get(pk=delivery).status == "delivered", "redelivery")
+    assert {h["Webhook-Id"] for h, _ in receiver.requests} == {delivery}
+    bad = client.post_json(
+        "/api/webhooks",
+        {"url": "ftp://x", "secretEnv": "HOOK_SECRET", "events": ["session.failed"]},
+    )
+    assert bad.status_code == 400 and "url" in bad.json()["error"]

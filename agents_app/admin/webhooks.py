@@ -1,0 +1,79 @@
+"""Outbound webhooks in the studio: subscriptions, and deliveries (status, attempts, response
+code) with a redeliver action. The secret is an env value's name; its value is never shown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from agents_app.admin.read_only import ReadOnlyAdmin
+from agents_app.errors import DomainError
+from agents_app.models import WebhookDelivery, WebhookSubscription
+from agents_app.models.webhooks import EVENTS
+from agents_app.services import webhooks
+from agents_app.webhook_runner import enqueue
+
+
+class WebhookSubscriptionForm(forms.ModelForm):
+    class Meta:
+        model = WebhookSubscription
+        fields = ("agent", "url", "secret_env", "events", "active")
+        help_texts = {
+            "secret_env": "The name of the env value (agent or instance scope) that signs.",
+            "events": f"A JSON list of: {', '.join(EVENTS)}.",
+        }
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        events = data.get("events")
+        if not isinstance(events, list) or not events or set(events) - set(EVENTS):
+            self.add_error("events", f"A list of: {', '.join(EVENTS)}")
+        try:
+            webhooks.check_url(data.get("url") or "")
+            probe = WebhookSubscription(
+                agent=data.get("agent"), secret_env=data.get("secret_env") or ""
+            )
+            webhooks.secret_of(probe)
+        except DomainError as exc:
+            raise forms.ValidationError(exc.message) from None
+        return data
+
+
+@admin.register(WebhookSubscription)
+class WebhookSubscriptionAdmin(admin.ModelAdmin):
+    form = WebhookSubscriptionForm
+    list_display = ("__str__", "agent", "events", "secret_env", "active")
+    list_filter = ("active", "agent")
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(ReadOnlyAdmin):
+    list_display = (
+        "created_at",
+        "event",
+        "subscription",
+        "status",
+        "attempts",
+        "response_code",
+        "error",
+        "delivered_at",
+    )
+    list_filter = ("status", "event")
+    search_fields = ("id", "subject")
+    list_select_related = ("subscription__agent",)
+    actions = ["redeliver"]
+
+    @admin.action(description="Redeliver (same delivery id)")
+    def redeliver(self, request: HttpRequest, queryset: QuerySet[WebhookDelivery]) -> None:
+        done = []
+        for row in queryset[:50]:
+            try:
+                done.append(str(webhooks.redeliver(str(row.pk)).pk))
+            except DomainError as exc:
+                self.message_user(request, f"{row.pk}: {exc.message}", messages.WARNING)
+        enqueue(done)
+        self.message_user(request, f"{len(done)} delivery(ies) queued again.", messages.SUCCESS)

@@ -1,0 +1,78 @@
+"""Outbound webhook subscriptions and their deliveries over HTTP (docs/automation.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Field, Router, Schema
+
+from agents_app.api.schemas import ERRORS
+from agents_app.errors import NotFound
+from agents_app.models import WebhookDelivery, WebhookSubscription
+from agents_app.selectors import parse_uuid
+from agents_app.services import webhooks
+from agents_app.webhook_runner import enqueue
+
+router = Router(tags=["webhooks"])
+
+
+class SubscriptionIn(Schema):
+    url: str = Field(..., min_length=1, max_length=2000)
+    secretEnv: str = Field(..., min_length=1, max_length=128)
+    events: list[str] = Field(..., min_length=1, max_length=10)
+    agent: str | None = Field(None, max_length=128)
+
+
+def _subscription(subscription_id: str) -> WebhookSubscription:
+    pk = parse_uuid(subscription_id)
+    row = WebhookSubscription.objects.filter(pk=pk).first() if pk else None
+    if row is None:
+        raise NotFound(f"Webhook not found: {subscription_id}")
+    return row
+
+
+@router.post("", response={201: dict, **ERRORS}, summary="Subscribe")
+def webhook_create(request: HttpRequest, payload: SubscriptionIn) -> tuple[int, dict[str, Any]]:
+    row = webhooks.subscription_create(
+        url=payload.url,
+        secret_env=payload.secretEnv,
+        events=payload.events,
+        agent_name=payload.agent,
+    )
+    return 201, webhooks.subscription_wire(row)
+
+
+@router.get("", response={200: dict, **ERRORS}, summary="Subscriptions")
+def webhook_list(request: HttpRequest) -> dict[str, Any]:
+    rows = WebhookSubscription.objects.select_related("agent")
+    return {"webhooks": [webhooks.subscription_wire(r) for r in rows]}
+
+
+@router.delete("/{subscription_id}", response={200: dict, **ERRORS}, summary="Unsubscribe")
+def webhook_delete(request: HttpRequest, subscription_id: str) -> dict[str, Any]:
+    _subscription(subscription_id).delete()
+    return {"deleted": True, "id": subscription_id}
+
+
+@router.get("/{subscription_id}/deliveries", response={200: dict, **ERRORS}, summary="Deliveries")
+def delivery_list(request: HttpRequest, subscription_id: str) -> dict[str, Any]:
+    rows = _subscription(subscription_id).deliveries.order_by("-created_at")[:100]
+    return {"deliveries": [webhooks.delivery_wire(r) for r in rows]}
+
+
+@router.post(
+    "/{subscription_id}/deliveries/{delivery_id}/redeliver",
+    response={200: dict, **ERRORS},
+    summary="Redeliver",
+)
+def delivery_redeliver(
+    request: HttpRequest, subscription_id: str, delivery_id: str
+) -> dict[str, Any]:
+    pk = parse_uuid(delivery_id)
+    found = WebhookDelivery.objects.filter(pk=pk, subscription=_subscription(subscription_id))
+    if pk is None or not found.exists():
+        raise NotFound(f"Delivery not found: {delivery_id}")
+    row = webhooks.redeliver(str(pk))
+    enqueue([str(row.pk)])
+    return webhooks.delivery_wire(row)
