@@ -170,6 +170,12 @@ API_ROUTES: dict[tuple[str, str], Rule] = {
     ("POST", "/webhooks/{subscription_id}/deliveries/{delivery_id}/redeliver"): Perm(
         "agents_app.change_webhooksubscription"
     ),
+    # Inbound triggers: managed with the studio's trigger permissions; fired by whoever
+    # holds the token (the token is the credential; revoked or unknown → 404).
+    ("POST", "/triggers"): Perm("agents_app.add_trigger"),
+    ("GET", "/triggers"): Perm("agents_app.view_trigger"),
+    ("DELETE", "/triggers/{trigger_id}"): Perm("agents_app.delete_trigger"),
+    ("POST", "/inbound/{token}"): _PUBLIC,
     # Threads: creating and listing are for everyone (the list holds what the caller may see).
     ("POST", "/threads"): _SIGNED,
     ("GET", "/threads"): _SIGNED,

@@ -38,6 +38,7 @@ from agents_app.api import (
     schedules,
     storage,
     threads,
+    triggers,
     variables,
     webhooks,
 )
@@ -155,6 +156,8 @@ ROUTERS: list[tuple[str, Router]] = [
     ("/evals", evals.router),
     ("/schedules", schedules.router),
     ("/webhooks", webhooks.router),
+    ("/triggers", triggers.router),
+    ("/inbound", triggers.inbound),
     ("/threads", threads.router),
     ("/threads", messages.router),
     ("/threads", execution.router),

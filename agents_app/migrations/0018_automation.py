@@ -113,4 +113,23 @@ class Migration(migrations.Migration):
                 'constraints': [models.UniqueConstraint(fields=('subscription', 'event', 'subject'), name='webhook_delivery_once')],
             },
         ),
+        migrations.CreateModel(
+            name='Trigger',
+            fields=[
+                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ('name', models.CharField(blank=True, max_length=200)),
+                ('token_hash', models.CharField(max_length=64, unique=True)),
+                ('token_prefix', models.CharField(max_length=12)),
+                ('template', models.TextField()),
+                ('secret_env', models.CharField(blank=True, max_length=128)),
+                ('revoked_at', models.DateTimeField(blank=True, null=True)),
+                ('last_used_at', models.DateTimeField(blank=True, null=True)),
+                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='triggers', to='agents_app.agent')),
+                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='triggers', to=settings.AUTH_USER_MODEL)),
+            ],
+            options={
+                'ordering': ['created_at'],
+            },
+        ),
     ]

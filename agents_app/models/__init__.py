@@ -27,6 +27,7 @@ from agents_app.models.retention import RetentionPolicy
 from agents_app.models.schedules import Schedule, ScheduleRun
 from agents_app.models.sessions import ThreadSession
 from agents_app.models.threads import Thread
+from agents_app.models.triggers import Trigger
 from agents_app.models.values import ThreadValue
 from agents_app.models.versions import DefinitionDraft, DefinitionKind, DefinitionVersion
 from agents_app.models.webhooks import WebhookDelivery, WebhookSubscription
@@ -65,6 +66,7 @@ __all__ = [
     "ThreadMessageCount",
     "ThreadSession",
     "ThreadValue",
+    "Trigger",
     "WebhookDelivery",
     "WebhookSubscription",
     "UsageLimit",

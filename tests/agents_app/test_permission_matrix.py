@@ -43,6 +43,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/threads/{thread_id}/messages/{message_id}/feedback"): {"score": 1},
     ("POST", "/schedules"): {"agent": "helper", "message": "hi", "intervalSeconds": 60},
     ("POST", "/schedules/preview"): {"intervalSeconds": 60},
+    ("POST", "/triggers"): {"agent": "helper", "template": "hi"},
     ("POST", "/webhooks"): {"url": "https://x.example/h", "secretEnv": "S", "events": ["x"]},
 }
 

@@ -1,0 +1,57 @@
+"""Inbound triggers over HTTP: manage them (``/triggers``) and fire one
+(``POST /inbound/<token>``, no sign-in: the token is the credential). docs/automation.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Field, Router, Schema
+
+from agents_app.api.schemas import ERRORS
+from agents_app.errors import NotFound
+from agents_app.models import Trigger
+from agents_app.selectors import parse_uuid
+from agents_app.services import triggers
+from agents_app.trigger_fire import fire
+
+router = Router(tags=["triggers"])
+inbound = Router(tags=["triggers"])
+
+
+class TriggerIn(Schema):
+    agent: str = Field(..., min_length=1, max_length=128)
+    template: str = Field(..., min_length=1, max_length=100_000)
+    name: str = Field("", max_length=200)
+    secretEnv: str = Field("", max_length=128)
+
+
+@router.post("", response={201: dict, **ERRORS}, summary="Create a trigger (token shown once)")
+def trigger_create(request: HttpRequest, payload: TriggerIn) -> tuple[int, dict[str, Any]]:
+    row, token = triggers.trigger_create(
+        owner=request.auth,  # type: ignore[attr-defined]
+        agent_name=payload.agent,
+        template=payload.template,
+        name=payload.name,
+        secret_env=payload.secretEnv,
+    )
+    return 201, triggers.trigger_wire(row, token)
+
+
+@router.get("", response={200: dict, **ERRORS}, summary="Triggers")
+def trigger_list(request: HttpRequest) -> dict[str, Any]:
+    rows = Trigger.objects.select_related("agent")
+    return {"triggers": [triggers.trigger_wire(r) for r in rows]}
+
+
+@router.delete("/{trigger_id}", response={200: dict, **ERRORS}, summary="Revoke")
+def trigger_revoke(request: HttpRequest, trigger_id: str) -> dict[str, Any]:
+    pk = parse_uuid(trigger_id)
+    if pk is None:
+        raise NotFound(f"Trigger not found: {trigger_id}")
+    return triggers.trigger_wire(triggers.trigger_revoke(pk))
+
+
+@inbound.post("/{token}", auth=None, response={202: dict, **ERRORS}, summary="Fire a trigger")
+def trigger_fire(request: HttpRequest, token: str) -> tuple[int, dict[str, Any]]:
+    return 202, fire(token, request.headers, request.body)
