@@ -8,6 +8,7 @@ effects). Without Celery (embedded) the first attempt runs on a daemon thread.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from typing import Any
@@ -42,7 +43,7 @@ def deliver(delivery_id: str) -> str | None:
 def enqueue(delivery_ids: list[str]) -> None:
     """Send each delivery after the current transaction commits (never in the caller)."""
     for delivery_id in delivery_ids:
-        transaction.on_commit(lambda key=delivery_id: _start(key))
+        transaction.on_commit(functools.partial(_start, delivery_id))
 
 
 def _start(delivery_id: str) -> None:

@@ -55,7 +55,7 @@ class ScheduleForm(forms.ModelForm):
         }
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         spec = schedules.ScheduleSpec(
             (data.get("cron") or "").strip(),
             data.get("timezone") or "UTC",
@@ -67,8 +67,9 @@ class ScheduleForm(forms.ModelForm):
             raise forms.ValidationError(exc.message) from None
         changed = self.instance.pk is None or any(f in self.changed_data for f in TIMING)
         if changed and data.get("previewed") != _fingerprint(spec):
-            self.data = self.data.copy()
-            self.data["previewed"] = _fingerprint(spec)
+            posted = self.data.copy()  # type: ignore[attr-defined]
+            posted["previewed"] = _fingerprint(spec)
+            self.data = posted
             times = ", ".join(
                 t.astimezone(ZoneInfo(spec.timezone)).strftime("%a %Y-%m-%d %H:%M:%S %Z")
                 for t in upcoming
@@ -103,7 +104,7 @@ class ScheduleAdmin(admin.ModelAdmin):
     inlines = [RunInline]
     actions = ["pause", "resume", "run_now"]
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return [*ScheduleForm.Meta.fields, "previewed", "next_runs", "standing_thread", "owner"]
 
     @admin.display(description="Timing")

@@ -28,7 +28,7 @@ class WebhookSubscriptionForm(forms.ModelForm):
         }
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         events = data.get("events")
         if not isinstance(events, list) or not events or set(events) - set(EVENTS):
             self.add_error("events", f"A list of: {', '.join(EVENTS)}")

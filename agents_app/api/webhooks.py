@@ -70,8 +70,8 @@ def delivery_redeliver(
     request: HttpRequest, subscription_id: str, delivery_id: str
 ) -> dict[str, Any]:
     pk = parse_uuid(delivery_id)
-    found = WebhookDelivery.objects.filter(pk=pk, subscription=_subscription(subscription_id))
-    if pk is None or not found.exists():
+    subscription = _subscription(subscription_id)
+    if pk is None or not WebhookDelivery.objects.filter(pk=pk, subscription=subscription).exists():
         raise NotFound(f"Delivery not found: {delivery_id}")
     row = webhooks.redeliver(str(pk))
     enqueue([str(row.pk)])

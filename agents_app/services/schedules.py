@@ -176,7 +176,7 @@ def schedule_pause(schedule: Schedule, paused: bool) -> Schedule:
 def due_schedules(now: datetime, batch: int) -> list[tuple[Any, datetime]]:
     """(id, next_run_at) of schedules due at ``now`` (the partial index ``schedule_due``)."""
     rows = Schedule.objects.filter(paused=False, next_run_at__lte=now).order_by("next_run_at")
-    return list(rows.values_list("pk", "next_run_at")[:batch])
+    return [(pk, due) for pk, due in rows.values_list("pk", "next_run_at")[:batch] if due]
 
 
 def _due_runs(row: Schedule, due: datetime, now: datetime) -> tuple[list[datetime], int, datetime]:

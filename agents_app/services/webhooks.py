@@ -135,7 +135,12 @@ def session_events(
     message completed), failed, or parked on a tool call waiting for approval."""
     if not WebhookSubscription.objects.filter(active=True).exists():
         return []  # the common case costs one indexed query
-    base = {"agent": agent, "threadId": thread_id, "sessionId": session_id, "status": status}
+    base: dict[str, Any] = {
+        "agent": agent,
+        "threadId": thread_id,
+        "sessionId": session_id,
+        "status": status,
+    }
     cost = Log.objects.filter(thread_id=thread_id).aggregate(c=Sum("cost_total"))["c"]
     base["costUsd"] = float(cost or Decimal(0))
     final = (
