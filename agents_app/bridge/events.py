@@ -168,10 +168,22 @@ class LiveSink:
         self._published_on: tuple[asyncio.AbstractEventLoop, BatchPublisher] | None = None
         self.sent = 0
         self.merged = 0
+        # What streamed of each reply, kept for a stop (``sessions.stop_cleanup`` stores it
+        # as the reply's text): the pieces, joined only when asked.
+        self.opened: set[str] = set()
+        self._texts: dict[str, list[str]] = defaultdict(list)
+
+    def text_of(self, message_id: str) -> str:
+        """The text streamed so far of ``message_id`` (already redacted, as it was sent)."""
+        return "".join(self._texts.get(message_id, ()))
 
     def emit(self, thread_id: str, frame: dict[str, Any]) -> None:
         # Once per token under load: lookups are kept few and keys plain (issue #21).
         kind = frame.get("type")
+        if kind == "message_chunk":
+            self._texts[frame["message_id"]].append(frame.get("chunk") or "")
+        elif kind == "message_data" and frame.get("data", {}).get("status") == "pending":
+            self.opened.add(str(frame.get("message_id")))
         if self._on_request is not None and kind == "llm_request":
             notify, self._on_request = self._on_request, None
             notify()

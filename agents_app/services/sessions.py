@@ -28,7 +28,7 @@ import socket
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -227,17 +227,22 @@ def _open_tool_calls(thread_id: str) -> list[tuple[Message, dict[str, Any]]]:
 
 
 @transaction.atomic
-def stop_cleanup(thread_id: str, *, key: str | None) -> list[dict[str, Any]]:
-    """What a stop leaves behind, once: pending rows failed, open tool calls answered with an
-    error, unfinished request logs closed, and the system message "Execution stopped by user".
+def stop_cleanup(
+    thread_id: str, *, key: str | None, streamed: StreamedReplies | None = None
+) -> list[dict[str, Any]]:
+    """What a stop leaves behind, once: the replies the stop cut short kept as stopped (what
+    had streamed of them stored as their text), other pending rows failed, open tool calls
+    answered with an error, unfinished request logs closed, and the system message
+    "Execution stopped by user".
 
-    ``key`` (the session id) makes it idempotent per session; returns the frames to send.
+    ``key`` (the session id) makes it idempotent per session; ``streamed`` is what the
+    session's sink saw (``LiveSink.streamed``); returns the frames to send.
     """
     stop_id = uuid.uuid5(_STOP_NAMESPACE, key) if key else uuid.uuid4()
     if Message.objects.filter(pk=stop_id).exists():
         return []
-    changed: list[Message] = []
     now = now_us()
+    changed: list[Message] = _keep_stopped_replies(thread_id, streamed, now) if streamed else []
     for row in Message.objects.filter(
         thread_id=thread_id, status=Message.Status.PENDING, role=Message.Role.TOOL
     ).filter(metadata__has_key="tool_wait"):
@@ -247,10 +252,10 @@ def stop_cleanup(thread_id: str, *, key: str | None) -> list[dict[str, Any]]:
         row.response_completed_at = row.response_completed_at or now
         row.save(update_fields=["status", "response_completed_at"])
         changed.append(row)
+    # A request a person stopped is no failure of the model's: no error, so no chart or
+    # list counts it as one.
     Log.objects.filter(thread_id=thread_id, is_complete=False).update(
-        is_complete=True,
-        error="Request did not complete (stopped by user)",
-        error_type="interrupted",
+        is_complete=True, error="", error_type=STOPPED_LOG_TYPE
     )
     created_at = _next_created_at(thread_id)
     for caller, call in _open_tool_calls(thread_id):
@@ -282,6 +287,48 @@ def stop_cleanup(thread_id: str, *, key: str | None) -> list[dict[str, Any]]:
     )
     frames = [wire.message_frame(wire.message_wire(m)) for m in changed]
     return [*frames, telemetry("stopped_by_user")]
+
+
+class StreamedReplies(Protocol):
+    """What a session's sink saw of its replies (``LiveSink``)."""
+
+    opened: set[str]
+
+    def text_of(self, message_id: str) -> str: ...
+
+
+STOPPED_LOG_TYPE = "stopped"
+
+
+def _keep_stopped_replies(thread_id: str, streamed: StreamedReplies, now: int) -> list[Message]:
+    """The replies this session opened and the stop cut short (still pending, or failed by
+    the engine's tidy-up just before): kept with what streamed of them, marked stopped.
+
+    They are completed (later requests include them, as a person saw them); one with no
+    text yet stays failed. Their request logs lose the error the tidy-up gave them."""
+    rows = Message.objects.filter(
+        thread_id=thread_id,
+        pk__in=list(streamed.opened),
+        role=Message.Role.ASSISTANT,
+        status__in=(Message.Status.PENDING, Message.Status.FAILED),
+    ).exclude(metadata__has_key="error")
+    kept: list[Message] = []
+    for row in rows:
+        text = streamed.text_of(str(row.pk))
+        if not text and not row.content:
+            continue  # nothing to keep: it stays failed, as before
+        row.content = row.content or text
+        row.status = Message.Status.COMPLETED
+        row.response_completed_at = row.response_completed_at or now
+        row.metadata = {**(row.metadata or {}), "stopped_by_user": True}
+        row.save(update_fields=["content", "status", "response_completed_at", "metadata"])
+        kept.append(row)
+    logs = [row.log_id for row in kept if row.log_id]
+    if logs:
+        Log.objects.filter(thread_id=thread_id, pk__in=logs, error_type="interrupted").update(
+            error="", error_type=STOPPED_LOG_TYPE
+        )
+    return kept
 
 
 def failure_message(thread_id: str, detail: str) -> list[dict[str, Any]]:

@@ -14,4 +14,9 @@ def chat_context(request: HttpRequest, thread_id: str) -> dict[str, Any]:
         "agent_name": request.GET.get("agent", "")[:200],
         "embed": request.GET.get("embed") == "1",
         "is_staff": bool(getattr(request.user, "is_staff", False)),
+        # A failed reply links to its log for those who may open it in the studio.
+        "can_view_logs": bool(
+            getattr(request.user, "is_staff", False)
+            and request.user.has_perm("agents_app.view_log")
+        ),
     }

@@ -2,6 +2,7 @@
 // the Stop and Continue buttons that go with it.
 
 import { fromHuman } from './render.js';
+import { failureState, stoppedByUser } from './failures.js';
 
 const BUSY = new Set(['thinking', 'writing', 'tool', 'waiting']);
 const TEXT = {
@@ -81,7 +82,8 @@ export class StateBar {
     if (!last) this.set(top.length ? 'thinking' : 'idle');
     else if (last.role === 'system' && last.metadata?.stopped_by_user) this.set('stopped');
     else if (fromHuman(last) || top.length > settled.length) this.set('thinking');
-    else if (last.status === 'failed') this.set('error', 'The last reply failed. Send a message to try again.');
+    else if (stoppedByUser(last)) this.set('stopped');
+    else if (last.status === 'failed') this.set('error', failureState(last));
     else this.set('idle');
   }
 
@@ -91,13 +93,21 @@ export class StateBar {
     else if (waits(message)) this.set('waiting');
     else if (message.role === 'user' && message.metadata?.queued && this.kind !== 'writing') this.set('thinking');
     else if (!fromHuman(message) && message.status === 'pending' && this.kind !== 'writing') this.set('thinking');
-    else if (!fromHuman(message) && message.status === 'failed') this.set('error', 'The reply failed.');
+    else if (stoppedByUser(message)) this.set('stopped');
+    else if (!fromHuman(message) && message.status === 'failed') this.set('error', failureState(message));
     else this.update();
+  }
+
+  // The reason of the newest failed reply, else a general sentence.
+  failedText(transcript) {
+    const failed = transcript.ordered().filter((m) => !m.depth && m.status === 'failed' && !fromHuman(m) && !stoppedByUser(m));
+    const last = failed[failed.length - 1];
+    return last ? failureState(last) : 'The agent stopped because of an error. Send a message to try again.';
   }
 
   sessionEnded(reason, transcript) {
     if (reason === 'aborted_by_user') this.set('stopped');
-    else if (FAILED.has(reason)) this.set('error', 'The agent stopped because of an error. Send a message to try again.');
+    else if (FAILED.has(reason)) this.set('error', this.failedText(transcript));
     else if (transcript.ordered().some((m) => m.metadata?.queued)) this.set('thinking');
     else this.set('idle');
   }

@@ -38,7 +38,7 @@ def test_stop_on_an_idle_thread_tidies_up_and_parks_the_queue(
         ("system", "completed", "Execution stopped by user"),
     ]
     assert rows[2].tool_call_id == "call_1" and rows[2].tool_status == "error"
-    assert Log.objects.get().error_type == "interrupted"
+    assert Log.objects.get().error_type == "stopped"  # a stop is no failure (issue #40)
 
 
 def test_stop_while_a_session_is_active_leaves_the_tidying_to_its_worker(

@@ -1,0 +1,46 @@
+// Why a reply failed or ended early, in words a person understands. The stored assistant row
+// carries the provider's error in `metadata.error` ({code, message, status}, runtime
+// ProviderError.describe) and a stop in `metadata.stopped_by_user`; the code stays in a tooltip.
+
+import { el } from './render.js';
+
+const REASONS = {
+  network: 'The AI service could not be reached, so there is no reply.',
+  authentication: 'The AI service refused the API key, so there is no reply.',
+  rate_limit: 'The AI service’s limit or credit is used up for now, so there is no reply.',
+  overloaded: 'The AI service is overloaded right now, so there is no reply.',
+  timeout: 'The AI service took too long to answer, so there is no reply.',
+  context_too_long: 'This conversation is too long for the model. Start a new chat.',
+  invalid_request: 'The AI service refused the request, so there is no reply.',
+};
+const FALLBACK = 'The AI service answered with an error, so there is no reply.';
+
+export const stoppedByUser = (m) => Boolean(m && m.metadata?.stopped_by_user && m.role !== 'system');
+
+// The sentence for a failed row: {text, code}.
+export function failureReason(message) {
+  const error = message?.metadata?.error;
+  if (!error || typeof error !== 'object') return { text: 'This reply could not be finished, so there is no reply.', code: '' };
+  if (error.status === 402) return { text: 'The AI service account is out of credit, so there is no reply.', code: error.code || '' };
+  return { text: REASONS[error.code] || FALLBACK, code: error.code || '' };
+}
+
+// What the state line says after a failed reply (the next message asks again).
+export function failureState(message) {
+  const { text } = failureReason(message);
+  const retry = message?.metadata?.error?.retryable ? ' Send a message to try again.' : ' Ask an administrator if it keeps happening.';
+  return text + retry;
+}
+
+// The note under a failed or stopped assistant row. `logUrl` (staff only) links the request's log.
+export function outcomeNote(message, { logUrl = null } = {}) {
+  if (stoppedByUser(message)) {
+    const words = message.content ? 'You stopped this reply here.' : 'You stopped this reply before it started.';
+    return el('p', { className: 'msg-outcome stopped', role: 'note', text: words });
+  }
+  if (message.status !== 'failed') return null;
+  const { text, code } = failureReason(message);
+  const note = el('p', { className: 'msg-outcome failure', role: 'note' }, el('span', { className: 'failure-reason', title: code ? `Error code: ${code}` : null, text }));
+  if (logUrl && message.log_id) note.append(' ', el('a', { className: 'failure-log', href: logUrl(message.log_id), target: '_top', text: 'See the log' }));
+  return note;
+}
