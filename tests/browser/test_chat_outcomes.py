@@ -68,6 +68,7 @@ def test_a_failed_reply_says_why_in_words(page: Page, site: Site) -> None:
     expect(page.locator("#state")).to_contain_text("could not be reached")
     # A person who is not staff gets no link into the studio.
     expect(reply.locator("a.failure-log")).to_have_count(0)
+    page.set_viewport_size({"width": 1440, "height": 900})
     shot(page, "chat-failure-unreachable")
     assert page.console_errors == []  # type: ignore[attr-defined]
 
@@ -84,6 +85,7 @@ def test_staff_see_the_refused_key_with_a_link_to_the_log(page: Page, site: Site
     expect(link).to_have_attribute(
         "href", re.compile(r"^/admin/agents_app/log/[0-9a-f-]+/change/$")
     )
+    page.set_viewport_size({"width": 1440, "height": 900})
     shot(page, "chat-failure-key-refused-staff")
     link.click()
     expect(page.locator("body")).to_contain_text("Incorrect API key provided")
@@ -130,6 +132,7 @@ def test_stop_keeps_the_partial_reply_and_reads_as_stopped(page: Page, site: Sit
     expect(reply.locator(".badge.error")).to_have_count(0)
     expect(reply.locator(".msg-outcome")).to_have_text("You stopped this reply here.")
     expect(reply.locator(".msg-body")).to_contain_text("Word0 Word1 Word2")
+    page.set_viewport_size({"width": 1440, "height": 900})
     shot(page, "chat-stop-keeps-partial")
 
     rows = wait_for_messages(
