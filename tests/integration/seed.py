@@ -15,6 +15,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
 django.setup()
 
 from django.contrib.auth import get_user_model  # noqa: E402
+from django.contrib.auth.models import Permission  # noqa: E402
 
 from agents_app.services.api_keys import api_key_create  # noqa: E402
 from agents_app.services.definitions import save_definitions  # noqa: E402
@@ -191,12 +192,16 @@ def tool_agent_items() -> list[tuple[str, object]]:
 def seed() -> dict[str, object]:
     User = get_user_model()
     keys = {}
-    # ops is the operator: a superuser, as tests/conftest.py's staff persona (being staff
-    # alone grants nothing since the one permission model, agents_app/permissions.py).
+    # ops is the operator: staff holding every permission of the studio's app (being staff
+    # alone grants nothing since the one permission model, agents_app/permissions.py). Not a
+    # superuser: the browser stack's load_demo creates its superuser "admin" only when none
+    # exists.
     for name, staff in (("alice", False), ("bob", False), ("charlie", False), ("ops", True)):
-        user = User.objects.create_user(
-            name, password="pw-for-tests-1", is_staff=staff, is_superuser=staff
-        )
+        user = User.objects.create_user(name, password="pw-for-tests-1", is_staff=staff)
+        if staff:
+            user.user_permissions.set(
+                Permission.objects.filter(content_type__app_label="agents_app")
+            )
         keys[name] = api_key_create(user=user, name="integration")[1]
     items = []
     for name, (script, streaming) in AGENTS.items():
