@@ -16,22 +16,10 @@ function node(tag, attrs = {}, ...children) {
   return n;
 }
 
-// Thumbs as inline SVG: no emoji font needed (some machines have none).
-const THUMB = 'M2 21h4V9H2v12zm20-11c0-1.1-.9-2-2-2h-6.3l1-4.6v-.3c0-.4-.2-.8-.4-1.1L13.2 1 6.6 7.6C6.2 7.9 6 8.4 6 9v10c0 1.1.9 2 2 2h9c.8 0 1.5-.5 1.8-1.2l3-7.1c.1-.2.2-.5.2-.7v-2z';
-
+// The thumb is drawn by CSS (a mask over currentColor, chat.css): no emoji font needed, and no
+// SVG element in the transcript, where the safety check treats any <svg> as hostile.
 function thumb(down) {
-  const ns = 'http://www.w3.org/2000/svg';
-  const svg = document.createElementNS(ns, 'svg');
-  svg.setAttribute('viewBox', '0 0 24 24');
-  svg.setAttribute('width', '16');
-  svg.setAttribute('height', '16');
-  svg.setAttribute('aria-hidden', 'true');
-  if (down) svg.setAttribute('transform', 'rotate(180)');
-  const path = document.createElementNS(ns, 'path');
-  path.setAttribute('d', THUMB);
-  path.setAttribute('fill', 'currentColor');
-  svg.append(path);
-  return svg;
+  return node('span', { className: `thumb-icon${down ? ' thumb-down' : ''}`, 'aria-hidden': 'true' });
 }
 
 export const rateable = (message, streaming) =>

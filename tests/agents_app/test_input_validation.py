@@ -135,7 +135,9 @@ def test_a_lone_surrogate_anywhere_in_any_json_body_is_a_400_naming_the_field(
     define_agent("helper")
     ops = make_user("ops2", staff=True)
     thread = thread_create(user=ops, agent_name="helper")
-    staff = client_for(ops)
+    # Signed in in person: some routes (creating API keys) refuse an API key before reading the body.
+    staff = Client()
+    staff.force_login(ops)
     staff.raise_request_exception = False
     caplog.set_level(logging.WARNING)
     # Every field name any body uses, each holding the surrogate in a string, a list, a key.
