@@ -17,6 +17,7 @@ class AgentsAppConfig(AppConfig):
         from agents_app.services import socket_credentials
 
         self._install_session_starter()
+        self._configure_egress()
         # Traces, when the operator points OTEL_EXPORTER_OTLP_ENDPOINT somewhere: before the
         # first request builds the middleware chain, so the Django instrumentation is in it.
         from agents_app import telemetry
@@ -31,6 +32,19 @@ class AgentsAppConfig(AppConfig):
         user_logged_out.connect(
             socket_credentials.on_logged_out, dispatch_uid="agents_app.socket_credentials"
         )
+
+    @staticmethod
+    def _configure_egress() -> None:
+        """The egress policy of this process (runtime/egress.py) from the operator's list."""
+        from django.conf import settings
+        from django.core.exceptions import ImproperlyConfigured
+
+        from runtime import egress
+
+        try:
+            egress.configure(settings.STUDIO_EGRESS_ALLOW)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"STUDIO_EGRESS_ALLOW: {exc}") from None
 
     @staticmethod
     def _install_session_starter() -> None:

@@ -48,7 +48,7 @@ from agents_app.services import sessions
 from agents_app.services.sessions import Claim
 from agents_app.start_gate import StartSlot, start_gate
 from agents_app.wire import RESUME_MARK
-from runtime import tracing
+from runtime import egress, tracing
 from runtime.engine import Engine, NewMessage, ThreadTerminated
 from runtime.loader import DefinitionNotFound
 from runtime.outcomes import SessionResult
@@ -303,7 +303,8 @@ def http_client() -> httpx.AsyncClient:
     """One HTTP client per loop for the provider adapters (connection reuse)."""
     loop = asyncio.get_running_loop()
     if loop not in _clients:
-        _clients[loop] = httpx.AsyncClient(timeout=httpx.Timeout(120.0, connect=10.0))
+        # Base URLs are users' input: the egress policy checks every address.
+        _clients[loop] = egress.client(timeout=httpx.Timeout(120.0, connect=10.0))
     return _clients[loop]
 
 

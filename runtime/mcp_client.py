@@ -28,9 +28,9 @@ import httpx
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import StreamableHTTPError, streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import McpError
 
+from runtime import egress
 from runtime.mcp import (
     EnvLookup,
     McpConfigError,
@@ -145,7 +145,8 @@ class Connection:
         if s.transport == "http":
             timeout = httpx.Timeout(30.0, read=max(300.0, s.timeout_ms / 1000))
             async with (
-                create_mcp_http_client(headers=self.headers or None, timeout=timeout) as client,
+                # The egress policy checks the server's address (docs/operating.md).
+                egress.client(headers=self.headers or None, timeout=timeout) as client,
                 streamable_http_client(s.url, http_client=client) as streams,
             ):
                 yield streams

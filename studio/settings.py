@@ -420,6 +420,12 @@ CELERY_BEAT_SCHEDULE["schedules-tick"] = {
     "options": {"expires": max(2.0, 2 * STUDIO_SCHEDULE_SWEEP_MS / 1000)},
 }
 
+# --- egress policy (runtime/egress.py; docs/operating.md, Egress policy) --------------------
+# Hosts or CIDRs that model base URLs, discovery and MCP servers may reach although they are
+# loopback, private, link-local or metadata addresses (self-hosted vendors, MCP servers on a
+# private network). Empty: only public addresses.
+STUDIO_EGRESS_ALLOW = envlist("STUDIO_EGRESS_ALLOW")
+
 # --- outbound webhooks (agents_app.webhook_runner; docs/automation.md) ---------------------
 STUDIO_WEBHOOK_TIMEOUT_SECONDS = envint("STUDIO_WEBHOOK_TIMEOUT_SECONDS", 10)
 STUDIO_WEBHOOK_RETRY_BASE_SECONDS = envint("STUDIO_WEBHOOK_RETRY_BASE_SECONDS", 10)

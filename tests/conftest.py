@@ -3,9 +3,15 @@ alice owns, bob collaborates, charlie is an outsider; ops is staff (the operator
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
+
+# The suite serves recorded vendor transcripts and MCP servers on loopback: the egress
+# policy lets them through (in this process and in the processes the stacks start).
+LOOPBACK_EGRESS = "127.0.0.0/8,::1,localhost"
+os.environ.setdefault("STUDIO_EGRESS_ALLOW", LOOPBACK_EGRESS)
 
 _DB_FIXTURES = ("db", "transactional_db", "live_server", "django_db_reset_sequences")
 
@@ -33,6 +39,16 @@ def _message_count_differences() -> list[Any]:
         return message_counts.differences()
     except (InterfaceError, InternalError, OperationalError, TransactionManagementError):
         return []  # the test broke its own connection or transaction on purpose
+
+
+@pytest.fixture(autouse=True)
+def loopback_egress() -> Any:
+    """Each test starts with the suite's egress policy (loopback allowed); a test that
+    narrows it gets it back afterwards."""
+    from runtime import egress
+
+    egress.configure(LOOPBACK_EGRESS.split(","))
+    yield
 
 
 @pytest.fixture(autouse=True)

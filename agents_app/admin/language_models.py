@@ -52,7 +52,10 @@ class LanguageModelAdmin(VersionedAdmin, admin.ModelAdmin):
         )
 
     fieldsets = [
-        ("General", {"fields": ("name", "provider", "model", "base_url")}),
+        (
+            "General",
+            {"fields": ("name", "provider", "model", "base_url", "send_instance_key_to_base_url")},
+        ),
         (
             "Prices",
             {
@@ -96,6 +99,13 @@ class LanguageModelAdmin(VersionedAdmin, admin.ModelAdmin):
             else (name, opts)
             for name, opts in fieldsets
         ]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # Where the instance's key may go is a superuser's decision (egress key rule).
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if not request.user.is_superuser:
+            fields += ("send_instance_key_to_base_url",)
+        return fields
 
     # --- the model picker and "Test connection" (agents_app/admin/model_picker.py) ----------
 

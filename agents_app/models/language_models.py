@@ -51,6 +51,13 @@ class LanguageModel(models.Model):
     base_url = models.URLField(
         blank=True, help_text="Override the provider's API base URL (proxies, compatible servers)."
     )
+    # The egress key rule (docs/operating.md): the instance's key for the provider goes to a
+    # base URL off the vendor's own host only when a superuser ticked this.
+    send_instance_key_to_base_url = models.BooleanField(
+        default=False,
+        help_text="Send the instance's API key for this provider to the base URL above "
+        "although it is not the vendor's own host (superusers only).",
+    )
     # Spec 0.15 ``providerTools``: names from the provider's offer (runtime.provider_tools).
     provider_tools = models.JSONField(default=list, blank=True)
     # OpenAI only: "chat" (Chat Completions) or "responses"; blank is the adapter's default.

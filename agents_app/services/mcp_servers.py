@@ -19,7 +19,14 @@ from django.utils import timezone
 
 from agents_app.errors import Invalid
 from agents_app.models import EnvValue, McpServer
-from runtime.mcp import EnvLookup, McpServerDefinition, McpToolInfo, validate_server
+from agents_app.permissions import may_read_instance_env
+from runtime.mcp import (
+    EnvLookup,
+    McpConfigError,
+    McpServerDefinition,
+    McpToolInfo,
+    validate_server,
+)
 from runtime.mcp import McpServer as RuntimeServer
 from runtime.mcp_client import McpUnavailable, discover_tools
 from runtime.validation import DefinitionError
@@ -106,15 +113,27 @@ def mcp_server_save(*, definition: McpServerDefinition, actor: Any) -> McpServer
 
 
 def studio_env_lookup(user: Any) -> EnvLookup:
-    """``${NAME}`` outside a thread (the studio's test): the user's value, else the instance's."""
+    """``${NAME}`` outside a thread (the studio's test, on ``user``'s behalf): the user's own
+    value, else the instance's when ``user`` may read instance env values; a value they may
+    not read is refused in words, never sent (``user=None``: the operator's import)."""
 
     def find(name: str) -> str | None:
         owner = Q(scope="user", user_id=getattr(user, "pk", None)) if user else Q(pk__in=[])
         rows = {
             r.scope: r for r in EnvValue.objects.filter(Q(key=name) & (owner | Q(scope="instance")))
         }
-        row = rows.get("user") or rows.get("instance")
-        return row.value if row is not None else None
+        if "user" in rows:
+            return rows["user"].value
+        row = rows.get("instance")
+        if row is None:
+            return None
+        if user is not None and not may_read_instance_env(user):
+            raise McpConfigError(
+                f"${{{name}}} is an instance env value, which you may not read: it was not "
+                "sent. Set your own env value of that name, or ask someone who may read "
+                "instance env values to test this server."
+            )
+        return row.value
 
     async def lookup(name: str) -> str | None:
         return await sync_to_async(find)(name)

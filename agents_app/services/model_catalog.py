@@ -25,6 +25,7 @@ from django.db.models import Q
 from agents_app.errors import DomainError, Invalid, NotFound
 from agents_app.models import EnvValue, LanguageModel
 from agents_app.services.instance_info import PROVIDER_LABELS, is_provider
+from runtime import egress
 from runtime.providers import discovery, errors
 from runtime.providers.base import Finish, ProviderRequest
 from runtime.providers.discovery import (
@@ -51,16 +52,48 @@ class CatalogUnavailable(DomainError):
 
 def provider_key(provider: str, user: Any = None) -> str | None:
     """The API key for ``provider``: the user's env value, the instance's, the process env."""
+    return _provider_key(provider, user)[0]
+
+
+def _provider_key(provider: str, user: Any) -> tuple[str | None, str]:
+    """The key and where it came from: ``user``, ``instance`` or ``process``."""
     name = KEY_NAMES.get(provider)
     if name is None:
-        return None
+        return None, ""
     owner = Q(scope="user", user_id=getattr(user, "pk", None)) if user else Q(pk__in=[])
     rows = {
         r.scope: r for r in EnvValue.objects.filter(Q(key=name) & (owner | Q(scope="instance")))
     }
-    row = rows.get("user") or rows.get("instance")
-    value = row.value if row is not None else None
-    return value or os.environ.get(name) or None
+    for scope in ("user", "instance"):
+        row = rows.get(scope)
+        if row is not None and row.value:
+            return row.value, scope
+    value = os.environ.get(name) or None
+    return value, "process" if value else ""
+
+
+def key_withheld(provider: str, source: str, base_url: str | None) -> str | None:
+    """Why the instance's key must not go to ``base_url`` (``None``: it may).
+
+    The egress key rule: the instance's (or the server's) key goes to the vendor's own
+    host, or to a base URL a superuser marked on a model of that provider; a user's own
+    key goes wherever its owner points it."""
+    if source not in ("instance", "process") or egress.is_official_host(provider, base_url):
+        return None
+    stripped = (base_url or "").rstrip("/")
+    blessed = LanguageModel.objects.filter(
+        provider=provider,
+        base_url__in=[stripped, stripped + "/"],
+        send_instance_key_to_base_url=True,
+    ).exists()
+    if blessed:
+        return None
+    return (
+        f"The instance's {KEY_NAMES.get(provider, 'API key')} was not sent to "
+        f"{egress.host_of(base_url)}: it is not {_label(provider)}'s own host and no superuser "
+        "has allowed sending the instance key to this base URL (the model's \"Send the "
+        "instance's API key\" setting). Set your own env value for the key to use another one."
+    )
 
 
 def _label(provider: str) -> str:
@@ -96,14 +129,21 @@ def model_base_url(name: str | None, provider: str) -> str | None:
     return row.base_url or None
 
 
-def _require_key(provider: str, user: Any) -> str | None:
-    key = provider_key(provider, user)
+def _require_key(provider: str, user: Any, base_url: str | None = None) -> tuple[str | None, str]:
+    """The key to send to ``base_url`` and, when the egress key rule withheld the
+    instance's key, why (said with any failure)."""
+    key, source = _provider_key(provider, user)
     if key is None and provider in KEY_NAMES:
         raise Invalid(
             f"No API key for {_label(provider)}: set {KEY_NAMES[provider]} as your own env "
             "value, an instance env value, or in the server's environment."
         )
-    return key
+    withheld = key_withheld(provider, source, base_url)
+    return (None, withheld) if withheld else (key, "")
+
+
+def _with_reason(message: str, withheld: str) -> str:
+    return f"{message} {withheld}" if withheld else message
 
 
 # --- plain words for vendor errors ------------------------------------------------------------
@@ -148,7 +188,7 @@ async def _fetch(provider: str, key: str | None, base_url: str | None) -> list[P
     test_models: list[str] = []
     if provider == "test":
         test_models = [m async for m in _test_model_ids()]
-    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+    async with egress.client(timeout=TIMEOUT) as client:
         return await discovery.list_models(provider, client, key, base_url, test_models=test_models)
 
 
@@ -165,7 +205,7 @@ def list_provider_models(
     """Every model ``provider`` lists (from the cache unless ``refresh``)."""
     _check_provider(provider)
     base_url = clean_base_url(base_url)
-    key = _require_key(provider, user)
+    key, withheld = _require_key(provider, user, base_url)
     cache_key = _cache_key(provider, base_url, key)
     if not refresh:
         cached = cache.get(cache_key)
@@ -174,7 +214,8 @@ def list_provider_models(
     try:
         models = async_to_sync(_fetch)(provider, key, base_url)
     except errors.AdapterError as exc:
-        raise CatalogUnavailable(plain_error(provider, exc, key, base_url)) from None
+        message = plain_error(provider, exc, key, base_url)
+        raise CatalogUnavailable(_with_reason(message, withheld)) from None
     cache.set(cache_key, [m.dump() for m in models], CACHE_SECONDS)
     return models
 
@@ -209,16 +250,17 @@ def openrouter_endpoints(
     if not slug or len(slug) > 200 or ".." in slug or slug.startswith("/"):
         raise Invalid("modelSlug must be an OpenRouter model id such as openai/gpt-4o.")
     base_url = clean_base_url(base_url)
-    key = _require_key("openrouter", user)
+    key, withheld = _require_key("openrouter", user, base_url)
 
     async def fetch() -> list[dict[str, Any]]:
-        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+        async with egress.client(timeout=TIMEOUT) as client:
             return await discovery.openrouter_endpoints(client, key, slug, base_url)
 
     try:
         return async_to_sync(fetch)()
     except errors.AdapterError as exc:
-        raise CatalogUnavailable(plain_error("openrouter", exc, key, base_url)) from None
+        message = plain_error("openrouter", exc, key, base_url)
+        raise CatalogUnavailable(_with_reason(message, withheld)) from None
 
 
 # --- test connection --------------------------------------------------------------------------
@@ -246,13 +288,14 @@ def check_connection(
         return {"ok": True, "message": f"{label} needs no key: it answers from the script."}
     base_url = clean_base_url(base_url)
     try:
-        key = _require_key(provider, user)
+        key, withheld = _require_key(provider, user, base_url)
     except Invalid as exc:
         return {"ok": False, "message": exc.message}
     try:
         async_to_sync(_one_token)(provider, model_id, key, base_url, api)
     except errors.AdapterError as exc:
-        return {"ok": False, "message": plain_error(provider, exc, key, base_url)}
+        message = plain_error(provider, exc, key, base_url)
+        return {"ok": False, "message": _with_reason(message, withheld)}
     return {
         "ok": True,
         "message": f"{label} answered: the key in {KEY_NAMES[provider]} works and "
@@ -270,7 +313,7 @@ async def _one_token(
         max_output_tokens=1,
         metadata={"purpose": "test-connection"},
     )
-    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+    async with egress.client(timeout=TIMEOUT) as client:
         # The API the model will really use (OpenAI: Chat Completions or Responses).
         cls = API_ADAPTERS.get((provider, api or ""), ADAPTERS[provider])
         adapter = cls(client, key, base_url, stream=False)

@@ -183,6 +183,8 @@ class Stack:
             "SECRET_KEY": "integration-" + uuid.uuid4().hex,
             "STUDIO_ENCRYPTION_KEYS": f"it:{key}",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            # The recorded vendors and MCP servers listen on loopback (egress policy).
+            "STUDIO_EGRESS_ALLOW": "127.0.0.0/8,::1,localhost",
             "STUDIO_EXECUTOR": "celery",
             "STUDIO_SESSION_HEARTBEAT_SECONDS": "1",
             "STUDIO_SESSION_STALE_SECONDS": "4",

@@ -1,0 +1,177 @@
+"""The egress policy: where the platform may connect with credentials or on a user's behalf.
+
+Model base URLs, model discovery and MCP servers are addresses users type, so a request
+to them could reach the host's own services (loopback, the cloud's metadata address, the
+private network). By default such addresses are refused; the operator's allow-list
+(hosts or CIDRs, ``STUDIO_EGRESS_ALLOW``) lets self-hosted vendors and MCP servers
+through. The check runs after DNS resolution, on every request a client sends (so on
+every redirect hop), and the connection is pinned to the address that was checked: the
+URL's host is replaced by that IP and the name kept for the Host header and TLS (SNI and
+certificate check), so a name that resolves differently a moment later cannot slip past.
+
+The policy is configured once per process (``configure``, from agents_app's settings);
+this module imports no Django.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+# The vendors' own hosts: an instance key may always go there.
+OFFICIAL_HOSTS: dict[str, frozenset[str]] = {
+    "openai": frozenset({"api.openai.com"}),
+    "openrouter": frozenset({"openrouter.ai"}),
+    "anthropic": frozenset({"api.anthropic.com"}),
+    "google": frozenset({"generativelanguage.googleapis.com"}),
+}
+
+# Metadata services answer on these even where the ranges below would not say "private".
+_METADATA = frozenset(
+    ipaddress.ip_address(a) for a in ("169.254.169.254", "169.254.170.2", "fd00:ec2::254")
+)
+
+
+class EgressRefused(httpx.TransportError):
+    """The address is not one the platform may connect to (a transport error for httpx,
+    so callers that report network failures report this one in the same words)."""
+
+
+@dataclass(frozen=True)
+class EgressPolicy:
+    """Refuse non-public addresses unless the host or its address is allowed."""
+
+    hosts: frozenset[str] = frozenset()
+    networks: tuple[IPNetwork, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def from_allow_list(cls, items: Iterable[str]) -> EgressPolicy:
+        """``items``: host names or CIDRs (a bare IP is a /32 or /128); ``ValueError`` names
+        an item that is neither."""
+        hosts: set[str] = set()
+        networks: list[IPNetwork] = []
+        for raw in items:
+            item = raw.strip().lower()
+            if not item:
+                continue
+            try:
+                networks.append(ipaddress.ip_network(item, strict=False))
+                continue
+            except ValueError:
+                pass
+            if "/" in item or any(c.isspace() for c in item) or ":" in item:
+                raise ValueError(f"{raw!r} is neither a host name nor an IP address or CIDR")
+            hosts.add(item.rstrip("."))
+        return cls(frozenset(hosts), tuple(networks))
+
+    def allows_address(self, host: str, address: IPAddress) -> bool:
+        if host.lower().rstrip(".") in self.hosts:
+            return True
+        if any(address in net for net in self.networks):
+            return True
+        return is_public(address)
+
+    async def check(self, host: str, port: int) -> IPAddress:
+        """The first resolved address of ``host`` after checking every one of them."""
+        addresses = await resolve(host, port)
+        for address in addresses:
+            if not self.allows_address(host, address):
+                raise EgressRefused(
+                    f"{host} resolves to {address}, a loopback, private, link-local or "
+                    "metadata address: refused by the egress policy (an operator may allow "
+                    "it with STUDIO_EGRESS_ALLOW)"
+                )
+        return addresses[0]
+
+
+def is_public(address: IPAddress) -> bool:
+    """A globally routable address that is not a metadata service."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address in _METADATA:
+        return False
+    return address.is_global and not address.is_multicast
+
+
+async def resolve(host: str, port: int) -> list[IPAddress]:
+    try:
+        literal = ipaddress.ip_address(host.strip("[]"))
+        return [literal]
+    except ValueError:
+        pass
+    loop = asyncio.get_running_loop()
+    try:
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise httpx.ConnectError(f"could not resolve {host}: {exc.strerror}") from None
+    found: list[IPAddress] = []
+    for info in infos:
+        address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
+        if address not in found:
+            found.append(address)
+    if not found:
+        raise httpx.ConnectError(f"could not resolve {host}")
+    return found
+
+
+_policy = EgressPolicy()
+
+
+def configure(allow: Sequence[str]) -> EgressPolicy:
+    """Set this process's policy from the operator's allow-list; returns it."""
+    global _policy
+    _policy = EgressPolicy.from_allow_list(allow)
+    return _policy
+
+
+def current_policy() -> EgressPolicy:
+    return _policy
+
+
+class EgressTransport(httpx.AsyncBaseTransport):
+    """An httpx transport that checks each request's address and connects to that address."""
+
+    def __init__(self, policy: EgressPolicy | None = None, **options: Any) -> None:
+        self._policy = policy
+        self._inner = httpx.AsyncHTTPTransport(**options)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        policy = self._policy or _policy
+        host = request.url.host
+        port = request.url.port or (443 if request.url.scheme == "https" else 80)
+        address = await policy.check(host, port)
+        if str(address) != host.strip("[]"):
+            # Pin: connect to the checked address, keep the name for Host and TLS.
+            request.url = request.url.copy_with(host=str(address))
+            if request.url.scheme == "https":
+                request.extensions = {**request.extensions, "sni_hostname": host}
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def client(policy: EgressPolicy | None = None, **options: Any) -> httpx.AsyncClient:
+    """An ``httpx.AsyncClient`` whose every request (and redirect hop) obeys the policy."""
+    return httpx.AsyncClient(transport=EgressTransport(policy), **options)
+
+
+def host_of(url: str | None) -> str:
+    return (urlsplit(url or "").hostname or "").lower().rstrip(".")
+
+
+def is_official_host(provider: str, base_url: str | None) -> bool:
+    """No base URL (the adapter's default) or one on the vendor's own host."""
+    if not base_url:
+        return True
+    return host_of(base_url) in OFFICIAL_HOSTS.get(provider, frozenset())
