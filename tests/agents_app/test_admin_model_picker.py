@@ -13,6 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from agents_app.models import EnvValue
+from runtime import egress
 from tests.runtime.providers.recordings import cassette
 from tests.runtime.providers.replay import ReplayServer, Reply
 
@@ -25,7 +26,11 @@ ADD = reverse("admin:agents_app_languagemodel_add")
 
 
 @pytest.fixture
-def vendor() -> Iterator[ReplayServer]:
+def vendor(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReplayServer]:
+    # The replay server plays the vendors' own hosts, where the instance's key may go
+    # (the egress key rule: tests/agents_app/test_egress.py).
+    for provider in egress.OFFICIAL_HOSTS:
+        monkeypatch.setitem(egress.OFFICIAL_HOSTS, provider, frozenset({"127.0.0.1"}))
     server = ReplayServer().start()
     try:
         yield server

@@ -19,6 +19,7 @@ from django.core.cache import cache
 
 from agents_app.models import EnvValue, LanguageModel
 from agents_app.services import model_catalog
+from runtime import egress
 from tests.agents_app.api_support import *  # noqa: F403  (fixtures)
 from tests.runtime.providers.recordings import cassette, raw
 from tests.runtime.providers.replay import ReplayServer, Reply
@@ -29,7 +30,11 @@ PLANTED = "sk-or-PLANTED-5e1d0c9b8a7f-never-show-me"
 
 
 @pytest.fixture
-def vendor() -> Iterator[ReplayServer]:
+def vendor(monkeypatch: pytest.MonkeyPatch) -> Iterator[ReplayServer]:
+    # The replay server plays the vendors' own hosts, where the instance's key may go
+    # (the egress key rule: tests/agents_app/test_egress.py).
+    for provider in egress.OFFICIAL_HOSTS:
+        monkeypatch.setitem(egress.OFFICIAL_HOSTS, provider, frozenset({"127.0.0.1"}))
     server = ReplayServer().start()
     try:
         yield server
