@@ -59,5 +59,6 @@ def preview_view(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonRespons
         name=(request.POST.get("name") or "").strip(),
         text=request.POST.get("text") or "",
         parts=draft_parts(request.POST),
+        user=request.user,
     )
     return JsonResponse({"text": text})

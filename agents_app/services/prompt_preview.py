@@ -9,13 +9,14 @@ as ``[NAME: not set here]`` (the engine would insert nothing).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.db.models import Q
 
 from agents_app.encryption import DecryptionError
 from agents_app.models import EnvValue, Prompt
+from agents_app.permissions import may_read_instance_env
 from agents_app.services.definitions import prompt_definition
 from runtime.definitions import (
     PromptDefinition,
@@ -53,7 +54,7 @@ def _definition(name: str, text: str, parts: list[DraftPart]) -> PromptDefinitio
     )
 
 
-def _env_shown(name: str, prompt_name: str) -> str:
+def _env_shown(name: str, prompt_name: str, user: Any = None) -> str:
     rows = EnvValue.objects.filter(
         Q(scope=EnvValue.Scope.PROMPT, prompt__name=prompt_name) | Q(scope=EnvValue.Scope.INSTANCE),
         key=name,
@@ -62,6 +63,13 @@ def _env_shown(name: str, prompt_name: str) -> str:
     row = min(rows, key=lambda r: r.scope != EnvValue.Scope.PROMPT, default=None)
     if row is None:
         return f"[{name}: not set here]"
+    if (
+        row.scope == EnvValue.Scope.INSTANCE
+        and user is not None
+        and not may_read_instance_env(user)
+    ):
+        # Secrets resolve with the actor's rights (docs/operating.md, Egress policy).
+        return f"[{name}: an instance value you may not read]"
     if row.value_type == EnvValue.Type.SECRET:
         return f"[secret {name}]"
     try:
@@ -81,8 +89,9 @@ def _known_secrets() -> Redactor:
     return Redactor(pairs)
 
 
-def prompt_preview(*, name: str, text: str, parts: list[DraftPart]) -> str:
-    """The system prompt the draft would produce, with secrets masked."""
+def prompt_preview(*, name: str, text: str, parts: list[DraftPart], user: Any = None) -> str:
+    """The system prompt the draft would produce, with secrets masked and instance values
+    shown only to a ``user`` who may read them (``None``: an operator's command)."""
     draft = _definition(name, text, parts)
 
     @sync_to_async
@@ -92,7 +101,7 @@ def prompt_preview(*, name: str, text: str, parts: list[DraftPart]) -> str:
 
     @sync_to_async
     def env(key: str) -> str:
-        return _env_shown(key, name)
+        return _env_shown(key, name, user)
 
     rendered = async_to_sync(render_prompt)(draft, load, env)
     return _known_secrets().text(rendered[:MAX_PREVIEW_CHARS])

@@ -317,3 +317,23 @@ def test_mcp_test_connection_refuses_a_server_on_loopback_by_default(
     with pytest.raises(Invalid, match="egress policy"):
         mcp_server_refresh(server=server, user=make_user("root", staff=True))
     assert listener.received == []
+
+
+def test_prompt_preview_does_not_show_instance_values_the_actor_cannot_read(
+    make_user: Any,
+) -> None:
+    from agents_app.services.prompt_preview import DraftPart, prompt_preview
+
+    row = EnvValue(scope="instance", key="REGION_NOTE", value_type="text")
+    row.value = PLANTED_SECRET
+    row.save()
+    parts = [DraftPart("env", "REGION_NOTE")]
+    editor = make_user("editor")
+    editor.is_staff = True
+    editor.save()
+    editor.user_permissions.add(Permission.objects.get(codename="change_prompt"))
+    editor = type(editor).objects.get(pk=editor.pk)
+    shown = prompt_preview(name="p", text="", parts=parts, user=editor)
+    assert PLANTED_SECRET not in shown and "you may not read" in shown
+    root = make_user("root", staff=True)
+    assert PLANTED_SECRET in prompt_preview(name="p", text="", parts=parts, user=root)
