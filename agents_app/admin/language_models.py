@@ -100,6 +100,10 @@ class LanguageModelAdmin(VersionedAdmin, admin.ModelAdmin):
             for name, opts in fieldsets
         ]
 
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        obj.egress_approved = bool(request.user.is_superuser)
+        super().save_model(request, obj, form, change)
+
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         # Where the instance's key may go is a superuser's decision (egress key rule).
         fields = tuple(super().get_readonly_fields(request, obj))

@@ -58,6 +58,8 @@ class LanguageModel(models.Model):
         help_text="Send the instance's API key for this provider to the base URL above "
         "although it is not the vendor's own host (superusers only).",
     )
+    # Not a column: set by the studio when a superuser saves the form.
+    egress_approved = False
     # Spec 0.15 ``providerTools``: names from the provider's offer (runtime.provider_tools).
     provider_tools = models.JSONField(default=list, blank=True)
     # OpenAI only: "chat" (Chat Completions) or "responses"; blank is the adapter's default.
@@ -80,6 +82,18 @@ class LanguageModel(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # The superuser's consent covers the base URL they saw: anyone else moving the
+        # base URL takes it away (the instance key must not follow the move).
+        if self.send_instance_key_to_base_url and self.pk and not self.egress_approved:
+            stored = LanguageModel.objects.filter(pk=self.pk).values_list("base_url", flat=True)
+            if stored.first() not in (None, self.base_url):
+                self.send_instance_key_to_base_url = False
+                fields = kwargs.get("update_fields")
+                if fields is not None:
+                    kwargs["update_fields"] = {*fields, "send_instance_key_to_base_url"}
+        super().save(*args, **kwargs)
 
     def capabilities_obj(self) -> ModelCapabilities:
         return ModelCapabilities.model_validate(self.capabilities or {})

@@ -337,3 +337,16 @@ def test_prompt_preview_does_not_show_instance_values_the_actor_cannot_read(
     assert PLANTED_SECRET not in shown and "you may not read" in shown
     root = make_user("root", staff=True)
     assert PLANTED_SECRET in prompt_preview(name="p", text="", parts=parts, user=root)
+
+
+def test_moving_a_blessed_base_url_takes_the_instance_key_rule_back(make_user: Any) -> None:
+    from agents_app.services.definitions import model_definition, model_from_definition
+
+    model = _model("https://llm.internal.example/v1", blessed=True)
+    # Someone who may change models (not a superuser) points it at their own listener.
+    moved = model_definition(model).model_copy(update={"base_url": "http://127.0.0.1:9/v1"})
+    model_from_definition(moved)
+    model.refresh_from_db()
+    assert model.base_url == "http://127.0.0.1:9/v1"
+    assert model.send_instance_key_to_base_url is False
+    assert model_catalog.key_withheld("openai", "instance", model.base_url)
