@@ -13,6 +13,9 @@ Values come back as the driver gives them: PostgreSQL returns UUIDs and booleans
 hex strings and integers; JSON columns arrive as text on both (Django registers a text
 loader for ``jsonb``). ``tests/agents_app/test_page_reads.py`` holds these reads equal
 to the ORM's on whichever database the suite runs.
+
+They read the active path only (``abandoned = false``, issue #41): a client or an engine
+that knows nothing of branches sees one linear conversation.
 """
 
 from __future__ import annotations
@@ -76,12 +79,16 @@ def _engine_message(row: tuple[Any, ...]) -> EngineMessage:
     return EngineMessage(**values)
 
 
+# Every read here is of the active path (issue #41): rows on abandoned branches are kept
+# but only ``services.branches`` reads them.
 def _where(include_silent: bool) -> str:
-    return "thread_id = %s AND depth <= %s" + ("" if include_silent else " AND silent = %s")
+    return "thread_id = %s AND abandoned = %s AND depth <= %s" + (
+        "" if include_silent else " AND silent = %s"
+    )
 
 
 def _params(thread_id: Any, depth: int, include_silent: bool) -> list[Any]:
-    return [db_uuid(thread_id), depth] + ([] if include_silent else [False])
+    return [db_uuid(thread_id), False, depth] + ([] if include_silent else [False])
 
 
 def stored_count(thread_id: Any, *, depth: int, include_silent: bool) -> int:
@@ -118,7 +125,7 @@ def stored_window(
 def _engine_where(
     thread_id: Any, include_silent: bool, max_depth: int | None, parent_id: str | None
 ) -> tuple[str, list[Any]]:
-    where, params = ["thread_id = %s"], [db_uuid(thread_id)]
+    where, params = ["thread_id = %s", "abandoned = %s"], [db_uuid(thread_id), False]
     if not include_silent:
         where.append("silent = %s")
         params.append(False)

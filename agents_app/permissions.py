@@ -190,6 +190,13 @@ API_ROUTES: dict[tuple[str, str], Rule] = {
     ("POST", "/threads/{thread_id}/messages"): _CHANGE,
     ("PATCH", "/threads/{thread_id}/messages/{message_id}"): _CHANGE,
     ("DELETE", "/threads/{thread_id}/messages/{message_id}"): _CHANGE,
+    # Conversation branches (agents_app.api.branches): changing the path is posting; the
+    # tree is read as the messages are; a fork copies into a thread the caller owns.
+    ("POST", "/threads/{thread_id}/messages/{message_id}/edit"): _CHANGE,
+    ("POST", "/threads/{thread_id}/messages/{message_id}/regenerate"): _CHANGE,
+    ("PUT", "/threads/{thread_id}/active"): _CHANGE,
+    ("POST", "/threads/{thread_id}/fork"): _CHANGE,
+    ("GET", "/threads/{thread_id}/tree"): _VIEW,
     ("POST", "/threads/{thread_id}/stop"): _CHANGE,
     ("GET", "/threads/{thread_id}/pending-tool-calls"): _VIEW,
     ("POST", "/threads/{thread_id}/tool-result"): _CHANGE,

@@ -21,6 +21,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from agents_app.api import (
     auth,
+    branches,
     catalog,
     controllers,
     definition_writes,
@@ -160,6 +161,7 @@ ROUTERS: list[tuple[str, Router]] = [
     ("/inbound", triggers.inbound),
     ("/threads", threads.router),
     ("/threads", messages.router),
+    ("/threads", branches.router),
     ("/threads", execution.router),
     ("/threads", logs.router),
     ("/threads", storage.router),

@@ -12,7 +12,7 @@ from agents_app import selectors
 from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data, request_redactors
 from agents_app.api.schemas import ERRORS, IdempotencyKey, id_list, refuse_unsupported
-from agents_app.services import feedback
+from agents_app.services import branches, feedback
 from agents_app.services import messages as message_service
 from agents_app.services.idempotency import idempotency_request
 from agents_app.services.messages import CONTENT_MAX, NewAttachment
@@ -67,6 +67,8 @@ def message_list(
     )
     page, total, has_more = selectors.message_page(thread, query)
     feedback.attach_to_page(page, request.auth)  # type: ignore[attr-defined]
+    # Each row's place in the conversation tree (issue #41): parent_id and branch.
+    branches.annotate_page(thread.pk, page)
     return {"messages": page, "total": total, "hasMore": has_more}
 
 

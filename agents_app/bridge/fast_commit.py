@@ -75,8 +75,11 @@ SESSION_COLUMNS = (
 SESSION_UPDATE = ("status", "side", "progress", "stop_reason")
 _SESSION_DEFAULTS = {"owner": "''", "error": "''", "created_at": "now()"}
 
-# Updated on conflict: everything but the key and the owning thread.
-MESSAGE_UPDATE = MESSAGE_COLUMNS[2:]
+# The conversation tree's columns (issue #41): set on insert (``follows`` by the database
+# trigger when NULL), then only by ``services.branches``; an engine upsert never moves a row.
+TREE_COLUMNS = ("follows", "abandoned")
+# Updated on conflict: everything but the key, the owning thread and the tree's columns.
+MESSAGE_UPDATE = tuple(c for c in MESSAGE_COLUMNS[2:] if c not in TREE_COLUMNS)
 LOG_UPDATE = LOG_COLUMNS[2:]
 
 # A prepare threshold no statement reaches by repetition: only ``prepare=True`` prepares.
@@ -117,6 +120,8 @@ def message_values(thread_id: str, m: Message) -> dict[str, Any]:
         "parent_id": m.parent_id or None,
         "depth": m.depth,
         "silent": m.silent,
+        "follows": None,  # the insert trigger sets it (the engine knows no branches)
+        "abandoned": False,
         "metadata": m.metadata or {},
         "side": m.side or "",
         "attachments": m.attachments,

@@ -59,6 +59,15 @@ class Message(models.Model):
     )
     depth = models.PositiveSmallIntegerField(default=0)
     silent = models.BooleanField(default=False)
+    # The conversation tree (issue #41). ``follows``: the top-level message this one follows
+    # (None for the first). Writers may leave it empty: a database trigger
+    # (``message_counts``) sets it on insert to the thread's newest top-level message not
+    # on an abandoned branch, so the engine's append-only writes extend the active path
+    # without knowing about branches. ``abandoned``: off the active path (kept, counted
+    # apart, hidden from the engine and from branch-unaware reads). A plain UUID, not a
+    # foreign key: deleting a message must not cascade down the rest of the conversation.
+    follows = models.UUIDField(null=True, blank=True)
+    abandoned = models.BooleanField(default=False)
     metadata = models.JSONField(default=dict, blank=True)
     # "a" or "b": the side that authored it (the stored role also encodes it for dual_ai).
     side = models.CharField(max_length=1, blank=True)
@@ -90,6 +99,14 @@ class Message(models.Model):
                 fields=["created_at"],
                 name="message_pending_tool",
                 condition=models.Q(status="pending", role="tool"),
+            ),
+            # The alternatives of a message (``services.branches``): the other children of
+            # its parent are abandoned rows, so this partial index holds only those and
+            # costs the engine's inserts nothing.
+            models.Index(
+                fields=["thread", "follows"],
+                name="message_abandoned_follows",
+                condition=models.Q(abandoned=True),
             ),
         ]
         constraints = [
@@ -134,7 +151,7 @@ class QueuedMessage(models.Model):
 
 class ThreadMessageCount(models.Model):
     """How many of a thread's stored messages the default messages page counts: top level
-    (``depth`` 0) and not silent. Its ``total`` reads this row instead of counting the
+    (``depth`` 0), not silent and on the active path (``top_level``). Its ``total`` reads this row instead of counting the
     thread's messages, so the page costs the same on a 10,000-message thread as on a
     100-message one (issue #21).
 
@@ -149,6 +166,9 @@ class ThreadMessageCount(models.Model):
         Thread, on_delete=models.CASCADE, primary_key=True, related_name="message_count"
     )
     top_level = models.IntegerField(default=0)
+    # The same count of the messages on abandoned branches (issue #41): kept, not in the
+    # page's ``total``.
+    abandoned = models.IntegerField(default=0)
 
     def __str__(self) -> str:
         return f"{self.top_level} messages"

@@ -206,11 +206,12 @@ def _next_created_at(thread_id: str) -> int:
 
 
 def _open_tool_calls(thread_id: str) -> list[tuple[Message, dict[str, Any]]]:
-    """Top-level tool calls (newest 200 calling messages) that have no result row."""
+    """Top-level tool calls (newest 200 calling messages of the active path) that have no
+    result row (an abandoned branch's calls are not answered into the active one)."""
     callers = list(
-        Message.objects.filter(thread_id=thread_id, depth=0, tool_calls__isnull=False).order_by(
-            "-created_at"
-        )[:200]
+        Message.objects.filter(
+            thread_id=thread_id, depth=0, abandoned=False, tool_calls__isnull=False
+        ).order_by("-created_at")[:200]
     )
     ids = [c.get("id") for m in callers for c in (m.tool_calls or []) if isinstance(c, dict)]
     answered = set(
