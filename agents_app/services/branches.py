@@ -383,7 +383,7 @@ def annotate_page(thread_id: Any, messages: list[dict[str, Any]]) -> list[dict[s
         with connection.cursor() as cursor:
             cursor.execute(sql, [tid, *keys, True, tid, *keys, tid, *keys])
             for row_id, follows, created_at, abandoned, depth in cursor.fetchall():
-                key, parent = text_uuid(row_id), text_uuid(follows) if follows else None
+                key, parent = str(text_uuid(row_id)), text_uuid(follows) if follows else None
                 found[key] = (parent, created_at, bool(abandoned), depth)
                 if depth == 0:
                     siblings[parent].append((created_at, key))
