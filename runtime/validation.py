@@ -28,6 +28,12 @@ from runtime.definitions import (
     PromptIncludePart,
     SideConfig,
 )
+from runtime.entry_rules import (
+    agent_option_errors,
+    function_calling_errors,
+    model_option_errors,
+    tool_entry_option_errors,
+)
 from runtime.env_refs import LITERAL_CREDENTIAL, literal_credential
 from runtime.provider_tools import ProviderToolOffer
 from runtime.providers.offers import option_errors, provider_offers
@@ -87,6 +93,11 @@ class Catalog:
     # Model name → the provider tools a prompt on it may use (``runtime.providers.offers``);
     # a model missing here is judged by its provider alone.
     model_offers: dict[str, dict[str, ProviderToolOffer]] = field(default_factory=dict)
+    # For the option rules of ``runtime.entry_rules`` (issue #38): agent name → (type,
+    # exposeAsTool), model name → its ``functionCalling`` capability, prompt name → its model.
+    agent_shapes: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    model_function_calling: dict[str, bool | None] = field(default_factory=dict)
+    prompt_models: dict[str, str] = field(default_factory=dict)
 
     def callables(self) -> set[str]:
         return self.tools | self.prompts | self.agents
@@ -434,6 +445,7 @@ def validate_agent(agent: AgentDefinition, catalog: Catalog | None = None) -> li
     if agent.expose_as_tool:
         errs += _tool_name_rule("name", agent.name, "An agent exposed as a tool: ")
     errs += _hook_rules(agent.hooks, catalog)
+    errs += agent_option_errors(agent, catalog)
     return errs
 
 
@@ -507,6 +519,8 @@ def validate_prompt(
     errs += provider_tool_errors(prompt, catalog)
     errs += response_schema_errors(prompt, catalog)
     errs += _wait_rules(prompt, catalog)
+    errs += tool_entry_option_errors(prompt, catalog)
+    errs += function_calling_errors(prompt, catalog)
     if (
         prompt.required_schema is not None
         and prompt.required_schema.get("type", "object") != "object"
@@ -751,6 +765,7 @@ def validate_model(model: ModelDefinition, catalog: Catalog | None = None) -> li
             )
     errs += base_url_errors(model.base_url)
     errs += _model_api_rules(model)
+    errs += model_option_errors(model)
     for i, fb in enumerate(model.fallbacks or []):
         if fb == model.name:
             errs.append(DefinitionError(f"fallbacks.{i}", "A model cannot be its own fallback."))

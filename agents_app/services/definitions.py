@@ -95,6 +95,10 @@ def build_catalog(
         agents=set(Agent.objects.values_list("name", flat=True)),
         mcp_tools=mcp_catalog(d for d in extra if isinstance(d, McpServerDefinition)),
     )
+    for name, agent_type, exposed in Agent.objects.values_list("name", "type", "expose_as_tool"):
+        catalog.agent_shapes[name] = (agent_type, exposed)
+    for name, model_name in Prompt.objects.values_list("name", "model__name"):
+        catalog.prompt_models[name] = model_name
     for part in PromptPart.objects.filter(type=PromptPart.Kind.INCLUDE).select_related(
         "prompt", "include"
     ):
@@ -105,6 +109,7 @@ def build_catalog(
     ):
         catalog.model_providers[name] = provider
         catalog.model_structured_outputs[name] = (capabilities or {}).get("structuredOutputs")
+        catalog.model_function_calling[name] = (capabilities or {}).get("functionCalling")
         catalog.model_offers[name] = model_offers(name, provider, model_id, api, tools)
     for link in ModelFallback.objects.select_related("model", "fallback"):
         catalog.model_fallbacks.setdefault(link.model.name, []).append(link.fallback.name)
@@ -117,11 +122,16 @@ def build_catalog(
             catalog.model_structured_outputs[d.name] = (
                 d.capabilities.structured_outputs if d.capabilities else None
             )
+            catalog.model_function_calling[d.name] = (
+                d.capabilities.function_calling if d.capabilities else None
+            )
         elif isinstance(d, PromptDefinition):
             catalog.prompts.add(d.name)
             catalog.prompt_includes[d.name] = d.include_names()
+            catalog.prompt_models[d.name] = d.model
         elif isinstance(d, AgentDefinition):
             catalog.agents.add(d.name)
+            catalog.agent_shapes[d.name] = (d.type, d.expose_as_tool)
     code = registered_code_names()
     if code is not None:
         catalog.tools, catalog.hooks = code

@@ -50,7 +50,6 @@ def test_creating_an_agent_with_stop_conditions_and_env(staff: Client, prompt: P
         side_a_stop_tool_response_property="outcome",
         side_a_max_steps="8",
         side_a_end_session_tool="hang_up",
-        max_session_turns="250",
         expose_as_tool=True,
         tool_description="Handles support questions.",
         tags="support, tier-1",
@@ -70,7 +69,7 @@ def test_creating_an_agent_with_stop_conditions_and_env(staff: Client, prompt: P
         "finish",
         "outcome",
     )
-    assert agent.side_a_max_steps == 8 and agent.max_session_turns == 250
+    assert agent.side_a_max_steps == 8
     assert agent.tags == ["support", "tier-1"]
     assert agent.side_b_prompt is None
     env = agent.env_values.get()

@@ -45,7 +45,6 @@ def test_creating_a_test_model_stores_the_definition_shape(staff: Client, backup
         capabilities_vision=False,
         script=json.dumps(script),
         streaming_chunk_size="6",
-        included_providers="anthropic, google-vertex",
     )
     set_rows(data, "fallback_links", [{"fallback": backup.pk}])
 
@@ -60,7 +59,6 @@ def test_creating_a_test_model_stores_the_definition_shape(staff: Client, backup
     }
     assert model.script == [{"content": "Hello!"}, {"toolCalls": [{"name": "lookup_order"}]}]
     assert model.streaming == {"chunkSize": 6}
-    assert model.included_providers == ["anthropic", "google-vertex"]
     assert model.fallback_names() == ["backup"]
     defn = model_definition(model)
     assert validate_definition(defn, build_catalog([defn])) == []

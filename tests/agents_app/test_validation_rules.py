@@ -23,6 +23,10 @@ def agent(**overrides: Any) -> dict[str, Any]:
     return {"name": "support_agent", "sideA": {"prompt": "support_prompt"}, **overrides}
 
 
+def dual(**overrides: Any) -> dict[str, Any]:
+    return agent(type="dual_ai", sideB={"prompt": "support_prompt"}, **overrides)
+
+
 def errors(kind: str, data: Any) -> dict[str, str]:
     """Field path → message of every error of one definition checked on its own."""
     _, errs = parse_and_validate(kind, data)
@@ -173,17 +177,17 @@ def test_spec_9_2_3_max_steps_accepts_positive_whole_numbers() -> None:
 
 @pytest.mark.parametrize("value", [0, -3])
 def test_spec_9_2_4_max_session_turns_positive(value: int) -> None:
-    assert errors("agents", agent(maxSessionTurns=value)) == {
+    assert errors("agents", dual(maxSessionTurns=value)) == {
         "maxSessionTurns": "Max session turns must be a positive whole number."
     }
-    assert accepted("agents", agent(maxSessionTurns=1))
+    assert accepted("agents", dual(maxSessionTurns=1))
 
 
 @pytest.mark.parametrize("value", [250, 251, 10_000])
 def test_spec_max_session_turns_above_250_is_accepted_to_be_capped(value: int) -> None:
     """AgentBuilder agents API: "Hard maximum: 250 turns regardless of this setting"; the
     runtime caps (tests/runtime/test_spec_engine_rules.py), so saving does not refuse."""
-    assert accepted("agents", agent(maxSessionTurns=value))
+    assert accepted("agents", dual(maxSessionTurns=value))
 
 
 # --- §9.3 types, §3.3 and §5.1 defaults ---------------------------------------------------
@@ -264,10 +268,12 @@ def test_side_prompt_must_exist(db: Any) -> None:
     }
 
 
-def test_side_b_prompt_of_an_ai_human_agent_must_exist_too(db: Any) -> None:
-    # Side B of an ai_human agent is unused but stored: a dangling name must not crash the save.
-    errs = save_errors(model(), prompt(), ("agents", agent(sideB={"prompt": "nope"})))
-    assert errs == {"agents/support_agent.json sideB.prompt": "Prompt 'nope' does not exist."}
+def test_side_b_of_an_ai_human_agent_is_refused() -> None:
+    # Side B of an ai_human agent was stored and never read (issue #38 item 5).
+    assert errors("agents", agent(sideB={"prompt": "nope"})) == {
+        "sideB": "Side B applies only to dual_ai agents (in an ai_human agent side B is the "
+        "person); remove it, or set type to dual_ai."
+    }
 
 
 def test_references_may_point_into_the_same_batch_or_the_database(db: Any) -> None:
