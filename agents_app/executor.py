@@ -149,8 +149,10 @@ class LoopCapture:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> Any:
         inprocess.bind_loop(asyncio.get_running_loop())
-        # Embedded mode has no Celery beat: the effect sweeper runs in-process (idempotent).
-        from agents_app import effect_runner
+        # Embedded mode has no Celery beat: the effect sweeper and the schedule and webhook
+        # sweeps run in-process (idempotent).
+        from agents_app import effect_runner, embedded_automation
 
         effect_runner.start_embedded_sweeper()
+        embedded_automation.start(inprocess.loop())
         return await self.app(scope, receive, send)

@@ -433,10 +433,12 @@ STUDIO_WEBHOOK_RETRY_MAX_SECONDS = envint("STUDIO_WEBHOOK_RETRY_MAX_SECONDS", 36
 STUDIO_WEBHOOK_GIVE_UP_SECONDS = envint("STUDIO_WEBHOOK_GIVE_UP_SECONDS", 86400)
 # Loopback and private receivers (tests, a receiver on the same host); off in production.
 STUDIO_WEBHOOK_ALLOW_PRIVATE = envbool("STUDIO_WEBHOOK_ALLOW_PRIVATE", DEBUG)
+# How often due retries are sent (beat's webhooks_tick; the embedded sweep in embedded mode).
+STUDIO_WEBHOOK_SWEEP_SECONDS = envint("STUDIO_WEBHOOK_SWEEP_SECONDS", 5)
 CELERY_BEAT_SCHEDULE["webhooks-tick"] = {
     "task": "agents_app.webhooks_tick",
-    "schedule": 5.0,
-    "options": {"expires": 10.0},
+    "schedule": float(STUDIO_WEBHOOK_SWEEP_SECONDS),
+    "options": {"expires": 2.0 * STUDIO_WEBHOOK_SWEEP_SECONDS},
 }
 
 # --- limits, quotas and budgets (agents_app.services.limits; docs/operating.md, Security) ----

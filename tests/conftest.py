@@ -69,9 +69,10 @@ def no_lingering_effect_sweeper() -> Any:
     (``executor.LoopCapture``); stopped afterwards, so it never runs other tests' due
     effects behind their backs."""
     yield
-    from agents_app import effect_runner
+    from agents_app import effect_runner, embedded_automation
 
     effect_runner.stop_embedded_sweeper()
+    embedded_automation.stop()
 
 
 @pytest.fixture(autouse=True)

@@ -260,7 +260,11 @@ def thread_for_run(run: ScheduleRun) -> Thread | None:
     schedule = run.schedule
     if schedule.target == Schedule.Target.STANDING_THREAD and schedule.standing_thread_id:
         return schedule.standing_thread
-    return Thread.objects.filter(tags__contains=[run_tag(run)]).first()
+    tag = run_tag(run)
+    # JSON containment (``tags__contains``) does not exist on SQLite (embedded mode); the tag
+    # holds the run's id, so a text match finds its thread alone, checked exactly here.
+    found = Thread.objects.filter(tags__icontains=tag)
+    return next((t for t in found if tag in (t.tags or [])), None)
 
 
 @transaction.atomic
