@@ -220,6 +220,7 @@ def seed() -> dict[str, object]:
             side_a=SideConfig.model_validate({"prompt": prompt.name, **SIDES.get(name, {})}),
             expose_as_tool=name in EXPOSED,
             tool_description=EXPOSED.get(name),
+            mid_run_messages=MID_RUN.get(name, "queue"),
         )
         items += [(model.name, model), (prompt.name, prompt), (name, agent)]
     items += subagent_parent_items()
@@ -341,6 +342,12 @@ SUBAGENT_PARENTS.update(
         "client-tool-agent": ({"name": "lookup_order", "client": True}, _WAITING_SCRIPT),
     }
 )
+
+
+# Mid-run policies (tests/integration/test_mid_run_live.py): slowpoke's script, one agent
+# per policy other than the default queue.
+MID_RUN = {f"slowpoke-{policy}": policy for policy in ("enqueue", "interrupt", "reject")}
+AGENTS.update({name: AGENTS["slowpoke"] for name in MID_RUN})
 
 
 if __name__ == "__main__":
