@@ -20,5 +20,6 @@ from agents_app.admin import (  # noqa: F401 (imported to register)
     retention,
     schedules,
     threads,
+    triggers,
     webhooks,
 )

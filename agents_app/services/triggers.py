@@ -36,22 +36,28 @@ def trigger_create(
     agent = Agent.objects.filter(name=agent_name).first()
     if agent is None:
         raise NotFound(f"Agent not found: {agent_name}")
-    if not template.strip():
+    row = Trigger(agent=agent, owner=owner, name=name, template=template, secret_env=secret_env)
+    return row, trigger_issue(row)
+
+
+def trigger_check(row: Trigger) -> None:
+    """Refuse a trigger that could never fire: no template, or a signing secret's env value
+    that does not exist (checked now rather than at every request)."""
+    if not row.template.strip():
         raise Invalid("template: required (the message, with {{ field }} placeholders)")
-    token = "trg_" + secrets.token_urlsafe(32)
-    row = Trigger(
-        agent=agent,
-        owner=owner,
-        name=name,
-        template=template,
-        secret_env=secret_env.strip(),
-        token_hash=_hash(token),
-        token_prefix=token[:10],
-    )
+    row.secret_env = row.secret_env.strip()
     if row.secret_env:
-        _secret(row)  # refused now rather than at every request
+        _secret(row)
+
+
+def trigger_issue(row: Trigger) -> str:
+    """Check and save a new trigger (the API's or the studio's) with a fresh token; the token,
+    which is shown once and never again (only its hash is kept)."""
+    trigger_check(row)
+    token = "trg_" + secrets.token_urlsafe(32)
+    row.token_hash, row.token_prefix = _hash(token), token[:10]
     row.save()
-    return row, token
+    return token
 
 
 def trigger_revoke(trigger_id: Any) -> Trigger:

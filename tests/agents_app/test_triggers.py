@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import time
 from typing import Any
 
@@ -92,3 +93,38 @@ def test_the_owners_usage_limit_applies_to_trigger_requests(admin_user: Any) -> 
     second = ApiClient().post(created["path"], event, content_type="application/json")
     assert first.status_code == 202 and second.status_code == 429
     assert "Too many" in second.json()["error"]
+
+
+def test_the_studio_creates_a_trigger_shows_its_url_once_and_revokes_it(
+    admin_client: Any, admin_user: Any
+) -> None:
+    from agents_app.models import Agent, Trigger
+
+    define_agent("helper")
+    add = "/admin/agents_app/trigger/add/"
+    form = {
+        "agent": Agent.objects.get(name="helper").pk,
+        "name": "orders",
+        "template": "Order {{ id }}",
+    }
+    refused = admin_client.post(add, {**form, "secret_env": "NO_SUCH_SECRET"})
+    assert "no env value named NO_SUCH_SECRET" in refused.content.decode()
+    assert not Trigger.objects.exists()
+    created = admin_client.post(add, {**form, "secret_env": ""}, follow=True).content.decode()
+    found = re.search(r"/api/inbound/(trg_[A-Za-z0-9_\-]+)", created)
+    assert found, "the new trigger's URL is shown once"
+    token = found.group(1)
+    row = Trigger.objects.get()
+    assert row.owner_id == admin_user.pk and row.token_prefix == token[:10]
+    fired = ApiClient().post(f"/api/inbound/{token}", '{"id": 7}', content_type="application/json")
+    assert fired.status_code == 202, fired.content
+    assert _contents(fired.json()["threadId"]) == ["Order 7"]
+    # Never shown again: not on its page, not in the list.
+    for page in ("/admin/agents_app/trigger/", f"/admin/agents_app/trigger/{row.pk}/change/"):
+        html = admin_client.get(page).content.decode()
+        assert token not in html and row.token_prefix in html
+    admin_client.post(
+        "/admin/agents_app/trigger/", {"action": "revoke", "_selected_action": [str(row.pk)]}
+    )
+    again = ApiClient().post(f"/api/inbound/{token}", "{}", content_type="application/json")
+    assert again.status_code == 404
