@@ -38,6 +38,15 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         ],
     ),
     (
+        "Automation",
+        [
+            ("agents_app", "schedule"),
+            ("agents_app", "trigger"),
+            ("agents_app", "webhooksubscription"),
+            ("agents_app", "webhookdelivery"),
+        ],
+    ),
+    (
         "People and access",
         [
             ("auth", "user"),
