@@ -185,6 +185,7 @@ class Stack:
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             # The recorded vendors and MCP servers listen on loopback (egress policy).
             "STUDIO_EGRESS_ALLOW": "127.0.0.0/8,::1,localhost",
+            "STUDIO_WEBHOOK_ALLOW_PRIVATE": "1",  # the webhook tests' receivers are local
             "STUDIO_EXECUTOR": "celery",
             "STUDIO_SESSION_HEARTBEAT_SECONDS": "1",
             "STUDIO_SESSION_STALE_SECONDS": "4",
