@@ -238,11 +238,12 @@ _embedded_lock = threading.Lock()
 
 
 def start_embedded_sweeper(
-    loop_of: Callable[[], asyncio.AbstractEventLoop] | None = None,
+    loop_of: Callable[[], asyncio.AbstractEventLoop],
 ) -> EmbeddedSweeper | None:
-    """Start the in-process sweeper once per process (``STUDIO_EXECUTOR == "inprocess"``).
+    """Start the in-process sweeper once per process (``STUDIO_EXECUTOR == "inprocess"``) on
+    the loop ``loop_of`` gives (the in-process executor's: ``executor.LoopCapture`` passes
+    it, so this module never imports the executor).
 
-    Runs on the in-process executor's loop unless ``loop_of`` gives another one.
     Call it when the server starts (idempotent); other executors return ``None``.
     """
     global _embedded
@@ -250,10 +251,6 @@ def start_embedded_sweeper(
         return None
     with _embedded_lock:
         if _embedded is None or _embedded.future.done():
-            if loop_of is None:
-                from agents_app.executor import inprocess
-
-                loop_of = inprocess.loop
             _embedded = EmbeddedSweeper(loop_of())
         return _embedded
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
+from agents_app.task_names import WEBHOOK_DELIVER
+
 
 @shared_task(name="agents_app.effects_tick", acks_late=False, ignore_result=True)
 def effects_tick() -> int:
@@ -29,7 +31,7 @@ def schedules_tick() -> int:
     return drain_for(settings.STUDIO_SCHEDULE_SWEEP_MS / 1000)
 
 
-@shared_task(name="agents_app.webhook_deliver", acks_late=False, ignore_result=True)
+@shared_task(name=WEBHOOK_DELIVER, acks_late=False, ignore_result=True)
 def webhook_deliver(delivery_id: str) -> str | None:
     """One attempt of a webhook delivery (docs/automation.md, "Webhooks")."""
     from agents_app.webhook_runner import deliver

@@ -21,8 +21,10 @@ from concurrent.futures import Future
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from celery import current_app
 from django.conf import settings
 
+from agents_app.task_names import RUN_SESSION
 from runtime import tracing
 from studio.event_loop import new_loop
 
@@ -127,12 +129,12 @@ def dispatch(session_id: str) -> None:
     """Start (or resume) a session somewhere; duplicates are harmless (the claim decides)."""
     mode = settings.STUDIO_EXECUTOR
     if mode == "celery":
-        from agents_app.tasks import run_session
-
-        # A short publish retry: this runs after a request's commit, and with the broker down
-        # the session waits for the sweep anyway (agents_app/dispatch.py); kombu's default
-        # policy (3 retries) held each request 0.6 s, this one 0.02 s (connection refused).
-        run_session.apply_async((session_id,), retry=True, retry_policy=_PUBLISH_RETRY)
+        # Sent by name: the task's module (agents_app.tasks) imports this one, and the
+        # dispatch needs only the broker. A short publish retry: this runs after a
+        # request's commit, and with the broker down the session waits for the sweep anyway
+        # (agents_app/dispatch.py); kombu's default policy (3 retries) held each request
+        # 0.6 s, this one 0.02 s (connection refused).
+        current_app.send_task(RUN_SESSION, (session_id,), retry=True, retry_policy=_PUBLISH_RETRY)
     elif mode == "inprocess":
         from agents_app.runner import run_session_job
 
@@ -153,6 +155,6 @@ class LoopCapture:
         # sweeps run in-process (idempotent).
         from agents_app import effect_runner, embedded_automation
 
-        effect_runner.start_embedded_sweeper()
+        effect_runner.start_embedded_sweeper(inprocess.loop)
         embedded_automation.start(inprocess.loop())
         return await self.app(scope, receive, send)

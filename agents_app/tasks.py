@@ -16,6 +16,7 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_process_init, worker_ready, worker_shutdown
 
+from agents_app.task_names import RUN_SESSION
 from runtime import tracing
 from studio.event_loop import new_loop
 
@@ -60,7 +61,7 @@ def close_mcp_connections(**_: Any) -> None:
         asyncio.run_coroutine_threadsafe(POOL.aclose(), _loop).result(timeout=20)
 
 
-@shared_task(name="agents_app.run_session", acks_late=True)
+@shared_task(name=RUN_SESSION, acks_late=True)
 def run_session(session_id: str) -> None:
     """Claim and run a session (then the thread's next queued messages)."""
     from agents_app.runner import run_session_job

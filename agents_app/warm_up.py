@@ -42,9 +42,9 @@ def _celery_producer() -> None:
 
     if settings.STUDIO_EXECUTOR != "celery":
         return
-    from agents_app.tasks import run_session  # the task a post dispatches
+    from celery import current_app  # the app a post dispatches with (executor.dispatch)
 
-    app = run_session.app
+    app = current_app
     app.finalize(auto=True)
     connection = app.connection_for_write()
     try:

@@ -14,11 +14,13 @@ import threading
 from typing import Any
 
 import httpx
+from celery import current_app
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from agents_app.services import webhooks
+from agents_app.task_names import WEBHOOK_DELIVER
 
 logger = logging.getLogger("agents_app.webhooks")
 
@@ -49,9 +51,7 @@ def enqueue(delivery_ids: list[str]) -> None:
 def _start(delivery_id: str) -> None:
     try:
         if settings.STUDIO_EXECUTOR == "celery":
-            from agents_app.effect_tasks import webhook_deliver
-
-            webhook_deliver.delay(delivery_id)
+            current_app.send_task(WEBHOOK_DELIVER, (delivery_id,))
         else:
             threading.Thread(
                 target=_deliver_in_thread, args=(delivery_id,), name="webhook-delivery", daemon=True

@@ -307,18 +307,13 @@ def _keep_stopped_replies(thread_id: str, streamed: StreamedReplies, now: int) -
 
     They are completed (later requests include them, as a person saw them); one with no
     text yet stays failed. Their request logs lose the error the tidy-up gave them."""
-    rows = list(
-        Message.objects.filter(
-            thread_id=thread_id,
-            pk__in=list(streamed.opened),
-            role=Message.Role.ASSISTANT,
-            status__in=(Message.Status.PENDING, Message.Status.FAILED),
-        ).exclude(metadata__has_key="error")
-    )
+    rows = Message.objects.filter(
+        thread_id=thread_id,
+        pk__in=list(streamed.opened),
+        role=Message.Role.ASSISTANT,
+        status__in=(Message.Status.PENDING, Message.Status.FAILED),
+    ).exclude(metadata__has_key="error")
     kept: list[Message] = []
-    # Every request the stop cut short was the person's choice, not a crash: none is retried
-    # as if it never happened (a crash's "interrupted" request is made again on resume).
-    cut = [row.log_id for row in rows if row.log_id]
     for row in rows:
         text = streamed.text_of(str(row.pk))
         if not text and not row.content:
@@ -329,8 +324,9 @@ def _keep_stopped_replies(thread_id: str, streamed: StreamedReplies, now: int) -
         row.metadata = {**(row.metadata or {}), "stopped_by_user": True}
         row.save(update_fields=["content", "status", "response_completed_at", "metadata"])
         kept.append(row)
-    if cut:
-        Log.objects.filter(thread_id=thread_id, pk__in=cut, error_type="interrupted").update(
+    logs = [row.log_id for row in kept if row.log_id]
+    if logs:
+        Log.objects.filter(thread_id=thread_id, pk__in=logs, error_type="interrupted").update(
             error="", error_type=STOPPED_LOG_TYPE
         )
     return kept

@@ -12,6 +12,7 @@ from django.db import connection, connections
 
 from agents_app import effect_runner
 from agents_app.engines import build_engine
+from agents_app.executor import inprocess
 from agents_app.models import ScheduledEffect, Thread
 from tests.agents_app.effects_support import *  # noqa: F403  (fixtures)
 
@@ -25,7 +26,7 @@ def sweeper(settings: Any, effects: Any) -> Any:
         # threads write; run with TEST_DB_NAME=/tmp/x.sqlite3 (a file, as in embedded mode).
         pytest.skip("needs a database file, not the in-memory SQLite test database")
     settings.STUDIO_EXECUTOR = "inprocess"
-    running = effect_runner.start_embedded_sweeper()
+    running = effect_runner.start_embedded_sweeper(inprocess.loop)
     assert running is not None
     yield running
     effect_runner.stop_embedded_sweeper()
@@ -66,4 +67,4 @@ def test_the_in_process_sweeper_runs_effects_when_due(
 
 def test_other_executors_start_no_sweeper(settings: Any) -> None:
     settings.STUDIO_EXECUTOR = "celery"
-    assert effect_runner.start_embedded_sweeper() is None
+    assert effect_runner.start_embedded_sweeper(inprocess.loop) is None
