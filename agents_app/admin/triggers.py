@@ -84,7 +84,7 @@ class TriggerAdmin(admin.ModelAdmin):
         if change:
             obj.save()
             return
-        obj.owner = request.user  # type: ignore[assignment]  (the studio signs in)
+        obj.owner = request.user  # type: ignore[assignment]
         token = triggers.trigger_issue(obj)
         url = request.build_absolute_uri(f"/api/inbound/{token}")
         self.message_user(
