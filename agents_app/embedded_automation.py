@@ -1,6 +1,7 @@
 """The embedded mode's beat for automation: without Celery there is no beat to send
-``schedules_tick`` and ``webhooks_tick``, so due schedule runs and webhook retries are swept
-here, on the in-process executor's loop (docs/automation.md, "Embedded mode").
+``schedules_tick``, ``webhooks_tick`` and ``purge_expired``, so due schedule runs, webhook
+retries and the expired-row purge run here, on the in-process executor's loop
+(docs/automation.md, "Embedded mode").
 
 Started beside the effect sweeper (``executor.LoopCapture``) only when
 ``STUDIO_EXECUTOR == "inprocess"``; both sweeps are the same functions the Celery tasks
@@ -21,6 +22,7 @@ from django.conf import settings
 from django.db import connection
 
 from agents_app import schedule_runner, webhook_runner
+from agents_app.services.housekeeping import expired_purge
 from agents_app.services.sessions import owner_id
 
 logger = logging.getLogger("agents_app.schedules")
@@ -37,13 +39,19 @@ async def run_forever() -> None:
     """Sweep schedules every ``STUDIO_SCHEDULE_SWEEP_MS`` and webhook retries every
     ``STUDIO_WEBHOOK_SWEEP_SECONDS`` until cancelled; a failed sweep is logged and retried."""
     me = owner_id()
-    webhooks_due = 0.0
+    webhooks_due = purge_due = 0.0
     while True:
         await asyncio.sleep(settings.STUDIO_SCHEDULE_SWEEP_MS / 1000)
         try:
             await sync_to_async(schedule_runner.sweep_once)(me)
         except Exception:
             logger.warning("embedded schedule sweep failed", exc_info=True)
+        if time.monotonic() >= purge_due:
+            purge_due = time.monotonic() + settings.STUDIO_PURGE_SECONDS
+            try:
+                await sync_to_async(expired_purge)()
+            except Exception:
+                logger.warning("embedded purge failed", exc_info=True)
         if time.monotonic() < webhooks_due:
             continue
         webhooks_due = time.monotonic() + settings.STUDIO_WEBHOOK_SWEEP_SECONDS

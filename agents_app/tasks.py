@@ -105,6 +105,14 @@ def sweep_sessions() -> int:
     return len(ids)
 
 
+@shared_task(name="agents_app.purge_expired", ignore_result=True)
+def purge_expired() -> dict[str, int]:
+    """Expired WebSocket tickets and idempotency keys (``services.housekeeping``)."""
+    from agents_app.services.housekeeping import expired_purge
+
+    return expired_purge()
+
+
 @shared_task(name="agents_app.evals_tick")
 def evals_tick() -> int:
     """Advance the running eval runs (agents_app/eval_runs.py): score finished cases, start

@@ -396,6 +396,13 @@ CELERY_IMPORTS = ["agents_app.effect_tasks"]
 # --- evals (agents_app/eval_runs.py; docs/observability.md) ----------------------------------
 # How often beat asks a worker to advance the running eval runs.
 STUDIO_EVAL_TICK_SECONDS = envint("STUDIO_EVAL_TICK_SECONDS", 2)
+# Expired WebSocket tickets and idempotency keys (agents_app.services.housekeeping).
+STUDIO_PURGE_SECONDS = envint("STUDIO_PURGE_SECONDS", 60)
+CELERY_BEAT_SCHEDULE["purge-expired"] = {
+    "task": "agents_app.purge_expired",
+    "schedule": float(STUDIO_PURGE_SECONDS),
+    "options": {"expires": float(STUDIO_PURGE_SECONDS)},
+}
 CELERY_BEAT_SCHEDULE["evals-tick"] = {
     "task": "agents_app.evals_tick",
     "schedule": float(STUDIO_EVAL_TICK_SECONDS),

@@ -39,7 +39,7 @@ from agents_app import faults, wire
 from agents_app.bridge.events import send_thread_frames
 from agents_app.dispatch import session_should_run
 from agents_app.errors import Locked
-from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession, WebSocketTicket
+from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession
 from agents_app.models.timestamps import now_us
 from agents_app.raw_sql import (
     datetime_param,
@@ -54,7 +54,6 @@ from agents_app.raw_sql import (
 )
 from agents_app.selectors import ACTIVE_SESSION
 from agents_app.services import tool_waits
-from agents_app.services.idempotency import idempotency_keys_purge
 from agents_app.services.limits import budget_check
 from agents_app.thread_records import RECORD_FROM, RECORD_WIDTH, record_of
 from runtime.events import telemetry
@@ -640,8 +639,7 @@ def session_release(claim: Claim, *, status: str, error: str = "") -> Claim | No
 
 def sessions_sweep() -> list[str]:
     """Sessions to dispatch again: running ones whose heartbeat stopped, and queued ones whose
-    task seems lost (not dispatched for a while). Also drops expired WebSocket tickets and
-    old idempotency keys."""
+    task seems lost (not dispatched for a while)."""
     now = timezone.now()
     dead = ThreadSession.objects.filter(
         status=ThreadSession.Status.RUNNING, heartbeat_at__lt=now - stale_after()
@@ -656,6 +654,4 @@ def sessions_sweep() -> list[str]:
     ThreadSession.objects.filter(pk__in=lost_ids, status=ThreadSession.Status.QUEUED).update(
         heartbeat_at=now
     )
-    WebSocketTicket.objects.filter(expires_at__lt=now - timedelta(minutes=5)).delete()
-    idempotency_keys_purge()
     return [str(pk) for pk in dead.values_list("pk", flat=True)] + [str(pk) for pk in lost_ids]
