@@ -45,7 +45,7 @@ from agents_app.api import (
 )
 from agents_app.api.limits import install_limit_handler
 from agents_app.api.parser import StrictParser, UnstorableTextError
-from agents_app.api.security import ApiKeyAuth, SessionCookieAuth
+from agents_app.api.security import AUTHENTICATORS
 from agents_app.errors import DomainError
 from agents_app.overload import log_overload, overload_reason, overload_response
 from agents_app.storable_text import SURROGATE_ERROR
@@ -128,7 +128,7 @@ def install_error_handlers(api: NinjaAPI) -> None:
         return error(api, request, "Internal error", 500)
 
 
-AUTH = [ApiKeyAuth(), SessionCookieAuth()]
+AUTH = AUTHENTICATORS
 api = NinjaAPI(
     title="Standard Agents Studio API",
     version="1",

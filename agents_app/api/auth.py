@@ -103,13 +103,28 @@ def me(request: HttpRequest) -> dict[str, Any]:
     }
 
 
+def _request_credential(request: HttpRequest) -> socket_credentials.SocketCredential | None:
+    """The credential this request authenticated with (``api.security`` sets ``api_key_id``,
+    ``login_token`` or a session): the ticket's socket lives only as long as it does."""
+    key_id = getattr(request, "api_key_id", None)
+    if key_id is not None:
+        return socket_credentials.key_credential(key_id)
+    token = getattr(request, "login_token", None)
+    if token:
+        session_key = login_tokens.token_session_key(token)
+        return socket_credentials.session_credential(session_key) if session_key else None
+    session = getattr(request, "session", None)
+    session_key = getattr(session, "session_key", None)
+    return socket_credentials.session_credential(session_key) if session_key else None
+
+
 @router.post("/websocket-ticket", response={200: dict, **ERRORS}, summary="Mint a WebSocket ticket")
 @limited("ws_ticket")
 def websocket_ticket(request: HttpRequest, payload: TicketIn) -> dict[str, Any]:
     raw = tickets.ticket_create(
         user=request.auth,  # type: ignore[attr-defined]
         pathname=payload.pathname,
-        credential=socket_credentials.request_credential(request),
+        credential=_request_credential(request),
     )
     return {"ticket": raw, "expires_in": tickets.TTL_SECONDS}
 

@@ -19,6 +19,7 @@ from ninja import Router
 from ninja.errors import AuthenticationError, HttpError
 
 from agents_app.api.endpoints import METHODS, TIMEOUT_SECONDS, harden_endpoint, to_response
+from agents_app.api.security import AUTHENTICATORS
 from agents_app.code_registry import get_registry
 from agents_app.endpoint_routes import resolve_controller
 from agents_app.errors import NotFound
@@ -31,9 +32,7 @@ router = Router(tags=["controllers"])
 
 def _authenticate(request: HttpRequest) -> Any:
     """The user, by the API's own authenticators in order; ``AuthenticationError`` if none."""
-    from agents_app.api import api  # the NinjaAPI that mounts this router
-
-    for auth in api.auth if isinstance(api.auth, list | tuple) else [api.auth]:
+    for auth in AUTHENTICATORS:
         user = auth(request)  # type: ignore[operator,misc]
         if user:
             request.auth = user  # type: ignore[attr-defined]

@@ -62,3 +62,8 @@ class SessionCookieAuth(APIKeyCookie):
             return None
         request.auth_type = "session"  # type: ignore[attr-defined]
         return request.user
+
+
+# The API's authenticators, in order: the NinjaAPI's default and what code-defined
+# controllers (``api.controllers``) authenticate with.
+AUTHENTICATORS = [ApiKeyAuth(), SessionCookieAuth()]

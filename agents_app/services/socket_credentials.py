@@ -75,24 +75,6 @@ def credential_from_stored(text: str) -> SocketCredential | None:
     return None
 
 
-def request_credential(request: Any) -> SocketCredential | None:
-    """The credential an authenticated API request came with (``agents_app.api.security``
-    sets ``api_key_id``, ``login_token`` or ``auth_type``)."""
-    key_id = getattr(request, "api_key_id", None)
-    if key_id is not None:
-        return key_credential(key_id)
-    token = getattr(request, "login_token", None)
-    if token:
-        # Imported here: login_tokens imports this module to announce its revocations.
-        from agents_app.services.login_tokens import token_session_key
-
-        session_key = token_session_key(token)
-        return session_credential(session_key) if session_key else None
-    session = getattr(request, "session", None)
-    session_key = getattr(session, "session_key", None)
-    return session_credential(session_key) if session_key else None
-
-
 def credential_valid(credential: SocketCredential | None, user: Any) -> bool:
     """Whether ``credential`` still authenticates ``user`` (``None``: a socket opened
     before sockets recorded their credential, judged by the user alone)."""
