@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.agents_app.test_mid_run_messages import _queued_frame
 from tests.integration.stack import Stack, wait_until
 from tests.integration.test_live_sessions import (
     Frame,
@@ -24,13 +25,15 @@ from tests.integration.test_live_sessions import (
 pytestmark = pytest.mark.integration
 
 
-def _queued(frames: list[Frame], content: str) -> dict[str, Any]:
-    return next(
-        f["data"]
-        for f in frames
-        if f["type"] == "message_data"
-        and f["data"].get("content") == content
-        and f["data"].get("status") == "pending"
+def _answered(watch: Watch, text: str) -> None:
+    """Wait for the completed reply ``text`` on the socket."""
+    watch.until(
+        lambda f: (
+            f["type"] == "message_data"
+            and f["data"].get("content") == text
+            and f["data"].get("status") == "completed"
+        ),
+        f"the frame of the reply {text!r}",
     )
 
 
@@ -65,16 +68,9 @@ def test_enqueue_answers_the_new_message_in_a_session_of_its_own(stack: Stack, w
             ("assistant", "completed", "second answer"),
         ]
         wait_until(lambda: messages(stack, thread_id) == expected, "both answers, in order")
-        watch.until(
-            lambda f: (
-                f["type"] == "message_data"
-                and f["data"].get("content") == "second answer"
-                and f["data"].get("status") == "completed"
-            ),
-            "the second answer's frame",
-        )
+        _answered(watch, "second answer")
         ends = _stopped(watch, 2)  # two sessions, each ended on the socket
-    assert _queued(watch.frames, "two")["metadata"]["mid_run"] == "enqueue"
+    assert _queued_frame(watch.frames, "two")["metadata"]["mid_run"] == "enqueue"
     assert len({f["stream"] for f in ends}) == 2
 
 
@@ -95,16 +91,9 @@ def test_interrupt_stops_the_session_keeping_its_output_then_answers(
     with watch:
         post(stack, thread_id, "stop, new question")
         wait_until(lambda: messages(stack, thread_id) == expected, "the new question's answer")
-        watch.until(
-            lambda f: (
-                f["type"] == "message_data"
-                and f["data"].get("content") == "first answer"
-                and f["data"].get("status") == "completed"
-            ),
-            "the answer's frame",
-        )
+        _answered(watch, "first answer")
         ends = _stopped(watch, 2)  # the interrupted session's end, then the answer's
-    assert _queued(watch.frames, "stop, new question")["metadata"]["mid_run"] == "interrupt"
+    assert _queued_frame(watch.frames, "stop, new question")["metadata"]["mid_run"] == "interrupt"
     assert ends[0]["reason"] == "aborted_by_user"
 
 
