@@ -11,7 +11,7 @@ from ninja.responses import Status
 from agents_app import selectors
 from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data, request_redactors
-from agents_app.api.schemas import ERRORS, IdempotencyKey, id_list, refuse_unsupported
+from agents_app.api.schemas import ERRORS, IdempotencyKey, id_list
 from agents_app.services import branches, feedback
 from agents_app.services import messages as message_service
 from agents_app.services.idempotency import idempotency_request
@@ -36,7 +36,10 @@ class AttachmentIn(Schema):
     width: int | None = Field(None, ge=0, le=100_000)
     height: int | None = Field(None, ge=0, le=100_000)
     thumbnail: str | None = Field(
-        None, description="Refused unless null: the server makes its own thumbnails."
+        None,
+        max_length=2_000_000,
+        description="Optional base64 (or data: URL) image: kept, re-encoded by us as JPEG, as "
+        "the file's thumbnail instead of the one the server makes.",
     )
 
 
@@ -88,13 +91,8 @@ def message_post(
     # The service locks and reads the thread row itself: here only the access check.
     thread = selectors.access_thread(thread_id, user, id_only=True)
     idempotency = idempotency_request(user, idempotency_key, payload.model_dump())
-    for index, attachment in enumerate(payload.attachments or []):
-        refuse_unsupported(
-            {f"attachments.{index}.thumbnail": attachment.thumbnail or None},
-            {f"attachments.{index}.thumbnail": "not supported; the server makes thumbnails"},
-        )
     attachments = [
-        NewAttachment(a.name, a.mimeType, a.data, a.width, a.height)
+        NewAttachment(a.name, a.mimeType, a.data, a.width, a.height, a.thumbnail)
         for a in payload.attachments or []
     ]
     posted = message_service.message_post(

@@ -19,7 +19,7 @@ from ninja.responses import Status
 from agents_app import selectors, wire
 from agents_app.api.file_responses import harden, served_type
 from agents_app.api.redacting import redacts_thread_data
-from agents_app.api.schemas import ERRORS, refuse_unsupported
+from agents_app.api.schemas import ERRORS
 from agents_app.errors import Invalid, NotFound
 from agents_app.models import Thread, ThreadFile
 from agents_app.services import thread_files, thread_values
@@ -305,8 +305,11 @@ def _write_json(thread: Thread, path: str, body: bytes) -> Status:
         content = base64.b64decode(data["data"], validate=True)
     except (binascii.Error, ValueError):
         raise Invalid("data is not valid base64") from None
-    # A value we would drop is refused, never silently ignored (docs/api.md).
-    refuse_unsupported(data, {"thumbnail": "not supported; the server makes thumbnails"})
+    # The reference client's thumbnail is kept (re-encoded by us), not dropped.
+    given = data.get("thumbnail")
+    if given is not None and not isinstance(given, str):
+        raise Invalid("Invalid request: thumbnail: Input should be a valid string")
+    thumbnail = thread_files.client_thumbnail(given, "thumbnail") if given else None
     mime = data.get("mimeType")
     if mime is not None and not isinstance(mime, str):
         raise Invalid("Invalid request: mimeType: Input should be a valid string")
@@ -314,7 +317,12 @@ def _write_json(thread: Thread, path: str, body: bytes) -> Status:
     if metadata is not None and not isinstance(metadata, dict):
         raise Invalid("Invalid request: metadata: Input should be a valid dictionary")
     row = thread_files.file_write(
-        thread, path, content, mime or "application/octet-stream", metadata=metadata
+        thread,
+        path,
+        content,
+        mime or "application/octet-stream",
+        metadata=metadata,
+        thumbnail=thumbnail,
     )
     return Status(201, wire.attachment_ref(row))
 

@@ -32,7 +32,7 @@ from agents_app.services.idempotency import (
     idempotent_replay,
 )
 from agents_app.services.redaction import Redactor, redact_for_thread, thread_redactor
-from agents_app.services.thread_files import attachment_write, file_delete
+from agents_app.services.thread_files import attachment_write, client_thumbnail, file_delete
 from agents_app.services.threads import preview_of
 from runtime.events import event
 
@@ -47,18 +47,30 @@ class NewAttachment:
     data: str  # base64
     width: int | None = None
     height: int | None = None
+    thumbnail: str | None = None  # base64 or a data: URL (the reference client sends one)
 
 
 def _store_attachments(thread: Thread, items: list[NewAttachment]) -> list[dict[str, Any]]:
     refs = []
-    for item in items:
+    for index, item in enumerate(items):
         try:
             data = base64.b64decode(item.data, validate=True)
         except (binascii.Error, ValueError):
             raise Invalid(f"Attachment {item.name!r}: data is not valid base64") from None
+        thumbnail = (
+            client_thumbnail(item.thumbnail, f"attachments.{index}.thumbnail")
+            if item.thumbnail
+            else None
+        )
         # Downsampled like the reference (thread_files.attachment_write, docs/files.md).
         row = attachment_write(
-            thread, item.name, data, item.mime_type, width=item.width, height=item.height
+            thread,
+            item.name,
+            data,
+            item.mime_type,
+            width=item.width,
+            height=item.height,
+            thumbnail=thumbnail,
         )
         ref = wire.attachment_ref(row)
         ref["name"] = item.name

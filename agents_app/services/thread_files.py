@@ -23,6 +23,8 @@ referencing them; a failed write removes the blobs it wrote.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 import mimetypes
 import posixpath
@@ -473,6 +475,22 @@ def _changed(thread: Thread, row: ThreadFile, created: bool) -> None:
     _announce(thread, event(kind, {"path": row.path, "file": file_wire(row)}))
 
 
+def client_thumbnail(encoded: str, field: str) -> bytes:
+    """A thumbnail a client sent (the reference client's ``thumbnail``: base64, or a
+    ``data:`` URL), as the JPEG we store: decoded with Pillow and encoded again by us, so
+    what we serve as ``image/jpeg`` is always an image we made; ``Invalid`` naming
+    ``field`` when it is no image."""
+    text = encoded.split(",", 1)[1] if encoded.startswith("data:") else encoded
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise Invalid(f"Invalid request: {field}: not valid base64") from None
+    made = file_images.make_thumbnail(raw)
+    if made is None:
+        raise Invalid(f"Invalid request: {field}: not an image we can read (JPEG, PNG, GIF, WebP)")
+    return made.data
+
+
 def file_write(
     thread: Thread,
     path: str,
@@ -482,18 +500,21 @@ def file_write(
     metadata: dict[str, Any] | None = None,
     width: int | None = None,
     height: int | None = None,
+    thumbnail: bytes | None = None,
 ) -> ThreadFile:
     """Create or replace a file from bytes or a stream of pieces; images (given as bytes)
-    get a thumbnail and their dimensions. Announces ``file_created``/``file_updated``."""
+    get a thumbnail and their dimensions. A ``thumbnail`` the client sent
+    (``client_thumbnail``) is the file's thumbnail instead of ours.
+    Announces ``file_created``/``file_updated``."""
     path = normalize_path(path)
     if path == fs.ROOT:
         raise Invalid("Cannot write to '/'")
     mime_type = clean_mime_type(mime_type)
-    thumb = None
+    thumb = thumbnail
     if isinstance(data, bytes) and file_images.is_raster_image(mime_type):
         made = file_images.make_thumbnail(data)
         if made is not None:
-            thumb = made.data
+            thumb = thumb or made.data
             if width is None and height is None:
                 width, height = made.width, made.height
     try:
@@ -522,6 +543,7 @@ def attachment_write(
     *,
     width: int | None = None,
     height: int | None = None,
+    thumbnail: bytes | None = None,
 ) -> ThreadFile:
     """Store a user's message attachment at ``/attachments/<ms>-<8 hex>.<ext>``.
 
@@ -540,7 +562,14 @@ def attachment_write(
     if result.converted:
         metadata.update(originalMimeType=mime, originalSize=len(data))
     return file_write(
-        thread, path, result.data, result.mime_type, metadata=metadata, width=width, height=height
+        thread,
+        path,
+        result.data,
+        result.mime_type,
+        metadata=metadata,
+        width=width,
+        height=height,
+        thumbnail=thumbnail,
     )
 
 

@@ -232,7 +232,7 @@ def test_deleting_a_queued_message_cancels_it(as_: Any, alice: Any, thread_of: A
     assert not QueuedMessage.objects.exists()
 
 
-def test_attachment_thumbnails_are_refused_not_ignored(
+def test_an_unreadable_attachment_thumbnail_is_refused_not_ignored(
     as_: Any, alice: Any, thread_of: Any
 ) -> None:
     thread = thread_of(alice)
