@@ -32,6 +32,7 @@ from channels.sessions import CookieMiddleware, InstanceSessionWrapper, SessionM
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 
+from agents_app.bridge import catch_up
 from agents_app.bridge.events import REGISTRY_ALL, logs_group, registry_user_group, thread_group
 from agents_app.bridge.live_frames import encode, frame_of, meta_of, text_of
 from agents_app.consumer_loop import dispatch_from
@@ -304,7 +305,22 @@ class ThreadStreamConsumer(_ThreadSocket):
         except ValueError:
             self.max_depth = 0
         self.last_seq: dict[str, int] = {}
+        # Replies this socket was sent from the catch-up list: message id -> (stream, seq).
+        self.caught: dict[str, tuple[str, int]] = {}
         await super().connect()
+        if getattr(self, "joined", None):
+            await self.send_catch_up()
+
+    async def send_catch_up(self) -> None:
+        """A reply streaming as the socket joins is sent as streamed so far (``catch_up``):
+        its pending row with the text in ``content``. The group was joined first, so
+        later chunks are relayed; the ones already in that text are dropped (``caught``)."""
+        replies = await catch_up.read(self.channel_layer, thread_group(self.thread_id))
+        for message_id, reply in replies.items():
+            if reply.depth > self.max_depth:
+                continue
+            self.caught[message_id] = (reply.stream, reply.seq)
+            await self.send_json(catch_up.catch_up_frame(message_id, reply, self.reasoning))
 
     def query_of(self) -> dict[str, list[str]]:
         return parse_qs(self.scope.get("query_string", b"").decode("latin1"))
@@ -332,8 +348,28 @@ class ThreadStreamConsumer(_ThreadSocket):
                     {"type": "resync", "reason": "frames dropped", "missed": seq - last - 1}
                 )
             self.last_seq[stream] = max(seq, last or 0)
+            if self.caught and self._already_sent(event, meta, stream, seq):
+                return
         if self.wanted(meta):
             await self.send_text(text_of(event))
+
+    def _already_sent(
+        self, event: dict[str, Any], meta: dict[str, Any], stream: str, seq: int
+    ) -> bool:
+        """Whether the catch-up this socket was sent already holds this frame's text."""
+        if meta.get("type") not in CHUNKS and meta.get("type") != "message_data":
+            return False
+        frame = frame_of(event)
+        caught = self.caught.get(str(frame.get("message_id")))
+        if caught is None:
+            return False
+        if (
+            meta.get("type") == "message_data"
+            and (frame.get("data") or {}).get("status") != "pending"
+        ):
+            del self.caught[str(frame.get("message_id"))]
+            return False
+        return caught[0] == stream and seq <= caught[1]
 
 
 class ThreadLogsConsumer(_ThreadSocket):

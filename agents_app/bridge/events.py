@@ -22,6 +22,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from agents_app.bridge import catch_up
 from agents_app.bridge.live_frames import encode, live_event
 from agents_app.bridge.publisher import BatchPublisher, publisher_for
 
@@ -172,6 +173,8 @@ class LiveSink:
         # as the reply's text): the pieces, joined only when asked.
         self.opened: set[str] = set()
         self._texts: dict[str, list[str]] = defaultdict(list)
+        # Per thread group, the replies recorded in its catch-up list (``catch_up``).
+        self._tracked: dict[str, set[str]] = defaultdict(set)
 
     def text_of(self, message_id: str) -> str:
         """The text streamed so far of ``message_id`` (already redacted, as it was sent)."""
@@ -260,8 +263,12 @@ class LiveSink:
                 if frame.get("type") in CHUNK_TYPES:
                     self._last_chunk[group] = time.monotonic()
                 frame["seq"], frame["stream"] = next(self._seq[group]), self.stream
+                # What a socket joining mid-reply is sent first (thread groups only).
+                ops = None
+                if not group.endswith("-logs"):
+                    ops = catch_up.ops_for(frame, self._tracked[group]) or None
                 try:
-                    await self._publisher().group_send(group, live_event(frame))
+                    await self._publisher().group_send(group, live_event(frame), ops)
                     self.sent += 1
                 except Exception:  # a dropped live frame must never break a session
                     logger.warning("live frame to %s dropped", group, exc_info=True)

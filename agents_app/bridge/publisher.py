@@ -27,29 +27,39 @@ from typing import Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from agents_app.bridge import catch_up
+
 logger = logging.getLogger(__name__)
+
+
+Queued = tuple[str, dict[str, Any], asyncio.Future[None], list[catch_up.Op] | None]
 
 
 class BatchPublisher:
     def __init__(self, layer: Any) -> None:
         self._layer = layer
-        self._batch: list[tuple[str, dict[str, Any], asyncio.Future[None]]] = []
+        self._batch: list[Queued] = []
         self._runner: asyncio.Task[None] | None = None
         self.batches = 0
         self.frames = 0
 
-    def queue(self, group: str, message: dict[str, Any]) -> asyncio.Future[None]:
+    def queue(
+        self, group: str, message: dict[str, Any], before: list[catch_up.Op] | None = None
+    ) -> asyncio.Future[None]:
         """Queue one layer message (in call order); the future ends once its batch was
-        written or failed (failures are logged here, never raised)."""
+        written or failed (failures are logged here, never raised). ``before``: the
+        group's catch-up list ops (``catch_up``), written just before the message."""
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
-        self._batch.append((group, message, done))
+        self._batch.append((group, message, done, before))
         if self._runner is None:
             self._runner = loop.create_task(self._run())
         return done
 
-    async def group_send(self, group: str, message: dict[str, Any]) -> None:
-        await self.queue(group, message)
+    async def group_send(
+        self, group: str, message: dict[str, Any], before: list[catch_up.Op] | None = None
+    ) -> None:
+        await self.queue(group, message, before)
 
     async def _run(self) -> None:
         try:
@@ -61,16 +71,19 @@ class BatchPublisher:
                     logger.warning("%d live frames dropped", len(batch), exc_info=True)
                 self.batches += 1
                 self.frames += len(batch)
-                for _, _, done in batch:
+                for _, _, done, _ in batch:
                     if not done.done():
                         done.set_result(None)
         finally:
             self._runner = None
 
-    async def _publish(self, batch: list[tuple[str, dict[str, Any], asyncio.Future[None]]]) -> None:
+    async def _publish(self, batch: list[Queued]) -> None:
         shards = self._shards(batch)
         if shards is None:
-            for group, message, _ in batch:
+            local = catch_up.is_local(self._layer)
+            for group, message, _, before in batch:
+                if before and local:
+                    catch_up.local_lists.apply(group, before)
                 await self._layer.group_send(group, message)
             return
         if len(shards) == 1:
@@ -78,9 +91,7 @@ class BatchPublisher:
         else:
             await asyncio.gather(*(publish_all(*shard) for shard in shards))
 
-    def _shards(
-        self, batch: list[tuple[str, dict[str, Any], asyncio.Future[None]]]
-    ) -> list[tuple[Any, list[tuple[str, str, bytes]]]] | None:
+    def _shards(self, batch: list[Queued]) -> list[tuple[Any, list[tuple[Any, ...]]]] | None:
         """Each Redis shard's client with its ``PUBLISH`` commands, or ``None`` when the
         layer is not channels_redis' Pub/Sub layer (its per-loop layer, shards and serializer
         are what ``group_send`` itself uses, so names, hashing and encoding stay exactly
@@ -88,20 +99,22 @@ class BatchPublisher:
         loop_layer = pubsub_loop_layer(self._layer)
         if loop_layer is None:
             return None
-        shards: dict[int, tuple[Any, list[tuple[str, str, bytes]]]] = {}
+        shards: dict[int, tuple[Any, list[tuple[Any, ...]]]] = {}
         serialize = self._layer.serialize
-        for group, message, _ in batch:
+        for group, message, _, before in batch:
             channel = loop_layer._get_group_channel_name(group)
             shard = loop_layer._get_shard(channel)
             entry = shards.get(id(shard))
             if entry is None:
                 shard._ensure_redis()
                 entry = shards[id(shard)] = (shard._redis, [])
+            if before:
+                entry[1].extend(catch_up.redis_commands(channel + catch_up.SUFFIX, before))
             entry[1].append(("PUBLISH", channel, serialize(message)))
         return list(shards.values())
 
 
-async def publish_all(client: Any, commands: list[tuple[str, str, bytes]]) -> None:
+async def publish_all(client: Any, commands: list[tuple[Any, ...]]) -> None:
     """Send ``commands`` to ``client``'s Redis in one write and read their replies.
 
     What a ``transaction=False`` pipeline does on the wire, without its per-command Python:

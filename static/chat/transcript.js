@@ -19,6 +19,13 @@ export class Transcript {
   upsert(message) {
     const old = this.messages.get(message.id);
     if (finished(old) && !finished(message)) return false;
+    const partial = message.role === 'assistant' && !message.metadata?.queued && !finished(message);
+    if (partial && typeof message.content === 'string' && message.content) {
+      // A reply joined mid-stream (the socket's catch-up, docs/api.md): its text so far is
+      // what streamed; later chunks add to it.
+      this.streaming.set(message.id, message.content);
+      message = { ...message, content: null };
+    }
     this.messages.set(message.id, message);
     if (finished(message)) {
       this.streaming.delete(message.id);
