@@ -90,9 +90,14 @@ class PrettyJSONField(forms.JSONField):
                 parsed = json.loads(value, parse_constant=_no_constants)
             except json.JSONDecodeError as exc:
                 raise ValidationError(
-                    "This is not valid JSON: %(msg)s (line %(line)s, column %(col)s).",
+                    "This is not valid JSON: %(msg)s (line %(line)s, column %(col)s, at %(at)s).",
                     code="invalid",
-                    params={"msg": exc.msg, "line": exc.lineno, "col": exc.colno},
+                    params={
+                        "msg": json_mistake(exc.msg),
+                        "line": exc.lineno,
+                        "col": exc.colno,
+                        "at": _excerpt(value, exc.pos),
+                    },
                 ) from exc
             except ValueError as exc:
                 raise ValidationError(str(exc), code="invalid") from exc
@@ -102,6 +107,32 @@ class PrettyJSONField(forms.JSONField):
                 where, reason = found
                 raise ValidationError(f"{reason} (at {where or 'the top level'}).", code="invalid")
         return super().to_python(value)
+
+
+# The json module's messages, in words a person who does not write JSON can act on.
+_MISTAKES = {
+    "Expecting ',' delimiter": "a comma is missing between two items",
+    "Expecting ':' delimiter": 'a colon is missing after a name (write "name": value)',
+    "Expecting property name enclosed in double quotes": (
+        'a name must be in double quotes, or there is a comma too many before "}"'
+    ),
+    "Expecting value": "a value is missing (text goes in double quotes)",
+    "Unterminated string starting at": "a text is not closed with a double quote",
+    "Extra data": "there is more after the end (only one value is allowed)",
+    "Invalid control character at": "a text holds a line break; write \\n instead",
+}
+
+
+def json_mistake(message: str) -> str:
+    """The json module's parse error ``message`` in plain words."""
+    return next((words for key, words in _MISTAKES.items() if message.startswith(key)), message)
+
+
+def _excerpt(text: str, pos: int) -> str:
+    """A few characters around ``pos``, with ⟨here⟩ marking the place."""
+    start = max(0, pos - 15)
+    before, after = text[start:pos], text[pos : pos + 15]
+    return f"“{'…' if start else ''}{before}⟨here⟩{after}{'…' if pos + 15 < len(text) else ''}”"
 
 
 def _no_constants(name: str) -> Any:

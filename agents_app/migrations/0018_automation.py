@@ -108,6 +108,7 @@ class Migration(migrations.Migration):
                 ('subscription', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='agents_app.webhooksubscription')),
             ],
             options={
+                'verbose_name_plural': 'webhook deliveries',
                 'ordering': ['-created_at'],
                 'indexes': [models.Index(condition=models.Q(('status', 'pending')), fields=['next_attempt_at'], name='webhook_due')],
                 'constraints': [models.UniqueConstraint(fields=('subscription', 'event', 'subject'), name='webhook_delivery_once')],

@@ -66,6 +66,7 @@ class WebhookDelivery(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        verbose_name_plural = "webhook deliveries"
         ordering = ["-created_at"]
         constraints = [
             models.UniqueConstraint(

@@ -1,0 +1,107 @@
+"""Issue #40 item 8: what non-developers edit has a form, not only JSON. The Test model's
+script is built from rows (a text reply, a tool call with arguments, a delay), a prompt's
+response schema from fields (name, type, required, description), the JSON stays one glance
+away, and a JSON mistake is explained in words with the place marked."""
+
+from __future__ import annotations
+
+import json
+
+from playwright.sync_api import Page, expect
+
+from tests.browser.support import Site, admin_login, shot
+
+
+def _stored(site: Site, expression: str) -> object:
+    return json.loads(site.python(f"import json; {expression}").strip().splitlines()[-1])
+
+
+def test_the_script_builder_writes_the_test_models_replies(site: Site, page: Page) -> None:
+    admin_login(page, site)
+    page.goto(f"{site.url}/admin/agents_app/languagemodel/add/")
+    page.locator("#id_name").fill("built_model")
+    page.locator("#id_provider").select_option("test")
+    page.locator("#id_model").fill("scripted")
+    builder = page.locator(".json-builder[data-builder=script]")
+    builder.get_by_role("button", name="Add a text reply").click()
+    builder.locator(".builder-row[data-kind=reply] [data-field=text]").fill("Hello from the form")
+    builder.get_by_role("button", name="Add a tool call").click()
+    tool = builder.locator(".builder-row[data-kind=tool]")
+    tool.locator("[data-field=name]").fill("lookup_order")
+    tool.locator("[data-field=args]").fill('{"order_id": "A-1"}')
+    tool.locator("[data-field=delay]").fill("200")
+    expected = [
+        {"content": "Hello from the form"},
+        {"toolCalls": [{"name": "lookup_order", "arguments": {"order_id": "A-1"}}], "delayMs": 200},
+    ]
+    assert json.loads(page.locator("#id_script").input_value()) == expected
+    shot(page, "studio-script-builder-1440")
+    page.get_by_role("button", name="Save and continue editing", exact=True).click()
+    expect(page.locator(".messagelist .success")).to_contain_text("was added successfully")
+    stored = _stored(
+        site,
+        "from agents_app.models import LanguageModel;"
+        "print(json.dumps(LanguageModel.objects.get(name='built_model').script))",
+    )
+    assert stored == expected
+    # Opened again, the builder shows the saved rows.
+    builder = page.locator(".json-builder[data-builder=script]")
+    expect(builder.locator(".builder-row")).to_have_count(2)
+    expect(builder.locator("[data-field=name]")).to_have_value("lookup_order")
+
+    # A mistake typed into the JSON is explained in words, with its place marked.
+    page.locator("#id_script").fill('[{"content": "a" "b"}]')
+    expect(builder.locator(".builder-note")).to_contain_text("has a mistake")
+    page.get_by_role("button", name="Save and continue editing", exact=True).click()
+    error = page.locator(".form-row.field-script .errorlist")
+    expect(error).to_contain_text("a comma is missing between two items")
+    expect(error).to_contain_text("⟨here⟩")
+
+
+def test_the_schema_builder_writes_a_response_schema(site: Site, page: Page) -> None:
+    admin_login(page, site)
+    page.goto(f"{site.url}/admin/agents_app/prompt/add/")
+    page.locator("#id_name").fill("built_prompt")
+    page.locator("#id_text").fill("Answer with the city.")
+    page.get_by_role("tab", name="Model").click()
+    page.locator("#id_model").select_option(index=1)
+    builder = page.locator(".json-builder[data-builder=response_schema]")
+    builder.get_by_role("button", name="Add a field").click()
+    row = builder.locator(".builder-row").nth(0)
+    row.locator("[data-field=name]").fill("city")
+    row.locator("[data-field=description]").fill("Where it is")
+    builder.get_by_role("button", name="Add a field").click()
+    row = builder.locator(".builder-row").nth(1)
+    row.locator("[data-field=name]").fill("tags")
+    row.locator("[data-field=type]").select_option("list of texts")
+    row.locator("[data-field=required]").uncheck()
+    expected = {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "description": "Where it is"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["city"],
+    }
+    assert json.loads(page.locator("#id_response_schema").input_value()) == expected
+    shot(page, "studio-schema-builder-1440")
+    page.get_by_role("button", name="Save and continue editing", exact=True).click()
+    expect(page.locator(".messagelist .success")).to_contain_text("was added successfully")
+    stored = _stored(
+        site,
+        "from agents_app.models import Prompt;"
+        "print(json.dumps(Prompt.objects.get(name='built_prompt').response_schema))",
+    )
+    assert stored == expected
+
+
+def test_a_schema_the_builder_cannot_show_is_left_as_json(site: Site, page: Page) -> None:
+    admin_login(page, site)
+    page.goto(f"{site.url}/admin/agents_app/prompt/add/")
+    page.get_by_role("tab", name="Model").click()
+    nested = {"type": "object", "properties": {"a": {"type": "object", "properties": {}}}}
+    page.locator("#id_response_schema").fill(json.dumps(nested))
+    builder = page.locator(".json-builder[data-builder=response_schema]")
+    expect(builder.locator(".builder-note")).to_contain_text("edit it as JSON below")
+    expect(builder.get_by_role("button", name="Add a field")).to_be_hidden()
+    assert json.loads(page.locator("#id_response_schema").input_value()) == nested
