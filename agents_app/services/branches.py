@@ -155,10 +155,17 @@ def load_tree(thread_id: Any) -> Tree:
 
 
 def branch_info(tree: Tree, node: Node) -> dict[str, Any]:
-    """``{index, count, sibling_ids}``: ``node`` among the messages following its parent."""
+    """``{index, count, sibling_ids, follows}``: ``node`` among the messages following the
+    same one (``follows``, ``None`` for the first message)."""
     siblings = tree.siblings(node)
     ids = [str(s.id) for s in siblings]
-    return {"index": ids.index(str(node.id)), "count": len(ids), "sibling_ids": ids}
+    follows = str(node.follows) if node.depth == 0 and node.follows else None
+    return {
+        "index": ids.index(str(node.id)),
+        "count": len(ids),
+        "sibling_ids": ids,
+        "follows": follows,
+    }
 
 
 # --- refusals ------------------------------------------------------------------------------
@@ -369,8 +376,14 @@ _PAGE_TREE_SQL = (
 
 
 def annotate_page(thread_id: Any, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Give each row of a messages page its ``parent_id`` (for a top-level row: the message
-    it follows) and ``branch`` (``{index, count, sibling_ids}``), in one statement."""
+    """Give each row of a messages page its ``branch`` (``{index, count, sibling_ids,
+    follows}``: its place among the messages following the same one, and that one's id), in
+    one statement.
+
+    ``parent_id`` keeps the reference's meaning (a sub-prompt row's tool-result row, ``null``
+    on every top-level row): a reference client tells top-level rows by ``parent_id IS
+    NULL``, and the socket's ``message_data`` rows carry the stored column, so the tree's
+    link travels in ``branch.follows`` and a linear client sees exactly what it saw before."""
     stored = [m["id"] for m in messages if not (m.get("metadata") or {}).get("queued")]
     found: dict[str, tuple[str | None, int, bool, int]] = {}
     siblings: dict[str | None, list[tuple[int, str]]] = defaultdict(list)
@@ -390,15 +403,20 @@ def annotate_page(thread_id: Any, messages: list[dict[str, Any]]) -> list[dict[s
     for message in messages:
         row = found.get(message["id"])
         if row is None or row[3] != 0:
-            message["branch"] = {"index": 0, "count": 1, "sibling_ids": [message["id"]]}
+            message["branch"] = {
+                "index": 0,
+                "count": 1,
+                "sibling_ids": [message["id"]],
+                "follows": None,
+            }
             continue
         parent = row[0]
-        message["parent_id"] = parent
         ids = [key for _, key in sorted(set(siblings[parent]))]
         message["branch"] = {
             "index": ids.index(message["id"]),
             "count": len(ids),
             "sibling_ids": ids,
+            "follows": parent,
         }
     return messages
 
@@ -417,7 +435,7 @@ def tree_wire(thread: Thread) -> dict[str, Any]:
         nodes.append(
             {
                 "id": str(node.id),
-                "parent_id": str(node.follows) if node.follows else None,
+                "follows": str(node.follows) if node.follows else None,
                 "role": node.role,
                 "status": node.status,
                 "created_at": node.created_at,

@@ -92,8 +92,14 @@ def test_a_linear_thread_has_parents_and_single_versions(
         "second question",
         "reply 2",
     ]
-    assert [m["parent_id"] for m in rows] == [None, rows[0]["id"], rows[1]["id"], rows[2]["id"]]
-    assert all(m["branch"] == {"index": 0, "count": 1, "sibling_ids": [m["id"]]} for m in rows)
+    # parent_id keeps the reference's meaning (null on top-level rows: a linear client sees
+    # what it saw before); the tree's link is branch.follows.
+    assert [m["parent_id"] for m in rows] == [None] * 4
+    follows = [None, rows[0]["id"], rows[1]["id"], rows[2]["id"]]
+    assert [m["branch"] for m in rows] == [
+        {"index": 0, "count": 1, "sibling_ids": [m["id"]], "follows": f}
+        for m, f in zip(rows, follows, strict=True)
+    ]
 
 
 def test_edit_makes_a_sibling_and_the_model_sees_only_the_active_path(
@@ -125,11 +131,12 @@ def test_edit_makes_a_sibling_and_the_model_sees_only_the_active_path(
     assert page["total"] == 4
     edited = page["messages"][2]
     assert edited["id"] == body["messageId"]
-    assert edited["parent_id"] == str(_row(thread, "reply 1").pk)
+    assert edited["parent_id"] is None
     assert edited["branch"] == {
         "index": 1,
         "count": 2,
         "sibling_ids": [str(old.pk), edited["id"]],
+        "follows": str(_row(thread, "reply 1").pk),
     }
     assert _counts(thread) == (4, 2)  # the abandoned branch is kept, counted apart
 
@@ -156,7 +163,7 @@ def test_regenerate_writes_a_sibling_reply_from_the_same_history(
         "reply 3",
     ]
     again = rows[-1]
-    assert again["parent_id"] == str(_row(thread, "second question").pk)
+    assert again["branch"]["follows"] == str(_row(thread, "second question").pk)
     assert again["branch"]["sibling_ids"] == [str(first.pk), again["id"]]
     assert again["branch"]["index"] == 1
 
@@ -319,7 +326,7 @@ def test_fork_copies_the_path_and_its_files_into_a_new_thread(
     assert {m["id"] for m in rows}.isdisjoint(
         {str(reply.pk), str(_row(thread, "first question").pk)}
     )
-    assert rows[1]["parent_id"] == rows[0]["id"]
+    assert rows[1]["branch"]["follows"] == rows[0]["id"]
     path = rows[0]["attachments"][0]["path"]
     original = client.get(f"/api/threads/{thread.pk}/fs{path}")
     copied = client.get(f"/api/threads/{fork_id}/fs{path}")
