@@ -284,6 +284,7 @@ def thread_detail(
             "side_a_handler": None,
             "side_b_handler": None,
             "feedback_reasons": list(agent.feedback_reasons),  # ours (docs/observability.md)
+            "tool_activity": agent.tool_activity or None,  # ours (docs/chat.md)
         },
         "stats": {"message_count": message_count, "log_count": log_count},
     }

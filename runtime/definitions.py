@@ -385,6 +385,10 @@ class AgentDefinition(Definition):
     side_b: SideConfig | None = None
     expose_as_tool: bool = False
     tool_description: str | None = None
+    # Ours: what people in the chat see of tool calls (docs/chat.md, "Tool activity"):
+    # nothing, one line per call, or the arguments and results; unset: a line per call
+    # for people who are not staff, everything for staff.
+    tool_activity: Literal["hidden", "summary", "full"] | None = None
     description: str | None = None
     icon: str | None = None
     tags: list[str] | None = None

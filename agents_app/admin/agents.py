@@ -98,7 +98,7 @@ class AgentAdmin(AgentStructureMixin, VersionedAdmin, EnvOwnerAdminMixin, admin.
             },
         ),
         ("As a tool", {"fields": ("expose_as_tool", "tool_description")}),
-        ("Feedback", {"fields": ("feedback_reasons",)}),
+        ("In the chat", {"fields": ("tool_activity", "feedback_reasons")}),
         ("Automation", {"fields": ("mid_run_messages",)}),
         ("Advanced", {"classes": ("collapse",), "fields": ("hooks",)}),
     ]

@@ -62,6 +62,8 @@ def _agent(row: Agent, staff: bool, origin: str | None) -> dict[str, Any]:
         "reasoning": agent_returns_reasoning(row),
         # Ours: the reasons a person may give when rating a reply (docs/observability.md).
         "feedback_reasons": list(row.feedback_reasons),
+        # Ours: what the chat shows of tool calls, null for the default (docs/chat.md).
+        "tool_activity": row.tool_activity or None,
         # Ours: what a message posted while a session runs does (docs/automation.md).
         "mid_run_messages": row.mid_run_messages,
     }

@@ -16,6 +16,7 @@ from agents_app.forms.definition_check import (
 from agents_app.forms.fields import CommaSeparatedField, LinesField, SuggestionsInput
 from agents_app.forms.suggestions import callable_names, hooks_help
 from agents_app.models import Agent
+from agents_app.models.agents import ToolActivity
 from runtime.definitions import MAX_SESSION_TURNS_CAP, AgentDefinition
 
 SIDE_FIELDS = ("label", "prompt", "stop_on_response", "stop_tool", "stop_tool_response_property",
@@ -63,6 +64,13 @@ class AgentForm(DefinitionForm):
         label="Feedback reasons",
         help_text="Reasons a person can pick when rating a reply in the chat, one per line "
         "(up to 20). Empty: a rating with a free comment only.",
+    )
+    tool_activity = forms.ChoiceField(
+        label="Tool activity in the chat",
+        choices=[("", "Default: one line per call, everything for staff"), *ToolActivity.choices],
+        required=False,
+        help_text="What people chatting with this agent see of its tool calls: nothing, a "
+        "line per call (“Used lookup order”), or each call's arguments and result.",
     )
 
     class Meta:
@@ -122,6 +130,8 @@ class AgentForm(DefinitionForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if self.instance.pk:  # a declared field: Django fills only model fields from the row
+            self.fields["tool_activity"].initial = self.instance.tool_activity
         self.fields["hooks"].help_text = hooks_help("Code hooks that run for this agent.")
 
     def _side(self, side: str) -> dict[str, Any] | None:
@@ -155,6 +165,7 @@ class AgentForm(DefinitionForm):
                 "sideB": self._side("b"),
                 "exposeAsTool": cd.get("expose_as_tool"),
                 "toolDescription": cd.get("tool_description") or None,
+                "toolActivity": cd.get("tool_activity") or None,
                 "description": cd.get("description") or None,
                 "icon": cd.get("icon") or None,
                 "tags": cd.get("tags") or None,

@@ -108,4 +108,10 @@ class Migration(migrations.Migration):
                 'constraints': [models.UniqueConstraint(fields=('run', 'case'), name='uniq_eval_result_per_case')],
             },
         ),
+        # What the chat shows people of tool calls (issue #40 item 10).
+        migrations.AddField(
+            model_name='agent',
+            name='tool_activity',
+            field=models.CharField(blank=True, choices=[('hidden', 'Hidden: only the answers'), ('summary', 'Summary: one line per tool call'), ('full', "Full: each call's arguments and result")], max_length=16),
+        ),
     ]

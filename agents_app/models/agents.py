@@ -5,6 +5,12 @@ from django.db import models
 from agents_app.models.prompts import Prompt
 
 
+class ToolActivity(models.TextChoices):
+    HIDDEN = "hidden", "Hidden: only the answers"
+    SUMMARY = "summary", "Summary: one line per tool call"
+    FULL = "full", "Full: each call's arguments and result"
+
+
 class MidRunMessages(models.TextChoices):
     """The policy for a message that arrives while the thread's session runs."""
 
@@ -28,6 +34,9 @@ class Agent(models.Model):
     max_session_turns = models.IntegerField(null=True, blank=True)
     expose_as_tool = models.BooleanField(default=False)
     tool_description = models.TextField(blank=True)
+    # What the chat shows people of tool calls ("": one line each for people who are not
+    # staff, everything for staff; docs/chat.md, "Tool activity").
+    tool_activity = models.CharField(max_length=16, choices=ToolActivity.choices, blank=True)
     description = models.TextField(blank=True)
     icon = models.CharField(max_length=500, blank=True)
     tags = models.JSONField(default=list, blank=True)

@@ -309,6 +309,7 @@ def agent_definition(a: Agent) -> AgentDefinition:
     return AgentDefinition(
         name=a.name,
         title=a.title or None,
+        tool_activity=a.tool_activity or None,  # type: ignore[arg-type]
         type=a.type,  # type: ignore[arg-type]
         max_session_turns=a.max_session_turns,
         side_a=side_a,
@@ -488,6 +489,7 @@ def agent_from_definition(d: AgentDefinition) -> Agent:
         name=d.name,
         defaults={
             "title": d.title or "",
+            "tool_activity": d.tool_activity or "",
             "type": d.type,
             "max_session_turns": d.max_session_turns,
             "expose_as_tool": d.expose_as_tool,

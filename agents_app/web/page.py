@@ -14,6 +14,8 @@ def chat_context(request: HttpRequest, thread_id: str) -> dict[str, Any]:
         "agent_name": request.GET.get("agent", "")[:200],
         "embed": request.GET.get("embed") == "1",
         "is_staff": bool(getattr(request.user, "is_staff", False)),
+        # "Your chats" asks for this user's threads only (staff may list everyone's).
+        "user_id": request.user.pk,
         # A failed reply links to its log for those who may open it in the studio.
         "can_view_logs": bool(
             getattr(request.user, "is_staff", False)

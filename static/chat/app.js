@@ -9,6 +9,7 @@ import { renderThreadList } from './threads.js';
 import { StateBar } from './state.js';
 import { History } from './history.js';
 import { applyFrame } from './frames.js';
+import { toolActivityMode } from './tool_activity.js';
 
 const $ = (id) => document.getElementById(id);
 const boot = (id) => JSON.parse($(id).textContent);
@@ -66,6 +67,7 @@ function render() {
       agentTitle: page.agent?.title,
       logUrl: staffLogUrl(),
       feedbackReasons: page.agent?.feedback_reasons || [],
+      toolActivity: toolActivityMode(page.agent, boot('boot-is-staff')),
       rerender: render,
     });
     showReasoningOption();
@@ -97,6 +99,8 @@ async function loadThreads() {
   const words = $('thread-search').value.trim();
   const asked = ++threadsAsked;
   const params = new URLSearchParams({ limit: '50', sort: 'activity' });
+  // Your chats are your own: staff, who may list everyone's, find others' in the studio.
+  params.set('user_id', String(boot('boot-user-id')));
   if (words) params.set('q', words);
   try {
     const data = await api(`/api/threads?${params}`);

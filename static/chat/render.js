@@ -7,6 +7,7 @@ import { renderMarkdown } from './markdown.js';
 import { linkCitations, markCitations, sourcesList } from './citations.js';
 import { outcomeNote, stoppedByUser } from './failures.js';
 import { feedbackBar, rateable } from './feedback.js';
+import { hiddenStep, toolsView } from './tool_activity.js';
 
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -202,7 +203,8 @@ function messageBlock(ctx, message, results) {
   if (outcome) node.append(outcome);
   if (cited && cited.sources.length) node.append(sourcesList(cited.sources));
   const calls = parseCalls(message);
-  if (calls.length) node.append(el('div', { className: 'tools' }, calls.map((c) => toolBlock(ctx, c, results.get(c.id)))));
+  const tools = calls.length ? toolsView(ctx, calls, results, toolBlock) : null;
+  if (tools) node.append(tools);
   const files = attachments(ctx, message, message.attachments?.length ? [] : t.images.get(message.id) || []);
   if (files) node.append(files);
   // Final answers only: a step that calls tools is on the way to one.
@@ -248,6 +250,7 @@ function layout(ctx) {
   const items = [];
   for (const m of ordered) {
     if (m.role === 'tool' && !m.depth && called.has(m.tool_call_id)) continue;
+    if (hiddenStep(ctx, m, parseCalls(m))) continue;
     items.push({ kind: 'message', at: m.created_at, message: m });
   }
   for (const e of t.events) items.push({ kind: 'event', at: e.timestamp * 1000, event: e });
@@ -267,7 +270,7 @@ function layout(ctx) {
     group = null;
     const m = item.message;
     const calls = parseCalls(m).map((c) => results.get(c.id) || null);
-    blocks.push({ key: `m:${m.id}`, message: m, sig: JSON.stringify([m, t.streaming.get(m.id), t.reasoning.get(m.id), calls, ctx.showReasoning, ctx.dual]) });
+    blocks.push({ key: `m:${m.id}`, message: m, sig: JSON.stringify([m, t.streaming.get(m.id), t.reasoning.get(m.id), calls, ctx.showReasoning, ctx.dual, ctx.toolActivity]) });
   }
   return blocks.map((b) =>
     b.message
