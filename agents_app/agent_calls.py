@@ -17,16 +17,17 @@ from typing import Any
 
 from agents_app.errors import Invalid, NotFound
 from agents_app.models import Agent, Message, QueuedMessage, Thread, ThreadSession
-from agents_app.selectors import access_thread
+from agents_app.selectors import access_thread, agents_for
 from agents_app.services.messages import message_post
 from agents_app.thread_creation import thread_create
 
 ACTIVE = (ThreadSession.Status.QUEUED, ThreadSession.Status.RUNNING)
 
 
-def exposed_agents() -> list[Agent]:
-    """Agents offered as tools (``exposeAsTool``); every user sees the same catalog."""
-    return list(Agent.objects.filter(expose_as_tool=True).order_by("name"))
+def exposed_agents(user: Any) -> list[Agent]:
+    """Agents offered as tools (``exposeAsTool``) among those offered to ``user`` (drafts
+    and other groups' agents are absent: ``selectors.agents_for``)."""
+    return list(agents_for(user).filter(expose_as_tool=True).order_by("name"))
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class Ask:
 
 def agent_ask(*, user: Any, agent_name: str, message: str, thread_id: str | None = None) -> Ask:
     """Post ``message`` to ``agent_name`` in a new thread, or in ``thread_id`` if given."""
-    agent = Agent.objects.filter(name=agent_name, expose_as_tool=True).first()
+    agent = agents_for(user).filter(name=agent_name, expose_as_tool=True).first()
     if agent is None:
         raise NotFound(f"Agent not found or not exposed as a tool: {agent_name}")
     if thread_id:

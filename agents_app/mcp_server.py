@@ -33,8 +33,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from agents_app.agent_calls import Ask, agent_ask, ask_progress, exposed_agents
 from agents_app.errors import DomainError
-from agents_app.models import Agent, Thread
-from agents_app.selectors import access_thread
+from agents_app.models import Thread
+from agents_app.selectors import access_thread, agents_for
 from agents_app.services import limits
 from agents_app.services.api_keys import api_key_in_use
 from agents_app.services.messages import CONTENT_MAX
@@ -81,7 +81,7 @@ def _api_key_id() -> int | None:
 
 @server.list_tools()
 async def list_tools() -> list[types.Tool]:
-    agents = await database_sync_to_async(exposed_agents)()
+    agents = await database_sync_to_async(exposed_agents)(_user())
     return [
         types.Tool(
             name=a.name,
@@ -143,7 +143,7 @@ def _limited_ask(
             taken.append(limits.action_hit("thread_create", user=user, api_key_id=api_key_id))
         taken.append(limits.action_hit("message_post", user=user, api_key_id=api_key_id))
         if thread_id is None:
-            agent = Agent.objects.filter(name=agent_name, expose_as_tool=True).first()
+            agent = agents_for(user).filter(name=agent_name, expose_as_tool=True).first()
             if agent is not None:
                 limits.budget_check(Thread(owner=user, agent=agent))
         return agent_ask(user=user, agent_name=agent_name, message=message, thread_id=thread_id)

@@ -22,6 +22,7 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
 from agents_app import page_reads, wire
 from agents_app.errors import THREAD_FORBIDDEN, Forbidden, NotFound
 from agents_app.models import (
+    Agent,
     EnvValue,
     Log,
     Message,
@@ -33,7 +34,9 @@ from agents_app.models import (
     ThreadValue,
 )
 from agents_app.permissions import (
+    AGENTS_VIEW,
     ThreadAction,
+    may,
     may_see_all_threads,
     may_use_thread,
     route_thread_action,
@@ -57,6 +60,35 @@ def parse_uuid(value: str) -> uuid.UUID | None:
 
 def can_see_all(user: Any) -> bool:
     return may_see_all_threads(user)
+
+
+def sees_every_agent(user: Any) -> bool:
+    """Those who may read agents in the studio see drafts and every audience."""
+    return may(user, AGENTS_VIEW)
+
+
+def agents_for(user: Any) -> QuerySet[Agent]:
+    """The agents ``user`` is offered (the chat's picker, ``GET /api/agents``, thread
+    creation, ``/mcp``): staff see all; others the published ones whose audience is
+    everyone (no group chosen) or a group they belong to."""
+    rows = Agent.objects.all()
+    if sees_every_agent(user):
+        return rows
+    through = Agent.audience_groups.through
+    restricted = Exists(through.objects.filter(agent_id=OuterRef("pk")))
+    audience = Q(~restricted)
+    if user is not None and getattr(user, "pk", None):
+        audience |= Q(Exists(through.objects.filter(agent_id=OuterRef("pk"), group__user=user)))
+    return rows.filter(audience, state=Agent.State.PUBLISHED)
+
+
+def offered_agent(user: Any, name: str) -> Agent:
+    """The agent named ``name`` if ``user`` is offered it; otherwise 404, as if absent (so a
+    draft's or a group's agent name is not confirmed to others)."""
+    agent = agents_for(user).filter(name=name).first() if len(name) <= 128 else None
+    if agent is None:
+        raise NotFound(f"Agent not found: {name}")
+    return agent
 
 
 def access_thread(

@@ -402,6 +402,11 @@ class AgentDefinition(Definition):
     # Ours: a message posted while a session runs (docs/automation.md, "Mid-run messages").
     mid_run_messages: Literal["queue", "enqueue", "interrupt", "reject"] = "queue"
 
+    # Ours: who the chat offers the agent to (docs/studio.md, "Publishing"): a draft to staff
+    # only; a published one to everyone, or to members of the ``audience`` groups only.
+    state: Literal["draft", "published"] = "published"
+    audience: list[Annotated[str, Field(min_length=1, max_length=150)]] | None = None
+
     def sides(self) -> dict[str, SideConfig]:
         out = {"a": self.side_a}
         if self.type == "dual_ai" and self.side_b is not None:

@@ -56,13 +56,14 @@ class AgentAdmin(AgentStructureMixin, VersionedAdmin, EnvOwnerAdminMixin, admin.
         "name",
         "title",
         "type",
+        "state",
         "side_a_prompt",
         "side_b_prompt",
         "expose_as_tool",
         "updated_at",
         "structure_link",  # the Structure page (agents_app/admin/agent_structure.py)
     )
-    list_filter = ("type", "expose_as_tool")
+    list_filter = ("state", "type", "expose_as_tool", "audience_groups")
     search_fields = ("name", "title", "description")
     list_select_related = ("side_a_prompt", "side_b_prompt")
     fieldsets = [
@@ -78,6 +79,14 @@ class AgentAdmin(AgentStructureMixin, VersionedAdmin, EnvOwnerAdminMixin, admin.
                     "tags",
                     "max_session_turns",
                 )
+            },
+        ),
+        (
+            "Publishing",
+            {
+                "description": "Who is offered this agent in the chat, the API's agent list "
+                "and /mcp.",
+                "fields": ("state", "audience_groups"),
             },
         ),
         (

@@ -24,6 +24,7 @@ from agents_app.icons import icon_url, request_origin
 from agents_app.models import Agent, LanguageModel, Prompt
 from agents_app.permissions import AGENTS_VIEW, may
 from agents_app.reasoning import agent_returns_reasoning
+from agents_app.selectors import agents_for
 from agents_app.services import definitions as defs
 from agents_app.services import model_curl
 from runtime.registry import args_json_schema
@@ -86,9 +87,10 @@ def _agent(row: Agent, staff: bool, origin: str | None) -> dict[str, Any]:
 def agent_list(request: HttpRequest) -> dict[str, Any]:
     # The definition fields only for those who may read agents in the studio.
     staff = may(request.auth, AGENTS_VIEW)  # type: ignore[attr-defined]
-    rows = Agent.objects.select_related("side_a_prompt__model", "side_b_prompt__model").order_by(
-        "name"
-    )
+    # Others see only the published agents offered to them (selectors.agents_for).
+    user = request.auth  # type: ignore[attr-defined]
+    related = ("side_a_prompt__model", "side_b_prompt__model")
+    rows = agents_for(user).select_related(*related).order_by("name")
     origin = request_origin(request)
     return {"agents": [_agent(r, staff, origin) for r in rows]}
 

@@ -89,6 +89,8 @@ def thread_create(
     ``Idempotent-Replayed: true``; 409 while the first is still running; 422 with another body."""
     refuse_unsupported(payload.model_dump(), _UNSUPPORTED_CREATE_FIELDS)
     user = request.auth  # type: ignore[attr-defined]
+    # A draft, or an agent offered to other groups, is absent for this user (404).
+    selectors.offered_agent(user, payload.agent_id)
     answer = thread_create_once(
         idempotency=idempotency_request(user, idempotency_key, payload.model_dump()),
         user=user,

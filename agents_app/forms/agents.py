@@ -85,6 +85,8 @@ class AgentForm(DefinitionForm):
             "hooks",
             "feedback_reasons",
             "mid_run_messages",
+            "state",
+            "audience_groups",
             "max_session_turns",
             *(f"side_a_{f}" for f in SIDE_FIELDS),
             *(f"side_b_{f}" for f in SIDE_FIELDS),
@@ -98,6 +100,8 @@ class AgentForm(DefinitionForm):
             "max_session_turns": "Max session turns",
             "mid_run_messages": "Messages during a session",
             "expose_as_tool": "Expose as a tool",
+            "state": "State",
+            "audience_groups": "Audience",
         }
         help_texts = {
             **_side_help("a"),
@@ -114,12 +118,18 @@ class AgentForm(DefinitionForm):
             "mid_run_messages": "What a message posted while a session runs does: read at "
             "the next step (default), wait and run as a new turn after the session, stop the "
             "session (keeping what it wrote) and answer it, or be refused (409).",
+            "state": "A draft is for staff only: try it under Try this agent on this page while "
+            "people using the chat don't see it. Publish it when it is ready.",
+            "audience_groups": "Who sees this agent in the chat once published. None ticked: "
+            "everyone who can sign in. Ticked: members of those groups only (staff always "
+            "see every agent). Groups are under Authentication › Groups.",
             "expose_as_tool": "Let prompts call this agent as a tool (a handoff or subagent).",
             "tool_description": "Required when exposed as a tool: tells the calling model what "
             "this agent does and when to use it.",
         }
         widgets = {
             "description": forms.Textarea(attrs={"rows": 3}),
+            "audience_groups": forms.CheckboxSelectMultiple,
             "tool_description": forms.Textarea(attrs={"rows": 3}),
             **{
                 f"side_{s}_{f}": SuggestionsInput(callable_names)
@@ -172,6 +182,8 @@ class AgentForm(DefinitionForm):
                 "hooks": cd.get("hooks") or None,
                 "feedbackReasons": cd.get("feedback_reasons") or None,
                 "midRunMessages": cd.get("mid_run_messages") or None,
+                "state": cd.get("state") or None,
+                "audience": sorted(g.name for g in cd.get("audience_groups") or []) or None,
             }
         )
 

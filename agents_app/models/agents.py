@@ -20,9 +20,18 @@ class MidRunMessages(models.TextChoices):
     REJECT = "reject", "Reject: answer 409"
 
 
+class AgentState(models.TextChoices):
+    """Whether the chat offers an agent: a draft is for staff (the studio's try page) only."""
+
+    DRAFT = "draft", "Draft (staff only)"
+    PUBLISHED = "published", "Published"
+
+
 class Agent(models.Model):
     """An agent definition (the spec's ``defineAgent``). Side configs are columns, not JSON,
     so the studio edits them as forms and the database keeps prompt references intact."""
+
+    State = AgentState
 
     class Type(models.TextChoices):
         AI_HUMAN = "ai_human", "AI ↔ human"
@@ -46,6 +55,16 @@ class Agent(models.Model):
     # What a message posted while a session runs does (docs/automation.md, "Mid-run messages").
     mid_run_messages = models.CharField(
         max_length=16, choices=MidRunMessages.choices, default=MidRunMessages.QUEUE
+    )
+
+    # Who the chat, ``GET /api/agents``, thread creation and ``/mcp`` offer the agent to
+    # (``selectors.agents_for``): a draft to staff only; a published agent to everyone, or,
+    # when audience groups are chosen, to members of those groups only (and staff).
+    state = models.CharField(
+        max_length=16, choices=AgentState.choices, default=AgentState.PUBLISHED
+    )
+    audience_groups = models.ManyToManyField(
+        "auth.Group", blank=True, related_name="offered_agents"
     )
 
     side_a_label = models.CharField(max_length=100, blank=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from django.contrib.auth.models import Group
 from django.db import transaction
 
 from agents_app.models import (
@@ -323,6 +324,8 @@ def agent_definition(a: Agent) -> AgentDefinition:
         tenvs=_definition_env(a.env_values.filter(scope=EnvValue.Scope.AGENT)),
         feedback_reasons=list(a.feedback_reasons) or None,
         mid_run_messages=a.mid_run_messages,  # type: ignore[arg-type]
+        state=a.state,  # type: ignore[arg-type]
+        audience=sorted(g.name for g in a.audience_groups.all()) or None,
     )
 
 
@@ -500,11 +503,15 @@ def agent_from_definition(d: AgentDefinition) -> Agent:
             "hooks": d.hooks or [],
             "feedback_reasons": d.feedback_reasons or [],
             "mid_run_messages": d.mid_run_messages,
+            "state": d.state,
             **_side_fields("a", d.side_a),
             **_side_fields("b", d.side_b),
         },
     )
     _save_env(EnvValue.Scope.AGENT, {"agent": a}, d.tenvs)
+    # A group named in a file but not here yet is created empty: the agent then reaches
+    # nobody but staff until people are added to it, which is what the file asks for.
+    a.audience_groups.set([Group.objects.get_or_create(name=n)[0] for n in d.audience or []])
     return a
 
 
