@@ -24,6 +24,7 @@ from agents_app.forms import (
 )
 from agents_app.forms.suggestions import callables
 from agents_app.models import Prompt, PromptPart, PromptTool
+from agents_app.services.provider_tools import options_by_model
 
 
 class PromptPartInline(OrderColumn, admin.TabularInline):
@@ -183,7 +184,13 @@ class PromptAdmin(PromptDraftAdmin, VersionedAdmin, EnvOwnerAdminMixin, admin.Mo
         # The tool picker's companion: every name a tool row accepts, with what it does.
         catalog = callables()
         mcp_tools = [c for c in catalog if c.kind.startswith("MCP tool")]
-        context = {**(extra_context or {}), "tool_catalog": catalog, "mcp_tools": mcp_tools}
+        context = {
+            **(extra_context or {}),
+            "tool_catalog": catalog,
+            "mcp_tools": mcp_tools,
+            # Each provider tool's options as form fields (static/studio/provider_options.js).
+            "provider_tool_options": options_by_model(),
+        }
         return super().changeform_view(request, object_id, form_url, context)
 
     def preview(self, request: HttpRequest) -> HttpResponse:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents_app.errors import Invalid, NotFound
+from agents_app.errors import DomainError, Invalid, NotFound
 from agents_app.models import LanguageModel
 from agents_app.services.definitions import model_definition
 from agents_app.services.instance_info import is_provider
@@ -42,3 +42,16 @@ def provider_tools(provider: str, model: str | None = None) -> list[dict[str, An
         }
         for offer in offers.values()
     ]
+
+
+def options_by_model() -> dict[str, dict[str, Any]]:
+    """For each model (by primary key) whose vendor runs tools itself: each tool's options
+    schema, for the studio's options form (``static/studio/provider_options.js``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in LanguageModel.objects.exclude(provider="test").only("pk", "name", "provider"):
+        try:
+            tools = provider_tools(row.provider, row.name)
+        except DomainError:
+            continue
+        out[str(row.pk)] = {t["name"]: t["options_schema"] for t in tools}
+    return out

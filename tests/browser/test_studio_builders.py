@@ -105,3 +105,50 @@ def test_a_schema_the_builder_cannot_show_is_left_as_json(site: Site, page: Page
     expect(builder.locator(".builder-note")).to_contain_text("edit it as JSON below")
     expect(builder.get_by_role("button", name="Add a field")).to_be_hidden()
     assert json.loads(page.locator("#id_response_schema").input_value()) == nested
+
+
+DEFINE_SEARCHING_PROMPT = """
+from agents_app.services.definitions import save_definitions
+from runtime.definitions import ModelDefinition, PromptDefinition
+model = ModelDefinition(name="claude_for_options", provider="anthropic", model="claude-sonnet-4-5")
+prompt = PromptDefinition.model_validate(
+    {"name": "searching_prompt", "model": "claude_for_options", "prompt": "Search well.",
+     "tools": [{"name": "provider:web_search", "options": {"max_uses": 2}}]}
+)
+save_definitions([("model", model), ("prompt", prompt)], strict_code_names=False)
+"""
+
+
+def test_provider_tool_options_are_fields_from_the_vendors_description(
+    site: Site, page: Page
+) -> None:
+    site.python(DEFINE_SEARCHING_PROMPT)
+    pk = _stored(
+        site,
+        "from agents_app.models import Prompt;"
+        "print(json.dumps(str(Prompt.objects.get(name='searching_prompt').pk)))",
+    )
+    admin_login(page, site)
+    page.goto(f"{site.url}/admin/agents_app/prompt/{pk}/change/")
+    page.get_by_role("tab", name="Tools").click()
+    form = page.locator(".json-builder[data-builder=provider-options]")
+    expect(form.locator("[data-field=max_uses]")).to_have_value("2")  # read from the JSON
+    form.locator("[data-field=max_uses]").fill("3")
+    form.locator("[data-field=allowed_domains]").fill("example.com, docs.example.org")
+    form.locator("[data-field='user_location.city']").fill("Lisbon")
+    expected = {
+        "max_uses": 3,
+        "allowed_domains": ["example.com", "docs.example.org"],
+        "user_location": {"city": "Lisbon", "type": "approximate"},
+    }
+    options = page.locator("textarea[name$='-options']").first
+    assert json.loads(options.input_value()) == expected
+    shot(page, "studio-provider-options-1440")
+    page.get_by_role("button", name="Save and continue editing", exact=True).click()
+    expect(page.locator(".messagelist .success")).to_contain_text("was changed successfully")
+    stored = _stored(
+        site,
+        "from agents_app.models import PromptTool;"
+        "print(json.dumps(PromptTool.objects.get(prompt__name='searching_prompt').options))",
+    )
+    assert stored == expected
