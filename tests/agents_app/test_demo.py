@@ -177,3 +177,16 @@ def test_admin_password_can_come_from_a_file(
     secret.write_text("from a mounted secret\n")
     monkeypatch.setenv("STUDIO_ADMIN_PASSWORD_FILE", str(secret))
     assert envstr("STUDIO_ADMIN_PASSWORD") == "from a mounted secret"
+
+
+def test_admin_password_from_the_settings_is_applied_on_every_run(settings: Any) -> None:
+    load_demo()  # created with a generated password (lost, say)
+    settings.STUDIO_ADMIN_PASSWORD = "found again on a rerun"
+    out = load_demo()
+    assert "Set the password of 'admin' from STUDIO_ADMIN_PASSWORD" in out
+    admin = get_user_model().objects.get(username="admin")
+    assert admin.check_password("found again on a rerun")
+    stored = admin.password
+    # The same password again is not stored anew (that would sign everyone out).
+    assert "applied on every run" in load_demo()
+    assert get_user_model().objects.get(username="admin").password == stored

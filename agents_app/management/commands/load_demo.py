@@ -41,6 +41,10 @@ class Command(BaseCommand):
 
     def _report_admin(self) -> None:
         admin = demo_admin_ensure()
+        reset = (
+            "Lost it? Set a new one: .venv/bin/python manage.py set_admin_password "
+            f"--username {admin.username}"
+        )
         if admin.status == "blocked":
             self.stdout.write(
                 self.style.WARNING(
@@ -65,9 +69,28 @@ class Command(BaseCommand):
                     f"{ADMIN_PASSWORD_ENV}."
                 )
             )
+        elif admin.status == "password_set":
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"Set the password of '{admin.username}' from {ADMIN_PASSWORD_ENV} (applied "
+                    "on every run while it is set)."
+                )
+            )
+        elif admin.status == "other_admin" and admin.password_given:
+            self.stdout.write(
+                self.style.WARNING(
+                    f"{ADMIN_PASSWORD_ENV} is not applied: the studio's administrator is "
+                    f"'{admin.username}', not 'admin'. {reset}"
+                )
+            )
         how = {
             "created": "",
-            "exists": f" (its password was printed when it was created, or is ${ADMIN_PASSWORD_ENV})",
-            "other_admin": " with your password",
+            "password_set": f" with the password from {ADMIN_PASSWORD_ENV}",
+            "exists": f" with the password from {ADMIN_PASSWORD_ENV} (applied on every run "
+            "while it is set)"
+            if admin.password_given
+            else f" (its password was printed when it was created). {reset} or run again "
+            f"with {ADMIN_PASSWORD_ENV} set",
+            "other_admin": f" with your password. {reset}",
         }[admin.status]
         self.stdout.write(f"Log in to the studio at /admin/ as '{admin.username}'{how}.")
