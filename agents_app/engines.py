@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import httpx
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.utils.module_loading import import_string
 
@@ -18,6 +19,7 @@ from agents_app.bridge.events import LiveSink
 from agents_app.bridge.store import DjangoStore
 from agents_app.code_registry import get_registry
 from agents_app.services.mcp_servers import DjangoMcpServers
+from agents_app.services.model_catalog import key_withheld
 from agents_app.services.subagents import DjangoHost
 from runtime.deps import Limits
 from runtime.engine import Engine
@@ -37,7 +39,13 @@ def provider_registry(store: Any, http: httpx.AsyncClient | None = None) -> Prov
     """
     providers = ProviderRegistry()
     if http is not None:
-        install(providers, http, env_lookup=store_env_lookup(store))
+        # The egress key rule at run time: the same decision as the studio's discovery.
+        install(
+            providers,
+            http,
+            env_lookup=store_env_lookup(store),
+            key_rule=sync_to_async(key_withheld),
+        )
     for name, path in getattr(settings, "STUDIO_PROVIDER_FACTORIES", {}).items():
         providers.register(name, import_string(path))
     return providers

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from runtime.egress import EgressRefused
 from runtime.providers.base import (
     AUTHENTICATION,
     CONTEXT_TOO_LONG,
@@ -37,6 +38,8 @@ from runtime.providers.base import (
 CODES = ERROR_CODES
 
 REDACTED = "[redacted]"
+# ``vendor_code`` of a request the egress policy refused to send (runtime/egress.py).
+EGRESS_REFUSED = "egress_refused"
 MAX_MESSAGE_CHARS = 2000
 
 
@@ -206,6 +209,11 @@ def from_transport(
 ) -> AdapterError:
     """A connection-level failure: timeouts, refused connections, cut streams."""
     detail = redact(str(exc) or type(exc).__name__, secrets)
+    if isinstance(exc, EgressRefused):
+        # The platform refused, not the vendor: no retry can change the answer.
+        return AdapterError(
+            f"{vendor}: {detail}", INVALID_REQUEST, retryable=False, vendor_code=EGRESS_REFUSED
+        )
     if isinstance(exc, httpx.ReadTimeout):
         return AdapterError(f"{vendor}: the response timed out ({detail})", TIMEOUT, retryable=True)
     if isinstance(exc, httpx.RemoteProtocolError):

@@ -6,6 +6,10 @@ scripted ``TestProvider``). Keys are resolved per request, never stored on the
 adapter: first through ``env_lookup`` (the engine's thread → agent → prompt →
 user → instance chain, e.g. ``store_env_lookup(store)``), then the process
 environment.
+
+``key_rule`` (the egress key rule, docs/operating.md) is asked before an instance's or the
+process's key goes to a model's base URL; when it gives a reason, nothing is sent and the
+step fails with that reason (``vendor_code`` ``key_withheld``).
 """
 
 from __future__ import annotations
@@ -20,12 +24,14 @@ from runtime.definitions import ModelDefinition
 from runtime.providers import ProviderRegistry
 from runtime.providers.adapter import HTTPAdapter, KeyResolver
 from runtime.providers.anthropic import AnthropicProvider
-from runtime.providers.base import Provider, ProviderFactory, ProviderRequest
+from runtime.providers.base import INVALID_REQUEST, Provider, ProviderFactory, ProviderRequest
+from runtime.providers.errors import AdapterError
 from runtime.providers.google import GoogleProvider
 from runtime.providers.openai import OpenAIProvider
 from runtime.providers.openai_responses import OpenAIResponsesProvider
 from runtime.providers.openrouter import OpenRouterProvider
 from runtime.providers.test_provider import TestProvider
+from runtime.store import EnvEntry
 
 ADAPTERS: dict[str, type[HTTPAdapter]] = {
     "openai": OpenAIProvider,
@@ -48,20 +54,45 @@ def adapter_class(cls: type[HTTPAdapter], model: ModelDefinition) -> type[HTTPAd
     return API_ADAPTERS.get((model.provider, model.api), cls)
 
 
-# (env name, request) → value or None; the engine's env chain for the request's thread.
-EnvLookup = Callable[[str, ProviderRequest], Awaitable[str | None]]
+# (env name, request) → the value and its tier, or None; the engine's env chain for the
+# request's thread. A plain string counts as the thread's own value.
+EnvLookup = Callable[[str, ProviderRequest], Awaitable[EnvEntry | str | None]]
+# (provider, the key's tier: thread/agent/prompt/user/instance/process, the model's base URL
+# or None for the vendor's default) → why the key must not go there, or None.
+KeyRule = Callable[[str, str, str | None], Awaitable[str | None]]
+
+KEY_WITHHELD = "key_withheld"
 
 
 def key_resolver(
-    provider: str, env_lookup: EnvLookup | None = None, environ: Mapping[str, str] | None = None
+    provider: str,
+    env_lookup: EnvLookup | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    base_url: str | None = None,
+    key_rule: KeyRule | None = None,
 ) -> KeyResolver:
-    """A per-request key source for ``provider``: the env chain, then the process env."""
+    """A per-request key source for ``provider``: the env chain, then the process env;
+    ``key_rule`` may withhold it from ``base_url`` (then ``AdapterError``, nothing sent)."""
     name = KEY_NAMES[provider]
     process_env = os.environ if environ is None else environ
 
     async def resolve(request: ProviderRequest) -> str | None:
-        value = await env_lookup(name, request) if env_lookup is not None else None
-        return value or process_env.get(name) or None
+        found = await env_lookup(name, request) if env_lookup is not None else None
+        value: str | None
+        if isinstance(found, EnvEntry):
+            value, source = found.value, str(found.source)
+        else:
+            value, source = found, "thread"
+        if not value:
+            value, source = process_env.get(name) or None, "process"
+        if value and key_rule is not None:
+            reason = await key_rule(provider, source, base_url)
+            if reason:
+                raise AdapterError(
+                    reason, INVALID_REQUEST, retryable=False, vendor_code=KEY_WITHHELD
+                )
+        return value
 
     return resolve
 
@@ -69,12 +100,16 @@ def key_resolver(
 def store_env_lookup(store: Any) -> EnvLookup:
     """An ``EnvLookup`` over ``Store.resolve_env`` (thread → agent → prompt → user → instance)."""
 
-    async def lookup(name: str, request: ProviderRequest) -> str | None:
+    async def lookup(name: str, request: ProviderRequest) -> EnvEntry | None:
         thread_id = request.metadata.get("thread_id")
         if not thread_id:
             return None
         entry = await store.resolve_env(thread_id, name, request.metadata.get("prompt_name"))
-        return entry.value if entry is not None else None
+        if entry is None or not entry.value:
+            return None
+        return EnvEntry(
+            entry.value, getattr(entry, "type", "secret"), getattr(entry, "source", "thread")
+        )
 
     return lookup
 
@@ -84,20 +119,31 @@ def adapter_factories(
     *,
     env_lookup: EnvLookup | None = None,
     environ: Mapping[str, str] | None = None,
+    key_rule: KeyRule | None = None,
     **options: Any,
 ) -> dict[str, ProviderFactory]:
     """A factory per provider name (``options`` go to every adapter, e.g. ``stream=False``)."""
     factories: dict[str, ProviderFactory] = {"test": TestProvider.from_model}
     for name, cls in ADAPTERS.items():
-        factories[name] = _factory(cls, client, key_resolver(name, env_lookup, environ), options)
+        factories[name] = _factory(name, cls, client, env_lookup, environ, key_rule, options)
     return factories
 
 
 def _factory(
-    cls: type[HTTPAdapter], client: httpx.AsyncClient, key: KeyResolver, options: dict[str, Any]
+    provider: str,
+    cls: type[HTTPAdapter],
+    client: httpx.AsyncClient,
+    env_lookup: EnvLookup | None,
+    environ: Mapping[str, str] | None,
+    key_rule: KeyRule | None,
+    options: dict[str, Any],
 ) -> ProviderFactory:
     def build(model: ModelDefinition) -> Provider:
         chosen = adapter_class(cls, model)
+        # The key source knows the model's base URL: the key rule decides per address.
+        key = key_resolver(
+            provider, env_lookup, environ, base_url=model.base_url, key_rule=key_rule
+        )
         return chosen.for_model(model, client=client, api_key=key, **options)
 
     return build
@@ -109,11 +155,12 @@ def install(
     *,
     env_lookup: EnvLookup | None = None,
     environ: Mapping[str, str] | None = None,
+    key_rule: KeyRule | None = None,
     **options: Any,
 ) -> ProviderRegistry:
     """Register the HTTP adapters on ``registry``; returns it."""
     for name, factory in adapter_factories(
-        client, env_lookup=env_lookup, environ=environ, **options
+        client, env_lookup=env_lookup, environ=environ, key_rule=key_rule, **options
     ).items():
         registry.register(name, factory)
     return registry

@@ -14,6 +14,11 @@ const REASONS = {
   invalid_request: 'The AI service refused the request, so there is no reply.',
 };
 const FALLBACK = 'The AI service answered with an error, so there is no reply.';
+// The platform's own refusals (runtime/egress.py, the egress key rule): nothing was sent.
+const PLATFORM_REASONS = {
+  egress_refused: 'The model’s address is not one this platform may connect to, so there is no reply.',
+  key_withheld: 'The instance’s API key may not be sent to this model’s address, so there is no reply.',
+};
 
 export const stoppedByUser = (m) => Boolean(m && m.metadata?.stopped_by_user && m.role !== 'system');
 
@@ -21,6 +26,7 @@ export const stoppedByUser = (m) => Boolean(m && m.metadata?.stopped_by_user && 
 export function failureReason(message) {
   const error = message?.metadata?.error;
   if (!error || typeof error !== 'object') return { text: 'This reply could not be finished, so there is no reply.', code: '' };
+  if (PLATFORM_REASONS[error.vendor_code]) return { text: PLATFORM_REASONS[error.vendor_code], code: error.vendor_code };
   if (error.status === 402) return { text: 'The AI service account is out of credit, so there is no reply.', code: error.code || '' };
   return { text: REASONS[error.code] || FALLBACK, code: error.code || '' };
 }

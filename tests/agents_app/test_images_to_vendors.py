@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents_app.models import Log, Thread, ThreadSession
+from agents_app.models import LanguageModel, Log, Thread, ThreadSession
 from agents_app.runner import run_session_job
 from agents_app.services import messages as message_service
 from agents_app.services.definitions import save_definitions
@@ -101,6 +101,9 @@ def _setup(user: Any, vendor: str, base_url: str, vision: bool | None) -> Thread
     save_definitions(
         [("model", model), ("prompt", prompt), ("agent", agent)], strict_code_names=False
     )
+    # The key is the server's and the "vendor" a local replay server: a superuser's tick lets
+    # the key go there (the egress key rule, tests/agents_app/test_egress_runtime.py).
+    LanguageModel.objects.filter(name=model.name).update(send_instance_key_to_base_url=True)
     return thread_create(user=user, agent_name="seer")
 
 
