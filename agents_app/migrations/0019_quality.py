@@ -1,7 +1,9 @@
 # The quality loop (issue #42): feedback on replies (a person's rating, the reasons an agent
 # offers) and evals (datasets of cases, runs of an agent version over them, their results).
 import uuid
+from decimal import Decimal
 
+import django.core.validators
 import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
@@ -113,5 +115,11 @@ class Migration(migrations.Migration):
             model_name='agent',
             name='tool_activity',
             field=models.CharField(blank=True, choices=[('hidden', 'Hidden: only the answers'), ('summary', 'Summary: one line per tool call'), ('full', "Full: each call's arguments and result")], max_length=16),
+        ),
+        # A negative spend budget is refused (issue #40 item 6).
+        migrations.AlterField(
+            model_name='spendbudget',
+            name='monthly_limit_usd',
+            field=models.DecimalField(blank=True, decimal_places=2, help_text="New sessions are refused once this month's spend reaches it. Empty: no budget (even when a default is set in settings).", max_digits=12, null=True, validators=[django.core.validators.MinValueValidator(Decimal('0'), message='A budget cannot be negative. Enter 0 to refuse every new session, or leave it empty for no budget.')], verbose_name='monthly limit (USD)'),
         ),
     ]

@@ -7,7 +7,10 @@ the default for one user, one API key or one agent. The counting itself is in
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -71,6 +74,13 @@ class UsageLimit(models.Model):
         return f"{self.get_action_display()} for {scope}: {amount}"
 
 
+# A negative budget would read as "used up" before anything was spent (issue #40 item 6).
+NEGATIVE_BUDGET = (
+    "A budget cannot be negative. Enter 0 to refuse every new session, "
+    "or leave it empty for no budget."
+)
+
+
 class SpendBudget(models.Model):
     """A monthly spend ceiling (USD) for one user's threads or one agent's threads."""
 
@@ -92,6 +102,7 @@ class SpendBudget(models.Model):
         blank=True,
         help_text="New sessions are refused once this month's spend reaches it. "
         "Empty: no budget (even when a default is set in settings).",
+        validators=[MinValueValidator(Decimal("0"), message=NEGATIVE_BUDGET)],
     )
 
     class Meta:

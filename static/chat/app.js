@@ -317,9 +317,15 @@ async function abandonThread() {
   page.stream = null;
   page.threadId = null;
   page.history.open(null);
+  const inspect = $('inspect-link');
+  if (inspect) inspect.hidden = true;
+  // The thread's agent (`id`) is the one picked: back to the picker's own entry (`name`), its
+  // description shown once, under the picker, and the address naming it.
+  const name = page.agent?.name || page.agent?.id;
+  chooseAgent(page.agents.some((a) => a.name === name) ? name : $('agent-select').value);
   $('agent-picker').hidden = false;
-  $('conversation-title').textContent = 'New chat';
-  history.replaceState(null, '', `/chat/?agent=${encodeURIComponent(page.agent.name)}`);
+  document.title = 'New chat · Agents';
+  history.replaceState(null, '', `/chat/?agent=${encodeURIComponent(page.agent?.name || name || '')}`);
   loadThreads();
 }
 
