@@ -1,6 +1,8 @@
 // What a message stream frame does to a transcript and to the state line. Shared by the chat
 // page and the studio's live inspector, so both read the same frames the same way.
 
+import { followPath } from './branches.js';
+
 const SUBAGENT_INNER = new Set(['message_data', 'tool_started', 'stopped']);
 
 // Applies `frame`; returns true when the transcript view should render again.
@@ -45,6 +47,12 @@ export function applyFrame(frame, { transcript: t, state, onSettle, onResync }) 
       onResync();
       return false;
     case 'event':
+      // Another version became the active path (issue #41): the rows shown are another set.
+      if (frame.eventType === 'active_path_changed') {
+        followPath(t, frame.data?.path);
+        onResync();
+        return false;
+      }
       applyEvent(t, frame);
       break;
     default:

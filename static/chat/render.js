@@ -7,6 +7,7 @@ import { renderMarkdown } from './markdown.js';
 import { linkCitations, markCitations, sourcesList } from './citations.js';
 import { outcomeNote, stoppedByUser } from './failures.js';
 import { feedbackBar, rateable } from './feedback.js';
+import { branchBar } from './branches.js';
 import { hiddenStep, toolsView } from './tool_activity.js';
 
 export function el(tag, attrs = {}, ...children) {
@@ -209,6 +210,8 @@ function messageBlock(ctx, message, results) {
   if (files) node.append(files);
   // Final answers only: a step that calls tools is on the way to one.
   if (!human && ctx.rerender && !calls.length && rateable(message, streaming)) node.append(feedbackBar(ctx, message));
+  const branch = ctx.rerender ? branchBar(ctx, message, { human, streaming, final: !calls.length }) : null;
+  if (branch) node.append(branch);
   return node;
 }
 
