@@ -16,6 +16,7 @@ from agents_app.admin.display import excerpt, from_us, json_excerpt, short_id
 from agents_app.admin.env import ThreadEnvValueInline
 from agents_app.admin.read_only import ReadOnlyAdmin, ReadOnlyInline
 from agents_app.admin.thread_actions import ThreadActionsMixin
+from agents_app.admin.thread_branches import ThreadBranchesMixin
 from agents_app.admin.thread_live import ThreadLiveInspectorMixin
 from agents_app.models import (
     Message,
@@ -51,7 +52,9 @@ class SessionInline(ReadOnlyInline):
 
 
 @admin.register(Thread)
-class ThreadAdmin(ThreadLiveInspectorMixin, ThreadActionsMixin, ReadOnlyAdmin):
+class ThreadAdmin(
+    ThreadBranchesMixin, ThreadLiveInspectorMixin, ThreadActionsMixin, ReadOnlyAdmin
+):
     """The thread inspector: the change page shows the conversation, its logs, cost,
     effects, values, files and env (``services.thread_inspector``), with stop, continue
     and delete (``services.sessions``, ``services.threads``); "Open live" leads to the live

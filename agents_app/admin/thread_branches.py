@@ -1,0 +1,47 @@
+"""The thread inspector's conversation tree (issue #41): the tree beside the messages, and a
+button that makes another version the active path (``services.branches.active_set``, as
+``PUT /api/threads/{id}/active`` does; refused while a session runs).
+
+A mixin for the thread ModelAdmin placed before ``ThreadActionsMixin``, whose ``_wrap``
+(permission, POST only, admin messages) the switch uses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.urls import path
+
+from agents_app.models import Thread
+from agents_app.services import branches
+from agents_app.services.branches_view import tree_view
+
+
+def _activate(request: HttpRequest, thread: Thread, message_id: Any) -> str:
+    path_ids = branches.active_set(thread=thread, message_id=str(message_id))
+    return f"Switched versions: the active path now has {len(path_ids)} messages."
+
+
+class ThreadBranchesMixin:
+    admin_site: Any
+
+    def get_urls(self) -> list[Any]:
+        switch = path(
+            "<uuid:object_id>/versions/<uuid:message_id>/activate/",
+            self._wrap(_activate),  # type: ignore[attr-defined]
+            name="agents_app_thread_version_activate",
+        )
+        return [switch, *super().get_urls()]  # type: ignore[misc]
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        thread = self.get_object(request, object_id)  # type: ignore[attr-defined]
+        if thread is not None:
+            extra_context = {**(extra_context or {}), "tree": tree_view(thread)}
+        return super().change_view(request, object_id, form_url, extra_context)  # type: ignore[misc,no-any-return]
