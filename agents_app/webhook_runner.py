@@ -13,7 +13,6 @@ import logging
 import threading
 from typing import Any
 
-import httpx
 from celery import current_app
 from django.conf import settings
 from django.db import connection, transaction
@@ -21,6 +20,7 @@ from django.utils import timezone
 
 from agents_app.services import webhooks
 from agents_app.task_names import WEBHOOK_DELIVER
+from runtime import egress
 
 logger = logging.getLogger("agents_app.webhooks")
 
@@ -32,7 +32,8 @@ def deliver(delivery_id: str) -> str | None:
         return None
     try:
         body, headers = webhooks.request_of(row)
-        with httpx.Client(timeout=settings.STUDIO_WEBHOOK_TIMEOUT_SECONDS) as client:
+        # The egress policy again at send time: the name may resolve elsewhere by now.
+        with egress.sync_client(timeout=settings.STUDIO_WEBHOOK_TIMEOUT_SECONDS) as client:
             response = client.post(row.subscription.url, content=body, headers=headers)
         code, error = response.status_code, ""
         if code >= 300:

@@ -1,13 +1,16 @@
 """The egress policy: where the platform may connect with credentials or on a user's behalf.
 
-Model base URLs, model discovery and MCP servers are addresses users type, so a request
-to them could reach the host's own services (loopback, the cloud's metadata address, the
+Model base URLs, model discovery, MCP servers and webhook receivers are addresses users
+type, so a request to them could reach the host's own services (loopback, the cloud's metadata address, the
 private network). By default such addresses are refused; the operator's allow-list
 (hosts or CIDRs, ``STUDIO_EGRESS_ALLOW``) lets self-hosted vendors and MCP servers
 through. The check runs after DNS resolution, on every request a client sends (so on
 every redirect hop), and the connection is pinned to the address that was checked: the
 URL's host is replaced by that IP and the name kept for the Host header and TLS (SNI and
 certificate check), so a name that resolves differently a moment later cannot slip past.
+
+``client()`` (async) and ``sync_client()`` (webhook deliveries) apply it to every request;
+``refusal(url)`` is the save-time check.
 
 The policy is configured once per process (``configure``, from agents_app's settings);
 this module imports no Django.
@@ -83,7 +86,15 @@ class EgressPolicy:
 
     async def check(self, host: str, port: int) -> IPAddress:
         """The first resolved address of ``host`` after checking every one of them."""
-        addresses = await resolve(host, port)
+        return self.checked(host, await resolve(host, port))
+
+    def check_sync(self, host: str, port: int) -> IPAddress:
+        """``check`` for synchronous callers (webhook deliveries, save-time checks)."""
+        return self.checked(host, resolve_sync(host, port))
+
+    def checked(self, host: str, addresses: Sequence[IPAddress]) -> IPAddress:
+        """The first of ``addresses`` when the policy allows every one (a name with one
+        refused address is refused: the connection could go to any of them)."""
         for address in addresses:
             if not self.allows_address(host, address):
                 raise EgressRefused(
@@ -103,17 +114,37 @@ def is_public(address: IPAddress) -> bool:
     return address.is_global and not address.is_multicast
 
 
-async def resolve(host: str, port: int) -> list[IPAddress]:
+def _literal(host: str) -> IPAddress | None:
     try:
-        literal = ipaddress.ip_address(host.strip("[]"))
-        return [literal]
+        return ipaddress.ip_address(host.strip("[]"))
     except ValueError:
-        pass
+        return None
+
+
+async def resolve(host: str, port: int) -> list[IPAddress]:
+    literal = _literal(host)
+    if literal is not None:
+        return [literal]
     loop = asyncio.get_running_loop()
     try:
         infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
         raise httpx.ConnectError(f"could not resolve {host}: {exc.strerror}") from None
+    return _addresses(host, infos)
+
+
+def resolve_sync(host: str, port: int) -> list[IPAddress]:
+    literal = _literal(host)
+    if literal is not None:
+        return [literal]
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise httpx.ConnectError(f"could not resolve {host}: {exc.strerror}") from None
+    return _addresses(host, infos)
+
+
+def _addresses(host: str, infos: Sequence[Any]) -> list[IPAddress]:
     found: list[IPAddress] = []
     for info in infos:
         address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
@@ -147,23 +178,66 @@ class EgressTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         policy = self._policy or _policy
-        host = request.url.host
-        port = request.url.port or (443 if request.url.scheme == "https" else 80)
-        address = await policy.check(host, port)
-        if str(address) != host.strip("[]"):
-            # Pin: connect to the checked address, keep the name for Host and TLS.
-            request.url = request.url.copy_with(host=str(address))
-            if request.url.scheme == "https":
-                request.extensions = {**request.extensions, "sni_hostname": host}
+        host, port = _host_port(request)
+        _pin(request, host, await policy.check(host, port))
         return await self._inner.handle_async_request(request)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
+class SyncEgressTransport(httpx.BaseTransport):
+    """``EgressTransport`` for ``httpx.Client`` (webhook deliveries run in sync code)."""
+
+    def __init__(self, policy: EgressPolicy | None = None, **options: Any) -> None:
+        self._policy = policy
+        self._inner = httpx.HTTPTransport(**options)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        policy = self._policy or _policy
+        host, port = _host_port(request)
+        _pin(request, host, policy.check_sync(host, port))
+        return self._inner.handle_request(request)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def _host_port(request: httpx.Request) -> tuple[str, int]:
+    return request.url.host, request.url.port or (443 if request.url.scheme == "https" else 80)
+
+
+def _pin(request: httpx.Request, host: str, address: IPAddress) -> None:
+    if str(address) != host.strip("[]"):
+        # Pin: connect to the checked address, keep the name for Host and TLS.
+        request.url = request.url.copy_with(host=str(address))
+        if request.url.scheme == "https":
+            request.extensions = {**request.extensions, "sni_hostname": host}
+
+
 def client(policy: EgressPolicy | None = None, **options: Any) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` whose every request (and redirect hop) obeys the policy."""
     return httpx.AsyncClient(transport=EgressTransport(policy), **options)
+
+
+def sync_client(policy: EgressPolicy | None = None, **options: Any) -> httpx.Client:
+    """An ``httpx.Client`` whose every request (and redirect hop) obeys the policy."""
+    return httpx.Client(transport=SyncEgressTransport(policy), **options)
+
+
+def refusal(url: str, policy: EgressPolicy | None = None) -> str | None:
+    """Why the policy refuses ``url``'s host today (``None``: allowed, or the name does not
+    resolve now; requests are checked again when sent). For save-time checks."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        (policy or _policy).check_sync(host, port)
+    except EgressRefused as exc:
+        return str(exc)
+    except (httpx.ConnectError, ValueError):
+        return None
+    return None
 
 
 def host_of(url: str | None) -> str:

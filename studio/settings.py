@@ -428,9 +428,9 @@ CELERY_BEAT_SCHEDULE["schedules-tick"] = {
 }
 
 # --- egress policy (runtime/egress.py; docs/operating.md, Egress policy) --------------------
-# Hosts or CIDRs that model base URLs, discovery and MCP servers may reach although they are
-# loopback, private, link-local or metadata addresses (self-hosted vendors, MCP servers on a
-# private network). Empty: only public addresses.
+# Hosts or CIDRs that model base URLs, discovery, MCP servers and webhook receivers may reach
+# although they are loopback, private, link-local or metadata addresses (self-hosted vendors,
+# MCP servers or receivers on a private network). Empty: only public addresses.
 STUDIO_EGRESS_ALLOW = envlist("STUDIO_EGRESS_ALLOW")
 
 # --- outbound webhooks (agents_app.webhook_runner; docs/automation.md) ---------------------
@@ -438,8 +438,13 @@ STUDIO_WEBHOOK_TIMEOUT_SECONDS = envint("STUDIO_WEBHOOK_TIMEOUT_SECONDS", 10)
 STUDIO_WEBHOOK_RETRY_BASE_SECONDS = envint("STUDIO_WEBHOOK_RETRY_BASE_SECONDS", 10)
 STUDIO_WEBHOOK_RETRY_MAX_SECONDS = envint("STUDIO_WEBHOOK_RETRY_MAX_SECONDS", 3600)
 STUDIO_WEBHOOK_GIVE_UP_SECONDS = envint("STUDIO_WEBHOOK_GIVE_UP_SECONDS", 86400)
-# Loopback and private receivers (tests, a receiver on the same host); off in production.
-STUDIO_WEBHOOK_ALLOW_PRIVATE = envbool("STUDIO_WEBHOOK_ALLOW_PRIVATE", DEBUG)
+# Receivers obey the egress policy (STUDIO_EGRESS_ALLOW above); the old switch is refused
+# rather than silently ignored.
+if envstr("STUDIO_WEBHOOK_ALLOW_PRIVATE", ""):
+    raise ImproperlyConfigured(
+        "STUDIO_WEBHOOK_ALLOW_PRIVATE is gone: list a private webhook receiver's host or CIDR "
+        "in STUDIO_EGRESS_ALLOW instead (docs/operating.md, Egress policy)"
+    )
 # How often due retries are sent (beat's webhooks_tick; the embedded sweep in embedded mode).
 STUDIO_WEBHOOK_SWEEP_SECONDS = envint("STUDIO_WEBHOOK_SWEEP_SECONDS", 5)
 CELERY_BEAT_SCHEDULE["webhooks-tick"] = {

@@ -156,7 +156,10 @@ def plain_error(
     label = _label(provider)
     status = f" ({exc.status})" if exc.status else ""
     detail = exc.message
-    if exc.code == errors.AUTHENTICATION:
+    if exc.vendor_code == errors.EGRESS_REFUSED:
+        # Our refusal, not the vendor's answer: nothing was sent.
+        text = f"Did not connect to {label} at {base_url or 'its usual address'}: {detail}"
+    elif exc.code == errors.AUTHENTICATION:
         text = (
             f"The {label} key in {KEY_NAMES.get(provider, 'the env')} was refused{status}. "
             f"Check that it is right and still active. {label} said: {detail}"

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import json
 import time
 from datetime import datetime, timedelta
@@ -28,6 +27,7 @@ from django.utils import timezone
 from agents_app.errors import Invalid, NotFound
 from agents_app.models import Agent, EnvValue, Log, Message, WebhookDelivery, WebhookSubscription
 from agents_app.models.webhooks import EVENTS
+from runtime import egress
 
 SIGNATURE_HEADER = "Webhook-Signature"
 TIMESTAMP_HEADER = "Webhook-Timestamp"
@@ -36,22 +36,18 @@ EVENT_HEADER = "Webhook-Event"
 
 
 def check_url(url: str) -> str:
-    """http(s) with a host, no credentials. TODO(egress): route through runtime/egress.py's
-    policy once it exists; until then private and loopback addresses are allowed only with
-    ``STUDIO_WEBHOOK_ALLOW_PRIVATE`` (the tests' local receiver)."""
+    """http(s) with a host, no credentials, and an address the egress policy allows
+    (runtime/egress.py: loopback, private, link-local and metadata addresses only when
+    ``STUDIO_EGRESS_ALLOW`` lists them). Each delivery is checked again when sent (names
+    can move)."""
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise Invalid("url: an http(s) URL with a host")
     if parts.username or parts.password:
         raise Invalid("url: no credentials in the URL (sign with the secret instead)")
-    if not settings.STUDIO_WEBHOOK_ALLOW_PRIVATE:
-        host = parts.hostname
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            address = None
-        if host == "localhost" or (address is not None and not address.is_global):
-            raise Invalid("url: private, loopback and link-local addresses are not allowed")
+    refused = egress.refusal(url.strip())
+    if refused:
+        raise Invalid(f"url: {refused}")
     return url.strip()
 
 

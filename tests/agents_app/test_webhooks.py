@@ -22,6 +22,7 @@ from agents_app.runner import run_session_job
 from agents_app.services import messages as message_service
 from agents_app.services import webhooks
 from agents_app.thread_creation import thread_create
+from runtime import egress
 from tests.agents_app.api_support import _api_hosts, define_agent  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -56,8 +57,9 @@ class Receiver:
 
 
 @pytest.fixture
-def receiver_factory(settings: Any) -> Iterator[Any]:
-    settings.STUDIO_WEBHOOK_ALLOW_PRIVATE = True  # the receiver listens on loopback
+def receiver_factory() -> Iterator[Any]:
+    # The receiver listens on loopback, which the suite's egress policy allows
+    # (STUDIO_EGRESS_ALLOW in tests/conftest.py).
     made: list[Receiver] = []
 
     def make(codes: list[int] | None = None) -> Receiver:
@@ -142,7 +144,7 @@ def test_a_receiver_answering_500_three_times_gets_the_fourth_attempt(
 def test_a_subscription_needs_a_known_event_a_secret_and_an_http_url(
     settings: Any,
 ) -> None:
-    settings.STUDIO_WEBHOOK_ALLOW_PRIVATE = False
+    egress.configure([])  # the production default: no private receivers
     define_agent("helper")
     with pytest.raises(Invalid, match="events"):
         webhooks.subscription_create(url="https://x.example/h", secret_env="S", events=["boom"])

@@ -183,9 +183,9 @@ class Stack:
             "SECRET_KEY": "integration-" + uuid.uuid4().hex,
             "STUDIO_ENCRYPTION_KEYS": f"it:{key}",
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
-            # The recorded vendors and MCP servers listen on loopback (egress policy).
+            # The recorded vendors, MCP servers and webhook receivers listen on loopback
+            # (egress policy).
             "STUDIO_EGRESS_ALLOW": "127.0.0.0/8,::1,localhost",
-            "STUDIO_WEBHOOK_ALLOW_PRIVATE": "1",  # the webhook tests' receivers are local
             "STUDIO_EXECUTOR": "celery",
             "STUDIO_SESSION_HEARTBEAT_SECONDS": "1",
             "STUDIO_SESSION_STALE_SECONDS": "4",

@@ -37,8 +37,7 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, di
             "DJANGO_SETTINGS_MODULE": "studio.settings",
             "STUDIO_VAR_DIR": str(tmp / "var"),
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
-            # The automation test's receiver listens on loopback; retries come within seconds.
-            "STUDIO_WEBHOOK_ALLOW_PRIVATE": "1",
+            # The automation test's receiver listens on loopback (egress policy); retries come within seconds.
             "STUDIO_EGRESS_ALLOW": "127.0.0.1",
             "STUDIO_WEBHOOK_RETRY_BASE_SECONDS": "1",
             "STUDIO_WEBHOOK_SWEEP_SECONDS": "1",
