@@ -4,6 +4,7 @@ pause, resume and run now as actions, each run linked to its thread."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -16,6 +17,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from agents_app.errors import DomainError
+from agents_app.forms.fields import KeyValueLinesField
 from agents_app.models import Schedule, ScheduleRun
 from agents_app.schedule_runner import run_start
 from agents_app.services import schedules
@@ -29,8 +31,34 @@ def _fingerprint(spec: schedules.ScheduleSpec) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+class MultipleFiles(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """Several files in one input (Django's documented pattern: each file cleaned alone)."""
+
+    def clean(self, data: Any, initial: Any = None) -> Any:
+        if isinstance(data, list | tuple):
+            return [super(MultipleFileField, self).clean(d, initial) for d in data]
+        return super().clean(data, initial)
+
+
 class ScheduleForm(forms.ModelForm):
     previewed = forms.CharField(required=False, widget=forms.HiddenInput)
+    upload = MultipleFileField(
+        label="Attachments",
+        required=False,
+        widget=MultipleFiles(),
+        help_text="Files each run's message carries (at most 10, 5 MiB in all). Choosing files "
+        "replaces the ones kept; leave it empty to keep them.",
+    )
+    drop_files = forms.BooleanField(label="Remove the attachments", required=False)
+    env_lines = KeyValueLinesField(
+        label="Thread env",
+        help_text="Env values each run's thread gets, one NAME=value per line. The values are "
+        "never shown again: typing lines replaces them all; leave it empty to keep them.",
+    )
 
     class Meta:
         model = Schedule
@@ -53,6 +81,42 @@ class ScheduleForm(forms.ModelForm):
             "interval_seconds": "Instead of cron: every N seconds from the save.",
             "catch_up": "After an outage, how many missed runs to make up besides the latest.",
         }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        row = self.instance
+        if row.pk and row.attachments:
+            names = ", ".join(a["name"] for a in row.attachments)
+            self.fields["upload"].help_text += f" Kept now: {names}."
+        if row.pk and row.env:
+            self.fields["env_lines"].help_text += f" Set now: {', '.join(sorted(row.env))}."
+
+    def clean_upload(self) -> list[dict[str, Any]] | None:
+        uploads = self.files.getlist("upload") if hasattr(self.files, "getlist") else []
+        if not uploads:
+            return None
+        items = [
+            {
+                "name": f.name,
+                "mimeType": f.content_type or "application/octet-stream",
+                "data": base64.b64encode(f.read()).decode(),
+            }
+            for f in uploads
+        ]
+        try:
+            return schedules.attachments_checked(items)
+        except DomainError as exc:
+            raise forms.ValidationError(exc.message) from None
+
+    def save(self, commit: bool = True) -> Any:
+        row = self.instance
+        if self.cleaned_data.get("drop_files"):
+            row.attachments = []
+        elif self.cleaned_data.get("upload") is not None:
+            row.attachments = self.cleaned_data["upload"]
+        if self.cleaned_data.get("env_lines"):
+            row.env = self.cleaned_data["env_lines"]
+        return super().save(commit)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -105,7 +169,16 @@ class ScheduleAdmin(admin.ModelAdmin):
     actions = ["pause", "resume", "run_now"]
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return [*ScheduleForm.Meta.fields, "previewed", "next_runs", "standing_thread", "owner"]
+        return [
+            *ScheduleForm.Meta.fields,
+            "upload",
+            "drop_files",
+            "env_lines",
+            "previewed",
+            "next_runs",
+            "standing_thread",
+            "owner",
+        ]
 
     @admin.display(description="Timing")
     def timing(self, obj: Schedule) -> str:

@@ -25,6 +25,12 @@ class SpecIn(Schema):
     intervalSeconds: int | None = Field(None, ge=1)
 
 
+class ScheduleAttachmentIn(Schema):
+    name: str = Field(..., min_length=1, max_length=255)
+    mimeType: str = Field("application/octet-stream", max_length=200)
+    data: str = Field(..., description="Base64 bytes.")
+
+
 class ScheduleIn(SpecIn):
     agent: str = Field(..., min_length=1, max_length=128)
     message: str = Field(..., min_length=1, max_length=100_000)
@@ -33,6 +39,7 @@ class ScheduleIn(SpecIn):
     target: str = Field("new_thread", max_length=16)
     catchUp: int = Field(0, ge=0, le=1000)
     paused: bool = False
+    attachments: list[ScheduleAttachmentIn] | None = Field(None, max_length=10)
 
 
 def _schedule(schedule_id: str) -> Schedule:
@@ -63,6 +70,7 @@ def schedule_create(request: HttpRequest, payload: ScheduleIn) -> tuple[int, dic
         catch_up=payload.catchUp,
         name=payload.name,
         paused=payload.paused,
+        attachments=[a.model_dump() for a in payload.attachments or []],
     )
     return 201, schedules.schedule_wire(row, upcoming=5)
 

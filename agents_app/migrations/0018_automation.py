@@ -29,6 +29,7 @@ class Migration(migrations.Migration):
                 ('interval_seconds', models.PositiveIntegerField(blank=True, null=True)),
                 ('message', models.TextField()),
                 ('env', models.JSONField(blank=True, default=dict)),
+                ('attachments', models.JSONField(blank=True, default=list)),
                 ('target', models.CharField(choices=[('new_thread', 'A new thread each time'), ('standing_thread', 'One standing thread')], default='new_thread', max_length=16)),
                 ('paused', models.BooleanField(default=False)),
                 ('catch_up', models.PositiveIntegerField(default=0)),

@@ -33,6 +33,8 @@ class Schedule(models.Model):
     interval_seconds = models.PositiveIntegerField(null=True, blank=True)
     message = models.TextField()
     env = models.JSONField(default=dict, blank=True)
+    # Files each run's message carries: [{name, mimeType, data (base64)}] (services.schedules).
+    attachments = models.JSONField(default=list, blank=True)
     target = models.CharField(max_length=16, choices=Target.choices, default=Target.NEW_THREAD)
     standing_thread = models.ForeignKey(
         Thread, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"

@@ -11,6 +11,8 @@ commits, so the second updates nothing and claims nothing. The unique constraint
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +32,9 @@ from agents_app.services import messages as message_service
 # A cron expression that never fires again (or a year of seconds) is not a schedule.
 _MAX_SCAN = 100_000
 MIN_INTERVAL_SECONDS = 1
+# A schedule's files live in its row and are copied into each run's thread.
+ATTACHMENTS_MAX = 10
+ATTACHMENT_BYTES_MAX = 5 * 2**20
 
 
 @dataclass(frozen=True)
@@ -117,6 +122,7 @@ def schedule_create(
     catch_up: int = 0,
     name: str = "",
     paused: bool = False,
+    attachments: list[dict[str, Any]] | None = None,
 ) -> Schedule:
     agent = Agent.objects.filter(name=agent_name).first()
     if agent is None:
@@ -129,10 +135,12 @@ def schedule_create(
         raise Invalid("catchUp must be 0 or more")
     if env and not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
         raise Invalid("env: names and values must be strings")
+    files = attachments_checked(attachments or [])
     spec = ScheduleSpec(cron.strip(), tz or "UTC", interval_seconds)
     validate_spec(spec)
     now = timezone.now()
     return Schedule.objects.create(
+        attachments=files,
         owner=owner,
         agent=agent,
         name=name,
@@ -146,6 +154,28 @@ def schedule_create(
         paused=paused,
         next_run_at=_first_after(spec, now, now),
     )
+
+
+def attachments_checked(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The files a schedule's runs attach, as stored: ``{name, mimeType, data}`` with base64
+    data, at most ``ATTACHMENTS_MAX`` files and ``ATTACHMENT_BYTES_MAX`` bytes in all (the
+    row carries them); refused with the item named otherwise."""
+    if len(items) > ATTACHMENTS_MAX:
+        raise Invalid(f"attachments: at most {ATTACHMENTS_MAX} files")
+    out, total = [], 0
+    for index, item in enumerate(items):
+        name = str(item.get("name") or "").strip()
+        mime = str(item.get("mimeType") or "application/octet-stream")
+        if not name or len(name) > 255:
+            raise Invalid(f"attachments.{index}.name: required, at most 255 characters")
+        try:
+            total += len(base64.b64decode(str(item.get("data") or ""), validate=True))
+        except (binascii.Error, ValueError):
+            raise Invalid(f"attachments.{index}.data: not valid base64") from None
+        out.append({"name": name, "mimeType": mime[:200], "data": str(item.get("data"))})
+    if total > ATTACHMENT_BYTES_MAX:
+        raise Invalid(f"attachments: at most {ATTACHMENT_BYTES_MAX // 2**20} MiB in all")
+    return out
 
 
 def schedule_saved_in_studio(row: Schedule, *, spec_changed: bool) -> None:
@@ -275,7 +305,13 @@ def run_start(run: ScheduleRun, me: str, thread: Thread) -> bool:
     if row.status != ScheduleRun.Status.CLAIMED or row.claimed_by != me:
         return False
     schedule = row.schedule
-    posted = message_service.message_post(thread=thread, role="user", content=schedule.message)
+    files = [
+        message_service.NewAttachment(a["name"], a["mimeType"], a["data"])
+        for a in schedule.attachments or []
+    ]
+    posted = message_service.message_post(
+        thread=thread, role="user", content=schedule.message, attachments=files or None
+    )
     row.status = ScheduleRun.Status.STARTED
     row.thread = thread
     row.message_id = posted.message_id
@@ -307,6 +343,9 @@ def schedule_wire(row: Schedule, *, upcoming: int = 0) -> dict[str, Any]:
         "intervalSeconds": row.interval_seconds,
         "message": row.message,
         "envNames": sorted(row.env),  # values may be secrets: names only
+        "attachments": [
+            {"name": a["name"], "mimeType": a["mimeType"]} for a in row.attachments or []
+        ],
         "target": row.target,
         "standingThreadId": str(row.standing_thread_id) if row.standing_thread_id else None,
         "paused": row.paused,

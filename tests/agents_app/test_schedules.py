@@ -208,3 +208,88 @@ def test_the_studio_shows_the_next_five_runs_before_saving(admin_client: Any) ->
     assert row.next_run_at is not None and row.next_run_at.astimezone(UTC).hour in (7, 8)
     change = admin_client.get(f"/admin/agents_app/schedule/{row.pk}/change/")
     assert change.status_code == 200 and "Next five runs" in change.content.decode()
+
+
+def test_a_run_carries_the_schedules_attachments_and_env(alice: Any) -> None:
+    import base64
+
+    from agents_app.models import ThreadFile, ThreadValue  # noqa: F401
+
+    report = b"date,total\n2026-11-28,42\n"
+    row = _schedule(
+        alice,
+        env={"REGION": "eu"},
+        attachments=[
+            {
+                "name": "report.csv",
+                "mimeType": "text/csv",
+                "data": base64.b64encode(report).decode(),
+            }
+        ],
+    )
+    wire = schedules.schedule_wire(row)
+    assert wire["attachments"] == [{"name": "report.csv", "mimeType": "text/csv"}]
+    assert "data" not in str(wire["attachments"])
+    _due_now(row)
+    assert schedule_runner.sweep_once("me") == 1
+    run = row.runs.get()
+    queued = QueuedMessage.objects.filter(thread=run.thread).first()
+    stored = Message.objects.filter(thread=run.thread, role="user").first()
+    message = queued or stored
+    assert message is not None and [a["name"] for a in message.attachments] == ["report.csv"]
+    files = ThreadFile.objects.filter(thread=run.thread, is_directory=False)
+    assert [f.mime_type for f in files] == ["text/csv"]
+    with files[0].blob.open("rb") as blob:
+        assert blob.read() == report
+
+
+@pytest.mark.parametrize(
+    ("attachments", "error"),
+    [
+        ([{"name": "a.txt", "data": "not base64!"}], "attachments.0.data: not valid base64"),
+        ([{"name": "", "data": "aGk="}], "attachments.0.name"),
+        ([{"name": f"{i}.txt", "data": "aGk="} for i in range(11)], "at most 10 files"),
+    ],
+)
+def test_bad_schedule_attachments_are_refused_naming_the_item(
+    alice: Any, attachments: list[dict[str, Any]], error: str
+) -> None:
+    from agents_app.errors import Invalid
+
+    with pytest.raises(Invalid, match=error):
+        _schedule(alice, attachments=attachments)
+    assert not Schedule.objects.exists()
+
+
+def test_the_studio_attaches_files_and_sets_env_without_showing_values(admin_client: Any) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from agents_app.models import Agent
+
+    define_agent("helper")
+    form = {
+        "name": "with files",
+        "agent": Agent.objects.get(name="helper").pk,
+        "message": "Read the file",
+        "cron": "",
+        "timezone": "UTC",
+        "interval_seconds": "3600",
+        "target": "new_thread",
+        "catch_up": "0",
+        "env_lines": "REPORT_TOKEN=planted-secret-value",
+        "runs-TOTAL_FORMS": "0",
+        "runs-INITIAL_FORMS": "0",
+    }
+    first = admin_client.post("/admin/agents_app/schedule/add/", form)
+    previewed = first.context["adminform"].form.data["previewed"]
+    upload = SimpleUploadedFile("notes.txt", b"hello", content_type="text/plain")
+    saved = admin_client.post(
+        "/admin/agents_app/schedule/add/", {**form, "previewed": previewed, "upload": upload}
+    )
+    assert saved.status_code == 302, saved.context["adminform"].form.errors
+    row = Schedule.objects.get()
+    assert [a["name"] for a in row.attachments] == ["notes.txt"]
+    assert row.env == {"REPORT_TOKEN": "planted-secret-value"}
+    page = admin_client.get(f"/admin/agents_app/schedule/{row.pk}/change/").content.decode()
+    assert "notes.txt" in page and "REPORT_TOKEN" in page
+    assert "planted-secret-value" not in page
