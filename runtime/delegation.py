@@ -33,7 +33,7 @@ from runtime.results import ERROR_PREFIX, ToolResult, failure, success
 from runtime.state import ExecutionControl, ThreadState
 from runtime.steps import Scope, Stepper
 from runtime.store import MessageQuery, ThreadRecord
-from runtime.subagents import link_options, missing_env_text, outcome_of
+from runtime.subagents import initial_arguments, link_options, missing_env_text, outcome_of
 from runtime.tools import CallOutcome, Slot, ToolRunner
 from runtime.toolset import OfferedTool
 
@@ -279,7 +279,10 @@ class Delegate:
             scope.hooks,
             scope.state,
             env=env,
-            options=link_options(offered.entry),
+            options={
+                **link_options(offered.entry),
+                "arguments": initial_arguments(offered.entry, args, "message"),
+            },
             attachments=init_paths(offered.entry, args),
             display_name=init_name(offered.entry, args),
         )

@@ -295,6 +295,7 @@ class Engine:
                     **(options or {}),
                 },
             )
+            await self.subagents.seed_arguments(child_id, call_id, (options or {}).get("arguments"))
             await hooks.after_subagent_created(state, await self.thread_state(child_id))
         progress = await self.deps.store.load_progress(child_id)
         if progress is not None and progress.finished:

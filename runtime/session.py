@@ -44,6 +44,7 @@ from runtime.stops import (
     session_turn_cap,
 )
 from runtime.store import LogQuery, LogRecord, ThreadRecord, ThreadUpdate
+from runtime.subagents import arguments_text, initial_arguments
 from runtime.tool_env import missing_env_message, missing_required, needed_env
 from runtime.tools import CallOutcome, ToolRunner
 from runtime.toolset import OfferedTool, offered_tools
@@ -465,6 +466,16 @@ class Session:
         prop = handoff.entry.init_user_message_property
         text = handoff.args.get(prop) if prop else None
         files = await attachment_refs(self.state, init_paths(handoff.entry, handoff.args))
+        # The arguments not delivered as the text or files reach the new agent as the
+        # reference gives a child its initial arguments: a silent system message.
+        arguments = initial_arguments(handoff.entry, handoff.args)
+        if arguments:
+            await self.state.inject_message(
+                "system",
+                arguments_text(arguments),
+                silent=True,
+                metadata={"subagent_arguments": arguments},
+            )
         if isinstance(text, str) or files:
             await self.state.inject_message(
                 "user", text if isinstance(text, str) else "", attachments=files or None

@@ -34,6 +34,7 @@ the caller's session, so a worker never waits for a task that needs a worker.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import posixpath
 import re
@@ -45,11 +46,11 @@ from runtime import env_refs
 from runtime.definitions import AgentDefinition, PromptDefinition, ResumableConfig, ToolConfig
 from runtime.events import EventSink, event, queued_data
 from runtime.loader import DefinitionLoader
-from runtime.messages import Role, new_id, now_ms
+from runtime.messages import Message, Role, new_id, now_ms
 from runtime.providers.base import ToolSchema
 from runtime.recorder import Recorder
 from runtime.results import ToolResult, failure, success
-from runtime.store import MessageQuery, QueuedMessage, ThreadRecord
+from runtime.store import Commit, MessageQuery, QueuedMessage, ThreadRecord
 from runtime.toolset import TRUTHY, EnvLookup, OfferedTool
 
 if TYPE_CHECKING:
@@ -369,6 +370,7 @@ class Subagents:
         child = await self._ensure_child(
             scope, relation.agent.name, child_id, name.strip(), link, env
         )
+        await self.seed_arguments(child.id, call["id"], arguments)
         role = _receiving_role(link)
         attachments = await self._copy_attachments(parent.id, child.id, args.get("attachments"))
         text = message
@@ -451,7 +453,10 @@ class Subagents:
         from runtime.delegation import init_name, init_paths
 
         name = init_name(offered.entry, args or {})
+        arguments = initial_arguments(offered.entry, args or {}, "message")
+        link["arguments"] = arguments
         child = await self._ensure_child(scope, offered.agent.name, child_id, name, link, env)
+        await self.seed_arguments(child.id, call["id"], arguments)
         files = await self._copy_attachments(
             scope.thread.id, child.id, init_paths(offered.entry, args or {})
         )
@@ -577,6 +582,26 @@ class Subagents:
             scope.state, await self.engine.thread_state(child_id)
         )
         return child
+
+    async def seed_arguments(
+        self, child_id: str, call_id: str, arguments: dict[str, Any] | None
+    ) -> None:
+        """The reference's first child message: a silent system message listing the child's
+        initial arguments (before its instruction), so the child's model reads them."""
+        if not arguments:
+            return
+        message_id = message_id_for(call_id, "arguments")
+        if await self.deps.store.get_message(child_id, message_id):
+            return  # a resumed call: seeded already
+        row = Message(
+            id=message_id,
+            role="system",
+            content=arguments_text(arguments),
+            silent=True,
+            created_at=self.deps.clock.now(),
+            metadata={"subagent_arguments": arguments},
+        )
+        await self.deps.store.commit(child_id, Commit(messages=[row]))
 
     async def _send(
         self,
@@ -824,6 +849,24 @@ async def copy_file(engine: Engine, source: str, target: str, path: str) -> dict
         "mimeType": stored.mime_type,
         "size": stored.size,
     }
+
+
+def initial_arguments(
+    entry: ToolConfig, args: dict[str, Any], default_property: str | None = None
+) -> dict[str, Any]:
+    """A call's arguments the child is told as its initial arguments: all of them but those
+    delivered another way (its first message's text, its attachments, its display name)."""
+    used = {
+        entry.init_user_message_property or default_property,
+        entry.init_attachments_property,
+        entry.init_agent_name_property,
+    }
+    return {k: v for k, v in args.items() if k not in used}
+
+
+def arguments_text(arguments: dict[str, Any]) -> str:
+    """The text of the silent system message that gives a child its initial arguments."""
+    return "Initial arguments:\n" + json.dumps(arguments, indent=2, ensure_ascii=False)
 
 
 def status_text(text: str) -> str:

@@ -1,0 +1,87 @@
+"""Issue #38 at the engine's edge: settings that were accepted and then ignored, observed in
+the request the model receives and the messages the thread stores."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from runtime.definitions import AgentDefinition, ResumableConfig, ToolConfig
+from runtime.providers.test_provider import TestScript
+from runtime.subagent_host import InlineHost
+from tests.runtime.conftest import World, agent, prompt, side
+from tests.runtime.test_spec_subagents import host  # noqa: F401  (the fixture)
+
+_SCHEMA = {
+    "type": "object",
+    "properties": {"task": {"type": "string"}, "city": {"type": "string"}},
+    "required": ["task", "city"],
+}
+
+
+def _child(world: World, entry: ToolConfig, **agent_options: Any) -> None:
+    world.define(
+        prompt("main", tools=[entry]),
+        agent("agent", "main"),
+        prompt("child_prompt", model="mc", text="You help.", required_schema=_SCHEMA),
+        AgentDefinition(name="helper", side_a=side("child_prompt"), **agent_options),
+    )
+    world.script("mc", TestScript().add_text("done"))
+
+
+def _seen_arguments(request: Any) -> dict[str, Any]:
+    """The initial arguments the child's model was sent (the silent system message)."""
+    texts = [m["content"] for m in request.messages if m["role"] == "system"]
+    found = [t for t in texts if isinstance(t, str) and t.startswith("Initial arguments:\n")]
+    assert found, f"no initial-arguments message among {request.messages}"
+    return json.loads(found[0].split("\n", 1)[1])  # type: ignore[no-any-return]
+
+
+async def test_spec_item1_subagent_create_arguments_reach_the_child(
+    world: World,
+    host: InlineHost,  # noqa: F811
+) -> None:
+    _child(world, ToolConfig(name="helper", blocking=True, resumable=ResumableConfig()))
+    args = {
+        "agent": "helper",
+        "name": "W",
+        "message": "Weather?",
+        "arguments": {"task": "t", "city": "Oslo"},
+    }
+    world.script("m", TestScript().add_tool_call("subagent_create", args).add_text("ok"))
+    thread, _ = await world.chat("go")
+    assert _seen_arguments(world.requests("mc")[0]) == {"task": "t", "city": "Oslo"}
+    assert world.requests("mc")[0].messages[-1]["content"] == "Weather?"
+    (child,) = await world.store.list_children(thread.id)
+    rows = await world.messages(child.id)
+    assert rows[0].role == "system" and rows[0].silent
+    assert rows[0].metadata["subagent_arguments"] == {"task": "t", "city": "Oslo"}
+    assert (child.subagent or {})["arguments"] == {"task": "t", "city": "Oslo"}
+
+
+async def test_spec_item1_agent_tool_arguments_beyond_the_message_reach_the_child(
+    world: World,
+) -> None:
+    entry = ToolConfig(name="helper", init_user_message_property="task")
+    _child(world, entry, expose_as_tool=True, tool_description="Helps")
+    world.script(
+        "m",
+        TestScript().add_tool_call("helper", {"task": "Look it up", "city": "Oslo"}).add_text("k"),
+    )
+    await world.chat("go")
+    request = world.requests("mc")[0]
+    assert request.messages[-1]["content"] == "Look it up"
+    assert _seen_arguments(request) == {"city": "Oslo"}
+
+
+async def test_spec_item1_handoff_arguments_beyond_the_message_reach_the_new_agent(
+    world: World,
+) -> None:
+    _child(world, ToolConfig(name="helper", init_user_message_property="task"))
+    world.script("m", TestScript().add_tool_call("helper", {"task": "Take over", "city": "Oslo"}))
+    thread, _ = await world.chat("go")
+    request = world.requests("mc")[0]
+    assert _seen_arguments(request) == {"city": "Oslo"}
+    assert request.messages[-1]["content"] == "Take over"
+    seeded = [m for m in await world.messages(thread.id) if m.role == "system"]
+    assert len(seeded) == 1 and seeded[0].silent
