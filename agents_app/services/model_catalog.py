@@ -72,13 +72,25 @@ def _provider_key(provider: str, user: Any) -> tuple[str | None, str]:
     return value, "process" if value else ""
 
 
-def key_withheld(provider: str, source: str, base_url: str | None) -> str | None:
-    """Why the instance's key must not go to ``base_url`` (``None``: it may).
+# Keys the egress key rule guards, by the tier they came from: keys no user owns (an
+# agent's or prompt's definition key is written by whoever edits that definition, not by
+# whoever edits the model's base URL).
+GUARDED_KEYS = {
+    "instance": "The instance's",
+    "process": "The server's",
+    "agent": "The agent's",
+    "prompt": "The prompt's",
+}
 
-    The egress key rule: the instance's (or the server's) key goes to the vendor's own
-    host, or to a base URL a superuser marked on a model of that provider; a user's own
-    key goes wherever its owner points it."""
-    if source not in ("instance", "process") or egress.is_official_host(provider, base_url):
+
+def key_withheld(provider: str, source: str, base_url: str | None) -> str | None:
+    """Why a key from tier ``source`` must not go to ``base_url`` (``None``: it may).
+
+    The egress key rule: the instance's, the server's, an agent's or a prompt's key goes to
+    the vendor's own host, or to a base URL a superuser marked on a model of that provider;
+    a user's (or a thread's) own key goes wherever its owner points it."""
+    whose = GUARDED_KEYS.get(source)
+    if whose is None or egress.is_official_host(provider, base_url):
         return None
     stripped = (base_url or "").rstrip("/")
     blessed = LanguageModel.objects.filter(
@@ -89,7 +101,7 @@ def key_withheld(provider: str, source: str, base_url: str | None) -> str | None
     if blessed:
         return None
     return (
-        f"The instance's {KEY_NAMES.get(provider, 'API key')} was not sent to "
+        f"{whose} {KEY_NAMES.get(provider, 'API key')} was not sent to "
         f"{egress.host_of(base_url)}: it is not {_label(provider)}'s own host and no superuser "
         "has allowed sending the instance key to this base URL (the model's \"Send the "
         "instance's API key\" setting). Set your own env value for the key to use another one."

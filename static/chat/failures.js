@@ -17,7 +17,7 @@ const FALLBACK = 'The AI service answered with an error, so there is no reply.';
 // The platform's own refusals (runtime/egress.py, the egress key rule): nothing was sent.
 const PLATFORM_REASONS = {
   egress_refused: 'The model’s address is not one this platform may connect to, so there is no reply.',
-  key_withheld: 'The instance’s API key may not be sent to this model’s address, so there is no reply.',
+  key_withheld: 'The service’s API key may not be sent to this model’s address, so there is no reply.',
 };
 
 export const stoppedByUser = (m) => Boolean(m && m.metadata?.stopped_by_user && m.role !== 'system');

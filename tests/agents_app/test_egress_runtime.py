@@ -57,8 +57,11 @@ def _thread_on(user: Any, base_url: str, *, blessed: bool = False) -> Thread:
 
 
 @sync_to_async
-def _env(scope: str, value: str, user: Any = None) -> None:
+def _env(scope: str, value: str, user: Any = None, thread: Thread | None = None) -> None:
     row = EnvValue(scope=scope, user=user, key="OPENAI_API_KEY", value_type="secret")
+    if thread is not None:
+        row.agent_id = thread.agent_id if scope == "agent" else None
+        row.prompt_id = thread.agent.side_a_prompt_id if scope == "prompt" else None
     row.value = value
     row.save()
 
@@ -89,6 +92,24 @@ async def test_session_does_not_send_the_instance_key_to_a_foreign_base_url(
     assert error["vendor_code"] == "key_withheld" and error["retryable"] is False
     assert "was not sent to 127.0.0.1" in error["message"]
     assert PLANTED_KEY not in repr(reply.metadata)
+
+
+@pytest.mark.parametrize("tier", ["agent", "prompt"])
+async def test_session_does_not_send_a_definition_key_to_a_foreign_base_url(
+    alice: Any, listener: Listener, tier: str
+) -> None:
+    # Whoever moves the model's base URL is not whoever wrote the agent's or prompt's key.
+    thread = await _thread_on(alice, f"http://127.0.0.1:{listener.port}/v1")
+    await _env(tier, PLANTED_KEY, thread=await sync_to_async(_reload)(thread))
+    reply = await _turn(thread)
+    assert listener.received == []
+    error = reply.metadata["error"]
+    assert error["vendor_code"] == "key_withheld"
+    assert f"The {tier}'s OPENAI_API_KEY was not sent to 127.0.0.1" in error["message"]
+
+
+def _reload(thread: Thread) -> Thread:
+    return Thread.objects.select_related("agent").get(pk=thread.pk)
 
 
 async def test_session_sends_the_instance_key_to_a_base_url_a_superuser_allowed(

@@ -53,7 +53,7 @@ def test_the_chat_says_the_instance_key_was_withheld(
     page.wait_for_url("**/chat/t/**")
     reply = page.locator("article.msg-assistant[data-status=failed]")
     expect(reply.locator(".msg-outcome")).to_have_text(
-        "The instance’s API key may not be sent to this model’s address, so there is no reply."
+        "The service’s API key may not be sent to this model’s address, so there is no reply."
     )
     expect(reply.locator(".failure-reason")).to_have_attribute("title", "Error code: key_withheld")
     expect(page.locator("#state")).to_contain_text("Ask an administrator")
