@@ -47,6 +47,7 @@ def _o(where: str, test: str, note: str) -> Row:
 _RT = "tests/runtime/"
 _AA = "tests/agents_app/"
 _REFUSALS = _AA + "test_spec_integrity_refusals.py::"
+_INTEGRITY = _RT + "test_spec_integrity_engine.py::"
 _STOPS = _RT + "test_spec_stop_conditions.py::"
 _SESSION_TOOLS = _RT + "test_spec_session_tools.py::"
 _SUBAGENTS = _RT + "test_spec_subagents.py::"
@@ -266,10 +267,10 @@ LEDGER: dict[str, dict[str, Row]] = {
             "runtime.hooks, runtime.delegation",
             _AA + "test_admin_prompts.py::test_an_unregistered_hook_is_rejected",
         ),
-        "env": _o(
+        "env": _h(
             "runtime.state (prompt-level env tier)",
             _SESSION_TOOLS + "test_spec_state_user_instance_env_and_runtime_context",
-            "prompt values must stay redacted and below thread values (issue #38 item 7)",
+            "secret by default; thread and agent values outrank it",
         ),
         "stepBudgetWarning": _h(
             "runtime.session",
@@ -370,10 +371,11 @@ LEDGER: dict[str, dict[str, Row]] = {
             _SESSION_TOOLS + "test_spec_init_attachments_and_agent_name_properties_reach_a_child",
             f"agents only; refused elsewhere ({_IMPORT_API_STUDIO})",
         ),
-        "env": _o(
-            "runtime.tools (call env); mcp/provider refused by " + _ENTRY_KINDS,
-            _SESSION_TOOLS + "test_spec_prompt_tool_entry_env_is_seen_by_the_call",
-            "outranks thread values and is not redacted (issue #38 item 7)",
+        "env": _h(
+            "runtime.state.env (prompt-level), runtime.tools (redacted); mcp/provider refused by "
+            + _ENTRY_KINDS,
+            _INTEGRITY + "test_spec_item7_thread_values_override_a_prompt_tool_entry_env",
+            "prompt-level: thread/agent values outrank it, a literal is a secret (redacted)",
         ),
         "optional": _h(
             "runtime.toolset (entry skipped when its env value is unset)",

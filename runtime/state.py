@@ -64,6 +64,10 @@ if TYPE_CHECKING:
     from runtime.loader import DefinitionLoader
 
 
+# The env tiers whose values outrank a prompt's (and its tool entries') values.
+_OUTRANK_PROMPT = ("thread", "agent")
+
+
 class EnvNotFound(KeyError):
     """``state.env(name)`` found no value in any tier."""
 
@@ -636,6 +640,11 @@ class ThreadState:
         instance); ``EnvNotFound`` when missing. A ``${NAME}`` in a tool entry's value is
         env value ``NAME`` from the store (``runtime.env_refs``: credentials live there)."""
         if name in self._env_overlay:
+            # A tool entry's env is the prompt's: thread and agent values outrank it (spec,
+            # PromptDefinition.env), the user and instance tiers do not.
+            stored = await self._deps.store.resolve_env(self.thread_id, name, self._prompt_name)
+            if stored is not None and stored.source in _OUTRANK_PROMPT:
+                return stored.value
             try:
                 return await env_refs.expand(self._env_overlay[name], self._stored_env)
             except env_refs.MissingReference as missing:
@@ -655,10 +664,14 @@ class ThreadState:
     async def env_type(self, name: str) -> EnvType:
         """``'text'`` or ``'secret'`` (``'secret'`` when missing)."""
         if name in self._env_overlay:
-            # Tool entry text is no secret; the env values it references keep their type.
+            stored = await self._deps.store.resolve_env(self.thread_id, name, self._prompt_name)
+            if stored is not None and stored.source in _OUTRANK_PROMPT:
+                return stored.type
+            # A literal is a prompt-level value, secret as a prompt's env values are; a value
+            # built from env references takes their types.
             refs = env_refs.references(self._env_overlay[name])
             types = [await self._stored_type(ref) for ref in refs]
-            return "secret" if "secret" in types else "text"
+            return "text" if refs and "secret" not in types else "secret"
         return await self._stored_type(name)
 
     async def _stored_type(self, name: str) -> EnvType:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from runtime import tracing, waits
+from runtime import env_refs, tracing, waits
 from runtime.definitions import ToolConfig
 from runtime.deps import Deps
 from runtime.events import event, telemetry
@@ -242,8 +242,12 @@ class ToolRunner:
         name = call["function"]["name"]
         state = scope.state.for_tool_call(call["id"])
         offered = scope.tools.get(name)
-        if offered is not None:  # the entry's env values are what this call sees first
+        if offered is not None and offered.entry.env:
+            # The entry's env values are prompt-level values: secrets, kept out of what is stored.
             state = state.with_env(offered.entry.env)
+            self.recorder.redactor.add(
+                ("", v) for v in offered.entry.env.values() if not env_refs.references(v)
+            )
         self.recorder.emit(telemetry("tool_started", tool=name))
         self.recorder.emit(event("tool_call_started", {"id": call["id"], "name": name}))
         started = time.perf_counter()

@@ -8,6 +8,8 @@ from typing import Any
 
 from runtime.definitions import AgentDefinition, ResumableConfig, ToolConfig
 from runtime.providers.test_provider import TestScript
+from runtime.registry import define_tool
+from runtime.state import ThreadState
 from runtime.subagent_host import InlineHost
 from tests.runtime.conftest import World, agent, prompt, side
 from tests.runtime.test_spec_subagents import host  # noqa: F401  (the fixture)
@@ -85,3 +87,42 @@ async def test_spec_item1_handoff_arguments_beyond_the_message_reach_the_new_age
     assert request.messages[-1]["content"] == "Take over"
     seeded = [m for m in await world.messages(thread.id) if m.role == "system"]
     assert len(seeded) == 1 and seeded[0].silent
+
+
+# --- item 7: a prompt tool entry's env is prompt-level -----------------------------------------
+
+_ENTRY_VALUE = "entry-level-token-4f9c2a"
+
+
+def _env_world(world: World, seen: list[tuple[str, str]]) -> None:
+    async def where(state: ThreadState) -> str:
+        value = await state.env("TARGET")
+        seen.append((value, await state.env_type("TARGET")))
+        return f"target is {value}"
+
+    world.register(define_tool("Where to", where, name="where"))
+    world.define(
+        prompt("main", tools=[ToolConfig(name="where", env={"TARGET": _ENTRY_VALUE})]),
+        agent("agent", "main"),
+    )
+    world.script("m", TestScript().add_tool_call("where", {}).add_text("done"))
+
+
+async def test_spec_item7_thread_values_override_a_prompt_tool_entry_env(world: World) -> None:
+    seen: list[tuple[str, str]] = []
+    _env_world(world, seen)
+    thread = await world.thread(env={"TARGET": "production"})
+    await world.run(thread.id, "go")
+    assert seen == [("production", "secret")]
+
+
+async def test_spec_item7_prompt_level_tool_entry_values_stay_secret(world: World) -> None:
+    seen: list[tuple[str, str]] = []
+    _env_world(world, seen)
+    thread = await world.thread()
+    await world.run(thread.id, "go")
+    assert seen == [(_ENTRY_VALUE, "secret")]
+    (tool_row,) = [m for m in await world.messages(thread.id) if m.role == "tool"]
+    assert _ENTRY_VALUE not in (tool_row.content or "")
+    # Nor did the model get it back in the next request.
+    assert _ENTRY_VALUE not in json.dumps(world.requests()[-1].messages)

@@ -15,7 +15,7 @@ from runtime.definitions import AgentDefinition, SessionToolBinding, ToolConfig
 from runtime.engine import Engine
 from runtime.providers.test_provider import TestScript
 from runtime.registry import define_tool
-from runtime.state import ThreadState
+from runtime.state import EnvNotFound, ThreadState
 from runtime.subagent_host import InlineHost
 from tests.runtime.conftest import World, agent, prompt, side
 
@@ -514,12 +514,14 @@ async def test_spec_prompt_tool_entry_env_is_seen_by_the_call(world: World) -> N
         agent("agent", "main"),
     )
     world.script("m", TestScript().add_tool_call("where", {}).add_text("done"))
-    thread = await world.thread(env={"TARGET": "production"})
+    thread = await world.thread()
     await world.run(thread.id, "go")
-    assert seen == [("staging", "text")]
-    # Outside that call the thread's value is what env says.
+    # A literal entry value is prompt-level: a secret (issue #38 item 7).
+    assert seen == [("staging", "secret")]
+    # Outside that call it is not seen.
     state = await world.engine.thread_state(thread.id)
-    assert await state.env("TARGET") == "production"
+    with pytest.raises(EnvNotFound):
+        await state.env("TARGET")
 
 
 async def test_spec_init_attachments_property_gives_a_subprompt_the_files(world: World) -> None:
