@@ -240,7 +240,9 @@ async def test_a_dead_workers_session_is_resumed_by_another(alice: Any, settings
     with pytest.raises(asyncio.CancelledError):
         await crashed
     assert await sync_to_async(sessions.sessions_sweep)() == []  # still fresh
-    await asyncio.sleep(1.2)
+    # Time passes for the dead worker's heartbeat: aged past the stale limit, not slept.
+    stale = timezone.now() - timedelta(seconds=settings.STUDIO_SESSION_STALE_SECONDS + 1)
+    await sync_to_async(ThreadSession.objects.filter(pk=session_id).update)(heartbeat_at=stale)
     assert await sync_to_async(sessions.sessions_sweep)() == [session_id]
     await run_session_job(session_id, owner="worker-2")
     assert await _transcript(thread) == [
