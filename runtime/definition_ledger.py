@@ -164,8 +164,9 @@ LEDGER: dict[str, dict[str, Row]] = {
             _STOPS + "test_spec_5_2_stop_tool_ends_turn_and_records_response_property",
         ),
         "stopToolResponseProperty": _h(
-            "runtime.stops",
-            _STOPS + "test_spec_5_2_stop_tool_ends_turn_and_records_response_property",
+            "runtime.stops._property (from the stop tool's result, else its argument)",
+            _INTEGRITY
+            + "test_spec_stop_tool_response_property_is_extracted_from_the_stop_tool_result",
         ),
         "maxSteps": _o(
             "runtime.stops.max_side_steps",

@@ -237,20 +237,25 @@ def session_turn_cap(max_session_turns: int | None) -> int:
 
 
 def _property(result: CallResult, name: str | None) -> Any:
-    """The stop tool's response property: from the call's arguments, else from its result."""
+    """The stop tool's response property: "extracted from the stop tool's result" (spec), else
+    from the call's arguments (a stop tool the engine supplies has no result of its own)."""
     try:
         arguments = parse_arguments(result.call)
     except ValueError:
         arguments = {}
     if name is None:
         return arguments or None
+    try:
+        parsed = json.loads(result.content) if result.ok else None
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict) and name in parsed:
+        return parsed[name]
     if name in arguments:
         return arguments[name]
-    try:
-        parsed = json.loads(result.content)
-    except ValueError:
-        return result.content if result.ok else None
-    return parsed.get(name) if isinstance(parsed, dict) else parsed
+    if not result.ok or isinstance(parsed, dict):
+        return None
+    return parsed if parsed is not None else result.content
 
 
 _QUOTED = re.compile(r"(\"[^\"]*\"|'[^']*'|`[^`]*`)")

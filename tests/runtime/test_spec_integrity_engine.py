@@ -126,3 +126,32 @@ async def test_spec_item7_prompt_level_tool_entry_values_stay_secret(world: Worl
     assert _ENTRY_VALUE not in (tool_row.content or "")
     # Nor did the model get it back in the next request.
     assert _ENTRY_VALUE not in json.dumps(world.requests()[-1].messages)
+
+
+# --- item 8: the stop tool's outcome, abortSignal, setValue ------------------------------------
+
+
+async def test_spec_stop_tool_response_property_is_extracted_from_the_stop_tool_result(
+    world: World,
+) -> None:
+    @define_tool("Classify the request")
+    async def classify(state: ThreadState) -> dict[str, str]:
+        return {"intent": "refund_approved"}  # the tool decides, not the model's guess
+
+    world.register(classify)
+    world.define(
+        prompt("main", tools=["helper"]),
+        agent("agent", "main"),
+        prompt("child_prompt", model="mc", text="Classify.", tools=["classify"]),
+        AgentDefinition(
+            name="helper",
+            expose_as_tool=True,
+            tool_description="Classifies",
+            side_a=side("child_prompt", stop_tool="classify", stop_tool_response_property="intent"),
+        ),
+    )
+    world.script("mc", TestScript().add_tool_call("classify", {"intent": "refund"}))
+    world.script("m", TestScript().add_tool_call("helper", {"message": "money back"}).add_text("k"))
+    thread, _ = await world.chat("hi")
+    tool_row = next(m for m in await world.messages(thread.id) if m.role == "tool")
+    assert tool_row.content == "refund_approved"
