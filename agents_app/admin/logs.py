@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from django.contrib import admin
@@ -15,6 +14,7 @@ from agents_app.admin.env import secret_masker
 from agents_app.admin.log_sources import provider_tools_html, sources_html
 from agents_app.admin.read_only import ReadOnlyAdmin
 from agents_app.models import Log
+from agents_app.templatetags.people_format import REASONS, duration, local_time, money, reason
 
 
 def _masker(obj: Log) -> Callable[[str], str]:
@@ -29,19 +29,19 @@ def _pre(obj: Log, text: str) -> str:
 
 @admin.register(Log)
 class LogAdmin(ReadOnlyAdmin):
+    # Newest first, and the columns that answer "what went wrong, what did it cost, how long"
+    # before the rest, so Error, Cost and Latency fit at 1440 px (issue #40 item 9).
     list_display = (
         "when",
-        "thread",
-        "kind",
-        "model",
-        "prompt_name",
-        "tool_name",
+        "what",
+        "shown_outcome",
+        "shown_cost",
+        "shown_latency",
         "total_tokens",
-        "cost_total",
-        "latency_ms",
-        "status_code",
-        "failed",
+        "thread",
     )
+    list_display_links = ("when",)
+    ordering = ("-created_at",)
     list_filter = ("kind", "provider", "is_complete", "error_type", "finish_reason")
     search_fields = ("thread__id", "model", "model_id", "prompt_name", "tool_name")
     list_select_related = ("thread__agent",)
@@ -65,7 +65,7 @@ class LogAdmin(ReadOnlyAdmin):
             "Result",
             {
                 "fields": (
-                    ("status_code", "finish_reason", "is_complete"),
+                    ("status_code", "shown_finish_reason", "is_complete"),
                     ("error_type", "shown_error"),
                     ("latency_ms", "time_to_first_token_ms"),
                 )
@@ -99,6 +99,7 @@ class LogAdmin(ReadOnlyAdmin):
     ]
     readonly_fields = (
         "when",
+        "shown_finish_reason",
         "shown_error",
         "shown_system_prompt",
         "shown_request",
@@ -108,12 +109,38 @@ class LogAdmin(ReadOnlyAdmin):
     )
 
     @admin.display(description="When", ordering="created_at")
-    def when(self, obj: Log) -> datetime | None:
-        return from_us(obj.created_at)
+    def when(self, obj: Log) -> str:
+        return local_time(from_us(obj.created_at))
 
-    @admin.display(description="Error", boolean=True)
-    def failed(self, obj: Log) -> bool:
-        return bool(obj.error)
+    @admin.display(description="Request")
+    def what(self, obj: Log) -> str:
+        if obj.kind == Log.Kind.TOOL or obj.tool_name:
+            return f"Tool {obj.tool_name}"
+        return " · ".join(x for x in (obj.model, obj.prompt_name) if x) or obj.get_kind_display()
+
+    @admin.display(description="Outcome", ordering="error_type")
+    def shown_outcome(self, obj: Log) -> str:
+        # A failure says so in words (its type in the tooltip); otherwise why it finished.
+        if obj.error or obj.error_type:
+            code = obj.error_type or "error"
+            words = REASONS.get(code, "Failed")
+            status = f" ({obj.status_code})" if obj.status_code else ""
+            return format_html(
+                '<span class="studio-failed" title="{}">✗ {}{}</span>', code, words, status
+            )
+        return reason(obj.finish_reason) if obj.finish_reason else "Done"
+
+    @admin.display(description="Cost", ordering="cost_total")
+    def shown_cost(self, obj: Log) -> str:
+        return money(obj.cost_total)
+
+    @admin.display(description="Latency", ordering="latency_ms")
+    def shown_latency(self, obj: Log) -> str:
+        return duration(obj.latency_ms)
+
+    @admin.display(description="Finish reason")
+    def shown_finish_reason(self, obj: Log) -> str:
+        return reason(obj.finish_reason)
 
     @admin.display(description="Error")
     def shown_error(self, obj: Log) -> str:

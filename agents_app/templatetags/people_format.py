@@ -7,6 +7,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from django import template
 from django.utils import timezone
+from django.utils.html import format_html
 
 register = template.Library()
 
@@ -54,3 +55,78 @@ def ago(when: datetime | None) -> str:
 def whole(value: float | int | Decimal | None) -> str:
     """A count with thousands separators: 12,345."""
     return f"{round(value or 0):,}"
+
+
+# --- the studio's one place for human formats (issue #40 item 9) ------------------------------
+
+# Reasons a request or session ended, as the code stores them, in words (the code stays in a
+# tooltip for whoever searches logs or the docs for it).
+REASONS = {
+    "stop": "Answered",
+    "tool_calls": "Called tools",
+    "length": "Cut off at the length limit",
+    "content_filter": "Blocked by the content filter",
+    "step_error": "A step failed",
+    "stopped": "Stopped",
+    "interrupted": "Interrupted",
+    "timeout": "Timed out",
+    "rate_limit": "Refused: too many requests",
+    "auth": "Refused: the key was not accepted",
+    "network": "Could not reach the provider",
+    "budget": "The spend budget is used up",
+}
+
+
+def money(value: Decimal | float | int | None) -> str:
+    """Dollars to the cent; a cost under half a cent that is not zero reads "< $0.01" (never
+    ``0.000061500000`` or ``$0.000000``)."""
+    return usd(value)
+
+
+def duration(ms: int | float | None) -> str:
+    """A duration in milliseconds as people say it: "850 ms", "1.2 s", "2 min 5 s"."""
+    if ms is None:
+        return "–"
+    if ms < 1000:
+        return f"{round(ms)} ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
+def local_time(when: datetime | None) -> str:
+    """A ``<time>`` to the minute in the instance's zone; ``studio/local_times.js`` rewrites it
+    in the reader's own zone and language. The exact instant is in the tooltip."""
+    if when is None:
+        return "–"
+    shown = timezone.localtime(when)
+    return format_html(
+        '<time datetime="{}" title="{}" data-local>{}</time>',
+        when.isoformat(),
+        shown.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        shown.strftime("%-d %b %Y, %H:%M"),
+    )
+
+
+def reason(code: str | None) -> str:
+    """A stored reason code in words, the code itself in a tooltip."""
+    if not code:
+        return "–"
+    words = REASONS.get(code, code.replace("_", " ").capitalize())
+    return format_html('<span title="{}">{}</span>', code, words)
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """ "1 request", "2 requests", "1,234 requests"."""
+    return f"{count:,} {noun if count == 1 else (nouns or noun + 's')}"
+
+
+register.filter("money", money)
+register.filter("duration", duration)
+register.filter("local_time", local_time)
+register.filter("reason", reason)

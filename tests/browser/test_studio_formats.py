@@ -1,0 +1,58 @@
+"""Issue #40 item 9: the studio speaks in human formats (money to the cent or "< $0.01",
+durations, local times, reasons in words with the code in a tooltip), and the Logs list is
+newest first with its Error, Cost and Latency on screen at 1440 px and on a phone."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from tests.browser.support import Site, admin_login, shot
+
+expect.set_options(timeout=20_000)
+
+SETUP = """
+from decimal import Decimal
+from agents_app.models import Agent, Log, Thread
+from agents_app.models.timestamps import now_us
+agent = Agent.objects.get(name="support_agent")
+thread = Thread.objects.create(agent=agent, origin_agent=agent)
+now = now_us()
+Log.objects.create(thread=thread, model="fmt-old-model", prompt_name="support_prompt",
+    finish_reason="tool_calls", cost_total=Decimal("0.000061500000"), latency_ms=1234,
+    total_tokens=1500, created_at=now - 3_600_000_000, is_complete=True)
+Log.objects.create(thread=thread, model="fmt-new-model", prompt_name="support_prompt",
+    error="could not reach the provider", error_type="step_error", status_code=502,
+    cost_total=Decimal("1.234567"), latency_ms=65_000, created_at=now)
+"""
+
+
+def test_logs_read_as_people_read(site: Site, page: Page) -> None:
+    site.python(SETUP)
+    admin_login(page, site)
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
+        for width in (1440, 390):
+            page.set_viewport_size({"width": width, "height": 900})
+            page.goto(f"{site.url}/admin/agents_app/log/?q=fmt-")
+            rows = page.locator("#result_list tbody tr")
+            expect(rows).to_have_count(2)
+            newest, older = rows.nth(0), rows.nth(1)
+            expect(newest).to_contain_text("fmt-new-model")  # newest first
+            expect(newest).to_contain_text("$1.23")
+            expect(newest).to_contain_text("1 min 5 s")
+            expect(newest.locator("[title=step_error]")).to_have_text(re.compile("A step failed"))
+            expect(older).to_contain_text("< $0.01")
+            expect(older).to_contain_text("1.2 s")
+            expect(older.locator("[title=tool_calls]")).to_have_text("Called tools")
+            body = page.locator("#result_list").inner_text()
+            assert "0.0000615" not in body and "$0.000000" not in body
+            assert not re.search(r"\d{2}:\d{2}:\d{2}\.\d+", body), "microseconds shown"
+            # Error, Cost and Latency are on screen, and the page does not scroll sideways.
+            for column in ("shown_outcome", "shown_cost", "shown_latency"):
+                box = newest.locator(f"td.field-{column}").bounding_box()
+                assert box is not None and box["x"] + box["width"] <= width + 1, column
+            overflow = page.evaluate("document.scrollingElement.scrollWidth - innerWidth")
+            assert overflow <= 1, f"the page scrolls sideways by {overflow} px at {width} px"
+            shot(page, f"studio-logs-{width}-{scheme}")
