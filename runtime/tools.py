@@ -44,6 +44,8 @@ from runtime.waits import WaitKind
 if TYPE_CHECKING:
     from runtime.delegation import Delegate
 
+# How often a running tool's session looks for a Stop (one small read per running call).
+STOP_POLL_SECONDS = 0.5
 EMPTY_RESPONSE_ERROR = (
     "Your last response was empty. Reply with text, call a tool, or attach a file."
 )
@@ -237,6 +239,15 @@ class ToolRunner:
 
     # --- one call --------------------------------------------------------------------
 
+    async def _watch_stop(self, thread_id: str, signal: asyncio.Event) -> None:
+        """Set ``execution.abortSignal`` when the user presses Stop while a tool runs (the stop
+        is a flag in the store; a long-running tool watching the signal can end early)."""
+        while not signal.is_set():
+            await asyncio.sleep(STOP_POLL_SECONDS)
+            thread = await self.deps.store.get_thread(thread_id)
+            if thread is not None and thread.stopped:
+                signal.set()
+
     async def execute(self, scope: Scope, call: ToolCall, slot: Slot) -> Prepared:
         """Run one call and prepare its result row and log (not committed)."""
         name = call["function"]["name"]
@@ -251,8 +262,18 @@ class ToolRunner:
         self.recorder.emit(telemetry("tool_started", tool=name))
         self.recorder.emit(event("tool_call_started", {"id": call["id"], "name": name}))
         started = time.perf_counter()
+        signal = state.execution.abort_signal if state.execution is not None else None
+        watch = asyncio.create_task(self._watch_stop(scope.thread.id, signal)) if signal else None
         with tracing.tool_span(name, call["id"]) as span:
-            result = await self.dispatch(scope, call, slot, state)
+            try:
+                result = await self.dispatch(scope, call, slot, state)
+            except asyncio.CancelledError:
+                if signal is not None:  # a worker cancels the session when Stop is pressed
+                    signal.set()
+                raise
+            finally:
+                if watch is not None:
+                    watch.cancel()
             if result.status == "error":
                 tracing.record_error(span, "the tool returned an error")
         self.recorder.emit(

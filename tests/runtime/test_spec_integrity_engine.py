@@ -3,6 +3,7 @@ the request the model receives and the messages the thread stores."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -155,3 +156,32 @@ async def test_spec_stop_tool_response_property_is_extracted_from_the_stop_tool_
     thread, _ = await world.chat("hi")
     tool_row = next(m for m in await world.messages(thread.id) if m.role == "tool")
     assert tool_row.content == "refund_approved"
+
+
+async def test_spec_execution_abort_signal_fires_when_the_user_presses_stop(world: World) -> None:
+    started = asyncio.Event()
+    saw: list[bool] = []
+
+    @define_tool("A long export")
+    async def export(state: ThreadState) -> str:
+        started.set()
+        assert state.execution is not None
+        try:
+            await asyncio.wait_for(state.execution.abort_signal.wait(), timeout=5)
+        except TimeoutError:
+            saw.append(False)
+            return "finished the long export"
+        saw.append(True)
+        return "export abandoned"
+
+    world.register(export)
+    world.define(prompt("main", tools=["export"]), agent("agent", "main"))
+    world.script("m", TestScript().add_tool_call("export", {}).add_text("never sent"))
+    thread = await world.thread()
+    session = asyncio.ensure_future(world.run(thread.id, "go"))
+    await asyncio.wait_for(started.wait(), timeout=5)
+    world.harness.press_stop(thread.id)
+    result = await asyncio.wait_for(session, timeout=10)
+    assert saw == [True]
+    assert result.stop_reason == "aborted_by_user"
+    assert len(world.requests()) == 1
