@@ -3,7 +3,8 @@ from django.apps import AppConfig
 
 class AgentsAppConfig(AppConfig):
     name = "agents_app"
-    verbose_name = "Agents"
+    # "Studio", not "Agents": the breadcrumbs read "Home › Studio › Agents" (issue #40).
+    verbose_name = "Studio"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:

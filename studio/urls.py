@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
@@ -9,6 +10,8 @@ handler500 = "agents_app.overload.server_error"
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Browsers ask for /favicon.ico whatever the page names: the studio's icon, not a 404.
+    path("favicon.ico", RedirectView.as_view(url=f"{settings.STATIC_URL}favicon.svg")),
     path("api/", api.urls),
     # Any other /api/… path: a JSON 404 ({"error": …}), never the HTML page.
     re_path(r"^api(?:/.*)?$", not_found_view),

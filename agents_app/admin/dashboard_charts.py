@@ -36,7 +36,7 @@ from agents_app.services.usage_charts import (
     sessions_by_day,
     usage_by_day,
 )
-from agents_app.templatetags.people_format import usd, whole
+from agents_app.templatetags.people_format import plural, usd, whole
 
 OTHER = "other"
 QUICK_RANGES = (7, 14, 30, 90)
@@ -70,7 +70,7 @@ def _top(values: dict[str, list[float]]) -> dict[str, list[float]]:
 METRICS: tuple[tuple[str, str, Callable[[float], str], Callable[[float], str], float], ...] = (
     ("cost", "Spend", lambda v: usd(Decimal(str(v))), lambda v: usd(Decimal(str(v))), 0.01),
     ("tokens", "Tokens", lambda v: f"{whole(v)} tokens", compact, 1.0),
-    ("requests", "Requests", lambda v: f"{whole(v)} requests", compact, 1.0),
+    ("requests", "Requests", lambda v: plural(round(v or 0), "request"), compact, 1.0),
 )
 
 

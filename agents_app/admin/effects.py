@@ -46,6 +46,11 @@ class ThreadFilter(admin.SimpleListFilter):
 
 @admin.register(ScheduledEffect)
 class ScheduledEffectAdmin(ReadOnlyAdmin):
+    empty_help = (
+        "No scheduled effects yet. Effects are work a tool or hook asks to run later (a "
+        "reminder, a follow-up message); they appear here when an agent schedules one, with "
+        "when it is due and how it went."
+    )
     list_display = (
         "name",
         "thread",

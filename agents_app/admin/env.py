@@ -140,7 +140,7 @@ class AgentEnvValueInline(EnvInline):
     form = AgentEnvValueForm
     scope = EnvValue.Scope.AGENT
     verbose_name = "agent env value"
-    verbose_name_plural = "Env values of this agent (tenvs)"
+    verbose_name_plural = "Env values of this agent"
 
 
 class UserEnvValueInline(EnvInline):
@@ -181,6 +181,12 @@ class EnvOwnerAdminMixin:
 
 @admin.register(EnvValue)
 class EnvValueAdmin(admin.ModelAdmin):
+    empty_help = (
+        "No env values yet. Env values are named settings that prompts and tools read: an "
+        "API key (kept encrypted, never shown again), a company name. Set one for the whole "
+        "instance here; an agent's or a prompt's own values are on its page, a user's on "
+        "their user page."
+    )
     form = EnvValueAdminForm
     list_display = (
         "key",

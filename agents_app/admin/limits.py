@@ -22,6 +22,11 @@ class UsageLimitAdmin(admin.ModelAdmin):
 
 @admin.register(SpendBudget)
 class SpendBudgetAdmin(admin.ModelAdmin):
+    empty_help = (
+        "No spend budgets yet: nothing caps what the models cost. Add one to stop new "
+        "requests once a user, an agent or the whole instance has spent a set amount in its "
+        "period."
+    )
     form = SpendBudgetForm
     list_display = ("scope", "monthly_limit_usd", "spent_this_month")
     search_fields = ("user__username", "agent__name")
