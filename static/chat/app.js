@@ -57,6 +57,7 @@ function render() {
   page.renderQueued = true;
   requestAnimationFrame(() => {
     page.renderQueued = false;
+    state.toolActivity = toolActivityMode(page.agent, boot('boot-is-staff'));
     page.view.render({
       transcript: page.transcript,
       threadId: page.threadId,
@@ -67,7 +68,7 @@ function render() {
       agentTitle: page.agent?.title,
       logUrl: staffLogUrl(),
       feedbackReasons: page.agent?.feedback_reasons || [],
-      toolActivity: toolActivityMode(page.agent, boot('boot-is-staff')),
+      toolActivity: state.toolActivity,
       rerender: render,
     });
     showReasoningOption();

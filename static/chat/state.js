@@ -16,6 +16,13 @@ const TEXT = {
   stopped: 'Stopped. Press Continue to resume, or send a new message.',
   error: 'Something went wrong.',
 };
+// The state line says no more of a running tool than the transcript shows of it.
+function toolText(mode, name) {
+  if (mode === 'hidden') return 'Working on it…';
+  if (mode === 'summary') return `Using ${String(name || 'a tool').replace(/[_.-]+/g, ' ').trim()}…`;
+  return `Running the tool ${name || ''}…`;
+}
+
 const FAILED = new Set(['step_error', 'hook_blocked', 'repeated_tool_error']);
 // A tool call parked until someone approves, rejects or answers it (runtime/waits.py).
 const waits = (m) => m.role === 'tool' && m.status === 'pending' && m.metadata?.tool_wait && !m.metadata.tool_wait.decision;
@@ -29,6 +36,7 @@ export class StateBar {
     this.dual = false;
     this.hasMessages = false;
     this.fatal = false;
+    this.toolActivity = 'full'; // what the person is shown of tools (tool_activity.js)
   }
 
   setDual(dual) {
@@ -41,7 +49,7 @@ export class StateBar {
     if (kind === 'error' && detail && /access|does not exist|signed out/.test(detail)) this.fatal = true;
     this.kind = kind;
     let text = detail || TEXT[kind] || '';
-    if (kind === 'tool') text = `Running the tool ${detail || ''}…`;
+    if (kind === 'tool') text = toolText(this.toolActivity, detail);
     if (kind === 'idle' && !detail && this.dual && this.hasMessages) text = 'Ready. Press Continue for another round, or send a message.';
     this.node.textContent = text;
     this.node.dataset.state = kind;

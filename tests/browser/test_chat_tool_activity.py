@@ -27,6 +27,14 @@ from agents_app.services.definitions import agent_definition
 print(json.dumps(agent_definition(Agent.objects.get(name="quiet_support")).dump()))
 """
 ANSWER = "Is there anything else I can do"
+# Every text the state line showed, recorded by the page as it changes.
+RECORD_STATE = """
+window.__states = [];
+new MutationObserver(() => {
+  const node = document.getElementById('state');
+  if (node) window.__states.push(node.textContent);
+}).observe(document, { childList: true, subtree: true, characterData: true });
+"""
 
 
 def _send(page: Page, text: str) -> None:
@@ -78,12 +86,16 @@ def test_an_agent_that_hides_tools_shows_only_answers_and_the_form_keeps_the_set
     agents = call_api(site, "alice", "GET", "/api/agents")["agents"]
     assert next(a for a in agents if a["name"] == "quiet_support")["tool_activity"] == "hidden"
 
+    page.add_init_script(RECORD_STATE)
     chat_login(page, site, "alice", then="/chat/?agent=quiet_support")
     _send(page, "Where is my order A-1001?")
     page.wait_for_url("**/chat/t/**")
     expect(page.locator("article.msg-assistant").filter(has_text=ANSWER)).to_be_visible()
     expect(page.locator(".tool-line")).to_have_count(0)
     expect(page.locator("details.tool")).to_have_count(0)
+    # Nor does the state line name the tool while it runs.
+    states = page.evaluate("window.__states")
+    assert states and not any("lookup" in s for s in states), states
     # The step that called the tool shows its words only.
     expect(page.locator("article.msg-assistant")).to_have_count(2)
     expect(page.locator("article.msg-assistant").first).to_contain_text("Let me look up")
