@@ -6,7 +6,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
@@ -14,11 +14,16 @@ from django.utils.html import format_html, format_html_join
 from agents_app.errors import Invalid
 from agents_app.forms.mcp_servers import McpServerForm
 from agents_app.models import McpServer
-from agents_app.services.mcp_servers import mcp_server_refresh
+from agents_app.services.mcp_servers import mcp_server_probe, mcp_server_refresh
 
 
 @admin.register(McpServer)
 class McpServerAdmin(admin.ModelAdmin):
+    empty_help = (
+        "No MCP servers yet. An MCP server offers tools (search, tickets, files…) that your "
+        "prompts can call: add its URL (or command), press Test connection to see its tools, "
+        "then tick the ones a prompt may use on the prompt's page."
+    )
     form = McpServerForm
     change_form_template = "admin/agents_app/mcpserver/change_form.html"
     list_display = ("name", "transport", "target", "enabled", "tool_count", "tools_refreshed_at")
@@ -63,6 +68,8 @@ class McpServerAdmin(admin.ModelAdmin):
         server = get_object_or_404(McpServer, pk=object_id)
         if request.method != "POST" or not self.has_change_permission(request, server):
             raise PermissionDenied
+        if request.headers.get("Accept") == "application/json":
+            return self._test_edits(request, server)
         try:
             tools = mcp_server_refresh(server=server, user=request.user)
         except Invalid as exc:
@@ -75,6 +82,33 @@ class McpServerAdmin(admin.ModelAdmin):
                 messages.SUCCESS,
             )
         return HttpResponseRedirect(reverse("admin:agents_app_mcpserver_change", args=[server.pk]))
+
+    def _test_edits(self, request: HttpRequest, server: McpServer) -> JsonResponse:
+        """The form as it is on screen, unsaved, tested (static/studio/mcp_test.js); nothing
+        is stored, so a failed test of an edit leaves the saved server as it was."""
+        form = self.get_form(request, server, change=True)(request.POST, instance=server)
+        if not form.is_valid():
+            errors = "; ".join(
+                f"{form.fields[f].label if f in form.fields else 'Form'}: {' '.join(e)}"
+                for f, e in form.errors.items()
+            )
+            return JsonResponse({"ok": False, "text": f"Fix the form first: {errors}"})
+        candidate = form.save(commit=False)
+        try:
+            tools = mcp_server_probe(server=candidate, user=request.user)
+        except Invalid as exc:
+            return JsonResponse({"ok": False, "text": str(exc)})
+        names = ", ".join(t.name for t in tools) or "none"
+        where = (
+            candidate.url if candidate.transport == McpServer.Transport.HTTP else candidate.command
+        )
+        return JsonResponse(
+            {
+                "ok": True,
+                "text": f"Connected to {where}: {len(tools)} tools ({names}). "
+                "Save to keep these settings.",
+            }
+        )
 
     @admin.display(description="URL or command")
     def target(self, obj: McpServer) -> str:

@@ -157,6 +157,17 @@ def mcp_server_refresh(*, server: McpServer, user: Any) -> list[McpToolInfo]:
     return tools
 
 
+def mcp_server_probe(*, server: McpServer, user: Any) -> list[McpToolInfo]:
+    """Connect with ``server`` as given (the studio form's unsaved edits) and list its tools,
+    storing nothing: "Test connection" tests what the person typed, not the saved row."""
+    try:
+        return async_to_sync(discover_tools)(server_definition(server), studio_env_lookup(user))
+    except McpUnavailable as exc:
+        raise Invalid(
+            f"Could not list the tools of '{server.name}': {str(exc).rstrip('.')}."
+        ) from None
+
+
 # --- for validation and the engine ------------------------------------------------------------
 
 
