@@ -65,9 +65,12 @@ def test_a_reload_and_a_second_tab_mid_reply_show_it_from_the_first_word(
 
     # A second tab of the same person, opened mid-reply.
     other = page.context.new_page()
+    other.emulate_media(color_scheme="dark")
+    other.set_viewport_size({"width": 390, "height": 844})
     other.goto(page.url)
     expect(other.locator(STREAMING)).to_contain_text("Word0 Word1 Word2")
     _assert_prefix(_streamed_prefix(other))
+    shot(other, "chat-join-mid-reply-second-tab-dark-phone")
     # It keeps streaming on from there, without a hole.
     expect(other.locator(STREAMING)).to_contain_text("Word200")
     _assert_prefix(_streamed_prefix(other))
