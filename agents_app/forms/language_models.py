@@ -146,6 +146,8 @@ class LanguageModelForm(DefinitionForm):
         # false leaves the box unticked.
         for name in ("vision", "function_calling", "structured_outputs"):
             self.fields[f"capabilities_{name}"].initial = getattr(caps, name) is not False
+        # A Test model never reads a provider model id: "scripted" when left empty.
+        self.fields["model"].required = False
         if "api" in self.fields:  # say what "no choice" means for this model
             default = "Responses" if self.instance.pk is None else "Chat Completions"
             choices = [c for c in LanguageModel._meta.get_field("api").choices or [] if c[0]]
@@ -220,6 +222,16 @@ class LanguageModelForm(DefinitionForm):
                 "script": cd.get("script"),
                 "streaming": streaming or None,
             }
+        )
+
+    def clean_model(self) -> str:
+        value = (self.cleaned_data.get("model") or "").strip()
+        if value:
+            return value
+        if self.data.get(self.add_prefix("provider")) == LanguageModel.Provider.TEST:
+            return "scripted"
+        raise forms.ValidationError(
+            "Enter the id the provider uses for this model, for example gpt-4o-mini."
         )
 
     def _api(self) -> str | None:

@@ -1,14 +1,37 @@
-// Model editor: choosing the Test provider opens the "scripted replies" section, since the
-// script is then what the model answers from.
+// Model editor: the form shows what the chosen provider reads. Test opens its "scripted
+// replies" section and hides what it never reads (the provider model id, base URL, OpenAI's
+// API choice, OpenRouter's providers); OpenAI's and OpenRouter's own sections show only for
+// them (issue #40 item 11). The server ignores nothing it shows: a Test model's id is
+// "scripted" when left empty.
 (function () {
   "use strict";
+  function section(title) {
+    const heading = Array.from(document.querySelectorAll("#content-main fieldset h2")).find(
+      (h) => h.textContent.trim().startsWith(title),
+    );
+    return heading ? heading.closest("fieldset") : null;
+  }
+  function row(name) {
+    const field = document.getElementById(`id_${name}`);
+    return field ? field.closest(".form-row") : null;
+  }
+  function show(el, visible) {
+    if (el) el.hidden = !visible;
+  }
   function start() {
     const provider = document.getElementById("id_provider");
     const script = document.getElementById("id_script");
-    if (!provider || !script) return;
-    const section = script.closest("details");
+    if (!provider) return;
+    const scripted = script ? script.closest("details") : null;
     function sync() {
-      if (section && provider.value === "test") section.open = true;
+      const chosen = provider.value;
+      if (scripted && chosen === "test") scripted.open = true;
+      show(section("OpenAI"), chosen === "openai");
+      show(section("OpenRouter"), chosen === "openrouter");
+      show(section("Test provider"), chosen === "test");
+      for (const name of ["model", "base_url", "send_instance_key_to_base_url"]) {
+        show(row(name), chosen !== "test");
+      }
     }
     provider.addEventListener("change", sync);
     sync();
