@@ -4,9 +4,18 @@ and the model's next request holds only the active path (its stored log body).""
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import Page, expect
 
-from tests.browser.support import Site, chat_login, shot, wait_for_messages
+from tests.browser.support import (
+    Site,
+    admin_login,
+    call_api,
+    chat_login,
+    shot,
+    wait_for_messages,
+)
 from tests.integration.stack import ROOT
 
 expect.set_options(timeout=15_000)
@@ -152,4 +161,35 @@ def test_edit_regenerate_switch_and_fork_in_the_chat(page: Page, site: Site) -> 
     expect(page.locator("article.msg-assistant")).to_have_count(1)
     assert page.locator("#transcript img").count() == 0
     assert page.evaluate("window.pwned") is None
+    assert page.console_errors == []  # type: ignore[attr-defined]
+
+
+def test_staff_switch_versions_in_the_studio_inspector(page: Page, site: Site) -> None:
+    site.python(DEFINE.format(replies=REPLIES))
+    thread_id = call_api(site, "alice", "POST", "/api/threads", {"agent_id": "brancher"})[
+        "threadId"
+    ]
+    base = f"/api/threads/{thread_id}"
+    call_api(site, "alice", "POST", f"{base}/messages", {"content": "Capital of France?"})
+    rows = wait_for_messages(site, "alice", thread_id, _done(2))
+    call_api(site, "alice", "POST", f"{base}/messages/{rows[1]['id']}/regenerate")
+    wait_for_messages(site, "alice", thread_id, lambda ms: ms[-1]["content"] == "Rome.")
+    wait_for_messages(site, "alice", thread_id, _done(2))
+
+    admin_login(page, site)
+    page.goto(f"{site.url}/admin/agents_app/thread/{thread_id}/change/")
+    tree = page.locator("#inspector-tree")
+    expect(tree.locator(".studio-tree-node")).to_have_count(3)
+    expect(tree.locator(".studio-tree-active")).to_have_count(2)
+    expect(tree.locator(".studio-tree-node").nth(2)).to_contain_text("version 2 of 2")
+    page.set_viewport_size({"width": 1440, "height": 900})
+    tree.scroll_into_view_if_needed()
+    shot(page, "studio-branches-tree-1440")
+    tree.get_by_role("button", name="Show this version").click()
+    expect(page.locator(".messagelist")).to_contain_text("Switched versions")
+    expect(page.locator("#inspector-tree .studio-tree-node").nth(1)).to_have_class(
+        re.compile("studio-tree-active")
+    )
+    rows = call_api(site, "alice", "GET", f"{base}/messages")["messages"]
+    assert [m["content"] for m in rows] == ["Capital of France?", "Paris, of course."]
     assert page.console_errors == []  # type: ignore[attr-defined]
