@@ -52,9 +52,7 @@ class SessionInline(ReadOnlyInline):
 
 
 @admin.register(Thread)
-class ThreadAdmin(
-    ThreadBranchesMixin, ThreadLiveInspectorMixin, ThreadActionsMixin, ReadOnlyAdmin
-):
+class ThreadAdmin(ThreadBranchesMixin, ThreadLiveInspectorMixin, ThreadActionsMixin, ReadOnlyAdmin):
     """The thread inspector: the change page shows the conversation, its logs, cost,
     effects, values, files and env (``services.thread_inspector``), with stop, continue
     and delete (``services.sessions``, ``services.threads``); "Open live" leads to the live
