@@ -168,10 +168,9 @@ LEDGER: dict[str, dict[str, Row]] = {
             _INTEGRITY
             + "test_spec_stop_tool_response_property_is_extracted_from_the_stop_tool_result",
         ),
-        "maxSteps": _o(
-            "runtime.stops.max_side_steps",
-            _STOPS + "test_spec_5_4_max_steps_forces_the_side_to_stop",
-            "on dual_ai counted per turn, not per side (issue #38 item 2)",
+        "maxSteps": _h(
+            "runtime.stops.max_side_steps (the side's steps in the session)",
+            _INTEGRITY + "test_spec_max_steps_counts_the_sides_steps_when_every_step_is_a_turn",
         ),
         "endSessionTool": _h(
             "runtime.stops", _STOPS + "test_spec_5_3_end_session_tool_ends_the_whole_session"

@@ -278,6 +278,7 @@ class Session:
             reply=reply,
             results=results,
             turn_steps=self.progress.turn_steps,
+            side_steps=self.progress.side_steps.get(scope.side, 0),
             total_steps=self.progress.steps,
             max_total_steps=self._max_total_steps(),
             state_stop=self.control.stop_requested,
@@ -395,10 +396,11 @@ class Session:
         limit = self._config(scope.side).max_steps
         if limit is None or not scope.prompt.step_budget_warning:
             return None
-        if self.progress.turn_steps != limit - 1:  # counted before this step's ``_count_step``
+        # Counted before this step's ``_count_step``; maxSteps counts the side's session steps.
+        if self.progress.side_steps.get(scope.side, 0) != limit - 1:
             return None
         return (
-            f"Step budget: this is your last step ({limit} of {limit}) in this turn. "
+            f"Step budget: this is your last step ({limit} of {limit}) in this session. "
             "Give your final answer now; you will not be called again after this response."
         )
 

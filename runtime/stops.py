@@ -71,6 +71,7 @@ class StepFacts:
     reply: Message
     results: list[CallResult] = field(default_factory=list)
     turn_steps: int = 0
+    side_steps: int = 0  # this side's steps in the session (``maxSteps`` counts these)
     total_steps: int = 0
     max_total_steps: int = MAX_TOTAL_STEPS
     user_stopped: bool = False
@@ -141,12 +142,13 @@ def stop_tool(f: StepFacts) -> Stop | None:
 
 
 def max_side_steps(f: StepFacts) -> Stop | None:
-    """The side used its ``maxSteps`` in this turn: it is forced to stop, which ends its turn
-    (agents-spec §5.4; in ``ai_human`` the turn is the session). In ``dual_ai`` the session
-    goes on until a session-level condition holds (§6.1: ``maxSessionTurns``, an end-session
-    tool, a stop, the global step ceiling)."""
+    """The side used its ``maxSteps`` (its steps in the session: "per-side step counts",
+    agents-spec §6.2): it is forced to stop, which ends its turn (§5.4; in ``ai_human`` the
+    turn is the session). In ``dual_ai`` a side past its budget stops after each further step,
+    and the session ends when both sides are (``both_sides_stopped``) or a session-level
+    condition holds (§6.1: ``maxSessionTurns``, an end-session tool, a stop, the ceiling)."""
     limit = f.config.max_steps
-    if limit is None or f.turn_steps < limit:
+    if limit is None or f.side_steps < limit:
         return None
     return Stop("max_side_steps", "turn", detail=f"Side {f.side} reached max steps ({limit})")
 

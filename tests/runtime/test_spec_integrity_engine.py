@@ -185,3 +185,38 @@ async def test_spec_execution_abort_signal_fires_when_the_user_presses_stop(worl
     assert saw == [True]
     assert result.stop_reason == "aborted_by_user"
     assert len(world.requests()) == 1
+
+
+# --- item 2: maxSteps counts per side -----------------------------------------------------------
+
+
+async def test_spec_max_steps_counts_the_sides_steps_when_every_step_is_a_turn(
+    world: World,
+) -> None:
+    """agents-spec §6.2 "per-side step counts (for maxSteps)": with stopOnResponse false and no
+    stop tool every step is a turn, and the limit, the warning and "both sides stopped" hold."""
+    a, b = TestScript(), TestScript()
+    for i in range(10):
+        a.add_text(f"A{i}")
+        b.add_text(f"B{i}")
+    world.define(
+        prompt("pro", model="ma"),
+        prompt("con", model="mb"),
+        AgentDefinition(
+            name="agent",
+            type="dual_ai",
+            max_session_turns=20,
+            side_a=side("pro", stop_on_response=False, max_steps=2),
+            side_b=side("con", stop_on_response=False, max_steps=2),
+        ),
+    )
+    world.script("ma", a)
+    world.script("mb", b)
+    _, result = await world.chat("go")
+    assert result.stop_reason == "both_sides_stopped"
+    assert (len(world.requests("ma")), len(world.requests("mb"))) == (2, 2)
+    warned = [
+        any(m["role"] == "system" and "last step (2 of 2)" in m["content"] for m in r.messages)
+        for r in world.requests("ma")
+    ]
+    assert warned == [False, True]

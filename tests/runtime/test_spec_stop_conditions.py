@@ -578,7 +578,8 @@ async def test_spec_5_4_max_steps_and_max_session_turns_should_be_enforced(world
     assert result.stop_reason == "max_session_turns"
     assert len(result.turn_outcomes) == 20
     assert {t.reason for t in result.turn_outcomes if t.side == "b"} == {"max_side_steps"}
-    assert len(world.requests("mb")) == 4 * 10
+    # B's four steps are its session's (issue #38 item 2): then one step per turn.
+    assert len(world.requests("mb")) == 4 + 9
 
 
 async def test_a_stop_pressed_while_the_session_starts_is_kept_and_ends_it(
