@@ -28,6 +28,7 @@ from agents_app.models import (
 )
 from agents_app.services.thread_inspector import thread_inspection
 from agents_app.services.threads import thread_delete
+from agents_app.templatetags.people_format import local_time, reason
 
 
 def tool_summary(obj: Message) -> str:
@@ -177,19 +178,41 @@ class ThreadSessionAdmin(ReadOnlyAdmin):
         "thread",
         "status",
         "side",
-        "owner",
-        "stop_reason",
-        "heartbeat_at",
-        "created_at",
-        "ended_at",
+        "shown_owner",
+        "shown_stop_reason",
+        "shown_started",
+        "shown_ended",
     )
     list_filter = ("status", "stop_reason", "side")
     search_fields = ("id", "thread__id", "owner", "stop_reason")
     list_select_related = ("thread__agent",)
+    ordering = ("-created_at",)
 
     @admin.display(description="Session", ordering="id")
     def short(self, obj: ThreadSession) -> str:
         return short_id(obj.id)
+
+    @admin.display(description="Run by", ordering="owner")
+    def shown_owner(self, obj: ThreadSession) -> str:
+        # Owners are "host:pid:nonce" claims: people read the process, the claim is a tooltip.
+        parts = (obj.owner or "").split(":")
+        if len(parts) < 2:
+            return obj.owner or "–"
+        return format_html(
+            '<span title="{}">process {} on {}</span>', obj.owner, parts[1], parts[0]
+        )
+
+    @admin.display(description="Why it ended", ordering="stop_reason")
+    def shown_stop_reason(self, obj: ThreadSession) -> str:
+        return reason(obj.stop_reason) if obj.stop_reason else "–"
+
+    @admin.display(description="Started", ordering="created_at")
+    def shown_started(self, obj: ThreadSession) -> str:
+        return local_time(obj.created_at)
+
+    @admin.display(description="Ended", ordering="ended_at")
+    def shown_ended(self, obj: ThreadSession) -> str:
+        return local_time(obj.ended_at)
 
 
 @admin.register(ThreadValue)

@@ -56,3 +56,22 @@ def test_logs_read_as_people_read(site: Site, page: Page) -> None:
             overflow = page.evaluate("document.scrollingElement.scrollWidth - innerWidth")
             assert overflow <= 1, f"the page scrolls sideways by {overflow} px at {width} px"
             shot(page, f"studio-logs-{width}-{scheme}")
+
+
+SESSION = """
+from agents_app.models import Agent, Thread, ThreadSession
+agent = Agent.objects.get(name="support_agent")
+thread = Thread.objects.create(agent=agent, origin_agent=agent)
+ThreadSession.objects.create(thread=thread, owner="vm:9764:375a40", status="failed",
+    stop_reason="step_error")
+"""
+
+
+def test_sessions_read_as_people_read(site: Site, page: Page) -> None:
+    site.python(SESSION)
+    admin_login(page, site)
+    page.goto(f"{site.url}/admin/agents_app/threadsession/?q=375a40")
+    row = page.locator("#result_list tbody tr").first
+    expect(row.locator("[title='vm:9764:375a40']")).to_have_text("process 9764 on vm")
+    expect(row.locator("[title=step_error]")).to_have_text("A step failed")
+    assert not re.search(r"\d{2}:\d{2}:\d{2}\.\d+", row.inner_text())
