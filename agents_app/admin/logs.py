@@ -65,7 +65,7 @@ class LogAdmin(ReadOnlyAdmin):
             "Result",
             {
                 "fields": (
-                    ("status_code", "shown_finish_reason", "is_complete"),
+                    ("status_code", "shown_finish_reason", "shown_complete"),
                     ("error_type", "shown_error"),
                     ("latency_ms", "time_to_first_token_ms"),
                 )
@@ -99,6 +99,7 @@ class LogAdmin(ReadOnlyAdmin):
     ]
     readonly_fields = (
         "when",
+        "shown_complete",
         "shown_finish_reason",
         "shown_error",
         "shown_system_prompt",
@@ -137,6 +138,13 @@ class LogAdmin(ReadOnlyAdmin):
     @admin.display(description="Latency", ordering="latency_ms")
     def shown_latency(self, obj: Log) -> str:
         return duration(obj.latency_ms)
+
+    @admin.display(description="Complete")
+    def shown_complete(self, obj: Log) -> str:
+        # A failed request is never "complete ✓", whatever the flag says.
+        if obj.error or obj.error_type:
+            return "No: it failed"
+        return "Yes" if obj.is_complete else "No: cut short"
 
     @admin.display(description="Finish reason")
     def shown_finish_reason(self, obj: Log) -> str:

@@ -56,6 +56,9 @@ def test_logs_read_as_people_read(site: Site, page: Page) -> None:
             overflow = page.evaluate("document.scrollingElement.scrollWidth - innerWidth")
             assert overflow <= 1, f"the page scrolls sideways by {overflow} px at {width} px"
             shot(page, f"studio-logs-{width}-{scheme}")
+    # A failed request's page says it failed, not "Is complete ✓".
+    page.locator("#result_list tbody tr").first.locator("th a, td a").first.click()
+    expect(page.locator(".fieldBox.field-shown_complete")).to_contain_text("No: it failed")
 
 
 SESSION = """
