@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -62,6 +63,15 @@ if TYPE_CHECKING:
     from runtime.deps import Deps
     from runtime.hooks import HookRunner
     from runtime.loader import DefinitionLoader
+
+
+def json_only(what: str, value: Any) -> None:
+    """Refuse a value that is not JSON (spec: setValue values and emit data MUST be
+    JSON-serializable), naming it, rather than failing later where nobody sees why."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} must be JSON-serializable: {exc}") from None
 
 
 # The env tiers whose values outrank a prompt's (and its tool entries') values.
@@ -576,6 +586,7 @@ class ThreadState:
 
     def emit(self, event_name: str, data: Any = None) -> None:
         """Send a custom event to the thread's live listeners."""
+        json_only(f"emit('{event_name}') data", data)
         self._recorder.emit(event(event_name, data))
 
     # --- code execution ---------------------------------------------------------------
@@ -625,6 +636,7 @@ class ThreadState:
         """Store a durable JSON value (``None`` deletes it), redacted like every stored text."""
         key = storable_text(key)
         if value is not None:
+            json_only(f"setValue('{key}') value", value)
             value = storable((await self._recorder.ready()).data(value))
         updated_at = await self._deps.store.set_value(self.thread_id, key, value)
         self.emit("kv_changed", {"key": key, "deleted": value is None, "updated_at": updated_at})

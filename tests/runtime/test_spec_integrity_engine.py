@@ -220,3 +220,35 @@ async def test_spec_max_steps_counts_the_sides_steps_when_every_step_is_a_turn(
         for r in world.requests("ma")
     ]
     assert warned == [False, True]
+
+
+# --- the spec MUSTs: setValue values and emit data are JSON --------------------------------------
+
+
+async def _tool_error(world: World, body: Any) -> tuple[str, str]:
+    world.register(define_tool("Keep something", body, name="keep"))
+    world.define(prompt("main", tools=["keep"]), agent("agent", "main"))
+    world.script("m", TestScript().add_tool_call("keep", {}).add_text("done"))
+    thread, _ = await world.chat("go")
+    (row,) = [m for m in await world.messages(thread.id) if m.role == "tool"]
+    return thread.id, f"{row.tool_status}: {row.content}"
+
+
+async def test_spec_set_value_values_must_be_json_serializable(world: World) -> None:
+    async def keep(state: ThreadState) -> str:
+        await state.set_value("when", {"at": object()})
+        return "kept"
+
+    thread_id, said = await _tool_error(world, keep)
+    assert said.startswith("error:") and "setValue('when') value must be JSON-serializable" in said
+    assert await world.store.get_value(thread_id, "when") is None
+
+
+async def test_spec_emit_data_must_be_json_serializable(world: World) -> None:
+    async def keep(state: ThreadState) -> str:
+        state.emit("progress", {"done": {1, 2}})
+        return "emitted"
+
+    thread_id, said = await _tool_error(world, keep)
+    assert said.startswith("error:") and "emit('progress') data must be JSON-serializable" in said
+    assert not world.sink.of_type(thread_id, "progress")
