@@ -721,8 +721,10 @@ class Subagents:
             await self.settle(child, result)
 
     async def returned_files(self, child_id: str, result: SessionResult) -> list[str]:
-        """Paths a ``sessionStop``/``sessionFail`` call of the child returned (its
-        ``attachmentsProperty``), as recorded on that call's result row."""
+        """Paths the tool that ended the child's session returned: a ``sessionStop``/
+        ``sessionFail`` call's ``attachmentsProperty`` (recorded on its result row), else the
+        attachments of the ending step's successful tool results (an ``endSessionTool`` that
+        returns files), which the reference copies back to the parent too."""
         if result.stop_reason not in ("session_stop", "session_fail"):
             return []
         page = await self.deps.store.list_messages(
@@ -732,7 +734,20 @@ class Subagents:
             paths = row.metadata.get(RETURNED_FILES_KEY) if row.role == "tool" else None
             if isinstance(paths, list):
                 return [p for p in paths if isinstance(p, str)]
-        return []
+        ending: list[Message] = []  # the ending step's top-level tool results, newest first
+        for row in reversed(page.messages):  # the page is oldest first
+            if row.depth != 0:
+                continue
+            if row.role != "tool":
+                break
+            ending.append(row)
+        return [
+            a["path"]
+            for row in reversed(ending)
+            if row.tool_status == "success"
+            for a in row.attachments or []
+            if isinstance(a.get("path"), str)
+        ]
 
     async def copy_back(
         self, child_id: str, parent_id: str, paths: list[str]

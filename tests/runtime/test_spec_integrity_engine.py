@@ -252,3 +252,37 @@ async def test_spec_emit_data_must_be_json_serializable(world: World) -> None:
     thread_id, said = await _tool_error(world, keep)
     assert said.startswith("error:") and "emit('progress') data must be JSON-serializable" in said
     assert not world.sink.of_type(thread_id, "progress")
+
+
+# --- item 10: files returned by a blocking child's end-session tool ------------------------------
+
+
+async def test_spec_end_session_tool_attachments_are_copied_back_to_the_parent(
+    world: World,
+) -> None:
+    @define_tool("Finish with the report")
+    async def finish(state: ThreadState) -> dict[str, Any]:
+        report = {"name": "report.txt", "mimeType": "text/plain", "data": "UmVwb3J0IQ=="}
+        return {"status": "success", "result": "Report ready", "attachments": [report]}
+
+    world.register(finish)
+    world.define(
+        prompt("main", tools=[ToolConfig(name="helper", blocking=True)]),
+        agent("agent", "main"),
+        prompt("child_prompt", model="mc", text="Write it.", tools=["finish"]),
+        AgentDefinition(
+            name="helper",
+            expose_as_tool=True,
+            tool_description="Writes reports",
+            side_a=side("child_prompt", end_session_tool="finish"),
+        ),
+    )
+    world.script("mc", TestScript().add_tool_call("finish", {}))
+    world.script("m", TestScript().add_tool_call("helper", {"message": "Report"}).add_text("k"))
+    thread, _ = await world.chat("go")
+    tool_row = next(m for m in await world.messages(thread.id) if m.role == "tool")
+    assert tool_row.attachments, tool_row
+    path = tool_row.attachments[0]["path"]
+    assert path.startswith("/attachments/") and path.endswith(".txt")
+    assert f"Attachment path: {path}" in (tool_row.content or "")
+    assert await world.store.read_file(thread.id, path) == b"Report!"
