@@ -78,3 +78,22 @@ def test_sessions_read_as_people_read(site: Site, page: Page) -> None:
     expect(row.locator("[title='vm:9764:375a40']")).to_have_text("process 9764 on vm")
     expect(row.locator("[title=step_error]")).to_have_text("A step failed")
     assert not re.search(r"\d{2}:\d{2}:\d{2}\.\d+", row.inner_text())
+
+
+def test_lists_fit_a_phone(site: Site, phone_page: Page) -> None:
+    """The agents, threads and logs lists keep to a 390 px screen: no sideways scrolling of
+    the page or of the list (secondary columns are left to the row's own page)."""
+    site.python(SETUP)  # a thread and its logs, so no list is empty
+    admin_login(phone_page, site)
+    for model in ("agent", "thread", "log"):
+        phone_page.goto(f"{site.url}/admin/agents_app/{model}/")
+        expect(phone_page.locator("#result_list")).to_be_visible()
+        wide = phone_page.evaluate(
+            """() => {
+                const box = document.querySelector('#changelist .results');
+                return [document.scrollingElement.scrollWidth - innerWidth,
+                        box.scrollWidth - box.clientWidth];
+            }"""
+        )
+        assert wide[0] <= 1 and wide[1] <= 1, f"{model} list scrolls sideways: {wide}"
+        shot(phone_page, f"studio-{model}-list-390")
