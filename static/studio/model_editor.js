@@ -1,8 +1,7 @@
 // Model editor: the form shows what the chosen provider reads. Test opens its "scripted
-// replies" section and hides what it never reads (the provider model id, base URL, OpenAI's
-// API choice, OpenRouter's providers); OpenAI's and OpenRouter's own sections show only for
-// them (issue #40 item 11). The server ignores nothing it shows: a Test model's id is
-// "scripted" when left empty.
+// replies" section and hides what it never reads (the base URL, OpenAI's API choice,
+// OpenRouter's providers); OpenAI's and OpenRouter's own sections show only for them (issue
+// #40 item 11). A Test model's provider model id is optional ("scripted" when left empty).
 (function () {
   "use strict";
   function section(title) {
@@ -29,7 +28,7 @@
       show(section("OpenAI"), chosen === "openai");
       show(section("OpenRouter"), chosen === "openrouter");
       show(section("Test provider"), chosen === "test");
-      for (const name of ["model", "base_url", "send_instance_key_to_base_url"]) {
+      for (const name of ["base_url", "send_instance_key_to_base_url"]) {
         show(row(name), chosen !== "test");
       }
     }
