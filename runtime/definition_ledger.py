@@ -313,20 +313,22 @@ LEDGER: dict[str, dict[str, Row]] = {
             _RT
             + "providers/test_provider_openrouter.py::test_reasoning_details_are_sent_back_on_the_assistant_turn",
         ),
-        "maxTokens": _o(
-            "runtime.providers.anthropic/google/openrouter",
-            _RT + "providers/test_provider_anthropic.py::test_streamed_thinking_with_signature",
-            "dropped on OpenAI Chat Completions (issue #38 item 6)",
+        "maxTokens": Row(
+            HONOURED,
+            "runtime.providers.anthropic/google/openrouter; OpenAI: runtime.entry_rules.reasoning_option_errors",
+            _REFUSALS + "test_spec_item6_reasoning_options_a_provider_never_reads_are_refused",
+            "refused on OpenAI models (import, definition API and studio)",
         ),
         "exclude": _h(
             "runtime.providers.*",
             _RT
             + "providers/test_provider_openrouter.py::test_reasoning_details_are_sent_back_on_the_assistant_turn",
         ),
-        "include": _o(
-            "runtime.providers.*",
-            _RT + "providers/test_provider_anthropic.py::test_streamed_thinking_with_signature",
-            "ignored by Google/OpenAI, read as 'thinking on' by Anthropic/OpenRouter (issue #38 item 6)",
+        "include": Row(
+            HONOURED,
+            "runtime.providers.anthropic/openrouter (reasoning kept in history, thinking on); OpenAI/Google: runtime.entry_rules.reasoning_option_errors",
+            _REFUSALS + "test_spec_item6_reasoning_options_a_provider_never_reads_are_refused",
+            "refused on OpenAI and Google models (import, definition API and studio)",
         ),
     },
     "ToolConfig": {

@@ -232,3 +232,43 @@ def model_option_errors(model: ModelDefinition) -> list[DefinitionError]:
             )
         ]
     return []
+
+
+# Reasoning options a provider's request builder never reads (runtime.providers.*): OpenAI
+# takes an effort only, and neither OpenAI nor Google keeps anything for ``include``.
+_REASONING_IGNORED = {
+    "maxTokens": frozenset({"openai"}),
+    "include": frozenset({"openai", "google"}),
+}
+_REASONING_INSTEAD = {
+    "maxTokens": "use reasoning.effort, or remove it",
+    "include": "remove it (Anthropic and OpenRouter models keep reasoning in the history)",
+}
+
+
+def reasoning_option_errors(
+    prompt: PromptDefinition, catalog: Catalog | None
+) -> list[DefinitionError]:
+    """``reasoning`` options the prompt's model (or a fallback) would silently drop."""
+    from runtime.validation import DefinitionError
+
+    if catalog is None or prompt.reasoning is None:
+        return []
+    given = prompt.reasoning.dump()
+    chain = [prompt.model, *catalog.model_fallbacks.get(prompt.model, [])]
+    errs: list[DefinitionError] = []
+    for option, providers in _REASONING_IGNORED.items():
+        if option not in given:
+            continue
+        culprit = next((m for m in chain if catalog.model_providers.get(m) in providers), None)
+        if culprit is None:
+            continue
+        provider = catalog.model_providers[culprit]
+        errs.append(
+            DefinitionError(
+                f"reasoning.{option}",
+                f"reasoning.{option} does nothing on model '{culprit}' ({provider} does not "
+                f"read it); {_REASONING_INSTEAD[option]}.",
+            )
+        )
+    return errs

@@ -32,6 +32,7 @@ from runtime.entry_rules import (
     agent_option_errors,
     function_calling_errors,
     model_option_errors,
+    reasoning_option_errors,
     tool_entry_option_errors,
 )
 from runtime.env_refs import LITERAL_CREDENTIAL, literal_credential
@@ -521,6 +522,7 @@ def validate_prompt(
     errs += _wait_rules(prompt, catalog)
     errs += tool_entry_option_errors(prompt, catalog)
     errs += function_calling_errors(prompt, catalog)
+    errs += reasoning_option_errors(prompt, catalog)
     if (
         prompt.required_schema is not None
         and prompt.required_schema.get("type", "object") != "object"

@@ -63,7 +63,8 @@ def test_creating_a_prompt_with_parts_and_tools(
         staff,
         model,
         reasoning_effort="high",
-        reasoning_max_tokens="2048",
+        # No maxTokens: an OpenAI model never reads it, so it is refused (issue #38 item 6).
+        reasoning_max_tokens="",
         required_schema='{"type": "object", "properties": {"q": {"type": "string"}}}',
         tool_description="Answers support questions.",
         parallel_tool_calls="false",
@@ -103,7 +104,7 @@ def test_creating_a_prompt_with_parts_and_tools(
     assert [(t.position, t.name) for t in tools] == [(0, "house_style"), (1, "helper")]
     assert tools[0].include_errors is False and tools[0].include_text_response is True
     assert tools[1].resumable and tools[1].max_instances == 2 and tools[1].blocking is True
-    assert prompt.reasoning == {"effort": "high", "maxTokens": 2048}
+    assert prompt.reasoning == {"effort": "high"}
     assert prompt.parallel_tool_calls is False
     assert prompt.required_schema == {"type": "object", "properties": {"q": {"type": "string"}}}
     env = prompt.env_values.get()

@@ -250,3 +250,37 @@ def test_spec_item5_studio_agent_form_refuses_max_session_turns_on_ai_human(
         for m in sum(errors_of(form).values(), [])
     ), errors_of(form)
     assert not Agent.objects.exists()
+
+
+def _reasoning_prompt(**reasoning: Any) -> dict[str, Any]:
+    return {"name": "p", "model": "m", "prompt": "x", "reasoning": reasoning}
+
+
+@pytest.mark.parametrize(
+    ("provider", "option", "value"),
+    [("openai", "maxTokens", 2000), ("openai", "include", True), ("google", "include", True)],
+)
+def test_spec_item6_reasoning_options_a_provider_never_reads_are_refused(
+    tmp_path: Path, provider: str, option: str, value: Any
+) -> None:
+    files = {
+        "models/m": {"name": "m", "provider": provider, "model": "some-model"},
+        "prompts/p": _reasoning_prompt(**{option: value}),
+    }
+    stderr, error = _import(tmp_path, files)
+    assert (
+        f"prompts/p.json: reasoning.{option}: reasoning.{option} does nothing on model 'm' "
+        f"({provider} does not read it)"
+    ) in stderr, stderr
+    assert not Prompt.objects.exists()
+
+
+def test_spec_item6_reasoning_options_a_provider_reads_are_accepted(tmp_path: Path) -> None:
+    (tmp_path / "models").mkdir()
+    (tmp_path / "prompts").mkdir()
+    model = {"name": "m", "provider": "anthropic", "model": "claude-x"}
+    (tmp_path / "models" / "m.json").write_text(json.dumps(model))
+    prompt = _reasoning_prompt(maxTokens=2000, include=True)
+    (tmp_path / "prompts" / "p.json").write_text(json.dumps(prompt))
+    call_command("import_definitions", str(tmp_path), stdout=StringIO(), stderr=StringIO())
+    assert Prompt.objects.filter(name="p").exists()
