@@ -725,10 +725,11 @@ LEDGER: dict[str, dict[str, Row]] = {
             _THREADS + "test_create_keeps_text_types",
         ),
         "env_types": _h("agents_app.thread_creation", _THREADS + "test_create_keeps_text_types"),
-        "tenvs": _o(
-            "agents_app.api.threads.create (alias of env)",
-            _THREADS + "test_create_keeps_text_types",
-            "given beside env it is dropped silently (issue #38 item 5)",
+        "tenvs": Row(
+            HONOURED,
+            "agents_app.api.threads (alias of env; both given: 400)",
+            "tests/agents_app/test_spec_integrity_thread_env.py::test_tenvs_beside_env_on_thread_creation_is_refused",
+            "the legacy name of env; given beside env it is refused (API)",
         ),
         "properties": _r(
             "agents_app.api.threads._UNSUPPORTED_CREATE_FIELDS",

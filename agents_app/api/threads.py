@@ -14,6 +14,7 @@ from agents_app import selectors
 from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS, ErrorOut, IdempotencyKey, refuse_unsupported
+from agents_app.errors import Invalid
 from agents_app.icons import request_origin
 from agents_app.models import Thread
 from agents_app.services import threads as thread_service
@@ -45,6 +46,12 @@ _UNSUPPORTED_CREATE_FIELDS = {
     "initial_messages": "not supported; post the messages after creating the thread",
     "data": "not supported; leave it out",
 }
+
+
+def _one_env(env: dict[str, str] | None, tenvs: dict[str, str] | None) -> None:
+    """``tenvs`` is the legacy name of ``env``: given both, one would be dropped (issue #38)."""
+    if env is not None and tenvs is not None:
+        raise Invalid("Invalid request: tenvs: tenvs is the legacy name of env; give one of them")
 
 
 class ThreadPatchIn(Schema):
@@ -88,6 +95,7 @@ def thread_create(
     """A repeated ``Idempotency-Key`` (per user) gets the first answer again, with
     ``Idempotent-Replayed: true``; 409 while the first is still running; 422 with another body."""
     refuse_unsupported(payload.model_dump(), _UNSUPPORTED_CREATE_FIELDS)
+    _one_env(payload.env, payload.tenvs)
     user = request.auth  # type: ignore[attr-defined]
     # A draft, or an agent offered to other groups, is absent for this user (404).
     selectors.offered_agent(user, payload.agent_id)
@@ -161,6 +169,7 @@ def thread_get(request: HttpRequest, thread_id: str) -> dict[str, Any]:
 @redacts_thread_data
 def thread_patch(request: HttpRequest, thread_id: str, payload: ThreadPatchIn) -> dict[str, Any]:
     thread = _thread(request, thread_id)
+    _one_env(payload.env, payload.tenvs)
     replace = payload.env if payload.env is not None else payload.tenvs
     env = EnvPatch(
         replace=replace,
