@@ -147,7 +147,8 @@ class LanguageModelForm(DefinitionForm):
         for name in ("vision", "function_calling", "structured_outputs"):
             self.fields[f"capabilities_{name}"].initial = getattr(caps, name) is not False
         # A Test model never reads a provider model id: "scripted" when left empty.
-        self.fields["model"].required = False
+        if "model" in self.fields:  # absent on a view-only page
+            self.fields["model"].required = False
         if "api" in self.fields:  # say what "no choice" means for this model
             default = "Responses" if self.instance.pk is None else "Chat Completions"
             choices = [c for c in LanguageModel._meta.get_field("api").choices or [] if c[0]]
