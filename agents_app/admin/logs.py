@@ -11,6 +11,7 @@ from django.utils.html import format_html
 
 from agents_app.admin.display import from_us
 from agents_app.admin.env import secret_masker
+from agents_app.admin.log_filters import EndedFilter, ErrorFilter, FinishedFilter
 from agents_app.admin.log_sources import provider_tools_html, sources_html
 from agents_app.admin.read_only import ReadOnlyAdmin
 from agents_app.models import Log
@@ -42,7 +43,7 @@ class LogAdmin(ReadOnlyAdmin):
     )
     list_display_links = ("when",)
     ordering = ("-created_at",)
-    list_filter = ("kind", "provider", "is_complete", "error_type", "finish_reason")
+    list_filter = ("kind", "provider", FinishedFilter, ErrorFilter, EndedFilter)
     search_fields = ("thread__id", "model", "model_id", "prompt_name", "tool_name")
     list_select_related = ("thread__agent",)
     fieldsets = [

@@ -217,3 +217,32 @@ def test_a_log_page_shows_provider_tools_and_sources_as_safe_links(
     )
     assert 'href="javascript:' not in body
     assert "Hostile (not a web link: javascript:alert(1))" in body
+
+
+def test_the_logs_filters_speak_in_words(staff: Client, thread: Thread) -> None:
+    """Issue #40 item 9: no "By is complete", no ``step_error`` or ``tool_calls`` in the
+    filters; each choice in words, the code only in the URL, and each one filters."""
+    Log.objects.create(
+        thread=thread, kind="llm", model="m", is_complete=True, error_type="step_error"
+    )
+    Log.objects.create(
+        thread=thread, kind="llm", model="m", is_complete=True, finish_reason="tool_calls"
+    )
+    Log.objects.create(thread=thread, kind="llm", model="m", is_complete=False)
+    url = reverse("admin:agents_app_log_changelist")
+    page = staff.get(url).content.decode()
+    for words in ("By outcome", "Finished", "By error", "A step failed", "Called tools"):
+        assert words in page
+    for code in (
+        "By is complete",
+        "By error type",
+        "By finish reason",
+        ">step_error<",
+        ">tool_calls<",
+    ):
+        assert code not in page
+    counts = {
+        query: staff.get(url + query).context["cl"].result_count
+        for query in ("?finished=no", "?error=step_error", "?ended=tool_calls")
+    }
+    assert counts == {"?finished=no": 1, "?error=step_error": 1, "?ended=tool_calls": 1}

@@ -1,0 +1,62 @@
+"""The Logs list's filters in words (issue #40 item 9): "Outcome: finished / still running",
+"Error: A step failed", "Ended: Called tools", never a column name or a stored code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from agents_app.templatetags.people_format import REASONS
+
+
+def _words(code: str) -> str:
+    return REASONS.get(code, code.replace("_", " ").capitalize())
+
+
+class _CodeFilter(admin.SimpleListFilter):
+    """Filter on a stored code column, each choice shown in words (the code in the URL)."""
+
+    field = ""
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        codes = (
+            model_admin.get_queryset(request)
+            .exclude(**{self.field: ""})
+            .exclude(**{f"{self.field}__isnull": True})
+            .order_by(self.field)
+            .values_list(self.field, flat=True)
+            .distinct()
+        )
+        return [(code, _words(code)) for code in codes]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        return queryset.filter(**{self.field: value}) if value else queryset
+
+
+class ErrorFilter(_CodeFilter):
+    title = "error"
+    parameter_name = "error"
+    field = "error_type"
+
+
+class EndedFilter(_CodeFilter):
+    title = "how the request ended"
+    parameter_name = "ended"
+    field = "finish_reason"
+
+
+class FinishedFilter(admin.SimpleListFilter):
+    title = "outcome"
+    parameter_name = "finished"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Finished"), ("no", "Still running or cut off")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() in ("yes", "no"):
+            return queryset.filter(is_complete=self.value() == "yes")
+        return queryset
