@@ -129,16 +129,21 @@ def hit(buckets: list[Bucket], *, now: float | None = None) -> Hit:
         taken.refund()
         wait, bucket = max(refused, key=lambda item: item[0])
         seconds = max(1, math.ceil(wait))
-        raise RateLimited(bucket.refusal.format(wait=_words(seconds)), retry_after=seconds)
+        raise RateLimited(bucket.refusal.format(wait=wait_words(seconds)), retry_after=seconds)
     return taken
 
 
-def _words(seconds: int) -> str:
-    if seconds < 120:
+def wait_words(seconds: int) -> str:
+    """A wait as a person says it: exact under a minute, then "about" whole minutes or
+    hours (the sliding window's estimate is not to the second: "1 per minute … try again in
+    87 seconds" read as a contradiction)."""
+    if seconds < 60:
         return f"{seconds} second{'s' if seconds != 1 else ''}"
-    if seconds < 7200:
-        return f"{math.ceil(seconds / 60)} minutes"
-    return f"{math.ceil(seconds / 3600)} hours"
+    minutes = max(1, round(seconds / 60))
+    if minutes < 60:
+        return "about a minute" if minutes == 1 else f"about {minutes} minutes"
+    hours = max(1, round(seconds / 3600))
+    return "about an hour" if hours == 1 else f"about {hours} hours"
 
 
 def _hashed(text: str) -> str:

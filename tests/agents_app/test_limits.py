@@ -586,3 +586,19 @@ def test_studio_spend_budget_pages_render_and_save(
     assert neither.status_code == 200 and b"exactly one" in neither.content
     index = client.get("/admin/").content
     assert b"Usage limits" in index and b"Spend budgets" in index
+
+
+@pytest.mark.parametrize(
+    ("seconds", "words"),
+    [
+        (1, "1 second"),
+        (45, "45 seconds"),
+        (87, "about a minute"),
+        (150, "about 2 minutes"),
+        (3599, "about an hour"),
+        (5400, "about 2 hours"),
+    ],
+)
+def test_a_wait_reads_as_a_person_says_it(seconds: int, words: str) -> None:
+    """Issue #40 item 11: "1 per minute … try again in 87 seconds" read as a contradiction."""
+    assert limits.wait_words(seconds) == words
