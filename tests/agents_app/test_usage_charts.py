@@ -209,3 +209,12 @@ def test_axis_steps_and_formats() -> None:
     assert axis_top(3, 1) == 4 and axis_top(4500, 1) == 8000 and axis_top(0, 1) == 4
     assert [compact(v) for v in (950, 12_000, 1_500_000)] == ["950", "12k", "1.5M"]
     assert [duration(v) for v in (None, 850, 1234.0)] == ["–", "850 ms", "1.2 s"]
+
+
+def test_a_first_visit_shows_no_empty_charts(admin_client: Client) -> None:
+    """Issue #40 item 11: a new instance's dashboard was seven empty charts with the
+    shortcuts 1,550 px down; with no model requests in the range it says so in one line."""
+    page = admin_client.get("/admin/").content.decode()
+    assert 'id="usage-empty"' in page and "nothing to chart yet" in page
+    assert 'id="chart-' not in page and '<svg class="studio-chart-svg"' not in page
+    assert page.index('id="usage-empty"') < page.index('id="studio-shortcuts"')
