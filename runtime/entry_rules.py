@@ -152,6 +152,41 @@ def _no_function_calling(model: str, catalog: Catalog) -> str | None:
     return next((m for m in chain if catalog.model_function_calling.get(m) is False), None)
 
 
+def model_function_calling_errors(
+    model: ModelDefinition, catalog: Catalog | None
+) -> list[DefinitionError]:
+    """A model saved with ``functionCalling: false`` while prompts with tools run on it (or
+    reach it as a fallback): their tools would silently stop being offered (issue #38 item 3,
+    the model's side of the prompt's rule)."""
+    from runtime.validation import DefinitionError
+
+    if (
+        catalog is None
+        or not model.capabilities
+        or model.capabilities.function_calling is not False
+    ):
+        return []
+    users = sorted(
+        name
+        for name in catalog.prompts_with_tools
+        if model.name
+        in (
+            catalog.prompt_models.get(name),
+            *catalog.model_fallbacks.get(catalog.prompt_models.get(name, ""), []),
+        )
+    )
+    if not users:
+        return []
+    return [
+        DefinitionError(
+            "capabilities.functionCalling",
+            f"Prompts {', '.join(repr(u) for u in users)} call tools on this model (or reach it "
+            "as a fallback); with functionCalling: false their tools would never be offered. "
+            "Remove their tools or move them to another model first.",
+        )
+    ]
+
+
 def function_calling_errors(
     prompt: PromptDefinition, catalog: Catalog | None
 ) -> list[DefinitionError]:

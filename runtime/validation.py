@@ -31,6 +31,7 @@ from runtime.definitions import (
 from runtime.entry_rules import (
     agent_option_errors,
     function_calling_errors,
+    model_function_calling_errors,
     model_option_errors,
     reasoning_option_errors,
     tool_entry_option_errors,
@@ -99,6 +100,8 @@ class Catalog:
     agent_shapes: dict[str, tuple[str, bool]] = field(default_factory=dict)
     model_function_calling: dict[str, bool | None] = field(default_factory=dict)
     prompt_models: dict[str, str] = field(default_factory=dict)
+    # Prompts that list tools: a model they run on cannot later say functionCalling: false.
+    prompts_with_tools: set[str] = field(default_factory=set)
 
     def callables(self) -> set[str]:
         return self.tools | self.prompts | self.agents
@@ -768,6 +771,7 @@ def validate_model(model: ModelDefinition, catalog: Catalog | None = None) -> li
     errs += base_url_errors(model.base_url)
     errs += _model_api_rules(model)
     errs += model_option_errors(model)
+    errs += model_function_calling_errors(model, catalog)
     for i, fb in enumerate(model.fallbacks or []):
         if fb == model.name:
             errs.append(DefinitionError(f"fallbacks.{i}", "A model cannot be its own fallback."))

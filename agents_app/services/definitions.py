@@ -100,6 +100,9 @@ def build_catalog(
         catalog.agent_shapes[name] = (agent_type, exposed)
     for name, model_name in Prompt.objects.values_list("name", "model__name"):
         catalog.prompt_models[name] = model_name
+    catalog.prompts_with_tools = set(
+        PromptTool.objects.values_list("prompt__name", flat=True).distinct()
+    )
     for part in PromptPart.objects.filter(type=PromptPart.Kind.INCLUDE).select_related(
         "prompt", "include"
     ):
@@ -130,6 +133,10 @@ def build_catalog(
             catalog.prompts.add(d.name)
             catalog.prompt_includes[d.name] = d.include_names()
             catalog.prompt_models[d.name] = d.model
+            if d.tools:
+                catalog.prompts_with_tools.add(d.name)
+            else:
+                catalog.prompts_with_tools.discard(d.name)
         elif isinstance(d, AgentDefinition):
             catalog.agents.add(d.name)
             catalog.agent_shapes[d.name] = (d.type, d.expose_as_tool)

@@ -284,3 +284,34 @@ def test_spec_item6_reasoning_options_a_provider_reads_are_accepted(tmp_path: Pa
     (tmp_path / "prompts" / "p.json").write_text(json.dumps(prompt))
     call_command("import_definitions", str(tmp_path), stdout=StringIO(), stderr=StringIO())
     assert Prompt.objects.filter(name="p").exists()
+
+
+def test_spec_item3_a_model_cannot_drop_function_calling_under_prompts_with_tools(
+    as_: Any, ops: Any
+) -> None:
+    """The model's side of item 3: saving ``functionCalling: false`` on a model that prompts
+    with tools run on (or fall back to) would silently strip their tools at run time."""
+    client = as_(ops)
+    spare = {"name": "spare", "provider": "test", "model": "s"}
+    main = {"name": "main", "provider": "test", "model": "s", "fallbacks": ["spare"]}
+    for body in (spare, main):
+        assert client.post_json("/api/models", body).status_code in (200, 201)
+    created = client.post_json("/api/prompts", _prompt(["lookup_order"], "main"))
+    assert created.status_code in (200, 201), created.content
+    for body in (main, spare):
+        refused = _put(client, f"/api/models/{body['name']}", {**body, **NO_TOOLS})
+        assert refused.status_code == 400, refused.content
+        assert refused.json()["fieldErrors"]["capabilities.functionCalling"].startswith(
+            "Prompts 'p' call tools on this model"
+        )
+    assert LanguageModel.objects.get(name="spare").capabilities.get("functionCalling") is not False
+    # Without the prompt's tools the same save is accepted.
+    assert _put(client, "/api/prompts/p", _prompt([], "main")).status_code == 200
+    assert _put(client, "/api/models/main", {**main, **NO_TOOLS}).status_code == 200
+
+
+NO_TOOLS = {"capabilities": {"functionCalling": False}}
+
+
+def _put(client: Any, path: str, body: dict[str, Any]) -> Any:
+    return client.put(path, body, content_type="application/json")
