@@ -49,6 +49,7 @@ class LanguageModelAdmin(VersionedAdmin, admin.ModelAdmin):
         js = (
             "studio/model_editor.js",  # opens the script section for Test models
             "studio/model_picker.js",  # the provider's model list and "Test connection"
+            "studio/dom.js",  # what the builder builds its fields with
             "studio/json_builders.js",  # the script builder over the script's JSON
         )
         css = {"all": ("studio/json_builders.css",)}

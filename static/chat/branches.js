@@ -8,23 +8,13 @@
 // typed only ever goes into a textarea's value or textContent, never into markup.
 
 import { api, threadPath } from './api.js';
+import { el } from './dom.js';
 
 // message id -> its `branch` ({index, count, sibling_ids, follows}) from the last page read.
 // A socket's message_data rows carry no branch; a row replaced by one keeps the one it had.
 const known = new Map();
 // message id -> the draft being edited, so a re-render (a frame meanwhile) keeps the editor.
 const drafts = new Map();
-function node(tag, attrs = {}, ...children) {
-  const n = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (key === 'text') n.textContent = value;
-    else if (key === 'className') n.className = value;
-    else n.setAttribute(key, value === true ? '' : String(value));
-  }
-  n.append(...children.filter((c) => c !== null && c !== undefined));
-  return n;
-}
 
 function branchOf(message) {
   if (message.branch) known.set(message.id, message.branch);
@@ -39,7 +29,7 @@ async function act(bar, run) {
     await run();
     return true;
   } catch (error) {
-    bar.append(node('p', { className: 'branch-error', role: 'alert', text: error.message }));
+    bar.append(el('p', { className: 'branch-error', role: 'alert', text: error.message }));
     return false;
   }
 }
@@ -50,7 +40,7 @@ const messagePath = (ctx, message, what) =>
 // Names avoid "message" and "continue": the composer's box and the Continue button keep
 // their names unique on the page.
 function button(className, text, label, onClick, title = label) {
-  const b = node('button', { type: 'button', className: `branch-button ${className}`, 'aria-label': label, title, text });
+  const b = el('button', { type: 'button', className: `branch-button ${className}`, 'aria-label': label, title, text });
   b.addEventListener('click', onClick);
   return b;
 }
@@ -66,22 +56,22 @@ function versions(ctx, bar, branch) {
   const next = button('branch-next', '›', 'Next version', () => go(1));
   previous.disabled = branch.index <= 0;
   next.disabled = branch.index >= branch.count - 1;
-  const where = node('span', { className: 'branch-position', text: `${branch.index + 1} / ${branch.count}` });
-  return node('span', { className: 'branch-versions', role: 'group', 'aria-label': `Version ${branch.index + 1} of ${branch.count}` }, previous, where, next);
+  const where = el('span', { className: 'branch-position', text: `${branch.index + 1} / ${branch.count}` });
+  return el('span', { className: 'branch-versions', role: 'group', 'aria-label': `Version ${branch.index + 1} of ${branch.count}` }, previous, where, next);
 }
 
 function editor(ctx, bar, message) {
-  const box = node('textarea', { className: 'branch-edit-input', rows: '3', 'aria-label': 'Edited text' });
+  const box = el('textarea', { className: 'branch-edit-input', rows: '3', 'aria-label': 'Edited text' });
   box.value = drafts.get(message.id) ?? message.content ?? '';
   box.addEventListener('input', () => drafts.set(message.id, box.value));
-  const save = node('button', { type: 'submit', className: 'primary branch-edit-save', text: 'Save and send' });
-  const cancel = node('button', { type: 'button', className: 'branch-edit-cancel', text: 'Cancel' });
+  const save = el('button', { type: 'submit', className: 'primary branch-edit-save', text: 'Save and send' });
+  const cancel = el('button', { type: 'button', className: 'branch-edit-cancel', text: 'Cancel' });
   cancel.addEventListener('click', () => {
     drafts.delete(message.id);
     bar.querySelector('.branch-error')?.remove();
     form.remove();
   });
-  const form = node('form', { className: 'branch-editor' }, box, node('div', { className: 'branch-edit-actions' }, save, cancel));
+  const form = el('form', { className: 'branch-editor' }, box, el('div', { className: 'branch-edit-actions' }, save, cancel));
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     const content = box.value.trim();
@@ -120,7 +110,7 @@ function fork(ctx, bar, message) {
 export function branchBar(ctx, message, { human, streaming, final }) {
   if (message.depth || streaming || message.metadata?.queued || message.status === 'pending') return null;
   const branch = branchOf(message);
-  const bar = node('div', { className: 'branch-bar', 'data-branch-for': message.id });
+  const bar = el('div', { className: 'branch-bar', 'data-branch-for': message.id });
   if (branch && branch.count > 1) bar.append(versions(ctx, bar, branch));
   if (human) {
     bar.append(button('branch-edit', '✎ Edit', null, () => {

@@ -2,7 +2,7 @@
 // carries the provider's error in `metadata.error` ({code, message, status}, runtime
 // ProviderError.describe) and a stop in `metadata.stopped_by_user`; the code stays in a tooltip.
 
-import { el } from './render.js';
+import { el } from './dom.js';
 
 const REASONS = {
   network: 'The AI service could not be reached, so there is no reply.',

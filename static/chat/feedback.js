@@ -3,23 +3,13 @@
 // POST|DELETE /api/threads/{id}/messages/{message_id}/feedback (docs/observability.md).
 
 import { api, threadPath } from './api.js';
+import { el } from './dom.js';
 
-function node(tag, attrs = {}, ...children) {
-  const n = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (key === 'text') n.textContent = value;
-    else if (key === 'className') n.className = value;
-    else n.setAttribute(key, value === true ? '' : String(value));
-  }
-  n.append(...children.filter((c) => c !== null && c !== undefined));
-  return n;
-}
 
 // The thumb is drawn by CSS (a mask over currentColor, chat.css): no emoji font needed, and no
 // SVG element in the transcript, where the safety check treats any <svg> as hostile.
 function thumb(down) {
-  return node('span', { className: `thumb-icon${down ? ' thumb-down' : ''}`, 'aria-hidden': 'true' });
+  return el('span', { className: `thumb-icon${down ? ' thumb-down' : ''}`, 'aria-hidden': 'true' });
 }
 
 export const rateable = (message, streaming) =>
@@ -39,17 +29,17 @@ async function send(ctx, message, body) {
 
 function reasonForm(ctx, message) {
   const current = message.feedback || {};
-  const form = node('form', { className: 'feedback-form' });
+  const form = el('form', { className: 'feedback-form' });
   const reasons = ctx.feedbackReasons || [];
   let select = null;
   if (reasons.length) {
-    select = node('select', { name: 'reason', 'aria-label': 'Reason' }, node('option', { value: '', text: 'Choose a reason (optional)' }));
-    for (const reason of reasons) select.append(node('option', { value: reason, text: reason, selected: current.reason === reason }));
+    select = el('select', { name: 'reason', 'aria-label': 'Reason' }, el('option', { value: '', text: 'Choose a reason (optional)' }));
+    for (const reason of reasons) select.append(el('option', { value: reason, text: reason, selected: current.reason === reason }));
     form.append(select);
   }
-  const comment = node('textarea', { name: 'comment', rows: 2, maxlength: 2000, placeholder: 'What should it have said? (optional)', 'aria-label': 'Comment' });
+  const comment = el('textarea', { name: 'comment', rows: 2, maxlength: 2000, placeholder: 'What should it have said? (optional)', 'aria-label': 'Comment' });
   comment.value = current.comment || '';
-  form.append(comment, node('button', { type: 'submit', className: 'feedback-save', text: 'Send feedback' }));
+  form.append(comment, el('button', { type: 'submit', className: 'feedback-save', text: 'Send feedback' }));
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     message.feedbackOpen = false;
@@ -60,11 +50,11 @@ function reasonForm(ctx, message) {
 
 export function feedbackBar(ctx, message) {
   const score = message.feedback?.score || 0;
-  const bar = node('div', { className: 'feedback', role: 'group', 'aria-label': 'Rate this reply' });
+  const bar = el('div', { className: 'feedback', role: 'group', 'aria-label': 'Rate this reply' });
   for (const [value, label] of [[1, 'Good reply'], [-1, 'Bad reply']]) {
     const pressed = score === value;
     const name = pressed ? `${label} (press again to withdraw)` : label;
-    const button = node('button', { type: 'button', className: `feedback-thumb${pressed ? ' pressed' : ''}`, 'aria-pressed': pressed ? 'true' : 'false', 'aria-label': name, title: name, 'data-score': value }, thumb(value === -1));
+    const button = el('button', { type: 'button', className: `feedback-thumb${pressed ? ' pressed' : ''}`, 'aria-pressed': pressed ? 'true' : 'false', 'aria-label': name, title: name, 'data-score': value }, thumb(value === -1));
     button.addEventListener('click', () => {
       if (pressed) {
         message.feedbackOpen = false;
@@ -77,14 +67,14 @@ export function feedbackBar(ctx, message) {
     bar.append(button);
   }
   if (score) {
-    const more = node('button', { type: 'button', className: 'feedback-more', text: message.feedback.reason || message.feedback.comment ? 'Edit feedback' : 'Add a reason' });
+    const more = el('button', { type: 'button', className: 'feedback-more', text: message.feedback.reason || message.feedback.comment ? 'Edit feedback' : 'Add a reason' });
     more.addEventListener('click', () => {
       message.feedbackOpen = !message.feedbackOpen;
       ctx.rerender();
     });
     bar.append(more);
   }
-  if (message.feedbackError) bar.append(node('span', { className: 'feedback-error', role: 'alert', text: message.feedbackError }));
+  if (message.feedbackError) bar.append(el('span', { className: 'feedback-error', role: 'alert', text: message.feedbackError }));
   if (score && message.feedbackOpen) bar.append(reasonForm(ctx, message));
   return bar;
 }

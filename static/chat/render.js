@@ -3,6 +3,7 @@
 // touches one element and open/closed blocks stay as the user left them.
 
 import { api, fileUrl, threadPath } from './api.js';
+import { el } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { linkCitations, markCitations, sourcesList } from './citations.js';
 import { outcomeNote, stoppedByUser } from './failures.js';
@@ -10,20 +11,6 @@ import { feedbackBar, rateable } from './feedback.js';
 import { branchBar } from './branches.js';
 import { hiddenStep, toolsView } from './tool_activity.js';
 
-export function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (key === 'text') node.textContent = value;
-    else if (key === 'className') node.className = value;
-    else node.setAttribute(key, value === true ? '' : String(value));
-  }
-  for (const child of children.flat()) {
-    if (child === null || child === undefined || child === false) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-  return node;
-}
 
 // Today's messages show the time; older ones the date too (a thread can span days), and the
 // full date and time on hover.

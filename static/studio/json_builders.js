@@ -9,17 +9,8 @@
 (function () {
   "use strict";
 
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs || {})) {
-      if (value === undefined || value === null || value === false) continue;
-      if (key === "text") node.textContent = value;
-      else if (key === "className") node.className = value;
-      else node.setAttribute(key, value === true ? "" : String(value));
-    }
-    for (const child of children) if (child) node.append(child);
-    return node;
-  }
+  const { el } = window.StudioDom;
+
 
   function labelled(text, input) {
     return el("label", { className: "builder-field" }, el("span", { text }), input);

@@ -8,17 +8,8 @@
 
   const SIMPLE = new Set(["string", "integer", "number", "boolean"]);
 
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs || {})) {
-      if (value === undefined || value === null || value === false) continue;
-      if (key === "text") node.textContent = value;
-      else if (key === "className") node.className = value;
-      else node.setAttribute(key, value === true ? "" : String(value));
-    }
-    for (const child of children) if (child) node.append(child);
-    return node;
-  }
+  const { el } = window.StudioDom;
+
 
   // The editable leaves of an options schema: [{path: ["user_location", "city"], schema}], or
   // null when a property is of a kind the form cannot edit.
