@@ -51,3 +51,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             if stack is not None:
                 report.sections.append(("stack logs", stack.tails()))
     return report
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything here starts or talks to real processes: ``-m "not integration"`` (the fast
+    loop, docs/architecture.md) leaves every file out, marked or not."""
+    for item in items:
+        if "tests/integration/" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
