@@ -5,7 +5,9 @@ newest first with its Error, Cost and Latency on screen at 1440 px and on a phon
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.support import Site, admin_login, shot
@@ -17,7 +19,7 @@ from decimal import Decimal
 from agents_app.models import Agent, Log, Thread
 from agents_app.models.timestamps import now_us
 agent = Agent.objects.get(name="support_agent")
-thread = Thread.objects.create(agent=agent, origin_agent=agent)
+thread = Thread.objects.create(agent=agent, origin_agent=agent, display_name="fmt-seed")
 now = now_us()
 Log.objects.create(thread=thread, model="fmt-old-model", prompt_name="support_prompt",
     finish_reason="tool_calls", cost_total=Decimal("0.000061500000"), latency_ms=1234,
@@ -26,6 +28,16 @@ Log.objects.create(thread=thread, model="fmt-new-model", prompt_name="support_pr
     error="could not reach the provider", error_type="step_error", status_code=502,
     cost_total=Decimal("1.234567"), latency_ms=65_000, created_at=now)
 """
+
+
+@pytest.fixture(autouse=True)
+def no_spend_left_behind(site: Site) -> Iterator[None]:
+    """The seeded logs cost $1.23 today: deleted after each test, so the dashboard tests that
+    share this browser stack see only their own spend."""
+    yield
+    site.python(
+        "from agents_app.models import Thread; Thread.objects.filter(display_name='fmt-seed').delete()"
+    )
 
 
 def test_logs_read_as_people_read(site: Site, page: Page) -> None:
@@ -64,7 +76,7 @@ def test_logs_read_as_people_read(site: Site, page: Page) -> None:
 SESSION = """
 from agents_app.models import Agent, Thread, ThreadSession
 agent = Agent.objects.get(name="support_agent")
-thread = Thread.objects.create(agent=agent, origin_agent=agent)
+thread = Thread.objects.create(agent=agent, origin_agent=agent, display_name="fmt-seed")
 ThreadSession.objects.create(thread=thread, owner="vm:9764:375a40", status="failed",
     stop_reason="step_error")
 """
