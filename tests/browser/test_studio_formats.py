@@ -19,7 +19,9 @@ from decimal import Decimal
 from agents_app.models import Agent, Log, Thread
 from agents_app.models.timestamps import now_us
 agent = Agent.objects.get(name="support_agent")
-thread = Thread.objects.create(agent=agent, origin_agent=agent, display_name="fmt-seed")
+# A preview with no place to break (a pasted URL or token): the list must still fit a phone.
+thread = Thread.objects.create(agent=agent, origin_agent=agent, display_name="fmt-seed",
+    last_message_preview="https://example.org/" + "unbroken" * 8)
 now = now_us()
 Log.objects.create(thread=thread, model="fmt-old-model", prompt_name="support_prompt",
     finish_reason="tool_calls", cost_total=Decimal("0.000061500000"), latency_ms=1234,
