@@ -3,7 +3,7 @@
 // sub-prompt work under the call that started it), and one log's detail on demand.
 
 import { api, threadPath } from '../../chat/api.js';
-import { el } from '../../chat/render.js';
+import { el } from '../../chat/dom.js';
 import { clock, count, duration, usd } from './format.js';
 
 const MAX_LADDER = 50;

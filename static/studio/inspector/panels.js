@@ -2,7 +2,7 @@
 // subagents), drawn from the studio's `panels.json`. User files are only ever shown as an
 // <img> or as text in a <pre>: nothing a user or a model stored is rendered as HTML here.
 
-import { el } from '../../chat/render.js';
+import { el } from '../../chat/dom.js';
 import { bytes } from './format.js';
 
 const MAX_TEXT_PREVIEW = 100_000;
