@@ -31,19 +31,9 @@ class AgentAdmin(AgentStructureMixin, VersionedAdmin, EnvOwnerAdminMixin, admin.
     class Media:
         js = ("studio/agent_editor.js",)  # shows Side B only for AI <-> AI agents
 
-    def change_view(
-        self,
-        request: HttpRequest,
-        object_id: str,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
+    def change_context(self, request: HttpRequest, obj: Agent) -> dict[str, Any]:
         # The read-only "Env values this agent needs" panel (names and levels, never values).
-        agent = self.get_object(request, object_id)
-        extra = dict(extra_context or {})
-        if agent is not None:
-            extra["env_needs"] = agent_env_levels(agent)
-        return super().change_view(request, object_id, form_url, extra)
+        return {**super().change_context(request, obj), "env_needs": agent_env_levels(obj)}
 
     def render_change_form(
         self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any

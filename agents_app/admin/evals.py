@@ -20,6 +20,7 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
+from agents_app.admin.change_context import ChangeContextMixin
 from agents_app.admin.read_only import ReadOnlyAdmin
 from agents_app.errors import DomainError
 from agents_app.eval_runs import run_cancel, run_start
@@ -113,7 +114,7 @@ class RunForm(forms.ModelForm):
 
 
 @admin.register(EvalRun)
-class EvalRunAdmin(admin.ModelAdmin):
+class EvalRunAdmin(ChangeContextMixin, admin.ModelAdmin):
     list_display = (
         "created_at",
         "label_or_agent",
@@ -174,16 +175,13 @@ class EvalRunAdmin(admin.ModelAdmin):
             self.message_user(request, "; ".join(exc.messages), messages.ERROR)
             return HttpResponseRedirect(request.get_full_path())
 
-    def change_view(
-        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
-    ) -> Any:
-        run = self.get_object(request, object_id)
-        extra = dict(extra_context or {})
-        if run is not None:
-            extra["results"] = run.results.select_related("case").order_by("case_id")
-            extra["totals"] = evals.totals(run)
-            extra["running"] = run.status == EvalRun.Status.RUNNING
-        return super().change_view(request, object_id, form_url, extra)
+    def change_context(self, request: HttpRequest, obj: EvalRun) -> dict[str, Any]:
+        return {
+            **super().change_context(request, obj),
+            "results": obj.results.select_related("case").order_by("case_id"),
+            "totals": evals.totals(obj),
+            "running": obj.status == EvalRun.Status.RUNNING,
+        }
 
     @admin.display(description="Run")
     def label_or_agent(self, obj: EvalRun) -> str:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 from django.urls import path
 
+from agents_app.admin.change_context import ChangeContextMixin
 from agents_app.models import Thread
 from agents_app.services import branches
 from agents_app.services.branches_view import tree_view
@@ -23,7 +24,7 @@ def _activate(request: HttpRequest, thread: Thread, message_id: Any) -> str:
     return f"Switched versions: the active path now has {len(path_ids)} messages."
 
 
-class ThreadBranchesMixin:
+class ThreadBranchesMixin(ChangeContextMixin):
     admin_site: Any
 
     def get_urls(self) -> list[Any]:
@@ -34,14 +35,5 @@ class ThreadBranchesMixin:
         )
         return [switch, *super().get_urls()]  # type: ignore[misc]
 
-    def change_view(
-        self,
-        request: HttpRequest,
-        object_id: str,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        thread = self.get_object(request, object_id)  # type: ignore[attr-defined]
-        if thread is not None:
-            extra_context = {**(extra_context or {}), "tree": tree_view(thread)}
-        return super().change_view(request, object_id, form_url, extra_context)  # type: ignore[misc,no-any-return]
+    def change_context(self, request: HttpRequest, obj: Thread) -> dict[str, Any]:
+        return {**super().change_context(request, obj), "tree": tree_view(obj)}  # type: ignore[misc]

@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 from django.contrib import admin
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -116,22 +116,13 @@ class ThreadAdmin(ThreadBranchesMixin, ThreadLiveInspectorMixin, ThreadActionsMi
     # Deleting a whole conversation (with its messages, logs and files) is an operator's call.
     deletable = True
 
-    def change_view(
-        self,
-        request: HttpRequest,
-        object_id: str,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        thread = self.get_object(request, object_id)
-        if thread is not None:
-            extra_context = {
-                **(extra_context or {}),
-                "inspection": thread_inspection(thread),
-                "can_act": self.can_act(request),
-                "is_dual": thread.agent.type == "dual_ai",
-            }
-        return super().change_view(request, object_id, form_url, extra_context)
+    def change_context(self, request: HttpRequest, obj: Thread) -> dict[str, Any]:
+        return {
+            **super().change_context(request, obj),
+            "inspection": thread_inspection(obj),
+            "can_act": self.can_act(request),
+            "is_dual": obj.agent.type == "dual_ai",
+        }
 
     def delete_model(self, request: HttpRequest, obj: Thread) -> None:
         thread_delete(thread=obj)  # the subtree, its files' blobs, and the registry events

@@ -20,6 +20,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
+from agents_app.admin.change_context import ChangeContextMixin
 from agents_app.errors import Invalid, NotFound
 from agents_app.services import definition_versions as versions
 from agents_app.services.definition_diff import changed_count, side_by_side
@@ -34,7 +35,7 @@ NOTE_FIELDSET = (
 )
 
 
-class VersionedAdmin:
+class VersionedAdmin(ChangeContextMixin):
     """For the admins of versioned definitions; ``version_kind`` is agents, prompts or models."""
 
     version_kind: str = ""
@@ -60,18 +61,11 @@ class VersionedAdmin:
             source="admin",
         )
 
-    def change_view(
-        self,
-        request: HttpRequest,
-        object_id: str,
-        form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        extra = {
-            **(extra_context or {}),
-            "versions_url": reverse(self._url_name("versions"), args=[object_id]),
+    def change_context(self, request: HttpRequest, obj: Any) -> dict[str, Any]:
+        return {
+            **super().change_context(request, obj),  # type: ignore[misc]
+            "versions_url": reverse(self._url_name("versions"), args=[obj.pk]),
         }
-        return super().change_view(request, object_id, form_url, extra)  # type: ignore[misc, no-any-return]
 
     # --- pages --------------------------------------------------------------------------------
 

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from agents_app.models import Message, Thread, ThreadSession
@@ -97,3 +99,22 @@ def test_a_viewer_gets_no_button_and_a_running_session_refuses_the_switch(
     said = client.post(url, follow=True).content.decode()
     assert "Not done: A session is running on this thread" in said
     assert Message.objects.get(pk=old.pk).abandoned
+
+
+def test_the_inspector_reads_the_thread_row_twice_not_three_times(
+    client: Client, ops: Any, as_: Any, alice: Any, thread_of: Any
+) -> None:
+    """The tree, the inspection panels and Django's form share one fetch of the thread (each
+    mixin fetched its own before, three reads of the same row per page)."""
+    thread = _regenerated(as_, alice, thread_of)
+    client.force_login(ops)
+    with CaptureQueriesContext(connection) as queries:
+        _page(client, thread)
+    by_id = [
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].startswith('SELECT "agents_app_thread"."id"')
+        and f'WHERE "agents_app_thread"."id" = \'{thread.pk.hex}\'' in q["sql"]
+    ]
+    # One read for the change page's context (ChangeContextMixin), one for Django's form.
+    assert len(by_id) == 2, by_id
