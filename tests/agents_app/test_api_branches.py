@@ -37,6 +37,12 @@ def agent(db: Any) -> str:
     return "helper"
 
 
+@pytest.fixture
+def chat(as_: Any, alice: Any, thread_of: Any) -> tuple[Any, Thread]:
+    """Alice's client and a thread of hers."""
+    return as_(alice), thread_of(alice)
+
+
 def _run(thread: Thread) -> None:
     session = ThreadSession.objects.get(thread=thread, status__in=["queued", "running"])
     async_to_sync(run_session_job)(str(session.pk))
@@ -79,11 +85,20 @@ def _conversation(client: Any, thread: Thread) -> None:
     _say(client, thread, "second question")
 
 
-def test_a_linear_thread_has_parents_and_single_versions(
-    as_: Any, alice: Any, thread_of: Any
-) -> None:
-    thread = thread_of(alice)
-    client = as_(alice)
+def _edited_conversation(client: Any, thread: Thread) -> Message:
+    """``_conversation``, then its second question edited to "changed question" and answered
+    (reply 3); returns the original second question, now on the abandoned branch."""
+    _conversation(client, thread)
+    old = _row(thread, "second question")
+    client.post_json(
+        f"/api/threads/{thread.pk}/messages/{old.pk}/edit", {"content": "changed question"}
+    )
+    _run(thread)
+    return old
+
+
+def test_a_linear_thread_has_parents_and_single_versions(chat: tuple[Any, Thread]) -> None:
+    client, thread = chat
     _conversation(client, thread)
     rows = _page(client, thread)["messages"]
     assert [m["content"] for m in rows] == [
@@ -103,10 +118,9 @@ def test_a_linear_thread_has_parents_and_single_versions(
 
 
 def test_edit_makes_a_sibling_and_the_model_sees_only_the_active_path(
-    as_: Any, alice: Any, thread_of: Any
+    chat: tuple[Any, Thread],
 ) -> None:
-    thread = thread_of(alice)
-    client = as_(alice)
+    client, thread = chat
     _conversation(client, thread)
     old = _row(thread, "second question")
     response = client.post_json(
@@ -141,11 +155,8 @@ def test_edit_makes_a_sibling_and_the_model_sees_only_the_active_path(
     assert _counts(thread) == (4, 2)  # the abandoned branch is kept, counted apart
 
 
-def test_regenerate_writes_a_sibling_reply_from_the_same_history(
-    as_: Any, alice: Any, thread_of: Any
-) -> None:
-    thread = thread_of(alice)
-    client = as_(alice)
+def test_regenerate_writes_a_sibling_reply_from_the_same_history(chat: tuple[Any, Thread]) -> None:
+    client, thread = chat
     _conversation(client, thread)
     first = _row(thread, "reply 2")
     response = client.post(f"/api/threads/{thread.pk}/messages/{first.pk}/regenerate")
@@ -168,17 +179,9 @@ def test_regenerate_writes_a_sibling_reply_from_the_same_history(
     assert again["branch"]["index"] == 1
 
 
-def test_switching_versions_changes_what_the_model_reads_next(
-    as_: Any, alice: Any, thread_of: Any
-) -> None:
-    thread = thread_of(alice)
-    client = as_(alice)
-    _conversation(client, thread)
-    old = _row(thread, "second question")
-    client.post_json(
-        f"/api/threads/{thread.pk}/messages/{old.pk}/edit", {"content": "changed question"}
-    )
-    _run(thread)
+def test_switching_versions_changes_what_the_model_reads_next(chat: tuple[Any, Thread]) -> None:
+    client, thread = chat
+    old = _edited_conversation(client, thread)
 
     response = client.put(
         f"/api/threads/{thread.pk}/active",
@@ -200,16 +203,10 @@ def test_switching_versions_changes_what_the_model_reads_next(
 
 
 def test_switching_announces_the_active_path_on_the_thread_socket(
-    as_: Any, alice: Any, thread_of: Any
+    chat: tuple[Any, Thread], alice: Any
 ) -> None:
-    thread = thread_of(alice)
-    client = as_(alice)
-    _conversation(client, thread)
-    old = _row(thread, "second question")
-    client.post_json(
-        f"/api/threads/{thread.pk}/messages/{old.pk}/edit", {"content": "changed question"}
-    )
-    _run(thread)
+    client, thread = chat
+    old = _edited_conversation(client, thread)
     _, key = api_key_create(user=alice, name="socket")
 
     async def switch_and_listen() -> dict[str, Any]:
@@ -240,11 +237,8 @@ def test_switching_announces_the_active_path_on_the_thread_socket(
     assert frame["data"]["path"][-2] == str(old.pk)
 
 
-def test_branch_changes_are_refused_while_a_session_runs(
-    as_: Any, alice: Any, thread_of: Any
-) -> None:
-    thread = thread_of(alice)
-    client = as_(alice)
+def test_branch_changes_are_refused_while_a_session_runs(chat: tuple[Any, Thread]) -> None:
+    client, thread = chat
     _conversation(client, thread)
     question, reply = _row(thread, "second question"), _row(thread, "reply 2")
     client.post_json(f"/api/threads/{thread.pk}/messages", {"content": "still running"})
@@ -260,11 +254,8 @@ def test_branch_changes_are_refused_while_a_session_runs(
     assert not Message.objects.filter(thread=thread, abandoned=True).exists()
 
 
-def test_an_edit_retried_with_its_idempotency_key_is_stored_once(
-    as_: Any, alice: Any, thread_of: Any
-) -> None:
-    thread = thread_of(alice)
-    client = as_(alice)
+def test_an_edit_retried_with_its_idempotency_key_is_stored_once(chat: tuple[Any, Thread]) -> None:
+    client, thread = chat
     _conversation(client, thread)
     old = _row(thread, "second question")
     url = f"/api/threads/{thread.pk}/messages/{old.pk}/edit"
@@ -279,11 +270,8 @@ def test_an_edit_retried_with_its_idempotency_key_is_stored_once(
     assert ThreadSession.objects.filter(thread=thread).count() == 3
 
 
-def test_edit_and_regenerate_refuse_the_wrong_kind_of_message(
-    as_: Any, alice: Any, thread_of: Any
-) -> None:
-    thread = thread_of(alice)
-    client = as_(alice)
+def test_edit_and_regenerate_refuse_the_wrong_kind_of_message(chat: tuple[Any, Thread]) -> None:
+    client, thread = chat
     _say(client, thread, "first question")
     question, reply = _row(thread, "first question"), _row(thread, "reply 1")
     base = f"/api/threads/{thread.pk}/messages"
@@ -301,10 +289,9 @@ def _png() -> str:
 
 
 def test_fork_copies_the_path_and_its_files_into_a_new_thread(
-    as_: Any, alice: Any, thread_of: Any
+    chat: tuple[Any, Thread], alice: Any
 ) -> None:
-    thread = thread_of(alice)
-    client = as_(alice)
+    client, thread = chat
     attachment = {"name": "dot.png", "mimeType": "image/png", "data": _png()}
     response = client.post_json(
         f"/api/threads/{thread.pk}/messages",
@@ -357,11 +344,8 @@ def test_other_users_are_refused_as_for_the_thread(
     assert Thread.objects.count() == 1 and not Message.objects.filter(abandoned=True).exists()
 
 
-def test_the_tree_lists_every_version_and_the_active_path(
-    as_: Any, alice: Any, thread_of: Any
-) -> None:
-    thread = thread_of(alice)
-    client = as_(alice)
+def test_the_tree_lists_every_version_and_the_active_path(chat: tuple[Any, Thread]) -> None:
+    client, thread = chat
     _conversation(client, thread)
     reply = _row(thread, "reply 2")
     client.post(f"/api/threads/{thread.pk}/messages/{reply.pk}/regenerate")
