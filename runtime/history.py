@@ -19,8 +19,9 @@ In order (``filter_messages`` runs between ``select_rows`` and ``to_llm_messages
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.media import with_attachments
@@ -51,8 +52,70 @@ def select_rows(messages: Iterable[Message], window: Window) -> list[Message]:
     ]
 
 
-def to_llm_messages(rows: list[Message], window: Window) -> list[dict[str, Any]]:
-    """Chat-format messages for the provider, with tool calls and results paired."""
+@dataclass(slots=True)
+class Converted:
+    """The last request's conversion, kept by a session so the next step converts only the
+    rows added since (issue #39: converting the whole history at every step made a step's
+    cost grow with the session).
+
+    Rows are never changed in place once in the transcript (a new version is a new object),
+    so a prefix of identical row objects under the same window converts to the same
+    messages. ``to_llm_messages`` falls back to a whole conversion whenever the new rows
+    could change an earlier message: a tool result answering an earlier call, or a call
+    whose result came earlier.
+    """
+
+    window: Window | None = None
+    rows: list[Message] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    call_ids: set[str] = field(default_factory=set)  # calls and results of ``rows``
+    # Whether any message has list content (attachments): without, ``media`` has nothing to do.
+    has_parts: bool = False
+
+
+def to_llm_messages(
+    rows: list[Message], window: Window, converted: Converted | None = None
+) -> list[dict[str, Any]]:
+    """Chat-format messages for the provider, with tool calls and results paired.
+
+    With ``converted`` (the previous step's), the rows it already holds are not converted
+    again; it is updated to this conversion. The list returned is the caller's to change;
+    its message dicts are shared with later requests and must not be changed in place.
+    """
+    if converted is None:
+        return _convert(rows, window)
+    done = len(converted.rows)
+    tail = rows[done:]
+    if (
+        converted.window != window
+        or len(rows) < done
+        or not all(map(operator.is_, rows[:done], converted.rows))
+        or _touches(tail, converted.call_ids)
+    ):
+        converted.window, converted.messages, converted.call_ids = window, [], set()
+        converted.has_parts = False
+        tail = rows
+    new = _convert(tail, window)
+    converted.messages += new
+    converted.has_parts = converted.has_parts or any(isinstance(m["content"], list) for m in new)
+    converted.rows = list(rows)
+    converted.call_ids.update(_call_ids(tail))
+    return list(converted.messages)
+
+
+def _call_ids(rows: list[Message]) -> set[str]:
+    ids = {m.tool_call_id for m in rows if m.role == "tool" and m.tool_call_id}
+    for m in rows:
+        ids.update(c["id"] for c in m.tool_calls or ())
+    return ids
+
+
+def _touches(tail: list[Message], earlier: set[str]) -> bool:
+    """Whether ``tail`` answers a call of the earlier rows or calls one they answered."""
+    return bool(earlier) and not earlier.isdisjoint(_call_ids(tail))
+
+
+def _convert(rows: list[Message], window: Window) -> list[dict[str, Any]]:
     shaped = [s for s in (_shape(m, window) for m in rows) if s is not None]
     results = {m.tool_call_id: m for m, _ in shaped if m.role == "tool" and m.tool_call_id}
     out: list[dict[str, Any]] = []

@@ -34,6 +34,7 @@ from runtime.providers.base import (
     ToolCallStart,
     Usage,
 )
+from runtime.storable import SeenPrefix
 from runtime.store import LogRecord
 
 MAX_ERROR_LINES = 100
@@ -224,8 +225,7 @@ def request_body(provider: object, request: ProviderRequest) -> dict[str, Any]:
     """
     wire = wire_request(provider, request) if provider is not None else None
     if wire is None:
-        summary: dict[str, Any] = strip_inline_data(request.summary())
-        return summary
+        return _summary(request)
     wire["summary"] = {
         "model": request.model,
         "messages": len(request.messages),
@@ -234,6 +234,25 @@ def request_body(provider: object, request: ProviderRequest) -> dict[str, Any]:
         "reasoning": request.reasoning.dump() if request.reasoning else None,
     }
     return wire
+
+
+# The messages of the last summary found free of inline data (one slot for the process:
+# a session's next request repeats them; a miss only costs a whole check).
+_without_inline = SeenPrefix()
+
+
+def _summary(request: ProviderRequest) -> dict[str, Any]:
+    """The neutral request, inline data stripped; only messages the last summary did not
+    hold are searched for it (the history is not searched again at every step)."""
+    summary = request.summary()
+    messages = summary["messages"]
+    head = {**summary, "messages": _without_inline.new_items(messages)}
+    if strip_inline_data(head) is head:
+        _without_inline.passed(messages)
+        return summary
+    _without_inline.passed([])
+    stripped: dict[str, Any] = strip_inline_data(summary)
+    return stripped
 
 
 def completed_log(log: LogRecord, model: ModelDefinition, reply: LLMReply) -> LogRecord:

@@ -31,7 +31,7 @@ from runtime.events import EventSink, log_data, message_data
 from runtime.messages import Clock, Message
 from runtime.progress import SessionProgress
 from runtime.redaction import Redactor, current_redactor, install_log_filter
-from runtime.storable import make_storable_in_place, storable
+from runtime.storable import SeenPrefix, make_storable_in_place, storable, storable_request
 from runtime.store import Commit, CommitResult, LogRecord, Store, ThreadUpdate
 from runtime.transcript import Transcript
 
@@ -116,6 +116,7 @@ class Recorder:
         self._timer: asyncio.TimerHandle | None = None
         self._flush: asyncio.Task[None] | None = None
         self._flush_error: BaseException | None = None
+        self._requests = SeenPrefix()  # the last request body's messages found storable
 
     async def ready(self) -> Redactor:
         """The thread's redactor, loading its secrets from the store on first use."""
@@ -247,9 +248,10 @@ class Recorder:
             }
         )
         # Only the newest version of a log is stored or shown: a step's opening log and its
-        # completed version share a request body holding the whole history, checked once.
+        # completed version share a request body holding the whole history, checked once,
+        # and only in its messages that the previous request did not already hold.
         newest_logs = _newest({x.id: x for p in parts for x in p.batch.logs})
-        logs = [storable(self.redact_log(x)) for x in newest_logs]
+        logs = [self._storable_log(self.redact_log(x)) for x in newest_logs]
         merged = Batch()
         for part in parts:
             merged = merged.merge(part.batch)
@@ -271,6 +273,17 @@ class Recorder:
         await self._redact_drained(result.drained)
         self._remember(commit.messages + result.drained)
         return commit, result
+
+    def _storable_log(self, log: LogRecord) -> LogRecord:
+        body = log.request_body
+        if body is None:
+            return storable(log)
+        bare = dataclasses.replace(log, request_body=None)
+        clean, clean_body = storable(bare), storable_request(body, self._requests)
+        if clean is bare and clean_body is body:
+            return log
+        clean.request_body = clean_body
+        return clean
 
     def _emit_stored(
         self, mine: Batch, commit: Commit, drained: list[Message], staged: list[_Part]

@@ -11,6 +11,7 @@ without calling the model or a tool again for anything already stored.
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from runtime.definitions import AgentDefinition, PromptDefinition, SideConfig
 from runtime.delegation import Delegate, PendingHandoff, attachment_refs, init_paths
 from runtime.deps import Deps
 from runtime.events import telemetry
-from runtime.history import Window, select_rows, to_llm_messages
+from runtime.history import Converted, Window, select_rows, to_llm_messages
 from runtime.hooks import HookBlocked, HookRunner, hook_ids
 from runtime.llm import interrupted_log
 from runtime.loader import DefinitionLoader, DefinitionNotFound
@@ -88,6 +89,7 @@ class Session:
         self._immediate_done: set[tuple[str, str]] = set()
         self._handed_off = False
         self._tool_rows: list[Message] = []  # drained ``state.queue_tool`` calls, to run
+        self._converted = Converted()  # the history as the last request sent it
         self.state = ThreadState(
             deps,
             thread,
@@ -270,7 +272,11 @@ class Session:
         results = [CallResult(o.call, o.ok, o.message.content or "") for o in outcomes]
         limits = self.deps.limits
         fresh = {o.message.id for o in outcomes}
-        rows = [r for r in self.transcript.tool_rows() if r.id not in fresh]
+        keep = limits.repeated_tool_errors
+        if keep > 0:
+            rows = self.transcript.recent_tool_rows(keep, fresh)
+        else:  # rows[-0:] below keeps them all
+            rows = [r for r in self.transcript.tool_rows() if r.id not in fresh]
         rows += [o.message for o in outcomes]
         return StepFacts(
             side=scope.side,
@@ -382,15 +388,18 @@ class Session:
         rows = await scope.hooks.filter_messages(
             scope.state, select_rows(self.transcript.messages, window)
         )
-        messages = await resolve_attachments(
-            to_llm_messages(rows, window),
-            self.file_reader(),
-            scope.prompt.recent_image_threshold,
-        )
+        messages = to_llm_messages(rows, window, self._converted)
+        if self._converted.has_parts:
+            messages = await resolve_attachments(
+                messages, self.file_reader(), scope.prompt.recent_image_threshold
+            )
         warning = self._budget_warning(scope)
         if warning:
             messages.append({"role": "system", "content": warning})
-        return await scope.hooks.prefilter_llm_history(scope.state, messages)
+        if not scope.hooks.active("prefilter_llm_history"):
+            return messages
+        # The message dicts are kept for the next step's request: a hook gets its own.
+        return await scope.hooks.prefilter_llm_history(scope.state, copy.deepcopy(messages))
 
     def _budget_warning(self, scope: Scope) -> str | None:
         limit = self._config(scope.side).max_steps

@@ -13,7 +13,10 @@ whole history, so the check must cost next to nothing on clean data: ``storable`
 serializes the value with orjson (in C) and searches its output for ``\\u0000`` (orjson
 refuses a lone surrogate outright); only a hit, or a value orjson cannot encode, walks the
 value in Python to replace what it found. A walk per commit was a third of the
-engine's time per step and grew with the session's length (issue #39).
+engine's time per step and grew with the session's length (issue #39). A request log's
+body repeats the previous request's messages: ``storable_request`` checks only the ones
+the previous check did not pass (``SeenPrefix``), so a step's check is the size of what the
+step added, whatever the session's length.
 """
 
 from __future__ import annotations
@@ -90,6 +93,47 @@ def _getter(kind: type) -> Callable[[Any], Any] | None:
         return None
     names = [f.name for f in dataclasses.fields(kind)]
     return operator.attrgetter(*names) if names else lambda _: None
+
+
+class SeenPrefix:
+    """The items of the last list a check passed, kept to skip them in the next list.
+
+    A session's next request repeats the previous one's messages (the same objects:
+    ``history.Converted``) before its new ones, so a check of a request body needs to look
+    at the new ones only (issue #39: checking the whole history at every commit made a
+    step's cost grow with the session). The items are held, so an id cannot be reused;
+    message dicts are not changed in place once converted.
+    """
+
+    __slots__ = ("_seen",)
+
+    def __init__(self) -> None:
+        self._seen: list[Any] = []
+
+    def new_items(self, items: list[Any]) -> list[Any]:
+        """``items`` after the prefix seen last time (all of them if it is not a prefix)."""
+        done = len(self._seen)
+        if not done or len(items) < done or not all(map(operator.is_, items[:done], self._seen)):
+            return items
+        return items[done:]
+
+    def passed(self, items: list[Any]) -> None:
+        """Remember ``items`` as checked (an empty list forgets)."""
+        self._seen = list(items)
+
+
+def storable_request(body: T, seen: SeenPrefix) -> T:
+    """``storable(body)`` for a request body whose ``messages`` may repeat the ones ``seen``
+    passed last time: only the new messages and the other fields are checked."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list):
+        return storable(body)
+    fresh = seen.new_items(messages)
+    if is_storable({**body, "messages": fresh}):  # type: ignore[dict-item]
+        seen.passed(messages)
+        return body
+    seen.passed([])
+    return storable(body)
 
 
 def make_storable_in_place(record: Any) -> Any:

@@ -17,6 +17,9 @@ class Transcript:
     def __init__(self, messages: list[Message] | None = None) -> None:
         self.messages: list[Message] = []
         self._by_id: dict[str, Message] = {}
+        # Tool messages by the call they answer: a step looks up the results of its calls,
+        # which are usually not stored yet, so a scan would walk the whole history.
+        self._results: dict[str, list[Message]] = {}
         for message in sorted(messages or [], key=lambda m: m.created_at):
             self.upsert(message)
 
@@ -27,7 +30,10 @@ class Transcript:
         old = self._by_id.get(message.id)
         if old is not None:
             self.messages.remove(old)
+            self._forget_result(old)
         self._by_id[message.id] = message
+        if message.role == "tool" and message.tool_call_id:
+            self._results.setdefault(message.tool_call_id, []).append(message)
         if not self.messages or self.messages[-1].created_at < message.created_at:
             self.messages.append(message)
         else:
@@ -39,6 +45,12 @@ class Transcript:
         old = self._by_id.pop(message_id, None)
         if old is not None:
             self.messages.remove(old)
+            self._forget_result(old)
+
+    def _forget_result(self, old: Message) -> None:
+        answers = self._results.get(old.tool_call_id or "")
+        if answers:
+            answers[:] = [a for a in answers if a is not old]
 
     def get(self, message_id: str) -> Message | None:
         """A message by id."""
@@ -46,14 +58,25 @@ class Transcript:
 
     def result_for(self, call_id: str) -> Message | None:
         """The stored tool message answering ``call_id`` (newest first)."""
-        for message in reversed(self.messages):
-            if message.role == "tool" and message.tool_call_id == call_id:
-                return message
-        return None
+        answers = self._results.get(call_id)
+        if not answers:
+            return None
+        return max(answers, key=self.messages.index) if len(answers) > 1 else answers[0]
 
     def tool_rows(self) -> list[Message]:
         """Completed tool messages, oldest first."""
         return [m for m in self.messages if m.role == "tool" and m.status != "pending"]
+
+    def recent_tool_rows(self, count: int, skip: set[str]) -> list[Message]:
+        """The newest ``count`` completed tool messages not in ``skip``, oldest first: read
+        from the end, so a step's stop checks do not walk the whole history."""
+        found: list[Message] = []
+        for message in reversed(self.messages):
+            if len(found) == count:
+                break
+            if message.role == "tool" and message.status != "pending" and message.id not in skip:
+                found.append(message)
+        return found[::-1]
 
     @property
     def last_created_at(self) -> int:

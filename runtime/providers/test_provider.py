@@ -14,6 +14,7 @@ import asyncio
 import hashlib
 import json
 import math
+import operator
 import uuid
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
@@ -146,8 +147,13 @@ class TestProvider:
 
     @classmethod
     def from_model(cls, model: ModelDefinition) -> TestProvider:
-        """The provider for a ``test`` model definition (its script and streaming settings)."""
-        return cls(model.script, streaming=model.streaming)
+        """The provider for a ``test`` model definition (its script and streaming settings).
+
+        Built for every request: the definition's validated script is used as it is (the
+        provider never changes it), not converted again at every step."""
+        provider = cls(streaming=model.streaming)
+        provider.script = model.script
+        return provider
 
     def remaining(self, consumed: int) -> int:
         """How many scripted responses are left after ``consumed`` were used."""
@@ -203,7 +209,7 @@ class TestProvider:
             yield ToolCallStart(call_id, call.name)
             yield ToolCallDelta(call_id, arguments)
             yield ToolCallDone(call_id, call.name, arguments)
-        yield Finish(_finish_reason(response), _usage(response, request))
+        yield Finish(_finish_reason(response), self._usage(response, request))
 
     async def _text_chunks(self, text: str) -> AsyncIterator[str]:
         if not text:
@@ -216,6 +222,19 @@ class TestProvider:
             if start and delay:
                 await asyncio.sleep(delay)
             yield text[start : start + size]
+
+    def _usage(self, response: ScriptedResponse, request: ProviderRequest) -> Usage:
+        scripted = response.usage or ScriptedUsage()
+        prompt = _history_tokens(request.messages) + estimate_tokens(request.system)
+        completion = estimate_tokens(response.content)
+        return Usage(
+            input_tokens=scripted.prompt_tokens if scripted.prompt_tokens is not None else prompt,
+            output_tokens=(
+                scripted.completion_tokens if scripted.completion_tokens is not None else completion
+            ),
+            cached_tokens=scripted.cached_tokens or 0,
+            reasoning_tokens=scripted.reasoning_tokens or 0,
+        )
 
 
 def _as_response(item: ScriptedResponse | dict[str, Any]) -> ScriptedResponse:
@@ -238,19 +257,22 @@ def _finish_reason(response: ScriptedResponse) -> FinishReason:
     return "tool_calls" if response.tool_calls else "stop"
 
 
-def _usage(response: ScriptedResponse, request: ProviderRequest) -> Usage:
-    scripted = response.usage or ScriptedUsage()
-    prompt = sum(estimate_tokens(_text_of(m)) for m in request.messages)
-    prompt += estimate_tokens(request.system)
-    completion = estimate_tokens(response.content)
-    return Usage(
-        input_tokens=scripted.prompt_tokens if scripted.prompt_tokens is not None else prompt,
-        output_tokens=(
-            scripted.completion_tokens if scripted.completion_tokens is not None else completion
-        ),
-        cached_tokens=scripted.cached_tokens or 0,
-        reasoning_tokens=scripted.reasoning_tokens or 0,
-    )
+# The last request's messages and their estimated tokens. The next request of a session
+# repeats them (the same objects: ``history.Converted``) before its new ones, so only those
+# are estimated (issue #39: the estimate walked the whole history at every step). One slot
+# for the process: providers are built per request, and a miss only costs a full estimate.
+_estimated: tuple[list[dict[str, Any]], int] = ([], 0)
+
+
+def _history_tokens(messages: list[dict[str, Any]]) -> int:
+    global _estimated
+    before, tokens = _estimated
+    done = len(before)
+    if len(messages) < done or not all(map(operator.is_, messages[:done], before)):
+        done, tokens = 0, 0
+    tokens += sum(estimate_tokens(_text_of(m)) for m in messages[done:])
+    _estimated = (list(messages), tokens)
+    return tokens
 
 
 def _text_of(message: dict[str, Any]) -> str:
