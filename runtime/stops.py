@@ -101,7 +101,9 @@ def end_session_tool(f: StepFacts) -> Stop | None:
     calls = f.called(f.config.end_session_tool)
     if not any(r.ok for r in calls):
         return session_tool(f, "session_stop")
-    return Stop("session_stop", "session", value=_property(calls[0], None))
+    # No message property: the session's result is its last top-level message (reference
+    # §4.12), which ``SessionResult.answer`` falls back to when the value is None.
+    return Stop("session_stop", "session")
 
 
 def session_fail_tool(f: StepFacts) -> Stop | None:
@@ -111,24 +113,27 @@ def session_fail_tool(f: StepFacts) -> Stop | None:
 
 def session_tool(f: StepFacts, kind: Literal["session_stop", "session_fail"]) -> Stop | None:
     """A ``sessionStop``/``sessionFail`` call that succeeded ends the session; its value is the
-    ``messageProperty`` argument, else the tool's result text."""
+    ``messageProperty`` argument. Without one the value stays None, so the session's result is
+    its last top-level message, as the reference's ("from the messageProperty if bound,
+    otherwise from the last top-level message"), not the built-in tool's "Done"."""
     binding = getattr(f.config, kind)
     ok = [r for r in f.called(binding.name if binding else None) if r.ok]
     if not ok:
         return None
-    return Stop(kind, "session", value=session_text(ok[0], binding.message_property))
+    return Stop(kind, "session", value=_argument(ok[0], binding.message_property))
 
 
-def session_text(result: CallResult, message_property: str | None) -> str:
-    """What a session tool call says: its ``messageProperty`` argument, else its result text."""
-    if message_property:
-        try:
-            value = parse_arguments(result.call).get(message_property)
-        except ValueError:
-            value = None
-        if value is not None:
-            return value if isinstance(value, str) else json.dumps(value)
-    return result.content
+def _argument(result: CallResult, name: str | None) -> str | None:
+    """The call's ``name`` argument as text, or None when unbound or absent."""
+    if not name:
+        return None
+    try:
+        value = parse_arguments(result.call).get(name)
+    except ValueError:
+        return None
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def stop_tool(f: StepFacts) -> Stop | None:

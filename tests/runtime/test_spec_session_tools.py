@@ -2,7 +2,7 @@
 calls (``set_status``, ``stop_session`` options, ``get_parent_thread``, ``prompt_path``) and the
 subagent relationship options ``scopedEnv``, ``parentCommunication`` and ``hidden``.
 
-Runs over the in-memory store here and over ``DjangoStore`` in tests/agents_app/engine_on_django.
+Runs over the in-memory store here and over ``DjangoStore`` in tests/agents_app/bridge/engine_on_django.
 """
 
 from __future__ import annotations
@@ -609,3 +609,30 @@ async def test_spec_init_attachments_property_reaches_a_background_child(
     [ref] = first.attachments or []
     assert await world.store.read_file(child.id, ref["path"]) == b"alpha"
     assert modes == ["fast"]  # the entry's env went with the child
+
+
+@pytest.mark.parametrize(
+    ("ending", "arguments"),
+    [
+        ({"end_session_tool": "close", "session_stop": None}, {"note": "bye"}),
+        ({"session_stop": SessionToolBinding(name="close")}, {}),
+    ],
+    ids=["endSessionTool", "sessionStop-without-messageProperty"],
+)
+async def test_reference_child_result_without_message_property_is_its_last_top_level_message(
+    world: World, host: InlineHost, ending: dict[str, Any], arguments: dict[str, Any]
+) -> None:
+    """Reference §4.12: "The result text comes from the sessionStop/sessionFail tool's
+    messageProperty if bound, otherwise from the last top-level message." The parent's next
+    request carries the child's words, not the end tool's arguments or its "Done"."""
+    _family(
+        world,
+        ToolConfig(name="helper", blocking=True),
+        TestScript().add_text("There are 42 apples.").add_tool_call("close", arguments),
+        stop_on_response=False,
+        **ending,
+    )
+    world.script("m", TestScript().add_tool_call("helper", {"message": "Count"}).add_text("ok"))
+    await world.chat("go")
+    tool = [m for m in world.requests("m")[-1].messages if m["role"] == "tool"]
+    assert [m["content"].split("\n\nReference: ")[0] for m in tool] == ["There are 42 apples."]
