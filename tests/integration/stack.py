@@ -2,6 +2,9 @@
 
 Each run creates its own database (``studio_it_<random>``), uses its own Redis
 database number, Celery queue and channel-layer prefix, so runs never share state.
+The database is a copy of a template (``CREATE DATABASE ... TEMPLATE``): migrating from
+zero and seeding took most of a stack's start-up, so both happen once, in templates named
+for a hash of what they hold (``template_database``), and every stack copies the result.
 Processes run from the repository with the virtualenv's executables; their output
 goes to log files that ``Stack.tails()`` prints when a test fails.
 """
@@ -9,6 +12,8 @@ goes to log files that ``Stack.tails()`` prints when a test fails.
 from __future__ import annotations
 
 import base64
+import functools
+import hashlib
 import json
 import os
 import random
@@ -18,6 +23,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +37,12 @@ BIN = Path(sys.executable).parent
 # Daphne as production starts it: on the configured event loop (studio/serve.py).
 DAPHNE = [str(BIN / "python"), "-m", "studio.serve"]
 PG_ADMIN_URL = os.environ.get("TEST_PG_ADMIN_URL", "postgresql://root@127.0.0.1:5432/postgres")
+# Templates: migrated (named for the migrations) and migrated + seeded (named for the
+# migrations, the seed and the code it runs). The newest few of each kind are kept, so
+# sessions of other checkouts running at the same time keep theirs; older ones are dropped.
+MIGRATED_PREFIX = "studio_it_tpl_migrated_"
+SEEDED_PREFIX = "studio_it_tpl_seeded_"
+KEEP_TEMPLATES = 3
 
 
 def free_port() -> int:
@@ -54,6 +66,161 @@ def wait_until(check: Any, what: str, timeout: float = 30.0, interval: float = 0
     raise AssertionError(
         f"timed out after {timeout}s waiting for {what} (last error: {last_error})"
     )
+
+
+def _digest(paths: list[Path], *extra: str) -> str:
+    h = hashlib.sha256("\0".join(extra).encode())
+    for path in sorted(paths):
+        h.update(f"\0{path.relative_to(ROOT)}\0".encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _python_files(*folders: str) -> list[Path]:
+    return [p for folder in folders for p in (ROOT / folder).rglob("*.py")]
+
+
+@functools.cache
+def migrations_digest() -> str:
+    """A hash of every migration file (and Django's version, whose apps migrate too)."""
+    import django
+
+    migrations = [p for p in _python_files("agents_app", "studio") if p.parent.name == "migrations"]
+    return _digest(migrations, django.get_version())
+
+
+@functools.cache
+def seed_digest() -> str:
+    """A hash of the migrations, the seed and the code that stores what it seeds."""
+    files = _python_files("agents_app", "runtime", "studio") + [ROOT / "tests/integration/seed.py"]
+    return _digest(files, migrations_digest())
+
+
+def _admin() -> psycopg.Connection[Any]:
+    return psycopg.connect(PG_ADMIN_URL, autocommit=True)
+
+
+def _database_url(name: str) -> str:
+    return f"{PG_ADMIN_URL.rsplit('/', 1)[0]}/{name}".replace("postgresql://", "postgres://", 1)
+
+
+def _comment(name: str) -> str | None:
+    with _admin() as conn:
+        row = conn.execute(
+            "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
+            (name,),
+        ).fetchone()
+    return None if row is None else (row[0] or "")
+
+
+def ensure_template(name: str, prefix: str, build: Callable[[str], str]) -> str:
+    """The template ``name``, built once if missing: ``build(db)`` fills the empty database
+    ``db`` and returns a note kept as the template's comment (the seed's keys); the note.
+
+    One builder at a time (an advisory lock: sessions of other checkouts may run at the same
+    time); the template appears under its name only when complete (built under another
+    name, then renamed), and takes no connections, so ``CREATE DATABASE ... TEMPLATE`` never
+    finds anyone on it.
+    """
+    note = _comment(name)
+    if note is not None:
+        return note
+    with _admin() as conn:
+        conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (prefix,))
+        try:
+            note = _comment(name)
+            if note is not None:
+                return note
+            building = f"{prefix}build_{uuid.uuid4().hex[:8]}"
+            try:
+                note = build(building)
+                # The note first: the template is complete the moment its name appears.
+                conn.execute(f'COMMENT ON DATABASE "{building}" IS {_literal(note)}')
+                conn.execute(f'ALTER DATABASE "{building}" RENAME TO "{name}"')
+            finally:
+                conn.execute(f'DROP DATABASE IF EXISTS "{building}" WITH (FORCE)')
+            conn.execute(f'ALTER DATABASE "{name}" WITH IS_TEMPLATE true ALLOW_CONNECTIONS false')
+            _drop_stale(conn, prefix)
+            return note
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (prefix,))
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _drop_stale(conn: psycopg.Connection[Any], prefix: str) -> None:
+    """Drop all but the ``KEEP_TEMPLATES`` newest complete templates of ``prefix``."""
+    rows = conn.execute(
+        "SELECT datname FROM pg_database WHERE datname LIKE %s AND datname NOT LIKE %s"
+        " ORDER BY oid DESC",
+        (f"{prefix}%", f"{prefix}build%"),
+    ).fetchall()
+    for (stale,) in rows[KEEP_TEMPLATES:]:
+        conn.execute(f'ALTER DATABASE "{stale}" WITH IS_TEMPLATE false')
+        conn.execute(f'DROP DATABASE IF EXISTS "{stale}" WITH (FORCE)')
+
+
+def _run(args: list[str], env: dict[str, str]) -> str:
+    done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(f"{args} failed:\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+def template_database(env: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """The migrated and seeded template (built with ``env`` if missing) and the seed's keys."""
+    migrated = f"{MIGRATED_PREFIX}{migrations_digest()}"
+    seeded = f"{SEEDED_PREFIX}{seed_digest()}"
+
+    def migrate(db: str) -> str:
+        with _admin() as conn:
+            conn.execute(f'CREATE DATABASE "{db}"')
+        migrate_env = {**env, "DATABASE_URL": _database_url(db)}
+        _run([str(BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"], migrate_env)
+        return "migrated"
+
+    def seed(db: str) -> str:
+        ensure_template(migrated, MIGRATED_PREFIX, migrate)
+        with _admin() as conn:
+            conn.execute(f'CREATE DATABASE "{db}" TEMPLATE "{migrated}"')
+        out = _run(
+            [str(BIN / "python"), "-m", "tests.integration.seed"],
+            {**env, "DATABASE_URL": _database_url(db)},
+        )
+        return out.strip().splitlines()[-1]
+
+    note = ensure_template(seeded, SEEDED_PREFIX, seed)
+    return seeded, json.loads(note)["keys"]
+
+
+# The stack's role owns every table, sequence and function, as if it had migrated itself
+# (the template's objects belong to the superuser that built it).
+_GIVE_OBJECTS = """
+DO $$
+DECLARE r record;
+BEGIN
+  FOR r IN
+    SELECT c.oid::regclass AS name,
+           CASE c.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW'
+                          WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END AS kind
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'S')
+      AND NOT EXISTS (SELECT 1 FROM pg_depend d
+                      WHERE d.objid = c.oid AND d.classid = 'pg_class'::regclass
+                        AND d.deptype IN ('a', 'i'))
+  LOOP
+    EXECUTE format('ALTER %s %s OWNER TO %I', r.kind, r.name, '{role}');
+  END LOOP;
+  FOR r IN
+    SELECT p.oid::regprocedure AS name FROM pg_proc p
+    JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public'
+  LOOP
+    EXECUTE format('ALTER ROUTINE %s OWNER TO %I', r.name, '{role}');
+  END LOOP;
+END $$
+"""
 
 
 @dataclass
@@ -203,14 +370,10 @@ class Stack:
     # --- lifecycle ---------------------------------------------------------------------
 
     def start(self) -> Stack:
-        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-            owner = f' OWNER "{self.db_owner}"' if self.db_owner else ""
-            conn.execute(f'CREATE DATABASE "{self.db_name}"{owner}')
-        self.run([str(BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"])
+        self.started_at = time.monotonic()
+        self.create_database()
         if self.pooler_url:
             self.env["DATABASE_URL"] = self.pooler_url
-        out = self.run([str(BIN / "python"), "-m", "tests.integration.seed"])
-        self.keys = json.loads(out.strip().splitlines()[-1])["keys"]
         for command in self.setup:
             self.run([str(BIN / "python"), "manage.py", *command])
         if self.server == "uvicorn":
@@ -243,7 +406,26 @@ class Stack:
             "Daphne to answer",
             timeout=float(os.environ.get("TEST_STACK_START_SECONDS", "120")),
         )
+        self.start_seconds = time.monotonic() - self.started_at
         return self
+
+    def create_database(self) -> None:
+        """The stack's database: a copy of the migrated and seeded template (the seed's keys
+        in ``keys``), owned by ``db_owner`` if set."""
+        for attempt in range(3):
+            template, self.keys = template_database(self.env)
+            try:
+                with _admin() as conn:
+                    owner = f' OWNER "{self.db_owner}"' if self.db_owner else ""
+                    conn.execute(f'CREATE DATABASE "{self.db_name}" TEMPLATE "{template}"{owner}')
+                break
+            except psycopg.errors.InvalidCatalogName:
+                # Dropped as stale by a session of a newer checkout: built again next round.
+                if attempt == 2:
+                    raise
+        if self.db_owner:
+            with psycopg.connect(_database_url(self.db_name), autocommit=True) as conn:
+                conn.execute(_GIVE_OBJECTS.replace("{role}", self.db_owner))  # type: ignore[arg-type]
 
     def stop(self) -> None:
         for process in reversed(self.processes):
