@@ -10,8 +10,7 @@ rules are called from ``runtime.validation`` (``validate_agent``/``validate_prom
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from runtime.definition_errors import Catalog, DefinitionError
 from runtime.definitions import (
     PROVIDER_TOOL_PREFIX,
     AgentDefinition,
@@ -21,9 +20,6 @@ from runtime.definitions import (
     SideConfig,
     ToolConfig,
 )
-
-if TYPE_CHECKING:
-    from runtime.validation import Catalog, DefinitionError
 
 # What a tool entry's name can resolve to.
 TOOL, MCP, PROVIDER, PROMPT = "tool", "mcp", "provider", "prompt"
@@ -113,8 +109,6 @@ def tool_entry_option_errors(
     prompt: PromptDefinition, catalog: Catalog | None
 ) -> list[DefinitionError]:
     """Tool entries that resolve to nothing, and entry options their kind does not read."""
-    from runtime.validation import DefinitionError
-
     if catalog is None:
         return []
     errs: list[DefinitionError] = []
@@ -158,8 +152,6 @@ def model_function_calling_errors(
     """A model saved with ``functionCalling: false`` while prompts with tools run on it (or
     reach it as a fallback): their tools would silently stop being offered (issue #38 item 3,
     the model's side of the prompt's rule)."""
-    from runtime.validation import DefinitionError
-
     if (
         catalog is None
         or not model.capabilities
@@ -191,8 +183,6 @@ def function_calling_errors(
     prompt: PromptDefinition, catalog: Catalog | None
 ) -> list[DefinitionError]:
     """A prompt with tools on a model (or fallback) that says ``functionCalling: false``."""
-    from runtime.validation import DefinitionError
-
     if catalog is None or not prompt.tools:
         return []
     culprit = _no_function_calling(prompt.model, catalog)
@@ -216,8 +206,6 @@ def _side_tool_names(side: SideConfig) -> list[str]:
 
 def agent_option_errors(agent: AgentDefinition, catalog: Catalog | None) -> list[DefinitionError]:
     """Agent settings its type never reads, and side tools its model cannot call."""
-    from runtime.validation import DefinitionError
-
     errs: list[DefinitionError] = []
     if agent.type == "ai_human":
         if agent.max_session_turns is not None:
@@ -256,8 +244,6 @@ def agent_option_errors(agent: AgentDefinition, catalog: Catalog | None) -> list
 
 def model_option_errors(model: ModelDefinition) -> list[DefinitionError]:
     """Model settings its provider never reads."""
-    from runtime.validation import DefinitionError
-
     if model.included_providers and model.provider != "openrouter":
         return [
             DefinitionError(
@@ -285,8 +271,6 @@ def reasoning_option_errors(
     prompt: PromptDefinition, catalog: Catalog | None
 ) -> list[DefinitionError]:
     """``reasoning`` options the prompt's model (or a fallback) would silently drop."""
-    from runtime.validation import DefinitionError
-
     if catalog is None or prompt.reasoning is None:
         return []
     given = prompt.reasoning.dump()

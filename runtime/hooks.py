@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from runtime.messages import Message, ToolCall, message_from_dict
-from runtime.recorder import is_commit_failure
 from runtime.registry import HookDefinition, Registry, call_maybe_async
 from runtime.results import ToolResult, normalize, result_from_dict
+from runtime.store import is_commit_failure
 
 logger = logging.getLogger("runtime.hooks")
 ErrorReporter = Callable[[str, BaseException], Any]

@@ -20,10 +20,10 @@ from typing import Any, Literal, Protocol
 
 from pydantic import Field
 
+from runtime.definition_errors import DefinitionError, check_name, parse
 from runtime.definitions import Definition
 from runtime.env_refs import LITERAL_CREDENTIAL, PLACEHOLDER, literal_credential
 from runtime.results import ToolResult
-from runtime.validation import DefinitionError, check_name, parse
 
 PREFIX = "mcp:"
 Transport = Literal["http", "stdio"]

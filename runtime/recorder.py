@@ -32,14 +32,20 @@ from runtime.messages import Clock, Message
 from runtime.progress import SessionProgress
 from runtime.redaction import Redactor, current_redactor, install_log_filter
 from runtime.storable import SeenPrefix, make_storable_in_place, storable, storable_request
-from runtime.store import Commit, CommitResult, LogRecord, Store, ThreadUpdate
+from runtime.store import (
+    COMMIT_FAILED,
+    Commit,
+    CommitResult,
+    LogRecord,
+    Store,
+    ThreadUpdate,
+)
 from runtime.transcript import Transcript
 
 if TYPE_CHECKING:
     from runtime.hooks import HookRunner
 
 
-COMMIT_FAILED = "_engine_commit_failed"
 # How long a staged opening may wait for the response before it is stored on its own.
 # Models that answer sooner (scripted ones, short non-streamed tool calls) share one
 # commit with their response; a slower model's opening is stored while it thinks.
@@ -49,12 +55,6 @@ _STREAM_FRAMES = frozenset(
     {"message_chunk", "reasoning_chunk", "message_image", "provider_tool_done", "web_search_done"}
 )
 install_log_filter(logging.getLogger("runtime"))
-
-
-def is_commit_failure(exc: BaseException) -> bool:
-    """Whether ``exc`` came out of a failed commit: the session must die (and be resumed), so
-    no tool or hook may swallow it as an ordinary error."""
-    return bool(getattr(exc, COMMIT_FAILED, False))
 
 
 @dataclass(slots=True)

@@ -326,6 +326,17 @@ class CommitResult:
     drained: list[Message] = field(default_factory=list)
 
 
+# Marks an exception that came out of ``Store.commit`` (``runtime.recorder`` sets it): a
+# failed commit belongs to the store's contract, so tools and hooks ask it here.
+COMMIT_FAILED = "_engine_commit_failed"
+
+
+def is_commit_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` came out of a failed commit: the session must die (and be resumed), so
+    no tool or hook may swallow it as an ordinary error."""
+    return bool(getattr(exc, COMMIT_FAILED, False))
+
+
 @dataclass(slots=True)
 class EffectRun:
     """One scheduled run of an effect (the reference's ``EffectRun``); times are ms.

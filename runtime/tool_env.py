@@ -16,7 +16,7 @@ import types
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -25,7 +25,6 @@ from runtime.definitions import PromptIncludePart
 if TYPE_CHECKING:
     from runtime.definitions import AgentDefinition, PromptDefinition
     from runtime.loader import DefinitionLoader
-    from runtime.registry import Registry
     from runtime.store import Store
 
 VariableType = Literal["text", "secret"]
@@ -172,8 +171,22 @@ class EnvNeed:
     via_agent: str | None = None  # set when reached through an agent used as a tool
 
 
+class DeclaringTool(Protocol):
+    """A code tool as the walk sees it: the env values it declares."""
+
+    @property
+    def variables(self) -> tuple[VariableDefinition, ...]: ...
+
+
+class ToolDeclarations(Protocol):
+    """The code tools by name (``runtime.registry.Registry`` is one; it builds on this module)."""
+
+    @property
+    def tools(self) -> Mapping[str, DeclaringTool]: ...
+
+
 async def needed_env(
-    defs: DefinitionLoader, registry: Registry, agent: AgentDefinition
+    defs: DefinitionLoader, registry: ToolDeclarations, agent: AgentDefinition
 ) -> list[EnvNeed]:
     """Every tool declaration reachable from ``agent``, less the values a prompt's tool entry
     gives (``{"name": …, "env": {…}}`` answers before any tier, for sub-prompts and children

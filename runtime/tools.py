@@ -32,11 +32,11 @@ from runtime.deps import Deps
 from runtime.events import event, telemetry
 from runtime.loader import DefinitionLoader
 from runtime.messages import Message, ToolCall, make_tool_call, new_id, now_ms, parse_arguments
-from runtime.recorder import Batch, Recorder, is_commit_failure
+from runtime.recorder import Batch, Recorder
 from runtime.results import ToolResult, failure, normalize, success
 from runtime.state import ExecutionControl, ThreadState
 from runtime.steps import INVALID_RESPONSE_TOOL, Scope
-from runtime.store import LogRecord
+from runtime.store import LogRecord, is_commit_failure
 from runtime.subagents import RETURNED_FILES_KEY
 from runtime.toolset import OfferedTool, resolve
 from runtime.waits import WaitKind

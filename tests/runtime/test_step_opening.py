@@ -14,9 +14,9 @@ import pytest
 
 from runtime.engine import Engine, NewMessage
 from runtime.providers.test_provider import TestScript
-from runtime.recorder import STAGE_DELAY, is_commit_failure
+from runtime.recorder import STAGE_DELAY
 from runtime.registry import define_tool
-from runtime.store import Commit, CommitResult, MessageQuery, Store
+from runtime.store import Commit, CommitResult, MessageQuery, Store, is_commit_failure
 from tests.runtime.conftest import World, agent, prompt
 
 
