@@ -172,6 +172,12 @@ LEDGER: dict[str, dict[str, Row]] = {
             "runtime.stops.max_side_steps (the side's steps in the session)",
             _INTEGRITY + "test_spec_max_steps_counts_the_sides_steps_when_every_step_is_a_turn",
         ),
+        "maxTurns": _h(
+            "runtime.session._decide, runtime.stops.out_of_turns (the side's turns)",
+            _RT
+            + "test_spec_agentbuilder_sides.py::test_spec_agentbuilder_max_turns_is_the_maximum_turns_this_side_can_take_before_stopping",
+            "AgentBuilder: per side in a dual_ai session; in the conversation for ai_human",
+        ),
         "endSessionTool": _h(
             "runtime.stops", _STOPS + "test_spec_5_3_end_session_tool_ends_the_whole_session"
         ),

@@ -307,16 +307,15 @@ class SessionToolBinding(Definition):
 
 
 # AgentBuilder agents API names of side properties → the spec's (docs/definitions.md).
-AGENTBUILDER_SIDE_ALIASES = {"maxTurns": "maxSteps", "endConversationTool": "endSessionTool"}
+AGENTBUILDER_SIDE_ALIASES = {"endConversationTool": "endSessionTool"}
 
 
 def agentbuilder_side(data: dict[str, Any]) -> dict[str, Any]:
     """A side written for the AgentBuilder agents API, in the spec's terms.
 
-    ``maxTurns`` is ``maxSteps`` (AgentBuilder's "turn" of a side is one LLM
-    request/response cycle, the spec's step), ``endConversationTool`` is
-    ``endSessionTool``, and ``manualStopCondition: true`` turns the automatic stop
-    (``stopOnResponse``) off, leaving the stop to hooks and tools. Giving both names
+    ``endConversationTool`` is ``endSessionTool`` (``maxTurns`` is a field of its own: the
+    turns the side may take, agents API "Maximum turns this side can take"), and
+    ``manualStopCondition: true`` turns the automatic stop (``stopOnResponse``) off, leaving the stop to hooks and tools. Giving both names
     with different values, or ``manualStopCondition`` with ``stopOnResponse: true``,
     is refused rather than resolved silently.
     """
@@ -354,6 +353,9 @@ class SideConfig(Definition):
     stop_tool: str | None = None
     stop_tool_response_property: str | None = None
     max_steps: int | None = None
+    # AgentBuilder agents API: "Maximum turns this side can take before stopping", counted per
+    # side in a dual_ai session; in ai_human (a session is one turn) in the conversation.
+    max_turns: int | None = None
     end_session_tool: str | None = None
     # Spec ``SessionToolConfig``: tools that end the session with a result (sessionStop),
     # end it as a failure (sessionFail) or set this child's status text (sessionStatus).

@@ -17,6 +17,7 @@ StopReason = Literal[
     "stop_on_response",
     "stop_tool",
     "max_side_steps",
+    "max_side_turns",  # ai_human: side A took its maxTurns turns in the conversation
     "max_total_steps",
     "max_session_turns",
     "session_stop",

@@ -42,6 +42,7 @@ from runtime.stops import (
     both_sides_stopped,
     evaluate,
     has_turn_condition,
+    out_of_turns,
     session_turn_cap,
 )
 from runtime.store import LogQuery, LogRecord, ThreadRecord, ThreadUpdate
@@ -131,6 +132,11 @@ class Session:
 
     async def _env_ready(self) -> StepOutcome:
         """Fail before the first model request when a tool's required env value is missing."""
+        if self.agent.type != "dual_ai" and self._out_of_turns("a"):
+            limit = self.agent.side_a.max_turns
+            text = f"This conversation reached its limit of {limit} turns (maxTurns)."
+            self._tail.created.append(self._said("a", text, "max_side_turns"))
+            return Finished("max_side_turns", text)
         needs = await needed_env(self.defs, self.deps.registry, self.agent)
         missing = await missing_required(self.deps.store, self.thread.id, needs)
         if not missing:
@@ -245,10 +251,24 @@ class Session:
         if self.progress.turns >= session_turn_cap(self.agent.max_session_turns):
             cap = session_turn_cap(self.agent.max_session_turns)
             return Finished("max_session_turns", f"Reached max session turns ({cap})")
-        if both_sides_stopped(self.progress.turn_outcomes):
-            return Finished("both_sides_stopped", "Both sides reached their max steps")
-        self._switch(other(scope.side))
+        spent: list[Side] = [s for s in ("a", "b") if self._out_of_turns(s)]
+        if both_sides_stopped(self.progress.turn_outcomes, spent):
+            return Finished("both_sides_stopped", "Both sides reached their max steps or turns")
+        # A side that took its maxTurns takes no more: the other side goes on alone.
+        nxt = other(scope.side)
+        self._switch(scope.side if nxt in spent else nxt)
         return Continue()
+
+    def _out_of_turns(self, side: Side) -> bool:
+        return out_of_turns(self._config(side), self._turns_taken(side))
+
+    def _turns_taken(self, side: Side) -> int:
+        """The side's completed turns that ``maxTurns`` counts: in the session for dual_ai; for
+        ai_human, whose session is one turn of side A, in the whole conversation."""
+        taken = self.progress.side_turns.get(side, 0)
+        if self.agent.type != "dual_ai":
+            taken += self.thread.execution_state.turns.get(side, 0)
+        return taken
 
     def _forced(self, side: Side, forced: Side) -> StepOutcome:
         if forced != side:
@@ -402,6 +422,23 @@ class Session:
         return await scope.hooks.prefilter_llm_history(scope.state, copy.deepcopy(messages))
 
     def _budget_warning(self, scope: Scope) -> str | None:
+        return self._step_budget_warning(scope) or self._turn_budget_warning(scope)
+
+    def _turn_budget_warning(self, scope: Scope) -> str | None:
+        """The first step of the side's last turn (``maxTurns``)."""
+        limit = self._config(scope.side).max_turns
+        if limit is None or not scope.prompt.step_budget_warning:
+            return None
+        # Counted before this step's ``_count_step``; turns are counted when they end.
+        if self.progress.turn_steps != 0 or self._turns_taken(scope.side) != limit - 1:
+            return None
+        where = "session" if self.agent.type == "dual_ai" else "conversation"
+        return (
+            f"Turn budget: this is your last turn ({limit} of {limit}) in this {where}. "
+            "Make it count; you will not be called again after this turn."
+        )
+
+    def _step_budget_warning(self, scope: Scope) -> str | None:
         limit = self._config(scope.side).max_steps
         if limit is None or not scope.prompt.step_budget_warning:
             return None

@@ -225,17 +225,25 @@ def has_turn_condition(config: SideConfig) -> bool:
     return config.stop_on_response or config.stop_tool is not None
 
 
-def both_sides_stopped(outcomes: Sequence[TurnOutcome]) -> bool:
-    """dual_ai: each side's latest turn ended by being forced to stop (``maxSteps``).
+def out_of_turns(config: SideConfig, side_turns: int) -> bool:
+    """The side took its ``maxTurns`` turns in the session ("Maximum turns this side can take
+    before stopping", AgentBuilder agents API): its participation has ended."""
+    return config.max_turns is not None and side_turns >= config.max_turns
+
+
+def both_sides_stopped(outcomes: Sequence[TurnOutcome], spent: Sequence[Side] = ()) -> bool:
+    """dual_ai: each side is stopped: its latest turn ended by being forced to stop
+    (``maxSteps``), or it took its ``maxTurns`` turns (``spent``).
 
     The AgentBuilder agents API's session-level "both sides stopped": one side hitting
-    its limit only ends its turn; when the other side then hits its own, neither would
-    stop on its own and the session ends.
+    its limit only ends its turn (or its participation); when the other side then hits
+    its own, neither would stop on its own and the session ends.
     """
     latest: dict[str, str] = {}
     for outcome in outcomes:
         latest[outcome.side] = outcome.reason
-    return len(latest) == 2 and all(r == "max_side_steps" for r in latest.values())
+    stopped = {side for side, reason in latest.items() if reason == "max_side_steps"}
+    return len(stopped | set(spent)) == 2
 
 
 def session_turn_cap(max_session_turns: int | None) -> int:
