@@ -20,7 +20,7 @@ from agents_app.models.agents import ToolActivity
 from runtime.definitions import MAX_SESSION_TURNS_CAP, AgentDefinition
 
 SIDE_FIELDS = ("label", "prompt", "stop_on_response", "stop_tool", "stop_tool_response_property",
-               "max_steps", "end_session_tool")  # fmt: skip
+               "max_steps", "max_turns", "end_session_tool")  # fmt: skip
 
 
 def _side_help(side: str) -> dict[str, str]:
@@ -38,6 +38,9 @@ def _side_help(side: str) -> dict[str, str]:
         "result holds the outcome of the turn. Required when a stop tool is set.",
         f"side_{side}_max_steps": "End the turn after this many steps (a step is one model "
         "request plus the tools it called). Empty: no limit. Must be 1 or more.",
+        f"side_{side}_max_turns": "How many turns this side may take: in a dual_ai session, "
+        "after that many turns it takes no more; in an ai_human agent, counted over the whole "
+        "conversation. Empty: no limit. Must be 1 or more.",
         f"side_{side}_end_session_tool": "End the whole session (not only the turn) when the "
         "model calls this tool.",
     }
@@ -51,6 +54,7 @@ def _side_labels(side: str) -> dict[str, str]:
         f"side_{side}_stop_tool": "Stop tool",
         f"side_{side}_stop_tool_response_property": "Stop tool response property",
         f"side_{side}_max_steps": "Max steps",
+        f"side_{side}_max_turns": "Max turns",
         f"side_{side}_end_session_tool": "End session tool",
     }
 
@@ -158,6 +162,7 @@ class AgentForm(DefinitionForm):
                 "stopToolResponseProperty": cd.get(f"side_{side}_stop_tool_response_property")
                 or None,
                 "maxSteps": cd.get(f"side_{side}_max_steps"),
+                "maxTurns": cd.get(f"side_{side}_max_turns"),
                 "endSessionTool": cd.get(f"side_{side}_end_session_tool") or None,
             }
         )

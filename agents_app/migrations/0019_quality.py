@@ -116,6 +116,17 @@ class Migration(migrations.Migration):
             name='tool_activity',
             field=models.CharField(blank=True, choices=[('hidden', 'Hidden: only the answers'), ('summary', 'Summary: one line per tool call'), ('full', "Full: each call's arguments and result")], max_length=16),
         ),
+        # AgentBuilder's maxTurns: the turns a side may take, a field of its own (issue #38).
+        migrations.AddField(
+            model_name='agent',
+            name='side_a_max_turns',
+            field=models.IntegerField(blank=True, null=True),
+        ),
+        migrations.AddField(
+            model_name='agent',
+            name='side_b_max_turns',
+            field=models.IntegerField(blank=True, null=True),
+        ),
         # A negative spend budget is refused (issue #40 item 6).
         migrations.AlterField(
             model_name='spendbudget',

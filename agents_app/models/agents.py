@@ -73,6 +73,7 @@ class Agent(models.Model):
     side_a_stop_tool = models.CharField(max_length=200, blank=True)
     side_a_stop_tool_response_property = models.CharField(max_length=128, blank=True)
     side_a_max_steps = models.IntegerField(null=True, blank=True)
+    side_a_max_turns = models.IntegerField(null=True, blank=True)  # AgentBuilder ``maxTurns``
     side_a_end_session_tool = models.CharField(max_length=200, blank=True)
     # Spec SessionToolConfig: {"sessionStop"|"sessionFail"|"sessionStatus": SessionToolBinding}.
     side_a_session_tools = models.JSONField(default=dict, blank=True)
@@ -85,6 +86,7 @@ class Agent(models.Model):
     side_b_stop_tool = models.CharField(max_length=200, blank=True)
     side_b_stop_tool_response_property = models.CharField(max_length=128, blank=True)
     side_b_max_steps = models.IntegerField(null=True, blank=True)
+    side_b_max_turns = models.IntegerField(null=True, blank=True)  # AgentBuilder ``maxTurns``
     side_b_end_session_tool = models.CharField(max_length=200, blank=True)
     # Spec SessionToolConfig: {"sessionStop"|"sessionFail"|"sessionStatus": SessionToolBinding}.
     side_b_session_tools = models.JSONField(default=dict, blank=True)

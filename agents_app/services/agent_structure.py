@@ -155,6 +155,9 @@ class _Builder:
         node.notes.append(
             "Its turn ends at " + (", or ".join(stops) if stops else "nothing set: add a stop")
         )
+        max_turns = getattr(agent, f"side_{side}_max_turns")
+        if max_turns:
+            node.notes.append(f"It takes at most {max_turns} turns.")
         if end_tool:
             node.notes.append(f"The tool {end_tool} ends the session.")
         if prompt is None:

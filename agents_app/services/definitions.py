@@ -278,6 +278,7 @@ def _side_definition(a: Agent, side: str) -> SideConfig | None:
         stop_tool=getattr(a, f"side_{side}_stop_tool") or None,
         stop_tool_response_property=getattr(a, f"side_{side}_stop_tool_response_property") or None,
         max_steps=getattr(a, f"side_{side}_max_steps"),
+        max_turns=getattr(a, f"side_{side}_max_turns"),
         end_session_tool=getattr(a, f"side_{side}_end_session_tool") or None,
         **_session_tools(getattr(a, f"side_{side}_session_tools")),
     )
@@ -489,6 +490,7 @@ def _side_fields(side: str, cfg: SideConfig | None) -> dict[str, Any]:
         if cfg
         else "",
         f"side_{side}_max_steps": cfg.max_steps if cfg else None,
+        f"side_{side}_max_turns": cfg.max_turns if cfg else None,
         f"side_{side}_end_session_tool": cfg.end_session_tool or "" if cfg else "",
         f"side_{side}_session_tools": session_tools_column(cfg),
     }
