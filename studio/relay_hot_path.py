@@ -2,21 +2,16 @@
 
 A Daphne process holding sockets handles every frame of every watched thread twice
 (the Pub/Sub message from Redis, the WebSocket frame to the browser). py-spy of the
-sockets' Daphne at 200 streaming sessions (issue #21, thirteenth round) found ~8% of its
+sockets' Daphne at 200 streaming sessions (issue #21, thirteenth round) found part of its
 GIL time in work whose only purpose is a debug log line that is never written:
 
-- **redis-py's push handler** (``handle_pubsub_push_response`` of the hiredis and RESP3
-  async parsers) calls ``logging.getLogger`` (a lock) and ``str(response)`` of the whole
-  message, payload included, for every Pub/Sub message, then logs it at DEBUG.
 - **autobahn's ``sendData``** formats its debug arguments for every frame sent
   (``hltype``/``hlval``: ``inspect`` checks and ``click.style`` colouring, several
   string builds), and ``dataReceived`` does the same for every frame received.
 
-``install()`` (called from ``studio.asgi``, so in the server processes) keeps both logs
-and drops only the waste: the push handler checks the logger's level before it builds the
-message (so ``push_response`` at DEBUG still logs every push), and autobahn's two
-highlighters in its WebSocket modules return the same text without colour codes, which
-costs a string build instead of a dozen calls.
+``install()`` (called from ``studio.asgi``, so in the server processes) keeps the log and
+drops only the waste: autobahn's two highlighters in its WebSocket modules return the same
+text without colour codes, which costs a string build instead of a dozen calls.
 
 **Twisted's write path.** A write to a TCP connection is buffered and the socket
 registered with the event loop for writability; the loop's next turn sends it and
@@ -31,31 +26,39 @@ registers itself as a streaming producer on every connection, sockets included),
 connections closing keep Twisted's path unchanged, and so does any error (the buffered
 path then reports it as Twisted does).
 
-**channels_redis' receive loop** asks redis-py for each Pub/Sub message with a 0.1 s
-timeout, so every message arms and disarms an ``asyncio.timeout`` (~6%). The worker
-publishes a batch of frames in one pipeline, so they arrive together and hiredis has
-parsed the rest of a batch by the time the first is handed over. ``install()`` replaces
-the loop with the same loop that, after each message, takes the replies hiredis already
-holds without a timeout (they are there: no wait), then waits with the timeout again.
-With the pure-Python parser (no hiredis) nothing is drained and it is the library's loop.
+**Kept only where the service bench shows it** (issue #37; docs/operating.md, "Library
+patches measured one by one"): each patch below names the version it was written for in
+``PATCHES``, and ``tests/agents_app/sockets/test_relay_hot_path.py`` fails when the installed
+version differs, so an upgrade is a conscious step. Two earlier patches were dropped: with
+either off, the sockets' Daphne spent the same per frame within the runs' noise (on: 73, 70,
+68 µs; without the drain: 69, 76, 70; without the push handler: 74, 75, 68):
+
+- channels_redis' receive loop, which took a batch's already-parsed Pub/Sub messages
+  without a 0.1 s ``asyncio.timeout`` each (alone: 10.7 → 7.2 µs per message);
+- redis-py's Pub/Sub push handler, which builds ``str()`` of every message for a DEBUG line
+  even with debug logging off (alone: 3.02 → 0.22 µs per message). Fixed upstream after
+  8.1.0: https://github.com/redis/redis-py/issues/4230, merged as
+  https://github.com/redis/redis-py/pull/4231, so it goes with the next upgrade anyway.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from typing import Any
 
-_push_log = logging.getLogger("push_response")
-_layer_log = logging.getLogger("channels_redis.pubsub")  # the library's own logger
+# patch -> (the distribution it reaches into, the version it was written and measured for).
+# Re-read the patched code and re-run bench/service_bench.py before moving a pin.
+PATCHES: dict[str, tuple[str, str]] = {
+    "plain highlighters": ("autobahn", "26.10.2"),
+    "send at once": ("twisted", "26.10.0"),
+}
 
 
-async def _push_response(self: Any, response: Any) -> Any:
-    if _push_log.isEnabledFor(logging.DEBUG):
-        _push_log.debug("Push response: %s", response)
-    return response
-
-
+# Patch "plain highlighters". The sockets' Daphne at 200 sessions (bench/service_bench.py
+# --edge --levels 200, issue #37; 2 cores shared with other work, load average 2-5): 79, 78,
+# 71 µs of CPU per frame without it against 73, 70, 68 with it (81 in a fourth, loaded round
+# against 68, 64); alone, 4.63 µs per frame sent for sendData's three debug arguments against 0.52 µs.
+# No upstream issue or pull request found for autobahn's eager debug arguments (searched the
+# crossbario/autobahn-python tracker, November 2026); none sent from here.
 def plain_type(obj: Any) -> str:
     """autobahn's ``hltype`` without colour: ``<module.Qualified.name>``."""
     module = getattr(obj, "__module__", None)
@@ -72,6 +75,8 @@ def _buffered(connection: Any) -> bool:
     return bool(connection._tempDataBuffer) or connection.offset < len(connection.dataBuffer)
 
 
+# Patch "send at once". The same bench: 84, 82, 90 µs per frame without it against 73, 70, 68
+# (a fifth of the relay's CPU per frame).
 def send_now_or_buffer(buffered_write: Any) -> Any:
     """A ``write`` for Twisted's ``tcp.Server`` that sends at once when it can."""
 
@@ -99,68 +104,16 @@ def send_now_or_buffer(buffered_write: Any) -> Any:
     return write
 
 
-def reply_waiting(pubsub: Any) -> bool:
-    """Whether hiredis holds bytes of a reply not handed over yet (no read needed)."""
-    reader = getattr(getattr(pubsub.connection, "_parser", None), "_reader", None)
-    return reader is not None and bool(reader.has_data())
-
-
-async def _receive_drained(self: Any) -> None:
-    # channels_redis 4.x RedisSingleShardConnection._do_receiving, plus the inner drain.
-    while True:
-        try:
-            if self._pubsub and self._pubsub.subscribed:
-                message = await self._pubsub.get_message(
-                    ignore_subscribe_messages=True, timeout=0.1
-                )
-                self._receive_message(message)
-                while self._pubsub.subscribed and reply_waiting(self._pubsub):
-                    message = await self._pubsub.get_message(
-                        ignore_subscribe_messages=True, timeout=None
-                    )
-                    self._receive_message(message)
-            else:
-                await asyncio.sleep(0.1)
-        except (TimeoutError, asyncio.CancelledError, GeneratorExit):
-            raise
-        except BaseException:
-            _layer_log.exception("Unexpected exception in receive task")
-            await asyncio.sleep(1)
-
-
-# The versions these patches were written and measured against (docs/operating.md,
-# thirteenth and fourteenth rounds: push handler and highlighters ~8% of the sockets'
-# Daphne at 200 sessions, Twisted's write path ~18%, the receive loop ~6%). They reach into
-# private names, so an upgrade is a conscious step: tests/agents_app/test_relay_hot_path.py
-# fails when an installed version differs; re-read the patched code, re-run the bench, then
-# update this table.
-PATCHED_FOR = {
-    "twisted": "26.10.0",
-    "autobahn": "26.10.2",
-    "redis": "8.1.0",
-    "channels_redis": "4.3.0",
-}
-
-
 def install() -> None:
-    """Patch the four libraries in this process (idempotent)."""
+    """Patch the two libraries in this process (idempotent)."""
     from autobahn.twisted import websocket as twisted_websocket
     from autobahn.websocket import protocol
-    from redis._parsers.hiredis import _AsyncHiredisParser
-    from redis._parsers.resp3 import _AsyncRESP3Parser
 
-    # Instances bind the handler in __init__, so the class attribute is what new
-    # connections pick up; connections made before install() keep the old one.
-    for parser in (_AsyncHiredisParser, _AsyncRESP3Parser):
-        parser.handle_pubsub_push_response = _push_response  # type: ignore[method-assign,assignment]
     for module in (protocol, twisted_websocket):
         if hasattr(module, "hltype"):
             module.hltype = plain_type  # type: ignore[attr-defined]
         if hasattr(module, "hlval"):
             module.hlval = plain_value  # type: ignore[attr-defined]
-    from channels_redis.pubsub import RedisSingleShardConnection
-
-    RedisSingleShardConnection._do_receiving = _receive_drained  # type: ignore[method-assign]
     from twisted.internet import tcp
 
     if not hasattr(tcp.Server.write, "buffered_write"):

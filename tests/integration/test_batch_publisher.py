@@ -93,42 +93,6 @@ async def test_a_frame_that_cannot_be_encoded_is_dropped_and_the_others_still_go
     assert "live frame to thread t-enc dropped" in caplog.text
 
 
-async def test_daphnes_receive_loop_takes_a_batch_without_a_timeout_per_message(
-    monkeypatch,  # type: ignore[no-untyped-def]
-) -> None:
-    from channels_redis.pubsub import RedisSingleShardConnection
-    from redis.asyncio.client import PubSub
-
-    from studio import relay_hot_path
-
-    # Only the receive loop (install() would patch the other libraries for the whole run).
-    monkeypatch.setattr(
-        RedisSingleShardConnection, "_do_receiving", relay_hot_path._receive_drained
-    )
-    timeouts: list[float | None] = []
-    real_get_message = PubSub.get_message
-
-    async def get_message(self, ignore_subscribe_messages=False, timeout=0.0):  # type: ignore[no-untyped-def]
-        message = await real_get_message(self, ignore_subscribe_messages, timeout)
-        if message is not None and message.get("type") == "message":
-            timeouts.append(timeout)
-        return message
-
-    monkeypatch.setattr(PubSub, "get_message", get_message)
-    layer = RedisPubSubChannelLayer(hosts=[REDIS], prefix=f"drain-{uuid.uuid4().hex[:8]}")
-    channel = await layer.new_channel()
-    await layer.group_add("g", channel)
-    publisher = BatchPublisher(layer)
-    for round_ in range(3):
-        await asyncio.gather(*(publisher.group_send("g", {"type": "x", "n": n}) for n in range(50)))
-        numbers = [(await asyncio.wait_for(layer.receive(channel), 10))["n"] for _ in range(50)]
-        assert numbers == list(range(50)), f"round {round_}"
-    assert len(timeouts) == 150
-    # Each batch arrived together: after its first message, the rest came without a timeout.
-    assert timeouts.count(None) >= 100
-    await layer.flush()
-
-
 async def test_a_batch_is_one_write_and_its_replies_share_one_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
