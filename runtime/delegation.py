@@ -19,8 +19,6 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from jsonschema import Draft202012Validator
-
 from runtime.definitions import PromptDefinition, ToolConfig
 from runtime.deps import Deps
 from runtime.history import Window, select_rows, to_llm_messages
@@ -28,17 +26,18 @@ from runtime.hooks import HookRunner
 from runtime.loader import DefinitionLoader
 from runtime.media import ReadFile, resolve_attachments
 from runtime.messages import Message, ToolCall, new_id, parse_arguments
+from runtime.outcomes import SessionResult
 from runtime.recorder import Batch, Recorder
 from runtime.results import ERROR_PREFIX, ToolResult, failure, success
 from runtime.state import ExecutionControl, ThreadState
 from runtime.steps import Scope, Stepper
 from runtime.store import MessageQuery, ThreadRecord
-from runtime.subagents import initial_arguments, link_options, missing_env_text, outcome_of
+from runtime.subagent_link import SubagentLink
+from runtime.subagents import initial_arguments, missing_env_text, outcome_of
 from runtime.tools import CallOutcome, Slot, ToolRunner
-from runtime.toolset import OfferedTool
+from runtime.toolset import OfferedTool, init_name, init_paths, schema_problem
 
 if TYPE_CHECKING:
-    from runtime.session import SessionResult
     from runtime.subagents import Subagents
 
 FAILED_REASONS = frozenset(
@@ -60,8 +59,8 @@ class ChildRunner(Protocol):
         hooks: HookRunner,
         state: ThreadState,
         *,
+        link: SubagentLink,
         env: dict[str, str] | None = None,
-        options: dict[str, Any] | None = None,
         attachments: list[str] | None = None,
         display_name: str = "",
     ) -> SessionResult:
@@ -278,11 +277,13 @@ class Delegate:
             text,
             scope.hooks,
             scope.state,
+            link=SubagentLink(
+                blocking=True,
+                resumable=False,
+                tool_call_id=call["id"],
+                arguments=initial_arguments(offered.entry, args, "message"),
+            ).with_options(offered.entry),
             env=env,
-            options={
-                **link_options(offered.entry),
-                "arguments": initial_arguments(offered.entry, args, "message"),
-            },
             attachments=init_paths(offered.entry, args),
             display_name=init_name(offered.entry, args),
         )
@@ -325,34 +326,6 @@ class Delegate:
 
 
 # --- helpers -------------------------------------------------------------------------------
-
-
-def schema_problem(schema: dict[str, Any] | None, args: dict[str, Any]) -> str | None:
-    """The first JSON-schema violation of ``args`` as ``[path] message``, or ``None``."""
-    if not schema:
-        return None
-    errors = sorted(Draft202012Validator(schema).iter_errors(args), key=lambda e: list(e.path))
-    if not errors:
-        return None
-    return "; ".join(
-        f"[{'.'.join(str(p) for p in e.path) or '(root)'}] {e.message}" for e in errors
-    )
-
-
-def init_paths(entry: ToolConfig, args: dict[str, Any]) -> list[str]:
-    """The paths named by the entry's ``initAttachmentsProperty`` argument (a list or one)."""
-    prop = entry.init_attachments_property
-    value = args.get(prop) if prop else None
-    if isinstance(value, str):
-        return [value]
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
-def init_name(entry: ToolConfig, args: dict[str, Any]) -> str:
-    """The child's display name from the entry's ``initAgentNameProperty`` argument."""
-    prop = entry.init_agent_name_property
-    value = args.get(prop) if prop else None
-    return value.strip()[:200] if isinstance(value, str) else ""
 
 
 async def attachment_refs(state: ThreadState, paths: list[str]) -> list[dict[str, Any]]:

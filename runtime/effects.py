@@ -36,7 +36,7 @@ from __future__ import annotations
 import inspect
 import json
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
@@ -48,7 +48,6 @@ from runtime.store import EffectRun
 
 if TYPE_CHECKING:
     from runtime.deps import Deps
-    from runtime.engine import Engine
     from runtime.recorder import Recorder
 
 EFFECT_ID_KEY = "effect_id"
@@ -213,7 +212,22 @@ class Effects:
 # --- running a claimed run ---------------------------------------------------------------------
 
 
-async def run_effect(engine: Engine, run: EffectRun) -> None:
+class AtRest(Protocol):
+    """A thread's ``ThreadState`` at rest, as a handler receives it (``runtime.state``)."""
+
+    context: dict[str, Any]
+
+
+class EffectHost(Protocol):
+    """What running a claimed run needs of the engine (``runtime.engine.Engine``; the engine
+    and ``ThreadState`` build on this module): its registry and a thread at rest."""
+
+    deps: Deps
+
+    async def thread_state(self, thread_id: str) -> AtRest: ...
+
+
+async def run_effect(engine: EffectHost, run: EffectRun) -> None:
     """Run the handler of a claimed run on a ``ThreadState`` at rest; raises what it raised.
 
     ``EffectNotFound`` / ``EffectArgsInvalid`` (permanent) come before the handler runs.

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 from runtime.definitions import AgentDefinition
@@ -23,7 +22,7 @@ from runtime.events import EventSink, NullSink, queued_data
 from runtime.hooks import HookRunner, hook_ids
 from runtime.loader import DefinitionLoader, DefinitionNotFound
 from runtime.mcp import McpTools
-from runtime.messages import Clock, Message, Role, Side, new_id
+from runtime.messages import Clock, Message, NewMessage, Side, new_id
 from runtime.progress import SessionProgress
 from runtime.providers import ProviderRegistry
 from runtime.providers.retry import Sleep
@@ -34,6 +33,7 @@ from runtime.session import Session, SessionResult, final_text, result_of
 from runtime.state import ThreadState
 from runtime.storable import storable
 from runtime.store import MessageQuery, NewThread, QueuedMessage, Store, ThreadRecord
+from runtime.subagent_link import SubagentLink
 from runtime.subagents import ForwardingSink, NullHost, SubagentHost, Subagents
 from runtime.transcript import Transcript
 
@@ -42,18 +42,6 @@ CHILD_KEY = "_runtime.child_thread."
 
 class ThreadTerminated(RuntimeError):
     """The thread was terminated; nothing runs on it any more."""
-
-
-@dataclass(slots=True)
-class NewMessage:
-    """A message that starts a session (``role='user'`` → side A acts; ``'assistant'`` → side B)."""
-
-    content: str
-    role: Role = "user"
-    id: str | None = None
-    attachments: list[dict[str, Any]] | None = None
-    silent: bool = False
-    metadata: dict[str, Any] | None = None
 
 
 class Engine:
@@ -104,7 +92,7 @@ class Engine:
         display_name: str = "",
         relationship: str = "",
         child_status: str = "",
-        subagent: dict[str, Any] | None = None,
+        subagent: SubagentLink | None = None,
     ) -> ThreadRecord:
         """Create a thread of ``agent`` (id: a random UUID4) and run ``after_thread_created`` hooks.
 
@@ -122,7 +110,7 @@ class Engine:
             display_name=display_name,
             relationship=relationship,
             child_status=child_status,
-            subagent=subagent,
+            subagent=subagent.stored() if subagent is not None else None,
         )
         record = await self.deps.store.create_thread(storable(new))
         state, hooks = await self._rest_state(record, definition)
@@ -263,8 +251,8 @@ class Engine:
         hooks: HookRunner,
         state: ThreadState,
         *,
+        link: SubagentLink,
         env: dict[str, str] | None = None,
-        options: dict[str, Any] | None = None,
         attachments: list[str] | None = None,
         display_name: str = "",
     ) -> SessionResult:
@@ -288,14 +276,9 @@ class Engine:
                 child_status="running",
                 display_name=display_name,
                 env=env,
-                subagent={
-                    "blocking": True,
-                    "resumable": False,
-                    "tool_call_id": call_id,
-                    **(options or {}),
-                },
+                subagent=link,
             )
-            await self.subagents.seed_arguments(child_id, call_id, (options or {}).get("arguments"))
+            await self.subagents.seed_arguments(child_id, call_id, link.arguments)
             await hooks.after_subagent_created(state, await self.thread_state(child_id))
         progress = await self.deps.store.load_progress(child_id)
         if progress is not None and progress.finished:

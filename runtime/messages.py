@@ -143,6 +143,18 @@ def side_of(message: Message) -> Side | None:
     return None
 
 
+@dataclass(slots=True)
+class NewMessage:
+    """A message that starts a session (``role='user'`` → side A acts; ``'assistant'`` → side B)."""
+
+    content: str
+    role: Role = "user"
+    id: str | None = None
+    attachments: list[dict[str, Any]] | None = None
+    silent: bool = False
+    metadata: dict[str, Any] | None = None
+
+
 class Clock:
     """Microsecond timestamps that never repeat or go backwards within one engine.
 

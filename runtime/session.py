@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime import tracing, waits
 from runtime.definitions import AgentDefinition, PromptDefinition, SideConfig
-from runtime.delegation import Delegate, PendingHandoff, attachment_refs, init_paths
+from runtime.delegation import Delegate, PendingHandoff, attachment_refs
 from runtime.deps import Deps
 from runtime.events import telemetry
 from runtime.history import Converted, Window, select_rows, to_llm_messages
@@ -49,7 +49,7 @@ from runtime.store import LogQuery, LogRecord, ThreadRecord, ThreadUpdate
 from runtime.subagents import arguments_text, initial_arguments
 from runtime.tool_env import missing_env_message, missing_required, needed_env
 from runtime.tools import CallOutcome, ToolRunner
-from runtime.toolset import OfferedTool, offered_tools
+from runtime.toolset import OfferedTool, init_paths, offered_tools
 from runtime.transcript import Transcript
 
 if TYPE_CHECKING:

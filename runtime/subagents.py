@@ -46,15 +46,24 @@ from runtime import env_refs
 from runtime.definitions import AgentDefinition, PromptDefinition, ResumableConfig, ToolConfig
 from runtime.events import EventSink, event, queued_data
 from runtime.loader import DefinitionLoader
-from runtime.messages import Message, Role, new_id, now_ms
+from runtime.messages import Message, NewMessage, Role, Side, new_id, now_ms
 from runtime.providers.base import ToolSchema
 from runtime.recorder import Recorder
 from runtime.results import ToolResult, failure, success
 from runtime.store import Commit, MessageQuery, QueuedMessage, ThreadRecord
-from runtime.toolset import TRUTHY, EnvLookup, OfferedTool
+from runtime.subagent_link import SubagentLink
+from runtime.tools import RETURNED_FILES_KEY
+from runtime.toolset import (
+    TRUTHY,
+    EnvLookup,
+    OfferedTool,
+    init_name,
+    init_paths,
+    schema_problem,
+)
 
 if TYPE_CHECKING:
-    from runtime.engine import Engine
+    from runtime.deps import Deps
     from runtime.messages import ToolCall
     from runtime.outcomes import SessionResult
     from runtime.state import ThreadState
@@ -75,8 +84,6 @@ BOOT_TEXT = "You were started by your parent agent."
 # The reference's text for a run that died outside the engine (a worker crash).
 CRASHED_TEXT = "The agent run failed unexpectedly: {detail}"
 Status = Literal["running", "idle", "failed", "terminated"]
-# Tool-row metadata: the thread files a sessionStop/sessionFail call returned to the parent.
-RETURNED_FILES_KEY = "returned_attachments"
 # A registry status is display text of one line (the registry column holds 64 characters).
 STATUS_MAX = 64
 _NAMESPACE = uuid.UUID("0d6a3f0e-4c1b-4b7e-9d8e-5a2f7c9b1e44")
@@ -92,6 +99,38 @@ class SubagentHost(Protocol):
         repeated or when nothing is queued any more.
         """
         ...
+
+
+class EngineHandle(Protocol):
+    """What the subagent half needs of its engine (``runtime.engine.Engine``, which builds on
+    this module): its deps, threads to create and see at rest, sessions to run, frames to send."""
+
+    deps: Deps
+
+    async def create_thread(
+        self,
+        agent: str,
+        *,
+        user_id: str | None = None,
+        parent_id: str | None = None,
+        tags: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        thread_id: str | None = None,
+        display_name: str = "",
+        relationship: str = "",
+        child_status: str = "",
+        subagent: SubagentLink | None = None,
+    ) -> ThreadRecord: ...
+
+    async def thread_state(self, thread_id: str) -> ThreadState: ...
+
+    async def run_session(
+        self, thread_id: str, *, message: NewMessage | None = None, side: Side | None = None
+    ) -> SessionResult: ...
+
+    async def last_result(self, thread_id: str) -> SessionResult | None: ...
+
+    async def emit_to(self, thread_id: str, frame: dict[str, Any]) -> None: ...
 
 
 class NullHost:
@@ -144,7 +183,7 @@ def registry_line(child: ThreadRecord) -> str:
 class Subagents:
     """The subagent half of an engine: lifecycle tools, spawning, settling, queueing."""
 
-    def __init__(self, engine: Engine, host: SubagentHost) -> None:
+    def __init__(self, engine: EngineHandle, host: SubagentHost) -> None:
         self.engine, self.host = engine, host
         self.deps = engine.deps
         # Threads with a session running in this engine, and those queued to meanwhile.
@@ -190,7 +229,7 @@ class Subagents:
             raise RuntimeError("notify_parent: this thread has no parent")
         queued = QueuedMessage(
             id=new_id(),
-            role=_owner_role(child),
+            role=SubagentLink.of(child).owner_role(),
             content=text,
             silent=True,
             metadata={"subagent_id": child.id, "parent_notification": True},
@@ -304,8 +343,6 @@ class Subagents:
         slot: Slot,
     ) -> ToolResult:
         """Create a resumable child, send it its first message, run or start it."""
-        from runtime.delegation import schema_problem
-
         name = args.get("name")
         if not isinstance(name, str) or not name.strip():
             return failure("subagent_create requires name.")
@@ -342,7 +379,7 @@ class Subagents:
                 attachments = await self._copy_attachments(
                     parent.id, live[0].id, args.get("attachments")
                 )
-                role = _receiving_role(live[0].subagent or {})
+                role = SubagentLink.of(live[0]).receiving_role()
                 return await self._run_blocking(
                     live[0], call["id"], "create", message, role, attachments
                 )
@@ -354,15 +391,14 @@ class Subagents:
                 )
             child_id = new_id()
             await self.deps.store.set_value(parent.id, key, child_id)
-        link = {
-            "blocking": bool(relation.entry.blocking),
-            "resumable": True,
-            "receives_messages": relation.resumable.receives_messages,
-            "owner_side": scope.side,
-            "tool_call_id": call["id"],
-            "arguments": arguments,
-            **link_options(relation.entry),
-        }
+        link = SubagentLink(
+            blocking=bool(relation.entry.blocking),
+            resumable=True,
+            receives_messages=relation.resumable.receives_messages,
+            owner_side=scope.side,
+            tool_call_id=call["id"],
+            arguments=arguments,
+        ).with_options(relation.entry)
         env, missing = await self.scoped_env(scope, relation.entry)
         if missing:
             return failure(missing_env_text(relation.agent.name, missing))
@@ -371,10 +407,10 @@ class Subagents:
             scope, relation.agent.name, child_id, name.strip(), link, env
         )
         await self.seed_arguments(child.id, call["id"], arguments)
-        role = _receiving_role(link)
+        role = link.receiving_role()
         attachments = await self._copy_attachments(parent.id, child.id, args.get("attachments"))
         text = message
-        if link["blocking"]:
+        if link.blocking:
             return await self._run_blocking(child, call["id"], "create", text, role, attachments)
         await self._send(child, call["id"], "create", text, role, attachments)
         return success(f"The subagent was initiated successfully. Reference: {child.id}")
@@ -401,12 +437,12 @@ class Subagents:
         if child.child_status == "terminated" or child.terminated:
             return failure(f"Subagent {reference} is terminated.")
         slot.subagent_id = reference = child.id
-        link = child.subagent or {}
-        role = _receiving_role(link)
+        link = SubagentLink.of(child)
+        role = link.receiving_role()
         attachments = await self._copy_attachments(
             scope.thread.id, child.id, args.get("attachments")
         )
-        if link.get("blocking"):
+        if link.blocking:
             return await self._run_blocking(child, call["id"], "message", text, role, attachments)
         await self._send(child, call["id"], "message", text, role, attachments)
         return success(f"Message sent to subagent {reference}.")
@@ -415,7 +451,7 @@ class Subagents:
         children = [
             c
             for c in await self.deps.store.list_children(scope.thread.id)
-            if not (c.subagent or {}).get("hidden")
+            if not SubagentLink.of(c).hidden
         ]
         if not children:
             return success("No active subagent instances.")
@@ -439,22 +475,19 @@ class Subagents:
         if child_id is None:
             child_id = new_id()
             await self.deps.store.set_value(scope.thread.id, key, child_id)
-        link = {
-            "blocking": False,
-            "resumable": False,
-            "owner_side": scope.side,
-            "tool_call_id": call["id"],
-            **link_options(offered.entry),
-        }
         env, missing = await self.scoped_env(scope, offered.entry)
         if missing:
             return failure(missing_env_text(offered.agent.name, missing))
         slot.subagent_id = child_id
-        from runtime.delegation import init_name, init_paths
-
         name = init_name(offered.entry, args or {})
         arguments = initial_arguments(offered.entry, args or {}, "message")
-        link["arguments"] = arguments
+        link = SubagentLink(
+            blocking=False,
+            resumable=False,
+            owner_side=scope.side,
+            tool_call_id=call["id"],
+            arguments=arguments,
+        ).with_options(offered.entry)
         child = await self._ensure_child(scope, offered.agent.name, child_id, name, link, env)
         await self.seed_arguments(child.id, call["id"], arguments)
         files = await self._copy_attachments(
@@ -497,15 +530,14 @@ class Subagents:
                     continue
                 child_id = new_id()
                 await self.deps.store.set_value(scope.thread.id, key, child_id)
-            link = {
-                "blocking": False,
-                "resumable": resumable is not None,
-                "receives_messages": resumable.receives_messages if resumable else "side_a",
-                "owner_side": scope.side,
-                "tool_call_id": None,
-                "immediate": True,
-                **link_options(entry),
-            }
+            link = SubagentLink(
+                blocking=False,
+                resumable=resumable is not None,
+                receives_messages=resumable.receives_messages if resumable else "side_a",
+                owner_side=scope.side,
+                tool_call_id=None,
+                immediate=True,
+            ).with_options(entry)
             scoped, missing = await self.scoped_env(scope, entry)
             if missing:
                 # No tool call to fail: the worker log says why the child did not start.
@@ -520,7 +552,7 @@ class Subagents:
                     child.id,
                     QueuedMessage(
                         id=boot,
-                        role=_receiving_role(link),
+                        role=link.receiving_role(),
                         content=BOOT_TEXT,
                         silent=True,
                         metadata={"subagent_boot": True},
@@ -561,7 +593,7 @@ class Subagents:
         agent: str,
         child_id: str,
         name: str,
-        link: dict[str, Any],
+        link: SubagentLink,
         env: dict[str, str] | None = None,
     ) -> ThreadRecord:
         existing = await self.deps.store.get_thread(child_id)
@@ -633,8 +665,6 @@ class Subagents:
         role: Role,
         attachments: list[dict[str, Any]] | None,
     ) -> ToolResult:
-        from runtime.engine import NewMessage
-
         await self.deps.store.set_child_status(child.id, "running")
         message = NewMessage(
             text, role=role, id=message_id_for(call_id, purpose), attachments=attachments
@@ -776,16 +806,16 @@ class Subagents:
         if current is None or current.terminated or current.child_status == "terminated":
             return  # a terminated child reports nothing any more
         status = status_text(status) if status else ("idle" if ok else "failed")
-        link = child.subagent
+        link = SubagentLink.of(child)
         delivered = False
-        explicit = link is not None and link.get("parent_communication") == "explicit"
-        if link is not None and not link.get("blocking", True) and notify and not explicit:
+        explicit = link.parent_communication == "explicit"
+        if link.says_non_blocking() and notify and not explicit:
             delivery_id = message_id_for(f"{child.id}:{key}", "delivery")
             if not await self._known(child.parent_id, delivery_id):
                 refs, lines = await self.copy_back(child.id, child.parent_id, files or [])
                 delivery = QueuedMessage(
                     id=delivery_id,
-                    role=_owner_role(child),
+                    role=SubagentLink.of(child).owner_role(),
                     content=result_text(child.id, ok, text) + lines,
                     silent=True,
                     metadata={"subagent_id": child.id, "subagent_status": status},
@@ -837,7 +867,9 @@ def outcome_of(result: SessionResult) -> tuple[bool, str]:
     return True, answer if isinstance(answer, str) else _json(answer)
 
 
-async def copy_file(engine: Engine, source: str, target: str, path: str) -> dict[str, Any] | None:
+async def copy_file(
+    engine: EngineHandle, source: str, target: str, path: str
+) -> dict[str, Any] | None:
     """Copy one file across threads as ``/attachments/<stem>-<8 hex><ext>``; its new reference."""
     store = engine.deps.store
     data = await store.read_file(source, path)
@@ -898,32 +930,12 @@ def missing_env_text(agent: str, missing: list[str]) -> str:
     )
 
 
-def link_options(entry: ToolConfig) -> dict[str, Any]:
-    """The relationship options a child's link keeps (read when it settles or is listed)."""
-    out: dict[str, Any] = {}
-    if entry.parent_communication:
-        out["parent_communication"] = entry.parent_communication
-    if entry.hidden:
-        out["hidden"] = True
-    return out
-
-
 def _ids(child: ThreadRecord) -> dict[str, Any]:
-    link = child.subagent or {}
     return {
         "subagentId": child.id,
         "subagentType": child.relationship or child.agent_name,
-        "parentToolCallId": link.get("tool_call_id"),
+        "parentToolCallId": SubagentLink.of(child).tool_call_id,
     }
-
-
-def _owner_role(child: ThreadRecord) -> Role:
-    """Deliveries speak to the side that owns the relationship (A hears ``user``)."""
-    return "assistant" if (child.subagent or {}).get("owner_side") == "b" else "user"
-
-
-def _receiving_role(link: dict[str, Any]) -> Role:
-    return "assistant" if link.get("receives_messages") == "side_b" else "user"
 
 
 def _json(value: Any) -> str:

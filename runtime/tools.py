@@ -22,7 +22,7 @@ import mimetypes
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -37,18 +37,16 @@ from runtime.results import ToolResult, failure, normalize, success
 from runtime.state import ExecutionControl, ThreadState
 from runtime.steps import INVALID_RESPONSE_TOOL, Scope
 from runtime.store import LogRecord, is_commit_failure
-from runtime.subagents import RETURNED_FILES_KEY
 from runtime.toolset import OfferedTool, resolve
 from runtime.waits import WaitKind
-
-if TYPE_CHECKING:
-    from runtime.delegation import Delegate
 
 # How often a running tool's session looks for a Stop (one small read per running call).
 STOP_POLL_SECONDS = 0.5
 EMPTY_RESPONSE_ERROR = (
     "Your last response was empty. Reply with text, call a tool, or attach a file."
 )
+# Tool-row metadata: the thread files a sessionStop/sessionFail call returned to the parent.
+RETURNED_FILES_KEY = "returned_attachments"
 
 
 @dataclass(slots=True)
@@ -99,6 +97,21 @@ class ToolRun:
     parked: bool = False  # a call waits for a decision: the session parks
 
 
+class CallDelegate(Protocol):
+    """Runs the calls of tools that are prompts, agents or handoffs (``runtime.delegation``'s
+    ``Delegate``, which builds on this module)."""
+
+    async def subprompt(
+        self, scope: Scope, offered: OfferedTool, call: ToolCall, args: dict[str, Any], slot: Slot
+    ) -> ToolResult: ...
+
+    async def agent(
+        self, scope: Scope, offered: OfferedTool, call: ToolCall, args: dict[str, Any], slot: Slot
+    ) -> ToolResult: ...
+
+    def handoff(self, offered: OfferedTool, args: dict[str, Any]) -> ToolResult: ...
+
+
 class ToolRunner:
     """Executes tool calls for one session."""
 
@@ -106,7 +119,7 @@ class ToolRunner:
         self, deps: Deps, defs: DefinitionLoader, recorder: Recorder, control: ExecutionControl
     ) -> None:
         self.deps, self.defs, self.recorder, self.control = deps, defs, recorder, control
-        self.delegate: Delegate | None = None
+        self.delegate: CallDelegate | None = None
 
     async def run(self, scope: Scope, message: Message, stored: dict[str, Message]) -> ToolRun:
         """Run the calls of ``message`` that have no stored result, plus tools queued meanwhile."""

@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from jsonschema import Draft202012Validator
+
 from runtime.definitions import (
     PROVIDER_TOOL_PREFIX,
     AgentDefinition,
@@ -230,3 +232,34 @@ MESSAGE_SCHEMA: dict[str, Any] = {
     "properties": {"message": {"type": "string", "description": "What to ask the agent"}},
     "required": ["message"],
 }
+
+
+# --- a call's arguments, as its entry reads them ------------------------------------------
+
+
+def schema_problem(schema: dict[str, Any] | None, args: dict[str, Any]) -> str | None:
+    """The first JSON-schema violation of ``args`` as ``[path] message``, or ``None``."""
+    if not schema:
+        return None
+    errors = sorted(Draft202012Validator(schema).iter_errors(args), key=lambda e: list(e.path))
+    if not errors:
+        return None
+    return "; ".join(
+        f"[{'.'.join(str(p) for p in e.path) or '(root)'}] {e.message}" for e in errors
+    )
+
+
+def init_paths(entry: ToolConfig, args: dict[str, Any]) -> list[str]:
+    """The paths named by the entry's ``initAttachmentsProperty`` argument (a list or one)."""
+    prop = entry.init_attachments_property
+    value = args.get(prop) if prop else None
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def init_name(entry: ToolConfig, args: dict[str, Any]) -> str:
+    """The child's display name from the entry's ``initAgentNameProperty`` argument."""
+    prop = entry.init_agent_name_property
+    value = args.get(prop) if prop else None
+    return value.strip()[:200] if isinstance(value, str) else ""
