@@ -19,8 +19,10 @@ import os
 import random
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -193,6 +195,49 @@ def template_database(env: dict[str, str]) -> tuple[str, dict[str, str]]:
 
     note = ensure_template(seeded, SEEDED_PREFIX, seed)
     return seeded, json.loads(note)["keys"]
+
+
+SQLITE_TEMPLATES = Path(tempfile.gettempdir()) / "studio-it-templates"
+
+
+def sqlite_database(dest: Path, env: dict[str, str], *, seeded: bool) -> dict[str, str]:
+    """Fill the SQLite file ``dest`` with a copy of the migrated (``seeded``: and seeded)
+    template, built with ``env`` if missing (embedded and production-mode tests run on
+    SQLite); the seed's keys, or ``{}``.
+
+    Built under a name of its own, then renamed: a file of that name is complete. The
+    newest few of each kind are kept, as for the PostgreSQL templates."""
+    kind = "seeded" if seeded else "migrated"
+    template = SQLITE_TEMPLATES / f"{kind}-{seed_digest() if seeded else migrations_digest()}"
+    database, keys = template.with_suffix(".sqlite3"), template.with_suffix(".json")
+    if not database.exists():
+        SQLITE_TEMPLATES.mkdir(exist_ok=True)
+        building = template.with_name(f"build-{uuid.uuid4().hex[:8]}.sqlite3")
+        build_env = {**env, "DATABASE_URL": f"sqlite:///{building}"}
+        try:
+            _run([str(BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"], build_env)
+            note: dict[str, Any] = {"keys": {}}
+            if seeded:
+                out = _run([str(BIN / "python"), "-m", "tests.integration.seed"], build_env)
+                note = json.loads(out.strip().splitlines()[-1])
+            building.with_suffix(".json").write_text(json.dumps(note))
+            os.replace(building.with_suffix(".json"), keys)
+            os.replace(building, database)
+        finally:
+            for leftover in SQLITE_TEMPLATES.glob(f"{building.stem}*"):
+                leftover.unlink()
+        done = sorted(SQLITE_TEMPLATES.glob(f"{kind}-*.sqlite3"), key=lambda p: -p.stat().st_mtime)
+        for stale in done[KEEP_TEMPLATES:]:
+            stale.unlink(missing_ok=True)
+            stale.with_suffix(".json").unlink(missing_ok=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    source, target = sqlite3.connect(database), sqlite3.connect(dest)
+    try:
+        source.backup(target)
+    finally:
+        source.close()
+        target.close()
+    return dict(json.loads(keys.read_text())["keys"])
 
 
 # The stack's role owns every table, sequence and function, as if it had migrated itself

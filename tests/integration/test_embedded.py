@@ -16,7 +16,14 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from tests.integration.stack import BIN, DAPHNE, ROOT, Process, free_port, wait_until
+from tests.integration.stack import (
+    DAPHNE,
+    ROOT,
+    Process,
+    free_port,
+    sqlite_database,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -43,14 +50,8 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, di
             "STUDIO_WEBHOOK_SWEEP_SECONDS": "1",
         }
     )
-    python = str(BIN / "python")
-    for args in (
-        [python, "manage.py", "migrate", "-v", "0"],
-        [python, "-m", "tests.integration.seed"],
-    ):
-        done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
-        assert done.returncode == 0, done.stderr
-    keys = json.loads(done.stdout.strip().splitlines()[-1])["keys"]
+    # Migrated and seeded once per set of migrations and code (a copy of the template).
+    keys = sqlite_database(tmp / "var" / "studio.sqlite3", env, seeded=True)
     port = free_port()
     log = tmp / "daphne.log"
     popen = subprocess.Popen(
