@@ -11,10 +11,8 @@ class AgentsAppConfig(AppConfig):
         from django.contrib.auth.signals import user_logged_out
         from django.db.models.signals import post_migrate
 
-        from agents_app import (
-            checks,  # noqa: F401  (registers the start-up checks)
-            message_counts,
-        )
+        from agents_app import checks  # noqa: F401  (registers the start-up checks)
+        from agents_app.db import message_counts
         from agents_app.services import socket_credentials
 
         self._install_session_starter()
@@ -27,7 +25,7 @@ class AgentsAppConfig(AppConfig):
         post_migrate.connect(
             message_counts.install_after_migrate,
             sender=self,
-            dispatch_uid="agents_app.message_counts",
+            dispatch_uid="agents_app.db.message_counts",
         )
         # Signing out (the API's cookie logout, the studio's) closes the session's sockets.
         user_logged_out.connect(
@@ -49,7 +47,8 @@ class AgentsAppConfig(AppConfig):
 
     @staticmethod
     def _install_session_starter() -> None:
-        from agents_app import dispatch, executor
+        from agents_app import dispatch
+        from agents_app.orchestration import executor
 
         # Services say which session should run; the executor runs it (agents_app/dispatch.py).
         dispatch.install(executor.dispatch)

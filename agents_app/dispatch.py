@@ -1,5 +1,5 @@
 """The one seam between services, which decide that a session should run, and the
-orchestration (``agents_app.executor``), which runs it.
+orchestration (``agents_app.orchestration.executor``), which runs it.
 
 Services call ``session_should_run(session_id)`` inside their transaction; after the commit the
 seam hands the id to the starter that ``AgentsAppConfig.ready`` installed (``executor.dispatch``:

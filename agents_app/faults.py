@@ -12,7 +12,7 @@ that reads the thread: a session's end; its start announces from what the claim 
 ``plan``, ``load_progress`` (a claimed session's progress read after its own commit; its start
 takes the progress the claim read), ``engine_commit`` (the event loop's own commit
 connection), ``stop_cleanup``, ``release`` (in its transaction), ``heartbeat``, and
-``effects_sweep`` (the effect sweep's claim, agents_app/effect_runner.py).
+``effects_sweep`` (the effect sweep's claim, agents_app/orchestration/effect_runner.py).
 """
 
 from __future__ import annotations

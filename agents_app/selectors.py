@@ -19,7 +19,10 @@ from typing import Any, Literal
 from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
 
-from agents_app import page_reads, wire
+from agents_app import wire
+from agents_app.db import page_reads
+from agents_app.db.raw_sql import db_datetime, db_uuid, row_by_uuid
+from agents_app.db.thread_search import match_snippets, threads_matching
 from agents_app.errors import THREAD_FORBIDDEN, Forbidden, NotFound
 from agents_app.models import (
     Agent,
@@ -41,9 +44,7 @@ from agents_app.permissions import (
     may_use_thread,
     route_thread_action,
 )
-from agents_app.raw_sql import db_datetime, db_uuid, row_by_uuid
 from agents_app.reasoning import thread_shows_reasoning
-from agents_app.thread_search import match_snippets, threads_matching
 from runtime.messages import Message as EngineMessage
 
 ACTIVE_SESSION = (ThreadSession.Status.QUEUED, ThreadSession.Status.RUNNING)

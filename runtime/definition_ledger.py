@@ -46,7 +46,7 @@ def _o(where: str, test: str, note: str) -> Row:
 
 _RT = "tests/runtime/"
 _AA = "tests/agents_app/"
-_REFUSALS = _AA + "test_spec_integrity_refusals.py::"
+_REFUSALS = _AA + "spec/test_spec_integrity_refusals.py::"
 _INTEGRITY = _RT + "test_spec_integrity_engine.py::"
 _STOPS = _RT + "test_spec_stop_conditions.py::"
 _SESSION_TOOLS = _RT + "test_spec_session_tools.py::"
@@ -54,9 +54,9 @@ _SUBAGENTS = _RT + "test_spec_subagents.py::"
 _SUBPROMPTS = _RT + "test_subprompts.py::"
 _TEST_PROVIDER = _RT + "test_test_provider.py::"
 _IMAGES = _RT + "test_spec_images.py::"
-_VALIDATION = _AA + "test_validation_rules.py::"
-_MCP = _AA + "test_mcp_servers.py::"
-_THREADS = _AA + "test_api_threads.py::"
+_VALIDATION = _AA + "services/test_validation_rules.py::"
+_MCP = _AA + "orchestration/test_mcp_servers.py::"
+_THREADS = _AA + "api/test_api_threads.py::"
 _ENTRY_KINDS = "runtime.entry_rules.tool_entry_option_errors"
 _ENTRY_REFUSED = (
     _REFUSALS + "test_spec_item5_entry_options_refused_identically_by_import_api_and_studio"
@@ -71,7 +71,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "title": _h(
             "agents_app.api.catalog (agent listing)",
-            _AA + "test_api_catalog_env.py::test_catalog_shapes",
+            _AA + "api/test_api_catalog_env.py::test_catalog_shapes",
         ),
         "type": _h(
             "runtime.session (ai_human vs dual_ai loop)",
@@ -108,12 +108,14 @@ LEDGER: dict[str, dict[str, Row]] = {
             "tests/browser/test_chat_tool_activity.py::test_an_agent_that_hides_tools_shows_only_answers_and_the_form_keeps_the_setting",
         ),
         "description": _h(
-            "agents_app.api.catalog", _AA + "test_api_catalog_env.py::test_catalog_shapes"
+            "agents_app.api.catalog", _AA + "api/test_api_catalog_env.py::test_catalog_shapes"
         ),
-        "icon": _h("agents_app.api.catalog", _AA + "test_api_catalog_env.py::test_catalog_shapes"),
+        "icon": _h(
+            "agents_app.api.catalog", _AA + "api/test_api_catalog_env.py::test_catalog_shapes"
+        ),
         "tags": _h(
             "agents_app.api.catalog (listed with the agent)",
-            _AA + "test_api_catalog_env.py::test_catalog_shapes",
+            _AA + "api/test_api_catalog_env.py::test_catalog_shapes",
             "metadata for clients; the engine does not read it",
         ),
         "hooks": _o(
@@ -154,7 +156,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "label": _h(
             "agents_app.admin.agent_structure, chat side labels",
-            _AA + "test_admin_agents.py::test_a_dual_ai_agent_with_both_sides",
+            _AA + "admin/test_admin_agents.py::test_a_dual_ai_agent_with_both_sides",
         ),
         "stopOnResponse": _h(
             "runtime.stops", _STOPS + "test_spec_5_1_stop_on_response_false_keeps_the_side_going"
@@ -271,7 +273,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "hooks": _h(
             "runtime.hooks, runtime.delegation",
-            _AA + "test_admin_prompts.py::test_an_unregistered_hook_is_rejected",
+            _AA + "admin/test_admin_prompts.py::test_an_unregistered_hook_is_rejected",
         ),
         "env": _h(
             "runtime.state (prompt-level env tier)",
@@ -496,7 +498,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "baseUrl": _h(
             "runtime.providers (endpoint); checked by runtime.egress",
-            _AA + "test_model_curl.py::test_a_base_url_must_be_a_plain_url",
+            _AA + "admin/test_model_curl.py::test_a_base_url_must_be_a_plain_url",
         ),
         "providerTools": _h(
             "runtime.provider_tools",
@@ -551,7 +553,8 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "finishReason": _h(
             "runtime.providers.test_provider",
-            _AA + "test_mcp_servers.py::test_refresh_caches_the_tools_or_says_what_failed",
+            _AA
+            + "orchestration/test_mcp_servers.py::test_refresh_caches_the_tools_or_says_what_failed",
         ),
         "usage": _h(
             "runtime.providers.test_provider",
@@ -727,14 +730,16 @@ LEDGER: dict[str, dict[str, Row]] = {
             "agents_app.api.threads.create", _THREADS + "test_create_answers_like_the_reference"
         ),
         "env": _h(
-            "agents_app.thread_creation (thread env tier)",
+            "agents_app.orchestration.thread_creation (thread env tier)",
             _THREADS + "test_create_keeps_text_types",
         ),
-        "env_types": _h("agents_app.thread_creation", _THREADS + "test_create_keeps_text_types"),
+        "env_types": _h(
+            "agents_app.orchestration.thread_creation", _THREADS + "test_create_keeps_text_types"
+        ),
         "tenvs": Row(
             HONOURED,
             "agents_app.api.threads (alias of env; both given: 400)",
-            "tests/agents_app/test_spec_integrity_thread_env.py::test_tenvs_beside_env_on_thread_creation_is_refused",
+            "tests/agents_app/spec/test_spec_integrity_thread_env.py::test_tenvs_beside_env_on_thread_creation_is_refused",
             "the legacy name of env; given beside env it is refused (API)",
         ),
         "properties": _r(

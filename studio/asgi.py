@@ -2,7 +2,7 @@
 Channels.
 
 WebSockets authenticate with a ticket, an API key or the session cookie
-(``agents_app.consumers.websocket_auth``). ``LoopCapture`` tells the in-process
+(``agents_app.sockets.consumers.websocket_auth``). ``LoopCapture`` tells the in-process
 session executor (embedded mode) which event loop serves the app.
 """
 
@@ -26,10 +26,10 @@ check_server_loop()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from agents_app.consumers import websocket_auth  # noqa: E402
-from agents_app.executor import LoopCapture  # noqa: E402
-from agents_app.mcp_server import with_mcp  # noqa: E402
-from agents_app.routing import websocket_urlpatterns  # noqa: E402
+from agents_app.mcp_endpoint.server import with_mcp  # noqa: E402
+from agents_app.orchestration.executor import LoopCapture  # noqa: E402
+from agents_app.sockets.consumers import websocket_auth  # noqa: E402
+from agents_app.sockets.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -38,7 +38,7 @@ application = ProtocolTypeRouter(
     }
 )
 
-from agents_app.warm_up import warm_web  # noqa: E402
+from agents_app.orchestration.warm_up import warm_web  # noqa: E402
 from studio.process_tuning import settle  # noqa: E402
 
 warm_web()  # what the first request would import, before the server accepts any

@@ -1,4 +1,4 @@
-"""The Celery app. Tasks live in ``agents_app.tasks`` and stay thin."""
+"""The Celery app. Tasks live in ``agents_app.tasks.session_tasks`` and stay thin."""
 
 from __future__ import annotations
 

@@ -290,7 +290,7 @@ CELERY_TASK_DEFAULT_QUEUE = envstr("CELERY_QUEUE", "celery")
 STUDIO_OVERLOAD_RETRY_AFTER_SECONDS = envint("STUDIO_OVERLOAD_RETRY_AFTER_SECONDS", 2)
 STUDIO_IDEMPOTENCY_KEY_HOURS = envint("STUDIO_IDEMPOTENCY_KEY_HOURS", 24)
 
-# --- sessions (agents_app.services.sessions, agents_app.runner) -------------------------
+# --- sessions (agents_app.services.sessions, agents_app.orchestration.runner) -------------------------
 # The owner of a running session refreshes its heartbeat this often; a session whose
 # heartbeat is older than STALE is resumed by the sweep (every SWEEP seconds).
 STUDIO_SESSION_HEARTBEAT_SECONDS = envint("STUDIO_SESSION_HEARTBEAT_SECONDS", 5)
@@ -328,7 +328,7 @@ STUDIO_STREAM_COALESCE_MS = envint("STUDIO_STREAM_COALESCE_MS", 40)
 if STUDIO_STREAM_COALESCE_MS < 0:
     raise ImproperlyConfigured("STUDIO_STREAM_COALESCE_MS must be 0 (off) or more")
 # Sessions one worker loop starts at once (claim to first LLM request; 0: no limit). Fewer
-# starts at a time finish sooner one by one than all at once (agents_app/start_gate.py).
+# starts at a time finish sooner one by one than all at once (agents_app/orchestration/start_gate.py).
 STUDIO_SESSION_STARTS_AT_ONCE = envint("STUDIO_SESSION_STARTS_AT_ONCE", 8)
 if STUDIO_SESSION_STARTS_AT_ONCE < 0:
     raise ImproperlyConfigured("STUDIO_SESSION_STARTS_AT_ONCE must be 0 (no limit) or more")
@@ -355,7 +355,7 @@ if STUDIO_WEB_REQUEST_THREADS < 0:
         "STUDIO_WEB_REQUEST_THREADS must be 0 (a thread per request) or more"
     )
 # Threads (hence at most database connections) per process for WebSocket consumers'
-# database work: authentication, the thread check, redactor loads (agents_app/socket_db.py).
+# database work: authentication, the thread check, redactor loads (agents_app/sockets/socket_db.py).
 STUDIO_SOCKET_DB_THREADS = envint("STUDIO_SOCKET_DB_THREADS", 4)
 if STUDIO_SOCKET_DB_THREADS < 1:
     raise ImproperlyConfigured("STUDIO_SOCKET_DB_THREADS must be 1 or more")
@@ -372,7 +372,7 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
-# --- effects (agents_app.services.effects, agents_app.effect_runner; docs/effects.md) -------
+# --- effects (agents_app.services.effects, agents_app.orchestration.effect_runner; docs/effects.md) -------
 # Beat sends a sweep tick this often; each tick claims due effects (SELECT … FOR UPDATE
 # SKIP LOCKED) and runs them, polling every POLL ms for about one interval. No task is
 # ever sent with a countdown/eta: the database row is the schedule.
@@ -392,8 +392,8 @@ STUDIO_EFFECT_RETRY_BASE_MS = envint("STUDIO_EFFECT_RETRY_BASE_MS", 5000)
 STUDIO_EFFECT_RETRY_MAX_MS = envint("STUDIO_EFFECT_RETRY_MAX_MS", 300_000)
 # A handler running longer than this is cancelled and counts as a failed attempt.
 STUDIO_EFFECT_TIMEOUT_SECONDS = envint("STUDIO_EFFECT_TIMEOUT_SECONDS", 300)
-CELERY_IMPORTS = ["agents_app.effect_tasks"]
-# --- evals (agents_app/eval_runs.py; docs/observability.md) ----------------------------------
+CELERY_IMPORTS = ["agents_app.tasks.effect_tasks"]
+# --- evals (agents_app/orchestration/eval_runs.py; docs/observability.md) ----------------------------------
 # How often beat asks a worker to advance the running eval runs.
 STUDIO_EVAL_TICK_SECONDS = envint("STUDIO_EVAL_TICK_SECONDS", 2)
 # Expired WebSocket tickets and idempotency keys (agents_app.services.housekeeping).
@@ -415,7 +415,7 @@ CELERY_BEAT_SCHEDULE["effects-tick"] = {
     "options": {"expires": max(2.0, 2 * STUDIO_EFFECT_SWEEP_MS / 1000)},
 }
 
-# --- recurring schedules (agents_app.schedule_runner; docs/automation.md) ------------------
+# --- recurring schedules (agents_app.orchestration.schedule_runner; docs/automation.md) ------------------
 STUDIO_SCHEDULE_SWEEP_MS = envint("STUDIO_SCHEDULE_SWEEP_MS", 1000)
 STUDIO_SCHEDULE_POLL_MS = envint("STUDIO_SCHEDULE_POLL_MS", 200)
 STUDIO_SCHEDULE_BATCH = envint("STUDIO_SCHEDULE_BATCH", 50)
@@ -433,7 +433,7 @@ CELERY_BEAT_SCHEDULE["schedules-tick"] = {
 # MCP servers or receivers on a private network). Empty: only public addresses.
 STUDIO_EGRESS_ALLOW = envlist("STUDIO_EGRESS_ALLOW")
 
-# --- outbound webhooks (agents_app.webhook_runner; docs/automation.md) ---------------------
+# --- outbound webhooks (agents_app.orchestration.webhook_runner; docs/automation.md) ---------------------
 STUDIO_WEBHOOK_TIMEOUT_SECONDS = envint("STUDIO_WEBHOOK_TIMEOUT_SECONDS", 10)
 STUDIO_WEBHOOK_RETRY_BASE_SECONDS = envint("STUDIO_WEBHOOK_RETRY_BASE_SECONDS", 10)
 STUDIO_WEBHOOK_RETRY_MAX_SECONDS = envint("STUDIO_WEBHOOK_RETRY_MAX_SECONDS", 3600)
@@ -514,7 +514,7 @@ STUDIO_RETENTION_EFFECT_DAYS = envint("STUDIO_RETENTION_EFFECT_DAYS", 0)
 STUDIO_RETENTION_BATCH = envint("STUDIO_RETENTION_BATCH", 1000)
 STUDIO_RETENTION_INTERVAL_SECONDS = envint("STUDIO_RETENTION_INTERVAL_SECONDS", 3600)
 STUDIO_RETENTION_MAX_SECONDS = envint("STUDIO_RETENTION_MAX_SECONDS", 600)
-CELERY_IMPORTS.append("agents_app.retention_tasks")
+CELERY_IMPORTS.append("agents_app.tasks.retention_tasks")
 CELERY_BEAT_SCHEDULE["retention"] = {
     "task": "agents_app.apply_retention",
     "schedule": float(STUDIO_RETENTION_INTERVAL_SECONDS),

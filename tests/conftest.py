@@ -19,7 +19,7 @@ _DB_FIXTURES = ("db", "transactional_db", "live_server", "django_db_reset_sequen
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Any:
     """After every test that touched the database, the kept message counts still equal
-    fresh counts (``agents_app.message_counts``): whatever the test wrote, through
+    fresh counts (``agents_app.db.message_counts``): whatever the test wrote, through
     whichever path, the triggers must have followed."""
     result = yield
     names = getattr(item, "fixturenames", ())
@@ -33,7 +33,7 @@ def _message_count_differences() -> list[Any]:
     from django.db import InterfaceError, InternalError, OperationalError
     from django.db.transaction import TransactionManagementError
 
-    from agents_app import message_counts
+    from agents_app.db import message_counts
 
     try:
         return message_counts.differences()
@@ -69,7 +69,7 @@ def no_lingering_effect_sweeper() -> Any:
     (``executor.LoopCapture``); stopped afterwards, so it never runs other tests' due
     effects behind their backs."""
     yield
-    from agents_app import effect_runner, embedded_automation
+    from agents_app.orchestration import effect_runner, embedded_automation
 
     effect_runner.stop_embedded_sweeper()
     embedded_automation.stop()

@@ -15,9 +15,9 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from agents_app.admin.read_only import ReadOnlyAdmin
-from agents_app.effect_runner import effect_run
 from agents_app.errors import DomainError
 from agents_app.models import ScheduledEffect
+from agents_app.orchestration.effect_runner import effect_run
 from agents_app.services.effects import effect_cancel
 
 # Run now executes handlers inside the request: keep one action's work bounded.

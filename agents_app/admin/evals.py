@@ -23,8 +23,8 @@ from django.utils.html import format_html
 from agents_app.admin.change_context import ChangeContextMixin
 from agents_app.admin.read_only import ReadOnlyAdmin
 from agents_app.errors import DomainError
-from agents_app.eval_runs import run_cancel, run_start
 from agents_app.models import Agent, EvalCase, EvalDataset, EvalResult, EvalRun
+from agents_app.orchestration.eval_runs import run_cancel, run_start
 from agents_app.services import evals
 
 CHECKS_HELP = (

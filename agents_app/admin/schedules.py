@@ -19,7 +19,7 @@ from django.utils.html import format_html, format_html_join
 from agents_app.errors import DomainError
 from agents_app.forms.fields import KeyValueLinesField
 from agents_app.models import Schedule, ScheduleRun
-from agents_app.schedule_runner import run_start
+from agents_app.orchestration.schedule_runner import run_start
 from agents_app.services import schedules
 from agents_app.services.sessions import owner_id
 

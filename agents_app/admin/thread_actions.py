@@ -18,9 +18,9 @@ from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, path, reverse
 from django.views.decorators.http import require_POST
 
-from agents_app.effect_runner import effect_run
 from agents_app.errors import DomainError
 from agents_app.models import ScheduledEffect, Thread
+from agents_app.orchestration.effect_runner import effect_run
 from agents_app.services import tool_waits
 from agents_app.services.effects import effect_cancel
 from agents_app.services.sessions import thread_continue, thread_stop

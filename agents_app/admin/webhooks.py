@@ -14,8 +14,8 @@ from agents_app.admin.read_only import ReadOnlyAdmin
 from agents_app.errors import DomainError
 from agents_app.models import WebhookDelivery, WebhookSubscription
 from agents_app.models.webhooks import EVENTS
+from agents_app.orchestration.webhook_runner import enqueue
 from agents_app.services import webhooks
-from agents_app.webhook_runner import enqueue
 
 
 class WebhookSubscriptionForm(forms.ModelForm):

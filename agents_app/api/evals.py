@@ -10,8 +10,8 @@ from ninja.responses import Status
 
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import NotFound
-from agents_app.eval_runs import run_cancel, run_start
 from agents_app.models import EvalDataset, EvalRun
+from agents_app.orchestration.eval_runs import run_cancel, run_start
 from agents_app.selectors import parse_uuid
 from agents_app.services import evals
 

@@ -9,10 +9,11 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
-from agents_app import effect_runner, selectors
+from agents_app import selectors
 from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Invalid, NotFound
+from agents_app.orchestration import effect_runner
 from agents_app.services import client_bridge, sessions, tool_waits
 from agents_app.services import effects as effect_service
 from agents_app.storable_text import describe_unstorable, find_unstorable

@@ -11,7 +11,7 @@ from ninja import Field, Router, Schema
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import NotFound
 from agents_app.models import Schedule
-from agents_app.schedule_runner import run_start
+from agents_app.orchestration.schedule_runner import run_start
 from agents_app.selectors import parse_uuid
 from agents_app.services import schedules
 from agents_app.services.sessions import owner_id

@@ -11,9 +11,9 @@ from ninja import Field, Router, Schema
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import NotFound
 from agents_app.models import Trigger
+from agents_app.orchestration.trigger_fire import fire
 from agents_app.selectors import parse_uuid
 from agents_app.services import triggers
-from agents_app.trigger_fire import fire
 
 router = Router(tags=["triggers"])
 inbound = Router(tags=["triggers"])

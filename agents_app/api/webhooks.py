@@ -10,9 +10,9 @@ from ninja import Field, Router, Schema
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import NotFound
 from agents_app.models import WebhookDelivery, WebhookSubscription
+from agents_app.orchestration.webhook_runner import enqueue
 from agents_app.selectors import parse_uuid
 from agents_app.services import webhooks
-from agents_app.webhook_runner import enqueue
 
 router = Router(tags=["webhooks"])
 

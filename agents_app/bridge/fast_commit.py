@@ -17,7 +17,7 @@ table's rows go as one jsonb array parameter expanded by
 same whatever the rows, so it is prepared once per connection (a handful of
 shapes) and then only executed. It runs on Django's own connection (so inside a
 caller's transaction it is part of it) through Django's ``execute_wrappers``.
-``tests/agents_app/test_fast_commit.py`` keeps the column lists equal to the
+``tests/agents_app/bridge/test_fast_commit.py`` keeps the column lists equal to the
 models' columns, compares every stored column with the ORM commit's, and checks
 that the statement is really prepared.
 
@@ -58,7 +58,7 @@ def _columns(model: type[Model]) -> tuple[str, ...]:
 
 
 # Every column, in the table's order; ``*_values`` below build rows with exactly these keys
-# (``tests/agents_app/test_fast_commit.py`` checks it, so a new column cannot be left out).
+# (``tests/agents_app/bridge/test_fast_commit.py`` checks it, so a new column cannot be left out).
 MESSAGE_COLUMNS = _columns(MessageRow)
 LOG_COLUMNS = _columns(Log)
 # The session row as a commit writes it; the other columns keep their defaults on insert
@@ -234,7 +234,7 @@ def _thread_update(update: ThreadUpdate) -> tuple[list[str], list[Any]]:
 
 @dataclass(frozen=True, slots=True)
 class ClaimedRow:
-    """A commit made under a claimed session row (``agents_app.runner.ClaimedStore``).
+    """A commit made under a claimed session row (``agents_app.orchestration.runner.ClaimedStore``).
 
     The engine's progress goes onto that row (with a fresh heartbeat) instead of a row
     of its own, and queue rows the commit stores as messages are deleted: a posted

@@ -19,9 +19,11 @@ from django.db import connection, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
-from agents_app import page_reads
 from agents_app.bridge import async_commit, fast_commit, rows
 from agents_app.bridge.files import FileStoreMixin
+from agents_app.db import page_reads
+from agents_app.db.raw_sql import db_uuid, row_by_uuid
+from agents_app.db.thread_records import CHILDREN_SQL, RECORD_SQL, record_of
 from agents_app.models import (
     Agent,
     EnvValue,
@@ -36,11 +38,9 @@ from agents_app.models import (
     ThreadValue,
 )
 from agents_app.models.timestamps import now_us
-from agents_app.raw_sql import db_uuid, row_by_uuid
 from agents_app.services import definitions as defs
 from agents_app.services import effects as effect_service
 from agents_app.services.redaction import secret_values_for_thread
-from agents_app.thread_records import CHILDREN_SQL, RECORD_SQL, record_of
 from runtime import waits
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
 from runtime.messages import Message as EngineMessage

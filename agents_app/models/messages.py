@@ -155,7 +155,7 @@ class ThreadMessageCount(models.Model):
     thread's messages, so the page costs the same on a 10,000-message thread as on a
     100-message one (issue #21).
 
-    Kept by database triggers on the message table (``agents_app/message_counts.py``), not
+    Kept by database triggers on the message table (``agents_app/db/message_counts.py``), not
     by our code: every write path (the engine's one-statement commit, bulk drains, deletes,
     retention's batched deletes) keeps it without knowing about it. A table of its own,
     not a column of ``Thread``, so a stale ``thread.save()`` can never write an old count

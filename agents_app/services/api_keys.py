@@ -19,8 +19,8 @@ from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
+from agents_app.db.raw_sql import model_columns, model_from_row
 from agents_app.models import ApiKey
-from agents_app.raw_sql import model_columns, model_from_row
 from agents_app.services.socket_credentials import credential_revoked, key_credential
 
 KEY_PREFIX = "agtbldr_"

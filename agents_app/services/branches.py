@@ -2,7 +2,7 @@
 versions, fork a thread.
 
 Every top-level message records the message it follows (``Message.follows``; a database
-trigger fills it in for writers that leave it empty, ``agents_app.message_counts``), so a
+trigger fills it in for writers that leave it empty, ``agents_app.db.message_counts``), so a
 thread is a tree whose one **active path** is the set of rows not marked ``abandoned``.
 Every branch-unaware reader (the engine's history, the messages page) filters on that
 flag, so it sees one linear conversation; new messages are appended to the active path's
@@ -29,9 +29,9 @@ from django.utils import timezone
 
 from agents_app import selectors, wire
 from agents_app.bridge.events import send_registry, send_thread_frames
+from agents_app.db.raw_sql import db_uuid, text_uuid
 from agents_app.errors import Conflict, Invalid, Locked, NotFound
 from agents_app.models import Message, QueuedMessage, Thread, ThreadFile
-from agents_app.raw_sql import db_uuid, text_uuid
 from agents_app.services import limits, sessions
 from agents_app.services.idempotency import IdempotencyRequest, idempotent_replay
 from agents_app.services.messages import NewAttachment, Posted, message_post

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, connection, transaction
 
+from agents_app.db.raw_sql import db_json, db_uuid, row_by_uuid, text_uuid
 from agents_app.errors import Invalid, NotFound
 from agents_app.models import (
     Agent,
@@ -39,7 +40,6 @@ from agents_app.models import (
     Thread,
     ThreadSession,
 )
-from agents_app.raw_sql import db_json, db_uuid, row_by_uuid, text_uuid
 from agents_app.services import definitions as defs
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
 

@@ -1,5 +1,5 @@
 """Evals: datasets of cases, the checks an answer must pass, scores and the comparison of
-two runs (docs/observability.md "Evals"). Running the cases is ``agents_app.eval_runs``.
+two runs (docs/observability.md "Evals"). Running the cases is ``agents_app.orchestration.eval_runs``.
 
 A case's checks are typed (``Check``), refused at save with the field named when they are
 malformed, so a dataset never holds a check the scorer would ignore.

@@ -19,10 +19,10 @@ from django.utils import timezone
 
 from agents_app import wire
 from agents_app.bridge.events import send_thread_and_registry, send_thread_frames
+from agents_app.db.raw_sql import datetime_param, db_uuid, insert_row
 from agents_app.errors import Conflict, Invalid, Locked, NotFound
 from agents_app.models import Agent, Message, QueuedMessage, Thread, ThreadFile
 from agents_app.models.agents import MidRunMessages
-from agents_app.raw_sql import datetime_param, db_uuid, insert_row
 from agents_app.selectors import message_in_thread, queued_in_thread
 from agents_app.services import limits, sessions
 from agents_app.services.idempotency import (

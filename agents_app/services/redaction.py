@@ -23,9 +23,9 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import connection
 
+from agents_app.db.raw_sql import db_uuid
 from agents_app.encryption import decrypt
 from agents_app.models import EnvValue, Thread
-from agents_app.raw_sql import db_uuid
 from runtime.events import EventSink, Frame
 from runtime.redaction import Redactor
 

@@ -10,7 +10,7 @@ Ownership of a session lives in its ``ThreadSession`` row, never in the broker:
   change exactly one row; every delivery of a task may be a duplicate, and a
   duplicate finds the row owned and exits;
 - the owner refreshes ``heartbeat_at``; every commit of the engine checks the
-  owner (``agents_app.runner.ClaimedStore``), so a worker that lost the row
+  owner (``agents_app.orchestration.runner.ClaimedStore``), so a worker that lost the row
   (declared dead, taken over) cannot write any more;
 - the periodic sweep re-dispatches rows whose heartbeat stopped (the new owner
   resumes from the stored progress) and queued rows whose task was lost.
@@ -37,11 +37,7 @@ from django.utils import timezone
 
 from agents_app import faults, wire
 from agents_app.bridge.events import send_thread_frames
-from agents_app.dispatch import session_should_run
-from agents_app.errors import Locked
-from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession
-from agents_app.models.timestamps import now_us
-from agents_app.raw_sql import (
+from agents_app.db.raw_sql import (
     datetime_param,
     db_datetime,
     db_json,
@@ -52,10 +48,14 @@ from agents_app.raw_sql import (
     row_by_uuid,
     text_uuid,
 )
+from agents_app.db.thread_records import RECORD_FROM, RECORD_WIDTH, record_of
+from agents_app.dispatch import session_should_run
+from agents_app.errors import Locked
+from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession
+from agents_app.models.timestamps import now_us
 from agents_app.selectors import ACTIVE_SESSION
 from agents_app.services import tool_waits
 from agents_app.services.limits import budget_check
-from agents_app.thread_records import RECORD_FROM, RECORD_WIDTH, record_of
 from runtime.events import telemetry
 from runtime.store import ThreadRecord
 

@@ -1,5 +1,5 @@
 """Thread writes: the checks before and the bookkeeping after a creation (the engine itself,
-which runs ``after_thread_created`` hooks, is driven by ``agents_app.thread_creation``),
+which runs ``after_thread_created`` hooks, is driven by ``agents_app.orchestration.thread_creation``),
 update (tags, agent, env) and delete (the whole subtree).
 
 Registry events go out on commit (``thread_created``/``updated``/``deleted``).
@@ -77,7 +77,7 @@ def thread_creation_check(
 
 def thread_created(*, thread_id: Any, agent: Agent, patch: env_service.EnvPatch) -> Thread:
     """What follows the engine's ``create_thread``: env value types, the registry event, and
-    the first session when the agent starts immediately (``agents_app.thread_creation``)."""
+    the first session when the agent starts immediately (``agents_app.orchestration.thread_creation``)."""
     text_keys = [k for k, t in (patch.replace_types or {}).items() if t == EnvValue.Type.TEXT]
     if text_keys:
         EnvValue.objects.filter(

@@ -1,5 +1,5 @@
 """Inbound triggers: tokens, the sender's signature, the message template
-(docs/automation.md, "Triggers"). Starting the thread is ``agents_app.trigger_fire``."""
+(docs/automation.md, "Triggers"). Starting the thread is ``agents_app.orchestration.trigger_fire``."""
 
 from __future__ import annotations
 

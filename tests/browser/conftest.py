@@ -32,7 +32,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         tmp_path_factory.mktemp("browser-stack"),
         setup=[["load_demo"], ["collectstatic", "--noinput", "-v", "0"]],
         # One site serves the whole browser suite as a handful of users: the per-user request
-        # rates (tested in tests/agents_app/test_limits.py) would refuse its later posts.
+        # rates (tested in tests/agents_app/api/test_limits.py) would refuse its later posts.
         extra_env={
             f"STUDIO_RATE_{action}": "off"
             for action in ("THREAD_CREATE", "MESSAGE_POST", "WS_TICKET", "API_KEY_CREATE")

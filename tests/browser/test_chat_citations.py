@@ -110,7 +110,7 @@ def _define(site: Site, base_url: str) -> str:
         "save_definitions([('cite-model', model), ('cite-prompt', prompt), "
         "('cite_agent', agent)], strict_code_names=False)\n"
         # The instance key goes to the local "vendor" because a superuser allowed it (the
-        # egress key rule, tests/agents_app/test_egress_runtime.py).
+        # egress key rule, tests/agents_app/orchestration/test_egress_runtime.py).
         "from agents_app.models import LanguageModel\n"
         "LanguageModel.objects.filter(name='cite-model')"
         ".update(send_instance_key_to_base_url=True)\n"

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.agents_app.test_egress import PLANTED_KEY, Listener
+from tests.agents_app.services.test_egress import PLANTED_KEY, Listener
 from tests.browser.support import Site, call_api, chat_login, shot
 
 expect.set_options(timeout=15_000)

@@ -230,7 +230,7 @@ def _schedule(thread_id: str, name: str, args: Any, delay_ms: int) -> str:
     django.setup()
     from asgiref.sync import async_to_sync
 
-    from agents_app.engines import with_engine
+    from agents_app.orchestration.engines import with_engine
 
     async def go(engine: Any) -> str:
         state = await engine.thread_state(thread_id)

@@ -17,7 +17,7 @@ SETUP = f"""
 from django.contrib.auth import get_user_model
 from agents_app.models import EvalDataset
 from agents_app.services import evals
-from agents_app.eval_runs import run_start
+from agents_app.orchestration.eval_runs import run_start
 dataset = EvalDataset.objects.create(name="live-set")
 for i in range({CASES}):
     evals.case_save(dataset=dataset, name=f"case {{i}}",

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.agents_app.test_mid_run_messages import _queued_frame
+from tests.agents_app.orchestration.test_mid_run_messages import _queued_frame
 from tests.integration.stack import Stack, wait_until
 from tests.integration.test_live_sessions import (
     Frame,

@@ -99,7 +99,7 @@ def _define(stack: Stack, vendor: str, base_url: str) -> str:
     for response in written:
         assert response.status_code == 201, response.text
     # The worker's key goes to the local "vendor" because a superuser allowed it (the egress
-    # key rule, tests/agents_app/test_egress_runtime.py).
+    # key rule, tests/agents_app/orchestration/test_egress_runtime.py).
     stack.sql(
         "UPDATE agents_app_languagemodel SET send_instance_key_to_base_url = true WHERE name = %s "
         "RETURNING name",

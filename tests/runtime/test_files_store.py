@@ -1,7 +1,7 @@
 """The thread file system through ``ThreadState`` and the store protocol.
 
 Runs over the memory store here and over ``DjangoStore`` (PostgreSQL, local disk in a
-temp dir) in tests/agents_app/engine_on_django, so both implementations behave alike.
+temp dir) in tests/agents_app/bridge/engine_on_django, so both implementations behave alike.
 """
 
 from __future__ import annotations

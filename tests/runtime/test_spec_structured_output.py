@@ -6,7 +6,7 @@ appended as a user note; a second wrong answer fails the message with a clear
 reason (and the session ends with a step error). Also: a ``provider:`` tool that
 reached the engine (stored before saving refused it) ends the session visibly
 instead of being dropped. Collected again over ``DjangoStore`` in
-tests/agents_app/engine_on_django.
+tests/agents_app/bridge/engine_on_django.
 """
 
 from __future__ import annotations

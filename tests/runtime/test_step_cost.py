@@ -5,8 +5,8 @@ not depend on the machine's load, so they can be held exactly; a regression like
 storable walk (every record walked at every commit, growing with the session) fails here
 with the functions that grew named.
 
-Runs over the in-memory store and, from tests/agents_app/engine_on_django, over the Django
-store (where tests/agents_app/engine_on_django/test_step_statements.py also counts SQL).
+Runs over the in-memory store and, from tests/agents_app/bridge/engine_on_django, over the Django
+store (where tests/agents_app/bridge/engine_on_django/test_step_statements.py also counts SQL).
 """
 
 from __future__ import annotations

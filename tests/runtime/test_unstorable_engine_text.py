@@ -1,7 +1,7 @@
 """Text the engine stores itself (model output, tool calls and results, values and file
 metadata set by tools, logs) never holds NUL or a lone surrogate: PostgreSQL refuses both,
 so one would kill the session at its commit. They become U+FFFD (runtime/storable.py).
-Runs over the in-memory store and, from tests/agents_app/engine_on_django, over PostgreSQL.
+Runs over the in-memory store and, from tests/agents_app/bridge/engine_on_django, over PostgreSQL.
 """
 
 from __future__ import annotations

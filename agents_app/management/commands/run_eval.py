@@ -11,8 +11,8 @@ from django.db import connections
 
 from agents_app.bridge import async_commit
 from agents_app.errors import DomainError
-from agents_app.eval_runs import advance, run_start
 from agents_app.models import EvalRun, ThreadSession
+from agents_app.orchestration.eval_runs import advance, run_start
 from agents_app.services import evals
 from studio.event_loop import new_loop
 
@@ -98,7 +98,7 @@ class Command(BaseCommand):
     def _run_sessions_here(self, run: EvalRun) -> None:
         """No executor configured: run the run's queued sessions in this process, on one
         loop of the command's own (one engine connection for the whole command)."""
-        from agents_app.runner import run_session_job
+        from agents_app.orchestration.runner import run_session_job
 
         threads = [
             t

@@ -1,0 +1,122 @@
+"""Celery tasks: thin wrappers that hand work to the session runner.
+
+A worker process runs every session on one event loop in a background thread
+(sessions wait on LLM streams; a loop holds hundreds of them); each task waits
+for its session so that ``acks_late`` keeps its meaning. Every task may be
+delivered twice: ``run_session`` claims the session row first and exits when it
+is owned by a live worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+from celery import shared_task
+from celery.signals import worker_process_init, worker_ready, worker_shutdown
+
+from agents_app.task_names import RUN_SESSION
+from runtime import tracing
+from studio.event_loop import new_loop
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def worker_loop() -> asyncio.AbstractEventLoop:
+    """This process's session loop (started lazily, after any fork)."""
+    global _loop
+    with _loop_lock:
+        if _loop is None or _loop.is_closed():
+            _loop = new_loop()
+            threading.Thread(target=_loop.run_forever, name="studio-sessions", daemon=True).start()
+        return _loop
+
+
+def run_on_worker_loop(coro: Any) -> Any:
+    from agents_app.orchestration.executor import run_detached
+
+    return run_detached(coro, worker_loop()).result()
+
+
+@worker_ready.connect
+@worker_process_init.connect
+def warm_up(**_: Any) -> None:
+    """What this worker's first session would import, done before it takes any
+    (agents_app/orchestration/warm_up.py); then freeze it with the rest of start-up."""
+    from agents_app.orchestration.warm_up import warm_worker
+    from studio.process_tuning import settle
+
+    warm_worker()
+    settle()
+
+
+@worker_shutdown.connect
+def close_mcp_connections(**_: Any) -> None:
+    """Close this worker's MCP connections on their loop (a stdio server is a child process)."""
+    if _loop is not None and _loop.is_running():
+        from runtime.mcp_client import POOL
+
+        asyncio.run_coroutine_threadsafe(POOL.aclose(), _loop).result(timeout=20)
+
+
+@shared_task(name=RUN_SESSION, acks_late=True)
+def run_session(session_id: str) -> None:
+    """Claim and run a session (then the thread's next queued messages)."""
+    from agents_app.orchestration.runner import run_session_job
+
+    # The session runs on the worker's loop thread: the task's trace context goes with it.
+    carrier = tracing.current_carrier()
+    run_on_worker_loop(run_session_job(session_id, trace_carrier=carrier))
+
+
+_sweep_outage_log: Any = None
+
+
+def _sweep_outage() -> Any:
+    global _sweep_outage_log
+    if _sweep_outage_log is None:
+        import logging
+
+        from agents_app.orchestration.db_retry import OutageLog
+
+        _sweep_outage_log = OutageLog(logging.getLogger("agents_app.sessions"), "session sweep")
+    return _sweep_outage_log
+
+
+@shared_task(name="agents_app.sweep_sessions")
+def sweep_sessions() -> int:
+    """Re-dispatch sessions whose worker died and queued sessions whose task was lost."""
+    from agents_app.orchestration.db_retry import CONNECTION_ERRORS
+    from agents_app.services.sessions import sessions_sweep
+    from agents_app.services.tool_waits import expire_due
+
+    try:
+        expire_due()  # waiting tool calls whose time ran out: the model gets a timeout result
+        ids = sessions_sweep()
+    except CONNECTION_ERRORS as exc:
+        # Beat sends this every second: during an outage one warning, not a traceback a tick.
+        _sweep_outage().failed(exc)
+        return 0
+    _sweep_outage().succeeded()
+    for session_id in ids:
+        run_session.delay(session_id)
+    return len(ids)
+
+
+@shared_task(name="agents_app.purge_expired", ignore_result=True)
+def purge_expired() -> dict[str, int]:
+    """Expired WebSocket tickets and idempotency keys (``services.housekeeping``)."""
+    from agents_app.services.housekeeping import expired_purge
+
+    return expired_purge()
+
+
+@shared_task(name="agents_app.evals_tick")
+def evals_tick() -> int:
+    """Advance the running eval runs (agents_app/orchestration/eval_runs.py): score finished cases, start
+    pending ones. Any worker may take a tick; the database decides who does what."""
+    from agents_app.orchestration.eval_runs import advance_all
+
+    return advance_all()

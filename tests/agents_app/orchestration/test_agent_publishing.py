@@ -1,0 +1,64 @@
+"""Issue #40 item 7 below the browser: the definition's ``state`` and ``audience`` round-trip
+through export and import, and ``/mcp``'s catalog and asks honour them (a draft or another
+group's agent is absent for a person who is not staff)."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group, Permission, User
+
+from agents_app.errors import NotFound
+from agents_app.models import Agent
+from agents_app.orchestration.agent_calls import agent_ask, exposed_agents
+from agents_app.services.definitions import all_definitions, save_definitions
+from runtime.definitions import AgentDefinition, PromptDefinition, SideConfig
+from tests.agents_app.api.api_support import scripted_model
+
+pytestmark = pytest.mark.django_db
+
+
+def _save(**fields: object) -> None:
+    model = scripted_model("pub-model", [{"content": "hi"}])
+    prompt = PromptDefinition(name="pub-prompt", model=model.name, prompt="Be brief.")
+    agent = AgentDefinition(
+        name="pub", side_a=SideConfig(prompt=prompt.name), expose_as_tool=True,
+        tool_description="Answers.", **fields,  # type: ignore[arg-type]
+    )  # fmt: skip
+    save_definitions(
+        [("model", model), ("prompt", prompt), ("agent", agent)], strict_code_names=False
+    )
+
+
+def _exported() -> dict[str, object]:
+    return next(a.dump() for a in all_definitions()["agents"] if a.name == "pub")
+
+
+def test_state_and_audience_round_trip_and_default_to_published_for_everyone() -> None:
+    _save()
+    assert Agent.objects.get(name="pub").state == "published"
+    assert "state" not in _exported() and "audience" not in _exported()  # files stay as they were
+    _save(state="draft", audience=["Support", "Beta"])
+    exported = _exported()
+    assert exported["state"] == "draft"
+    assert exported["audience"] == ["Beta", "Support"]
+    assert set(Group.objects.values_list("name", flat=True)) >= {"Beta", "Support"}
+    # Importing the exported definition again leaves the same agent.
+    save_definitions([("agent", AgentDefinition.model_validate(exported))], strict_code_names=False)
+    assert _exported() == exported
+
+
+def test_mcp_offers_only_what_the_user_is_offered() -> None:
+    _save(state="draft")
+    person = User.objects.create_user("pat", password="x")
+    staff = User.objects.create_user("sam", password="x", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="view_agent"))
+    staff = User.objects.get(pk=staff.pk)
+    assert [a.name for a in exposed_agents(person)] == []
+    assert [a.name for a in exposed_agents(staff)] == ["pub"]
+    with pytest.raises(NotFound):
+        agent_ask(user=person, agent_name="pub", message="hi")
+
+    _save(audience=["Beta"])
+    assert [a.name for a in exposed_agents(person)] == []
+    person.groups.add(Group.objects.get(name="Beta"))
+    assert [a.name for a in exposed_agents(person)] == ["pub"]
