@@ -11,9 +11,13 @@ from runtime.messages import Clock
 from runtime.providers import ProviderRegistry
 from runtime.providers.retry import RetryPolicy, Sleep
 from runtime.registry import Registry
-from runtime.stops import MAX_SESSION_TURNS, MAX_TOTAL_STEPS, REPEATED_TOOL_ERRORS
 from runtime.store import Store
 from runtime.waits import DEFAULT_WAIT_SECONDS
+
+# The reference's limits (``runtime.stops`` checks them).
+MAX_TOTAL_STEPS = 250
+MAX_SESSION_TURNS = 250
+REPEATED_TOOL_ERRORS = 8
 
 
 @dataclass(slots=True)

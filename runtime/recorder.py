@@ -25,7 +25,7 @@ import asyncio
 import dataclasses
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from runtime.events import EventSink, log_data, message_data
 from runtime.messages import Clock, Message
@@ -42,8 +42,14 @@ from runtime.store import (
 )
 from runtime.transcript import Transcript
 
-if TYPE_CHECKING:
-    from runtime.hooks import HookRunner
+
+class AfterWriteHooks(Protocol):
+    """The ``after_*`` hooks a commit runs (``runtime.hooks.HookRunner``, which builds on the
+    store's layer and not the other way round)."""
+
+    async def after_create_message(self, state: Any, message: Message) -> None: ...
+
+    async def after_update_message(self, state: Any, message: Message) -> None: ...
 
 
 # How long a staged opening may wait for the response before it is stored on its own.
@@ -85,7 +91,7 @@ class _Part:
     """One batch of a commit, with the hooks that observe it."""
 
     batch: Batch
-    hooks: HookRunner | None = None
+    hooks: AfterWriteHooks | None = None
     state: Any = None
 
 
@@ -154,7 +160,7 @@ class Recorder:
         )
 
     async def commit(
-        self, batch: Batch, hooks: HookRunner | None = None, state: Any = None
+        self, batch: Batch, hooks: AfterWriteHooks | None = None, state: Any = None
     ) -> CommitResult:
         """Store ``batch`` (and whatever is staged) atomically, then update the transcript, run
         hooks, emit frames.
@@ -166,7 +172,7 @@ class Recorder:
         await self._settle()
         return await self._store([*self._take_staged(), _Part(batch, hooks, state)])
 
-    def stage(self, batch: Batch, hooks: HookRunner | None = None, state: Any = None) -> None:
+    def stage(self, batch: Batch, hooks: AfterWriteHooks | None = None, state: Any = None) -> None:
         """Keep ``batch`` to be stored with the next commit (see the module docstring).
 
         It is stored on its own, in the background, when a streamed delta is
@@ -330,7 +336,7 @@ class Recorder:
         for message in messages:
             self.transcript.upsert(message)
 
-    async def _after_hooks(self, batch: Batch, hooks: HookRunner | None, state: Any) -> None:
+    async def _after_hooks(self, batch: Batch, hooks: AfterWriteHooks | None, state: Any) -> None:
         if hooks is None:
             return
         for message in batch.created:

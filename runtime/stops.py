@@ -18,12 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from runtime.definitions import SideConfig
+from runtime.deps import MAX_SESSION_TURNS, MAX_TOTAL_STEPS, REPEATED_TOOL_ERRORS
 from runtime.messages import Message, Side, ToolCall, parse_arguments
 from runtime.progress import StopReason, TurnOutcome
-
-MAX_TOTAL_STEPS = 250
-MAX_SESSION_TURNS = 250
-REPEATED_TOOL_ERRORS = 8
 
 
 @dataclass(slots=True)

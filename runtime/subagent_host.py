@@ -17,18 +17,30 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from runtime.engine import Engine
+    from runtime.deps import Deps
+    from runtime.outcomes import SessionResult
+    from runtime.subagents import Subagents
 
 logger = logging.getLogger("runtime.subagent_host")
+
+
+class HostedEngine(Protocol):
+    """What the host runs woken threads with (``runtime.engine.Engine``, which builds on this
+    module's layer)."""
+
+    deps: Deps
+    subagents: Subagents
+
+    async def run_queued(self, thread_id: str) -> SessionResult | None: ...
 
 
 class InlineHost:
     """Runs sessions of woken threads in background tasks (one task per thread at a time)."""
 
-    def __init__(self, engine: Engine | None = None) -> None:
+    def __init__(self, engine: HostedEngine | None = None) -> None:
         self.engine = engine
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self._again: set[str] = set()

@@ -8,11 +8,10 @@ import pytest
 from pydantic import BaseModel
 
 from runtime.definitions import AgentDefinition
-from runtime.deps import Limits
+from runtime.deps import MAX_SESSION_TURNS, MAX_TOTAL_STEPS, Limits
 from runtime.engine import Engine
 from runtime.providers.test_provider import TestScript
 from runtime.registry import define_hook, define_tool
-from runtime.stops import MAX_SESSION_TURNS, MAX_TOTAL_STEPS
 from tests.runtime.conftest import World, agent, prompt, side
 
 
