@@ -60,6 +60,12 @@ class Catalog:
     prompt_models: dict[str, str] = field(default_factory=dict)
     # Prompts that list tools: a model they run on cannot later say functionCalling: false.
     prompts_with_tools: set[str] = field(default_factory=set)
+    # For the agent hooks rule (``runtime.entry_rules.agent_hooks_errors``): prompt name → the
+    # hooks it lists, → the names its tool entries call (sub-prompts among them); stored agent
+    # with hooks (not one being saved with the prompt) → (its hooks, its sides' prompts).
+    prompt_hooks: dict[str, list[str]] = field(default_factory=dict)
+    prompt_tools: dict[str, list[str]] = field(default_factory=dict)
+    agent_hooks: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
 
     def callables(self) -> set[str]:
         return self.tools | self.prompts | self.agents

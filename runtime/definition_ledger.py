@@ -118,10 +118,14 @@ LEDGER: dict[str, dict[str, Row]] = {
             _AA + "api/test_api_catalog_env.py::test_catalog_shapes",
             "metadata for clients; the engine does not read it",
         ),
-        "hooks": _o(
-            "runtime.delegation (fallback when the prompt lists none)",
-            _RT + "test_hooks.py::test_hooks_come_from_the_agent_when_the_prompt_lists_none",
-            "ignored when the prompt lists hooks (issue #38 item 5)",
+        "hooks": Row(
+            HONOURED,
+            "runtime.hooks.hook_ids (for each prompt that lists none, sub-prompts too); "
+            "never-run hooks refused by runtime.entry_rules.agent_hooks_errors",
+            "tests/agents_app/spec/test_spec_integrity_agent_hooks.py::"
+            "test_spec_agent_hooks_that_no_prompt_of_the_agent_would_run_are_refused_by_import_api_and_studio",
+            "a prompt's hooks replace the agent's (reference); hooks no prompt of the agent would "
+            f"run (each lists its own) are refused, from either side ({_IMPORT_API_STUDIO})",
         ),
         "tenvs": _h(
             "runtime.tool_env (agent-level env declarations)",

@@ -10,6 +10,8 @@ rules are called from ``runtime.validation`` (``validate_agent``/``validate_prom
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from runtime.definition_errors import Catalog, DefinitionError
 from runtime.definitions import (
     PROVIDER_TOOL_PREFIX,
@@ -206,7 +208,7 @@ def _side_tool_names(side: SideConfig) -> list[str]:
 
 def agent_option_errors(agent: AgentDefinition, catalog: Catalog | None) -> list[DefinitionError]:
     """Agent settings its type never reads, and side tools its model cannot call."""
-    errs: list[DefinitionError] = []
+    errs = agent_hooks_errors(agent, catalog)
     if agent.type == "ai_human":
         if agent.max_session_turns is not None:
             errs.append(
@@ -240,6 +242,78 @@ def agent_option_errors(agent: AgentDefinition, catalog: Catalog | None) -> list
                 )
             )
     return errs
+
+
+def prompts_run_by(side_prompts: list[str], catalog: Catalog) -> list[str]:
+    """The prompts an agent runs: its sides' prompts and, through their tool entries, every
+    sub-prompt below them (each once, in the order reached)."""
+    seen: list[str] = []
+    todo = list(side_prompts)
+    while todo:
+        name = todo.pop(0)
+        if name in seen or name not in catalog.prompts:
+            continue
+        seen.append(name)
+        todo += [t for t in catalog.prompt_tools.get(name, []) if t in catalog.prompts]
+    return seen
+
+
+def _silenced(hooks: list[str], sides: list[str], catalog: Catalog) -> list[str] | None:
+    """The prompts an agent runs when every one lists hooks of its own (so the agent's
+    ``hooks`` would never run), else None."""
+    if not hooks:
+        return None
+    run = prompts_run_by(sides, catalog)
+    if not run or not all(catalog.prompt_hooks.get(p) for p in run):
+        return None
+    return run
+
+
+def agent_hooks_errors(agent: AgentDefinition, catalog: Catalog | None) -> list[DefinitionError]:
+    """Agent ``hooks`` that would never run. The reference runs "the active prompt's hooks list
+    (the agent's hooks list only when the prompt declares none)", sub-prompts included: honoured
+    so (``runtime.hooks.hook_ids``); refused when every prompt the agent runs lists its own, as
+    the agent's hooks would then be accepted and silently ignored (issue #38 item 5)."""
+    if catalog is None:
+        return []
+    sides = [side.prompt for side in agent.sides().values()]
+    silenced = _silenced(list(agent.hooks or []), sides, catalog)
+    if silenced is None:
+        return []
+    return [
+        DefinitionError(
+            "hooks",
+            "These hooks would never run: an agent's hooks run only for prompts that list no "
+            "hooks of their own (a prompt's hooks replace its agent's), and every prompt this "
+            f"agent runs lists its own ({', '.join(repr(p) for p in silenced)}). Add them to "
+            "those prompts' hooks lists instead, or remove them here.",
+        )
+    ]
+
+
+def prompt_hooks_errors(prompt: PromptDefinition, catalog: Catalog | None) -> list[DefinitionError]:
+    """The same rule from the prompt's side: hooks on a prompt that leave an agent with hooks no
+    prompt listing none, so the agent's hooks would stop running altogether."""
+    if not prompt.hooks or catalog is None:
+        return []
+    hooks = {**catalog.prompt_hooks, prompt.name: list(prompt.hooks)}
+    seen = replace(catalog, prompt_hooks=hooks)
+    agents = [
+        name
+        for name, (agent_hooks, sides) in sorted(catalog.agent_hooks.items())
+        if prompt.name in prompts_run_by(sides, seen) and _silenced(agent_hooks, sides, seen)
+    ]
+    if not agents:
+        return []
+    which = ", ".join(repr(a) for a in agents)
+    return [
+        DefinitionError(
+            "hooks",
+            f"With these hooks every prompt of agent {which} lists its own, so that agent's "
+            "hooks would never run (a prompt's hooks replace its agent's). Add the agent's hooks "
+            "to this list and remove them from the agent, or leave this list empty.",
+        )
+    ]
 
 
 def model_option_errors(model: ModelDefinition) -> list[DefinitionError]:

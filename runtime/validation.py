@@ -33,6 +33,7 @@ from runtime.entry_rules import (
     function_calling_errors,
     model_function_calling_errors,
     model_option_errors,
+    prompt_hooks_errors,
     reasoning_option_errors,
     tool_entry_option_errors,
 )
@@ -274,6 +275,7 @@ def validate_prompt(
         if not name.startswith(("provider:", "mcp:")):  # provider-executed; MCP names mapped
             errs += _tool_name_rule(f"tools.{i}", name)
     errs += _hook_rules(prompt.hooks, catalog)
+    errs += prompt_hooks_errors(prompt, catalog)
     errs += _prompt_lengths(prompt)
     errs += tool_env_credential_errors(prompt)
     errs += provider_tool_errors(prompt, catalog)

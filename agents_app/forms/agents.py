@@ -146,7 +146,10 @@ class AgentForm(DefinitionForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk:  # a declared field: Django fills only model fields from the row
             self.fields["tool_activity"].initial = self.instance.tool_activity
-        self.fields["hooks"].help_text = hooks_help("Code hooks that run for this agent.")
+        self.fields["hooks"].help_text = hooks_help(
+            "Code hooks that run for this agent's prompts that list none of their own (a "
+            "prompt's hooks replace the agent's); hooks none of its prompts would run are refused."
+        )
 
     def _side(self, side: str) -> dict[str, Any] | None:
         cd = self.cleaned_data
