@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from agents_app.models import Thread
 from agents_app.services import webhooks
 from agents_app.task_names import WEBHOOK_DELIVER
 from runtime import egress
@@ -79,8 +80,8 @@ def sweep() -> int:
 def session_ended(thread_id: str, session_id: str, status: str, error: str) -> None:
     """Record and enqueue the session's events; a failure here never touches the session."""
     try:
-        from agents_app.models import Thread
-
+        if not webhooks.any_active():
+            return  # the common case: one indexed query, no read of the thread
         thread = Thread.objects.select_related("agent").filter(pk=thread_id).first()
         if thread is None:
             return

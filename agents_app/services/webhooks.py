@@ -124,13 +124,17 @@ def record_event(agent_id: Any, event: str, subject: str, payload: dict[str, Any
     return made
 
 
+def any_active() -> bool:
+    """Whether any subscription is active: one indexed query."""
+    return WebhookSubscription.objects.filter(active=True).exists()
+
+
 def session_events(
     *, thread_id: str, session_id: str, agent_id: Any, agent: str, status: str, error: str
 ) -> list[str]:
     """The events of a session's end (``status`` as released): finished (and its final
-    message completed), failed, or parked on a tool call waiting for approval."""
-    if not WebhookSubscription.objects.filter(active=True).exists():
-        return []  # the common case costs one indexed query
+    message completed), failed, or parked on a tool call waiting for approval. The caller
+    asks ``any_active`` first (most instances subscribe to nothing)."""
     base: dict[str, Any] = {
         "agent": agent,
         "threadId": thread_id,

@@ -13,6 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from agents_app.bridge import async_commit
 from agents_app.errors import Invalid
@@ -193,3 +195,15 @@ def test_the_api_and_studio_list_deliveries_and_redeliver(
         {"url": "ftp://x", "secretEnv": "HOOK_SECRET", "events": ["session.failed"]},
     )
     assert bad.status_code == 400 and "url" in bad.json()["error"]
+
+
+def test_a_session_end_with_no_subscription_costs_one_query(alice: Any) -> None:
+    """Most instances subscribe to nothing: a session's end then asks one indexed question
+    and reads nothing of its thread (it read the thread and its agent first before)."""
+    define_agent("helper", [{"content": "done"}])
+    thread = thread_create(user=alice, agent_name="helper")
+    with CaptureQueriesContext(connection) as queries:
+        webhook_runner.session_ended(str(thread.pk), str(thread.pk), "completed", "")
+    statements = [q["sql"] for q in queries.captured_queries]
+    assert len(statements) == 1, statements
+    assert "agents_app_webhooksubscription" in statements[0]
