@@ -312,14 +312,34 @@ def http_client() -> httpx.AsyncClient:
 # --- one session ----------------------------------------------------------------------------------
 
 
-@dataclass
-class Plan:
-    """What to do with a claimed session."""
+@dataclass(frozen=True)
+class Resume:
+    """The claimed session is unfinished: the engine resumes it."""
 
-    kind: str  # "resume", "start", "park", "finished"
+
+@dataclass(frozen=True)
+class Start:
+    """A new session: on ``message`` (the thread's first queued one), or, without one, on
+    ``side`` (a continue)."""
+
     message: NewMessage | None = None
     side: str | None = None
-    thread: ThreadRecord | None = None  # the thread's record, when the plan read it
+    thread: ThreadRecord | None = None  # the thread's record, read while planning
+
+
+@dataclass(frozen=True)
+class Park:
+    """The thread is stopped: nothing runs, the session ends as aborted by the user."""
+
+
+@dataclass(frozen=True)
+class Finished:
+    """Nothing to run: the session finished (a worker died after its last commit), or its
+    message was cancelled before it ran."""
+
+
+# What to do with a claimed session: one type per kind.
+Plan = Resume | Start | Park | Finished
 
 
 def plan_session(claim: Claim) -> Plan:
@@ -327,15 +347,15 @@ def plan_session(claim: Claim) -> Plan:
     faults.hit("plan")
     progress = claim.progress
     if progress:
-        return Plan("finished" if progress.get("finished") else "resume")
+        return Finished() if progress.get("finished") else Resume()
     read = sessions.session_start_read(claim.thread_id)
     first = read.head
     if read.park:
-        return Plan("park")
+        return Park()
     if first is None:
         if claim.root_message_id is not None:
-            return Plan("finished")  # its message was cancelled before it ran
-        return Plan("start", side=claim.side or "a", thread=read.thread)
+            return Finished()  # its message was cancelled before it ran
+        return Start(side=claim.side or "a", thread=read.thread)
     metadata = {k: v for k, v in first.metadata.items() if k != RESUME_MARK}
     message = NewMessage(
         content=first.content,
@@ -345,7 +365,7 @@ def plan_session(claim: Claim) -> Plan:
         silent=first.silent,
         metadata=metadata,
     )
-    return Plan("start", message=message, thread=read.thread)
+    return Start(message=message, thread=read.thread)
 
 
 async def _supervised(entry: Entry, coro: Any) -> SessionResult | None:
@@ -364,10 +384,12 @@ async def _supervised(entry: Entry, coro: Any) -> SessionResult | None:
         entry.task = None
 
 
-async def _run_engine(entry: Entry, engine: Engine, store: ClaimedStore, plan: Plan) -> str:
+async def _run_engine(
+    entry: Entry, engine: Engine, store: ClaimedStore, plan: Start | Resume
+) -> str:
     """Run the engine for a start/resume plan; returns the session's stop reason."""
     thread_id = entry.claim.thread_id
-    if plan.kind == "start":
+    if isinstance(plan, Start):
         side = plan.side if plan.message is None else None
         coro = engine.run_session(thread_id, message=plan.message, side=side)  # type: ignore[arg-type]
     else:
@@ -398,12 +420,12 @@ async def run_claim(claim: Claim, slot: StartSlot | None = None) -> str:
         engine = build_engine(sink=sink, store=store, http=http_client())
         await _announce_claim(claim)
         plan = await sync_to_async(plan_session)(claim)
-        store.read_thread = plan.thread
-        if plan.kind == "finished":
+        store.read_thread = plan.thread if isinstance(plan, Start) else None
+        if isinstance(plan, Finished):
             reason = str(claim.progress.get("stop_reason") or "")
             # The worker died after the session's last commit: a child's end may be unsettled.
             await engine.subagents.recover(claim.thread_id)
-        elif plan.kind == "park":
+        elif isinstance(plan, Park):
             reason = "aborted_by_user"
         else:
             if tracing.enabled():
