@@ -67,7 +67,8 @@ class _ThreadData:
         self.queue: list[QueuedMessage] = []
         self.progress: SessionProgress | None = None
         self.env: dict[str, tuple[str, EnvType]] = {}
-        self.values: dict[str, tuple[Any, int]] = {}
+        # key → (the value as shown, its update time, the exact value when it held a secret)
+        self.values: dict[str, tuple[Any, int, Any]] = {}
         self.files: dict[str, _Stored] = {}  # path → entry (directories hold no data)
 
 
@@ -359,22 +360,22 @@ class MemoryStore:
     async def get_value(self, thread_id: str, key: str) -> Any:
         """Stored JSON value or ``None``."""
         found = self._data(thread_id).values.get(key)
-        return copy.deepcopy(found[0]) if found else None
+        return _exact(found) if found else None
 
-    async def set_value(self, thread_id: str, key: str, value: Any) -> int:
-        """Store or delete a value."""
+    async def set_value(self, thread_id: str, key: str, value: Any, exact: Any = None) -> int:
+        """Store or delete a value (with its exact form, when it held a secret)."""
         values = self._data(thread_id).values
         updated_at = time.time_ns() // 1000
         if value is None:
             values.pop(key, None)
         else:
-            values[key] = (copy.deepcopy(value), updated_at)
+            values[key] = (copy.deepcopy(value), updated_at, copy.deepcopy(exact))
         return updated_at
 
     async def list_values(self, thread_id: str, prefix: str = "") -> dict[str, Any]:
         """Values by key prefix."""
         values = self._data(thread_id).values
-        return {k: copy.deepcopy(v) for k, (v, _) in sorted(values.items()) if k.startswith(prefix)}
+        return {k: _exact(v) for k, v in sorted(values.items()) if k.startswith(prefix)}
 
     # --- files -------------------------------------------------------------------------
 
@@ -660,3 +661,9 @@ def _from_queue(row: QueuedMessage, created_at: int) -> Message:
         side=side,
         subagent_id=row.metadata.get("subagent_id"),
     )
+
+
+def _exact(stored: tuple[Any, int, Any]) -> Any:
+    """A stored value as ``get_value`` returns it: exact when an exact form was kept."""
+    shown, _, exact = stored
+    return copy.deepcopy(shown if exact is None else exact)

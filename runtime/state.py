@@ -633,12 +633,17 @@ class ThreadState:
         return await self._deps.store.get_value(self.thread_id, storable_text(key))
 
     async def set_value(self, key: str, value: Any) -> None:
-        """Store a durable JSON value (``None`` deletes it), redacted like every stored text."""
+        """Store a durable JSON value (``None`` deletes it). Spec 0.15: values are "returned
+        exactly as they were stored", so ``get_value`` gives back ``value`` itself; wherever
+        a value is shown (API, studio, frames, logs) it is redacted like every stored text, and
+        one that held a secret is kept sealed by the store, never in clear at rest."""
         key = storable_text(key)
+        exact = None
         if value is not None:
             json_only(f"setValue('{key}') value", value)
-            value = storable((await self._recorder.ready()).data(value))
-        updated_at = await self._deps.store.set_value(self.thread_id, key, value)
+            shown = storable((await self._recorder.ready()).data(value))
+            exact, value = (None if shown == value else value), shown
+        updated_at = await self._deps.store.set_value(self.thread_id, key, value, exact)
         self.emit("kv_changed", {"key": key, "deleted": value is None, "updated_at": updated_at})
 
     async def list_values(self, prefix: str = "") -> dict[str, Any]:

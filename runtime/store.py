@@ -516,15 +516,21 @@ class Store(Protocol):
 
     # values -------------------------------------------------------------------------
     async def get_value(self, thread_id: str, key: str) -> Any:
-        """The JSON value stored under ``key``, or ``None``."""
+        """The JSON value stored under ``key`` (its ``exact`` form when one was kept), or
+        ``None``."""
         ...
 
-    async def set_value(self, thread_id: str, key: str, value: Any) -> int:
-        """Store a JSON value (``None`` deletes the key); returns the update time in µs."""
+    async def set_value(self, thread_id: str, key: str, value: Any, exact: Any = None) -> int:
+        """Store a JSON value (``None`` deletes the key); returns the update time in µs.
+
+        ``value`` is what may be shown (secrets redacted); ``exact``, when given, is the value
+        as ``setValue`` got it (it held a secret): kept so that it is never in clear at rest
+        (sealed), and what ``get_value``/``list_values`` return ("returned exactly as they
+        were stored", spec 0.15)."""
         ...
 
     async def list_values(self, thread_id: str, prefix: str = "") -> dict[str, Any]:
-        """All values whose key starts with ``prefix``."""
+        """All values whose key starts with ``prefix`` (each as ``get_value`` returns it)."""
         ...
 
     # files --------------------------------------------------------------------------

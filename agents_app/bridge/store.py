@@ -8,6 +8,7 @@ the stop flag) because the engine calls it several times per step.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -24,6 +25,7 @@ from agents_app.bridge.files import FileStoreMixin
 from agents_app.db import page_reads
 from agents_app.db.raw_sql import db_uuid, row_by_uuid
 from agents_app.db.thread_records import CHILDREN_SQL, RECORD_SQL, record_of
+from agents_app.encryption import decrypt, encrypt
 from agents_app.models import (
     Agent,
     EnvValue,
@@ -501,21 +503,30 @@ def _set_env(thread_id: str, name: str, value: str, kind: EnvType | None) -> Non
 
 def _get_value(thread_id: str, key: str) -> Any:
     _exists(thread_id)
-    return (
+    row = (
         ThreadValue.objects.filter(thread_id=thread_id, key=key)
-        .values_list("value", flat=True)
+        .values_list("value", "sealed")
         .first()
     )
+    return _exact(*row) if row else None
 
 
-def _set_value(thread_id: str, key: str, value: Any) -> int:
+def _exact(value: Any, sealed: str) -> Any:
+    """A stored value as getValue returns it: the sealed exact form when one was kept."""
+    return json.loads(decrypt(sealed)) if sealed else value
+
+
+def _set_value(thread_id: str, key: str, value: Any, exact: Any) -> int:
     _exists(thread_id)
     updated_at = now_us()
     if value is None:
         ThreadValue.objects.filter(thread_id=thread_id, key=key).delete()
     else:
+        sealed = "" if exact is None else encrypt(json.dumps(exact))
         ThreadValue.objects.update_or_create(
-            thread_id=thread_id, key=key, defaults={"value": value, "updated_at": updated_at}
+            thread_id=thread_id,
+            key=key,
+            defaults={"value": value, "sealed": sealed, "updated_at": updated_at},
         )
     return updated_at
 
@@ -523,7 +534,10 @@ def _set_value(thread_id: str, key: str, value: Any) -> int:
 def _list_values(thread_id: str, prefix: str) -> dict[str, Any]:
     _exists(thread_id)
     qs = ThreadValue.objects.filter(thread_id=thread_id, key__startswith=prefix).order_by("key")
-    return dict(qs.values_list("key", "value"))
+    return {
+        key: _exact(value, sealed)
+        for key, value, sealed in qs.values_list("key", "value", "sealed")
+    }
 
 
 # --- definitions ---------------------------------------------------------------------------
@@ -728,8 +742,8 @@ class DjangoStore(FileStoreMixin):
     async def get_value(self, thread_id: str, key: str) -> Any:
         return await sync_to_async(_get_value)(thread_id, key)
 
-    async def set_value(self, thread_id: str, key: str, value: Any) -> int:
-        return await sync_to_async(_set_value)(thread_id, key, value)
+    async def set_value(self, thread_id: str, key: str, value: Any, exact: Any = None) -> int:
+        return await sync_to_async(_set_value)(thread_id, key, value, exact)
 
     async def list_values(self, thread_id: str, prefix: str = "") -> dict[str, Any]:
         return await sync_to_async(_list_values)(thread_id, prefix)

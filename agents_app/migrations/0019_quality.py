@@ -127,6 +127,12 @@ class Migration(migrations.Migration):
             name='side_b_max_turns',
             field=models.IntegerField(blank=True, null=True),
         ),
+        # setValue's exact value, sealed, when it held a secret (issue #38 item 8).
+        migrations.AddField(
+            model_name='threadvalue',
+            name='sealed',
+            field=models.TextField(blank=True, default=''),
+        ),
         # A negative spend budget is refused (issue #40 item 6).
         migrations.AlterField(
             model_name='spendbudget',

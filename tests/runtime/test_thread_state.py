@@ -230,3 +230,41 @@ async def test_force_turn_in_dual_ai_switches_sides(world: World) -> None:
     world.script("mb", TestScript().add_text("B speaks"))
     _, result = await world.chat("x")
     assert [t.side for t in result.turn_outcomes] == ["b"]
+
+
+SECRET = "kv-canary-9Xr4-secret"
+
+
+async def test_spec_get_value_values_are_returned_exactly_as_they_were_stored(
+    world: World,
+) -> None:
+    """Spec 0.15 ``getValue``: "Values are returned exactly as they were stored; runtimes MUST
+    preserve JSON-equivalent structure", a value holding a secret included: in the execution
+    that stored it and in a later one. What is shown stays redacted: the tool result the model
+    receives, and the value as the store lists it for display."""
+    stored = {"token": SECRET, "n": [1, 2.5, None, True], "note": f"key {SECRET}"}
+
+    @define_tool("Remember the token")
+    async def remember(state: Any) -> str:
+        await state.set_value("cache", stored)
+        same = await state.get_value("cache") == stored
+        return f"same execution: {'exact' if same else 'changed'}; {SECRET}"
+
+    @define_tool("Recall the token")
+    async def recall(state: Any) -> str:
+        later = await state.get_value("cache") == stored
+        listed = (await state.list_values("ca"))["cache"] == stored
+        return f"later execution: {'exact' if later and listed else 'changed'}"
+
+    world.harness.set_instance_env("KV_TOKEN", SECRET)
+    world.register(remember, recall)
+    world.define(prompt(tools=["remember", "recall"]), agent())
+    script = TestScript().add_tool_call("remember").add_text("kept")
+    world.script("m", script.add_tool_call("recall").add_text("recalled"))
+    thread, _ = await world.chat("keep it")
+    await world.run(thread.id, "recall it")
+
+    results = [m["content"] for r in world.requests() for m in r.messages if m["role"] == "tool"]
+    assert "same execution: exact; [REDACTED]" in results
+    assert "later execution: exact" in results
+    assert not any(SECRET in str(r.messages) for r in world.requests())

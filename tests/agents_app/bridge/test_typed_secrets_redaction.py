@@ -57,6 +57,7 @@ def _stored_text_hits() -> list[str]:
         ("agents_app_queuedmessage", "CAST(attachments AS TEXT)"),
         ("agents_app_message", "content"),
         ("agents_app_threadvalue", "CAST(value AS TEXT)"),
+        ("agents_app_threadvalue", "sealed"),
         ("agents_app_threadfile", "CAST(metadata AS TEXT) || path || name"),
     ]
     with connection.cursor() as cursor:
@@ -129,6 +130,29 @@ def test_tool_written_kv_value_never_stored_in_clear(alice: Any) -> None:
     assert ThreadValue.objects.get(thread=thread, key="cache").value == {
         "token": "[REDACTED]",
         "mine": "[REDACTED:OWN_KEY]",
+    }
+
+
+@pytest.mark.django_db
+def test_spec_get_value_returns_a_secret_holding_value_exactly_while_it_is_sealed_at_rest(
+    as_: Any, alice: Any
+) -> None:
+    """Spec 0.15 getValue: "Values are returned exactly as they were stored". A value holding
+    a secret comes back exactly, to a later execution too (a new engine over the database),
+    while the database holds it only sealed and the API shows it redacted."""
+    thread = _thread(alice)
+    exact = {"token": INSTANCE_SECRET, "mine": OWN_SECRET, "n": [1, 2.5, None, True]}
+    state = async_to_sync(Engine(DjangoStore(), ListSink()).thread_state)(str(thread.pk))
+    async_to_sync(state.set_value)("cache", exact)
+    later = async_to_sync(Engine(DjangoStore(), ListSink()).thread_state)(str(thread.pk))
+    assert async_to_sync(later.get_value)("cache") == exact
+    assert async_to_sync(later.list_values)("ca") == {"cache": exact}
+    assert _stored_text_hits() == []
+    shown = as_(alice).get(f"/api/threads/{thread.pk}/kv?key=cache")
+    assert shown.json()["value"] == {
+        "token": "[REDACTED]",
+        "mine": "[REDACTED:OWN_KEY]",
+        "n": [1, 2.5, None, True],
     }
 
 
