@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from agents_app.encryption import current_key_id, decrypt, encrypt, key_id_of, keyring
-from agents_app.models import EnvValue
+from agents_app.models import EnvValue, ThreadValue
 
 
 class MissingKeys(Exception):
@@ -46,12 +46,24 @@ def env_reencrypt() -> ReencryptReport:
     newest = current_key_id()
     known = {key_id for key_id, _ in keyring()}
     rows = list(EnvValue.objects.select_for_update().order_by("pk"))
+    # A thread value that held a secret keeps its exact form sealed with the same keyring.
+    values = list(ThreadValue.objects.select_for_update().exclude(sealed="").order_by("pk"))
     missing = [_label(r) for r in rows if key_id_of(r.ciphertext) not in known]
+    missing += [
+        f"value:{v.thread_id}:{v.key} (key '{key_id_of(v.sealed)}')"
+        for v in values
+        if key_id_of(v.sealed) not in known
+    ]
     if missing:
         raise MissingKeys(missing)
     stale = [r for r in rows if key_id_of(r.ciphertext) != newest]
     for row in stale:
         row.ciphertext = encrypt(decrypt(row.ciphertext))
+    stale_values = [v for v in values if key_id_of(v.sealed) != newest]
+    for value in stale_values:
+        value.sealed = encrypt(decrypt(value.sealed))
     # bulk_update leaves updated_at alone: rotation is not an edit of the value.
     EnvValue.objects.bulk_update(stale, ["ciphertext"], batch_size=500)
-    return ReencryptReport(len(rows), len(stale), len(rows) - len(stale), newest)
+    ThreadValue.objects.bulk_update(stale_values, ["sealed"], batch_size=500)
+    total, changed = len(rows) + len(values), len(stale) + len(stale_values)
+    return ReencryptReport(total, changed, total - changed, newest)

@@ -5,13 +5,19 @@ from __future__ import annotations
 import base64
 import os
 from io import StringIO
+from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 
+from agents_app.bridge.store import DjangoStore
 from agents_app.encryption import key_id_of
-from agents_app.models import EnvValue
+from agents_app.models import EnvValue, ThreadValue
+from agents_app.orchestration.thread_creation import thread_create
+from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
+from tests.agents_app.api.api_support import define_agent
 
 pytestmark = pytest.mark.django_db
 
@@ -65,3 +71,21 @@ def test_missing_key_fails_naming_the_value_and_changes_nothing() -> None:
     assert "instance:LOST (key 'old')" in message and "KEPT" not in message
     assert "lost-value" not in message
     assert dict(EnvValue.objects.values_list("key", "ciphertext")) == before
+
+
+def test_a_thread_value_sealed_by_set_value_is_reencrypted_and_still_read_exactly(
+    alice: Any,
+) -> None:
+    """A setValue value that held a secret is kept sealed with the env keyring: rotation moves
+    it to the newest key too, so getValue still returns it once the old key is gone."""
+    define_agent("helper")
+    thread = thread_create(user=alice, agent_name="helper")
+    with override_settings(STUDIO_ENCRYPTION_KEYS=OLD):
+        async_to_sync(DjangoStore().set_value)(
+            str(thread.pk), "k", {"t": "[REDACTED]"}, {"t": "the-secret"}
+        )
+    with override_settings(STUDIO_ENCRYPTION_KEYS=f"{NEW},{OLD}"):
+        assert "1 env value(s) re-encrypted with key 'new'" in _run()
+    with override_settings(STUDIO_ENCRYPTION_KEYS=NEW):
+        assert async_to_sync(DjangoStore().get_value)(str(thread.pk), "k") == {"t": "the-secret"}
+        assert key_id_of(ThreadValue.objects.get(key="k").sealed) == "new"
