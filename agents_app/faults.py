@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Awaitable, Callable
 
 import psycopg
 from asgiref.sync import sync_to_async
@@ -41,6 +42,16 @@ POINTS = frozenset(
 logger = logging.getLogger("agents_app.faults")
 _lock = threading.Lock()
 _fired: dict[str, int] = {}
+# How to find the event loop's own commit connection (``ahit``). That connection belongs to
+# the bridge, which builds on the services this module also serves: the orchestration hands
+# the lookup over (``orchestration/engines.py``) so that this leaf imports nothing of ours.
+_loop_connection_pid: Callable[[], Awaitable[int]] | None = None
+
+
+def set_loop_connection_pid(lookup: Callable[[], Awaitable[int]]) -> None:
+    """Name the coroutine that returns the server pid of this loop's commit connection."""
+    global _loop_connection_pid
+    _loop_connection_pid = lookup
 
 
 def _armed(name: str) -> bool:
@@ -81,7 +92,7 @@ async def ahit(name: str) -> None:
     """Break this event loop's commit connection when ``name`` is armed."""
     if not settings.STUDIO_FAULT_POINTS or not _armed(name):
         return
-    from agents_app.bridge import async_commit
-
-    pid = await async_commit.backend_pid()
+    if _loop_connection_pid is None:
+        raise RuntimeError(f"fault point {name}: no commit connection registered")
+    pid = await _loop_connection_pid()
     await sync_to_async(_terminate, thread_sensitive=False)(name, pid)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from agents_app.bridge import rows
+from agents_app.db import rows
 from agents_app.icons import configured_origin, icon_url
 from agents_app.models import (
     Agent,

@@ -77,9 +77,9 @@ async def bench(
     from django.db.backends.signals import connection_created
     from engine_bench import STEPS, CountingStore, StepClock, count, definitions, one_session
 
-    from agents_app.bridge.events import ChannelsSink, LiveSink
     from agents_app.bridge.store import DjangoStore
-    from agents_app.services.definitions import save_definitions
+    from agents_app.broadcast.events import ChannelsSink, LiveSink
+    from agents_app.services.definition_saves import save_definitions
     from runtime.engine import Engine
     from runtime.registry import Registry
 

@@ -99,7 +99,7 @@ def seed(pending: int) -> str:
     from django.db import connection
 
     from agents_app.models import Agent, Thread
-    from agents_app.services.definitions import save_definitions
+    from agents_app.services.definition_saves import save_definitions
     from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 
     model = ModelDefinition(name="bench-model", provider="test", model="x")

@@ -35,7 +35,7 @@ django.setup()
 
 from channels_redis.pubsub import RedisPubSubChannelLayer  # noqa: E402
 
-from agents_app.bridge.events import ChunkPacer, LiveSink  # noqa: E402
+from agents_app.broadcast.events import ChunkPacer, LiveSink  # noqa: E402
 from bench.clocked_provider import factory  # noqa: E402
 from bench.service_bench import speed_probe_ms  # noqa: E402
 from runtime.definitions import (  # noqa: E402

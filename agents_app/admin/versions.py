@@ -22,6 +22,7 @@ from django.views.decorators.http import require_POST
 
 from agents_app.admin.change_context import ChangeContextMixin
 from agents_app.errors import Invalid, NotFound
+from agents_app.services import definition_saves
 from agents_app.services import definition_versions as versions
 from agents_app.services.definition_diff import changed_count, side_by_side
 
@@ -173,7 +174,9 @@ class VersionedAdmin(ChangeContextMixin):
         if not self.has_change_permission(request, obj):  # type: ignore[attr-defined]
             raise PermissionDenied
         try:
-            restored = versions.restore(self.version_kind, obj.name, number, author=request.user)
+            restored = definition_saves.restore(
+                self.version_kind, obj.name, number, author=request.user
+            )
         except (Invalid, NotFound) as exc:
             messages.error(request, exc.message)
         else:

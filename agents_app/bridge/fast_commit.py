@@ -45,7 +45,7 @@ from django.db import connection
 from django.db.models import Model
 from psycopg.types.json import Jsonb
 
-from agents_app.bridge import rows
+from agents_app.db import rows
 from agents_app.models import Log
 from agents_app.models import Message as MessageRow
 from runtime.messages import Message

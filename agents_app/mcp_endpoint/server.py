@@ -9,7 +9,7 @@ while sending progress notifications, and returns the final text and the thread 
 
 It runs in front of Django, so it applies the API's gates itself, before the SDK sees
 the request: ``ALLOWED_HOSTS`` on the ``Host`` header and a same-site ``Origin``
-(``agents_app.web.hosts``, 400 and 403), POST only (405: being stateless, there is no
+(``agents_app.mcp_endpoint.hosts``, 400 and 403), POST only (405: being stateless, there is no
 session for a ``GET`` event stream to serve, and an idle one would be held open
 forever), the API's body size (413) and text rules (NUL, lone surrogates, the message
 size: a JSON-RPC ``-32602`` error, nothing created), and the API's usage limits and
@@ -32,6 +32,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from agents_app.errors import DomainError
+from agents_app.mcp_endpoint.hosts import host_allowed, origin_allowed, request_host, scope_headers
 from agents_app.models import Thread
 from agents_app.orchestration.agent_calls import Ask, agent_ask, ask_progress, exposed_agents
 from agents_app.selectors import access_thread, agents_for
@@ -40,7 +41,6 @@ from agents_app.services.api_keys import api_key_in_use
 from agents_app.services.messages import CONTENT_MAX
 from agents_app.services.sessions import thread_stop
 from agents_app.storable_text import describe_unstorable, find_unstorable
-from agents_app.web.hosts import host_allowed, origin_allowed, request_host, scope_headers
 
 logger = logging.getLogger("agents_app.mcp_endpoint.server")
 USER_KEY = "studio.user"

@@ -35,8 +35,8 @@ from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
 
 from agents_app import faults
-from agents_app.bridge.events import LiveSink
 from agents_app.bridge.store import effect_record
+from agents_app.broadcast.events import LiveSink
 from agents_app.models import ScheduledEffect
 from agents_app.orchestration.db_retry import CONNECTION_ERRORS, OutageLog, drop_broken_connections
 from agents_app.orchestration.engines import build_engine

@@ -15,8 +15,10 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from agents_app.bridge.events import LiveSink
+from agents_app import faults
+from agents_app.bridge import async_commit
 from agents_app.bridge.store import DjangoStore
+from agents_app.broadcast.events import LiveSink
 from agents_app.code_registry import get_registry
 from agents_app.services.mcp_servers import DjangoMcpServers
 from agents_app.services.model_catalog import key_withheld
@@ -29,6 +31,9 @@ from runtime.providers import ProviderRegistry
 from runtime.providers.registry import install, store_env_lookup
 
 T = TypeVar("T")
+
+# A fault point on the engine's commit breaks the commit connection of the bridge.
+faults.set_loop_connection_pid(async_commit.backend_pid)
 
 
 def provider_registry(store: Any, http: httpx.AsyncClient | None = None) -> ProviderRegistry:

@@ -28,7 +28,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from agents_app import selectors, wire
-from agents_app.bridge.events import send_registry, send_thread_frames
+from agents_app.broadcast.events import send_registry, send_thread_frames
 from agents_app.db.raw_sql import db_uuid, text_uuid
 from agents_app.errors import Conflict, Invalid, Locked, NotFound
 from agents_app.models import Message, QueuedMessage, Thread, ThreadFile

@@ -14,6 +14,7 @@ from typing import Any
 
 from agents_app.errors import Conflict, Invalid, NotFound
 from agents_app.models import DefinitionDraft, DefinitionVersion, Thread
+from agents_app.services import definition_saves
 from agents_app.services import definition_versions as versions
 from agents_app.services import definitions as defs
 from runtime.validation import parse_and_validate
@@ -87,7 +88,7 @@ def draft_save(draft: DefinitionDraft, *, note: str, author: Any = None) -> Defi
             "make a new draft from it"
         )
     try:
-        defs.save_definitions(
+        definition_saves.save_definitions(
             [(f"prompts/{draft.name}", versions.parse_definition("prompts", draft.definition))],
             author=author,
             note=note or "Saved from a draft",

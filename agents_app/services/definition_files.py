@@ -24,13 +24,12 @@ from django.db import DatabaseError
 from django.db.models import Model
 
 from agents_app.models import Agent, DefinitionVersion, LanguageModel, McpServer, Prompt
+from agents_app.services.definition_saves import SaveReport, save_definitions
 from agents_app.services.definitions import (
     AnyDefinition,
     DefinitionsInvalid,
-    SaveReport,
     all_definitions,
     build_catalog,
-    save_definitions,
     validate_definition,
 )
 from agents_app.services.mcp_servers import list_for_import

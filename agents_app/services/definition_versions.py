@@ -159,29 +159,6 @@ def readable(kind: str, data: dict[str, Any] | None) -> dict[str, Any] | None:
         return data
 
 
-def restore(kind: str, name: str, number: int, *, author: Author = None) -> DefinitionVersion:
-    """Save version ``number`` again as the definition; the restore is itself a new version
-    ("Restored version N"). Refused (``Invalid``) when it no longer validates, e.g. the model
-    it names was deleted since, or when it is what is saved already."""
-    old = version(kind, name, number)
-    if current_dump(kind, name) == old.definition:
-        raise Invalid(f"Version {number} is what is saved now: nothing to restore")
-    try:
-        defn = parse_definition(kind, old.definition)
-        defs.save_definitions(
-            [(f"{kind}/{name}", defn)],
-            author=author,
-            note=f"Restored version {number}",
-            source=DefinitionVersion.Source.RESTORE,
-        )
-    except defs.DefinitionsInvalid as exc:
-        reasons = "; ".join(str(e) for errs in exc.errors.values() for e in errs)
-        raise Invalid(f"Version {number} cannot be restored: {reasons}") from None
-    newest = latest(kind, name)
-    assert newest is not None
-    return newest
-
-
 # --- sessions ------------------------------------------------------------------------------
 
 

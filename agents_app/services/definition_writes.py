@@ -19,6 +19,7 @@ from django.db.models import ProtectedError, Q
 
 from agents_app.errors import Conflict, Invalid, NotFound
 from agents_app.models import Agent, LanguageModel, Prompt, PromptPart, PromptTool
+from agents_app.services import definition_saves
 from agents_app.services import definitions as defs
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
 from runtime.validation import DefinitionError, new_model_api, parse_and_validate
@@ -175,7 +176,7 @@ def definition_write(
         raise DefinitionRejected(errors)
     assert isinstance(parsed, AgentDefinition | PromptDefinition | ModelDefinition)
     try:
-        defs.save_definitions(
+        definition_saves.save_definitions(
             [(f"{kind}/{parsed.name}", parsed)], author=author, note=note, source="api"
         )
     except defs.DefinitionsInvalid as exc:

@@ -1,21 +1,19 @@
-"""Agents, prompts, models and MCP servers as definition objects: read, validate and save.
+"""Agents, prompts, models and MCP servers as definition objects: read, validate, write rows.
 
-The single path by which definitions enter the database: the admin studio, the
-HTTP API and ``import_definitions`` all call ``save_definitions`` (or the
-``*_from_definition`` functions inside one transaction), so the same §9 rules and
-reference checks apply everywhere.
+Rows become definitions (``agent_definition`` …) and definitions rows (``*_from_definition``);
+``build_catalog`` and ``validate_definition`` apply the same §9 rules and reference checks
+everywhere. The batch save every writer calls (the admin studio, the HTTP API,
+``import_definitions``) builds on this module: ``definition_saves.save_definitions``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import Group
-from django.db import transaction
 
 from agents_app.models import (
     Agent,
@@ -31,7 +29,6 @@ from agents_app.services.mcp_servers import (
     mcp_catalog,
     server_definition,
     server_errors,
-    server_from_definition,
 )
 from runtime.definitions import (
     AgentDefinition,
@@ -103,7 +100,6 @@ def build_catalog(
     catalog.prompts_with_tools = set(
         PromptTool.objects.values_list("prompt__name", flat=True).distinct()
     )
-    _hook_edges(catalog)
     for part in PromptPart.objects.filter(type=PromptPart.Kind.INCLUDE).select_related(
         "prompt", "include"
     ):
@@ -138,34 +134,14 @@ def build_catalog(
                 catalog.prompts_with_tools.add(d.name)
             else:
                 catalog.prompts_with_tools.discard(d.name)
-            catalog.prompt_hooks[d.name] = list(d.hooks or [])
-            catalog.prompt_tools[d.name] = d.tool_names()
         elif isinstance(d, AgentDefinition):
             catalog.agents.add(d.name)
             catalog.agent_shapes[d.name] = (d.type, d.expose_as_tool)
-            # Saved in this batch: its own rule speaks for it (agent_hooks_errors), so the
-            # prompt rule, which reads agent_hooks, does not name the same conflict again.
-            catalog.agent_hooks.pop(d.name, None)
     code = registered_code_names()
     if code is not None:
         catalog.tools, catalog.hooks = code
     catalog.strict_code_names = code is not None if strict_code_names is None else strict_code_names
     return catalog
-
-
-def _hook_edges(catalog: Catalog) -> None:
-    """What the agent hooks rule reads (``runtime.entry_rules.agent_hooks_errors``): the hooks
-    prompts and agents list, prompts' tool names (their sub-prompts), agents' side prompts."""
-    for name, hooks in Prompt.objects.exclude(hooks=[]).values_list("name", "hooks"):
-        catalog.prompt_hooks[name] = list(hooks or [])
-    for prompt_name, tool in PromptTool.objects.values_list("prompt__name", "name"):
-        catalog.prompt_tools.setdefault(prompt_name, []).append(tool)
-    rows = Agent.objects.exclude(hooks=[]).values_list(
-        "name", "hooks", "type", "side_a_prompt__name", "side_b_prompt__name"
-    )
-    for name, hooks, agent_type, side_a, side_b in rows:
-        sides = [side_a] + ([side_b] if agent_type == "dual_ai" and side_b else [])
-        catalog.agent_hooks[name] = (list(hooks or []), sides)
 
 
 def model_offers(
@@ -543,84 +519,3 @@ def agent_from_definition(d: AgentDefinition) -> Agent:
     # nobody but staff until people are added to it, which is what the file asks for.
     a.audience_groups.set([Group.objects.get_or_create(name=n)[0] for n in d.audience or []])
     return a
-
-
-@dataclass
-class SaveReport:
-    created: list[str]
-    updated: list[str]
-    # What the user should know though nothing failed (an MCP server not listed on import).
-    notes: list[str] = field(default_factory=list)
-
-
-def save_definitions(
-    items: Sequence[tuple[str, AnyDefinition]],
-    *,
-    strict_code_names: bool | None = None,
-    author: Any = None,
-    note: str = "",
-    source: str = "import",
-) -> SaveReport:
-    """Validate every definition against the database plus the batch, then save all or nothing.
-
-    ``items`` pairs a source label (a file path, a form) with a definition. Raises
-    ``DefinitionsInvalid`` with every error of every item; nothing is written then.
-    Each agent, prompt and model that changed gets its next version (``author``, ``note``,
-    ``source``: see ``definition_versions``), in the same transaction.
-    """
-    # Imported here: the versions module builds on this one's converters.
-    from agents_app.services import definition_versions
-
-    defs = [d for _, d in items]
-    catalog = build_catalog(defs, strict_code_names=strict_code_names)
-    errors: dict[str, list[DefinitionError]] = {}
-    for label, d in items:
-        errs = validate_definition(d, catalog)
-        if errs:
-            errors[label] = errs
-    if errors:
-        raise DefinitionsInvalid(errors)
-    existing = {
-        **{("mcp", n): True for n in McpServer.objects.values_list("name", flat=True)},
-        **{("models", n): True for n in LanguageModel.objects.values_list("name", flat=True)},
-        **{("prompts", n): True for n in Prompt.objects.values_list("name", flat=True)},
-        **{("agents", n): True for n in Agent.objects.values_list("name", flat=True)},
-    }
-    report = SaveReport(created=[], updated=[])
-    with transaction.atomic():
-        models_ = [d for d in defs if isinstance(d, ModelDefinition)]
-        prompts = [d for d in defs if isinstance(d, PromptDefinition)]
-        agents = [d for d in defs if isinstance(d, AgentDefinition)]
-        servers = [d for d in defs if isinstance(d, McpServerDefinition)]
-        for server in servers:
-            server_from_definition(server)
-        for m in models_:
-            model_from_definition(m)
-        for m in models_:
-            link_model_fallbacks(m)
-        for p in prompts:
-            prompt_from_definition(p)
-        for p in prompts:
-            link_prompt_parts(p)
-        for a in agents:
-            agent_from_definition(a)
-        definition_versions.record_many(
-            [("models", d.name) for d in models_]
-            + [("prompts", d.name) for d in prompts]
-            + [("agents", d.name) for d in agents],
-            author=author,
-            note=note,
-            source=source,
-        )
-    groups: tuple[tuple[str, Sequence[AnyDefinition]], ...] = (
-        ("mcp", servers),
-        ("models", models_),
-        ("prompts", prompts),
-        ("agents", agents),
-    )
-    for kind, group in groups:
-        for d in group:
-            (report.updated if (kind, d.name) in existing else report.created).append(
-                f"{kind}/{d.name}"
-            )
-    return report

@@ -18,7 +18,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from agents_app.services.definition_files import definitions_import
-from agents_app.services.definitions import SaveReport
+from agents_app.services.definition_saves import SaveReport
 
 DEMO_DIR = Path(__file__).resolve().parent.parent / "demo" / "definitions"
 ADMIN_USERNAME = "admin"

@@ -32,7 +32,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from agents_app import wire
-from agents_app.bridge.events import send_thread_frames
+from agents_app.broadcast.events import send_thread_frames
 from agents_app.errors import Conflict
 from agents_app.models import ScheduledEffect
 from runtime.effects import retry_delay_ms

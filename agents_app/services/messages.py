@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from agents_app import wire
-from agents_app.bridge.events import send_thread_and_registry, send_thread_frames
+from agents_app.broadcast.events import send_thread_and_registry, send_thread_frames
 from agents_app.db.raw_sql import datetime_param, db_uuid, insert_row
 from agents_app.errors import Conflict, Invalid, Locked, NotFound
 from agents_app.models import Agent, Message, QueuedMessage, Thread, ThreadFile

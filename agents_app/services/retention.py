@@ -32,7 +32,7 @@ from django.db import IntegrityError, OperationalError, models, transaction
 from django.db.models import BooleanField, Case, Exists, OuterRef, Q, Value, When
 from django.utils import timezone
 
-from agents_app.bridge.events import asend_registry
+from agents_app.broadcast.events import asend_registry
 from agents_app.models import Log, RetentionPolicy, ScheduledEffect, Thread, ThreadSession
 from agents_app.models.effects import FINISHED
 from agents_app.selectors import ACTIVE_SESSION

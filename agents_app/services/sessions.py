@@ -36,7 +36,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from agents_app import faults, wire
-from agents_app.bridge.events import send_thread_frames
+from agents_app.broadcast.events import send_thread_frames
 from agents_app.db.raw_sql import (
     datetime_param,
     db_datetime,

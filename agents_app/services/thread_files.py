@@ -38,7 +38,7 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Count, Q, Sum
 
-from agents_app.bridge.events import send_thread_frames
+from agents_app.broadcast.events import send_thread_frames
 from agents_app.errors import Conflict, DomainError, Invalid, NotFound
 from agents_app.models import Thread, ThreadFile, ThreadFileChunk
 from agents_app.models.timestamps import now_us

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import transaction
 
-from agents_app.bridge.events import send_thread_frames
+from agents_app.broadcast.events import send_thread_frames
 from agents_app.errors import Forbidden, Invalid
 from agents_app.models import Thread, ThreadValue
 from agents_app.models.timestamps import now_us

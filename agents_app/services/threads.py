@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents_app import selectors
-from agents_app.bridge.events import send_registry
+from agents_app.broadcast.events import send_registry
 from agents_app.errors import Invalid, NotFound
 from agents_app.models import Agent, EnvValue, PromptTool, Thread
 from agents_app.services import env as env_service

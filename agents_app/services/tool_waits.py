@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from agents_app import wire
-from agents_app.bridge.events import send_thread_frames
+from agents_app.broadcast.events import send_thread_frames
 from agents_app.dispatch import session_should_run
 from agents_app.errors import Conflict, Invalid, Locked, NotFound
 from agents_app.models import Message, Thread, ThreadSession

@@ -32,9 +32,9 @@ from channels.sessions import CookieMiddleware, InstanceSessionWrapper, SessionM
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 
-from agents_app.bridge import catch_up
-from agents_app.bridge.events import REGISTRY_ALL, logs_group, registry_user_group, thread_group
-from agents_app.bridge.live_frames import encode, frame_of, meta_of, text_of
+from agents_app.broadcast import catch_up
+from agents_app.broadcast.events import REGISTRY_ALL, logs_group, registry_user_group, thread_group
+from agents_app.broadcast.live_frames import encode, frame_of, meta_of, text_of
 from agents_app.errors import DomainError
 from agents_app.permissions import ThreadAction, may_see_all_threads
 from agents_app.selectors import access_thread

@@ -14,7 +14,7 @@ from tests.browser.support import ADMIN_PASSWORD, Site, admin_login, call_api, c
 expect.set_options(timeout=20_000)
 
 QUIET = """
-from agents_app.services.definitions import save_definitions
+from agents_app.services.definition_saves import save_definitions
 from runtime.definitions import AgentDefinition, SideConfig
 agent = AgentDefinition(name="quiet_support", title="Quiet support", tool_activity="hidden",
                         side_a=SideConfig(prompt="support_prompt", max_steps=10))

@@ -13,7 +13,7 @@ expect.set_options(timeout=20_000)
 SETUP = """
 from agents_app.models import EvalDataset
 from agents_app.services import evals
-from agents_app.services.definitions import save_definitions
+from agents_app.services.definition_saves import save_definitions
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 save_definitions([("model", ModelDefinition(name=n, provider="test", model="scripted",
     script=[{"content": t}])) for n, t in (("shop-old", "Your order A-1001 shipped."),

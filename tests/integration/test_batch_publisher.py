@@ -20,7 +20,7 @@ import redis.asyncio
 from channels_redis.pubsub import RedisPubSubChannelLayer
 from redis.asyncio.connection import AbstractConnection
 
-from agents_app.bridge.publisher import BatchPublisher, pubsub_loop_layer
+from agents_app.broadcast.publisher import BatchPublisher, pubsub_loop_layer
 from tests.integration.stack import RedisServer
 
 REDIS = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -75,7 +75,7 @@ async def test_a_frame_that_cannot_be_encoded_is_dropped_and_the_others_still_go
 ) -> None:
     from channels.layers import get_channel_layer
 
-    from agents_app.bridge.events import asend_thread_frames, thread_group
+    from agents_app.broadcast.events import asend_thread_frames, thread_group
 
     layer = get_channel_layer()  # the in-memory layer of the unit settings
     channel = await layer.new_channel()

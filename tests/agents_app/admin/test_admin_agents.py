@@ -9,6 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from agents_app.models import Agent, EnvValue, LanguageModel, Prompt
+from agents_app.services import definition_saves
 from agents_app.services import definitions as definition_services
 from agents_app.services.definitions import agent_definition, build_catalog, validate_definition
 from tests.agents_app.admin.admin_pages import errors_of, fill, post, read_form, set_rows
@@ -86,19 +87,6 @@ def test_a_dual_ai_agent_with_both_sides(staff: Client, prompt: Prompt) -> None:
     assert agent.side_b_prompt == prompt and agent.side_b_max_steps == 3
 
 
-def test_max_turns_is_saved_on_its_side_and_kept_in_the_definition(
-    staff: Client, prompt: Prompt
-) -> None:
-    """AgentBuilder's ``maxTurns`` ("Maximum turns this side can take") is a field of the side
-    in the studio too: saved as such, not as ``maxSteps`` (issue #38)."""
-    data = add_form(staff, prompt, type="dual_ai", side_b_prompt=prompt.pk, side_a_max_turns="2")
-
-    assert post(staff, ADD, data).status_code == 302
-    side_a = agent_definition(Agent.objects.get()).side_a
-    assert (side_a.max_turns, side_a.max_steps) == (2, None)
-    assert agent_definition(Agent.objects.get()).dump()["sideA"]["maxTurns"] == 2
-
-
 RULES = [
     ({"type": "dual_ai"}, "side_b_prompt", "A dual_ai agent needs a side B with a prompt."),
     (
@@ -123,7 +111,6 @@ RULES = [
     ({"icon": "//evil.example/x.png"}, "icon", "Icon must be an absolute path"),
     ({"name": "../escape"}, "name", "Name may use only letters"),
     ({"side_a_end_session_tool": "nope"}, "side_a_end_session_tool", "'nope' is not a known tool"),
-    ({"side_a_max_turns": "0"}, "side_a_max_turns", "Max turns must be a positive whole number."),
 ]
 
 
@@ -190,7 +177,7 @@ def test_feedback_reasons_survive_a_studio_save_and_are_edited_there(
     touching them, and the studio edits them one per line (issue #42)."""
     from runtime.definitions import AgentDefinition
 
-    definition_services.save_definitions(
+    definition_saves.save_definitions(
         [
             (
                 "agent",

@@ -19,7 +19,7 @@ from django.test import Client
 from django.urls import reverse
 
 from agents_app.models import LanguageModel
-from agents_app.services import definitions as defs
+from agents_app.services import definition_saves
 from runtime.definitions import ModelDefinition
 from tests.agents_app.admin.admin_pages import errors_of, fill, post, read_form
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
@@ -50,7 +50,7 @@ def run_pasted(command: str, cwd: Path) -> list[str]:
 
 
 def test_curl_data_is_shell_safe(as_: Any, ops: Any, tmp_path: Path) -> None:
-    defs.save_definitions(
+    definition_saves.save_definitions(
         [("aw", ModelDefinition(name="aw", provider="openai", model="gpt-4o", base_url=AWKWARD))],
         strict_code_names=False,
     )

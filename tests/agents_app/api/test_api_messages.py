@@ -117,7 +117,7 @@ def test_a_post_sends_its_frame_and_its_registry_activity_in_one_crossing(
     from asgiref.sync import async_to_sync
     from channels.layers import get_channel_layer
 
-    from agents_app.bridge import events
+    from agents_app.broadcast import events
 
     thread = thread_of(alice)
     layer = get_channel_layer()

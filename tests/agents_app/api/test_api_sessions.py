@@ -17,8 +17,8 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.utils import timezone
 
-from agents_app.bridge.events import thread_group
-from agents_app.bridge.live_frames import frame_of
+from agents_app.broadcast.events import thread_group
+from agents_app.broadcast.live_frames import frame_of
 from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession
 from agents_app.models.timestamps import now_us
 from agents_app.orchestration.runner import ClaimedStore, SessionLost, run_session_job

@@ -13,8 +13,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from PIL import Image
 
-from agents_app.bridge.events import thread_group
-from agents_app.bridge.live_frames import frame_of
+from agents_app.broadcast.events import thread_group
+from agents_app.broadcast.live_frames import frame_of
 from agents_app.models import Thread, ThreadFile, ThreadValue
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 

@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agents_app.bridge.events import asend_thread_frames
+from agents_app.broadcast.events import asend_thread_frames
 from agents_app.models import Log, Message, ThreadValue
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.services import thread_files

@@ -141,7 +141,7 @@ def test_definition_writes_are_staff_only(as_: Any, alice: Any) -> None:
 
 @pytest.mark.django_db
 def test_an_agent_s_variables_say_where_each_is_defined(as_: Any, ops: Any) -> None:
-    from agents_app.services import definitions as defs
+    from agents_app.services import definition_saves
     from agents_app.services.env import EnvPatch, env_apply
     from runtime.definitions import (
         AgentDefinition,
@@ -159,7 +159,9 @@ def test_an_agent_s_variables_say_where_each_is_defined(as_: Any, ops: Any) -> N
         prompt=[PromptTextPart(content="Shop: "), PromptEnvPart(property="SHOP_NAME")],
     )
     agent = AgentDefinition(name="shop", side_a=SideConfig(prompt="p"))
-    defs.save_definitions([("m", model), ("p", prompt), ("a", agent)], strict_code_names=False)
+    definition_saves.save_definitions(
+        [("m", model), ("p", prompt), ("a", agent)], strict_code_names=False
+    )
     env_apply(
         scope="instance",
         patch=EnvPatch(patch={"SHOP_NAME": "Teapots"}, type_patch={"SHOP_NAME": "text"}),

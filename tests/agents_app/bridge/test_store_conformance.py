@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from agents_app.bridge.store import DjangoStore
-from agents_app.services.definitions import save_definitions
+from agents_app.services.definition_saves import save_definitions
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 from runtime.memory_store import MemoryStore
 from runtime.messages import Clock, Message, new_id

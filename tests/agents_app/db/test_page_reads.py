@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from agents_app import selectors, wire
-from agents_app.bridge.rows import engine_message
 from agents_app.bridge.store import _list_messages
+from agents_app.db.rows import engine_message
 from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession
 from runtime.store import MessageQuery
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)

@@ -18,7 +18,7 @@ from agents_app.models import LanguageModel, Log, Thread, ThreadSession
 from agents_app.orchestration.runner import run_session_job
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.services import messages as message_service
-from agents_app.services.definitions import save_definitions
+from agents_app.services.definition_saves import save_definitions
 from runtime.definitions import (
     AgentDefinition,
     ModelCapabilities,

@@ -25,7 +25,8 @@ from agents_app.services.definition_files import (
     definitions_export,
     definitions_import,
 )
-from agents_app.services.definitions import DefinitionsInvalid, save_definitions
+from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions import DefinitionsInvalid
 from agents_app.services.mcp_servers import mcp_server_refresh, mcp_server_save
 from runtime.definitions import AgentDefinition, PromptDefinition, SideConfig
 from runtime.mcp import McpServerDefinition, wire_name

@@ -18,7 +18,8 @@ from pydantic import ValidationError
 from agents_app.models import Agent, Message, QueuedMessage, ThreadSession
 from agents_app.orchestration.runner import run_session_job
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services.definitions import all_definitions, save_definitions
+from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions import all_definitions
 from runtime.definitions import AgentDefinition, PromptDefinition, SideConfig
 from tests.agents_app.api.api_support import _api_hosts, client_for, scripted_model  # noqa: F401
 from tests.agents_app.api.test_api_sessions import Listener, wait_for

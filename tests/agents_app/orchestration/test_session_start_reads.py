@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from agents_app import selectors, wire
 from agents_app.bridge import store as bridge_store
-from agents_app.bridge.events import REGISTRY_ALL
+from agents_app.broadcast.events import REGISTRY_ALL
 from agents_app.db import page_reads, thread_records
 from agents_app.models import Thread, ThreadSession
 from agents_app.orchestration import runner

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents_app.bridge.events import LiveSink
+from agents_app.broadcast.events import LiveSink
 from agents_app.models import Thread, ThreadSession
 from agents_app.orchestration import start_gate as gate_module
 from agents_app.orchestration.runner import run_session_job

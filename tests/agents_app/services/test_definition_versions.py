@@ -13,10 +13,11 @@ from django.urls import reverse
 
 from agents_app.errors import Invalid
 from agents_app.models import Agent, DefinitionVersion, Prompt, Thread, ThreadSession
+from agents_app.services import definition_saves
 from agents_app.services import definition_versions as versions
 from agents_app.services.definition_diff import changed_count, readable_lines, side_by_side
 from agents_app.services.definition_files import definitions_export, definitions_import
-from agents_app.services.definitions import save_definitions
+from agents_app.services.definition_saves import save_definitions
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 from tests.agents_app.admin.admin_pages import fill, post, read_form
 from tests.agents_app.api.api_support import _api_hosts, as_, client_for  # noqa: F401
@@ -139,13 +140,13 @@ def test_export_with_history_writes_every_version_beside_the_definitions(
 
 def test_restore_saves_the_old_version_as_a_new_one(base: None, ops: Any) -> None:
     save(prompt(text="Second"))
-    restored = versions.restore("prompts", "p1", 1, author=ops)
+    restored = definition_saves.restore("prompts", "p1", 1, author=ops)
     assert restored.number == 3 and restored.note == "Restored version 1"
     assert restored.source == "restore" and restored.author == ops
     assert restored.definition == prompt().dump()
     assert Prompt.objects.get(name="p1").text == "Be brief."
     with pytest.raises(Invalid, match="nothing to restore"):
-        versions.restore("prompts", "p1", 1)
+        definition_saves.restore("prompts", "p1", 1)
 
 
 def test_restore_is_refused_when_the_old_version_no_longer_validates(base: None) -> None:
@@ -156,7 +157,7 @@ def test_restore_is_refused_when_the_old_version_no_longer_validates(base: None)
 
     LanguageModel.objects.filter(name="m2").delete()
     with pytest.raises(Invalid, match="cannot be restored"):
-        versions.restore("prompts", "p1", 2)
+        definition_saves.restore("prompts", "p1", 2)
 
 
 # --- the admin --------------------------------------------------------------------------------
@@ -373,7 +374,7 @@ def test_secret_env_values_never_reach_a_version_or_its_pages(base: None, staff:
         assert "canary-secret-123" not in page.content.decode()
     # Restoring a version keeps the stored secret (null in a definition keeps the value).
     save(prompt(env={"TOKEN": None, "OTHER": "x"}))
-    versions.restore("prompts", "p1", 2)
+    definition_saves.restore("prompts", "p1", 2)
     from agents_app.models import EnvValue
 
     assert EnvValue.objects.get(prompt=p, key="TOKEN").value == "canary-secret-123"

@@ -243,7 +243,7 @@ def test_a_run_whose_claim_was_taken_over_records_nothing(thread: Thread, effect
     ScheduledEffect.objects.filter(pk=effect.pk).update(claimed_by="rescuer", attempts=2)
 
     async def run() -> Any:
-        from agents_app.bridge.events import LiveSink
+        from agents_app.broadcast.events import LiveSink
         from agents_app.orchestration.engines import build_engine
 
         sink = LiveSink()

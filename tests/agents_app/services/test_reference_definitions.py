@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agents_app.models import Agent, Prompt, PromptTool
-from agents_app.services import definitions as defs
+from agents_app.services import definition_saves
 from agents_app.services.env import EnvPatch, env_apply
 from runtime.definitions import (
     AgentDefinition,
@@ -27,7 +27,7 @@ PLANTED = "sk-planted-secret-7f3a9c2e41d0"
 def _graph() -> None:
     """m1 ← p1 (model); p2 uses p1 as a tool and as tool_choice; a1 runs p1, stops on p1;
     a2 is handed off to from p2; m2 falls back to m1."""
-    defs.save_definitions(
+    definition_saves.save_definitions(
         [
             ("m1", ModelDefinition(name="m1", provider="test", model="scripted")),
             (
@@ -108,7 +108,7 @@ def test_a_refused_rename_changes_nothing(as_: Any, ops: Any) -> None:
 
 @pytest.mark.django_db
 def test_curl_data_never_holds_the_key(as_: Any, ops: Any, monkeypatch: Any) -> None:
-    defs.save_definitions(
+    definition_saves.save_definitions(
         [
             ("oa", ModelDefinition(name="oa", provider="openai", model="gpt-4o-mini")),
             (
@@ -148,7 +148,7 @@ def test_curl_data_never_holds_the_key(as_: Any, ops: Any, monkeypatch: Any) -> 
 
 @pytest.mark.django_db
 def test_curl_data_is_staff_only(as_: Any, alice: Any) -> None:
-    defs.save_definitions(
+    definition_saves.save_definitions(
         [("oa", ModelDefinition(name="oa", provider="openai", model="gpt-4o-mini"))],
         strict_code_names=False,
     )

@@ -289,7 +289,7 @@ def test_deleted_threads_are_announced_to_live_thread_lists(policy: Any, alice: 
     from asgiref.sync import async_to_sync
     from channels.layers import get_channel_layer
 
-    from agents_app.bridge.events import REGISTRY_ALL, registry_user_group
+    from agents_app.broadcast.events import REGISTRY_ALL, registry_user_group
 
     policy.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     agent = make_agent()

@@ -13,7 +13,8 @@ import pytest
 
 from agents_app.code_registry import reset_registry
 from agents_app.models import Agent, LanguageModel, Prompt
-from agents_app.services.definitions import DefinitionsInvalid, save_definitions
+from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions import DefinitionsInvalid
 from runtime.definitions import PromptDefinition
 from runtime.registry import Registry, define_tool
 from runtime.validation import Catalog, parse_and_validate, validate_prompt

@@ -12,7 +12,7 @@ from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 
-from agents_app.bridge.events import thread_group
+from agents_app.broadcast.events import thread_group
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.services.api_keys import api_key_create
 from agents_app.services.tickets import ticket_create

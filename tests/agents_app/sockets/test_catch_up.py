@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from channels.testing import WebsocketCommunicator
 
-from agents_app.bridge.events import ChunkPacer, LiveSink
+from agents_app.broadcast.events import ChunkPacer, LiveSink
 from studio.asgi import application
 from tests.agents_app.sockets.test_api_consumers import _thread_and_key
 

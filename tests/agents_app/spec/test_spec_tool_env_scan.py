@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from agents_app.code_registry import reset_registry
 from agents_app.models import Agent
-from agents_app.services import definitions as defs
+from agents_app.services import definition_saves
 from agents_app.services.env import EnvPatch, env_apply
 from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 from runtime.registry import Registry, define_tool
@@ -84,7 +84,7 @@ def shop() -> Agent:
             ),
         ),
     ]
-    defs.save_definitions(items, strict_code_names=False)
+    definition_saves.save_definitions(items, strict_code_names=False)
     env_apply(
         scope="instance",
         patch=EnvPatch(patch={"CURRENCY": "EUR"}, type_patch={"CURRENCY": "text"}),

@@ -62,7 +62,7 @@ class DjangoTestStore(DjangoStore):
         return await super().get_user(_user_id(user_id) or "")
 
     def all_messages(self, thread_id: str) -> list[Any]:
-        from agents_app.bridge.rows import engine_message
+        from agents_app.db.rows import engine_message
 
         return [
             engine_message(m)

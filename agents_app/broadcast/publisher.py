@@ -27,7 +27,7 @@ from typing import Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from agents_app.bridge import catch_up
+from agents_app.broadcast import catch_up
 
 logger = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from agents_app.bridge import catch_up
-from agents_app.bridge.live_frames import encode, live_event
-from agents_app.bridge.publisher import BatchPublisher, publisher_for
+from agents_app.broadcast import catch_up
+from agents_app.broadcast.live_frames import encode, live_event
+from agents_app.broadcast.publisher import BatchPublisher, publisher_for
 
 logger = logging.getLogger(__name__)
 

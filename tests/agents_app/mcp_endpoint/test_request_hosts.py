@@ -1,4 +1,4 @@
-"""The host and origin rules ``/mcp`` applies in front of Django (``agents_app.web.hosts``):
+"""The host and origin rules ``/mcp`` applies in front of Django (``agents_app.mcp_endpoint.hosts``):
 Django's own ``ALLOWED_HOSTS`` matching, and origins trusted as its CSRF check trusts them.
 (The endpoint itself is tested over HTTP in tests/integration/test_mcp_endpoint.py.)"""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents_app.web.hosts import host_allowed, origin_allowed
+from agents_app.mcp_endpoint.hosts import host_allowed, origin_allowed
 
 
 def test_hosts_match_as_django_matches_them(settings: Any) -> None:
