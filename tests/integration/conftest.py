@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.stack import Stack
+from tests.integration.stack import Process, Stack
 
 
 @pytest.fixture(scope="session")
@@ -27,12 +27,41 @@ def _quiet_http_clients(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="httpx")
 
 
+@pytest.fixture(scope="module")
+def _shared_workers() -> Iterator[dict[str, Process]]:
+    """The running shared worker of each stack (by its queue), until the module ends: the
+    next module's tests may count on no worker but theirs."""
+    held: dict[str, Process] = {}
+    yield held
+    for process in held.values():
+        process.stop()
+
+
 @pytest.fixture
-def worker(stack: Stack) -> Iterator[Any]:
-    """Start Celery workers for one test (``worker("w1")``); all are stopped after it."""
+def shared_worker(stack: Stack, _shared_workers: dict[str, Process]) -> Process:
+    """One Celery worker for the tests that neither kill nor reconfigure theirs: started by
+    the first of them in a module, kept for the module's next ones (each works on threads of
+    its own), so they no longer pay a worker's start-up and shutdown each. Stopped when a
+    test starts workers of its own (``worker``), which must be the only ones consuming the
+    queue; the next test that wants it starts it again."""
+    process = _shared_workers.get(stack.queue)
+    if process is None or process.popen.poll() is not None:
+        process = stack.worker("shared")
+        _shared_workers[stack.queue] = process
+    return process
+
+
+@pytest.fixture
+def worker(stack: Stack, _shared_workers: dict[str, Process]) -> Iterator[Any]:
+    """Start Celery workers for one test (``worker("w1")``); all are stopped after it.
+    The stack's shared worker, if running, stops first: a test that kills or races its
+    workers counts on no other one taking the work."""
     started = []
 
     def start(name: str, **kw: Any) -> Any:
+        shared = _shared_workers.pop(stack.queue, None)
+        if shared is not None:
+            shared.stop()
         process = stack.worker(name, **kw)
         started.append(process)
         return process

@@ -16,7 +16,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from tests.integration.stack import Stack, wait_until
+from tests.integration.stack import Process, Stack, wait_until
 from tests.integration.test_live_sessions import Watch, new_thread, post
 from tests.integration.test_tool_waits import CALL, pending, replies, session_statuses, tool_row
 
@@ -44,9 +44,8 @@ def parked(stack: Stack) -> str:
 
 
 def test_spec_client_call_is_delivered_over_the_bridge_and_answered_there(
-    stack: Stack, worker: Any
+    stack: Stack, shared_worker: Process
 ) -> None:
-    worker("w1")
     thread_id = new_thread(stack, AGENT)
     with Watch(stack, f"/api/threads/{thread_id}/bridge") as bridge:
         ready = bridge.until(lambda f: f["type"] == "bridge_ready", "bridge_ready")
@@ -74,9 +73,8 @@ def test_spec_client_call_is_delivered_over_the_bridge_and_answered_there(
 
 
 def test_spec_a_call_parked_without_a_client_is_delivered_when_one_connects(
-    stack: Stack, worker: Any
+    stack: Stack, shared_worker: Process
 ) -> None:
-    worker("w1")
     thread_id = parked(stack)
     with Watch(stack, f"/api/threads/{thread_id}/bridge") as bridge:
         request = bridge.until(is_request, "the parked call, delivered on connect")
@@ -107,8 +105,9 @@ def test_spec_a_call_parked_without_a_client_is_delivered_when_one_connects(
     assert row is not None and "disk full" in row["content"]
 
 
-def test_a_new_delivery_replaces_the_token_of_the_previous_one(stack: Stack, worker: Any) -> None:
-    worker("w1")
+def test_a_new_delivery_replaces_the_token_of_the_previous_one(
+    stack: Stack, shared_worker: Process
+) -> None:
     thread_id = parked(stack)
     with Watch(stack, f"/api/threads/{thread_id}/bridge") as first:
         old = first.until(is_request, "the first delivery")["deliveryToken"]
@@ -142,8 +141,7 @@ def test_worker_killed_while_the_client_runs_the_call_resumes_on_another(
     assert row is not None and row["content"] == "at the door"
 
 
-def test_two_racing_client_results_exactly_one_wins(stack: Stack, worker: Any) -> None:
-    worker("w1")
+def test_two_racing_client_results_exactly_one_wins(stack: Stack, shared_worker: Process) -> None:
     thread_id = parked(stack)
     with Watch(stack, f"/api/threads/{thread_id}/bridge") as bridge:
         token = bridge.until(is_request, "the delivery")["deliveryToken"]
@@ -237,8 +235,7 @@ def _closed(watch: Watch) -> int:
 REVOKED = "Unauthorized: the credential this socket was opened with was revoked"
 
 
-def test_revoked_key_closes_its_sockets(stack: Stack, worker: Any) -> None:
-    worker("w1")
+def test_revoked_key_closes_its_sockets(stack: Stack, shared_worker: Process) -> None:
     thread_id = parked(stack)
     key_id, raw_key, token = _key_of_its_own(stack)
     path = f"/api/threads/{thread_id}/bridge"
@@ -259,11 +256,10 @@ def test_revoked_key_closes_its_sockets(stack: Stack, worker: Any) -> None:
     assert request["toolCallId"] == CALL
 
 
-def test_stale_bridge_answer_is_refused(stack: Stack, worker: Any) -> None:
+def test_stale_bridge_answer_is_refused(stack: Stack, shared_worker: Process) -> None:
     # The key is revoked and its sockets' message is lost (the Pub/Sub layer delivers at most
     # once; here the row is revoked behind the web process's back): the socket is still
     # open when its client answers, and that answer must not become the tool's result.
-    worker("w1")
     thread_id = parked(stack)
     key_id, raw_key, _ = _key_of_its_own(stack)
     with KeyWatch(stack, f"/api/threads/{thread_id}/bridge", raw_key) as bridge:

@@ -17,7 +17,7 @@ from celery import Celery
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from tests.integration.stack import Stack, wait_until
+from tests.integration.stack import Process, Stack, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -83,8 +83,9 @@ def assistant_pending(stack: Stack, thread_id: str) -> bool:
     return ("assistant", "pending", None) in messages(stack, thread_id)
 
 
-def test_a_watched_thread_streams_in_the_documented_order(stack: Stack, worker: Any) -> None:
-    worker("w1")
+def test_a_watched_thread_streams_in_the_documented_order(
+    stack: Stack, shared_worker: Process
+) -> None:
     with Watch(stack, "/api/events") as registry:
         thread_id = new_thread(stack, "greeter")
         created = registry.until(lambda f: f["type"] == "thread_created", "thread_created")
@@ -129,10 +130,10 @@ def test_a_watched_thread_streams_in_the_documented_order(stack: Stack, worker: 
         )
 
 
-def test_daphne_and_the_worker_stream_on_uvloop(stack: Stack, worker: Any) -> None:
+def test_daphne_and_the_worker_stream_on_uvloop(stack: Stack, shared_worker: Process) -> None:
     """STUDIO_EVENT_LOOP's default, in the processes as the stack starts them (Daphne through
     ``python -m studio.serve``, the worker's session loop): each says which loop it runs."""
-    w = worker("w-loop")
+    w = shared_worker
     thread_id = new_thread(stack, "greeter")
     with Watch(stack, f"/api/threads/{thread_id}/stream") as stream:
         post(stack, thread_id, "Hi there")
@@ -142,9 +143,8 @@ def test_daphne_and_the_worker_stream_on_uvloop(stack: Stack, worker: Any) -> No
 
 
 def test_messages_sent_while_a_session_runs_are_queued_and_handled_in_order(
-    stack: Stack, worker: Any
+    stack: Stack, shared_worker: Process
 ) -> None:
-    worker("w1")
     thread_id = new_thread(stack, "slowpoke")
     post(stack, thread_id, "one")
     wait_until(lambda: assistant_pending(stack, thread_id), "the first reply to start")
@@ -165,8 +165,7 @@ def test_messages_sent_while_a_session_runs_are_queued_and_handled_in_order(
     wait_until(lambda: messages(stack, thread_id) == expected, "all three answers, in order")
 
 
-def test_stop_aborts_and_parks_then_continue_resumes(stack: Stack, worker: Any) -> None:
-    worker("w1")
+def test_stop_aborts_and_parks_then_continue_resumes(stack: Stack, shared_worker: Process) -> None:
     thread_id = new_thread(stack, "sleeper")
     alice = stack.client("alice")
     with Watch(stack, f"/api/threads/{thread_id}/stream") as stream:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.stack import ROOT, Stack
+from tests.integration.stack import ROOT, Process, Stack
 from tests.integration.test_live_sessions import Watch, messages, new_thread, post
 from tests.runtime.test_spec_engine_rules import never_completed_unseen
 
@@ -56,9 +56,8 @@ def _answered(frame: dict[str, Any]) -> bool:
 
 
 def test_spec_a_client_never_sees_a_completed_step_row_it_never_saw_pending(
-    stack: Stack, worker: Any
+    stack: Stack, shared_worker: Process
 ) -> None:
-    worker("w1")
     thread_id = new_thread(stack, "sub-async-parent")
     path = f"/api/threads/{thread_id}/stream?includeSilent=true"
     with Watch(stack, path) as stream:
@@ -77,9 +76,8 @@ def test_spec_a_client_never_sees_a_completed_step_row_it_never_saw_pending(
 
 
 def test_spec_queue_tool_on_an_idle_thread_starts_a_session_with_that_call(
-    stack: Stack, worker: Any
+    stack: Stack, shared_worker: Process
 ) -> None:
-    worker("w1")
     thread_id = new_thread(stack, "queue-tool-agent")
     with Watch(stack, f"/api/threads/{thread_id}/stream") as stream:
         queued = stack.client("alice").post(f"/api/threads/{thread_id}/queue_lookup")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.stack import Stack, wait_until
+from tests.integration.stack import Process, Stack, wait_until
 from tests.integration.test_live_sessions import Watch, assistant_pending, new_thread, post
 
 pytestmark = pytest.mark.integration
@@ -35,9 +35,8 @@ def settled(stack: Stack, thread_id: str, last: str) -> bool:
 
 
 def test_spec_subagent_blocking_result_registry_and_forwarded_events(
-    stack: Stack, worker: Any
+    stack: Stack, shared_worker: Process
 ) -> None:
-    worker("w1")
     thread_id = new_thread(stack, "sub-blocking-parent")
     with Watch(stack, f"/api/threads/{thread_id}/stream") as stream:
         post(stack, thread_id, "start")
@@ -68,9 +67,8 @@ def test_spec_subagent_blocking_result_registry_and_forwarded_events(
 
 
 def test_spec_subagent_non_blocking_result_arrives_later_and_parent_runs_again(
-    stack: Stack, worker: Any
+    stack: Stack, shared_worker: Process
 ) -> None:
-    worker("w1")
     thread_id = new_thread(stack, "sub-async-parent")
     post(stack, thread_id, "start")
     wait_until(lambda: settled(stack, thread_id, "the child answered"), "the parent's second run")
@@ -94,8 +92,9 @@ def test_spec_subagent_non_blocking_result_arrives_later_and_parent_runs_again(
     )
 
 
-def test_spec_subagent_failure_is_delivered_as_failure(stack: Stack, worker: Any) -> None:
-    worker("w1")
+def test_spec_subagent_failure_is_delivered_as_failure(
+    stack: Stack, shared_worker: Process
+) -> None:
     thread_id = new_thread(stack, "sub-fail-parent")
     post(stack, thread_id, "start")
     wait_until(lambda: settled(stack, thread_id, "the child failed"), "the parent's second run")
@@ -108,9 +107,8 @@ def test_spec_subagent_failure_is_delivered_as_failure(stack: Stack, worker: Any
 
 
 def test_spec_subagent_resumable_create_or_continue_messaging_and_subtree_deletion(
-    stack: Stack, worker: Any
+    stack: Stack, shared_worker: Process
 ) -> None:
-    worker("w1")
     thread_id = new_thread(stack, "sub-continue-parent")
     post(stack, thread_id, "start")
     wait_until(lambda: settled(stack, thread_id, "created"), "the first session")
@@ -174,11 +172,10 @@ def test_spec_subagent_child_whose_run_dies_in_the_worker_reports_a_failure(
 
 
 def test_spec_session_status_reaches_the_parent_and_session_fail_is_a_failure(
-    stack: Stack, worker: Any
+    stack: Stack, shared_worker: Process
 ) -> None:
     """A child's sessionStatus tool sets its status in the parent's registry (and the parent's
     stream hears it) without ending; its sessionFail tool ends it as a failure the parent gets."""
-    worker("w1")
     thread_id = new_thread(stack, "sub-session-parent")
     with Watch(stack, f"/api/threads/{thread_id}/stream") as stream:
         post(stack, thread_id, "start")

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.stack import Stack, wait_until
+from tests.integration.stack import Process, Stack, wait_until
 from tests.integration.test_live_sessions import Watch, new_thread, post
 
 pytestmark = pytest.mark.integration
@@ -59,8 +59,9 @@ def decide(stack: Stack, thread_id: str, body: dict[str, Any]) -> httpx.Response
     )
 
 
-def test_spec_approved_call_runs_and_the_session_resumes(stack: Stack, worker: Any) -> None:
-    worker("w1")
+def test_spec_approved_call_runs_and_the_session_resumes(
+    stack: Stack, shared_worker: Process
+) -> None:
     thread_id = new_thread(stack, "approval-agent")
     with Watch(stack, f"/api/threads/{thread_id}/stream") as stream:
         post(stack, thread_id, "Where is my order A-1001?")
@@ -96,8 +97,9 @@ def test_spec_approved_call_runs_and_the_session_resumes(stack: Stack, worker: A
     assert session_statuses(stack, thread_id) == ["completed"]
 
 
-def test_spec_rejected_call_gives_the_model_the_reason(stack: Stack, worker: Any) -> None:
-    worker("w1")
+def test_spec_rejected_call_gives_the_model_the_reason(
+    stack: Stack, shared_worker: Process
+) -> None:
     thread_id = parked_thread(stack)
     response = decide(stack, thread_id, {"approve": False, "reason": "not this order"})
     assert response.status_code == 200, response.text
@@ -107,8 +109,9 @@ def test_spec_rejected_call_gives_the_model_the_reason(stack: Stack, worker: Any
     assert "not this order" in row["content"] and "shipped" not in row["content"]
 
 
-def test_spec_rejection_without_reason_is_refused_with_json(stack: Stack, worker: Any) -> None:
-    worker("w1")
+def test_spec_rejection_without_reason_is_refused_with_json(
+    stack: Stack, shared_worker: Process
+) -> None:
     thread_id = parked_thread(stack)
     response = decide(stack, thread_id, {"approve": False})
     assert response.status_code == 400 and "reason" in response.json()["error"]
@@ -131,9 +134,8 @@ def test_spec_expired_call_gives_the_model_a_timeout_result(stack: Stack, worker
 
 
 def test_spec_stop_while_waiting_answers_execution_stopped_by_user(
-    stack: Stack, worker: Any
+    stack: Stack, shared_worker: Process
 ) -> None:
-    worker("w1")
     thread_id = parked_thread(stack)
     response = stack.client("alice").post(f"/api/threads/{thread_id}/stop")
     assert response.status_code == 200, response.text
@@ -163,8 +165,7 @@ def test_worker_killed_while_waiting_resumes_on_another_after_approval(
     assert row is not None and "shipped" in row["content"]
 
 
-def test_two_racing_approvals_exactly_one_wins(stack: Stack, worker: Any) -> None:
-    worker("w1")
+def test_two_racing_approvals_exactly_one_wins(stack: Stack, shared_worker: Process) -> None:
     thread_id = parked_thread(stack)
     results: list[httpx.Response] = []
     barrier = threading.Barrier(2)
@@ -189,8 +190,9 @@ def test_two_racing_approvals_exactly_one_wins(stack: Stack, worker: Any) -> Non
     assert session_statuses(stack, thread_id) == ["completed"]
 
 
-def test_spec_client_tool_result_is_what_the_model_reads(stack: Stack, worker: Any) -> None:
-    worker("w1")
+def test_spec_client_tool_result_is_what_the_model_reads(
+    stack: Stack, shared_worker: Process
+) -> None:
     thread_id = parked_thread(stack, "client-tool-agent")
     [call] = pending(stack, thread_id)
     assert call["kind"] == "client" and call["request_permission"] is False
