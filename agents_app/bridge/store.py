@@ -20,9 +20,9 @@ from django.db import connection, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
-from agents_app.bridge import async_commit, fast_commit, rows
+from agents_app.bridge import async_commit, fast_commit
 from agents_app.bridge.files import FileStoreMixin
-from agents_app.db import page_reads
+from agents_app.db import page_reads, rows
 from agents_app.db.raw_sql import db_uuid, row_by_uuid
 from agents_app.db.thread_records import CHILDREN_SQL, RECORD_SQL, record_of
 from agents_app.encryption import decrypt, encrypt

@@ -31,9 +31,9 @@ from django.utils import timezone
 from agents_app import faults
 from agents_app.bridge import fast_commit
 from agents_app.bridge import store as bridge_store
-from agents_app.bridge.events import LiveSink, asend_registry, asend_thread_frames
 from agents_app.bridge.pinned import PinnedDefinitions
 from agents_app.bridge.store import DjangoStore
+from agents_app.broadcast.events import LiveSink, asend_registry, asend_thread_frames
 from agents_app.db.raw_sql import db_json, row_by_uuid
 from agents_app.models import QueuedMessage, ThreadSession
 from agents_app.orchestration import webhook_runner
