@@ -9,6 +9,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from agents_app.services.sessions import STOPPED_LOG_TYPE
 from agents_app.templatetags.people_format import REASONS
 
 
@@ -20,11 +21,13 @@ class _CodeFilter(admin.SimpleListFilter):
     """Filter on a stored code column, each choice shown in words (the code in the URL)."""
 
     field = ""
+    not_listed: tuple[str, ...] = ()
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         codes = (
             model_admin.get_queryset(request)
             .exclude(**{self.field: ""})
+            .exclude(**{f"{self.field}__in": self.not_listed})
             .exclude(**{f"{self.field}__isnull": True})
             .order_by(self.field)
             .values_list(self.field, flat=True)
@@ -41,6 +44,8 @@ class ErrorFilter(_CodeFilter):
     title = "error"
     parameter_name = "error"
     field = "error_type"
+    # A person's Stop is no error: it is a choice of "outcome" (FinishedFilter).
+    not_listed = (STOPPED_LOG_TYPE,)
 
 
 class EndedFilter(_CodeFilter):
@@ -54,9 +59,15 @@ class FinishedFilter(admin.SimpleListFilter):
     parameter_name = "finished"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("yes", "Finished"), ("no", "Still running or cut off")]
+        return [
+            ("yes", "Finished"),
+            ("no", "Still running or cut off"),
+            (STOPPED_LOG_TYPE, "Stopped by a person"),
+        ]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == STOPPED_LOG_TYPE:
+            return queryset.filter(error_type=STOPPED_LOG_TYPE)
         if self.value() in ("yes", "no"):
             return queryset.filter(is_complete=self.value() == "yes")
         return queryset

@@ -15,6 +15,7 @@ from agents_app.admin.log_filters import EndedFilter, ErrorFilter, FinishedFilte
 from agents_app.admin.log_sources import provider_tools_html, sources_html
 from agents_app.admin.read_only import ReadOnlyAdmin
 from agents_app.models import Log
+from agents_app.services.sessions import STOPPED_LOG_TYPE
 from agents_app.templatetags.people_format import REASONS, duration, local_time, money, reason
 
 
@@ -122,6 +123,13 @@ class LogAdmin(ReadOnlyAdmin):
 
     @admin.display(description="Outcome", ordering="error_type")
     def shown_outcome(self, obj: Log) -> str:
+        # A person's Stop is no failure: shown plainly, not as a red ✗.
+        if _stopped(obj):
+            return format_html(
+                '<span class="studio-stopped" title="{}">■ {}</span>',
+                STOPPED_LOG_TYPE,
+                REASONS.get(STOPPED_LOG_TYPE, "Stopped"),
+            )
         # A failure says so in words (its type in the tooltip); otherwise why it finished.
         if obj.error or obj.error_type:
             code = obj.error_type or "error"
@@ -143,6 +151,8 @@ class LogAdmin(ReadOnlyAdmin):
     @admin.display(description="Complete")
     def shown_complete(self, obj: Log) -> str:
         # A failed request is never "complete ✓", whatever the flag says.
+        if _stopped(obj):
+            return "Stopped by a person (what streamed was kept)"
         if obj.error or obj.error_type:
             return "No: it failed"
         return "Yes" if obj.is_complete else "No: cut short"
@@ -178,3 +188,8 @@ class LogAdmin(ReadOnlyAdmin):
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2) if value is not None else ""
+
+
+def _stopped(obj: Log) -> bool:
+    """A request a person stopped (``STOPPED_LOG_TYPE``, no error): not a failure."""
+    return obj.error_type == STOPPED_LOG_TYPE and not obj.error

@@ -246,3 +246,21 @@ def test_the_logs_filters_speak_in_words(staff: Client, thread: Thread) -> None:
         for query in ("?finished=no", "?error=step_error", "?ended=tool_calls")
     }
     assert counts == {"?finished=no": 1, "?error=step_error": 1, "?ended=tool_calls": 1}
+
+
+def test_a_stopped_request_is_shown_neutrally_and_is_not_an_error(
+    staff: Client, thread: Thread
+) -> None:
+    """A person's Stop is no failure: the list shows "■ Stopped" without the failure style,
+    "By error" does not offer it, and "By outcome" finds it."""
+    Log.objects.create(thread=thread, kind="llm", model="m", is_complete=True, error_type="stopped")
+    Log.objects.create(
+        thread=thread, kind="llm", model="m", is_complete=True, error_type="step_error"
+    )
+    url = reverse("admin:agents_app_log_changelist")
+    page = staff.get(url).content.decode()
+    assert '<span class="studio-stopped" title="stopped">■ Stopped</span>' in page
+    assert "✗ Stopped" not in page and "?error=stopped" not in page
+    assert "?error=step_error" in page  # a real failure is still listed
+    assert "Stopped by a person" in page
+    assert staff.get(url + "?finished=stopped").context["cl"].result_count == 1
