@@ -63,8 +63,11 @@ def value_set(
     else:
         serialized(value)
         value = redact_for_thread(str(thread.pk), value)  # a typed secret is never kept in clear
+        # ``sealed`` cleared: a tool's earlier exact value must not outlive this write.
         ThreadValue.objects.update_or_create(
-            thread=thread, key=key, defaults={"value": value, "updated_at": updated_at}
+            thread=thread,
+            key=key,
+            defaults={"value": value, "sealed": "", "updated_at": updated_at},
         )
     _announce(thread, key, deleted, updated_at)
     if previous_key and previous_key != key:

@@ -157,6 +157,20 @@ def test_spec_get_value_returns_a_secret_holding_value_exactly_while_it_is_seale
 
 
 @pytest.mark.django_db
+def test_a_value_written_over_the_api_replaces_a_tools_sealed_exact_value(
+    as_: Any, alice: Any
+) -> None:
+    thread = _thread(alice)
+    state = async_to_sync(Engine(DjangoStore(), ListSink()).thread_state)(str(thread.pk))
+    async_to_sync(state.set_value)("cache", {"token": INSTANCE_SECRET})
+    written = as_(alice).post_json(
+        f"/api/threads/{thread.pk}/kv", {"key": "cache", "value": {"token": "fresh"}}
+    )
+    assert written.status_code == 200, written.content
+    assert async_to_sync(state.get_value)("cache") == {"token": "fresh"}
+
+
+@pytest.mark.django_db
 def test_redaction_marker_never_names_a_secret_the_caller_does_not_own(
     as_: Any, alice: Any
 ) -> None:
