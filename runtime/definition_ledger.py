@@ -135,22 +135,22 @@ LEDGER: dict[str, dict[str, Row]] = {
         "feedbackReasons": _h(
             "agents_app.services.feedback",
             _AA
-            + "test_admin_agents.py::test_feedback_reasons_survive_a_studio_save_and_are_edited_there",
+            + "admin/test_admin_agents.py::test_feedback_reasons_survive_a_studio_save_and_are_edited_there",
         ),
         "midRunMessages": _h(
             "agents_app.services.definitions → consumer policy",
             _AA
-            + "test_mid_run_messages.py::test_the_policy_round_trips_through_definitions_and_refuses_unknown_values",
+            + "orchestration/test_mid_run_messages.py::test_the_policy_round_trips_through_definitions_and_refuses_unknown_values",
         ),
         "state": _h(
             "agents_app.services.definitions (draft/published)",
             _AA
-            + "test_agent_publishing.py::test_state_and_audience_round_trip_and_default_to_published_for_everyone",
+            + "orchestration/test_agent_publishing.py::test_state_and_audience_round_trip_and_default_to_published_for_everyone",
         ),
         "audience": _h(
             "agents_app.services.definitions (who may start it)",
             _AA
-            + "test_agent_publishing.py::test_state_and_audience_round_trip_and_default_to_published_for_everyone",
+            + "orchestration/test_agent_publishing.py::test_state_and_audience_round_trip_and_default_to_published_for_everyone",
         ),
     },
     "SideConfig": {
@@ -447,7 +447,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         "options": _h(
             "runtime.provider_tools (provider: entries; checked against the offer)",
             _AA
-            + "test_admin_prompts_structured.py::test_provider_tool_options_are_checked_against_the_offer_admin",
+            + "admin/test_admin_prompts_structured.py::test_provider_tool_options_are_checked_against_the_offer_admin",
         ),
     },
     "ResumableConfig": {
@@ -538,7 +538,7 @@ LEDGER: dict[str, dict[str, Row]] = {
             HONOURED,
             "runtime.structured; responseSchema without it refused by runtime.validation",
             _AA
-            + "test_admin_prompts_structured.py::test_spec_response_schema_refused_at_save_when_the_model_has_no_structured_outputs",
+            + "admin/test_admin_prompts_structured.py::test_spec_response_schema_refused_at_save_when_the_model_has_no_structured_outputs",
         ),
     },
     "ScriptedResponse": {
@@ -553,7 +553,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         "reasoningContent": _h(
             "runtime.providers.test_provider",
             _AA
-            + "test_chat_page_api.py::test_reasoning_is_offered_when_the_thread_already_holds_some",
+            + "api/test_chat_page_api.py::test_reasoning_is_offered_when_the_thread_already_holds_some",
         ),
         "finishReason": _h(
             "runtime.providers.test_provider",
