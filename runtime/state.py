@@ -641,8 +641,11 @@ class ThreadState:
         exact = None
         if value is not None:
             json_only(f"setValue('{key}') value", value)
-            shown = storable((await self._recorder.ready()).data(value))
-            exact, value = (None if shown == value else value), shown
+            # Text no database can hold (NUL, lone surrogates) is replaced in both forms
+            # (runtime.storable); only a redaction makes the exact form differ.
+            exact = storable(value)
+            value = storable((await self._recorder.ready()).data(value))
+            exact = None if exact == value else exact
         updated_at = await self._deps.store.set_value(self.thread_id, key, value, exact)
         self.emit("kv_changed", {"key": key, "deleted": value is None, "updated_at": updated_at})
 
