@@ -100,6 +100,7 @@ def build_catalog(
     catalog.prompts_with_tools = set(
         PromptTool.objects.values_list("prompt__name", flat=True).distinct()
     )
+    _hook_edges(catalog)
     for part in PromptPart.objects.filter(type=PromptPart.Kind.INCLUDE).select_related(
         "prompt", "include"
     ):
@@ -134,14 +135,34 @@ def build_catalog(
                 catalog.prompts_with_tools.add(d.name)
             else:
                 catalog.prompts_with_tools.discard(d.name)
+            catalog.prompt_hooks[d.name] = list(d.hooks or [])
+            catalog.prompt_tools[d.name] = d.tool_names()
         elif isinstance(d, AgentDefinition):
             catalog.agents.add(d.name)
             catalog.agent_shapes[d.name] = (d.type, d.expose_as_tool)
+            # Saved in this batch: its own rule speaks for it (agent_hooks_errors), so the
+            # prompt rule, which reads agent_hooks, does not name the same conflict again.
+            catalog.agent_hooks.pop(d.name, None)
     code = registered_code_names()
     if code is not None:
         catalog.tools, catalog.hooks = code
     catalog.strict_code_names = code is not None if strict_code_names is None else strict_code_names
     return catalog
+
+
+def _hook_edges(catalog: Catalog) -> None:
+    """What the agent hooks rule reads (``runtime.entry_rules.agent_hooks_errors``): the hooks
+    prompts and agents list, prompts' tool names (their sub-prompts), agents' side prompts."""
+    for name, hooks in Prompt.objects.exclude(hooks=[]).values_list("name", "hooks"):
+        catalog.prompt_hooks[name] = list(hooks or [])
+    for prompt_name, tool in PromptTool.objects.values_list("prompt__name", "name"):
+        catalog.prompt_tools.setdefault(prompt_name, []).append(tool)
+    rows = Agent.objects.exclude(hooks=[]).values_list(
+        "name", "hooks", "type", "side_a_prompt__name", "side_b_prompt__name"
+    )
+    for name, hooks, agent_type, side_a, side_b in rows:
+        sides = [side_a] + ([side_b] if agent_type == "dual_ai" and side_b else [])
+        catalog.agent_hooks[name] = (list(hooks or []), sides)
 
 
 def model_offers(
