@@ -87,6 +87,19 @@ def test_a_dual_ai_agent_with_both_sides(staff: Client, prompt: Prompt) -> None:
     assert agent.side_b_prompt == prompt and agent.side_b_max_steps == 3
 
 
+def test_max_turns_is_saved_on_its_side_and_kept_in_the_definition(
+    staff: Client, prompt: Prompt
+) -> None:
+    """AgentBuilder's ``maxTurns`` ("Maximum turns this side can take") is a field of the side
+    in the studio too: saved as such, not as ``maxSteps`` (issue #38)."""
+    data = add_form(staff, prompt, type="dual_ai", side_b_prompt=prompt.pk, side_a_max_turns="2")
+
+    assert post(staff, ADD, data).status_code == 302
+    side_a = agent_definition(Agent.objects.get()).side_a
+    assert (side_a.max_turns, side_a.max_steps) == (2, None)
+    assert agent_definition(Agent.objects.get()).dump()["sideA"]["maxTurns"] == 2
+
+
 RULES = [
     ({"type": "dual_ai"}, "side_b_prompt", "A dual_ai agent needs a side B with a prompt."),
     (
@@ -111,6 +124,7 @@ RULES = [
     ({"icon": "//evil.example/x.png"}, "icon", "Icon must be an absolute path"),
     ({"name": "../escape"}, "name", "Name may use only letters"),
     ({"side_a_end_session_tool": "nope"}, "side_a_end_session_tool", "'nope' is not a known tool"),
+    ({"side_a_max_turns": "0"}, "side_a_max_turns", "Max turns must be a positive whole number."),
 ]
 
 
