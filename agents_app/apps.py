@@ -34,11 +34,11 @@ class AgentsAppConfig(AppConfig):
 
     @staticmethod
     def _configure_egress() -> None:
-        """The egress policy of this process (runtime/egress.py) from the operator's list."""
+        """The egress policy of this process (runtime/core/egress.py) from the operator's list."""
         from django.conf import settings
         from django.core.exceptions import ImproperlyConfigured
 
-        from runtime import egress
+        from runtime.core import egress
 
         try:
             egress.configure(settings.STUDIO_EGRESS_ALLOW)

@@ -22,7 +22,7 @@ def check_encryption_keyring(app_configs: Any = None, **kwargs: Any) -> list[Err
 @register()
 def check_code_registry(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     from agents_app.code_registry import get_registry
-    from runtime.registry import RegistryError
+    from runtime.tools.registry import RegistryError
 
     try:
         get_registry()

@@ -14,7 +14,7 @@ from pathlib import Path
 from django.apps import apps
 from django.conf import settings
 
-from runtime.registry import Registry, discover
+from runtime.tools.registry import Registry, discover
 
 _lock = threading.Lock()
 _registry: Registry | None = None

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from runtime.controllers import ControllerDefinition
-from runtime.registry import EndpointDefinition, Registry
+from runtime.tools.controllers import ControllerDefinition
+from runtime.tools.registry import EndpointDefinition, Registry
 
 Routed = EndpointDefinition | ControllerDefinition
 Table = Literal["endpoints", "controllers"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from agents_app.models import Agent, LanguageModel, Message, Prompt, Thread
-from runtime.definitions import ReasoningConfig
+from runtime.core.spec import ReasoningConfig
 
 
 def prompt_returns_reasoning(prompt: Prompt | None) -> bool:

@@ -45,7 +45,7 @@ from agents_app.permissions import (
     route_thread_action,
 )
 from agents_app.reasoning import thread_shows_reasoning
-from runtime.messages import Message as EngineMessage
+from runtime.core.messages import Message as EngineMessage
 
 ACTIVE_SESSION = (ThreadSession.Status.QUEUED, ThreadSession.Status.RUNNING)
 MAX_IDS = 200

@@ -5,7 +5,7 @@ Off by default. On when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or
 variable honoured by the SDK itself (service name, headers, batch delays, sampler). The
 official pieces only: the SDK's tracer provider and batch processor, the OTLP/HTTP exporter,
 the Django, Celery and httpx instrumentations; the engine's own spans come from
-``runtime.tracing``. ``STUDIO_TRACE_CONTENT=true`` adds reply texts to the model spans,
+``runtime.core.tracing``. ``STUDIO_TRACE_CONTENT=true`` adds reply texts to the model spans,
 redacted as logs are.
 """
 
@@ -16,7 +16,7 @@ import os
 
 from django.conf import settings
 
-from runtime import tracing
+from runtime.core import tracing
 
 logger = logging.getLogger("agents_app.telemetry")
 _configured = False

@@ -23,9 +23,9 @@ from agents_app.models import (
     Thread,
     ThreadFile,
 )
-from runtime.events import provider_tools_called
-from runtime.messages import Message as EngineMessage
-from runtime.messages import to_wire
+from runtime.core.messages import Message as EngineMessage
+from runtime.core.messages import to_wire
+from runtime.store.events import provider_tools_called
 
 # Keys a queued (not yet stored) message carries on the wire, as the reference does.
 QUEUE_METADATA = ("queued", "queue_status", "queue_source", "queue_id")

@@ -17,7 +17,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from runtime.definitions import ModelDefinition
+from runtime.core.spec import ModelDefinition
 from runtime.providers.base import Finish, ProviderRequest, StreamEvent, TextDelta, Usage
 from runtime.providers.test_provider import TestProvider
 

@@ -81,7 +81,7 @@ async def bench(
     from agents_app.broadcast.events import ChannelsSink, LiveSink
     from agents_app.services.definition_saves import save_definitions
     from runtime.engine import Engine
-    from runtime.registry import Registry
+    from runtime.tools.registry import Registry
 
     connection_created.connect(_install_counter, weak=False)
     from asgiref.sync import sync_to_async

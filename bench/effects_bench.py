@@ -42,7 +42,7 @@ EFFECT_SOURCE = """
 from asgiref.sync import sync_to_async
 from django.db import connection
 
-from runtime.registry import define_effect
+from runtime.tools.registry import define_effect
 
 
 def _started(effect_id):
@@ -100,7 +100,7 @@ def seed(pending: int) -> str:
 
     from agents_app.models import Agent, Thread
     from agents_app.services.definition_saves import save_definitions
-    from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+    from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 
     model = ModelDefinition(name="bench-model", provider="test", model="x")
     prompt = PromptDefinition(name="bench-prompt", model="bench-model", prompt="hi")

@@ -34,12 +34,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pydantic import BaseModel  # noqa: E402
 
-from runtime.definitions import AgentDefinition, PromptDefinition, SideConfig  # noqa: E402
+from runtime.core.spec import AgentDefinition, PromptDefinition, SideConfig  # noqa: E402
 from runtime.engine import Engine, NewMessage  # noqa: E402
-from runtime.memory_store import MemoryStore  # noqa: E402
 from runtime.providers.test_provider import TestScript  # noqa: E402
-from runtime.registry import Registry, define_tool  # noqa: E402
-from runtime.store import Store  # noqa: E402
+from runtime.store.memory import MemoryStore  # noqa: E402
+from runtime.store.protocol import Store  # noqa: E402
+from runtime.tools.registry import Registry, define_tool  # noqa: E402
 
 STEPS = 20
 

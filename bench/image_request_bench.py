@@ -35,18 +35,18 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from runtime.definitions import ModelDefinition  # noqa: E402
-from runtime.history import Window, select_rows, to_llm_messages  # noqa: E402
-from runtime.media import fit_for_model, resolve_attachments  # noqa: E402
-from runtime.memory_store import MemoryStore  # noqa: E402
-from runtime.messages import Message  # noqa: E402
+from runtime.core.messages import Message  # noqa: E402
+from runtime.core.spec import ModelDefinition  # noqa: E402
 from runtime.providers.adapter import HTTPAdapter, encode_body, strip_inline_data  # noqa: E402
 from runtime.providers.anthropic import AnthropicProvider  # noqa: E402
 from runtime.providers.base import ProviderRequest  # noqa: E402
 from runtime.providers.google import GoogleProvider  # noqa: E402
 from runtime.providers.openai import OpenAIProvider  # noqa: E402
 from runtime.providers.openai_responses import OpenAIResponsesProvider  # noqa: E402
-from runtime.store import NewThread  # noqa: E402
+from runtime.step.history import Window, select_rows, to_llm_messages  # noqa: E402
+from runtime.step.media import fit_for_model, resolve_attachments  # noqa: E402
+from runtime.store.memory import MemoryStore  # noqa: E402
+from runtime.store.protocol import NewThread  # noqa: E402
 
 MESSAGES = 200
 IMAGES = 10

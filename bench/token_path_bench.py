@@ -38,15 +38,15 @@ from channels_redis.pubsub import RedisPubSubChannelLayer  # noqa: E402
 from agents_app.broadcast.events import ChunkPacer, LiveSink  # noqa: E402
 from bench.clocked_provider import factory  # noqa: E402
 from bench.service_bench import speed_probe_ms  # noqa: E402
-from runtime.definitions import (  # noqa: E402
+from runtime.core.spec import (  # noqa: E402
     AgentDefinition,
     ModelDefinition,
     PromptDefinition,
     SideConfig,
 )
 from runtime.engine import Engine, NewMessage  # noqa: E402
-from runtime.memory_store import MemoryStore  # noqa: E402
 from runtime.providers import ProviderRegistry  # noqa: E402
+from runtime.store.memory import MemoryStore  # noqa: E402
 
 
 def definitions(rate: int, tokens: int) -> list[Any]:

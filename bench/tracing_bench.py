@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import (  # noqa: E402
 )
 
 from bench.engine_bench import memory_store, run  # noqa: E402
-from runtime import tracing  # noqa: E402
+from runtime.core import tracing  # noqa: E402
 
 
 class Dropping(SpanExporter):

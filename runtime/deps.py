@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from runtime.events import EventSink, NullSink
-from runtime.mcp import McpTools
-from runtime.messages import Clock
+from runtime.core.messages import Clock
+from runtime.core.waits import DEFAULT_WAIT_SECONDS
+from runtime.mcp.servers import McpTools
 from runtime.providers import ProviderRegistry
 from runtime.providers.retry import RetryPolicy, Sleep
-from runtime.registry import Registry
-from runtime.store import Store
-from runtime.waits import DEFAULT_WAIT_SECONDS
+from runtime.store.events import EventSink, NullSink
+from runtime.store.protocol import Store
+from runtime.tools.registry import Registry
 
-# The reference's limits (``runtime.stops`` checks them).
+# The reference's limits (``runtime.loop.stops`` checks them).
 MAX_TOTAL_STEPS = 250
 MAX_SESSION_TURNS = 250
 REPEATED_TOOL_ERRORS = 8

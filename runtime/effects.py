@@ -40,15 +40,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from runtime.events import Frame, event
-from runtime.messages import new_id
-from runtime.registry import EffectDefinition, call_maybe_async
-from runtime.storable import storable
-from runtime.store import EffectRun
+from runtime.core.messages import new_id
+from runtime.store.events import Frame, event
+from runtime.store.protocol import EffectRun
+from runtime.store.storable import storable
+from runtime.tools.registry import EffectDefinition, call_maybe_async
 
 if TYPE_CHECKING:
     from runtime.deps import Deps
-    from runtime.recorder import Recorder
+    from runtime.store.recorder import Recorder
 
 EFFECT_ID_KEY = "effect_id"
 SCHEDULED_EFFECT_KEY = "scheduled_effect"

@@ -16,26 +16,26 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from runtime.definitions import AgentDefinition
+from runtime.core.messages import Clock, Message, NewMessage, Side, new_id
+from runtime.core.progress import SessionProgress
+from runtime.core.results import ToolResult
+from runtime.core.spec import AgentDefinition
+from runtime.core.transcript import Transcript
+from runtime.definitions.loader import DefinitionLoader, DefinitionNotFound
+from runtime.delegation.link import SubagentLink
+from runtime.delegation.subagents import ForwardingSink, NullHost, SubagentHost, Subagents
 from runtime.deps import Deps, Limits
-from runtime.events import EventSink, NullSink, queued_data
-from runtime.hooks import HookRunner, hook_ids
-from runtime.loader import DefinitionLoader, DefinitionNotFound
-from runtime.mcp import McpTools
-from runtime.messages import Clock, Message, NewMessage, Side, new_id
-from runtime.progress import SessionProgress
+from runtime.loop.session import Session, SessionResult, final_text, result_of
+from runtime.mcp.servers import McpTools
 from runtime.providers import ProviderRegistry
 from runtime.providers.retry import Sleep
-from runtime.recorder import Recorder
-from runtime.registry import Registry
-from runtime.results import ToolResult
-from runtime.session import Session, SessionResult, final_text, result_of
 from runtime.state import ThreadState
-from runtime.storable import storable
-from runtime.store import MessageQuery, NewThread, QueuedMessage, Store, ThreadRecord
-from runtime.subagent_link import SubagentLink
-from runtime.subagents import ForwardingSink, NullHost, SubagentHost, Subagents
-from runtime.transcript import Transcript
+from runtime.store.events import EventSink, NullSink, queued_data
+from runtime.store.protocol import MessageQuery, NewThread, QueuedMessage, Store, ThreadRecord
+from runtime.store.recorder import Recorder
+from runtime.store.storable import storable
+from runtime.tools.hooks import HookRunner, hook_ids
+from runtime.tools.registry import Registry
 
 CHILD_KEY = "_runtime.child_thread."
 
@@ -64,7 +64,7 @@ class Engine:
 
         ``subagent_host`` starts sessions of threads this engine does not run itself
         (non-blocking subagents, woken parents); without one, queued messages wait.
-        ``mcp`` resolves and runs ``mcp:<server>/<tool>`` tools (``runtime.mcp``).
+        ``mcp`` resolves and runs ``mcp:<server>/<tool>`` tools (``runtime.mcp.servers``).
         """
         self.deps = Deps(
             store=store,
@@ -96,7 +96,7 @@ class Engine:
     ) -> ThreadRecord:
         """Create a thread of ``agent`` (id: a random UUID4) and run ``after_thread_created`` hooks.
 
-        The last four describe a subagent child (``runtime.subagents``).
+        The last four describe a subagent child (``runtime.delegation.subagents``).
         """
         definition = await self._agent(agent)
         new = NewThread(
@@ -159,7 +159,7 @@ class Engine:
 
         On a child thread the session's frames are also forwarded to the parent
         (``subagent_start``/``subagent_event``/``subagent_end``) and its end settles
-        the child's registry entry (and delivers its result, see ``runtime.subagents``).
+        the child's registry entry (and delivers its result, see ``runtime.delegation.subagents``).
         """
         thread = await self._thread(thread_id)
         deps = self.deps

@@ -16,16 +16,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal, Protocol
 
-from runtime import env_refs, file_images, files
-from runtime.definitions import (
-    AgentDefinition,
-    ModelDefinition,
-    PromptDefinition,
-    SessionToolBinding,
-)
-from runtime.effects import EFFECT_ID_KEY, SCHEDULED_EFFECT_KEY, Effects
-from runtime.events import event, queued_data
-from runtime.messages import (
+from runtime.core import env_refs
+from runtime.core.messages import (
     MESSAGE_FIELDS,
     QUEUED_TOOL_CALL,
     Message,
@@ -34,13 +26,21 @@ from runtime.messages import (
     make_tool_call,
     new_id,
 )
-from runtime.mime_types import normalize_mime_type
-from runtime.recorder import Batch, Recorder
-from runtime.results import ToolResult
+from runtime.core.mime_types import normalize_mime_type
+from runtime.core.results import ToolResult
+from runtime.core.spec import (
+    AgentDefinition,
+    ModelDefinition,
+    PromptDefinition,
+    SessionToolBinding,
+)
+from runtime.core.transcript import Transcript
+from runtime.effects import EFFECT_ID_KEY, SCHEDULED_EFFECT_KEY, Effects
 from runtime.sandbox.options import CodeExecutionOptions
 from runtime.sandbox.runner import CodeExecution, run_code
-from runtime.storable import storable, storable_text
-from runtime.store import (
+from runtime.store import file_images, files
+from runtime.store.events import event, queued_data
+from runtime.store.protocol import (
     EffectRun,
     EnvType,
     FileChunk,
@@ -57,12 +57,13 @@ from runtime.store import (
     ThreadRecord,
     UserRecord,
 )
-from runtime.transcript import Transcript
+from runtime.store.recorder import Batch, Recorder
+from runtime.store.storable import storable, storable_text
 
 if TYPE_CHECKING:
+    from runtime.definitions.loader import DefinitionLoader
     from runtime.deps import Deps
-    from runtime.hooks import HookRunner
-    from runtime.loader import DefinitionLoader
+    from runtime.tools.hooks import HookRunner
 
 
 def json_only(what: str, value: Any) -> None:
@@ -83,7 +84,7 @@ class EnvNotFound(KeyError):
 
 
 class Relations(Protocol):
-    """Queueing across threads and the subagent links (``runtime.subagents.Subagents``)."""
+    """Queueing across threads and the subagent links (``runtime.delegation.subagents.Subagents``)."""
 
     async def queue(self, thread_id: str, message: QueuedMessage) -> None:
         """Queue a message for a thread and wake it when idle."""
@@ -642,7 +643,7 @@ class ThreadState:
         if value is not None:
             json_only(f"setValue('{key}') value", value)
             # Text no database can hold (NUL, lone surrogates) is replaced in both forms
-            # (runtime.storable); only a redaction makes the exact form differ.
+            # (runtime.store.storable); only a redaction makes the exact form differ.
             exact = storable(value)
             value = storable((await self._recorder.ready()).data(value))
             exact = None if exact == value else exact
@@ -658,7 +659,7 @@ class ThreadState:
     async def env(self, name: str) -> str:
         """An env value (the calling tool entry's ``env`` → thread → agent → prompt → user →
         instance); ``EnvNotFound`` when missing. A ``${NAME}`` in a tool entry's value is
-        env value ``NAME`` from the store (``runtime.env_refs``: credentials live there)."""
+        env value ``NAME`` from the store (``runtime.core.env_refs``: credentials live there)."""
         if name in self._env_overlay:
             # A tool entry's env is the prompt's: thread and agent values outrank it (spec,
             # PromptDefinition.env), the user and instance tiers do not.

@@ -427,7 +427,7 @@ CELERY_BEAT_SCHEDULE["schedules-tick"] = {
     "options": {"expires": max(2.0, 2 * STUDIO_SCHEDULE_SWEEP_MS / 1000)},
 }
 
-# --- egress policy (runtime/egress.py; docs/operating.md, Egress policy) --------------------
+# --- egress policy (runtime/core/egress.py; docs/operating.md, Egress policy) --------------------
 # Hosts or CIDRs that model base URLs, discovery, MCP servers and webhook receivers may reach
 # although they are loopback, private, link-local or metadata addresses (self-hosted vendors,
 # MCP servers or receivers on a private network). Empty: only public addresses.

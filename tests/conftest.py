@@ -45,7 +45,7 @@ def _message_count_differences() -> list[Any]:
 def loopback_egress() -> Any:
     """Each test starts with the suite's egress policy (loopback allowed); a test that
     narrows it gets it back afterwards."""
-    from runtime import egress
+    from runtime.core import egress
 
     egress.configure(LOOPBACK_EGRESS.split(","))
     yield

@@ -27,7 +27,7 @@ from agents_app.reasoning import agent_returns_reasoning
 from agents_app.selectors import agents_for
 from agents_app.services import definitions as defs
 from agents_app.services import model_curl
-from runtime.registry import args_json_schema
+from runtime.tools.registry import args_json_schema
 
 router = Router(tags=["catalog"])
 

@@ -24,8 +24,8 @@ from agents_app.code_registry import get_registry
 from agents_app.endpoint_routes import resolve_controller
 from agents_app.errors import NotFound
 from agents_app.services.definitions import all_definitions
-from runtime.controllers import ControllerContext, ControllerDefinition
-from runtime.registry import call_maybe_async
+from runtime.tools.controllers import ControllerContext, ControllerDefinition
+from runtime.tools.registry import call_maybe_async
 
 router = Router(tags=["controllers"])
 

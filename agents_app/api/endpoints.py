@@ -27,7 +27,7 @@ from agents_app.endpoint_routes import resolve
 from agents_app.errors import NotFound
 from agents_app.orchestration.engines import with_engine
 from runtime.engine import Engine
-from runtime.registry import EndpointDefinition, call_maybe_async
+from runtime.tools.registry import EndpointDefinition, call_maybe_async
 
 router = Router(tags=["thread endpoints"])
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]

@@ -11,7 +11,7 @@ its script as the admin who opens it. So every such response gets:
 - ``Content-Disposition: inline`` only for an allow-list of inert types (raster images,
   plain text, PDF); everything else is ``attachment`` (downloaded, never rendered).
 
-The type is read the way a browser reads it (``runtime.mime_types.essence``), so rows
+The type is read the way a browser reads it (``runtime.core.mime_types.essence``), so rows
 stored before types were normalized are served safely too.
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 from django.http import HttpResponseBase
 from django.utils.http import content_disposition_header
 
-from runtime.mime_types import essence, parameter
+from runtime.core.mime_types import essence, parameter
 
 # Inert when rendered: a browser shows them and runs nothing of theirs on our origin
 # (Chromium's PDF viewer runs in its own extension origin).

@@ -25,8 +25,8 @@ from agents_app.models import Thread, ThreadFile
 from agents_app.services import thread_files, thread_values
 from agents_app.services.thread_values import KEY_MAX
 from agents_app.storable_text import describe_unstorable, find_unstorable
-from runtime import file_images
-from runtime.mime_types import essence
+from runtime.core.mime_types import essence
+from runtime.store import file_images
 
 router = Router(tags=["storage"])
 

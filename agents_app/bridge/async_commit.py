@@ -32,7 +32,7 @@ from django.db import connections
 from psycopg.types.json import set_json_dumps
 
 from agents_app.bridge import fast_commit
-from runtime.store import Commit
+from runtime.store.protocol import Commit
 
 # How these connections show in ``pg_stat_activity`` (one per event loop that ran a session).
 APPLICATION_NAME = "studio-engine-commits"

@@ -48,9 +48,9 @@ from psycopg.types.json import Jsonb
 from agents_app.db import rows
 from agents_app.models import Log
 from agents_app.models import Message as MessageRow
-from runtime.messages import Message
-from runtime.progress import SessionProgress
-from runtime.store import Commit, LogRecord, ThreadUpdate
+from runtime.core.messages import Message
+from runtime.core.progress import SessionProgress
+from runtime.store.protocol import Commit, LogRecord, ThreadUpdate
 
 
 def _columns(model: type[Model]) -> tuple[str, ...]:

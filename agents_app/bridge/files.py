@@ -1,4 +1,4 @@
-"""The file-system part of ``DjangoStore`` (see ``runtime/store.py``, "files").
+"""The file-system part of ``DjangoStore`` (see ``runtime/store/protocol.py``, "files").
 
 A thin async face over ``agents_app.services.thread_files``: each call runs the
 service in a worker thread. Streams cross the boundary one chunk at a time, so a
@@ -14,8 +14,8 @@ from typing import Any
 from asgiref.sync import sync_to_async
 
 from agents_app.services import thread_files as service
-from runtime import files as fs
-from runtime.store import (
+from runtime.store import files as fs
+from runtime.store.protocol import (
     FileChunk,
     FileRecord,
     FileSource,

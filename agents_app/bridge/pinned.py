@@ -15,8 +15,8 @@ from typing import Any
 from asgiref.sync import sync_to_async
 
 from agents_app.services import definition_versions as versions
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
-from runtime.store import Commit
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition
+from runtime.store.protocol import Commit
 
 
 class PinnedDefinitions:

@@ -1,4 +1,4 @@
-"""``DjangoStore``: the engine's store protocol over the ORM (see ``runtime/store.py``).
+"""``DjangoStore``: the engine's store protocol over the ORM (see ``runtime/store/protocol.py``).
 
 Every public method is a coroutine that runs one sync function in one
 transaction through ``sync_to_async``. ``commit`` is the hot path: it is written
@@ -43,11 +43,11 @@ from agents_app.models.timestamps import now_us
 from agents_app.services import definitions as defs
 from agents_app.services import effects as effect_service
 from agents_app.services.redaction import secret_values_for_thread
-from runtime import waits
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
-from runtime.messages import Message as EngineMessage
-from runtime.progress import SessionProgress
-from runtime.store import (
+from runtime.core import waits
+from runtime.core.messages import Message as EngineMessage
+from runtime.core.progress import SessionProgress
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition
+from runtime.store.protocol import (
     CanceledBy,
     Commit,
     CommitResult,
@@ -64,7 +64,7 @@ from runtime.store import (
     ThreadUpdate,
     UserRecord,
 )
-from runtime.store import QueuedMessage as EngineQueued
+from runtime.store.protocol import QueuedMessage as EngineQueued
 
 T = TypeVar("T")
 ENV_ORDER = ("thread", "agent", "prompt", "user", "instance")

@@ -27,7 +27,7 @@ from django.db import connection
 
 from agents_app.db.raw_sql import db_json, db_uuid, text_uuid
 from agents_app.models import Message, QueuedMessage, ThreadMessageCount
-from runtime.messages import Message as EngineMessage
+from runtime.core.messages import Message as EngineMessage
 
 _MESSAGES = Message._meta.db_table
 _QUEUED = QueuedMessage._meta.db_table
@@ -153,7 +153,7 @@ def engine_messages(
     limit: int | None,
     with_newest: bool = False,
 ) -> tuple[list[EngineMessage], int | None]:
-    """The engine's ``list_messages`` window (``runtime.store.MessageQuery``'s filters),
+    """The engine's ``list_messages`` window (``runtime.store.protocol.MessageQuery``'s filters),
     in the order read, and with ``with_newest`` the newest ``created_at`` of all the
     thread's messages (else ``None``): every session start reads its history through this.
 

@@ -6,9 +6,9 @@ import uuid
 from typing import Any
 
 from agents_app.models import Log, Message, QueuedMessage, ThreadSession
-from runtime.messages import Message as EngineMessage
-from runtime.progress import SessionProgress
-from runtime.store import LogRecord
+from runtime.core.messages import Message as EngineMessage
+from runtime.core.progress import SessionProgress
+from runtime.store.protocol import LogRecord
 
 MESSAGE_UPDATE_FIELDS = [
     "role",

@@ -11,8 +11,8 @@ from typing import Any
 
 from agents_app.db.raw_sql import db_datetime, db_json, text_uuid
 from agents_app.models import Agent, Thread
-from runtime.progress import ThreadExecutionState
-from runtime.store import ThreadRecord
+from runtime.core.progress import ThreadExecutionState
+from runtime.store.protocol import ThreadRecord
 
 # The agents' JSON configurations are not needed for a record: only their names.
 RECORD_FROM = (

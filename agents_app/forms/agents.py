@@ -17,7 +17,7 @@ from agents_app.forms.fields import CommaSeparatedField, LinesField, Suggestions
 from agents_app.forms.suggestions import callable_names, hooks_help
 from agents_app.models import Agent
 from agents_app.models.agents import ToolActivity
-from runtime.definitions import MAX_SESSION_TURNS_CAP, AgentDefinition
+from runtime.core.spec import MAX_SESSION_TURNS_CAP, AgentDefinition
 
 SIDE_FIELDS = ("label", "prompt", "stop_on_response", "stop_tool", "stop_tool_response_property",
                "max_steps", "max_turns", "end_session_tool")  # fmt: skip

@@ -21,8 +21,14 @@ from agents_app.forms.definition_check import (
 )
 from agents_app.forms.fields import CommaSeparatedField, PrettyJSONField
 from agents_app.models import LanguageModel, ModelFallback
-from runtime.definitions import ModelCapabilities, ModelDefinition, ScriptedResponse
-from runtime.validation import Catalog, DefinitionError, base_url_errors, new_model_api, parse
+from runtime.core.spec import ModelCapabilities, ModelDefinition, ScriptedResponse
+from runtime.definitions.validation import (
+    Catalog,
+    DefinitionError,
+    base_url_errors,
+    new_model_api,
+    parse,
+)
 
 SCRIPT_HELP = (
     "Test provider only. A JSON list of scripted replies: a thread's first request to this "

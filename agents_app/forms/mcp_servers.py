@@ -9,8 +9,8 @@ from django import forms
 from agents_app.forms.fields import CommaSeparatedField, KeyValueLinesField
 from agents_app.models import McpServer
 from agents_app.services.mcp_servers import server_errors
-from runtime.mcp import McpServerDefinition
-from runtime.validation import parse
+from runtime.definitions.validation import parse
+from runtime.mcp.servers import McpServerDefinition
 
 _FIELDS = {"timeoutMs": "timeout_ms", "allowedTools": "allowed_tools"}
 

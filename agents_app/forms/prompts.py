@@ -26,8 +26,8 @@ from agents_app.forms.fields import (
 from agents_app.forms.suggestions import callable_names, hooks_help
 from agents_app.models import Prompt, PromptPart, PromptTool
 from agents_app.services.definitions import prompt_definition
-from runtime.definitions import PromptDefinition, PromptIncludePart
-from runtime.validation import Catalog, DefinitionError, find_cycle
+from runtime.core.spec import PromptDefinition, PromptIncludePart
+from runtime.definitions.validation import Catalog, DefinitionError, find_cycle
 
 TEXT_OR_PARTS = (
     "Use either the system prompt text or the parts below, not both: move the text into a "

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from agents_app.models import Agent, LanguageModel, Prompt
 from agents_app.services import definitions, mcp_servers
-from runtime.definitions import ModelDefinition
+from runtime.core.spec import ModelDefinition
 from runtime.providers.offers import provider_offers
 
 

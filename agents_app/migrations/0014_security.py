@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
 
     operations = [
         # The egress key rule: the instance key goes to a foreign base URL only when a
-        # superuser says so (runtime/egress.py, agents_app/services/model_catalog.py).
+        # superuser says so (runtime/core/egress.py, agents_app/services/model_catalog.py).
         migrations.AddField(
             model_name="languagemodel",
             name="send_instance_key_to_base_url",

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.db import models
 
-from runtime.definitions import ModelCapabilities, ScriptedResponse, StreamingSimulation
+from runtime.core.spec import ModelCapabilities, ScriptedResponse, StreamingSimulation
 
 
 class LanguageModel(models.Model):
@@ -46,7 +46,7 @@ class LanguageModel(models.Model):
         blank=True,
         help_text="USD per million cached input tokens.",
     )
-    # Schema: runtime.definitions.ModelCapabilities (camelCase keys).
+    # Schema: runtime.core.spec.ModelCapabilities (camelCase keys).
     capabilities = models.JSONField(default=dict, blank=True)
     base_url = models.URLField(
         blank=True, help_text="Override the provider's API base URL (proxies, compatible servers)."
@@ -60,7 +60,7 @@ class LanguageModel(models.Model):
     )
     # Not a column: set by the studio when a superuser saves the form.
     egress_approved = False
-    # Spec 0.15 ``providerTools``: names from the provider's offer (runtime.provider_tools).
+    # Spec 0.15 ``providerTools``: names from the provider's offer (runtime.core.provider_tools).
     provider_tools = models.JSONField(default=list, blank=True)
     # OpenAI only: "chat" (Chat Completions) or "responses"; blank is the adapter's default.
     api = models.CharField(
@@ -69,9 +69,9 @@ class LanguageModel(models.Model):
         choices=[("chat", "Chat Completions"), ("responses", "Responses")],
         help_text="OpenAI only: which OpenAI API serves this model.",
     )
-    # Schema: list[runtime.definitions.ScriptedResponse]; only for the test provider.
+    # Schema: list[runtime.core.spec.ScriptedResponse]; only for the test provider.
     script = models.JSONField(null=True, blank=True)
-    # Schema: runtime.definitions.StreamingSimulation.
+    # Schema: runtime.core.spec.StreamingSimulation.
     streaming = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

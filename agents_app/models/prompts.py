@@ -46,7 +46,7 @@ class Prompt(models.Model):
     required_schema = models.JSONField(null=True, blank=True)
     # JSON Schema the final answer must match (structured output; docs/providers.md).
     response_schema = models.JSONField(null=True, blank=True)
-    # Schema: runtime.definitions.ReasoningConfig.
+    # Schema: runtime.core.spec.ReasoningConfig.
     reasoning = models.JSONField(null=True, blank=True)
     recent_image_threshold = models.PositiveIntegerField(default=10)
     # Hook ids (code-defined), run in order.
@@ -123,7 +123,7 @@ class PromptTool(models.Model):
     scoped_env = models.JSONField(null=True, blank=True)
     parent_communication = models.CharField(max_length=8, blank=True)
     hidden = models.BooleanField(default=False)
-    # Calls that wait (runtime.waits): for a person's approval, or for the client to run them.
+    # Calls that wait (runtime.core.waits): for a person's approval, or for the client to run them.
     requires_approval = models.BooleanField(null=True, blank=True)
     client = models.BooleanField(null=True, blank=True, help_text="The client runs this tool.")
     wait_timeout_seconds = models.PositiveIntegerField(null=True, blank=True)

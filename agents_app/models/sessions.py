@@ -34,7 +34,7 @@ class ThreadSession(models.Model):
     root_message_id = models.UUIDField(null=True, blank=True)
     owner = models.CharField(max_length=200, blank=True, help_text="The worker that runs it.")
     heartbeat_at = models.DateTimeField(null=True, blank=True)
-    # Schema: runtime.progress.SessionProgress (side, per-side step counts, turns, stop reason).
+    # Schema: runtime.core.progress.SessionProgress (side, per-side step counts, turns, stop reason).
     progress = models.JSONField(default=dict, blank=True)
     stop_reason = models.CharField(max_length=64, blank=True)
     # The definition versions this session runs on, fixed when it starts (so an edit made

@@ -48,7 +48,7 @@ class Thread(models.Model):
     stopped = models.BooleanField(default=False)
     terminated_at = models.DateTimeField(null=True, blank=True)
     # Durable execution state across sessions (session turn counters per side, …).
-    # Schema: runtime.progress.ThreadExecutionState.
+    # Schema: runtime.core.progress.ThreadExecutionState.
     execution_state = models.JSONField(default=dict, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True)

@@ -25,10 +25,10 @@ from agents_app.services.model_catalog import key_withheld
 from agents_app.services.subagents import DjangoHost
 from runtime.deps import Limits
 from runtime.engine import Engine
-from runtime.events import EventSink
-from runtime.mcp_client import McpConnector
+from runtime.mcp.client import McpConnector
 from runtime.providers import ProviderRegistry
 from runtime.providers.registry import install, store_env_lookup
+from runtime.store.events import EventSink
 
 T = TypeVar("T")
 

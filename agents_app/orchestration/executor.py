@@ -25,7 +25,7 @@ from celery import current_app
 from django.conf import settings
 
 from agents_app.task_names import RUN_SESSION
-from runtime import tracing
+from runtime.core import tracing
 from studio.event_loop import new_loop
 
 logger = logging.getLogger("agents_app.orchestration.executor")

@@ -49,12 +49,12 @@ from agents_app.selectors import activity_frame, thread_activity
 from agents_app.services import sessions
 from agents_app.services.sessions import Claim
 from agents_app.wire import RESUME_MARK
-from runtime import egress, tracing
+from runtime.core import egress, tracing
+from runtime.core.outcomes import SessionResult
+from runtime.core.progress import SessionProgress
+from runtime.definitions.loader import DefinitionNotFound
 from runtime.engine import Engine, NewMessage, ThreadTerminated
-from runtime.loader import DefinitionNotFound
-from runtime.outcomes import SessionResult
-from runtime.progress import SessionProgress
-from runtime.store import Commit, CommitResult, MessagePage, MessageQuery, ThreadRecord
+from runtime.store.protocol import Commit, CommitResult, MessagePage, MessageQuery, ThreadRecord
 
 logger = logging.getLogger("agents_app.orchestration.runner")
 OWNER = sessions.owner_id()

@@ -23,7 +23,7 @@ from agents_app.services.idempotency import (
     idempotent_reserve,
 )
 from runtime.engine import Engine
-from runtime.store import ThreadRecord
+from runtime.store.protocol import ThreadRecord
 
 
 def thread_create(

@@ -21,7 +21,7 @@ from django.utils import timezone
 from agents_app.models import Thread
 from agents_app.services import webhooks
 from agents_app.task_names import WEBHOOK_DELIVER
-from runtime import egress
+from runtime.core import egress
 
 logger = logging.getLogger("agents_app.webhooks")
 

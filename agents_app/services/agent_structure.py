@@ -30,8 +30,8 @@ from agents_app.models import (
 from agents_app.services.definitions import model_definition
 from agents_app.services.mcp_servers import server_runtime
 from agents_app.services.variable_scan import agent_env_levels
-from runtime.definitions import PROVIDER_TOOL_PREFIX
-from runtime.mcp import split_name
+from runtime.core.spec import PROVIDER_TOOL_PREFIX
+from runtime.mcp.servers import split_name
 from runtime.providers.offers import allowed_offers
 from runtime.providers.registry import KEY_NAMES
 
@@ -166,7 +166,7 @@ class _Builder:
         offered = self.offered_names(prompt)
         for what, tool in (("stop tool", stop_tool), ("end session tool", end_tool)):
             if tool and tool not in offered:
-                # The runtime still offers it (runtime.toolset), but with no description
+                # The runtime still offers it (runtime.tools.toolset), but with no description
                 # the model has little reason to call it.
                 node.warnings.append(
                     f"The {what} {tool} is not among {prompt.name}'s tools: the model is "

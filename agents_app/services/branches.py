@@ -38,7 +38,7 @@ from agents_app.services.messages import NewAttachment, Posted, message_post
 from agents_app.services.redaction import Redactor
 from agents_app.services.thread_files import blobs_of, chunks, file_write
 from agents_app.services.threads import preview_of
-from runtime.events import event
+from runtime.store.events import event
 
 # The frame every socket of the thread gets when its active path changed.
 ACTIVE_PATH_EVENT = "active_path_changed"

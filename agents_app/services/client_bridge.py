@@ -2,7 +2,7 @@
 ``client: true``, the reference's forwarded tools), delivered over ``WS
 /api/threads/{id}/bridge`` and answered over that socket or by ``POST …/tool-result``.
 
-The call itself is a waiting call like an approval (``runtime.waits``, ``tool_waits``):
+The call itself is a waiting call like an approval (``runtime.core.waits``, ``tool_waits``):
 its result row is stored ``pending`` and the session parks, no worker held. Each
 delivery to a bridge socket mints a fresh random ``delivery_token`` (64 hex) that
 travels only in that socket's ``tool_request`` frame; the row keeps only its SHA-256.
@@ -23,7 +23,7 @@ from django.db import transaction
 from agents_app.errors import Conflict, Invalid, NotFound
 from agents_app.models import Message, Thread
 from agents_app.services import tool_waits
-from runtime import waits
+from runtime.core import waits
 
 TOKEN_HASH = "delivery_token_hash"
 MAX_TOKEN = 256

@@ -17,7 +17,7 @@ from agents_app.models import DefinitionDraft, DefinitionVersion, Thread
 from agents_app.services import definition_saves
 from agents_app.services import definition_versions as versions
 from agents_app.services import definitions as defs
-from runtime.validation import parse_and_validate
+from runtime.definitions.validation import parse_and_validate
 
 DRAFT_TAG = "draft"
 

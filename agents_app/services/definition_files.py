@@ -4,7 +4,7 @@ Layout: ``<root>/{mcp,models,prompts,agents}/<name>.json``, one definition per f
 holding the definition object exactly as the spec writes it (camelCase property names;
 an agent file holds what ``defineAgent`` takes). Agents, prompts and models may also be
 the reference's ``<name>.ts`` files (``export default defineAgent({...})``), read without
-running them (``runtime.definition_source``); export always writes JSON. A missing folder just means none of
+running them (``runtime.definitions.source``); export always writes JSON. A missing folder just means none of
 that kind. Folders that hold code in the reference layout (``tools/``, ``hooks/`` …) are
 skipped, so the same ``agents/`` directory can hold both; anything else is an error.
 
@@ -33,10 +33,10 @@ from agents_app.services.definitions import (
     validate_definition,
 )
 from agents_app.services.mcp_servers import list_for_import
-from runtime.definition_source import DEFINE_FUNCTIONS, SourceError, read_ts_definition
-from runtime.definitions import AgentDefinition
-from runtime.mcp import McpServerDefinition, parse_server
-from runtime.validation import DefinitionError, parse_and_validate
+from runtime.core.spec import AgentDefinition
+from runtime.definitions.source import DEFINE_FUNCTIONS, SourceError, read_ts_definition
+from runtime.definitions.validation import DefinitionError, parse_and_validate
+from runtime.mcp.servers import McpServerDefinition, parse_server
 
 # Dependency order: prompts refer to models and MCP servers, agents to prompts.
 KINDS = ("mcp", "models", "prompts", "agents")

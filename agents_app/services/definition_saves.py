@@ -38,9 +38,9 @@ from agents_app.services.definitions import (
     validate_definition,
 )
 from agents_app.services.mcp_servers import server_from_definition
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
-from runtime.mcp import McpServerDefinition
-from runtime.validation import DefinitionError
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition
+from runtime.definitions.validation import DefinitionError
+from runtime.mcp.servers import McpServerDefinition
 
 
 @dataclass

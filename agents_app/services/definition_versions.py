@@ -41,7 +41,7 @@ from agents_app.models import (
     ThreadSession,
 )
 from agents_app.services import definitions as defs
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition
 
 Kind = Literal["agents", "prompts", "models"]
 KINDS: tuple[Kind, ...] = ("agents", "prompts", "models")

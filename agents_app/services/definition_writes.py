@@ -21,8 +21,8 @@ from agents_app.errors import Conflict, Invalid, NotFound
 from agents_app.models import Agent, LanguageModel, Prompt, PromptPart, PromptTool
 from agents_app.services import definition_saves
 from agents_app.services import definitions as defs
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
-from runtime.validation import DefinitionError, new_model_api, parse_and_validate
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition
+from runtime.definitions.validation import DefinitionError, new_model_api, parse_and_validate
 
 Kind = Literal["agents", "prompts", "models"]
 

@@ -30,7 +30,8 @@ from agents_app.services.mcp_servers import (
     server_definition,
     server_errors,
 )
-from runtime.definitions import (
+from runtime.core.provider_tools import ProviderToolOffer
+from runtime.core.spec import (
     AgentDefinition,
     ModelCapabilities,
     ModelDefinition,
@@ -45,19 +46,18 @@ from runtime.definitions import (
     ToolConfig,
     ToolEntry,
 )
-from runtime.definitions import (
+from runtime.core.spec import (
     PromptPart as PromptPartDef,
 )
-from runtime.mcp import McpServerDefinition
-from runtime.provider_tools import ProviderToolOffer
-from runtime.providers.offers import allowed_offers
-from runtime.validation import (
+from runtime.definitions.validation import (
     Catalog,
     DefinitionError,
     validate_agent,
     validate_model,
     validate_prompt,
 )
+from runtime.mcp.servers import McpServerDefinition
+from runtime.providers.offers import allowed_offers
 
 AnyDefinition = AgentDefinition | PromptDefinition | ModelDefinition | McpServerDefinition
 
@@ -151,7 +151,7 @@ def build_catalog(
 
 
 def _hook_edges(catalog: Catalog) -> None:
-    """What the agent hooks rule reads (``runtime.entry_rules.agent_hooks_errors``): the hooks
+    """What the agent hooks rule reads (``runtime.definitions.entry_rules.agent_hooks_errors``): the hooks
     prompts and agents list, prompts' tool names (their sub-prompts), agents' side prompts."""
     for name, hooks in Prompt.objects.exclude(hooks=[]).values_list("name", "hooks"):
         catalog.prompt_hooks[name] = list(hooks or [])

@@ -36,8 +36,8 @@ from agents_app.broadcast.events import send_thread_frames
 from agents_app.errors import Conflict
 from agents_app.models import ScheduledEffect
 from runtime.effects import retry_delay_ms
-from runtime.events import event
-from runtime.store import CanceledBy
+from runtime.store.events import event
+from runtime.store.protocol import CanceledBy
 
 logger = logging.getLogger("agents_app.effects")
 Status = ScheduledEffect.Status

@@ -20,16 +20,16 @@ from django.utils import timezone
 from agents_app.errors import Invalid
 from agents_app.models import EnvValue, McpServer
 from agents_app.permissions import may_read_instance_env
-from runtime.mcp import (
+from runtime.definitions.validation import DefinitionError
+from runtime.mcp.client import McpUnavailable, discover_tools
+from runtime.mcp.servers import (
     EnvLookup,
     McpConfigError,
     McpServerDefinition,
     McpToolInfo,
     validate_server,
 )
-from runtime.mcp import McpServer as RuntimeServer
-from runtime.mcp_client import McpUnavailable, discover_tools
-from runtime.validation import DefinitionError
+from runtime.mcp.servers import McpServer as RuntimeServer
 
 STDIO_OFF = (
     "stdio MCP servers run a command on the worker and are turned off on this instance "
@@ -218,7 +218,7 @@ def tool_choices() -> list[tuple[str, str]]:
 
 
 class DjangoMcpServers:
-    """``runtime.mcp_client.McpServerSource`` over the ``McpServer`` table."""
+    """``runtime.mcp.client.McpServerSource`` over the ``McpServer`` table."""
 
     async def mcp_server(self, name: str) -> RuntimeServer | None:
         return await sync_to_async(_runtime_by_name)(name)

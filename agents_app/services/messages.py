@@ -34,7 +34,7 @@ from agents_app.services.idempotency import (
 from agents_app.services.redaction import Redactor, redact_for_thread, thread_redactor
 from agents_app.services.thread_files import attachment_write, client_thumbnail, file_delete
 from agents_app.services.threads import preview_of
-from runtime.events import event
+from runtime.store.events import event
 
 CONTENT_MAX = 1_000_000
 ROLES = ("user", "assistant", "system")

@@ -25,7 +25,7 @@ from django.db.models import Q
 from agents_app.errors import DomainError, Invalid, NotFound
 from agents_app.models import EnvValue, LanguageModel
 from agents_app.services.instance_info import PROVIDER_LABELS, is_provider
-from runtime import egress
+from runtime.core import egress
 from runtime.providers import discovery, errors
 from runtime.providers.base import Finish, ProviderRequest
 from runtime.providers.discovery import (

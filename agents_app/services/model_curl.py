@@ -5,7 +5,7 @@ The adapter builds the request (no credentials: ``build_request`` never carries 
 and its ``auth_headers`` get a marker where the key goes, written ``"${OPENAI_API_KEY}"``;
 every other part (method, URL, each header) is single-quoted, so pasting the command
 expands nothing else, whatever a base URL holds (issue #36 item 4; base URLs are also
-refused at save when they hold shell syntax, ``runtime.validation.base_url_errors``).
+refused at save when they hold shell syntax, ``runtime.definitions.validation.base_url_errors``).
 As a second guard every key value we hold for the provider (instance env values, the
 process environment) is replaced by ``${OPENAI_API_KEY}``, raw and URL-encoded, should
 a base URL carry one: inside single quotes, a visible mark that expands to nothing.

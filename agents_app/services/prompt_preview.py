@@ -18,15 +18,15 @@ from agents_app.encryption import DecryptionError
 from agents_app.models import EnvValue, Prompt
 from agents_app.permissions import may_read_instance_env
 from agents_app.services.definitions import prompt_definition
-from runtime.definitions import (
+from runtime.core.redaction import Redactor
+from runtime.core.spec import (
     PromptDefinition,
     PromptEnvPart,
     PromptIncludePart,
     PromptPart,
     PromptTextPart,
 )
-from runtime.prompting import render_prompt
-from runtime.redaction import Redactor
+from runtime.step.prompting import render_prompt
 
 MAX_PREVIEW_CHARS = 50_000
 

@@ -13,7 +13,7 @@ from agents_app.errors import DomainError, Invalid, NotFound
 from agents_app.models import LanguageModel
 from agents_app.services.definitions import model_definition
 from agents_app.services.instance_info import is_provider
-from runtime.definitions import ModelDefinition
+from runtime.core.spec import ModelDefinition
 from runtime.providers.offers import allowed_offers, provider_offers
 
 

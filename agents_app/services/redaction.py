@@ -1,6 +1,6 @@
 """Secrets known for a thread → a ``Redactor``, for the layers outside the engine.
 
-The engine redacts what it stores and emits (``runtime.redaction``). Anything
+The engine redacts what it stores and emits (``runtime.core.redaction``). Anything
 else that shows thread data (API responses, WebSocket frames sent by the API
 or consumers, admin pages) can pass it through here as a second line of
 defence:
@@ -26,8 +26,8 @@ from django.db import connection
 from agents_app.db.raw_sql import db_uuid
 from agents_app.encryption import decrypt
 from agents_app.models import EnvValue, Thread
-from runtime.events import EventSink, Frame
-from runtime.redaction import Redactor
+from runtime.core.redaction import Redactor
+from runtime.store.events import EventSink, Frame
 
 REFRESH_SECONDS = 30.0
 OWNED_SCOPES = ("thread", "user")
@@ -38,7 +38,7 @@ def secret_values_for_thread(thread_id: str) -> list[tuple[str, str]]:
 
     Only the thread's and its owner's own values keep their name; instance, agent and
     prompt values come with an empty name, so their marker does not tell a user who
-    echoes a guess which operator secret it matched (``runtime.redaction``). Raises
+    echoes a guess which operator secret it matched (``runtime.core.redaction``). Raises
     ``LookupError`` for an unknown (or malformed) thread id.
     """
     try:

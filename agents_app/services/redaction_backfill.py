@@ -16,7 +16,7 @@ from django.db import transaction
 
 from agents_app.models import Message, QueuedMessage, Thread, ThreadValue
 from agents_app.services.redaction import thread_redactor
-from runtime.redaction import Redactor
+from runtime.core.redaction import Redactor
 
 BATCH = 200
 

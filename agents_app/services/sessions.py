@@ -56,8 +56,8 @@ from agents_app.models.timestamps import now_us
 from agents_app.selectors import ACTIVE_SESSION
 from agents_app.services import tool_waits
 from agents_app.services.limits import budget_check
-from runtime.events import telemetry
-from runtime.store import ThreadRecord
+from runtime.store.events import telemetry
+from runtime.store.protocol import ThreadRecord
 
 STOP_TEXT = "Execution stopped by user"
 FAILED_TEXT = "The agent run failed unexpectedly: {detail}"

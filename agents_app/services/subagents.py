@@ -35,7 +35,7 @@ def thread_wake(thread_id: str) -> str | None:
 
 
 class DjangoHost:
-    """``runtime.subagents.SubagentHost`` over session rows and the executor."""
+    """``runtime.delegation.subagents.SubagentHost`` over session rows and the executor."""
 
     async def wake(self, thread_id: str) -> None:
         await sync_to_async(thread_wake)(thread_id)

@@ -42,11 +42,11 @@ from agents_app.broadcast.events import send_thread_frames
 from agents_app.errors import Conflict, DomainError, Invalid, NotFound
 from agents_app.models import Thread, ThreadFile, ThreadFileChunk
 from agents_app.models.timestamps import now_us
-from runtime import file_images
-from runtime import files as fs
-from runtime.events import event
-from runtime.mime_types import MimeTypeError, normalize_mime_type
-from runtime.store import FileRecord, FileStats, FileType, GrepResult
+from runtime.core.mime_types import MimeTypeError, normalize_mime_type
+from runtime.store import file_images
+from runtime.store import files as fs
+from runtime.store.events import event
+from runtime.store.protocol import FileRecord, FileStats, FileType, GrepResult
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from agents_app.errors import Forbidden, Invalid
 from agents_app.models import Thread, ThreadValue
 from agents_app.models.timestamps import now_us
 from agents_app.services.redaction import redact_for_thread
-from runtime.events import event
+from runtime.store.events import event
 
 KEY_MAX = 512
 VALUE_MAX = 1024 * 1024

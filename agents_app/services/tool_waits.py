@@ -1,6 +1,6 @@
 """Tool calls that wait for approval or for the client: list, decide, expire, stop.
 
-The engine parks a session on such a call (``runtime.waits``): the call's result row
+The engine parks a session on such a call (``runtime.core.waits``): the call's result row
 is stored ``pending`` with a ``tool_wait`` object and the session row is ``parked``
 (no worker, the sweep leaves it). Deciding writes the decision on the row with a
 conditional update that only a still-waiting call takes (two racing approvals: one
@@ -21,7 +21,7 @@ from agents_app.broadcast.events import send_thread_frames
 from agents_app.dispatch import session_should_run
 from agents_app.errors import Conflict, Invalid, Locked, NotFound
 from agents_app.models import Message, Thread, ThreadSession
-from runtime import waits
+from runtime.core import waits
 
 MAX_REASON = 2000
 

@@ -21,7 +21,7 @@ from agents_app.encryption import decrypt
 from agents_app.errors import NotFound
 from agents_app.models import Agent, EnvValue, Prompt, PromptPart, PromptTool, Thread
 from runtime.providers.registry import KEY_NAMES
-from runtime.tool_env import VariableDefinition
+from runtime.tools.tool_env import VariableDefinition
 
 
 @dataclass

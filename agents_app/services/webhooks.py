@@ -27,7 +27,7 @@ from django.utils import timezone
 from agents_app.errors import Invalid, NotFound
 from agents_app.models import Agent, EnvValue, Log, Message, WebhookDelivery, WebhookSubscription
 from agents_app.models.webhooks import EVENTS
-from runtime import egress
+from runtime.core import egress
 
 SIGNATURE_HEADER = "Webhook-Signature"
 TIMESTAMP_HEADER = "Webhook-Timestamp"
@@ -37,7 +37,7 @@ EVENT_HEADER = "Webhook-Event"
 
 def check_url(url: str) -> str:
     """http(s) with a host, no credentials, and an address the egress policy allows
-    (runtime/egress.py: loopback, private, link-local and metadata addresses only when
+    (runtime/core/egress.py: loopback, private, link-local and metadata addresses only when
     ``STUDIO_EGRESS_ALLOW`` lists them). Each delivery is checked again when sent (names
     can move)."""
     parts = urlsplit(url.strip())

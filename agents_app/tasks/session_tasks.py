@@ -17,7 +17,7 @@ from celery import shared_task
 from celery.signals import worker_process_init, worker_ready, worker_shutdown
 
 from agents_app.task_names import RUN_SESSION
-from runtime import tracing
+from runtime.core import tracing
 from studio.event_loop import new_loop
 
 _loop: asyncio.AbstractEventLoop | None = None
@@ -56,7 +56,7 @@ def warm_up(**_: Any) -> None:
 def close_mcp_connections(**_: Any) -> None:
     """Close this worker's MCP connections on their loop (a stdio server is a child process)."""
     if _loop is not None and _loop.is_running():
-        from runtime.mcp_client import POOL
+        from runtime.mcp.client import POOL
 
         asyncio.run_coroutine_threadsafe(POOL.aclose(), _loop).result(timeout=20)
 

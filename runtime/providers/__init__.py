@@ -7,7 +7,7 @@ name to a provider instance (``override``) to inspect exactly what it was sent.
 
 from __future__ import annotations
 
-from runtime.definitions import ModelDefinition
+from runtime.core.spec import ModelDefinition
 from runtime.providers.base import INVALID_REQUEST, Provider, ProviderError, ProviderFactory
 from runtime.providers.test_provider import TestProvider
 

@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Protocol
 import httpx
 import orjson
 
-from runtime.definitions import ModelDefinition
+from runtime.core.spec import ModelDefinition
 from runtime.providers import errors
 from runtime.providers.base import Finish, ProviderError, ProviderRequest, StreamEvent
 from runtime.providers.sse import SSEEvent, aiter_sse

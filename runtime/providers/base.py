@@ -10,14 +10,14 @@ whether retrying may help (the retry/fallback ladder reads ``retryable`` and
 
 Messages use the OpenAI chat shape as the neutral format:
 ``{role, content, tool_calls?, tool_call_id?, name?}`` with ``tool_calls`` in
-OpenAI shape (``runtime.messages.ToolCall``). Two optional keys go beyond it:
+OpenAI shape (``runtime.core.messages.ToolCall``). Two optional keys go beyond it:
 an assistant message may carry ``provider_data`` (what its response's
 ``FinishDetails.provider_data`` held: thinking signatures and the like, sent
 back so the vendor can continue its reasoning) and a tool message
 ``is_error`` (the result is an error). ``content`` may be a list of parts:
 ``text``, ``image_url`` (data or https URL) and ``file`` (``{file_data, filename}``,
 PDFs), each media part with an ``attachment`` key (its ``AttachmentRef``) that
-adapters never send (``runtime.media``). Generated images come back as
+adapters never send (``runtime.step.media``). Generated images come back as
 ``ImageDelta`` events.
 """
 
@@ -27,13 +27,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from runtime.definitions import ModelDefinition, ReasoningConfig
-from runtime.provider_tools import (
+from runtime.core.provider_tools import (
     CitationsFound,
     ProviderToolChoice,
     ProviderToolDone,
     WebSearchDone,
 )
+from runtime.core.spec import ModelDefinition, ReasoningConfig
 
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error"]
 ToolChoiceValue = Literal["auto", "none", "required"] | dict[str, str]
@@ -95,7 +95,7 @@ class ProviderRequest:
     # Structured output: a JSON Schema (an object) the final answer must match; adapters
     # send it in their vendor's native form (docs/providers.md#structured-output).
     response_schema: dict[str, Any] | None = None
-    # The prompt's ``provider:<name>`` tools, for the vendor to run (runtime.provider_tools).
+    # The prompt's ``provider:<name>`` tools, for the vendor to run (runtime.core.provider_tools).
     provider_tools: list[ProviderToolChoice] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:

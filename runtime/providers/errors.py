@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from runtime.egress import EgressRefused
+from runtime.core.egress import EgressRefused
 from runtime.providers.base import (
     AUTHENTICATION,
     CONTEXT_TOO_LONG,
@@ -38,7 +38,7 @@ from runtime.providers.base import (
 CODES = ERROR_CODES
 
 REDACTED = "[redacted]"
-# ``vendor_code`` of a request the egress policy refused to send (runtime/egress.py).
+# ``vendor_code`` of a request the egress policy refused to send (runtime/core/egress.py).
 EGRESS_REFUSED = "egress_refused"
 MAX_MESSAGE_CHARS = 2000
 

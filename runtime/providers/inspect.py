@@ -13,7 +13,7 @@ from typing import Any, cast
 
 import httpx
 
-from runtime.definitions import ReasoningConfig
+from runtime.core.spec import ReasoningConfig
 from runtime.providers.adapter import strip_inline_data
 from runtime.providers.base import ProviderRequest, ToolSchema
 from runtime.providers.registry import ADAPTERS

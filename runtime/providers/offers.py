@@ -12,8 +12,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from runtime.definitions import ModelDefinition
-from runtime.provider_tools import ProviderToolOffer
+from runtime.core.provider_tools import ProviderToolOffer
+from runtime.core.spec import ModelDefinition
 from runtime.providers.offers_anthropic import anthropic_offers
 from runtime.providers.offers_google import google_offers
 from runtime.providers.offers_openai import openai_offers

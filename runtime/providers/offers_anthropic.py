@@ -8,8 +8,8 @@ sent with the prompt's options in the Messages API's own names
 
 from __future__ import annotations
 
-from runtime.definitions import ModelDefinition
-from runtime.provider_tools import ProviderToolOffer
+from runtime.core.provider_tools import ProviderToolOffer
+from runtime.core.spec import ModelDefinition
 
 _DOMAINS = {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}
 

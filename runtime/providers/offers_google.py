@@ -3,8 +3,8 @@ grounding (``googleSearch``) and code execution (``codeExecution``), neither wit
 
 from __future__ import annotations
 
-from runtime.definitions import ModelDefinition
-from runtime.provider_tools import ProviderToolOffer
+from runtime.core.provider_tools import ProviderToolOffer
+from runtime.core.spec import ModelDefinition
 
 _NO_OPTIONS = {"type": "object", "additionalProperties": False, "properties": {}}
 

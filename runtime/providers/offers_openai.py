@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from runtime.definitions import ModelDefinition
-from runtime.provider_tools import ProviderToolChoice, ProviderToolOffer
+from runtime.core.provider_tools import ProviderToolChoice, ProviderToolOffer
+from runtime.core.spec import ModelDefinition
 
 
 def _closed(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from runtime.definitions import ModelDefinition
-from runtime.provider_tools import ProviderToolOffer
+from runtime.core.provider_tools import ProviderToolOffer
+from runtime.core.spec import ModelDefinition
 
 WEB_SEARCH = ProviderToolOffer(
     name="web_search",

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.provider_tools import CitationsFound
+from runtime.core.provider_tools import CitationsFound
 from runtime.providers import errors
 from runtime.providers.adapter import (
     FinishDetails,

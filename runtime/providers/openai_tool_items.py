@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.provider_tools import (
+from runtime.core.provider_tools import (
     Citation,
     ProviderExecutedToolResult,
     ProviderToolDone,

@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from runtime.definitions import ModelDefinition
+from runtime.core.spec import ModelDefinition
 from runtime.providers.adapter import (
     ApiKey,
     FinishDetails,

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from runtime.definitions import ModelDefinition
+from runtime.core.spec import ModelDefinition
 from runtime.providers import ProviderRegistry
 from runtime.providers.adapter import HTTPAdapter, KeyResolver
 from runtime.providers.anthropic import AnthropicProvider
@@ -31,7 +31,7 @@ from runtime.providers.openai import OpenAIProvider
 from runtime.providers.openai_responses import OpenAIResponsesProvider
 from runtime.providers.openrouter import OpenRouterProvider
 from runtime.providers.test_provider import TestProvider
-from runtime.store import EnvEntry
+from runtime.store.protocol import EnvEntry
 
 ADAPTERS: dict[str, type[HTTPAdapter]] = {
     "openai": OpenAIProvider,

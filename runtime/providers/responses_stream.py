@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.provider_tools import CitationsFound
+from runtime.core.provider_tools import CitationsFound
 from runtime.providers import errors
 from runtime.providers.adapter import FinishDetails, as_int, load_event_json
 from runtime.providers.base import (

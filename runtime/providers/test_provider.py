@@ -19,7 +19,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from runtime.definitions import (
+from runtime.core.spec import (
     InputExpectation,
     ModelDefinition,
     ScriptedError,

@@ -14,7 +14,7 @@ const REASONS = {
   invalid_request: 'The AI service refused the request, so there is no reply.',
 };
 const FALLBACK = 'The AI service answered with an error, so there is no reply.';
-// The platform's own refusals (runtime/egress.py, the egress key rule): nothing was sent.
+// The platform's own refusals (runtime/core/egress.py, the egress key rule): nothing was sent.
 const PLATFORM_REASONS = {
   egress_refused: 'The model’s address is not one this platform may connect to, so there is no reply.',
   key_withheld: 'The service’s API key may not be sent to this model’s address, so there is no reply.',

@@ -24,7 +24,7 @@ function toolText(mode, name) {
 }
 
 const FAILED = new Set(['step_error', 'hook_blocked', 'repeated_tool_error']);
-// A tool call parked until someone approves, rejects or answers it (runtime/waits.py).
+// A tool call parked until someone approves, rejects or answers it (runtime/core/waits.py).
 const waits = (m) => m.role === 'tool' && m.status === 'pending' && m.metadata?.tool_wait && !m.metadata.tool_wait.decision;
 
 export class StateBar {

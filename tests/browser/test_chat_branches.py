@@ -23,7 +23,7 @@ expect.set_options(timeout=15_000)
 REPLIES = ["Paris, of course.", "Rome.", "Madrid.", "Madrid, Spain's capital.", "Lyon?"]
 DEFINE = """
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(name="brancher-model", provider="test", model="scripted",
                         script=[{{"content": text}} for text in {replies!r}])
 prompt = PromptDefinition(name="brancher-prompt", model=model.name, prompt="Answer briefly.",

@@ -100,7 +100,7 @@ def vendor() -> Iterator[ReplayServer]:
 def _define(site: Site, base_url: str) -> str:
     site.python(
         "from agents_app.services.definition_saves import save_definitions\n"
-        "from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, "
+        "from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, "
         "SideConfig\n"
         f"model = ModelDefinition(name='cite-model', provider='anthropic', model='claude-x', "
         f"base_url={base_url!r})\n"

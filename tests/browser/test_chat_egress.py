@@ -17,7 +17,7 @@ expect.set_options(timeout=15_000)
 ENV = "/api/envs/instance"
 DEFINE = """
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(name="elsewhere-model", provider="openai", model="gpt-4o-mini",
                         base_url={base_url!r})
 prompt = PromptDefinition(name="elsewhere-prompt", model=model.name, prompt="Hi.")

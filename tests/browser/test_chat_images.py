@@ -21,7 +21,7 @@ REPLY = "I can see a red square on a white background."
 # A test-provider model that fails the request unless it carries exactly one PNG image.
 DEFINE = f"""
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(
     name="vision_model", provider="test", model="scripted",
     script=[{{"content": {REPLY!r}, "expectInput": {{"imageCount": 1, "attachmentTypes": ["image/png"]}}}}],
@@ -169,7 +169,7 @@ def _artist_definitions() -> str:
     picture = base64.b64encode(out.getvalue()).decode()
     return f"""
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(
     name="artist_model", provider="test", model="scripted",
     script=[{{"content": "Here is a blue rectangle for you.", "images": [{{"mimeType": "image/png", "data": {picture!r}}}]}}],

@@ -22,7 +22,7 @@ expect.set_options(timeout=20_000)
 REPLY = " ".join(f"Word{i}" for i in range(400))
 DEFINE = f"""
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(name="joiner-model", provider="test", model="scripted",
                         script=[{{"content": {REPLY!r}}}] * 20,
                         streaming={{"chunkSize": 6, "chunkDelayMs": 60}})

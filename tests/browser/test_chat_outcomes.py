@@ -28,7 +28,7 @@ AGENTS = {
 }
 DEFINE = """
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 items = []
 for name, script, streaming in {specs!r}:
     model = ModelDefinition(name=f"{{name}}-model", provider="test", model="scripted",

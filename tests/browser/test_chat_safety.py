@@ -28,7 +28,7 @@ PAYLOAD = "\n\n".join(
 # The scripted model answers with the payload: a reply is rendered as markdown, the riskier path.
 DEFINE_AGENT = f"""
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(name="xss-model", provider="test", model="scripted",
     script=[{{"content": {json.dumps(PAYLOAD)}}}], streaming={{"chunkSize": 7, "chunkDelayMs": 10}})
 prompt = PromptDefinition(name="xss-prompt", model="xss-model", prompt="Echo.", include_chat=True)

@@ -15,7 +15,7 @@ expect.set_options(timeout=20_000)
 
 QUIET = """
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import AgentDefinition, SideConfig
+from runtime.core.spec import AgentDefinition, SideConfig
 agent = AgentDefinition(name="quiet_support", title="Quiet support", tool_activity="hidden",
                         side_a=SideConfig(prompt="support_prompt", max_steps=10))
 save_definitions([("agent", agent)], strict_code_names=False)

@@ -14,7 +14,7 @@ SETUP = """
 from agents_app.models import EvalDataset
 from agents_app.services import evals
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 save_definitions([("model", ModelDefinition(name=n, provider="test", model="scripted",
     script=[{"content": t}])) for n, t in (("shop-old", "Your order A-1001 shipped."),
     ("shop-new", "Your order A-1001 shipped on 3 March; it arrives by 6 March."))],

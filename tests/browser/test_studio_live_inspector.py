@@ -31,7 +31,7 @@ KEY = f"sk-inspector-{uuid.uuid4().hex}"
 
 DEFINE = f"""
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(
     name="slow_model", provider="test", model="scripted", input_price=2000, output_price=4000,
     script=[{{"content": {REPLY!r}}}],

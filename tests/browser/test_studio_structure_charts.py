@@ -18,7 +18,7 @@ expect.set_options(timeout=15_000)
 # first request of each thread fails with a 503 (the script follows the thread's request
 # sequence) and is retried on the same model: 3 of 6 requests fail.
 SETUP = """
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition
 from agents_app.services.definition_saves import save_definitions
 reply = {"content": "Charted.", "usage": {"promptTokens": 1200, "completionTokens": 300},
          "delayMs": 120}

@@ -62,7 +62,7 @@ VARIANTS = [
 ]
 RAW_ENDPOINT = '''
 from django.http import HttpResponse
-from runtime.registry import define_thread_endpoint
+from runtime.tools.registry import define_thread_endpoint
 
 
 async def raw(request, state, params):

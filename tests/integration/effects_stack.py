@@ -36,7 +36,7 @@ import json
 from asgiref.sync import sync_to_async
 from django.db import connection
 
-from runtime.registry import define_effect
+from runtime.tools.registry import define_effect
 
 
 def _log(effect_id, args):

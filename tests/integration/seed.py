@@ -19,7 +19,7 @@ from django.contrib.auth.models import Permission  # noqa: E402
 
 from agents_app.services.api_keys import api_key_create  # noqa: E402
 from agents_app.services.definition_saves import save_definitions  # noqa: E402
-from runtime.definitions import (  # noqa: E402
+from runtime.core.spec import (  # noqa: E402
     AgentDefinition,
     ModelDefinition,
     PromptDefinition,

@@ -27,7 +27,7 @@ REPLIES = [
 ]
 DEFINE = f"""
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(name="{AGENT}-model", provider="test", model="scripted",
                         script={REPLIES!r})
 prompt = PromptDefinition(name="{AGENT}-prompt", model=model.name, prompt="Be brief.",

@@ -25,7 +25,7 @@ from tests.runtime.test_spec_engine_rules import never_completed_unseen
 pytestmark = pytest.mark.integration
 
 ENDPOINT = """
-from runtime.registry import define_thread_endpoint
+from runtime.tools.registry import define_thread_endpoint
 
 
 @define_thread_endpoint

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runtime.mcp import McpServerDefinition
+from runtime.mcp.servers import McpServerDefinition
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = "tests.mcp_servers.server"

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from runtime.definitions import (
+from runtime.core.messages import Message
+from runtime.core.spec import (
     AgentDefinition,
     ModelDefinition,
     PromptDefinition,
@@ -21,14 +22,13 @@ from runtime.definitions import (
     SideConfig,
 )
 from runtime.engine import Engine, NewMessage
-from runtime.events import ListSink
-from runtime.memory_store import MemoryStore
-from runtime.messages import Message
+from runtime.loop.session import SessionResult
 from runtime.providers import ProviderRegistry
 from runtime.providers.test_provider import TestProvider, TestScript
-from runtime.registry import AnyDefinition, Registry
-from runtime.session import SessionResult
-from runtime.store import MessageQuery, Store, ThreadRecord
+from runtime.store.events import ListSink
+from runtime.store.memory import MemoryStore
+from runtime.store.protocol import MessageQuery, Store, ThreadRecord
+from runtime.tools.registry import AnyDefinition, Registry
 
 
 class Harness:

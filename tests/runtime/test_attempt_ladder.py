@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from runtime.definitions import ModelDefinition
-from runtime.pricing import thread_cost
+from runtime.core.spec import ModelDefinition
 from runtime.providers.base import (
     Finish,
     ProviderError,
@@ -23,9 +22,10 @@ from runtime.providers.base import (
     TextDelta,
     Usage,
 )
+from runtime.providers.pricing import thread_cost
 from runtime.providers.retry import RetryPolicy
 from runtime.providers.test_provider import TestScript
-from runtime.store import LogQuery, LogRecord
+from runtime.store.protocol import LogQuery, LogRecord
 from tests.runtime.conftest import World, agent, prompt
 
 

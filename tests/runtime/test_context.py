@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.definitions import PromptEnvPart, PromptIncludePart, PromptTextPart
-from runtime.history import MISSING_RESULT, Window, to_llm_messages
-from runtime.messages import Message, make_tool_call
+from runtime.core.messages import Message, make_tool_call
+from runtime.core.spec import PromptEnvPart, PromptIncludePart, PromptTextPart
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_tool
+from runtime.step.history import MISSING_RESULT, Window, to_llm_messages
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import Harness, World, agent, prompt
 
 
@@ -155,7 +155,7 @@ def test_results_are_placed_right_after_their_call() -> None:
 
 
 def test_pending_and_failed_rows_are_never_sent() -> None:
-    from runtime.history import select_rows
+    from runtime.step.history import select_rows
 
     rows = [
         _row(1, "user", content="hi"),
@@ -222,7 +222,7 @@ async def test_the_request_carries_the_prompt_tools_tool_choice_and_parallel_fla
 
 
 async def test_models_without_function_calling_get_no_tools(world: World) -> None:
-    from runtime.definitions import ModelCapabilities, ModelDefinition
+    from runtime.core.spec import ModelCapabilities, ModelDefinition
 
     world.register(search)
     world.define(prompt(tools=["search"]), agent())

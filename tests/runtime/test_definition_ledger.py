@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 from agents_app.api.threads import ThreadIn
-from runtime.definition_ledger import (
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition
+from runtime.definitions.ledger import (
     DOC_BEGIN,
     DOC_END,
     LEDGER,
@@ -14,8 +15,7 @@ from runtime.definition_ledger import (
     render_markdown,
     schema_fields,
 )
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition
-from runtime.mcp import McpServerDefinition
+from runtime.mcp.servers import McpServerDefinition
 
 ROOT = Path(__file__).resolve().parents[2]
 ROOTS = [AgentDefinition, PromptDefinition, ModelDefinition, McpServerDefinition, ThreadIn]
@@ -25,7 +25,7 @@ DOC = ROOT / "docs" / "definitions.md"
 def test_every_field_of_every_definition_schema_has_a_ledger_row() -> None:
     missing = missing_rows(ROOTS)
     assert not missing, (
-        "These definition fields have no row in runtime.definition_ledger.LEDGER: "
+        "These definition fields have no row in runtime.definitions.ledger.LEDGER: "
         f"{', '.join(missing)}. Say where each is honoured (and the test), or refuse it."
     )
 
@@ -60,5 +60,5 @@ def test_docs_definitions_md_shows_the_current_ledger() -> None:
     assert DOC_BEGIN in text and DOC_END in text, f"{DOC} lacks the ledger markers"
     current = text.split(DOC_BEGIN, 1)[1].split(DOC_END, 1)[0].strip()
     assert current == render_markdown().strip(), (
-        "docs/definitions.md is stale: run `.venv/bin/python -m runtime.definition_ledger`"
+        "docs/definitions.md is stale: run `.venv/bin/python -m runtime.definitions.ledger`"
     )

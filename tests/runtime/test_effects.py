@@ -22,8 +22,8 @@ from runtime.effects import (
     run_effect,
 )
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_effect, define_tool
-from runtime.store import EffectRun
+from runtime.store.protocol import EffectRun
+from runtime.tools.registry import define_effect, define_tool
 from tests.runtime.conftest import World, agent, prompt
 
 
@@ -295,7 +295,7 @@ def test_the_wire_shape_is_the_reference_effect_run() -> None:
 
 
 async def test_memory_store_keeps_canceled_runs_in_history(state: Any, world: World) -> None:
-    from runtime.memory_store import MemoryStore
+    from runtime.store.memory import MemoryStore
 
     assert isinstance(world.store, MemoryStore)
     effect_id = await state.schedule_effect("ping", None, 60_000)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.definitions import ToolConfig
-from runtime.env_refs import literal_credential
+from runtime.core.env_refs import literal_credential
+from runtime.core.spec import ToolConfig
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_tool
 from runtime.state import ThreadState
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt
 
 
@@ -61,8 +61,8 @@ async def test_a_reference_to_a_missing_value_names_it(world: World) -> None:
 async def test_a_subagent_child_gets_the_referenced_value_not_the_reference(
     world: World,
 ) -> None:
+    from runtime.delegation.inline_host import InlineHost
     from runtime.engine import Engine
-    from runtime.subagent_host import InlineHost
     from tests.runtime.test_spec_session_tools import _family
 
     inline = InlineHost()

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from runtime.files import FilePathError, glob_match, grep_lines, is_text_mime, normalize_path
+from runtime.store.files import FilePathError, glob_match, grep_lines, is_text_mime, normalize_path
 
 
 @pytest.mark.parametrize(

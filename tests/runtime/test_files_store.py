@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from runtime.files import DirectoryNotEmptyError, FilePathError, FileTooLargeError
-from runtime.memory_store import MemoryStore
-from runtime.store import FileChunk, Store
+from runtime.store.files import DirectoryNotEmptyError, FilePathError, FileTooLargeError
+from runtime.store.memory import MemoryStore
+from runtime.store.protocol import FileChunk, Store
 from tests.runtime.conftest import World, agent, prompt
 
 Limits = Callable[..., None]

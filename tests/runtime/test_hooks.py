@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from runtime.hooks import HookBlocked
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_hook, define_tool
-from runtime.store import LogQuery
+from runtime.store.protocol import LogQuery
+from runtime.tools.hooks import HookBlocked
+from runtime.tools.registry import define_hook, define_tool
 from tests.runtime.conftest import World, agent, prompt
 
 
@@ -169,7 +169,7 @@ async def test_before_store_tool_result_rewrites_the_stored_result(world: World)
 
 
 async def test_after_tool_call_success_can_replace_the_result(world: World) -> None:
-    from runtime.results import success
+    from runtime.core.results import success
 
     async def wrap(state: Any, tool_call: dict[str, Any], result: Any) -> Any:
         return success(f"[{result.result}]")

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from runtime.definitions import ModelDefinition, ScriptedUsage
-from runtime.pricing import cost_of
+from runtime.core.spec import ModelDefinition, ScriptedUsage
 from runtime.providers.base import Usage
+from runtime.providers.pricing import cost_of
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_tool
-from runtime.store import LogQuery
+from runtime.store.protocol import LogQuery
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt
 
 

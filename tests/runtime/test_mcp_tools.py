@@ -19,12 +19,18 @@ from typing import Any
 
 import pytest
 
-from runtime.definitions import ScriptedResponse
+from runtime.core.spec import ScriptedResponse
 from runtime.engine import Engine
-from runtime.mcp import McpServer, McpServerDefinition, McpToolInfo, reference_errors, wire_name
-from runtime.mcp_client import McpConnector, McpPool, discover_tools
+from runtime.mcp.client import McpConnector, McpPool, discover_tools
+from runtime.mcp.servers import (
+    McpServer,
+    McpServerDefinition,
+    McpToolInfo,
+    reference_errors,
+    wire_name,
+)
 from runtime.providers.test_provider import TestScript
-from runtime.store import LogQuery
+from runtime.store.protocol import LogQuery
 from tests.mcp_servers.processes import HttpMcpServer, stdio_definition
 from tests.runtime.conftest import World, agent, prompt
 

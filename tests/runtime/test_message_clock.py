@@ -1,13 +1,13 @@
 """New messages sort after every stored one (``created_at`` is strictly increasing within a
-thread, ``runtime.messages.Message``), deeper rows included: a sub-prompt's messages can be
+thread, ``runtime.core.messages.Message``), deeper rows included: a sub-prompt's messages can be
 stored before the top-level row they hang under, and another process's clock can run ahead."""
 
 from __future__ import annotations
 
 import time
 
-from runtime.messages import Message, new_id
-from runtime.store import Commit
+from runtime.core.messages import Message, new_id
+from runtime.store.protocol import Commit
 from tests.runtime.conftest import World, agent, prompt
 
 AHEAD_US = 60 * 1_000_000

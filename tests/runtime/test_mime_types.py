@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.mime_types import MimeTypeError, essence, normalize_mime_type, parameter
+from runtime.core.mime_types import MimeTypeError, essence, normalize_mime_type, parameter
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """A model definition's ``api`` and ``providerTools`` are refused unless the runtime honours them."""
 
-from runtime.definitions import ModelDefinition
-from runtime.validation import validate_model
+from runtime.core.spec import ModelDefinition
+from runtime.definitions.validation import validate_model
 
 
 def _errors(**fields: object) -> dict[str, str]:

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from runtime.core.redaction import Redactor, variants
 from runtime.providers.test_provider import TestScript
-from runtime.redaction import Redactor, variants
-from runtime.registry import define_tool
-from runtime.store import LogQuery
+from runtime.store.protocol import LogQuery
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import Harness, World, agent, prompt
 
 SECRET = "sk-canary-Zq9/+x?y=1&z"  # characters that change under every encoding

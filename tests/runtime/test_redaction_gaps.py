@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runtime.messages import new_id
+from runtime.core.messages import new_id
+from runtime.core.redaction import Redactor
 from runtime.providers.test_provider import TestScript
-from runtime.redaction import Redactor
-from runtime.registry import define_tool
-from runtime.store import QueuedMessage
+from runtime.store.protocol import QueuedMessage
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import Harness, World, agent, prompt
 
 SECRET = "sk-gap-canary-Qw8/+e?r=2&t"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
-from runtime.registry import (
+from runtime.tools.registry import (
     DuplicateDefinitionError,
     Registry,
     RegistryError,
@@ -126,7 +126,7 @@ def _write(path: Path, source: str) -> None:
 
 TOOL_SOURCE = """
 from pydantic import BaseModel
-from runtime.registry import define_tool
+from runtime.tools.registry import define_tool
 
 class A(BaseModel):
     q: str
@@ -143,7 +143,7 @@ def test_discover_from_a_project_folder(tmp_path: Path) -> None:
     _write(
         tmp_path / "agents/hooks/recent.py",
         """
-        from runtime.registry import define_hook
+        from runtime.tools.registry import define_hook
 
         async def keep_recent(state, messages):
             return messages[-10:]
@@ -154,7 +154,7 @@ def test_discover_from_a_project_folder(tmp_path: Path) -> None:
     _write(
         tmp_path / "agents/effects/remind.py",
         """
-        from runtime.registry import define_effect
+        from runtime.tools.registry import define_effect
 
         @define_effect("Remind the user")
         async def remind(state, args=None):
@@ -164,7 +164,7 @@ def test_discover_from_a_project_folder(tmp_path: Path) -> None:
     _write(
         tmp_path / "agents/api/files/[id].post.py",
         """
-        from runtime.registry import define_thread_endpoint
+        from runtime.tools.registry import define_thread_endpoint
 
         @define_thread_endpoint
         async def upload(request, state, params):
@@ -197,7 +197,7 @@ def test_discover_fails_on_duplicate_names_across_files(tmp_path: Path) -> None:
 
 def test_a_definition_imported_into_another_module_counts_once(tmp_path: Path) -> None:
     _write(tmp_path / "agents/tools/search.py", TOOL_SOURCE)
-    _write(tmp_path / "agents/tools/more.py", "from runtime.registry import define_tool\n")
+    _write(tmp_path / "agents/tools/more.py", "from runtime.tools.registry import define_tool\n")
     assert list(discover(folders=[tmp_path]).tools) == ["search"]
 
 

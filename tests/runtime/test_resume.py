@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from runtime.definitions import AgentDefinition, ToolConfig
+from runtime.core.messages import Message
+from runtime.core.spec import AgentDefinition, ToolConfig
 from runtime.engine import Engine, NewMessage
-from runtime.messages import Message
 from runtime.providers import ProviderRegistry
 from runtime.providers.test_provider import TestProvider, TestScript
-from runtime.registry import Registry, define_tool
-from runtime.store import Commit, CommitResult, LogQuery, MessageQuery, Store
+from runtime.store.protocol import Commit, CommitResult, LogQuery, MessageQuery, Store
+from runtime.tools.registry import Registry, define_tool
 from tests.runtime.conftest import Harness, prompt, side
 
 
@@ -79,7 +79,7 @@ class Scenario:
         }:
             own = (own_scripts or {}).get(model)
             self.providers.override(model, TestProvider(own) if own else self.provider)
-            from runtime.definitions import ModelDefinition
+            from runtime.core.spec import ModelDefinition
 
             harness.define(ModelDefinition(name=model, provider="test", model="scripted"))
 
@@ -371,7 +371,7 @@ async def test_resume_along_the_attempt_ladder(harness: Harness) -> None:
             script,
             [prompt(tools=["count"]), AgentDefinition(name="agent", side_a=side("main"))],
         )
-        from runtime.definitions import ModelDefinition
+        from runtime.core.spec import ModelDefinition
 
         h.define(
             ModelDefinition(name="backup", provider="test", model="scripted"),

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_tool
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.definitions import AgentDefinition
+from runtime.core.spec import AgentDefinition
+from runtime.definitions.validation import parse_and_validate
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_tool
-from runtime.validation import parse_and_validate
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, prompt
 
 

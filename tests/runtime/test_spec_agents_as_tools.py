@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.definitions import AgentDefinition, ToolConfig
+from runtime.core.spec import AgentDefinition, ToolConfig
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_hook
+from runtime.tools.registry import define_hook
 from tests.runtime.conftest import World, agent, prompt, side
 
 

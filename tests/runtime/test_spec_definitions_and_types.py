@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 
-from runtime.definitions import AgentDefinition
+from runtime.core.spec import AgentDefinition
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_tool
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt, side
 
 

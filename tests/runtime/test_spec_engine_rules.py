@@ -14,13 +14,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from runtime.definitions import AgentDefinition
+from runtime.core.messages import QUEUED_TOOL_CALL, Message, make_tool_call, new_id
+from runtime.core.spec import AgentDefinition
+from runtime.delegation.inline_host import InlineHost
 from runtime.engine import Engine, NewMessage
-from runtime.messages import QUEUED_TOOL_CALL, Message, make_tool_call, new_id
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_tool
-from runtime.store import Commit
-from runtime.subagent_host import InlineHost
+from runtime.store.protocol import Commit
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt, side
 
 

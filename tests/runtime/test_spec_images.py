@@ -10,11 +10,11 @@ from typing import Any
 
 from PIL import Image
 
-from runtime import media
-from runtime.definitions import ModelCapabilities, ModelDefinition
+from runtime.core.spec import ModelCapabilities, ModelDefinition
 from runtime.engine import NewMessage
-from runtime.media import ImageLimits
-from runtime.registry import define_tool
+from runtime.step import media
+from runtime.step.media import ImageLimits
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt
 
 
@@ -300,7 +300,7 @@ def test_a_scripted_image_that_is_not_base64_is_refused_at_definition_time():
     import pytest
     from pydantic import ValidationError
 
-    from runtime.definitions import ScriptedResponse
+    from runtime.core.spec import ScriptedResponse
 
     with pytest.raises(ValidationError, match="data must be base64"):
         ScriptedResponse.model_validate({"images": [{"data": "not base64!"}]})

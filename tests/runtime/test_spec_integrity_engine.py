@@ -7,11 +7,11 @@ import asyncio
 import json
 from typing import Any
 
-from runtime.definitions import AgentDefinition, ResumableConfig, ToolConfig
+from runtime.core.spec import AgentDefinition, ResumableConfig, ToolConfig
+from runtime.delegation.inline_host import InlineHost
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_tool
 from runtime.state import ThreadState
-from runtime.subagent_host import InlineHost
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt, side
 from tests.runtime.test_spec_subagents import host  # noqa: F401  (the fixture)
 

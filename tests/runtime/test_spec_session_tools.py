@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from runtime.definitions import AgentDefinition, SessionToolBinding, ToolConfig
+from runtime.core.spec import AgentDefinition, SessionToolBinding, ToolConfig
+from runtime.delegation.inline_host import InlineHost
 from runtime.engine import Engine
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_tool
 from runtime.state import EnvNotFound, ThreadState
-from runtime.subagent_host import InlineHost
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt, side
 
 STOP = SessionToolBinding(name="finish", message_property="summary", attachments_property="files")

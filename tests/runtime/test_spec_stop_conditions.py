@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from runtime.definitions import AgentDefinition
+from runtime.core.spec import AgentDefinition
 from runtime.deps import MAX_SESSION_TURNS, MAX_TOTAL_STEPS, Limits
 from runtime.engine import Engine
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_hook, define_tool
+from runtime.tools.registry import define_hook, define_tool
 from tests.runtime.conftest import World, agent, prompt, side
 
 
@@ -457,7 +457,7 @@ async def test_spec_6_1_turn_counts_one_side_completing(world: World) -> None:
 
 async def test_spec_6_1_dual_ai_without_max_session_turns_is_capped_at_250(world: World) -> None:
     assert MAX_SESSION_TURNS == 250
-    from runtime.stops import session_turn_cap
+    from runtime.loop.stops import session_turn_cap
 
     assert (
         session_turn_cap(None) == 250 and session_turn_cap(1000) == 250 and session_turn_cap(7) == 7

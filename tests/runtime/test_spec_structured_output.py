@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.registry import define_tool
-from runtime.store import LogQuery
-from runtime.structured import SCHEMA_MISMATCH
+from runtime.step.structured import SCHEMA_MISMATCH
+from runtime.store.protocol import LogQuery
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt
 
 SCHEMA = {

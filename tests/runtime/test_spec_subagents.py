@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from runtime.definitions import AgentDefinition, ResumableConfig, ToolConfig
+from runtime.core.spec import AgentDefinition, ResumableConfig, ToolConfig
+from runtime.delegation.inline_host import InlineHost
 from runtime.engine import Engine, NewMessage, ThreadTerminated
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_hook, define_tool
 from runtime.state import ThreadState
-from runtime.subagent_host import InlineHost
+from runtime.tools.registry import define_hook, define_tool
 from tests.runtime.conftest import World, agent, prompt, side
 
 
@@ -653,7 +653,7 @@ async def test_spec_immediate_subagent_waits_for_an_empty_conversation_and_its_g
 
 
 async def _all(world: World, thread_id: str) -> list[Any]:
-    from runtime.store import MessageQuery
+    from runtime.store.protocol import MessageQuery
 
     query = MessageQuery(limit=None, include_silent=True, max_depth=None)
     return (await world.store.list_messages(thread_id, query)).messages

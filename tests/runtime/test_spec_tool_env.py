@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from runtime.definitions import PromptIncludePart, PromptTextPart, ToolConfig
-from runtime.loader import DefinitionLoader
+from runtime.core.spec import PromptIncludePart, PromptTextPart, ToolConfig
+from runtime.definitions.loader import DefinitionLoader
 from runtime.providers.test_provider import TestScript
-from runtime.registry import Registry, RegistryError, ToolDefinition, define_tool
-from runtime.tool_env import VariableDefinition, needed_env
+from runtime.tools.registry import Registry, RegistryError, ToolDefinition, define_tool
+from runtime.tools.tool_env import VariableDefinition, needed_env
 from tests.runtime.conftest import World, agent, prompt
 
 

@@ -21,10 +21,10 @@ import orjson
 import pytest
 from pydantic import BaseModel
 
-from runtime import recorder
-from runtime.events import ListSink
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_tool
+from runtime.store import recorder
+from runtime.store.events import ListSink
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt
 
 STEPS = 20
@@ -226,40 +226,40 @@ STEP_10_BY_FUNCTION = {
     "copy:_deepcopy_atomic": 198,
     "copy:_keep_alive": 21,
     "copy:_deepcopy_dict": 13,
-    "runtime.recorder:Recorder._send": 13,
-    "runtime.recorder:__create_fn__.<locals>.__init__": 13,
-    "runtime.redaction:Redactor.data": 13,
+    "runtime.store.recorder:Recorder._send": 13,
+    "runtime.store.recorder:__create_fn__.<locals>.__init__": 13,
+    "runtime.core.redaction:Redactor.data": 13,
     "tests.runtime.test_step_cost:StepSink.emit": 13,
-    "runtime.hooks:HookRunner.active": 9,
-    "runtime.storable:is_storable": 9,
-    "runtime.store:__create_fn__.<locals>.__init__": 9,
+    "runtime.tools.hooks:HookRunner.active": 9,
+    "runtime.store.storable:is_storable": 9,
+    "runtime.store.protocol:__create_fn__.<locals>.__init__": 9,
     "asyncio.base_events:BaseEventLoop.get_debug": 8,
     "copy:copy": 8,
-    "runtime.messages:now_ms": 8,
+    "runtime.core.messages:now_ms": 8,
     "runtime.providers.base:__create_fn__.<locals>.__init__": 8,
-    "runtime.recorder:Recorder._emit_stored.<locals>.<listcomp>": 8,
-    "runtime.recorder:Recorder.emit": 8,
-    "runtime.redaction:Redactor.__bool__": 7,
-    "runtime.storable:_fields": 7,
-    "runtime.storable:storable": 7,
+    "runtime.store.recorder:Recorder._emit_stored.<locals>.<listcomp>": 8,
+    "runtime.store.recorder:Recorder.emit": 8,
+    "runtime.core.redaction:Redactor.__bool__": 7,
+    "runtime.store.storable:_fields": 7,
+    "runtime.store.storable:storable": 7,
     "asyncio.base_events:BaseEventLoop.time": 6,
-    "runtime.events:telemetry": 6,
-    "runtime.history:_call_ids.<locals>.<genexpr>": 6,
-    "runtime.recorder:_rows": 6,
+    "runtime.store.events:telemetry": 6,
+    "runtime.step.history:_call_ids.<locals>.<genexpr>": 6,
+    "runtime.store.recorder:_rows": 6,
     "_weakrefset:WeakSet.add": 5,
     "asyncio.base_events:BaseEventLoop._check_closed": 5,
     "asyncio.events:TimerHandle.__lt__": 5,
     "dataclasses:_is_dataclass_instance": 5,
     "dataclasses:replace": 5,
-    "runtime.messages:Clock.now": 5,
+    "runtime.core.messages:Clock.now": 5,
     "runtime.providers.retry:_StallGuard.arm": 5,
     "runtime.providers.retry:_StallGuard.disarm": 5,
     "runtime.providers.retry:watch_stream": 5,
     "runtime.providers.test_provider:TestProvider._events": 5,
     "runtime.providers.test_provider:TestProvider.stream": 5,
-    "runtime.results:ToolResult.ok": 5,
-    "runtime.stops:StepFacts.called": 5,
-    "runtime.stops:StepFacts.called.<locals>.<listcomp>": 5,
+    "runtime.core.results:ToolResult.ok": 5,
+    "runtime.loop.stops:StepFacts.called": 5,
+    "runtime.loop.stops:StepFacts.called.<locals>.<listcomp>": 5,
 }
 _UNLISTED = 4  # functions not in the table were called fewer than 5 times
 
@@ -277,7 +277,7 @@ def _grown(calls: Counter[str], baseline: dict[str, int], default: int) -> str:
 
 
 async def _counted_loop(steps: int) -> Meter:
-    from runtime.memory_store import MemoryStore
+    from runtime.store.memory import MemoryStore
     from tests.runtime.conftest import Harness
 
     world = World(Harness(MemoryStore()))
@@ -314,7 +314,8 @@ async def test_the_text_checked_per_step_does_not_grow_with_the_session(
     """The checks that nothing unstorable is stored (``storable.is_storable``) and that no
     inline data is logged (``strip_inline_data``) serialize what they check: a step of a
     long session checks what the step added, not the whole history again."""
-    from runtime import llm, storable
+    from runtime.step import llm
+    from runtime.store import storable
 
     checked: list[Counter[str]] = []
     real_check, real_strip = storable.is_storable, llm.strip_inline_data
@@ -329,7 +330,7 @@ async def test_the_text_checked_per_step_does_not_grow_with_the_session(
 
     monkeypatch.setattr(storable, "is_storable", is_storable)
     monkeypatch.setattr(llm, "strip_inline_data", strip_inline_data)
-    from runtime.memory_store import MemoryStore
+    from runtime.store.memory import MemoryStore
     from tests.runtime.conftest import Harness
 
     world = World(Harness(MemoryStore()))

@@ -14,9 +14,9 @@ import pytest
 
 from runtime.engine import Engine, NewMessage
 from runtime.providers.test_provider import TestScript
-from runtime.recorder import STAGE_DELAY
-from runtime.registry import define_tool
-from runtime.store import Commit, CommitResult, MessageQuery, Store, is_commit_failure
+from runtime.store.protocol import Commit, CommitResult, MessageQuery, Store, is_commit_failure
+from runtime.store.recorder import STAGE_DELAY
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.messages import Clock, Message, new_id
-from runtime.progress import SessionProgress, ThreadExecutionState
-from runtime.store import (
+from runtime.core.messages import Clock, Message, new_id
+from runtime.core.progress import SessionProgress, ThreadExecutionState
+from runtime.store.protocol import (
     Commit,
     LogQuery,
     LogRecord,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.definitions import ResumableConfig, ToolConfig
+from runtime.core.spec import ResumableConfig, ToolConfig
+from runtime.delegation.inline_host import InlineHost
 from runtime.engine import Engine
 from runtime.providers.test_provider import TestScript
-from runtime.subagent_host import InlineHost
 from tests.runtime.conftest import World
 from tests.runtime.test_spec_subagents import _family
 

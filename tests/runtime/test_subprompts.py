@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from runtime.definitions import ToolConfig
+from runtime.core.spec import ToolConfig
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_tool
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt
 
 SCHEMA = {
@@ -197,7 +197,8 @@ async def test_subprompt_logs_point_at_the_parent_log(world: World) -> None:
     world.script("m", _parent_script({"query": "q"}))
     thread, _ = await world.chat("x")
     logs = await world.store.list_logs(
-        thread.id, __import__("runtime.store").store.LogQuery(limit=None, kind="llm")
+        thread.id,
+        __import__("runtime.store.protocol").store.protocol.LogQuery(limit=None, kind="llm"),
     )
     parent, child = logs[0], logs[1]
     assert (parent.model, child.model) == ("m", "mr")

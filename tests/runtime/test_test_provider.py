@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from runtime.definitions import ModelDefinition, ScriptedResponse
-from runtime.llm import run_attempt
+from runtime.core.spec import ModelDefinition, ScriptedResponse
 from runtime.providers import ProviderRegistry
 from runtime.providers.base import Finish, ProviderError, ProviderRequest, TextDelta, ToolCallDone
 from runtime.providers.test_provider import DEFAULT_TEXT, TestProvider, TestScript
+from runtime.step.llm import run_attempt
 from tests.runtime.conftest import World, agent, prompt
 
 

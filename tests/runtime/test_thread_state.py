@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from runtime.definitions import AgentDefinition
+from runtime.core.spec import AgentDefinition
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_tool
 from runtime.state import EnvNotFound, normalize_path
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import Harness, World, agent, prompt, side
 
 

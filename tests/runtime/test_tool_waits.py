@@ -6,10 +6,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from runtime import waits
-from runtime.definitions import ToolConfig
+from runtime.core import waits
+from runtime.core.spec import ToolConfig
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_tool
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt
 
 RUNS: list[str] = []
@@ -135,8 +135,8 @@ async def test_spec_stop_while_waiting_answers_execution_stopped_by_user(world: 
 
 
 def _errors(*entries: dict[str, Any]) -> list[str]:
-    from runtime.definitions import PromptDefinition
-    from runtime.validation import Catalog, validate_prompt
+    from runtime.core.spec import PromptDefinition
+    from runtime.definitions.validation import Catalog, validate_prompt
 
     catalog = Catalog(models={"m"}, prompts={"helper"}, agents={"child"}, tools={"wipe"})
     main = PromptDefinition.model_validate(

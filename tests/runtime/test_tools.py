@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_tool
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt
 
 
@@ -318,7 +318,7 @@ async def test_invoke_tool_at_rest(world: World) -> None:
 
 
 async def test_tool_logs_are_written_per_call(world: World) -> None:
-    from runtime.store import LogQuery
+    from runtime.store.protocol import LogQuery
 
     _world(world, TestScript().add_tool_call("lookup", {"order_id": "A"}).add_text("ok"), lookup)
     thread, _ = await world.chat("x")

@@ -1,6 +1,6 @@
 """Text the engine stores itself (model output, tool calls and results, values and file
 metadata set by tools, logs) never holds NUL or a lone surrogate: PostgreSQL refuses both,
-so one would kill the session at its commit. They become U+FFFD (runtime/storable.py).
+so one would kill the session at its commit. They become U+FFFD (runtime/store/storable.py).
 Runs over the in-memory store and, from tests/agents_app/bridge/engine_on_django, over PostgreSQL.
 """
 
@@ -12,8 +12,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_tool
-from runtime.store import LogQuery
+from runtime.store.protocol import LogQuery
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt
 
 BAD = "bad\ud800text\x00end"

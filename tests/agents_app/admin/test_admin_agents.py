@@ -189,7 +189,7 @@ def test_feedback_reasons_survive_a_studio_save_and_are_edited_there(
 ) -> None:
     """An agent imported with feedbackReasons keeps them when saved in the studio without
     touching them, and the studio edits them one per line (issue #42)."""
-    from runtime.definitions import AgentDefinition
+    from runtime.core.spec import AgentDefinition
 
     definition_saves.save_definitions(
         [

@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from agents_app.models import EnvValue
-from runtime import egress
+from runtime.core import egress
 from tests.runtime.providers.recordings import cassette
 from tests.runtime.providers.replay import ReplayServer, Reply
 

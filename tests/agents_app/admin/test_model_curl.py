@@ -20,7 +20,7 @@ from django.urls import reverse
 
 from agents_app.models import LanguageModel
 from agents_app.services import definition_saves
-from runtime.definitions import ModelDefinition
+from runtime.core.spec import ModelDefinition
 from tests.agents_app.admin.admin_pages import errors_of, fill, post, read_form
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 

@@ -14,7 +14,7 @@ from django.test import Client
 from agents_app.models import Thread
 from agents_app.services.api_keys import api_key_create
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 
 
 def scripted_model(name: str = "scripted", script: list[dict[str, Any]] | None = None, **kw: Any):

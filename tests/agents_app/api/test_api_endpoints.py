@@ -9,7 +9,7 @@ from django.http import HttpResponse
 
 from agents_app.code_registry import reset_registry
 from agents_app.endpoint_routes import resolve
-from runtime.registry import Registry, define_thread_endpoint
+from runtime.tools.registry import Registry, define_thread_endpoint
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 
 

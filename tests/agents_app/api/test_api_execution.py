@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from agents_app.code_registry import reset_registry
 from agents_app.models import Log, Message, QueuedMessage, ScheduledEffect, Thread, ThreadSession
-from runtime.registry import Registry, define_effect
+from runtime.tools.registry import Registry, define_effect
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 
 pytestmark = pytest.mark.django_db

@@ -25,10 +25,10 @@ from agents_app.orchestration.runner import ClaimedStore, SessionLost, run_sessi
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.services import messages as message_service
 from agents_app.services import sessions
-from runtime.messages import Message as EngineMessage
-from runtime.messages import new_id
-from runtime.progress import SessionProgress
-from runtime.store import Commit
+from runtime.core.messages import Message as EngineMessage
+from runtime.core.messages import new_id
+from runtime.core.progress import SessionProgress
+from runtime.store.protocol import Commit
 from tests.agents_app.api.api_support import _api_hosts, define_agent  # noqa: F401
 
 pytestmark = [

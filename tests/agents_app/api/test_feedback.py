@@ -26,7 +26,7 @@ from agents_app.orchestration.thread_creation import thread_create
 from agents_app.services import feedback as feedback_service
 from agents_app.services import messages as message_service
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import AgentDefinition
+from runtime.core.spec import AgentDefinition
 from tests.agents_app.api.api_support import _api_hosts, client_for, define_agent  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

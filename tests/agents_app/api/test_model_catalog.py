@@ -19,7 +19,7 @@ from django.core.cache import cache
 
 from agents_app.models import EnvValue, LanguageModel
 from agents_app.services import model_catalog
-from runtime import egress
+from runtime.core import egress
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 from tests.runtime.providers.recordings import cassette, raw
 from tests.runtime.providers.replay import ReplayServer, Reply

@@ -19,7 +19,7 @@ from agents_app.models import Log, Message, ThreadValue
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.services import thread_files
 from agents_app.services.api_keys import api_key_create
-from runtime.events import event
+from runtime.store.events import event
 from studio.asgi import application
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 from tests.agents_app.api.api_support import define_agent

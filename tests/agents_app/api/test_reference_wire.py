@@ -14,9 +14,9 @@ from django.utils import timezone
 
 from agents_app.models import Log
 from agents_app.orchestration.thread_creation import thread_create
-from runtime.events import log_data
 from runtime.providers.inspect import CannotRender, render_as
-from runtime.store import LogRecord
+from runtime.store.events import log_data
+from runtime.store.protocol import LogRecord
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 from tests.agents_app.api.api_support import ApiClient, define_agent
 
@@ -143,7 +143,7 @@ def test_definition_writes_are_staff_only(as_: Any, alice: Any) -> None:
 def test_an_agent_s_variables_say_where_each_is_defined(as_: Any, ops: Any) -> None:
     from agents_app.services import definition_saves
     from agents_app.services.env import EnvPatch, env_apply
-    from runtime.definitions import (
+    from runtime.core.spec import (
         AgentDefinition,
         ModelDefinition,
         PromptDefinition,

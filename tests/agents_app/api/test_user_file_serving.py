@@ -17,7 +17,7 @@ from PIL import Image
 from agents_app.code_registry import reset_registry
 from agents_app.models import ThreadFile
 from agents_app.services import thread_files
-from runtime.registry import Registry, define_thread_endpoint
+from runtime.tools.registry import Registry, define_thread_endpoint
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 
 HTML = b"<html><body><script>window.__ran = 1</script></body></html>"

@@ -20,7 +20,7 @@ from agents_app.broadcast.events import thread_group
 from agents_app.broadcast.live_frames import frame_of
 from agents_app.code_registry import reset_registry
 from agents_app.models import Agent, LanguageModel, Prompt, ScheduledEffect, Thread
-from runtime.registry import Registry, define_effect
+from runtime.tools.registry import Registry, define_effect
 
 calls: list[dict[str, Any]] = []
 flaky_failures = {"left": 0}

@@ -15,8 +15,8 @@ from asgiref.sync import sync_to_async
 from agents_app.bridge import async_commit, fast_commit, store
 from agents_app.bridge.store import DjangoStore
 from agents_app.models import Message, ThreadSession
-from runtime.messages import new_id
-from runtime.store import Commit
+from runtime.core.messages import new_id
+from runtime.store.protocol import Commit
 from tests.agents_app.bridge.test_fast_commit import _commit, _stored, _stored_without_ids, _thread
 
 pytestmark = [

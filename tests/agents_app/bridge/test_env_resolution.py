@@ -15,11 +15,11 @@ from agents_app.bridge.store import DjangoStore
 from agents_app.models import Agent, EnvValue, Prompt, Thread
 from agents_app.services import definitions as defs
 from agents_app.services.redaction import RedactingSink, redact_for_thread
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 from runtime.engine import Engine
-from runtime.events import ListSink
 from runtime.state import EnvNotFound
-from runtime.store import NewThread
+from runtime.store.events import ListSink
+from runtime.store.protocol import NewThread
 
 pytestmark = pytest.mark.django_db
 

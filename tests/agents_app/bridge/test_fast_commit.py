@@ -12,11 +12,11 @@ from psycopg import _queries as psycopg_queries
 from agents_app.bridge import fast_commit, store
 from agents_app.models import Log, Message, Thread, ThreadSession
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
-from runtime.messages import Message as EngineMessage
-from runtime.messages import new_id
-from runtime.progress import SessionProgress
-from runtime.store import Commit, LogRecord, NewThread, ThreadUpdate
+from runtime.core.messages import Message as EngineMessage
+from runtime.core.messages import new_id
+from runtime.core.progress import SessionProgress
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.store.protocol import Commit, LogRecord, NewThread, ThreadUpdate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,9 +15,9 @@ from asgiref.sync import sync_to_async
 
 from agents_app.bridge.store import DjangoStore
 from agents_app.models import ThreadFile, ThreadFileChunk
-from runtime.files import FileTooLargeError
-from runtime.messages import new_id
-from runtime.store import NewThread
+from runtime.core.messages import new_id
+from runtime.store.files import FileTooLargeError
+from runtime.store.protocol import NewThread
 from tests.agents_app.api.api_support import define_agent
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -20,9 +20,9 @@ from django.core.management import call_command
 from django.db import connection
 
 from agents_app.models import Agent, EnvValue
+from runtime.core.redaction import Redactor
 from runtime.providers.test_provider import TestScript
-from runtime.redaction import Redactor
-from runtime.registry import define_tool
+from runtime.tools.registry import define_tool
 from tests.agents_app.bridge.engine_on_django.conftest import *  # noqa: F403  (store, harness over Django)
 from tests.runtime.conftest import Harness, World, agent, prompt
 
@@ -39,7 +39,7 @@ EXEMPT = {("agents_app_envvalue", "ciphertext")}
 async def reveal(state: Any) -> str:
     found = [await state.env("CANARY"), await state.env("THREAD_CANARY")]
     state.emit("revealed", {"values": found})
-    logging.getLogger("runtime.session").warning("tool saw %s", found)
+    logging.getLogger("runtime.loop.session").warning("tool saw %s", found)
     encoded = [base64.b64encode(v.encode()).decode() for v in found]
     return json.dumps({"raw": found, "b64": encoded})
 

@@ -8,11 +8,18 @@ import pytest
 
 from agents_app.bridge.store import DjangoStore
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
-from runtime.memory_store import MemoryStore
-from runtime.messages import Clock, Message, new_id
-from runtime.progress import SessionProgress
-from runtime.store import Commit, LogRecord, MessageQuery, NewThread, QueuedMessage, ThreadUpdate
+from runtime.core.messages import Clock, Message, new_id
+from runtime.core.progress import SessionProgress
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.store.memory import MemoryStore
+from runtime.store.protocol import (
+    Commit,
+    LogRecord,
+    MessageQuery,
+    NewThread,
+    QueuedMessage,
+    ThreadUpdate,
+)
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -227,8 +234,8 @@ async def test_definitions_and_names(store: Any) -> None:
 async def test_provider_tool_results_and_citations_round_trip(store: Any) -> None:
     """What the vendor ran and the answer's sources live in the assistant message's metadata
     (shown at the top level of its wire form) and the log's response body, on both stores."""
-    from runtime.messages import to_wire
-    from runtime.store import LogQuery
+    from runtime.core.messages import to_wire
+    from runtime.store.protocol import LogQuery
 
     thread_id, clock = await _thread(store), Clock()
     tool = {

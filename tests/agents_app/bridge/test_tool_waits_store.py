@@ -14,8 +14,8 @@ from pydantic import BaseModel
 from agents_app.bridge.store import DjangoStore
 from agents_app.models import Message, ThreadSession
 from agents_app.services import definitions as defs
-from runtime import waits
-from runtime.definitions import (
+from runtime.core import waits
+from runtime.core.spec import (
     AgentDefinition,
     ModelDefinition,
     PromptDefinition,
@@ -23,11 +23,11 @@ from runtime.definitions import (
     ToolConfig,
 )
 from runtime.engine import Engine, NewMessage
-from runtime.events import ListSink
 from runtime.providers import ProviderRegistry
 from runtime.providers.test_provider import TestProvider, TestScript
-from runtime.registry import Registry, define_tool
-from runtime.store import NewThread
+from runtime.store.events import ListSink
+from runtime.store.protocol import NewThread
+from runtime.tools.registry import Registry, define_tool
 
 pytestmark = pytest.mark.django_db
 RUNS: list[str] = []

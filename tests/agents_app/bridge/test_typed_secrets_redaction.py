@@ -21,9 +21,9 @@ from agents_app.models import EnvValue, Message, QueuedMessage, Thread, ThreadVa
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.services.api_keys import api_key_create
 from agents_app.services.messages import message_post
+from runtime.core.redaction import Redactor
 from runtime.engine import Engine
-from runtime.events import ListSink
-from runtime.redaction import Redactor
+from runtime.store.events import ListSink
 from studio.asgi import application
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 from tests.agents_app.api.api_support import define_agent

@@ -14,7 +14,7 @@ from agents_app import selectors, wire
 from agents_app.bridge.store import _list_messages
 from agents_app.db.rows import engine_message
 from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession
-from runtime.store import MessageQuery
+from runtime.store.protocol import MessageQuery
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 
 pytestmark = pytest.mark.django_db
@@ -216,8 +216,8 @@ def test_a_read_without_total_counts_nothing_and_reads_the_same_window(
 
 def _orm_record(thread: Thread) -> Any:
     """The record as the ORM row reads it: the oracle for the fixed statements."""
-    from runtime.progress import ThreadExecutionState
-    from runtime.store import ThreadRecord
+    from runtime.core.progress import ThreadExecutionState
+    from runtime.store.protocol import ThreadRecord
 
     row = Thread.objects.select_related("agent", "origin_agent").get(pk=thread.pk)
     return ThreadRecord(

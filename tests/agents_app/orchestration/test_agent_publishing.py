@@ -12,7 +12,7 @@ from agents_app.models import Agent
 from agents_app.orchestration.agent_calls import agent_ask, exposed_agents
 from agents_app.services.definition_saves import save_definitions
 from agents_app.services.definitions import all_definitions
-from runtime.definitions import AgentDefinition, PromptDefinition, SideConfig
+from runtime.core.spec import AgentDefinition, PromptDefinition, SideConfig
 from tests.agents_app.api.api_support import scripted_model
 
 pytestmark = pytest.mark.django_db

@@ -20,10 +20,10 @@ from agents_app.orchestration.runner import run_session_job
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.services import messages as message_service
 from agents_app.services.definition_saves import save_definitions
-from runtime import egress
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
-from runtime.mcp import wire_name
-from runtime.mcp_client import POOL
+from runtime.core import egress
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.mcp.client import POOL
+from runtime.mcp.servers import wire_name
 from tests.agents_app.api.api_support import _api_hosts, scripted_model  # noqa: F401
 from tests.agents_app.services.test_egress import PLANTED_KEY, Listener
 

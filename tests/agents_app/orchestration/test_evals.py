@@ -12,7 +12,7 @@ from agents_app.errors import Invalid
 from agents_app.models import EvalDataset, EvalResult, EvalRun, Log
 from agents_app.services import evals
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 from tests.agents_app.api.api_support import _api_hosts  # noqa: F401 (executor off: run_eval runs)
 
 pytestmark = pytest.mark.django_db(transaction=True)

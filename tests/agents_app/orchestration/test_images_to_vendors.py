@@ -19,7 +19,7 @@ from agents_app.orchestration.runner import run_session_job
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.services import messages as message_service
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import (
+from runtime.core.spec import (
     AgentDefinition,
     ModelCapabilities,
     ModelDefinition,

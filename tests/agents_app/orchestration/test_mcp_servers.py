@@ -28,9 +28,9 @@ from agents_app.services.definition_files import (
 from agents_app.services.definition_saves import save_definitions
 from agents_app.services.definitions import DefinitionsInvalid
 from agents_app.services.mcp_servers import mcp_server_refresh, mcp_server_save
-from runtime.definitions import AgentDefinition, PromptDefinition, SideConfig
-from runtime.mcp import McpServerDefinition, wire_name
-from runtime.mcp_client import POOL
+from runtime.core.spec import AgentDefinition, PromptDefinition, SideConfig
+from runtime.mcp.client import POOL
+from runtime.mcp.servers import McpServerDefinition, wire_name
 from tests.agents_app.api.api_support import _api_hosts, scripted_model  # noqa: F401
 from tests.mcp_servers.processes import HttpMcpServer, stdio_definition
 

@@ -20,7 +20,7 @@ from agents_app.orchestration.runner import run_session_job
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.services.definition_saves import save_definitions
 from agents_app.services.definitions import all_definitions
-from runtime.definitions import AgentDefinition, PromptDefinition, SideConfig
+from runtime.core.spec import AgentDefinition, PromptDefinition, SideConfig
 from tests.agents_app.api.api_support import _api_hosts, client_for, scripted_model  # noqa: F401
 from tests.agents_app.api.test_api_sessions import Listener, wait_for
 

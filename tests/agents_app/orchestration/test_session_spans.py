@@ -18,7 +18,7 @@ from agents_app.models import ThreadSession
 from agents_app.orchestration.runner import run_session_job
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.services import messages as message_service
-from runtime import tracing
+from runtime.core import tracing
 from tests.agents_app.api.api_support import _api_hosts, define_agent  # noqa: F401
 
 pytestmark = [

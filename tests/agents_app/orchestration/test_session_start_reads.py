@@ -29,8 +29,8 @@ from agents_app.models import Thread, ThreadSession
 from agents_app.orchestration import runner
 from agents_app.orchestration.runner import run_session_job
 from agents_app.services import sessions
-from runtime.progress import SessionProgress
-from runtime.store import Commit, MessageQuery
+from runtime.core.progress import SessionProgress
+from runtime.store.protocol import Commit, MessageQuery
 from tests.agents_app.api.api_support import _api_hosts  # noqa: F401
 from tests.agents_app.api.test_api_sessions import _active_session, _post, _setup, _transcript
 

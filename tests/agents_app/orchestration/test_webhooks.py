@@ -24,7 +24,7 @@ from agents_app.orchestration.runner import run_session_job
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.services import messages as message_service
 from agents_app.services import webhooks
-from runtime import egress
+from runtime.core import egress
 from tests.agents_app.api.api_support import _api_hosts, define_agent  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)

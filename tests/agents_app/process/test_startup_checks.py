@@ -25,7 +25,7 @@ def test_duplicate_tool_names_are_a_startup_error(tmp_path: Path) -> None:
     tools = tmp_path / "agents" / "tools"
     tools.mkdir(parents=True)
     body = (
-        "from runtime.registry import define_tool\n"
+        "from runtime.tools.registry import define_tool\n"
         "@define_tool('Say hi', None, name='hello')\n"
         "async def {fn}(state):\n    return 'hi'\n"
     )

@@ -24,7 +24,7 @@ from agents_app.models import (
     Thread,
 )
 from agents_app.services.agent_structure import Node, agent_structure
-from runtime.registry import Registry, define_hook, define_tool
+from runtime.tools.registry import Registry, define_hook, define_tool
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from agents_app.models import DefinitionDraft, Prompt, Thread, ThreadSession
 from agents_app.services import definition_drafts as drafts
 from agents_app.services import definition_versions as versions
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 from tests.agents_app.api.api_support import _api_hosts  # noqa: F401
 
 pytestmark = pytest.mark.django_db

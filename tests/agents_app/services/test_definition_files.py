@@ -24,7 +24,7 @@ from agents_app.models import (
     PromptTool,
 )
 from agents_app.services.demo import DEMO_DIR
-from runtime.registry import Registry, define_hook, define_tool
+from runtime.tools.registry import Registry, define_hook, define_tool
 
 pytestmark = pytest.mark.django_db
 

@@ -18,7 +18,7 @@ from agents_app.services import definition_versions as versions
 from agents_app.services.definition_diff import changed_count, readable_lines, side_by_side
 from agents_app.services.definition_files import definitions_export, definitions_import
 from agents_app.services.definition_saves import save_definitions
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 from tests.agents_app.admin.admin_pages import fill, post, read_form
 from tests.agents_app.api.api_support import _api_hosts, as_, client_for  # noqa: F401
 

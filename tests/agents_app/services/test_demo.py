@@ -14,7 +14,7 @@ from django.core.management import call_command
 from agents_app.models import Agent, LanguageModel, Prompt
 from agents_app.services.definitions import agent_definition, all_definitions
 from agents_app.services.demo import DEMO_DIR
-from runtime.registry import discover
+from runtime.tools.registry import discover
 
 pytestmark = pytest.mark.django_db
 

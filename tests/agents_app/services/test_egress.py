@@ -21,7 +21,7 @@ from agents_app.models import EnvValue, LanguageModel, McpServer
 from agents_app.services import model_catalog
 from agents_app.services.mcp_servers import mcp_server_refresh
 from agents_app.services.model_catalog import CatalogUnavailable
-from runtime import egress
+from runtime.core import egress
 
 PLANTED_KEY = "sk-planted-instance-key-0123456789"
 PLANTED_SECRET = "planted-canary-secret-9876"

@@ -21,7 +21,7 @@ from agents_app.errors import Invalid
 from agents_app.models import EnvValue, WebhookDelivery
 from agents_app.orchestration import webhook_runner
 from agents_app.services import webhooks
-from runtime import egress
+from runtime.core import egress
 from tests.agents_app.api.api_support import define_agent
 from tests.agents_app.services.test_egress import Listener
 

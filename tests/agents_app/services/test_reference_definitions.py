@@ -13,7 +13,7 @@ import pytest
 from agents_app.models import Agent, Prompt, PromptTool
 from agents_app.services import definition_saves
 from agents_app.services.env import EnvPatch, env_apply
-from runtime.definitions import (
+from runtime.core.spec import (
     AgentDefinition,
     ModelDefinition,
     PromptDefinition,

@@ -15,9 +15,9 @@ from agents_app.code_registry import reset_registry
 from agents_app.models import Agent, LanguageModel, Prompt
 from agents_app.services.definition_saves import save_definitions
 from agents_app.services.definitions import DefinitionsInvalid
-from runtime.definitions import PromptDefinition
-from runtime.registry import Registry, define_tool
-from runtime.validation import Catalog, parse_and_validate, validate_prompt
+from runtime.core.spec import PromptDefinition
+from runtime.definitions.validation import Catalog, parse_and_validate, validate_prompt
+from runtime.tools.registry import Registry, define_tool
 
 
 def agent(**overrides: Any) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import pytest
 
 from agents_app.broadcast.events import ChunkPacer, LiveSink
 from agents_app.broadcast.live_frames import frame_meta, live_event, text_of
-from runtime.events import message_chunk, telemetry
+from runtime.store.events import message_chunk, telemetry
 from tests.agents_app.sockets.test_api_consumers import _connect, _received, _thread_and_key
 
 pytestmark = [

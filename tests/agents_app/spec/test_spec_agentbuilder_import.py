@@ -24,8 +24,8 @@ from agents_app.services.definition_files import (
     definitions_import,
 )
 from agents_app.services.definitions import agent_definition
-from runtime.definition_source import SourceError, read_ts_definition
-from runtime.registry import Registry, define_tool
+from runtime.definitions.source import SourceError, read_ts_definition
+from runtime.tools.registry import Registry, define_tool
 
 pytestmark = pytest.mark.django_db
 

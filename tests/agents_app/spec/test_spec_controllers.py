@@ -15,13 +15,13 @@ import pytest
 from django.test import Client
 
 from agents_app.code_registry import reset_registry
-from runtime.registry import discover
+from runtime.tools.registry import discover
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 
 pytestmark = pytest.mark.django_db
 
 HEALTH = '''
-from runtime.controllers import define_controller
+from runtime.tools.controllers import define_controller
 
 
 @define_controller
@@ -43,7 +43,7 @@ def ping(context):
 WEBHOOK = '''
 from django.http import HttpResponse
 
-from runtime.controllers import define_controller
+from runtime.tools.controllers import define_controller
 
 
 @define_controller(public=True)

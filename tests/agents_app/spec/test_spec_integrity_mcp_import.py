@@ -18,7 +18,7 @@ from agents_app.models import McpServer, Message, ThreadSession
 from agents_app.orchestration.runner import run_session_job
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.services import messages as message_service
-from runtime.mcp_client import POOL
+from runtime.mcp.client import POOL
 from tests.agents_app.api.api_support import _api_hosts, scripted_model  # noqa: F401
 from tests.mcp_servers.processes import HttpMcpServer
 

@@ -1,7 +1,7 @@
 """Issue #38 items 3-5: settings that would be accepted and then do nothing are refused at save
 time, with the field and what to do instead, identically by ``import_definitions`` (exit code
 and message), the definition-write API (the 400 body) and the studio forms
-(``runtime.entry_rules``, called from ``runtime.validation``)."""
+(``runtime.definitions.entry_rules``, called from ``runtime.definitions.validation``)."""
 
 from __future__ import annotations
 

@@ -16,8 +16,8 @@ from agents_app.code_registry import reset_registry
 from agents_app.models import Agent
 from agents_app.services import definition_saves
 from agents_app.services.env import EnvPatch, env_apply
-from runtime.definitions import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
-from runtime.registry import Registry, define_tool
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+from runtime.tools.registry import Registry, define_tool
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 
 PLANTED = "sk_planted_weather_9f3a"

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from agents_app.models import Agent, Prompt
-from runtime.registry import RegistryError, define_tool
-from runtime.tool_names import TOOL_NAME_MAX, validate_tool_name
+from runtime.core.tool_names import TOOL_NAME_MAX, validate_tool_name
+from runtime.tools.registry import RegistryError, define_tool
 from tests.agents_app.services.test_validation_rules import agent, errors, model, prompt, save
 
 pytestmark = pytest.mark.django_db

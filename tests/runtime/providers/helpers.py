@@ -6,7 +6,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.definitions import ReasoningConfig
+from runtime.core.spec import ReasoningConfig
 from runtime.providers.adapter import FinishDetails
 from runtime.providers.base import (
     Provider,

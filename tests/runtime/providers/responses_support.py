@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from runtime.provider_tools import CitationsFound, ProviderToolDone, WebSearchDone
+from runtime.core.provider_tools import CitationsFound, ProviderToolDone, WebSearchDone
 from runtime.providers.base import ImageDelta
 from runtime.providers.openai_responses import OpenAIResponsesProvider
 

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from runtime.definitions import ModelDefinition
-from runtime.messages import Message
+from runtime.core.messages import Message
+from runtime.core.spec import ModelDefinition
 from runtime.providers.registry import KEY_NAMES, install
 from runtime.providers.test_provider import TestScript
-from runtime.registry import define_tool
-from runtime.store import LogQuery
+from runtime.store.protocol import LogQuery
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt
 
 from . import recordings

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from runtime.definitions import ModelCapabilities, ModelDefinition, ReasoningConfig
+from runtime.core.spec import ModelCapabilities, ModelDefinition, ReasoningConfig
 from runtime.engine import NewMessage
-from runtime.pricing import thread_cost
+from runtime.providers.pricing import thread_cost
 from runtime.providers.registry import KEY_NAMES, install
-from runtime.store import LogQuery, LogRecord
+from runtime.store.protocol import LogQuery, LogRecord
 from tests.runtime.conftest import World, agent, prompt
 
 from . import recordings

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from runtime.definitions import ModelDefinition, ReasoningConfig
-from runtime.pricing import thread_cost
+from runtime.core.spec import ModelDefinition, ReasoningConfig
+from runtime.providers.pricing import thread_cost
 from runtime.providers.registry import KEY_NAMES, install, store_env_lookup
-from runtime.registry import define_tool
-from runtime.store import LogQuery, LogRecord
+from runtime.store.protocol import LogQuery, LogRecord
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt
 
 from . import recordings

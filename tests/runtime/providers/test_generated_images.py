@@ -15,11 +15,11 @@ import copy
 import json
 from typing import Any
 
-from runtime.definitions import ModelDefinition
+from runtime.core.spec import ModelDefinition
 from runtime.providers.base import ImageDelta
 from runtime.providers.openrouter import OpenRouterProvider
 from runtime.providers.registry import KEY_NAMES, install
-from runtime.store import LogQuery
+from runtime.store.protocol import LogQuery
 from tests.runtime.conftest import World, agent, prompt
 
 from . import recordings

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from runtime.definitions import ModelCapabilities, ModelDefinition
+from runtime.core.spec import ModelCapabilities, ModelDefinition
 from runtime.engine import NewMessage
 from runtime.providers.anthropic import AnthropicProvider
 from runtime.providers.google import GoogleProvider
 from runtime.providers.openai import OpenAIProvider
 from runtime.providers.openrouter import OpenRouterProvider
 from runtime.providers.registry import KEY_NAMES, install
-from runtime.store import LogQuery
+from runtime.store.protocol import LogQuery
 from tests.runtime.conftest import World, agent, prompt
 
 from . import recordings
@@ -315,7 +315,7 @@ async def test_gemini_function_response_carries_the_image_in_its_parts(replay, c
 
 
 def _image_tool(name: str, mime: str, data: bytes) -> Any:
-    from runtime.registry import define_tool
+    from runtime.tools.registry import define_tool
 
     @define_tool("Fetches the requested image", name=name)
     async def fetch(state: Any) -> dict[str, Any]:

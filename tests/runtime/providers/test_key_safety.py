@@ -9,7 +9,7 @@ import traceback
 import httpx
 import pytest
 
-from runtime.definitions import ModelDefinition
+from runtime.core.spec import ModelDefinition
 from runtime.providers import ProviderRegistry
 from runtime.providers.adapter import wire_request
 from runtime.providers.anthropic import AnthropicProvider

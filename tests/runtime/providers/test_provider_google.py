@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from runtime.definitions import ReasoningConfig
+from runtime.core.spec import ReasoningConfig
 from runtime.providers.base import ToolSchema
 from runtime.providers.errors import AdapterError
 from runtime.providers.google import GoogleProvider

@@ -5,8 +5,8 @@ in native form and read back as ``ProviderToolDone`` / ``WebSearchDone`` / ``Cit
 
 from __future__ import annotations
 
-from runtime.definitions import ReasoningConfig
-from runtime.provider_tools import ProviderToolChoice
+from runtime.core.provider_tools import ProviderToolChoice
+from runtime.core.spec import ReasoningConfig
 
 from . import recordings
 from .helpers import collect, request, user, without
@@ -267,7 +267,7 @@ async def test_chat_search_model_sends_web_search_options_and_reads_url_citation
 
 
 def test_provider_tools_offered_per_openai_api():
-    from runtime.definitions import ModelDefinition
+    from runtime.core.spec import ModelDefinition
     from runtime.providers.offers_openai import openai_offers
 
     def offers(**kw: object) -> list[str]:

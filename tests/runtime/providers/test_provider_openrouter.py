@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from runtime.definitions import ModelDefinition, ReasoningConfig
+from runtime.core.spec import ModelDefinition, ReasoningConfig
 from runtime.providers.base import ToolSchema
 from runtime.providers.errors import AdapterError
 from runtime.providers.openrouter import OpenRouterProvider

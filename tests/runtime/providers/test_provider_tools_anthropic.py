@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.definitions import ReasoningConfig
-from runtime.provider_tools import (
+from runtime.core.provider_tools import (
     CitationsFound,
     ProviderToolChoice,
     ProviderToolDone,
     WebSearchDone,
 )
+from runtime.core.spec import ReasoningConfig
 from runtime.providers.anthropic import AnthropicProvider
 
 from . import recordings
@@ -194,7 +194,7 @@ async def test_a_tool_anthropic_does_not_run_fails_the_request_visibly(client, r
 
 
 def test_web_search_options_are_checked_against_the_offer():
-    from runtime.definitions import ModelDefinition
+    from runtime.core.spec import ModelDefinition
     from runtime.providers.offers import option_errors, provider_offers
 
     offer = provider_offers(ModelDefinition(name="c", provider="anthropic", model="c"))[

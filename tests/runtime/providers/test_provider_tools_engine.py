@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runtime.definitions import ModelDefinition, ReasoningConfig, ToolConfig
-from runtime.messages import to_wire
+from runtime.core.messages import to_wire
+from runtime.core.spec import ModelDefinition, ReasoningConfig, ToolConfig
 from runtime.providers.registry import install
-from runtime.store import LogQuery
+from runtime.store.protocol import LogQuery
 from tests.runtime.conftest import World, agent, prompt
 
 from . import recordings

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.provider_tools import CitationsFound, ProviderToolChoice, ProviderToolDone
+from runtime.core.provider_tools import CitationsFound, ProviderToolChoice, ProviderToolDone
 from runtime.providers.openrouter import OpenRouterProvider
 
 from . import recordings

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.definitions import ModelDefinition
-from runtime.llm import run_attempt
+from runtime.core.spec import ModelDefinition
 from runtime.providers.base import ProviderError
 from runtime.providers.errors import AdapterError, PartialResponseError
 from runtime.providers.registry import adapter_factories
@@ -19,6 +18,7 @@ from runtime.providers.retry import (
     run_with_fallbacks,
     stream_with_fallbacks,
 )
+from runtime.step.llm import run_attempt
 
 from . import recordings
 from .conftest import PLANTED_KEY

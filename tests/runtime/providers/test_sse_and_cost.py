@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.definitions import ModelDefinition
-from runtime.pricing import cost_of
+from runtime.core.spec import ModelDefinition
 from runtime.providers.base import Usage
 from runtime.providers.cost import Prices, compute_cost, model_cost
+from runtime.providers.pricing import cost_of
 from runtime.providers.sse import SSEDecoder
 
 from . import recordings

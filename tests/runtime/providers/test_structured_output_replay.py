@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from runtime.definitions import ModelCapabilities, ModelDefinition
+from runtime.core.spec import ModelCapabilities, ModelDefinition
 from runtime.providers.registry import KEY_NAMES, install
-from runtime.registry import define_tool
+from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt
 
 from . import recordings

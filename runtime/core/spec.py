@@ -1,0 +1,416 @@
+"""Definition objects exactly as the spec writes them (camelCase on the wire).
+
+These pydantic models are the one shape of an agent, prompt or model definition:
+file import/export, the HTTP catalog, the admin studio and the engine all use
+them. Python code uses snake_case attributes; ``dump()`` produces the spec's
+camelCase JSON with defaults left out, so exported files stay minimal.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+Provider = Literal["openai", "openrouter", "anthropic", "google", "test"]
+PROVIDERS: tuple[str, ...] = ("openai", "openrouter", "anthropic", "google", "test")
+# Tools each provider runs itself are ``provider:<name>`` in a prompt's tools; what each
+# vendor offers is ``runtime.providers.offers`` (docs/providers.md#provider-tools).
+PROVIDER_TOOL_PREFIX = "provider:"
+AgentType = Literal["ai_human", "dual_ai"]
+ToolChoice = Literal["auto", "none", "required"]
+MAX_SESSION_TURNS_CAP = 250
+
+
+class Definition(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", validate_assignment=True
+    )
+
+    def dump(self) -> dict[str, Any]:
+        """The spec's camelCase JSON, without unset or default-valued keys."""
+        return self.model_dump(by_alias=True, exclude_defaults=True, mode="json")
+
+
+# --- models -----------------------------------------------------------------
+
+
+class ModelCapabilities(Definition):
+    vision: bool | None = None
+    function_calling: bool | None = None
+    structured_outputs: bool | None = None
+
+
+class ScriptedToolCall(Definition):
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    id: str | None = None
+
+
+class ScriptedUsage(Definition):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
+
+
+class ScriptedError(Definition):
+    message: str
+    code: str | None = None
+    status: int | None = None
+
+
+class ToolResultExpectation(Definition):
+    tool_name: str
+    result_contains: str | None = None
+
+
+class InputExpectation(Definition):
+    contains_message: str | None = None
+    contains_tool_result: ToolResultExpectation | None = None
+    message_count: int | None = None
+    system_prompt_contains: str | None = None
+    # Extensions (not in the reference): what the request carried as pixels or documents.
+    image_count: int | None = Field(default=None, ge=0)
+    document_count: int | None = Field(default=None, ge=0)
+    attachment_names: list[str] | None = None
+    attachment_types: list[str] | None = None
+
+
+class ScriptedImage(Definition):
+    """An image the scripted model "generates" (ours, not the reference's)."""
+
+    mime_type: str = "image/png"
+    data: str  # base64
+
+    @field_validator("data")
+    @classmethod
+    def _base64(cls, value: str) -> str:
+        try:
+            base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("data must be base64 (the image's bytes)") from None
+        return value
+
+
+class ScriptedResponse(Definition):
+    """One scripted reply of the ``test`` provider (the reference's ``ScriptedResponse``)."""
+
+    content: str | None = None
+    tool_calls: list[ScriptedToolCall] | None = None
+    reasoning_content: str | None = None
+    finish_reason: Literal["stop", "tool_calls", "length", "content_filter"] | None = None
+    usage: ScriptedUsage | None = None
+    error: ScriptedError | None = None
+    delay_ms: int | None = Field(default=None, ge=0)
+    expect_input: InputExpectation | None = None
+    images: list[ScriptedImage] | None = None
+
+
+class StreamingSimulation(Definition):
+    chunk_size: int = Field(default=8, ge=1)
+    chunk_delay_ms: int = Field(default=0, ge=0)
+
+
+class ModelDefinition(Definition):
+    name: str
+    provider: Provider
+    model: str
+    included_providers: list[str] | None = None
+    fallbacks: list[str] | None = None
+    input_price: float | None = Field(default=None, ge=0)
+    output_price: float | None = Field(default=None, ge=0)
+    cached_price: float | None = Field(default=None, ge=0)
+    capabilities: ModelCapabilities | None = None
+    base_url: str | None = None
+    # Spec 0.15: the vendor-run tools (``provider.getTools()`` names) this model may use.
+    provider_tools: list[str] | None = None
+    # Our extension, OpenAI only: which OpenAI API serves the model, Chat Completions or
+    # Responses (docs/providers.md#openai-responses).
+    api: Literal["chat", "responses"] | None = None
+    # Extensions for the ``test`` provider (not in the spec): see docs/definitions.md.
+    script: list[ScriptedResponse] | None = None
+    streaming: StreamingSimulation | None = None
+
+
+# --- prompts ----------------------------------------------------------------
+
+
+class PromptTextPart(Definition):
+    type: Literal["text"] = "text"
+    content: str
+
+    def dump(self) -> dict[str, Any]:
+        return {"type": "text", "content": self.content}
+
+
+class PromptIncludePart(Definition):
+    type: Literal["include"] = "include"
+    prompt: str
+
+    def dump(self) -> dict[str, Any]:
+        return {"type": "include", "prompt": self.prompt}
+
+
+class PromptEnvPart(Definition):
+    """Replaced at render time by ``state.env(property)`` (empty when unresolved)."""
+
+    type: Literal["env"] = "env"
+    property: str
+
+    def dump(self) -> dict[str, Any]:
+        return {"type": "env", "property": self.property}
+
+
+PromptPart = PromptTextPart | PromptIncludePart | PromptEnvPart
+
+
+class ReasoningConfig(Definition):
+    effort: Literal["low", "medium", "high"] | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    exclude: bool | None = None
+    include: bool | None = None
+
+
+class ResumableConfig(Definition):
+    receives_messages: Literal["side_a", "side_b"] = "side_a"
+    max_instances: int | None = Field(default=None, ge=1)
+
+    def dump(self) -> dict[str, Any]:
+        # receives_messages is meaningful even at its default: keep it explicit.
+        out: dict[str, Any] = {"receives_messages": self.receives_messages}
+        if self.max_instances is not None:
+            out["maxInstances"] = self.max_instances
+        return out
+
+
+class ToolConfig(Definition):
+    """A prompt ``tools`` entry given as an object.
+
+    Covers the spec's ``SubpromptConfig`` (include flags), ``PromptToolConfig``
+    (``env``, ``optional``, ``immediate``) and ``SubagentToolConfig``
+    (``blocking``, ``resumable``); which one applies depends on what ``name``
+    resolves to (a tool, a prompt or an agent).
+    """
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", validate_assignment=True
+    )
+
+    name: str
+    include_text_response: bool = True
+    include_tool_calls: bool = True
+    include_errors: bool = True
+    init_user_message_property: str | None = None
+    init_attachments_property: str | None = None
+    init_agent_name_property: str | None = None
+    env: dict[str, str] | None = None
+    optional: str | None = None
+    immediate: bool | None = None
+    blocking: bool | None = None
+    resumable: ResumableConfig | Literal[False] | None = None
+    # Subagent relationship options of the reference (``SubagentRelationship``):
+    # ``scopedEnv`` names parent env values copied into each child, ``parentCommunication``
+    # 'explicit' delivers nothing when the child ends (it talks through notify_parent),
+    # ``hidden`` keeps the relationship out of the ``subagents`` listing.
+    scoped_env: list[str] | None = None
+    parent_communication: Literal["implicit", "explicit"] | None = None
+    hidden: bool | None = None
+    # Our extension: the call waits for a person (``requiresApproval``) or for the client
+    # to run it (``client``, the reference's forwarded tools); see ``runtime.core.waits``.
+    requires_approval: bool | None = None
+    client: bool | None = None
+    wait_timeout_seconds: int | None = None
+    # Ours: a ``provider:<name>`` entry's options, in the vendor's own names, checked against
+    # the tool's offer (``runtime.providers.offers``) when the prompt is saved.
+    options: dict[str, Any] | None = None
+
+    def dump(self) -> dict[str, Any]:
+        out = super().dump()
+        if isinstance(self.resumable, ResumableConfig):
+            out["resumable"] = self.resumable.dump()
+        return out
+
+    @property
+    def is_plain(self) -> bool:
+        """True when the entry carries nothing beyond its name (export it as a bare string)."""
+        return self.dump() == {"name": self.name}
+
+
+ToolEntry = str | ToolConfig
+
+
+class PromptDefinition(Definition):
+    name: str
+    tool_description: str = ""
+    prompt: str | list[PromptPart] = ""
+    model: str
+    include_chat: bool = False
+    include_past_tools: bool = False
+    parallel_tool_calls: bool | None = None
+    tool_choice: ToolChoice = "auto"
+    required_schema: dict[str, Any] | None = None
+    # Ours (docs/providers.md#structured-output): a JSON Schema the final answer must match;
+    # needs a model whose capabilities allow ``structuredOutputs``.
+    response_schema: dict[str, Any] | None = None
+    tools: list[ToolEntry] | None = None
+    reasoning: ReasoningConfig | None = None
+    recent_image_threshold: int = Field(default=10, ge=0)
+    hooks: list[str] | None = None
+    # Prompt-level env values. On export secret values are withheld as null;
+    # importing null keeps the stored value.
+    env: dict[str, str | None] | None = None
+    # Ours: the spec SHOULD of §5.4 (budget warning before maxSteps); a prompt may turn it off.
+    step_budget_warning: bool = True
+
+    def dump(self) -> dict[str, Any]:
+        out = super().dump()
+        if isinstance(self.prompt, list):
+            out["prompt"] = [part.dump() for part in self.prompt]
+        if self.tools is not None:
+            out["tools"] = [
+                t if isinstance(t, str) else (t.name if t.is_plain else t.dump())
+                for t in self.tools
+            ]
+        return out
+
+    def tool_names(self) -> list[str]:
+        return [t if isinstance(t, str) else t.name for t in self.tools or []]
+
+    def include_names(self) -> list[str]:
+        if isinstance(self.prompt, str):
+            return []
+        return [p.prompt for p in self.prompt if isinstance(p, PromptIncludePart)]
+
+
+# --- agents -----------------------------------------------------------------
+
+
+class SessionToolBinding(Definition):
+    """A side's session tool (spec ``SessionToolBinding``): ``messageProperty`` names the
+    argument that is the session's result (or status) text, ``attachmentsProperty`` the
+    argument listing thread files returned with it."""
+
+    name: str
+    message_property: str | None = None
+    attachments_property: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, value: Any) -> Any:
+        # The 0.1.0 form: a bare tool name.
+        return {"name": value} if isinstance(value, str) else value
+
+
+# AgentBuilder agents API names of side properties → the spec's (docs/definitions.md).
+AGENTBUILDER_SIDE_ALIASES = {"endConversationTool": "endSessionTool"}
+
+
+def agentbuilder_side(data: dict[str, Any]) -> dict[str, Any]:
+    """A side written for the AgentBuilder agents API, in the spec's terms.
+
+    ``endConversationTool`` is ``endSessionTool`` (``maxTurns`` is a field of its own: the
+    turns the side may take, agents API "Maximum turns this side can take"), and
+    ``manualStopCondition: true`` turns the automatic stop (``stopOnResponse``) off, leaving the stop to hooks and tools. Giving both names
+    with different values, or ``manualStopCondition`` with ``stopOnResponse: true``,
+    is refused rather than resolved silently.
+    """
+    out = dict(data)
+    for old, new in AGENTBUILDER_SIDE_ALIASES.items():
+        if old not in out:
+            continue
+        value = out.pop(old)
+        if new in out and out[new] != value:
+            raise PydanticCustomError(
+                "agentbuilder_alias",
+                f"{old} is the AgentBuilder name of {new}; give one of them, not both.",
+            )
+        out[new] = value
+    if "manualStopCondition" in out:
+        manual = out.pop("manualStopCondition")
+        if not isinstance(manual, bool):
+            raise PydanticCustomError(
+                "agentbuilder_alias", "manualStopCondition must be true or false."
+            )
+        if manual and out.get("stopOnResponse") is True:
+            raise PydanticCustomError(
+                "agentbuilder_alias",
+                "manualStopCondition: true turns stopOnResponse off; remove stopOnResponse: true.",
+            )
+        if manual:
+            out["stopOnResponse"] = False
+    return out
+
+
+class SideConfig(Definition):
+    prompt: str
+    label: str | None = None
+    stop_on_response: bool = True
+    stop_tool: str | None = None
+    stop_tool_response_property: str | None = None
+    max_steps: int | None = None
+    # AgentBuilder agents API: "Maximum turns this side can take before stopping", counted per
+    # side in a dual_ai session; in ai_human (a session is one turn) in the conversation.
+    max_turns: int | None = None
+    end_session_tool: str | None = None
+    # Spec ``SessionToolConfig``: tools that end the session with a result (sessionStop),
+    # end it as a failure (sessionFail) or set this child's status text (sessionStatus).
+    session_stop: SessionToolBinding | None = None
+    session_fail: SessionToolBinding | None = None
+    session_status: SessionToolBinding | None = None
+
+    def session_tools(self) -> dict[str, SessionToolBinding]:
+        """The side's session tools by kind (``session_stop``, ``session_fail``, ``session_status``)."""
+        out: dict[str, SessionToolBinding] = {}
+        for kind in ("session_stop", "session_fail", "session_status"):
+            binding = getattr(self, kind)
+            if binding is not None:
+                out[kind] = binding
+        return out
+
+    @model_validator(mode="before")
+    @classmethod
+    def _agentbuilder_names(cls, data: Any) -> Any:
+        return agentbuilder_side(data) if isinstance(data, dict) else data
+
+
+class AgentDefinition(Definition):
+    name: str
+    title: str | None = None
+    type: AgentType = "ai_human"
+    max_session_turns: int | None = None
+    side_a: SideConfig
+    side_b: SideConfig | None = None
+    expose_as_tool: bool = False
+    tool_description: str | None = None
+    # Ours: what people in the chat see of tool calls (docs/chat.md, "Tool activity"):
+    # nothing, one line per call, or the arguments and results; unset: a line per call
+    # for people who are not staff, everything for staff.
+    tool_activity: Literal["hidden", "summary", "full"] | None = None
+    description: str | None = None
+    icon: str | None = None
+    tags: list[str] | None = None
+    hooks: list[str] | None = None
+    tenvs: dict[str, Any] | None = None
+    # Ours: the reasons a person may pick when rating a reply (docs/observability.md).
+    feedback_reasons: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
+        None, max_length=20
+    )
+
+    # Ours: a message posted while a session runs (docs/automation.md, "Mid-run messages").
+    mid_run_messages: Literal["queue", "enqueue", "interrupt", "reject"] = "queue"
+
+    # Ours: who the chat offers the agent to (docs/studio.md, "Publishing"): a draft to staff
+    # only; a published one to everyone, or to members of the ``audience`` groups only.
+    state: Literal["draft", "published"] = "published"
+    audience: list[Annotated[str, Field(min_length=1, max_length=150)]] | None = None
+
+    def sides(self) -> dict[str, SideConfig]:
+        out = {"a": self.side_a}
+        if self.type == "dual_ai" and self.side_b is not None:
+            out["b"] = self.side_b
+        return out

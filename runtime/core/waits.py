@@ -1,0 +1,121 @@
+"""Tool calls that wait for a decision from outside the session.
+
+A prompt's tool entry marked ``requiresApproval: true`` waits for a person to
+approve or reject the call; one marked ``client: true`` waits for the client to
+run it and send the result (the reference's forwarded tools). The call's result
+row is stored at once with ``status: "pending"`` and a ``tool_wait`` object in
+its metadata (kind, arguments, expiry); the session then parks (no worker holds
+it) with its open step kept. Whoever decides writes ``decision`` into that
+object (``decide``: exactly once, conditionally), and the resumed session turns
+the decision into the call's result: approved calls run, everything else
+becomes the result the model reads.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Literal
+
+from runtime.core.messages import Message, ToolCall
+from runtime.core.results import ToolResult, failure, success
+
+WAIT_KEY = "tool_wait"
+DEFAULT_WAIT_SECONDS = 1800  # the reference's parked-call TTL (30 min)
+STOPPED_TEXT = "Execution stopped by user"
+WaitKind = Literal["approval", "client"]
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds (expiry is compared across processes, not with the test clock)."""
+    return int(time.time() * 1000)
+
+
+def wait_of(row: Message | None) -> dict[str, Any] | None:
+    """The ``tool_wait`` object of a pending result row (``None`` for any other row)."""
+    if row is None or row.role != "tool":
+        return None
+    wait = (row.metadata or {}).get(WAIT_KEY)
+    return wait if isinstance(wait, dict) else None
+
+
+def decision_of(row: Message | None) -> dict[str, Any] | None:
+    """The decision recorded on a waiting call, or ``None`` while it still waits."""
+    wait = wait_of(row)
+    decision = wait.get("decision") if wait else None
+    return decision if isinstance(decision, dict) else None
+
+
+def waiting(row: Message | None) -> bool:
+    """Whether the row is a call still waiting for its decision."""
+    return (
+        row is not None
+        and row.status == "pending"
+        and wait_of(row) is not None
+        and (decision_of(row) is None)
+    )
+
+
+def wait_object(kind: WaitKind, call: ToolCall, seconds: int, now: int) -> dict[str, Any]:
+    """The ``tool_wait`` metadata of a newly parked call."""
+    try:
+        arguments: Any = json.loads(call["function"]["arguments"] or "{}")
+    except ValueError:
+        arguments = call["function"]["arguments"]
+    return {
+        "kind": kind,
+        "tool": call["function"]["name"],
+        "arguments": arguments,
+        "requested_at": now,
+        "expires_at": now + seconds * 1000,
+    }
+
+
+def decide(row: Message, decision: dict[str, Any]) -> Message | None:
+    """``row`` with ``decision`` recorded, or ``None`` when it was decided already."""
+    if not waiting(row):
+        return None
+    wait = {**(wait_of(row) or {}), "decision": decision}
+    return row.copy(metadata={**row.metadata, WAIT_KEY: wait})
+
+
+def approval(approve: bool, reason: str | None = None) -> dict[str, Any]:
+    """A person's decision on an approval."""
+    if approve:
+        return {"type": "approved"}
+    return {"type": "rejected", "reason": (reason or "").strip() or "No reason given"}
+
+
+def client_result(ok: bool, result: Any = None, error: str | None = None) -> dict[str, Any]:
+    """The client's result of a client-run call."""
+    return {"type": "client_result", "ok": ok, "result": result, "error": error}
+
+
+def expired() -> dict[str, Any]:
+    return {"type": "expired"}
+
+
+def stopped() -> dict[str, Any]:
+    return {"type": "stopped"}
+
+
+def result_for(decision: dict[str, Any], wait: dict[str, Any]) -> ToolResult | None:
+    """The result the model reads for a decided call; ``None`` when the call must run now."""
+    kind = decision.get("type")
+    if kind == "approved":
+        return None
+    if kind == "rejected":
+        return failure(f"The user rejected this tool call: {decision.get('reason')}")
+    if kind == "expired":
+        who = "approval" if wait.get("kind") == "approval" else "the client's result"
+        return failure(f"The tool call timed out waiting for {who}.")
+    if kind == "stopped":
+        return failure(STOPPED_TEXT)
+    if kind == "client_result":
+        if decision.get("ok"):
+            value = decision.get("result")
+            if value is None:
+                return success("Tool executed successfully")
+            return success(value if isinstance(value, str) else json.dumps(value))
+        return failure(str(decision.get("error") or "The client reported an error."))
+    return failure(f"Unknown decision on this tool call: {kind}")
