@@ -21,6 +21,7 @@ from ninja.errors import HttpError
 from ninja.utils import check_csrf
 
 from agents_app import wire
+from agents_app.api.authed import AuthedRequest
 from agents_app.api.limits import limited
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Forbidden, Invalid
@@ -96,9 +97,9 @@ def logout_view(request: HttpRequest) -> dict[str, Any]:
 
 
 @router.get("/me", response={200: dict, **ERRORS}, summary="Who am I")
-def me(request: HttpRequest) -> dict[str, Any]:
+def me(request: AuthedRequest) -> dict[str, Any]:
     return {
-        "user": wire.user_wire(request.auth),  # type: ignore[attr-defined]
+        "user": wire.user_wire(request.auth),
         "authType": getattr(request, "auth_type", "session"),
     }
 
@@ -120,9 +121,9 @@ def _request_credential(request: HttpRequest) -> socket_credentials.SocketCreden
 
 @router.post("/websocket-ticket", response={200: dict, **ERRORS}, summary="Mint a WebSocket ticket")
 @limited("ws_ticket")
-def websocket_ticket(request: HttpRequest, payload: TicketIn) -> dict[str, Any]:
+def websocket_ticket(request: AuthedRequest, payload: TicketIn) -> dict[str, Any]:
     raw = tickets.ticket_create(
-        user=request.auth,  # type: ignore[attr-defined]
+        user=request.auth,
         pathname=payload.pathname,
         credential=_request_credential(request),
     )

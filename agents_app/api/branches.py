@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from ninja import Field, Router, Schema
 from ninja.responses import Status
 
 from agents_app import selectors
+from agents_app.api.authed import AuthedRequest
 from agents_app.api.limits import limited
 from agents_app.api.messages import AttachmentIn
 from agents_app.api.redacting import redacts_thread_data, request_redactors
@@ -50,7 +51,7 @@ def _attachments(payload: EditIn) -> list[NewAttachment]:
 @redacts_thread_data
 @limited("message_post")
 def message_edit(
-    request: HttpRequest,
+    request: AuthedRequest,
     thread_id: str,
     message_id: str,
     payload: EditIn,
@@ -58,7 +59,7 @@ def message_edit(
     idempotency_key: IdempotencyKey = None,
 ) -> Status:
     """202 as a post; a repeated ``Idempotency-Key`` gets the first answer and stores nothing."""
-    user = request.auth  # type: ignore[attr-defined]
+    user = request.auth
     thread = selectors.access_thread(thread_id, user, id_only=True, action="change")
     body = {"edit": message_id, **payload.model_dump()}
     idempotency = idempotency_request(user, idempotency_key, body)
@@ -81,22 +82,22 @@ def message_edit(
     summary="Regenerate a reply (a new version)",
 )
 @limited("message_post")
-def reply_regenerate(request: HttpRequest, thread_id: str, message_id: str) -> Status:
-    thread = selectors.access_thread(thread_id, request.auth, action="change")  # type: ignore[attr-defined]
+def reply_regenerate(request: AuthedRequest, thread_id: str, message_id: str) -> Status:
+    thread = selectors.access_thread(thread_id, request.auth, action="change")
     return Status(202, branches.reply_regenerate(thread=thread, message_id=message_id))
 
 
 @router.put("/{thread_id}/active", response={200: dict, **ERRORS}, summary="Switch version")
-def active_set(request: HttpRequest, thread_id: str, payload: MessageRefIn) -> dict[str, Any]:
-    thread = selectors.access_thread(thread_id, request.auth, action="change")  # type: ignore[attr-defined]
+def active_set(request: AuthedRequest, thread_id: str, payload: MessageRefIn) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth, action="change")
     path = branches.active_set(thread=thread, message_id=payload.message_id)
     return {"active_path": path, "leaf_id": path[-1] if path else None}
 
 
 @router.post("/{thread_id}/fork", response={200: dict, **ERRORS}, summary="Fork")
 @limited("thread_create")
-def thread_fork(request: HttpRequest, thread_id: str, payload: MessageRefIn) -> dict[str, Any]:
-    user = request.auth  # type: ignore[attr-defined]
+def thread_fork(request: AuthedRequest, thread_id: str, payload: MessageRefIn) -> dict[str, Any]:
+    user = request.auth
     thread = selectors.access_thread(thread_id, user, action="change")
     fork = branches.thread_fork(thread=thread, message_id=payload.message_id, user=user)
     return {"threadId": str(fork.pk), "message": "Thread forked"}
@@ -104,6 +105,6 @@ def thread_fork(request: HttpRequest, thread_id: str, payload: MessageRefIn) -> 
 
 @router.get("/{thread_id}/tree", response={200: dict, **ERRORS}, summary="Message tree")
 @redacts_thread_data
-def message_tree(request: HttpRequest, thread_id: str) -> dict[str, Any]:
-    thread = selectors.access_thread(thread_id, request.auth, action="view")  # type: ignore[attr-defined]
+def message_tree(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth, action="view")
     return branches.tree_wire(thread)

@@ -17,6 +17,7 @@ from django.http import HttpRequest, JsonResponse
 from ninja import Field, Query, Router, Schema
 
 from agents_app import wire
+from agents_app.api.authed import AuthedRequest
 from agents_app.api.schemas import ERRORS
 from agents_app.code_registry import get_registry
 from agents_app.errors import NotFound
@@ -84,11 +85,11 @@ def _agent(row: Agent, staff: bool, origin: str | None) -> dict[str, Any]:
 
 
 @router.get("/agents", response={200: dict, **ERRORS}, tags=["catalog"], summary="Agents")
-def agent_list(request: HttpRequest) -> dict[str, Any]:
+def agent_list(request: AuthedRequest) -> dict[str, Any]:
     # The definition fields only for those who may read agents in the studio.
-    staff = may(request.auth, AGENTS_VIEW)  # type: ignore[attr-defined]
+    staff = may(request.auth, AGENTS_VIEW)
     # Others see only the published agents offered to them (selectors.agents_for).
-    user = request.auth  # type: ignore[attr-defined]
+    user = request.auth
     related = ("side_a_prompt__model", "side_b_prompt__model")
     rows = agents_for(user).select_related(*related).order_by("name")
     origin = request_origin(request)

@@ -10,6 +10,7 @@ from django.http import HttpRequest
 from ninja import Router
 
 from agents_app.api import catalog
+from agents_app.api.authed import AuthedRequest
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Invalid
 from agents_app.services.definition_writes import (
@@ -40,21 +41,21 @@ def _body(request: HttpRequest) -> dict[str, Any]:
     return data
 
 
-def _create(request: HttpRequest, kind: Kind) -> Any:
+def _create(request: AuthedRequest, kind: Kind) -> Any:
     try:
-        written = definition_write(kind, _body(request), author=request.auth)  # type: ignore[attr-defined]
+        written = definition_write(kind, _body(request), author=request.auth)
     except DefinitionRejected as exc:
         return 400, {"error": "Validation failed", "fieldErrors": exc.field_errors}
     return 201, {"success": True, _SINGULAR[kind]: _shape(kind, written.name), "filePath": None}
 
 
-def _update(request: HttpRequest, kind: Kind, name: str) -> Any:
+def _update(request: AuthedRequest, kind: Kind, name: str) -> Any:
     try:
         written = definition_write(
             kind,
             _body(request),
             name=name,
-            author=request.auth,  # type: ignore[attr-defined]
+            author=request.auth,
         )
     except DefinitionRejected as exc:
         return 400, {"error": "Validation failed", "fieldErrors": exc.field_errors}
@@ -84,11 +85,11 @@ def register(router: Router) -> None:
     one router, so ``POST /prompts`` must live beside ``GET /prompts``."""
 
     @router.post("/agents", response=RESPONSES, summary="Create an agent (staff)")
-    def agent_create(request: HttpRequest) -> Any:
+    def agent_create(request: AuthedRequest) -> Any:
         return _create(request, "agents")
 
     @router.put("/agents/{name}", response=RESPONSES, summary="Update an agent (staff)")
-    def agent_update(request: HttpRequest, name: str) -> Any:
+    def agent_update(request: AuthedRequest, name: str) -> Any:
         return _update(request, "agents", name)
 
     @router.delete("/agents/{name}", response=RESPONSES, summary="Delete an agent (staff)")
@@ -96,11 +97,11 @@ def register(router: Router) -> None:
         return _delete(request, "agents", name)
 
     @router.post("/prompts", response=RESPONSES, summary="Create a prompt (staff)")
-    def prompt_create(request: HttpRequest) -> Any:
+    def prompt_create(request: AuthedRequest) -> Any:
         return _create(request, "prompts")
 
     @router.put("/prompts/{name}", response=RESPONSES, summary="Update a prompt (staff)")
-    def prompt_update(request: HttpRequest, name: str) -> Any:
+    def prompt_update(request: AuthedRequest, name: str) -> Any:
         return _update(request, "prompts", name)
 
     @router.delete("/prompts/{name}", response=RESPONSES, summary="Delete a prompt (staff)")
@@ -108,11 +109,11 @@ def register(router: Router) -> None:
         return _delete(request, "prompts", name)
 
     @router.post("/models", response=RESPONSES, summary="Create a model (staff)")
-    def model_create(request: HttpRequest) -> Any:
+    def model_create(request: AuthedRequest) -> Any:
         return _create(request, "models")
 
     @router.put("/models/{name}", response=RESPONSES, summary="Update a model (staff)")
-    def model_update(request: HttpRequest, name: str) -> Any:
+    def model_update(request: AuthedRequest, name: str) -> Any:
         return _update(request, "models", name)
 
     @router.delete("/models/{name}", response=RESPONSES, summary="Delete a model (staff)")

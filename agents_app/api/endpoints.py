@@ -21,6 +21,7 @@ from ninja import Router
 from ninja.errors import HttpError
 
 from agents_app import selectors
+from agents_app.api.authed import AuthedRequest
 from agents_app.api.file_responses import INLINE_TYPES, harden
 from agents_app.code_registry import get_registry
 from agents_app.endpoint_routes import resolve
@@ -76,8 +77,8 @@ def harden_endpoint(response: HttpResponseBase) -> HttpResponseBase:
     return harden(response, inline_types=ENDPOINT_INLINE_TYPES)
 
 
-def serve(request: HttpRequest, thread_id: str, rest: str) -> HttpResponseBase:
-    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+def serve(request: AuthedRequest, thread_id: str, rest: str) -> HttpResponseBase:
+    thread = selectors.access_thread(thread_id, request.auth)
     found = resolve(get_registry(), request.method or "GET", rest)
     if found is None:
         raise NotFound("Not found")
@@ -90,10 +91,10 @@ def serve(request: HttpRequest, thread_id: str, rest: str) -> HttpResponseBase:
 
 
 @router.api_operation(METHODS, "/{thread_id}/", summary="Thread endpoint: index route")
-def endpoint_index(request: HttpRequest, thread_id: str) -> HttpResponseBase:
+def endpoint_index(request: AuthedRequest, thread_id: str) -> HttpResponseBase:
     return serve(request, thread_id, "")
 
 
 @router.api_operation(METHODS, "/{thread_id}/{path:rest}", summary="Thread endpoint")
-def endpoint(request: HttpRequest, thread_id: str, rest: str) -> HttpResponseBase:
+def endpoint(request: AuthedRequest, thread_id: str, rest: str) -> HttpResponseBase:
     return serve(request, thread_id, rest)

@@ -12,6 +12,7 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
 from agents_app import selectors
+from agents_app.api.authed import AuthedRequest
 from agents_app.api.schemas import ERRORS
 from agents_app.models import EnvValue
 from agents_app.services.env import EnvPatch, env_apply
@@ -39,19 +40,19 @@ def instance_env(request: HttpRequest) -> dict[str, Any]:
 
 
 @router.patch("/envs/instance", response={200: dict, **ERRORS}, summary="Patch instance env")
-def instance_env_patch(request: HttpRequest, payload: EnvPatchIn) -> dict[str, Any]:
-    env_apply(scope=EnvValue.Scope.INSTANCE, patch=_patch(payload), actor=request.auth)  # type: ignore[attr-defined]
+def instance_env_patch(request: AuthedRequest, payload: EnvPatchIn) -> dict[str, Any]:
+    env_apply(scope=EnvValue.Scope.INSTANCE, patch=_patch(payload), actor=request.auth)
     return {"success": True}
 
 
 @router.get("/users/me/env", response={200: dict, **ERRORS}, summary="My env")
-def my_env(request: HttpRequest) -> dict[str, Any]:
-    user = request.auth  # type: ignore[attr-defined]
+def my_env(request: AuthedRequest) -> dict[str, Any]:
+    user = request.auth
     return {"variables": selectors.env_variables(EnvValue.Scope.USER, user=user)}
 
 
 @router.patch("/users/me/env", response={200: dict, **ERRORS}, summary="Patch my env")
-def my_env_patch(request: HttpRequest, payload: EnvPatchIn) -> dict[str, Any]:
-    user = request.auth  # type: ignore[attr-defined]
+def my_env_patch(request: AuthedRequest, payload: EnvPatchIn) -> dict[str, Any]:
+    user = request.auth
     env_apply(scope=EnvValue.Scope.USER, patch=_patch(payload), user=user, actor=user)
     return {"success": True}

@@ -8,6 +8,7 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
+from agents_app.api.authed import AuthedRequest
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import NotFound
 from agents_app.models import EvalDataset, EvalRun
@@ -53,11 +54,11 @@ def dataset_list(request: HttpRequest) -> dict[str, Any]:
 
 
 @router.post("/runs", response={202: dict, **ERRORS}, summary="Start an eval run")
-def run_create(request: HttpRequest, payload: RunIn) -> Status:
+def run_create(request: AuthedRequest, payload: RunIn) -> Status:
     run = run_start(
         dataset=payload.dataset,
         agent=payload.agent,
-        user=request.auth,  # type: ignore[attr-defined]
+        user=request.auth,
         versions=payload.versions,
         concurrency=payload.concurrency,
         label=payload.label,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
 from agents_app import selectors
+from agents_app.api.authed import AuthedRequest
 from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Invalid, NotFound
@@ -31,8 +31,8 @@ class EffectListQuery(Schema):
 
 
 @router.post("/{thread_id}/stop", response={200: dict, **ERRORS}, summary="Stop execution")
-def thread_stop(request: HttpRequest, thread_id: str) -> dict[str, Any]:
-    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+def thread_stop(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)
     sessions.thread_stop(thread=thread)
     return {"status": "stopped", "message": "Thread execution stopped"}
 
@@ -42,8 +42,8 @@ def thread_stop(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     response={200: dict, **ERRORS},
     summary="Tool calls waiting for approval or the client",
 )
-def pending_tool_calls(request: HttpRequest, thread_id: str) -> dict[str, Any]:
-    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+def pending_tool_calls(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)
     return {"pending": tool_waits.pending_calls(thread)}
 
 
@@ -76,7 +76,7 @@ def pending_tool_calls(request: HttpRequest, thread_id: str) -> dict[str, Any]:
         }
     },
 )
-def tool_result(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+def tool_result(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
     body = tool_waits.parse_body(request.body)
     found = find_unstorable(body)
     if found:
@@ -87,10 +87,10 @@ def tool_result(request: HttpRequest, thread_id: str) -> dict[str, Any]:
         and ("ok" in body or "delivery_token" in body)
     ):
         checked = client_bridge.result_from_body(body)  # the reference's client result
-        thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+        thread = selectors.access_thread(thread_id, request.auth)
         return client_bridge.deliver(thread, checked)
     call_id, decision = tool_waits.decision_from_body(body)
-    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    thread = selectors.access_thread(thread_id, request.auth)
     return tool_waits.tool_call_decide(thread, call_id, decision)
 
 
@@ -105,9 +105,9 @@ def tool_result(request: HttpRequest, thread_id: str) -> dict[str, Any]:
         }
     },
 )
-def thread_continue(request: HttpRequest, thread_id: str) -> Status:
+def thread_continue(request: AuthedRequest, thread_id: str) -> Status:
     side = _side(request.body if request.content_type == "application/json" else b"")
-    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    thread = selectors.access_thread(thread_id, request.auth)
     session = sessions.thread_continue(thread=thread, side=side)
     return Status(
         202,
@@ -140,14 +140,14 @@ def _side(body: bytes) -> str:
 @router.get("/{thread_id}/effects", response={200: dict, **ERRORS}, summary="Scheduled effects")
 @redacts_thread_data
 def effect_list(
-    request: HttpRequest, thread_id: str, params: Query[EffectListQuery]
+    request: AuthedRequest, thread_id: str, params: Query[EffectListQuery]
 ) -> dict[str, Any]:
-    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    thread = selectors.access_thread(thread_id, request.auth)
     return selectors.effect_page(thread, params.limit, params.offset)
 
 
-def _effect(request: HttpRequest, thread_id: str, effect_id: str) -> Any:
-    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+def _effect(request: AuthedRequest, thread_id: str, effect_id: str) -> Any:
+    thread = selectors.access_thread(thread_id, request.auth)
     effect = selectors.effect_in_thread(thread, effect_id)
     if effect is None:
         raise NotFound(f"Effect not found: {effect_id}")
@@ -157,12 +157,12 @@ def _effect(request: HttpRequest, thread_id: str, effect_id: str) -> Any:
 @router.post(
     "/{thread_id}/effects/{effect_id}/cancel", response={200: dict, **ERRORS}, summary="Cancel"
 )
-def effect_cancel(request: HttpRequest, thread_id: str, effect_id: str) -> dict[str, Any]:
+def effect_cancel(request: AuthedRequest, thread_id: str, effect_id: str) -> dict[str, Any]:
     return effect_service.effect_cancel(effect=_effect(request, thread_id, effect_id))
 
 
 @router.post(
     "/{thread_id}/effects/{effect_id}/run", response={200: dict, **ERRORS}, summary="Run now"
 )
-def effect_run(request: HttpRequest, thread_id: str, effect_id: str) -> dict[str, Any]:
+def effect_run(request: AuthedRequest, thread_id: str, effect_id: str) -> dict[str, Any]:
     return effect_runner.effect_run(effect=_effect(request, thread_id, effect_id))

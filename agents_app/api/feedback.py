@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
 from agents_app import selectors
+from agents_app.api.authed import AuthedRequest
 from agents_app.api.schemas import ERRORS
 from agents_app.services import feedback as feedback_service
 
@@ -26,14 +26,14 @@ class FeedbackIn(Schema):
     summary="Rate a reply (a second call replaces the first)",
 )
 def feedback_post(
-    request: HttpRequest, thread_id: str, message_id: str, payload: FeedbackIn
+    request: AuthedRequest, thread_id: str, message_id: str, payload: FeedbackIn
 ) -> dict[str, Any]:
-    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    thread = selectors.access_thread(thread_id, request.auth)
     rating = feedback_service.Rating(payload.score, payload.reason or "", payload.comment or "")
     row = feedback_service.feedback_set(
         thread=thread,
         message_id=message_id,
-        user=request.auth,  # type: ignore[attr-defined]
+        user=request.auth,
         rating=rating,
     )
     return {"feedback": feedback_service.feedback_wire(row)}
@@ -44,11 +44,11 @@ def feedback_post(
     response={200: dict, **ERRORS},
     summary="Withdraw your rating of a reply",
 )
-def feedback_delete(request: HttpRequest, thread_id: str, message_id: str) -> dict[str, Any]:
-    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+def feedback_delete(request: AuthedRequest, thread_id: str, message_id: str) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)
     withdrawn = feedback_service.feedback_withdraw(
         thread=thread,
         message_id=message_id,
-        user=request.auth,  # type: ignore[attr-defined]
+        user=request.auth,
     )
     return {"withdrawn": withdrawn, "feedback": None}

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
 from ninja import Field, Router, Schema
 from ninja.responses import Status
 
 from agents_app import wire
+from agents_app.api.authed import AuthedRequest
 from agents_app.api.limits import limited
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Invalid, NotFound
@@ -39,17 +39,17 @@ def _key(row: ApiKey) -> dict[str, Any]:
 
 
 @router.get("", response={200: dict, **ERRORS}, summary="My API keys")
-def key_list(request: HttpRequest) -> dict[str, Any]:
-    rows = ApiKey.objects.filter(user=request.auth, revoked_at__isnull=True)  # type: ignore[attr-defined]
+def key_list(request: AuthedRequest) -> dict[str, Any]:
+    rows = ApiKey.objects.filter(user=request.auth, revoked_at__isnull=True)
     return {"keys": [_key(r) for r in rows.order_by("-created_at")]}
 
 
 @router.post("", response={201: dict, **ERRORS}, summary="Create an API key (shown once)")
 @limited("api_key_create")
-def key_create(request: HttpRequest, payload: KeyIn) -> Status:
+def key_create(request: AuthedRequest, payload: KeyIn) -> Status:
     # An API key never gets here: the route's rule is InPerson (agents_app.permissions).
     try:
-        row, raw = api_key_create(user=request.auth, name=payload.name)  # type: ignore[attr-defined]
+        row, raw = api_key_create(user=request.auth, name=payload.name)
     except ApiKeyNameInvalid as exc:
         raise Invalid(str(exc)) from None
     data = _key(row)
@@ -59,9 +59,9 @@ def key_create(request: HttpRequest, payload: KeyIn) -> Status:
 
 
 @router.delete("/{key_id}", response={200: dict, **ERRORS}, summary="Delete one of my keys")
-def key_delete(request: HttpRequest, key_id: str) -> dict[str, Any]:
+def key_delete(request: AuthedRequest, key_id: str) -> dict[str, Any]:
     row = (
-        ApiKey.objects.filter(pk=int(key_id), user=request.auth, revoked_at__isnull=True).first()  # type: ignore[attr-defined]
+        ApiKey.objects.filter(pk=int(key_id), user=request.auth, revoked_at__isnull=True).first()
         if key_id.isdigit() and len(key_id) < 18
         else None
     )

@@ -16,6 +16,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 
+from agents_app.api.authed import AuthedRequest
 from agents_app.errors import RateLimited
 from agents_app.services import limits
 
@@ -23,10 +24,10 @@ from agents_app.services import limits
 def limited(action: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def decorator(view: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(view)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        def wrapper(request: AuthedRequest, *args: Any, **kwargs: Any) -> Any:
             taken = limits.action_hit(
                 action,
-                user=request.auth,  # type: ignore[attr-defined]
+                user=request.auth,
                 api_key_id=getattr(request, "api_key_id", None),
             )
             try:

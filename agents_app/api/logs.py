@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
 from agents_app import selectors
+from agents_app.api.authed import AuthedRequest
 from agents_app.api.redacting import redacts_thread_data, request_redactors
 from agents_app.api.schemas import ERRORS, id_list
 from agents_app.errors import Invalid
@@ -27,8 +27,8 @@ class LogListQuery(Schema):
 
 @router.get("/{thread_id}/logs", response={200: dict, **ERRORS}, summary="Logs")
 @redacts_thread_data
-def log_list(request: HttpRequest, thread_id: str, params: Query[LogListQuery]) -> dict[str, Any]:
-    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+def log_list(request: AuthedRequest, thread_id: str, params: Query[LogListQuery]) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)
     query = selectors.LogQuery(
         limit=params.limit,
         offset=params.offset,
@@ -42,8 +42,8 @@ def log_list(request: HttpRequest, thread_id: str, params: Query[LogListQuery]) 
 
 @router.get("/{thread_id}/logs/{log_id}", response={200: dict, **ERRORS}, summary="One log")
 @redacts_thread_data
-def log_get(request: HttpRequest, thread_id: str, log_id: str) -> dict[str, Any]:
-    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+def log_get(request: AuthedRequest, thread_id: str, log_id: str) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)
     redactor = request_redactors(request).get(str(thread.pk))
     return selectors.log_detail(thread, log_id, redactor.data if redactor else None)
 
@@ -54,8 +54,10 @@ def log_get(request: HttpRequest, thread_id: str, log_id: str) -> dict[str, Any]
     summary="A logged request in a provider's format",
 )
 @redacts_thread_data
-def log_inspect(request: HttpRequest, thread_id: str, log_id: str, provider: str) -> dict[str, Any]:
-    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+def log_inspect(
+    request: AuthedRequest, thread_id: str, log_id: str, provider: str
+) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)
     row = selectors.log_row(thread, log_id)
     try:
         body = render_as(provider, row.provider, row.request_body)
@@ -66,12 +68,12 @@ def log_inspect(request: HttpRequest, thread_id: str, log_id: str, provider: str
 
 @router.get("/{thread_id}/diagnostics", response={200: dict, **ERRORS}, summary="Execution health")
 @redacts_thread_data
-def thread_diagnostics(request: HttpRequest, thread_id: str) -> dict[str, Any]:
-    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+def thread_diagnostics(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)
     return instance_info.thread_diagnostics(thread)
 
 
 @router.post("/{thread_id}/revive", response={200: dict, **ERRORS}, summary="Probe and revive")
-def thread_revive_now(request: HttpRequest, thread_id: str) -> dict[str, Any]:
-    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+def thread_revive_now(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)
     return thread_revive.thread_revive(thread)

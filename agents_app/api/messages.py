@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
 from agents_app import selectors
+from agents_app.api.authed import AuthedRequest
 from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data, request_redactors
 from agents_app.api.schemas import ERRORS, IdempotencyKey, id_list
@@ -57,9 +58,9 @@ class MessagePatchIn(Schema):
 @router.get("/{thread_id}/messages", response={200: dict, **ERRORS}, summary="Messages")
 @redacts_thread_data
 def message_list(
-    request: HttpRequest, thread_id: str, params: Query[MessageListQuery]
+    request: AuthedRequest, thread_id: str, params: Query[MessageListQuery]
 ) -> dict[str, Any]:
-    thread = selectors.access_thread(thread_id, request.auth, id_only=True)  # type: ignore[attr-defined]
+    thread = selectors.access_thread(thread_id, request.auth, id_only=True)
     query = selectors.MessageQuery(
         limit=params.limit,
         offset=params.offset,
@@ -69,7 +70,7 @@ def message_list(
         ids=id_list(params.ids),
     )
     page, total, has_more = selectors.message_page(thread, query)
-    feedback.attach_to_page(page, request.auth)  # type: ignore[attr-defined]
+    feedback.attach_to_page(page, request.auth)
     # Each row's place in the conversation tree (issue #41): parent_id and branch.
     branches.annotate_page(thread.pk, page)
     return {"messages": page, "total": total, "hasMore": has_more}
@@ -79,7 +80,7 @@ def message_list(
 @redacts_thread_data
 @limited("message_post")
 def message_post(
-    request: HttpRequest,
+    request: AuthedRequest,
     thread_id: str,
     payload: MessageIn,
     response: HttpResponse,
@@ -87,7 +88,7 @@ def message_post(
 ) -> Status:
     """A repeated ``Idempotency-Key`` (per user and thread) gets the first answer again, with
     ``Idempotent-Replayed: true``, and stores nothing; with another body it is a 422."""
-    user = request.auth  # type: ignore[attr-defined]
+    user = request.auth
     # The service locks and reads the thread row itself: here only the access check.
     thread = selectors.access_thread(thread_id, user, id_only=True)
     idempotency = idempotency_request(user, idempotency_key, payload.model_dump())
@@ -113,9 +114,9 @@ def message_post(
     "/{thread_id}/messages/{message_id}", response={200: dict, **ERRORS}, summary="Edit content"
 )
 def message_patch(
-    request: HttpRequest, thread_id: str, message_id: str, payload: MessagePatchIn
+    request: AuthedRequest, thread_id: str, message_id: str, payload: MessagePatchIn
 ) -> dict[str, Any]:
-    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+    thread = selectors.access_thread(thread_id, request.auth)
     message_service.message_update(thread=thread, message_id=message_id, content=payload.content)
     return {"success": True}
 
@@ -123,7 +124,7 @@ def message_patch(
 @router.delete(
     "/{thread_id}/messages/{message_id}", response={200: dict, **ERRORS}, summary="Delete"
 )
-def message_delete(request: HttpRequest, thread_id: str, message_id: str) -> dict[str, Any]:
-    thread = selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+def message_delete(request: AuthedRequest, thread_id: str, message_id: str) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)
     message_service.message_delete(thread=thread, message_id=message_id)
     return {"success": True}

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
+from agents_app.api.authed import AuthedRequest
 from agents_app.api.schemas import ERRORS, ErrorOut
 from agents_app.errors import Invalid
 from agents_app.services import model_catalog as catalog
@@ -35,10 +35,12 @@ class ModelsQuery(Schema):
 
 
 @router.get("/providers/{name}/models", response=RESPONSES, summary="A provider's models (staff)")
-def provider_models(request: HttpRequest, name: str, params: Query[ModelsQuery]) -> dict[str, Any]:
+def provider_models(
+    request: AuthedRequest, name: str, params: Query[ModelsQuery]
+) -> dict[str, Any]:
     page = catalog.provider_models_page(
         name,
-        user=request.auth,  # type: ignore[attr-defined]
+        user=request.auth,
         base_url=catalog.model_base_url(params.model, name),
         search=params.search,
         page=params.page,
@@ -91,10 +93,10 @@ def _reference_capabilities(
 
 
 @router.post("/models/available", response=RESPONSES, summary="Models to pick from (staff)")
-def models_available(request: HttpRequest, payload: AvailableIn) -> dict[str, Any]:
+def models_available(request: AuthedRequest, payload: AvailableIn) -> dict[str, Any]:
     page = catalog.provider_models_page(
         payload.provider,
-        user=request.auth,  # type: ignore[attr-defined]
+        user=request.auth,
         base_url=catalog.model_base_url(payload.model, payload.provider),
         search=payload.search or payload.filter or "",
         page=payload.page,
@@ -116,11 +118,11 @@ class CapabilitiesIn(Schema):
 
 
 @router.post("/models/capabilities", response=RESPONSES, summary="One model's capabilities")
-def models_capabilities(request: HttpRequest, payload: CapabilitiesIn) -> dict[str, Any]:
+def models_capabilities(request: AuthedRequest, payload: CapabilitiesIn) -> dict[str, Any]:
     base_url = catalog.model_base_url(payload.model, payload.provider)
     models = catalog.list_provider_models(
         payload.provider,
-        user=request.auth,  # type: ignore[attr-defined]
+        user=request.auth,
         base_url=base_url,
     )
     found = next((m for m in models if m.id == payload.model_id.removeprefix("models/")), None)
@@ -136,12 +138,12 @@ class EndpointsIn(Schema):
 
 
 @router.post("/models/endpoints", response=RESPONSES, summary="OpenRouter upstreams of a model")
-def models_endpoints(request: HttpRequest, payload: EndpointsIn) -> dict[str, Any]:
+def models_endpoints(request: AuthedRequest, payload: EndpointsIn) -> dict[str, Any]:
     if payload.provider != "openrouter":
         raise Invalid("Only OpenRouter routes a model to several upstream endpoints.")
     rows = catalog.openrouter_endpoints(
         payload.model_slug,
-        user=request.auth,  # type: ignore[attr-defined]
+        user=request.auth,
         base_url=catalog.model_base_url(payload.model, "openrouter"),
     )
     return {"endpoints": rows}

@@ -8,6 +8,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
+from agents_app.api.authed import AuthedRequest
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import NotFound
 from agents_app.models import Schedule
@@ -57,9 +58,9 @@ def schedule_preview(request: HttpRequest, payload: SpecIn) -> dict[str, Any]:
 
 
 @router.post("", response={201: dict, **ERRORS}, summary="Create a schedule")
-def schedule_create(request: HttpRequest, payload: ScheduleIn) -> tuple[int, dict[str, Any]]:
+def schedule_create(request: AuthedRequest, payload: ScheduleIn) -> tuple[int, dict[str, Any]]:
     row = schedules.schedule_create(
-        owner=request.auth,  # type: ignore[attr-defined]
+        owner=request.auth,
         agent_name=payload.agent,
         message=payload.message,
         cron=payload.cron,

@@ -3,19 +3,22 @@ programs, a login token (``Bearer agtuser_…``) for token clients, the Django s
 cookie (with CSRF on unsafe methods) for our pages.
 
 The authenticated user is ``request.auth``; ``request.auth_type`` says how
-(``api_key`` or ``session``), as ``GET /api/auth/me`` reports it.
+(``api_key`` or ``session``), as ``GET /api/auth/me`` reports it. Views take the request as
+an ``AuthedRequest`` (``agents_app.api.authed``), which types both.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.http import HttpRequest
 from ninja.errors import HttpError
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
+from agents_app.api.authed import AuthedRequest
 from agents_app.services.api_keys import api_key_in_use
 from agents_app.services.login_tokens import TOKEN_PREFIX, login_token_user
 
@@ -25,17 +28,17 @@ class ApiKeyAuth(HttpBearer):
     (a login token from ``POST /api/auth/login``, ``auth_type`` ``session`` as in the
     reference)."""
 
-    def authenticate(self, request: HttpRequest, token: str) -> Any | None:
+    def authenticate(self, request: HttpRequest, token: str) -> User | None:
         if token.startswith(TOKEN_PREFIX):
-            user = login_token_user(token)
+            user: User | None = login_token_user(token)
             if user is not None:
-                request.auth_type = "session"  # type: ignore[attr-defined]
+                cast(AuthedRequest, request).auth_type = "session"
                 request.login_token = token  # type: ignore[attr-defined]
             return user
         key = api_key_in_use(token)
         if key is None:
             return None
-        request.auth_type = "api_key"  # type: ignore[attr-defined]
+        cast(AuthedRequest, request).auth_type = "api_key"
         # Per-key request limits (agents_app.api.limits) count against this key.
         request.api_key_id = key.pk  # type: ignore[attr-defined]
         return key.user
@@ -57,11 +60,11 @@ class SessionCookieAuth(APIKeyCookie):
             raise HttpError(403, "CSRF check failed")
         return request.COOKIES.get(self.param_name)
 
-    def authenticate(self, request: HttpRequest, key: str | None) -> Any | None:
+    def authenticate(self, request: HttpRequest, key: str | None) -> User | None:
         if key is None:
             return None
-        request.auth_type = "session"  # type: ignore[attr-defined]
-        return request.user
+        cast(AuthedRequest, request).auth_type = "session"
+        return cast(User, request.user)  # signed in: _get_key let only those through
 
 
 # The API's authenticators, in order: the NinjaAPI's default and what code-defined

@@ -17,6 +17,7 @@ from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
 from agents_app import selectors, wire
+from agents_app.api.authed import AuthedRequest
 from agents_app.api.file_responses import harden, served_type
 from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS
@@ -33,8 +34,8 @@ router = Router(tags=["storage"])
 UPLOAD_PIECE = 256 * 1024
 
 
-def _thread(request: HttpRequest, thread_id: str) -> Thread:
-    return selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+def _thread(request: AuthedRequest, thread_id: str) -> Thread:
+    return selectors.access_thread(thread_id, request.auth)
 
 
 # --- kv ------------------------------------------------------------------------------------
@@ -59,7 +60,7 @@ class ValueKeyIn(Schema):
 
 @router.get("/{thread_id}/kv", response={200: dict, **ERRORS}, summary="Read values")
 @redacts_thread_data
-def value_get(request: HttpRequest, thread_id: str, params: Query[ValueQuery]) -> dict[str, Any]:
+def value_get(request: AuthedRequest, thread_id: str, params: Query[ValueQuery]) -> dict[str, Any]:
     thread = _thread(request, thread_id)
     if params.key is not None:
         row = selectors.value_get(thread, params.key)
@@ -88,7 +89,7 @@ def value_get(request: HttpRequest, thread_id: str, params: Query[ValueQuery]) -
 
 @router.post("/{thread_id}/kv", response={200: dict, **ERRORS}, summary="Write a value")
 @redacts_thread_data
-def value_set(request: HttpRequest, thread_id: str, payload: ValueIn) -> dict[str, Any]:
+def value_set(request: AuthedRequest, thread_id: str, payload: ValueIn) -> dict[str, Any]:
     return thread_values.value_set(
         thread=_thread(request, thread_id),
         key=payload.key,
@@ -99,7 +100,7 @@ def value_set(request: HttpRequest, thread_id: str, payload: ValueIn) -> dict[st
 
 @router.delete("/{thread_id}/kv", response={204: None, **ERRORS}, summary="Delete a value")
 def value_delete(
-    request: HttpRequest,
+    request: AuthedRequest,
     thread_id: str,
     key: str | None = Query(None, min_length=1, max_length=KEY_MAX),  # type: ignore[arg-type]
 ) -> Status:
@@ -141,7 +142,7 @@ def _listing(thread: Thread, path: str) -> dict[str, Any]:
 
 @router.get("/{thread_id}/fs", response={200: dict, **ERRORS}, summary="Root, stats, find, grep")
 @redacts_thread_data
-def fs_root(request: HttpRequest, thread_id: str, params: Query[FsRootQuery]) -> dict[str, Any]:
+def fs_root(request: AuthedRequest, thread_id: str, params: Query[FsRootQuery]) -> dict[str, Any]:
     thread = _thread(request, thread_id)
     if params.stats is not None:
         stats = thread_files.stats(str(thread.pk))
@@ -206,7 +207,7 @@ def _path(raw: str) -> str:
 
 @router.get("/{thread_id}/fs/{path:path}", response={200: dict, **ERRORS}, summary="Read")
 @redacts_thread_data
-def fs_read(request: HttpRequest, thread_id: str, path: str, params: Query[FsPathQuery]) -> Any:
+def fs_read(request: AuthedRequest, thread_id: str, path: str, params: Query[FsPathQuery]) -> Any:
     thread = _thread(request, thread_id)
     path = _path(path)
     if path == "/":
@@ -263,7 +264,7 @@ class FileJsonIn(Schema):
     },
 )
 @redacts_thread_data
-def fs_write(request: HttpRequest, thread_id: str, path: str) -> Status:
+def fs_write(request: AuthedRequest, thread_id: str, path: str) -> Status:
     thread = _thread(request, thread_id)
     _path(path)  # a bad path is refused before the body is read
     # The whole header (``request.content_type`` would drop the charset), normalized before
@@ -328,6 +329,6 @@ def _write_json(thread: Thread, path: str, body: bytes) -> Status:
 
 
 @router.delete("/{thread_id}/fs/{path:path}", response={204: None, **ERRORS}, summary="Delete")
-def fs_delete(request: HttpRequest, thread_id: str, path: str) -> Status:
+def fs_delete(request: AuthedRequest, thread_id: str, path: str) -> Status:
     thread_files.file_delete(_thread(request, thread_id), path)
     return Status(204, None)

@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from django.db.models import Count
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 from ninja.responses import Status
 
 from agents_app import selectors
+from agents_app.api.authed import AuthedRequest
 from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS, ErrorOut, IdempotencyKey, refuse_unsupported
@@ -87,7 +88,7 @@ class ThreadListQuery(Schema):
 @router.post("", response={200: dict, **ERRORS}, summary="Create a thread")
 @limited("thread_create")
 def thread_create(
-    request: HttpRequest,
+    request: AuthedRequest,
     payload: ThreadIn,
     response: HttpResponse,
     idempotency_key: IdempotencyKey = None,
@@ -96,7 +97,7 @@ def thread_create(
     ``Idempotent-Replayed: true``; 409 while the first is still running; 422 with another body."""
     refuse_unsupported(payload.model_dump(), _UNSUPPORTED_CREATE_FIELDS)
     _one_env(payload.env, payload.tenvs)
-    user = request.auth  # type: ignore[attr-defined]
+    user = request.auth
     # A draft, or an agent offered to other groups, is absent for this user (404).
     selectors.offered_agent(user, payload.agent_id)
     answer = thread_create_once(
@@ -113,7 +114,7 @@ def thread_create(
 
 
 @router.get("", response={200: dict, **ERRORS}, summary="List threads")
-def thread_list(request: HttpRequest, params: Query[ThreadListQuery]) -> dict[str, Any]:
+def thread_list(request: AuthedRequest, params: Query[ThreadListQuery]) -> dict[str, Any]:
     filters = selectors.ThreadFilters(
         limit=params.limit,
         offset=params.offset,
@@ -128,14 +129,14 @@ def thread_list(request: HttpRequest, params: Query[ThreadListQuery]) -> dict[st
         terminated=params.terminated,
         include_children=params.include_children,
     )
-    items, total, has_more = selectors.thread_list(request.auth, filters, request_origin(request))  # type: ignore[attr-defined]
+    items, total, has_more = selectors.thread_list(request.auth, filters, request_origin(request))
     return {"threads": items, "total": total, "hasMore": has_more}
 
 
 @router.get("/owners", response={200: dict, **ERRORS}, summary="Thread owners")
-def thread_owners(request: HttpRequest) -> dict[str, Any]:
+def thread_owners(request: AuthedRequest) -> dict[str, Any]:
     rows = (
-        selectors.visible_threads(request.auth)  # type: ignore[attr-defined]
+        selectors.visible_threads(request.auth)
         .exclude(owner=None)
         .values("owner_id", "owner__username", "owner__email", "owner__first_name")
         .annotate(n=Count("id"))
@@ -155,19 +156,19 @@ def thread_owners(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-def _thread(request: HttpRequest, thread_id: str) -> Thread:
-    return selectors.access_thread(thread_id, request.auth)  # type: ignore[attr-defined]
+def _thread(request: AuthedRequest, thread_id: str) -> Thread:
+    return selectors.access_thread(thread_id, request.auth)
 
 
 @router.get("/{thread_id}", response={200: dict, **ERRORS}, summary="Get a thread")
 @redacts_thread_data
-def thread_get(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+def thread_get(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
     return selectors.thread_detail(_thread(request, thread_id), request_origin(request))
 
 
 @router.patch("/{thread_id}", response={200: dict, **ERRORS}, summary="Update a thread")
 @redacts_thread_data
-def thread_patch(request: HttpRequest, thread_id: str, payload: ThreadPatchIn) -> dict[str, Any]:
+def thread_patch(request: AuthedRequest, thread_id: str, payload: ThreadPatchIn) -> dict[str, Any]:
     thread = _thread(request, thread_id)
     _one_env(payload.env, payload.tenvs)
     replace = payload.env if payload.env is not None else payload.tenvs
@@ -186,12 +187,12 @@ def thread_patch(request: HttpRequest, thread_id: str, payload: ThreadPatchIn) -
     return thread_service.thread_update(
         thread=thread,
         changes=changes,
-        actor=request.auth,  # type: ignore[attr-defined]
+        actor=request.auth,
     )
 
 
 @router.delete("/{thread_id}", response={200: dict, **ERRORS}, summary="Delete a thread tree")
-def thread_delete(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+def thread_delete(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
     thread = _thread(request, thread_id)
     deleted = thread_service.thread_delete(thread=thread)
     return {
@@ -205,12 +206,12 @@ def thread_delete(request: HttpRequest, thread_id: str) -> dict[str, Any]:
 
 @router.get("/{thread_id}/subagents", response={200: dict, **ERRORS}, summary="Child threads")
 @redacts_thread_data
-def thread_subagents(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+def thread_subagents(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
     return {"subagents": subagent_registry(_thread(request, thread_id))}
 
 
 @router.get("/{thread_id}/cost", response={200: dict, **ERRORS}, summary="Cost, recursively")
-def thread_cost(request: HttpRequest, thread_id: str) -> dict[str, Any]:
+def thread_cost(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
     return selectors.thread_cost(_thread(request, thread_id))
 
 
@@ -219,6 +220,6 @@ def thread_cost(request: HttpRequest, thread_id: str) -> dict[str, Any]:
     response={400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut},
     summary="The live message stream (WebSocket only)",
 )
-def thread_stream_http(request: HttpRequest, thread_id: str) -> Any:
+def thread_stream_http(request: AuthedRequest, thread_id: str) -> Any:
     _thread(request, thread_id)
     raise HttpError(400, "This endpoint only supports WebSocket connections")

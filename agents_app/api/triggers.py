@@ -8,6 +8,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
+from agents_app.api.authed import AuthedRequest
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import NotFound
 from agents_app.models import Trigger
@@ -27,9 +28,9 @@ class TriggerIn(Schema):
 
 
 @router.post("", response={201: dict, **ERRORS}, summary="Create a trigger (token shown once)")
-def trigger_create(request: HttpRequest, payload: TriggerIn) -> tuple[int, dict[str, Any]]:
+def trigger_create(request: AuthedRequest, payload: TriggerIn) -> tuple[int, dict[str, Any]]:
     row, token = triggers.trigger_create(
-        owner=request.auth,  # type: ignore[attr-defined]
+        owner=request.auth,
         agent_name=payload.agent,
         template=payload.template,
         name=payload.name,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
 from agents_app import selectors
+from agents_app.api.authed import AuthedRequest
 from agents_app.api.schemas import ERRORS
 from agents_app.services.variable_scan import agent_variables, prompt_variables, tool_variables
 
@@ -20,9 +20,9 @@ class VariablesQuery(Schema):
     thread_id: str | None = Field(None, max_length=64)
 
 
-def _who(request: HttpRequest, params: VariablesQuery) -> tuple[Any, Any]:
+def _who(request: AuthedRequest, params: VariablesQuery) -> tuple[Any, Any]:
     """Staff only; the caller and, when asked, a thread they may see (its values count)."""
-    user = request.auth  # type: ignore[attr-defined]
+    user = request.auth
     thread = selectors.access_thread(params.thread_id, user) if params.thread_id else None
     return user, thread
 
@@ -31,7 +31,7 @@ def _who(request: HttpRequest, params: VariablesQuery) -> tuple[Any, Any]:
     "/variables/agents/{name}", response={200: dict, **ERRORS}, summary="An agent's env needs"
 )
 def agent_variable_scan(
-    request: HttpRequest, name: str, params: Query[VariablesQuery]
+    request: AuthedRequest, name: str, params: Query[VariablesQuery]
 ) -> dict[str, Any]:
     return {"variables": agent_variables(name, *_who(request, params))}
 
@@ -40,13 +40,13 @@ def agent_variable_scan(
     "/variables/prompts/{name}", response={200: dict, **ERRORS}, summary="A prompt's env needs"
 )
 def prompt_variable_scan(
-    request: HttpRequest, name: str, params: Query[VariablesQuery]
+    request: AuthedRequest, name: str, params: Query[VariablesQuery]
 ) -> dict[str, Any]:
     return {"variables": prompt_variables(name, *_who(request, params))}
 
 
 @router.get("/variables/tools/{name}", response={200: dict, **ERRORS}, summary="A tool's env needs")
 def tool_variable_scan(
-    request: HttpRequest, name: str, params: Query[VariablesQuery]
+    request: AuthedRequest, name: str, params: Query[VariablesQuery]
 ) -> dict[str, Any]:
     return {"variables": tool_variables(name, *_who(request, params))}
