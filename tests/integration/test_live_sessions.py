@@ -79,6 +79,12 @@ def post(stack: Stack, thread_id: str, content: str, user: str = "alice") -> str
     return str(response.json()["messageId"])
 
 
+def handled(workers: list[Any], task_id: str) -> bool:
+    """Whether a worker's log says it finished the Celery task ``task_id`` (either way)."""
+    logs = [w.log.read_text(errors="replace") for w in workers]
+    return any(f"[{task_id}] succeeded" in log or f"[{task_id}] raised" in log for log in logs)
+
+
 def assistant_pending(stack: Stack, thread_id: str) -> bool:
     return ("assistant", "pending", None) in messages(stack, thread_id)
 
@@ -197,16 +203,17 @@ def test_stop_aborts_and_parks_then_continue_resumes(stack: Stack, shared_worker
 
 
 def test_two_workers_racing_for_one_session_run_it_once(stack: Stack, worker: Any) -> None:
-    worker("w1")
-    worker("w2")
+    workers = [worker("w1"), worker("w2")]
     thread_id = new_thread(stack, "slowpoke")
     post(stack, thread_id, "only once please")
     [(session_id,)] = stack.sql(
         "select id from agents_app_threadsession where thread_id = %s", uuid.UUID(thread_id)
     )
     app = Celery(broker=stack.redis_url)
-    for _ in range(6):  # duplicate deliveries, spread over both workers
-        app.send_task("agents_app.run_session", args=[str(session_id)], queue=stack.queue)
+    duplicates = [  # duplicate deliveries, spread over both workers
+        app.send_task("agents_app.run_session", args=[str(session_id)], queue=stack.queue).id
+        for _ in range(6)
+    ]
     wait_until(
         lambda: (
             messages(stack, thread_id)
@@ -217,7 +224,11 @@ def test_two_workers_racing_for_one_session_run_it_once(stack: Stack, worker: An
         ),
         "the answer",
     )
-    time.sleep(0.5)  # let every duplicate reach a worker; none may run the session again
+    # Every duplicate reached a worker and was done with; none may run the session again.
+    wait_until(
+        lambda: all(handled(workers, task_id) for task_id in duplicates),
+        "every duplicate delivery to be handled by a worker",
+    )
     wait_until(
         lambda: (
             stack.sql(
