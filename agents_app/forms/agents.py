@@ -36,8 +36,10 @@ def _side_help(side: str) -> dict[str, str]:
         "response property below.",
         f"side_{side}_stop_tool_response_property": "Which property of the stop tool's "
         "result holds the outcome of the turn. Required when a stop tool is set.",
-        f"side_{side}_max_steps": "End the turn after this many steps (a step is one model "
-        "request plus the tools it called). Empty: no limit. Must be 1 or more.",
+        f"side_{side}_max_steps": "How many steps this side may take in one session (a step "
+        "is one model request plus the tools it called). When they are used its turn ends "
+        "(in an ai_human agent: the reply ends); in a dual_ai session each later turn of this "
+        "side is one step. Empty: no limit. Must be 1 or more.",
         f"side_{side}_max_turns": "How many turns this side may take: in a dual_ai session, "
         "after that many turns it takes no more; in an ai_human agent, counted over the whole "
         "conversation. Empty: no limit. Must be 1 or more.",
