@@ -15,6 +15,15 @@ first use, and reopened after an error. It is not Django's connection, so it
 never joins a caller's transaction: ``DjangoStore`` uses it only when built with
 ``async_commits=True`` (the session runner and the bench), where no caller
 holds one.
+
+Kept on purpose (issue #37 asks for one connection unless a bench shows it is worth more
+than 10% of a step): ``bench/django_engine_bench.py --sessions 40`` with the store's
+commits here against the same statement through Django's connection in asgiref's thread,
+three alternating pairs on the 2-core box (load 6-9, 2026-11-28): CPU per step 2.69 /
+2.56 / 3.04 ms here against 3.15 / 3.96 / 3.34 ms (21% of a step on average), step p50
+12.6 / 8.0 / 14.8 ms against 14.4 / 14.7 / 16.1 ms. It is the statement ``commit_rows``
+runs, on another connection; a drain (rare) and every caller in a transaction go through
+``commit_rows`` on Django's.
 """
 
 from __future__ import annotations

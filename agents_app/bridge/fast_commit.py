@@ -1,7 +1,8 @@
 """The engine's commit as one prepared SQL statement on PostgreSQL.
 
 ``commit`` runs about three times per step, so its cost is the engine's cost.
-The ORM version (``store._commit_orm``) takes a transaction and four or five
+``store.commit_rows`` is the engine's one commit path: on SQLite it goes through the
+ORM (``store._commit_orm``), which takes a transaction and four or five
 round trips; this one upserts logs, messages and the session row, updates the
 thread and reads back the stop flag (plus whether anything is queued) in a
 single statement. A single statement is atomic in autocommit mode, so the

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -348,19 +347,30 @@ def _drain_queue(thread_id: str) -> list[EngineMessage]:
     return [rows.engine_message(m) for m in drained]
 
 
-def _commit(thread_id: str, commit: Commit) -> CommitResult:
-    if fast_commit.supported():
-        return _commit_fast(thread_id, commit)
-    return _commit_orm(thread_id, commit)
-
-
-def _commit_fast(
+def commit_rows(
     thread_id: str, commit: Commit, claimed: fast_commit.ClaimedRow | None = None
 ) -> CommitResult:
+    """The engine's commit on Django's connection (part of the caller's transaction, if it
+    holds one): on PostgreSQL one statement (``fast_commit``), then the queue's drain when
+    something is queued; on SQLite (the embedded default) the same writes through the ORM.
+
+    Under a claimed session row (``claimed``) the progress goes onto that row with a fresh
+    heartbeat and queue rows stored as messages are deleted; with the claim's owner nothing
+    is written unless that owner still runs the session (``fast_commit.NotOwner``).
+    """
+    if not fast_commit.supported():
+        return _commit_orm(thread_id, commit, claimed)
     stopped, queued = fast_commit.commit_in_one_statement(thread_id, commit, claimed)
     if not (commit.drain_queue and queued):
         return CommitResult(stopped=stopped, drained=[])
+    return _drain(thread_id, claimed)
+
+
+def _drain(thread_id: str, claimed: fast_commit.ClaimedRow | None) -> CommitResult:
+    """Rare: something was queued while the session ran. The ORM in a transaction of its
+    own, under the claimed row's lock (ownership checked again) when there is one."""
     with transaction.atomic():
+        _fence(claimed)
         drained = _drain_queue(thread_id)
         stopped = bool(
             Thread.objects.filter(pk=thread_id).values_list("stopped", flat=True).first()
@@ -368,13 +378,34 @@ def _commit_fast(
     return CommitResult(stopped=stopped, drained=drained)
 
 
-def _commit_orm(thread_id: str, commit: Commit) -> CommitResult:
+def _fence(claimed: fast_commit.ClaimedRow | None) -> None:
+    """Lock the claimed row until the transaction ends; ``NotOwner`` unless the claim's
+    owner still runs the session (a worker that lost it writes nothing)."""
+    if claimed is None or claimed.owner is None:
+        return
+    row = (
+        ThreadSession.objects.select_for_update()
+        .filter(pk=claimed.session_id)
+        .values("owner", "status")
+        .first()
+    )
+    if row is None or row["owner"] != claimed.owner or row["status"] != "running":
+        raise fast_commit.NotOwner(claimed.session_id)
+
+
+def _commit_orm(
+    thread_id: str, commit: Commit, claimed: fast_commit.ClaimedRow | None = None
+) -> CommitResult:
+    """``commit_rows`` through the ORM: what the statement does, in one transaction."""
     with transaction.atomic():
+        _fence(claimed)
         if commit.logs:
             _upsert_logs(thread_id, commit.logs)
         if commit.messages:
             _upsert_messages(thread_id, commit.messages)
-        if commit.progress is not None:
+        if claimed is not None:
+            _update_claimed(thread_id, commit, claimed)
+        elif commit.progress is not None:
             _save_progress(thread_id, commit.progress)
         if commit.thread is not None:
             _update_thread(thread_id, commit.thread)
@@ -383,6 +414,21 @@ def _commit_orm(thread_id: str, commit: Commit) -> CommitResult:
     if stopped is None:
         raise LookupError(f"Thread not found: {thread_id}")
     return CommitResult(stopped=stopped, drained=drained)
+
+
+def _update_claimed(thread_id: str, commit: Commit, claimed: fast_commit.ClaimedRow) -> None:
+    """The claimed row's part of a commit: a posted message stored under its queue row's id
+    leaves the queue, and the progress goes onto the row with a fresh heartbeat."""
+    stored = [m.id for m in commit.messages]
+    if stored:
+        QueuedMessage.objects.filter(thread_id=thread_id, pk__in=stored).delete()
+    fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
+    if commit.progress is not None:
+        progress = commit.progress
+        fields.update(
+            progress=progress.dump(), side=progress.side, stop_reason=progress.stop_reason or ""
+        )
+    ThreadSession.objects.filter(pk=claimed.session_id).update(**fields)
 
 
 def _decide_tool_call(
@@ -650,6 +696,11 @@ class DjangoStore(FileStoreMixin):
     async def list_messages(self, thread_id: str, query: MessageQuery) -> MessagePage:
         return await sync_to_async(_list_messages)(thread_id, query)
 
+    async def list_known_messages(self, thread_id: str, query: MessageQuery) -> MessagePage:
+        """``list_messages`` of a thread the caller knows exists (a claimed session's own):
+        an empty page needs no statement to tell "no messages yet" from "no such thread"."""
+        return await sync_to_async(_list_messages)(thread_id, query, known=True)
+
     async def get_message(self, thread_id: str, message_id: str) -> EngineMessage | None:
         return await sync_to_async(_get_message)(thread_id, message_id)
 
@@ -678,24 +729,19 @@ class DjangoStore(FileStoreMixin):
         await sync_to_async(_terminate_thread)(thread_id)
 
     async def commit(self, thread_id: str, commit: Commit) -> CommitResult:
-        if not self.async_commits:
-            return await sync_to_async(_commit)(thread_id, commit)
-        return await self._commit_on_loop(thread_id, commit)
+        return await self.commit_claimed(thread_id, commit, None)
 
-    async def _commit_on_loop(
-        self,
-        thread_id: str,
-        commit: Commit,
-        claimed: fast_commit.ClaimedRow | None = None,
-        drain: Callable[[str, Commit], CommitResult] = _commit,
+    async def commit_claimed(
+        self, thread_id: str, commit: Commit, claimed: fast_commit.ClaimedRow | None
     ) -> CommitResult:
-        """``commit`` as one statement on the loop's connection; the queue drain, when
-        something is queued, through ``drain`` (the ORM, in a transaction of its own)."""
+        """``commit_rows``: the engine's one commit path. With ``async_commits`` its statement
+        runs on the loop's own connection, and only a drain (rare) takes the ORM's path."""
+        if not self.async_commits:
+            return await sync_to_async(commit_rows)(thread_id, commit, claimed)
         stopped, queued = await async_commit.commit_in_one_statement(thread_id, commit, claimed)
         if not (commit.drain_queue and queued):
             return CommitResult(stopped=stopped, drained=[])
-        # Rare: something was queued while the session ran.
-        return await sync_to_async(drain)(thread_id, Commit(drain_queue=True))
+        return await sync_to_async(_drain)(thread_id, claimed)
 
     async def load_progress(self, thread_id: str) -> SessionProgress | None:
         return await sync_to_async(_load_progress)(thread_id)

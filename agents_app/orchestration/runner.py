@@ -25,17 +25,14 @@ from typing import Any
 import httpx
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import transaction
-from django.utils import timezone
 
 from agents_app import faults
 from agents_app.bridge import fast_commit
-from agents_app.bridge import store as bridge_store
 from agents_app.bridge.pinned import PinnedDefinitions
 from agents_app.bridge.store import DjangoStore
 from agents_app.broadcast.events import LiveSink, asend_registry, asend_thread_frames
 from agents_app.db.raw_sql import db_json, row_by_uuid
-from agents_app.models import QueuedMessage, ThreadSession
+from agents_app.models import ThreadSession
 from agents_app.orchestration import webhook_runner
 from agents_app.orchestration.db_retry import (
     CONNECTION_ERRORS,
@@ -81,13 +78,14 @@ class SessionLost(Exception):
 class ClaimedStore(PinnedDefinitions, DjangoStore):
     """``DjangoStore`` whose commits for the claimed thread are fenced by the claim.
 
-    Each commit of the claimed thread locks the session row, checks that this
-    process still owns it (else ``SessionLost``: nothing is written), applies the
-    engine's commit, removes queue rows the commit stored as messages (a posted
-    message becomes the session's first message under the same id), and saves
-    the progress on the claimed row with a fresh heartbeat, all in one
-    transaction. Commits of other threads (child threads of agents called as
-    tools) go through unchanged.
+    Each commit of the claimed thread goes through the store's one commit path
+    (``bridge.store.commit_rows``, one statement on PostgreSQL) with the claim: it
+    locks the session row, checks that this process still owns it (else
+    ``SessionLost``: nothing is written), applies the engine's commit, removes queue
+    rows the commit stored as messages (a posted message becomes the session's first
+    message under the same id), and saves the progress on the claimed row with a
+    fresh heartbeat, all at once. Commits of other threads (child threads of agents
+    called as tools) go through unchanged.
     """
 
     def __init__(self, claim: Claim) -> None:
@@ -114,67 +112,15 @@ class ClaimedStore(PinnedDefinitions, DjangoStore):
         if thread_id != self.claim.thread_id:
             return await super().commit(thread_id, commit)
         await faults.ahit("engine_commit")
-        if self.async_commits:
-            result = await self._commit_fenced(thread_id, commit)
-        else:
-            result = await sync_to_async(self._commit_claimed)(thread_id, commit)
+        claimed = fast_commit.ClaimedRow(self.claim.session_id, owner=self.claim.owner)
+        try:
+            result = await self.commit_claimed(thread_id, commit, claimed)
+        except fast_commit.NotOwner:
+            raise SessionLost(self.claim.session_id) from None
         if commit.progress is not None:
             self.committed = True
             if commit.progress.finished:
                 self.finished = commit.progress
-        return result
-
-    async def _commit_fenced(self, thread_id: str, commit: Commit) -> CommitResult:
-        """The claimed commit as one statement that checks the claim itself (the same fence
-        as ``_commit_claimed``: the session row is locked while the statement runs)."""
-        claimed = fast_commit.ClaimedRow(self.claim.session_id, owner=self.claim.owner)
-        try:
-            # A drain (rare) goes through ``_commit_claimed``: under the row lock.
-            return await self._commit_on_loop(thread_id, commit, claimed, self._commit_claimed)
-        except fast_commit.NotOwner:
-            raise SessionLost(self.claim.session_id) from None
-
-    def _commit_claimed(self, thread_id: str, commit: Commit) -> CommitResult:
-        claim = self.claim
-        with transaction.atomic():
-            # The fence: a worker that lost the claim (the sweep handed the session to
-            # another one) writes nothing. The row lock holds until this commit ends.
-            row = (
-                ThreadSession.objects.select_for_update()
-                .filter(pk=claim.session_id)
-                .values("owner", "status")
-                .first()
-            )
-            if row is None or row["owner"] != claim.owner or row["status"] != "running":
-                raise SessionLost(claim.session_id)
-            if fast_commit.supported():
-                return bridge_store._commit_fast(
-                    thread_id, commit, fast_commit.ClaimedRow(claim.session_id)
-                )
-            return self._commit_claimed_orm(thread_id, commit)
-
-    def _commit_claimed_orm(self, thread_id: str, commit: Commit) -> CommitResult:
-        """The same writes through the ORM (SQLite, the embedded default); in the caller's
-        transaction."""
-        inner = Commit(
-            messages=commit.messages,
-            logs=commit.logs,
-            thread=commit.thread,
-            drain_queue=commit.drain_queue,
-        )
-        result = bridge_store._commit(thread_id, inner)
-        stored = [m.id for m in commit.messages]
-        if stored:
-            QueuedMessage.objects.filter(thread_id=thread_id, pk__in=stored).delete()
-        fields: dict[str, Any] = {"heartbeat_at": timezone.now()}
-        if commit.progress is not None:
-            progress = commit.progress
-            fields.update(
-                progress=progress.dump(),
-                side=progress.side,
-                stop_reason=progress.stop_reason or "",
-            )
-        ThreadSession.objects.filter(pk=self.claim.session_id).update(**fields)
         return result
 
     async def load_progress(self, thread_id: str) -> SessionProgress | None:
@@ -199,7 +145,7 @@ class ClaimedStore(PinnedDefinitions, DjangoStore):
             return await super().list_messages(thread_id, query)
         # The claimed row holds the thread (a foreign key): an empty history needs no
         # statement to tell "no messages yet" from "no such thread".
-        return await sync_to_async(bridge_store._list_messages)(thread_id, query, known=True)
+        return await self.list_known_messages(thread_id, query)
 
 
 # A fixed statement: every session start runs it on its worker's one database thread.

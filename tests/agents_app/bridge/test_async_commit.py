@@ -40,7 +40,7 @@ async def _terminate_the_loops_connection() -> None:
 async def test_the_async_commit_stores_what_the_commit_through_django_stores() -> None:
     sync_thread, async_thread = await sync_to_async(_thread)(), await sync_to_async(_thread)()
     on_django, on_loop = _commit(sync_thread, 0), _commit(async_thread, 0)
-    await sync_to_async(store._commit_fast)(sync_thread, on_django)
+    await sync_to_async(store.commit_rows)(sync_thread, on_django)
     result = await DjangoStore(async_commits=True).commit(async_thread, on_loop)
     assert (result.stopped, result.drained) == (True, [])
 

@@ -148,7 +148,7 @@ def test_the_fast_commit_stores_what_the_orm_commit_stores() -> None:
     assert connection.vendor == "postgresql" and fast_commit.supported()
     fast_thread, orm_thread = _thread(), _thread()
     fast, orm = _commit(fast_thread, 0), _commit(orm_thread, 0)
-    store._commit_fast(fast_thread, fast)
+    store.commit_rows(fast_thread, fast)
     store._commit_orm(orm_thread, orm)
 
     def normalized(rows: list[dict[str, Any]], thread_id: str) -> list[dict[str, Any]]:
