@@ -23,6 +23,7 @@ from ninja.utils import check_csrf
 from agents_app import wire
 from agents_app.api.authed import AuthedRequest
 from agents_app.api.limits import limited
+from agents_app.api.responses import MeOut, TicketOut
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Forbidden, Invalid
 from agents_app.models import ApiKey
@@ -96,7 +97,7 @@ def logout_view(request: HttpRequest) -> dict[str, Any]:
     return {"success": True}
 
 
-@router.get("/me", response={200: dict, **ERRORS}, summary="Who am I")
+@router.get("/me", response={200: MeOut, **ERRORS}, summary="Who am I")
 def me(request: AuthedRequest) -> dict[str, Any]:
     return {
         "user": wire.user_wire(request.auth),
@@ -119,7 +120,9 @@ def _request_credential(request: HttpRequest) -> socket_credentials.SocketCreden
     return socket_credentials.session_credential(session_key) if session_key else None
 
 
-@router.post("/websocket-ticket", response={200: dict, **ERRORS}, summary="Mint a WebSocket ticket")
+@router.post(
+    "/websocket-ticket", response={200: TicketOut, **ERRORS}, summary="Mint a WebSocket ticket"
+)
 @limited("ws_ticket")
 def websocket_ticket(request: AuthedRequest, payload: TicketIn) -> dict[str, Any]:
     raw = tickets.ticket_create(

@@ -11,6 +11,7 @@ from ninja.responses import Status
 from agents_app import selectors
 from agents_app.api.authed import AuthedRequest
 from agents_app.api.redacting import redacts_thread_data
+from agents_app.api.responses import ContinueOut, PendingToolCallsOut, StoppedOut
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Invalid, NotFound
 from agents_app.orchestration import effect_runner
@@ -30,7 +31,7 @@ class EffectListQuery(Schema):
     offset: int = Field(0, ge=0, le=10_000_000)
 
 
-@router.post("/{thread_id}/stop", response={200: dict, **ERRORS}, summary="Stop execution")
+@router.post("/{thread_id}/stop", response={200: StoppedOut, **ERRORS}, summary="Stop execution")
 def thread_stop(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
     thread = selectors.access_thread(thread_id, request.auth)
     sessions.thread_stop(thread=thread)
@@ -39,7 +40,7 @@ def thread_stop(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
 
 @router.get(
     "/{thread_id}/pending-tool-calls",
-    response={200: dict, **ERRORS},
+    response={200: PendingToolCallsOut, **ERRORS},
     summary="Tool calls waiting for approval or the client",
 )
 def pending_tool_calls(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
@@ -96,7 +97,7 @@ def tool_result(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
 
 @router.post(
     "/{thread_id}/continue",
-    response={202: dict, **ERRORS},
+    response={202: ContinueOut, **ERRORS},
     summary="Continue",
     openapi_extra={
         "requestBody": {

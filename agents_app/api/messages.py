@@ -12,6 +12,7 @@ from agents_app import selectors
 from agents_app.api.authed import AuthedRequest
 from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data, request_redactors
+from agents_app.api.responses import MessagePageOut, SuccessOut
 from agents_app.api.schemas import ERRORS, IdempotencyKey, id_list
 from agents_app.services import branches, feedback
 from agents_app.services import messages as message_service
@@ -55,7 +56,7 @@ class MessagePatchIn(Schema):
     content: str = Field(..., max_length=CONTENT_MAX)
 
 
-@router.get("/{thread_id}/messages", response={200: dict, **ERRORS}, summary="Messages")
+@router.get("/{thread_id}/messages", response={200: MessagePageOut, **ERRORS}, summary="Messages")
 @redacts_thread_data
 def message_list(
     request: AuthedRequest, thread_id: str, params: Query[MessageListQuery]
@@ -111,7 +112,9 @@ def message_post(
 
 
 @router.patch(
-    "/{thread_id}/messages/{message_id}", response={200: dict, **ERRORS}, summary="Edit content"
+    "/{thread_id}/messages/{message_id}",
+    response={200: SuccessOut, **ERRORS},
+    summary="Edit content",
 )
 def message_patch(
     request: AuthedRequest, thread_id: str, message_id: str, payload: MessagePatchIn
@@ -122,7 +125,7 @@ def message_patch(
 
 
 @router.delete(
-    "/{thread_id}/messages/{message_id}", response={200: dict, **ERRORS}, summary="Delete"
+    "/{thread_id}/messages/{message_id}", response={200: SuccessOut, **ERRORS}, summary="Delete"
 )
 def message_delete(request: AuthedRequest, thread_id: str, message_id: str) -> dict[str, Any]:
     thread = selectors.access_thread(thread_id, request.auth)

@@ -14,6 +14,7 @@ from agents_app import selectors
 from agents_app.api.authed import AuthedRequest
 from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data
+from agents_app.api.responses import SubagentsOut, ThreadDeletedOut, ThreadOwnersOut, ThreadPageOut
 from agents_app.api.schemas import ERRORS, ErrorOut, IdempotencyKey, refuse_unsupported
 from agents_app.errors import Invalid
 from agents_app.icons import request_origin
@@ -113,7 +114,7 @@ def thread_create(
     return Status(answer.status_code, answer.response)
 
 
-@router.get("", response={200: dict, **ERRORS}, summary="List threads")
+@router.get("", response={200: ThreadPageOut, **ERRORS}, summary="List threads")
 def thread_list(request: AuthedRequest, params: Query[ThreadListQuery]) -> dict[str, Any]:
     filters = selectors.ThreadFilters(
         limit=params.limit,
@@ -133,7 +134,7 @@ def thread_list(request: AuthedRequest, params: Query[ThreadListQuery]) -> dict[
     return {"threads": items, "total": total, "hasMore": has_more}
 
 
-@router.get("/owners", response={200: dict, **ERRORS}, summary="Thread owners")
+@router.get("/owners", response={200: ThreadOwnersOut, **ERRORS}, summary="Thread owners")
 def thread_owners(request: AuthedRequest) -> dict[str, Any]:
     rows = (
         selectors.visible_threads(request.auth)
@@ -191,7 +192,9 @@ def thread_patch(request: AuthedRequest, thread_id: str, payload: ThreadPatchIn)
     )
 
 
-@router.delete("/{thread_id}", response={200: dict, **ERRORS}, summary="Delete a thread tree")
+@router.delete(
+    "/{thread_id}", response={200: ThreadDeletedOut, **ERRORS}, summary="Delete a thread tree"
+)
 def thread_delete(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
     thread = _thread(request, thread_id)
     deleted = thread_service.thread_delete(thread=thread)
@@ -204,7 +207,9 @@ def thread_delete(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
     }
 
 
-@router.get("/{thread_id}/subagents", response={200: dict, **ERRORS}, summary="Child threads")
+@router.get(
+    "/{thread_id}/subagents", response={200: SubagentsOut, **ERRORS}, summary="Child threads"
+)
 @redacts_thread_data
 def thread_subagents(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
     return {"subagents": subagent_registry(_thread(request, thread_id))}
