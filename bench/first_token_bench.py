@@ -19,7 +19,9 @@ open, and splits each post's wait at the moments the system records:
 
 Every moment is a wall-clock reading on this machine (the clocked provider stamps each
 token with ``time.time_ns()``), so the parts add up to the whole. Figures vary between
-runs on a shared VM: compare runs made side by side.
+runs on a shared VM: compare runs made side by side. ``--profile DIR`` records the worker and
+Daphne with py-spy while the posts run (``bench/profile_summary.py DIR/worker.txt``; py-spy is
+not a locked dependency: ``uv pip install --python .venv/bin/python py-spy``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -123,6 +127,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--posts", type=int, default=30)
     parser.add_argument("--frames", action="store_true", help="print the last post's frames")
+    parser.add_argument(
+        "--profile", type=Path, default=None, help="py-spy the worker and Daphne into DIR"
+    )
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the stack")
     args = parser.parse_args()
     stack = Stack(Path(tempfile.mkdtemp(prefix="first-token-bench-")))
@@ -149,7 +156,32 @@ def main() -> None:
         )
         worker = stack.worker("bench")
         wait_until(lambda: "ready" in worker.log.read_text(), "the worker to start")
+        spies = []
+        if args.profile:
+            args.profile.mkdir(parents=True, exist_ok=True)
+            spy = Path(sys.executable).parent / "py-spy"
+            for name, pid in (("worker", worker.popen.pid), ("daphne", stack.daphne.popen.pid)):
+                spies.append(
+                    subprocess.Popen(
+                        [
+                            str(spy),
+                            "record",
+                            "--format",
+                            "raw",
+                            "--rate",
+                            "1000",
+                            "--nonblocking",
+                            "--gil",
+                        ]
+                        + ["--pid", str(pid), "--output", str(args.profile / f"{name}.txt")],
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                )
         rows = asyncio.run(run(stack, args.posts, args.frames))
+        for spy_process in spies:  # py-spy writes its file when interrupted
+            spy_process.send_signal(signal.SIGINT)
+            spy_process.wait()
         print(f"machine speed probe {speed_probe_ms():.0f} ms; {len(rows)} posts, one at a time")
         print(f"{'part':>9} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
         for name in (*PARTS, "total", "answer"):
