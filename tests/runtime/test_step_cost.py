@@ -11,6 +11,7 @@ store (where tests/agents_app/bridge/engine_on_django/test_step_statements.py al
 
 from __future__ import annotations
 
+import gc
 import sys
 import types
 from collections import Counter
@@ -122,13 +123,20 @@ class CallCounter:
 
     def __init__(self, meter: Meter) -> None:
         self.meter = meter
+        self._collecting = False
 
     def __enter__(self) -> CallCounter:
+        # No garbage collection while counting: a collection runs whatever gc.callbacks
+        # other libraries registered (hypothesis has one) at whichever step it falls on.
+        self._collecting = gc.isenabled()
+        gc.disable()
         sys.setprofile(self._event)
         return self
 
     def __exit__(self, *exc: object) -> None:
         sys.setprofile(None)
+        if self._collecting:
+            gc.enable()
 
     def _event(self, frame: types.FrameType, event: str, arg: Any) -> None:
         if event == "call":
