@@ -34,6 +34,7 @@ from django.contrib.auth.models import AnonymousUser
 
 from agents_app.broadcast import catch_up
 from agents_app.broadcast.events import REGISTRY_ALL, logs_group, registry_user_group, thread_group
+from agents_app.broadcast.listening import keep_listening
 from agents_app.broadcast.live_frames import encode, frame_of, meta_of, text_of
 from agents_app.errors import DomainError
 from agents_app.permissions import ThreadAction, may_see_all_threads
@@ -83,6 +84,8 @@ class _RelayDispatch:
         self.channel_layer = get_channel_layer(self.channel_layer_alias)
         sources = [receive]
         if self.channel_layer is not None:
+            # Before the socket subscribes: its first frames are then read as they arrive.
+            await keep_listening(self.channel_layer)
             self.channel_name = await self.channel_layer.new_channel()
             self.channel_receive = functools.partial(self.channel_layer.receive, self.channel_name)
             sources.append(self.channel_receive)
