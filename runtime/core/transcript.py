@@ -20,31 +20,59 @@ class Transcript:
         # Tool messages by the call they answer: a step looks up the results of its calls,
         # which are usually not stored yet, so a scan would walk the whole history.
         self._results: dict[str, list[Message]] = {}
+        # Per change, the lowest index it touched: a request re-selects its rows only from
+        # the first one changed since the last request (``changed_since``, issue #39).
+        self._touched: list[int] = []
         for message in sorted(messages or [], key=lambda m: m.created_at):
             self.upsert(message)
+
+    @property
+    def revision(self) -> int:
+        """How many changes this transcript has had."""
+        return len(self._touched)
+
+    def changed_since(self, revision: int) -> int:
+        """The lowest index a change after ``revision`` touched (``len(messages)`` if none)."""
+        later = self._touched[revision:]
+        return min(later) if later else len(self.messages)
+
+    def _index(self, message: Message) -> int:
+        # From the end: the row a session replaces is nearly always its newest.
+        for index in range(len(self.messages) - 1, -1, -1):
+            if self.messages[index] is message:
+                return index
+        raise ValueError(message.id)
 
     def upsert(self, message: Message) -> None:
         """Add or replace a message (sub-prompt messages, depth > 0, are ignored)."""
         if message.depth != 0:
             return
         old = self._by_id.get(message.id)
+        touched = len(self.messages)
         if old is not None:
-            self.messages.remove(old)
+            touched = self._index(old)
+            del self.messages[touched]
             self._forget_result(old)
         self._by_id[message.id] = message
         if message.role == "tool" and message.tool_call_id:
             self._results.setdefault(message.tool_call_id, []).append(message)
         if not self.messages or self.messages[-1].created_at < message.created_at:
             self.messages.append(message)
+            touched = min(touched, len(self.messages) - 1)
         else:
             keys = [m.created_at for m in self.messages]
-            self.messages.insert(bisect.bisect(keys, message.created_at), message)
+            at = bisect.bisect(keys, message.created_at)
+            self.messages.insert(at, message)
+            touched = min(touched, at)
+        self._touched.append(touched)
 
     def remove(self, message_id: str) -> None:
         """Forget a deleted message."""
         old = self._by_id.pop(message_id, None)
         if old is not None:
-            self.messages.remove(old)
+            index = self._index(old)
+            del self.messages[index]
+            self._touched.append(index)
             self._forget_result(old)
 
     def _forget_result(self, old: Message) -> None:

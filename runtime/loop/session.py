@@ -40,7 +40,7 @@ from runtime.loop.stops import (
 )
 from runtime.providers.base import ProviderError
 from runtime.state import ExecutionControl, ExecutionState, ThreadState
-from runtime.step.history import Converted, Window, select_rows, to_llm_messages
+from runtime.step.history import Converted, Selected, Window, select_from, to_llm_messages
 from runtime.step.llm import interrupted_log
 from runtime.step.llm_half import Opened, Scope, Stepper
 from runtime.step.media import ReadFile, resolve_attachments
@@ -91,6 +91,7 @@ class Session:
         self._handed_off = False
         self._tool_rows: list[Message] = []  # drained ``state.queue_tool`` calls, to run
         self._converted = Converted()  # the history as the last request sent it
+        self._selected = Selected()  # the rows the last request was built from
         self.state = ThreadState(
             deps,
             thread,
@@ -406,7 +407,7 @@ class Session:
     async def _context(self, scope: Scope) -> list[dict[str, Any]]:
         window = self.window(scope)
         rows = await scope.hooks.filter_messages(
-            scope.state, select_rows(self.transcript.messages, window)
+            scope.state, select_from(self.transcript, window, self._selected)
         )
         messages = to_llm_messages(rows, window, self._converted)
         if self._converted.has_parts:

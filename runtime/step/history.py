@@ -19,12 +19,14 @@ In order (``filter_messages`` runs between ``select_rows`` and ``to_llm_messages
 
 from __future__ import annotations
 
+import bisect
 import operator
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.core.messages import Message, Side, side_of
+from runtime.core.transcript import Transcript
 from runtime.step.media import with_attachments
 
 MISSING_RESULT = "Error: this tool call did not complete (no result was stored)."
@@ -50,6 +52,43 @@ def select_rows(messages: Iterable[Message], window: Window) -> list[Message]:
         if m.status not in ("pending", "failed")
         and (window.include_chat or m.created_at >= window.session_start)
     ]
+
+
+@dataclass(slots=True)
+class Selected:
+    """``select_rows`` kept by a session from request to request: the next request reads the
+    transcript again only from the first row changed since (``Transcript.changed_since``),
+    so selecting costs what was added, not the session's length (issue #39)."""
+
+    transcript: Transcript | None = None
+    key: tuple[bool, int] | None = None
+    revision: int = 0
+    rows: list[Message] = field(default_factory=list)
+    sources: list[int] = field(default_factory=list)  # each row's index in the transcript
+
+
+def select_from(transcript: Transcript, window: Window, selected: Selected) -> list[Message]:
+    """``select_rows(transcript.messages, window)``, updating ``selected``; the list
+    returned is the caller's."""
+    key = (window.include_chat, window.session_start)
+    start = 0
+    if selected.transcript is transcript and selected.key == key:
+        start = transcript.changed_since(selected.revision)
+        keep = bisect.bisect_left(selected.sources, start)
+        del selected.rows[keep:], selected.sources[keep:]
+    else:
+        selected.rows, selected.sources = [], []
+    messages = transcript.messages
+    for index in range(start, len(messages)):
+        message = messages[index]
+        if message.status not in ("pending", "failed") and (
+            window.include_chat or message.created_at >= window.session_start
+        ):
+            selected.rows.append(message)
+            selected.sources.append(index)
+    selected.transcript, selected.key = transcript, key
+    selected.revision = transcript.revision
+    return list(selected.rows)
 
 
 @dataclass(slots=True)
