@@ -259,19 +259,28 @@ class LiveSink:
         try:
             while queue:
                 await self._pace(group, queue)
-                frame = queue.popleft()
-                if frame.get("type") in CHUNK_TYPES:
-                    self._last_chunk[group] = time.monotonic()
-                frame["seq"], frame["stream"] = next(self._seq[group]), self.stream
-                # What a socket joining mid-reply is sent first (thread groups only).
-                ops = None
-                if not group.endswith("-logs"):
-                    ops = catch_up.ops_for(frame, self._tracked[group]) or None
-                try:
-                    await self._publisher().group_send(group, live_event(frame), ops)
-                    self.sent += 1
-                except Exception:  # a dropped live frame must never break a session
-                    logger.warning("live frame to %s dropped", group, exc_info=True)
+                # Every frame ready goes to the publisher at once, in order, and the pump waits
+                # for the last: a step's burst (a commit's rows, its log, its events) is one
+                # batch, one Redis write and one round trip, not one per frame (issue #39).
+                # Chunks arriving meanwhile still merge in the queue behind that wait.
+                publisher = self._publisher()
+                handed: asyncio.Future[None] | None = None
+                while queue:
+                    frame = queue.popleft()
+                    if frame.get("type") in CHUNK_TYPES:
+                        self._last_chunk[group] = time.monotonic()
+                    frame["seq"], frame["stream"] = next(self._seq[group]), self.stream
+                    # What a socket joining mid-reply is sent first (thread groups only).
+                    ops = None
+                    if not group.endswith("-logs"):
+                        ops = catch_up.ops_for(frame, self._tracked[group]) or None
+                    try:
+                        handed = publisher.queue(group, live_event(frame), ops)
+                        self.sent += 1
+                    except Exception:  # a dropped live frame must never break a session
+                        logger.warning("live frame to %s dropped", group, exc_info=True)
+                if handed is not None:
+                    await handed  # batches complete in order: every earlier frame is out too
         finally:
             self._senders.pop(group, None)
 
