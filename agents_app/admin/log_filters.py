@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import HttpRequest
 
+from agents_app.models import ThreadSession
 from agents_app.services.sessions import STOPPED_LOG_TYPE
 from agents_app.templatetags.people_format import REASONS
 
@@ -23,9 +24,13 @@ class _CodeFilter(admin.SimpleListFilter):
     field = ""
     not_listed: tuple[str, ...] = ()
 
+    def rows(self, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        """The rows this filter speaks of (all of them, unless a subclass says otherwise)."""
+        return queryset
+
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         codes = (
-            model_admin.get_queryset(request)
+            self.rows(model_admin.get_queryset(request))
             .exclude(**{self.field: ""})
             .exclude(**{f"{self.field}__in": self.not_listed})
             .exclude(**{f"{self.field}__isnull": True})
@@ -37,7 +42,7 @@ class _CodeFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         value = self.value()
-        return queryset.filter(**{self.field: value}) if value else queryset
+        return self.rows(queryset).filter(**{self.field: value}) if value else queryset
 
 
 class ErrorFilter(_CodeFilter):
@@ -46,6 +51,28 @@ class ErrorFilter(_CodeFilter):
     field = "error_type"
     # A person's Stop is no error: it is a choice of "outcome" (FinishedFilter).
     not_listed = (STOPPED_LOG_TYPE,)
+
+    def rows(self, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        return queryset.exclude(_cut_short_by_a_stop())
+
+
+def _cut_short_by_a_stop() -> Q:
+    """Requests "interrupted" by a person's Stop, not by a fault.
+
+    "interrupted" is what the engine writes on every request a session left unfinished when
+    it resumes: after a worker died (a real fault, which "By error" must still list) and
+    after a Stop cancelled the request in flight (the stop's tidy-up turns it into "stopped"
+    only when the reply had text to keep). The two differ in the session: a stopped one ends
+    with ``aborted_by_user``. A request of that session's turn (its root message) counts as
+    the stop's; one a worker's death cut short earlier in a session a person then stopped is
+    also counted so, which is the rarer mistake and hides no failure a person did not end.
+    """
+    stopped = ThreadSession.objects.filter(
+        thread_id=OuterRef("thread_id"),
+        root_message_id=OuterRef("message_id"),
+        stop_reason="aborted_by_user",
+    )
+    return Q(error_type="interrupted") & Q(Exists(stopped))
 
 
 class EndedFilter(_CodeFilter):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -264,3 +265,46 @@ def test_a_stopped_request_is_shown_neutrally_and_is_not_an_error(
     assert "?error=step_error" in page  # a real failure is still listed
     assert "Stopped by a person" in page
     assert staff.get(url + "?finished=stopped").context["cl"].result_count == 1
+
+
+def test_by_error_lists_interrupted_only_when_no_person_stopped_it(
+    staff: Client, thread: Thread
+) -> None:
+    """A request a Stop cut short before any text stays "interrupted" in the data, yet it is a
+    person's stop: "By error" leaves it out; one a worker's death cut short is still listed."""
+    turn = uuid.uuid4()
+    ThreadSession.objects.create(
+        thread=thread,
+        status=ThreadSession.Status.STOPPED,
+        root_message_id=turn,
+        stop_reason="aborted_by_user",
+    )
+    Log.objects.create(
+        thread=thread,
+        kind="llm",
+        model="m",
+        is_complete=True,
+        error_type="interrupted",
+        message_id=turn,
+    )
+    url = reverse("admin:agents_app_log_changelist")
+    assert "?error=interrupted" not in staff.get(url).content.decode()
+
+    died = uuid.uuid4()
+    ThreadSession.objects.create(
+        thread=thread,
+        status=ThreadSession.Status.COMPLETED,
+        root_message_id=died,
+        stop_reason="completed",
+    )
+    Log.objects.create(
+        thread=thread,
+        kind="llm",
+        model="m",
+        is_complete=True,
+        error_type="interrupted",
+        message_id=died,
+    )
+    assert "?error=interrupted" in staff.get(url).content.decode()
+    # Choosing it finds the worker's death only.
+    assert staff.get(url + "?error=interrupted").context["cl"].result_count == 1
