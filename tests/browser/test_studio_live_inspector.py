@@ -6,6 +6,7 @@ part with a size note. Screenshots at desktop (1280 px) and phone (375 px) width
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -194,7 +195,68 @@ def test_stop_from_the_inspector(page: Page, site: Site) -> None:
     stored = call_api(site, "bob", "GET", f"/api/threads/{thread_id}/messages?limit=50")
     replies = [m for m in stored["messages"] if m["role"] == "assistant"]
     assert all("Sentence 19" not in (m["content"] or "") for m in replies), "it did not stop"
+    # A person's stop is no failure (as on the Logs page): the request it cut short reads
+    # "■ Stopped" with no red bar or badge, and the state dot and the notice are not red.
+    row = page.locator("#log-list .log-row").first
+    expect(row.locator(".log-stopped")).to_have_text("■ Stopped")
+    expect(row).not_to_have_class(re.compile(r"\blog-failed\b"))
+    expect(row.locator(".log-error")).to_have_count(0)
+    assert _colour(page, "#inspector-state", "::before", "background-color") != DANGER
+    assert _colour(page, "#transcript .notice-stopped", "", "color") == _colour(
+        page, "#transcript .msg-assistant", "", "color"
+    ), "the stop notice is drawn in the failure colours"
+    row.click()
+    expect(page.locator("#log-detail .log-title .log-stopped")).to_have_text("■ Stopped")
+    expect(page.locator("#log-detail .log-error-text")).to_have_count(0)
+    page.locator("#log-back").click()
     shot(page, "studio-inspector-stopped")
+    assert page.console_errors == []  # type: ignore[attr-defined]
+
+
+DANGER = "rgb(179, 38, 30)"  # --ins-danger
+
+
+def _colour(page: Page, selector: str, pseudo: str, prop: str) -> str:
+    return str(
+        page.locator(selector).first.evaluate(
+            f"(n) => getComputedStyle(n, {pseudo!r} || null).{_camel(prop)}"
+        )
+    )
+
+
+def _camel(prop: str) -> str:
+    head, *rest = prop.split("-")
+    return head + "".join(p.capitalize() for p in rest)
+
+
+FAILING = """
+from agents_app.services.definition_saves import save_definitions
+from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
+model = ModelDefinition(
+    name="refused_model", provider="test", model="scripted",
+    script=[{"error": {"message": "Incorrect API key provided", "status": 401}}],
+)
+prompt = PromptDefinition(name="refused_prompt", model="refused_model", prompt="Answer.")
+agent = AgentDefinition(name="refused_writer", title="Refused writer",
+                        side_a=SideConfig(prompt="refused_prompt"))
+save_definitions([("model", model), ("prompt", prompt), ("agent", agent)], strict_code_names=False)
+"""
+
+
+def test_a_failed_request_stays_red_in_the_inspector(page: Page, site: Site) -> None:
+    """The stop's neutral look is for a person's stop only: a provider's refusal is a failure."""
+    site.python(FAILING)
+    thread_id = _thread(site, "bob", "refused_writer")
+    admin_login(page, site)
+    _inspect(page, site, thread_id)
+    _say(site, "bob", thread_id, "Hello?")
+    row = page.locator("#log-list .log-row").first
+    expect(row.locator(".log-error")).to_have_text("failed")
+    expect(row).to_have_class(re.compile(r"\blog-failed\b"))
+    expect(row.locator(".log-stopped")).to_have_count(0)
+    assert _colour(page, "#log-list .log-row .log-error", "", "color") == DANGER
+    row.click()
+    expect(page.locator("#log-detail .log-error-text")).to_contain_text("Incorrect API key")
     assert page.console_errors == []  # type: ignore[attr-defined]
 
 

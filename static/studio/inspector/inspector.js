@@ -138,7 +138,10 @@ const logStream = new ThreadStream(boot.threadId, {
     if (frame.type === 'log_data') {
       logs.upsert(frame.log_id || frame.data?.id, frame.data || {});
       schedulePanels(); // the cost and the session's state move with the requests
-    } else if (frame.type === 'kv_data' || frame.type === 'stopped_by_user') schedulePanels();
+    } else if (frame.type === 'stopped_by_user') {
+      logs.stoppedByPerson();
+      schedulePanels();
+    } else if (frame.type === 'kv_data') schedulePanels();
   },
   onOpen: () => {
     logsLive.textContent = 'live';

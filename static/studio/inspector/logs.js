@@ -13,11 +13,16 @@ const vendor = (name) => VENDORS[name] || name;
 // Rows of the API (`GET …/logs`) and of `log_data` frames differ in a few names over time;
 // read both.
 const modelOf = (log) => log.model || log.model_name || '';
-const isError = (log) => Boolean(log.error || log.error_type);
+// A request a person stopped is no failure (as on the Logs page): stored as `stopped` once the
+// stop's tidy-up ran, but its live frame still says `interrupted` (the engine closes the request
+// before the tidy-up), so the pane also counts the requests a `stopped_by_user` frame followed.
+const isStopped = (log, stopped) => log.error_type === 'stopped' || Boolean(stopped?.has(log.id));
+const isError = (log, stopped) => !isStopped(log, stopped) && Boolean(log.error || log.error_type);
 
-function statusBadge(log) {
+function statusBadge(log, stopped) {
   if (!log.is_complete) return el('span', { className: 'log-badge log-running', text: 'running…' });
-  if (isError(log)) return el('span', { className: 'log-badge log-error', text: log.error_type === 'interrupted' ? 'interrupted' : 'failed' });
+  if (isStopped(log, stopped)) return el('span', { className: 'log-badge log-stopped', title: 'Stopped by a person', text: '■ Stopped' });
+  if (isError(log, stopped)) return el('span', { className: 'log-badge log-error', text: log.error_type === 'interrupted' ? 'interrupted' : 'failed' });
   return el('span', { className: 'log-badge log-done', text: log.finish_reason || 'done' });
 }
 
@@ -45,6 +50,8 @@ export class LogPane {
   constructor({ threadId, list, empty, countNode, listView, detailView, detailBody, back, logUrl, onDetail }) {
     Object.assign(this, { threadId, list, empty, countNode, listView, detailView, detailBody, logUrl, onDetail });
     this.logs = new Map();
+    this.stopped = new Set(); // requests a person's stop cut short (see isStopped)
+    this.cutShort = new Set(); // interrupted since the last request that went on: a stop's, if one follows
     this.openId = null;
     this.view = null; // "View as" provider of the detail shown
     this.queued = false;
@@ -66,8 +73,20 @@ export class LogPane {
   upsert(id, data) {
     const log = { ...(this.logs.get(id) || {}), ...data, id };
     this.logs.set(id, log);
+    // A worker that died leaves its request `interrupted` too, but the session then goes on
+    // with a new request; a stop ends it, and its `stopped_by_user` frame comes next.
+    if (log.error_type === 'interrupted') this.cutShort.add(id);
+    else if (!log.is_complete) this.cutShort.clear();
     this.render();
     if (id === this.openId && log.is_complete) this.open(id, { keepScroll: true });
+  }
+
+  // The session's stop frame: the requests it cut short are a person's stop, not a failure.
+  stoppedByPerson() {
+    for (const id of this.cutShort) this.stopped.add(id);
+    this.cutShort.clear();
+    this.render();
+    if (this.openId && this.stopped.has(this.openId)) this.open(this.openId, { keepScroll: true });
   }
 
   // Ladders (attempt 1, its retries and fallbacks), each nested under the log of the call that
@@ -116,8 +135,8 @@ export class LogPane {
 
   item(ladder) {
     const last = ladder.rungs[ladder.rungs.length - 1];
-    const row = el('button', { type: 'button', className: `log-row log-${last.kind}${isError(last) ? ' log-failed' : ''}`, 'data-log-id': last.id, 'aria-current': last.id === this.openId ? 'true' : null },
-      el('span', { className: 'log-line' }, el('span', { className: 'log-what' }, ...summary(last)), statusBadge(last)),
+    const row = el('button', { type: 'button', className: `log-row log-${last.kind}${isError(last, this.stopped) ? ' log-failed' : ''}${isStopped(last, this.stopped) ? ' log-stopped-row' : ''}`, 'data-log-id': last.id, 'aria-current': last.id === this.openId ? 'true' : null },
+      el('span', { className: 'log-line' }, el('span', { className: 'log-what' }, ...summary(last)), statusBadge(last, this.stopped)),
       el('span', { className: 'log-line log-numbers' }, el('span', { text: numbers(last) }), el('time', { text: clock(last.created_at) })));
     row.addEventListener('click', () => this.open(last.id));
     const li = el('li', { className: 'log-item' }, row);
@@ -126,7 +145,7 @@ export class LogPane {
         ladder.rungs.map((rung, i) => {
           const fallback = i > 0 && modelOf(rung) !== modelOf(ladder.rungs[i - 1]);
           const what = i === 0 ? 'Attempt 1' : `${fallback ? 'Fallback' : 'Retry'}: attempt ${rung.attempt || i + 1}`;
-          const button = el('button', { type: 'button', className: 'link-like', 'data-log-id': rung.id }, `${what} · ${modelOf(rung)} · `, statusBadge(rung));
+          const button = el('button', { type: 'button', className: 'link-like', 'data-log-id': rung.id }, `${what} · ${modelOf(rung)} · `, statusBadge(rung, this.stopped));
           button.addEventListener('click', () => this.open(rung.id));
           return el('li', {}, button, rung.error ? el('span', { className: 'log-rung-error', text: ` ${rung.error.split('\n')[0].slice(0, 140)}` }) : null);
         })));
@@ -189,7 +208,7 @@ function renderDetail(d, pane) {
   }
   out.push(nav);
   const what = d.kind === 'tool' ? `Tool call ${d.tool_name || ''}` : d.kind === 'system' ? 'Runtime event' : `Request to ${d.model || d.model_name || 'a model'}`;
-  out.push(el('h3', { className: 'log-title' }, what, ' ', statusBadge(d)));
+  out.push(el('h3', { className: 'log-title' }, what, ' ', statusBadge(d, pane.stopped)));
   const sub = [d.provider && `provider ${vendor(d.provider)}`, d.model_name && `model id ${d.model_name}`, d.prompt_name && `prompt ${d.prompt_name}`, `attempt ${d.attempt || 1}`, clock(d.created_at)].filter(Boolean);
   out.push(el('p', { className: 'inspector-help', text: sub.join(' · ') }));
   const facts = el('dl', { className: 'log-facts' });
@@ -210,7 +229,8 @@ function renderDetail(d, pane) {
     ...(d.status_code ? fact('HTTP status', String(d.status_code), 'status_code') : []),
   );
   out.push(facts);
-  if (d.error) out.push(el('div', { className: 'inspector-error log-error-text' }, el('strong', { text: 'Error: ' }), d.error));
+  if (isStopped(d, pane.stopped)) out.push(el('p', { className: 'inspector-help log-stopped-text', text: 'Stopped by a person: no failure of the model’s.' }));
+  else if (d.error) out.push(el('div', { className: 'inspector-error log-error-text' }, el('strong', { text: 'Error: ' }), d.error));
   if (d.ladder && d.ladder.length > 1) {
     const list = el('ol', { className: 'log-ladder' });
     for (const rung of d.ladder) {
