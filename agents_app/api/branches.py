@@ -14,6 +14,13 @@ from agents_app.api.authed import AuthedRequest
 from agents_app.api.limits import limited
 from agents_app.api.messages import AttachmentIn
 from agents_app.api.redacting import redacts_thread_data, request_redactors
+from agents_app.api.responses import (
+    ActivePathOut,
+    ContinueOut,
+    MessageQueuedOut,
+    MessageTreeOut,
+    ThreadForkedOut,
+)
 from agents_app.api.schemas import ERRORS, IdempotencyKey, refuse_unsupported
 from agents_app.services import branches
 from agents_app.services.idempotency import idempotency_request
@@ -45,7 +52,7 @@ def _attachments(payload: EditIn) -> list[NewAttachment]:
 
 @router.post(
     "/{thread_id}/messages/{message_id}/edit",
-    response={202: dict, **ERRORS},
+    response={202: MessageQueuedOut, **ERRORS},
     summary="Edit a user message (a new version)",
 )
 @redacts_thread_data
@@ -78,7 +85,7 @@ def message_edit(
 
 @router.post(
     "/{thread_id}/messages/{message_id}/regenerate",
-    response={202: dict, **ERRORS},
+    response={202: ContinueOut, **ERRORS},
     summary="Regenerate a reply (a new version)",
 )
 @limited("message_post")
@@ -87,14 +94,16 @@ def reply_regenerate(request: AuthedRequest, thread_id: str, message_id: str) ->
     return Status(202, branches.reply_regenerate(thread=thread, message_id=message_id))
 
 
-@router.put("/{thread_id}/active", response={200: dict, **ERRORS}, summary="Switch version")
+@router.put(
+    "/{thread_id}/active", response={200: ActivePathOut, **ERRORS}, summary="Switch version"
+)
 def active_set(request: AuthedRequest, thread_id: str, payload: MessageRefIn) -> dict[str, Any]:
     thread = selectors.access_thread(thread_id, request.auth, action="change")
     path = branches.active_set(thread=thread, message_id=payload.message_id)
     return {"active_path": path, "leaf_id": path[-1] if path else None}
 
 
-@router.post("/{thread_id}/fork", response={200: dict, **ERRORS}, summary="Fork")
+@router.post("/{thread_id}/fork", response={200: ThreadForkedOut, **ERRORS}, summary="Fork")
 @limited("thread_create")
 def thread_fork(request: AuthedRequest, thread_id: str, payload: MessageRefIn) -> dict[str, Any]:
     user = request.auth
@@ -103,7 +112,7 @@ def thread_fork(request: AuthedRequest, thread_id: str, payload: MessageRefIn) -
     return {"threadId": str(fork.pk), "message": "Thread forked"}
 
 
-@router.get("/{thread_id}/tree", response={200: dict, **ERRORS}, summary="Message tree")
+@router.get("/{thread_id}/tree", response={200: MessageTreeOut, **ERRORS}, summary="Message tree")
 @redacts_thread_data
 def message_tree(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
     thread = selectors.access_thread(thread_id, request.auth, action="view")

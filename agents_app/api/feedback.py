@@ -8,6 +8,7 @@ from ninja import Field, Router, Schema
 
 from agents_app import selectors
 from agents_app.api.authed import AuthedRequest
+from agents_app.api.responses import FeedbackSetOut, FeedbackWithdrawnOut
 from agents_app.api.schemas import ERRORS
 from agents_app.services import feedback as feedback_service
 
@@ -22,7 +23,7 @@ class FeedbackIn(Schema):
 
 @router.post(
     "/{thread_id}/messages/{message_id}/feedback",
-    response={200: dict, **ERRORS},
+    response={200: FeedbackSetOut, **ERRORS},
     summary="Rate a reply (a second call replaces the first)",
 )
 def feedback_post(
@@ -41,7 +42,7 @@ def feedback_post(
 
 @router.delete(
     "/{thread_id}/messages/{message_id}/feedback",
-    response={200: dict, **ERRORS},
+    response={200: FeedbackWithdrawnOut, **ERRORS},
     summary="Withdraw your rating of a reply",
 )
 def feedback_delete(request: AuthedRequest, thread_id: str, message_id: str) -> dict[str, Any]:

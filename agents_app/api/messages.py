@@ -12,7 +12,7 @@ from agents_app import selectors
 from agents_app.api.authed import AuthedRequest
 from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data, request_redactors
-from agents_app.api.responses import MessagePageOut, SuccessOut
+from agents_app.api.responses import MessagePageOut, MessageQueuedOut, SuccessOut
 from agents_app.api.schemas import ERRORS, IdempotencyKey, id_list
 from agents_app.services import branches, feedback
 from agents_app.services import messages as message_service
@@ -77,7 +77,9 @@ def message_list(
     return {"messages": page, "total": total, "hasMore": has_more}
 
 
-@router.post("/{thread_id}/messages", response={202: dict, **ERRORS}, summary="Send a message")
+@router.post(
+    "/{thread_id}/messages", response={202: MessageQueuedOut, **ERRORS}, summary="Send a message"
+)
 @redacts_thread_data
 @limited("message_post")
 def message_post(

@@ -26,6 +26,11 @@ Bool = Annotated[Any, WithJsonSchema({"type": "boolean"})]
 Object = Annotated[Any, WithJsonSchema(_OBJECT)]
 Objects = Annotated[Any, WithJsonSchema({"type": "array", "items": _OBJECT})]
 Strings = Annotated[Any, WithJsonSchema({"type": "array", "items": {"type": "string"}})]
+Number = Annotated[Any, WithJsonSchema({"type": "number"})]
+IntOrNull = Annotated[Any, WithJsonSchema({"anyOf": [{"type": "integer"}, _NULL]})]
+Null = Annotated[Any, WithJsonSchema(_NULL)]
+# Any JSON value (a stored value, a timestamp whose encoding the route does not fix).
+Value = Annotated[Any, WithJsonSchema({})]
 
 
 class Out(BaseModel):
@@ -42,6 +47,80 @@ class ThreadCreatedOut(Out):
     threadId: Str
     agent_id: Str
     message: Str
+
+
+class ThreadFieldsOut(Out):
+    id: Str
+    agent_id: Str
+    user_id: StrOrNull
+    tags: Strings
+    parent: StrOrNull
+    terminated: IntOrNull
+    created_at: Int
+
+
+class ThreadAgentOut(Out):
+    id: Str
+    title: Str
+    description: StrOrNull
+    icon: StrOrNull
+    side_a_backing: Str
+    side_b_backing: Str
+    side_a_label: StrOrNull
+    side_b_label: StrOrNull
+    side_a_agent_prompt: Str
+    side_b_agent_prompt: StrOrNull
+    side_a_handler: Null
+    side_b_handler: Null
+    feedback_reasons: Strings
+    tool_activity: Value
+
+
+class ThreadStatsOut(Out):
+    message_count: Int
+    log_count: Int
+
+
+class ThreadDetailOut(Out):
+    thread: ThreadFieldsOut
+    agent: ThreadAgentOut
+    stats: ThreadStatsOut
+
+
+class ThreadUpdatedOut(Out):
+    id: Str
+    agent_id: Str
+    user_id: StrOrNull
+    tags: Strings
+    env_types: Object
+    created_at: Int
+
+
+class ModelCostOut(Out):
+    modelName: Str
+    totalCost: Number
+    inputCost: Number
+    cachedCost: Number
+    outputCost: Number
+    routerFeeCost: Number
+    requestCount: Int
+    avgCostPerRequest: Number
+
+
+class ThreadCostOut(Out):
+    totalCost: Number
+    inputCost: Number
+    cachedCost: Number
+    outputCost: Number
+    routerFeeCost: Number
+    ownCost: Number
+    requestCount: Int
+    messageCount: Int
+    avgCostPerMessage: Number
+    modelBreakdown: list[ModelCostOut]
+    avgCostPerMessageByModel: Object
+    threads: Objects
+    truncated: Bool
 
 
 class ThreadPageOut(Out):
@@ -85,6 +164,52 @@ class MessageQueuedOut(Out):
     queueId: Str
     messageId: Str
     message: Str
+
+
+class ActivePathOut(Out):
+    active_path: Strings
+    leaf_id: StrOrNull
+
+
+class ThreadForkedOut(Out):
+    threadId: Str
+    message: Str
+
+
+class TreeNodeOut(Out):
+    id: Str
+    follows: StrOrNull
+    role: Str
+    status: Str
+    created_at: Value
+    active: Bool
+    preview: Str
+    branch: Object
+
+
+class MessageTreeOut(Out):
+    nodes: list[TreeNodeOut]
+    active_path: Strings
+
+
+class FeedbackOut(Out):
+    score: Int
+    reason: StrOrNull
+    comment: StrOrNull
+
+
+class FeedbackSetOut(Out):
+    feedback: FeedbackOut
+
+
+class FeedbackWithdrawnOut(Out):
+    withdrawn: Bool
+    feedback: Null
+
+
+class TriggerFiredOut(Out):
+    threadId: Str
+    messageId: Str
 
 
 class StoppedOut(Out):

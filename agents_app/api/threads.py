@@ -14,7 +14,16 @@ from agents_app import selectors
 from agents_app.api.authed import AuthedRequest
 from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data
-from agents_app.api.responses import SubagentsOut, ThreadDeletedOut, ThreadOwnersOut, ThreadPageOut
+from agents_app.api.responses import (
+    SubagentsOut,
+    ThreadCostOut,
+    ThreadCreatedOut,
+    ThreadDeletedOut,
+    ThreadDetailOut,
+    ThreadOwnersOut,
+    ThreadPageOut,
+    ThreadUpdatedOut,
+)
 from agents_app.api.schemas import ERRORS, ErrorOut, IdempotencyKey, refuse_unsupported
 from agents_app.errors import Invalid
 from agents_app.icons import request_origin
@@ -86,7 +95,7 @@ class ThreadListQuery(Schema):
     include_children: bool = False
 
 
-@router.post("", response={200: dict, **ERRORS}, summary="Create a thread")
+@router.post("", response={200: ThreadCreatedOut, **ERRORS}, summary="Create a thread")
 @limited("thread_create")
 def thread_create(
     request: AuthedRequest,
@@ -161,13 +170,13 @@ def _thread(request: AuthedRequest, thread_id: str) -> Thread:
     return selectors.access_thread(thread_id, request.auth)
 
 
-@router.get("/{thread_id}", response={200: dict, **ERRORS}, summary="Get a thread")
+@router.get("/{thread_id}", response={200: ThreadDetailOut, **ERRORS}, summary="Get a thread")
 @redacts_thread_data
 def thread_get(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
     return selectors.thread_detail(_thread(request, thread_id), request_origin(request))
 
 
-@router.patch("/{thread_id}", response={200: dict, **ERRORS}, summary="Update a thread")
+@router.patch("/{thread_id}", response={200: ThreadUpdatedOut, **ERRORS}, summary="Update a thread")
 @redacts_thread_data
 def thread_patch(request: AuthedRequest, thread_id: str, payload: ThreadPatchIn) -> dict[str, Any]:
     thread = _thread(request, thread_id)
@@ -215,7 +224,9 @@ def thread_subagents(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
     return {"subagents": subagent_registry(_thread(request, thread_id))}
 
 
-@router.get("/{thread_id}/cost", response={200: dict, **ERRORS}, summary="Cost, recursively")
+@router.get(
+    "/{thread_id}/cost", response={200: ThreadCostOut, **ERRORS}, summary="Cost, recursively"
+)
 def thread_cost(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
     return selectors.thread_cost(_thread(request, thread_id))
 

@@ -9,6 +9,7 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
 from agents_app.api.authed import AuthedRequest
+from agents_app.api.responses import TriggerFiredOut
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import NotFound
 from agents_app.models import Trigger
@@ -53,6 +54,8 @@ def trigger_revoke(request: HttpRequest, trigger_id: str) -> dict[str, Any]:
     return triggers.trigger_wire(triggers.trigger_revoke(pk))
 
 
-@inbound.post("/{token}", auth=None, response={202: dict, **ERRORS}, summary="Fire a trigger")
+@inbound.post(
+    "/{token}", auth=None, response={202: TriggerFiredOut, **ERRORS}, summary="Fire a trigger"
+)
 def trigger_fire(request: HttpRequest, token: str) -> tuple[int, dict[str, Any]]:
     return 202, fire(token, request.headers, request.body)
