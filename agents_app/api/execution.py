@@ -12,6 +12,12 @@ from agents_app import selectors
 from agents_app.api.authed import AuthedRequest
 from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.responses import ContinueOut, PendingToolCallsOut, StoppedOut
+from agents_app.api.run_responses import (
+    EffectCanceledOut,
+    EffectPageOut,
+    EffectRanOut,
+    ToolResultOut,
+)
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Invalid, NotFound
 from agents_app.orchestration import effect_runner
@@ -50,7 +56,7 @@ def pending_tool_calls(request: AuthedRequest, thread_id: str) -> dict[str, Any]
 
 @router.post(
     "/{thread_id}/tool-result",
-    response={200: dict, **ERRORS},
+    response={200: ToolResultOut, **ERRORS},
     summary="Approve, reject, or answer a waiting tool call",
     openapi_extra={
         "requestBody": {
@@ -138,7 +144,9 @@ def _side(body: bytes) -> str:
     return str(side)
 
 
-@router.get("/{thread_id}/effects", response={200: dict, **ERRORS}, summary="Scheduled effects")
+@router.get(
+    "/{thread_id}/effects", response={200: EffectPageOut, **ERRORS}, summary="Scheduled effects"
+)
 @redacts_thread_data
 def effect_list(
     request: AuthedRequest, thread_id: str, params: Query[EffectListQuery]
@@ -156,14 +164,18 @@ def _effect(request: AuthedRequest, thread_id: str, effect_id: str) -> Any:
 
 
 @router.post(
-    "/{thread_id}/effects/{effect_id}/cancel", response={200: dict, **ERRORS}, summary="Cancel"
+    "/{thread_id}/effects/{effect_id}/cancel",
+    response={200: EffectCanceledOut, **ERRORS},
+    summary="Cancel",
 )
 def effect_cancel(request: AuthedRequest, thread_id: str, effect_id: str) -> dict[str, Any]:
     return effect_service.effect_cancel(effect=_effect(request, thread_id, effect_id))
 
 
 @router.post(
-    "/{thread_id}/effects/{effect_id}/run", response={200: dict, **ERRORS}, summary="Run now"
+    "/{thread_id}/effects/{effect_id}/run",
+    response={200: EffectRanOut, **ERRORS},
+    summary="Run now",
 )
 def effect_run(request: AuthedRequest, thread_id: str, effect_id: str) -> dict[str, Any]:
     return effect_runner.effect_run(effect=_effect(request, thread_id, effect_id))

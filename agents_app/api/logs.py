@@ -9,6 +9,12 @@ from ninja import Field, Query, Router, Schema
 from agents_app import selectors
 from agents_app.api.authed import AuthedRequest
 from agents_app.api.redacting import redacts_thread_data, request_redactors
+from agents_app.api.run_responses import (
+    LogDetailOut,
+    LogPageOut,
+    ThreadDiagnosticsOut,
+    ThreadRevivedOut,
+)
 from agents_app.api.schemas import ERRORS, id_list
 from agents_app.errors import Invalid
 from agents_app.services import instance_info, thread_revive
@@ -25,7 +31,7 @@ class LogListQuery(Schema):
     messageIds: str | None = Field(None, max_length=8000)
 
 
-@router.get("/{thread_id}/logs", response={200: dict, **ERRORS}, summary="Logs")
+@router.get("/{thread_id}/logs", response={200: LogPageOut, **ERRORS}, summary="Logs")
 @redacts_thread_data
 def log_list(request: AuthedRequest, thread_id: str, params: Query[LogListQuery]) -> dict[str, Any]:
     thread = selectors.access_thread(thread_id, request.auth)
@@ -40,7 +46,7 @@ def log_list(request: AuthedRequest, thread_id: str, params: Query[LogListQuery]
     return {"logs": logs, "total": total, "hasMore": has_more}
 
 
-@router.get("/{thread_id}/logs/{log_id}", response={200: dict, **ERRORS}, summary="One log")
+@router.get("/{thread_id}/logs/{log_id}", response={200: LogDetailOut, **ERRORS}, summary="One log")
 @redacts_thread_data
 def log_get(request: AuthedRequest, thread_id: str, log_id: str) -> dict[str, Any]:
     thread = selectors.access_thread(thread_id, request.auth)
@@ -66,14 +72,20 @@ def log_inspect(
     return body
 
 
-@router.get("/{thread_id}/diagnostics", response={200: dict, **ERRORS}, summary="Execution health")
+@router.get(
+    "/{thread_id}/diagnostics",
+    response={200: ThreadDiagnosticsOut, **ERRORS},
+    summary="Execution health",
+)
 @redacts_thread_data
 def thread_diagnostics(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
     thread = selectors.access_thread(thread_id, request.auth)
     return instance_info.thread_diagnostics(thread)
 
 
-@router.post("/{thread_id}/revive", response={200: dict, **ERRORS}, summary="Probe and revive")
+@router.post(
+    "/{thread_id}/revive", response={200: ThreadRevivedOut, **ERRORS}, summary="Probe and revive"
+)
 def thread_revive_now(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
     thread = selectors.access_thread(thread_id, request.auth)
     return thread_revive.thread_revive(thread)
