@@ -21,6 +21,18 @@ from agents_app.api.authed import AuthedRequest
 from agents_app.api.file_responses import harden, served_type
 from agents_app.api.redacting import redacts_thread_data
 from agents_app.api.schemas import ERRORS
+from agents_app.api.storage_responses import (
+    AttachmentRefOut,
+    DirectoryMadeOut,
+    FsFileOut,
+    FsFoundOut,
+    FsGrepOut,
+    FsListingOut,
+    FsStatsOut,
+    ValueOut,
+    ValuePageOut,
+    ValueSetOut,
+)
 from agents_app.errors import Invalid, NotFound
 from agents_app.models import Thread, ThreadFile
 from agents_app.services import thread_files, thread_values
@@ -58,7 +70,9 @@ class ValueKeyIn(Schema):
     key: str = Field(..., min_length=1, max_length=KEY_MAX)
 
 
-@router.get("/{thread_id}/kv", response={200: dict, **ERRORS}, summary="Read values")
+@router.get(
+    "/{thread_id}/kv", response={200: ValueOut | ValuePageOut, **ERRORS}, summary="Read values"
+)
 @redacts_thread_data
 def value_get(request: AuthedRequest, thread_id: str, params: Query[ValueQuery]) -> dict[str, Any]:
     thread = _thread(request, thread_id)
@@ -87,7 +101,7 @@ def value_get(request: AuthedRequest, thread_id: str, params: Query[ValueQuery])
     }
 
 
-@router.post("/{thread_id}/kv", response={200: dict, **ERRORS}, summary="Write a value")
+@router.post("/{thread_id}/kv", response={200: ValueSetOut, **ERRORS}, summary="Write a value")
 @redacts_thread_data
 def value_set(request: AuthedRequest, thread_id: str, payload: ValueIn) -> dict[str, Any]:
     return thread_values.value_set(
@@ -140,7 +154,11 @@ def _listing(thread: Thread, path: str) -> dict[str, Any]:
     return {"files": [thread_files.file_wire(r) for r in rows], "path": path}
 
 
-@router.get("/{thread_id}/fs", response={200: dict, **ERRORS}, summary="Root, stats, find, grep")
+@router.get(
+    "/{thread_id}/fs",
+    response={200: FsStatsOut | FsFoundOut | FsGrepOut | FsListingOut, **ERRORS},
+    summary="Root, stats, find, grep",
+)
 @redacts_thread_data
 def fs_root(request: AuthedRequest, thread_id: str, params: Query[FsRootQuery]) -> dict[str, Any]:
     thread = _thread(request, thread_id)
@@ -205,7 +223,20 @@ def _path(raw: str) -> str:
     return thread_files.normalize_path(raw)
 
 
-@router.get("/{thread_id}/fs/{path:path}", response={200: dict, **ERRORS}, summary="Read")
+# A file's own bytes (served with its type) or its JPEG thumbnail are not JSON: ninja
+# describes one schema per status, so the raw types are added to the 200's content.
+_RAW_CONTENT = {
+    "*/*": {"schema": {"type": "string", "format": "binary"}},
+    "image/jpeg": {"schema": {"type": "string", "format": "binary"}},
+}
+
+
+@router.get(
+    "/{thread_id}/fs/{path:path}",
+    response={200: FsListingOut | FsFileOut, **ERRORS},
+    summary="Read (a directory's listing, ?format=json's record, else the bytes)",
+    openapi_extra={"responses": {200: {"content": _RAW_CONTENT}}},
+)
 @redacts_thread_data
 def fs_read(request: AuthedRequest, thread_id: str, path: str, params: Query[FsPathQuery]) -> Any:
     thread = _thread(request, thread_id)
@@ -252,13 +283,13 @@ class FileJsonIn(Schema):
 
 @router.post(
     "/{thread_id}/fs/{path:path}",
-    response={201: dict, **ERRORS},
+    response={201: AttachmentRefOut | DirectoryMadeOut, **ERRORS},
     summary="Write a file (raw body, or JSON {data, mimeType}) or make a directory",
     openapi_extra={
         "requestBody": {
             "content": {
                 "application/json": {"schema": FileJsonIn.model_json_schema()},
-                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+                "*/*": {"schema": {"type": "string", "format": "binary"}},
             }
         }
     },
