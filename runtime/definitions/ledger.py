@@ -4,7 +4,7 @@ A setting that is accepted and then silently ignored is worse than a missing one
 believes it works. So each field of the definition schemas (agent, side, session tool binding,
 prompt and its parts, tool entry, resumable, reasoning, model, its capabilities and test script,
 MCP server, the thread creation body) has one row here naming where it is honoured and the
-test that shows it, or the contexts in which it is refused. ``tests/runtime/test_definition_ledger.py``
+test that shows it, or the contexts in which it is refused. ``tests/runtime/definitions/test_definition_ledger.py``
 walks the pydantic schemas and fails on a field without a row, on a row whose test does not
 exist, and on a stale ``docs/definitions.md`` (rendered by :func:`render_markdown`).
 
@@ -48,12 +48,12 @@ _RT = "tests/runtime/"
 _AA = "tests/agents_app/"
 _REFUSALS = _AA + "spec/test_spec_integrity_refusals.py::"
 _INTEGRITY = _RT + "test_spec_integrity_engine.py::"
-_STOPS = _RT + "test_spec_stop_conditions.py::"
+_STOPS = _RT + "loop/test_spec_stop_conditions.py::"
 _SESSION_TOOLS = _RT + "test_spec_session_tools.py::"
-_SUBAGENTS = _RT + "test_spec_subagents.py::"
+_SUBAGENTS = _RT + "delegation/test_spec_subagents.py::"
 _SUBPROMPTS = _RT + "test_subprompts.py::"
-_TEST_PROVIDER = _RT + "test_test_provider.py::"
-_IMAGES = _RT + "test_spec_images.py::"
+_TEST_PROVIDER = _RT + "providers/test_test_provider.py::"
+_IMAGES = _RT + "step/test_spec_images.py::"
 _VALIDATION = _AA + "services/test_validation_rules.py::"
 _MCP = _AA + "orchestration/test_mcp_servers.py::"
 _THREADS = _AA + "api/test_api_threads.py::"
@@ -67,7 +67,8 @@ LEDGER: dict[str, dict[str, Row]] = {
     "AgentDefinition": {
         "name": _h(
             "runtime.tools.registry (catalog key)",
-            _RT + "test_registry.py::test_registry_catalog_lists_names_descriptions_and_schemas",
+            _RT
+            + "tools/test_registry.py::test_registry_catalog_lists_names_descriptions_and_schemas",
         ),
         "title": _h(
             "agents_app.api.catalog (agent listing)",
@@ -96,12 +97,12 @@ LEDGER: dict[str, dict[str, Row]] = {
         "exposeAsTool": _h(
             "runtime.tools.toolset (agent offered as a tool)",
             _RT
-            + "test_spec_agents_as_tools.py::test_spec_7_2_agent_as_tool_runs_in_new_thread_and_returns_result",
+            + "delegation/test_spec_agents_as_tools.py::test_spec_7_2_agent_as_tool_runs_in_new_thread_and_returns_result",
         ),
         "toolDescription": _h(
             "runtime.tools.toolset",
             _RT
-            + "test_spec_agents_as_tools.py::test_spec_7_1_tool_description_is_shown_to_the_llm",
+            + "delegation/test_spec_agents_as_tools.py::test_spec_7_1_tool_description_is_shown_to_the_llm",
         ),
         "toolActivity": _h(
             "agents_app.wire (chat frames)",
@@ -130,7 +131,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         "tenvs": _h(
             "runtime.tools.tool_env (agent-level env declarations)",
             _RT
-            + "test_spec_tool_env.py::test_spec_tenvs_raw_shape_fields_are_text_and_required_unless_optional",
+            + "tools/test_spec_tool_env.py::test_spec_tenvs_raw_shape_fields_are_text_and_required_unless_optional",
         ),
         "feedbackReasons": _h(
             "agents_app.services.feedback",
@@ -221,7 +222,8 @@ LEDGER: dict[str, dict[str, Row]] = {
     "PromptDefinition": {
         "name": _h(
             "runtime.tools.registry",
-            _RT + "test_registry.py::test_registry_catalog_lists_names_descriptions_and_schemas",
+            _RT
+            + "tools/test_registry.py::test_registry_catalog_lists_names_descriptions_and_schemas",
         ),
         "toolDescription": _h(
             "runtime.tools.toolset (sub-prompt offered as a tool)",
@@ -229,29 +231,29 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "prompt": _h(
             "runtime.step.prompting (system prompt)",
-            _RT + "test_context.py::test_system_prompt_renders_text_includes_and_env_parts",
+            _RT + "step/test_context.py::test_system_prompt_renders_text_includes_and_env_parts",
         ),
         "model": _h(
             "runtime.step.llm_half",
-            _RT + "test_attempt_ladder.py::test_after_two_failures_the_fallback_model_answers",
+            _RT + "step/test_attempt_ladder.py::test_after_two_failures_the_fallback_model_answers",
         ),
         "includeChat": _h(
             "runtime.step.history",
-            _RT + "test_context.py::test_with_include_chat_the_whole_conversation_is_sent",
+            _RT + "step/test_context.py::test_with_include_chat_the_whole_conversation_is_sent",
         ),
         "includePastTools": _h(
             "runtime.step.history",
-            _RT + "test_context.py::test_with_include_past_tools_earlier_tool_rows_are_kept",
+            _RT + "step/test_context.py::test_with_include_past_tools_earlier_tool_rows_are_kept",
         ),
         "parallelToolCalls": _h(
             "runtime.providers (request body)",
             _RT
-            + "test_context.py::test_the_request_carries_the_prompt_tools_tool_choice_and_parallel_flag",
+            + "step/test_context.py::test_the_request_carries_the_prompt_tools_tool_choice_and_parallel_flag",
         ),
         "toolChoice": _h(
             "runtime.providers (request body)",
             _RT
-            + "test_context.py::test_the_request_carries_the_prompt_tools_tool_choice_and_parallel_flag",
+            + "step/test_context.py::test_the_request_carries_the_prompt_tools_tool_choice_and_parallel_flag",
         ),
         "requiredSchema": _h(
             "runtime.tools.toolset, runtime.delegation.delegate",
@@ -260,12 +262,12 @@ LEDGER: dict[str, dict[str, Row]] = {
         "responseSchema": _h(
             "runtime.step.structured, runtime.providers",
             _RT
-            + "test_spec_structured_output.py::test_spec_tool_calls_are_not_checked_against_the_response_schema",
+            + "step/test_spec_structured_output.py::test_spec_tool_calls_are_not_checked_against_the_response_schema",
         ),
         "tools": _h(
             "runtime.tools.toolset",
             _RT
-            + "test_context.py::test_the_request_carries_the_prompt_tools_tool_choice_and_parallel_flag",
+            + "step/test_context.py::test_the_request_carries_the_prompt_tools_tool_choice_and_parallel_flag",
         ),
         "reasoning": _h(
             "runtime.providers",
@@ -293,31 +295,31 @@ LEDGER: dict[str, dict[str, Row]] = {
     "PromptTextPart": {
         "type": _h(
             "runtime.step.prompting",
-            _RT + "test_context.py::test_system_prompt_renders_text_includes_and_env_parts",
+            _RT + "step/test_context.py::test_system_prompt_renders_text_includes_and_env_parts",
         ),
         "content": _h(
             "runtime.step.prompting",
-            _RT + "test_context.py::test_system_prompt_renders_text_includes_and_env_parts",
+            _RT + "step/test_context.py::test_system_prompt_renders_text_includes_and_env_parts",
         ),
     },
     "PromptIncludePart": {
         "type": _h(
             "runtime.step.prompting",
-            _RT + "test_context.py::test_system_prompt_renders_text_includes_and_env_parts",
+            _RT + "step/test_context.py::test_system_prompt_renders_text_includes_and_env_parts",
         ),
         "prompt": _h(
             "runtime.step.prompting",
-            _RT + "test_context.py::test_system_prompt_renders_text_includes_and_env_parts",
+            _RT + "step/test_context.py::test_system_prompt_renders_text_includes_and_env_parts",
         ),
     },
     "PromptEnvPart": {
         "type": _h(
             "runtime.step.prompting",
-            _RT + "test_context.py::test_system_prompt_renders_text_includes_and_env_parts",
+            _RT + "step/test_context.py::test_system_prompt_renders_text_includes_and_env_parts",
         ),
         "property": _h(
             "runtime.step.prompting (state.env)",
-            _RT + "test_context.py::test_system_prompt_renders_text_includes_and_env_parts",
+            _RT + "step/test_context.py::test_system_prompt_renders_text_includes_and_env_parts",
         ),
     },
     "ReasoningConfig": {
@@ -348,7 +350,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         "name": _h(
             "runtime.tools.toolset",
             _RT
-            + "test_context.py::test_the_request_carries_the_prompt_tools_tool_choice_and_parallel_flag",
+            + "step/test_context.py::test_the_request_carries_the_prompt_tools_tool_choice_and_parallel_flag",
         ),
         "includeTextResponse": Row(
             HONOURED,
@@ -396,7 +398,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         "optional": _h(
             "runtime.tools.toolset (entry skipped when its env value is unset)",
             _RT
-            + "test_spec_tool_env.py::test_spec_prompt_tool_entry_env_satisfies_a_required_declaration",
+            + "tools/test_spec_tool_env.py::test_spec_prompt_tool_entry_env_satisfies_a_required_declaration",
         ),
         "immediate": Row(
             HONOURED,
@@ -436,15 +438,17 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "requiresApproval": _h(
             "runtime.step.tool_half, runtime.core.waits; refused where it cannot work by runtime.definitions.validation",
-            _RT + "test_tool_waits.py::test_spec_requires_approval_is_refused_where_it_cannot_work",
+            _RT
+            + "tools/test_tool_waits.py::test_spec_requires_approval_is_refused_where_it_cannot_work",
         ),
         "client": _h(
             "runtime.step.tool_half, runtime.core.waits",
-            _RT + "test_tool_waits.py::test_spec_client_tool_result_is_what_the_model_reads",
+            _RT + "tools/test_tool_waits.py::test_spec_client_tool_result_is_what_the_model_reads",
         ),
         "waitTimeoutSeconds": _h(
             "runtime.step.tool_half, runtime.core.waits",
-            _RT + "test_tool_waits.py::test_spec_requires_approval_is_refused_where_it_cannot_work",
+            _RT
+            + "tools/test_tool_waits.py::test_spec_requires_approval_is_refused_where_it_cannot_work",
         ),
         "options": _h(
             "runtime.core.provider_tools (provider: entries; checked against the offer)",
@@ -465,7 +469,8 @@ LEDGER: dict[str, dict[str, Row]] = {
     "ModelDefinition": {
         "name": _h(
             "runtime.tools.registry",
-            _RT + "test_registry.py::test_registry_catalog_lists_names_descriptions_and_schemas",
+            _RT
+            + "tools/test_registry.py::test_registry_catalog_lists_names_descriptions_and_schemas",
         ),
         "provider": _h(
             "runtime.providers.registry", _TEST_PROVIDER + "test_unknown_provider_is_a_clear_error"
@@ -484,7 +489,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "fallbacks": _h(
             "runtime.step.llm_half (attempt ladder)",
-            _RT + "test_attempt_ladder.py::test_after_two_failures_the_fallback_model_answers",
+            _RT + "step/test_attempt_ladder.py::test_after_two_failures_the_fallback_model_answers",
         ),
         "inputPrice": _h(
             "runtime.providers.pricing",
@@ -509,12 +514,13 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "providerTools": _h(
             "runtime.core.provider_tools",
-            _RT + "test_model_api_rules.py::test_provider_tools_round_trip_through_the_definition",
+            _RT
+            + "definitions/test_model_api_rules.py::test_provider_tools_round_trip_through_the_definition",
         ),
         "api": Row(
             HONOURED,
             "runtime.providers.openai (chat vs responses)",
-            _RT + "test_model_api_rules.py::test_api_is_for_openai_models_only",
+            _RT + "definitions/test_model_api_rules.py::test_api_is_for_openai_models_only",
             f"OpenAI only; refused elsewhere ({_IMPORT_API_STUDIO})",
         ),
         "script": _h(
@@ -605,7 +611,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "completionTokens": _h(
             "runtime.providers.test_provider",
-            _RT + "test_attempt_ladder.py::test_thread_cost_is_the_sum_of_every_attempts_log",
+            _RT + "step/test_attempt_ladder.py::test_thread_cost_is_the_sum_of_every_attempts_log",
         ),
         "reasoningTokens": _h(
             "runtime.providers.test_provider",
@@ -711,15 +717,15 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "headers": _h(
             "runtime.mcp.client (${NAME} from env)",
-            _RT + "test_mcp_tools.py::test_secret_canary_in_header_or_env_never_kept",
+            _RT + "mcp/test_mcp_tools.py::test_secret_canary_in_header_or_env_never_kept",
         ),
         "env": _h(
             "runtime.mcp.client",
-            _RT + "test_mcp_tools.py::test_secret_canary_in_header_or_env_never_kept",
+            _RT + "mcp/test_mcp_tools.py::test_secret_canary_in_header_or_env_never_kept",
         ),
         "timeoutMs": _h(
             "runtime.mcp.client",
-            _RT + "test_mcp_tools.py::test_text_image_failure_and_timeout_become_tool_results",
+            _RT + "mcp/test_mcp_tools.py::test_text_image_failure_and_timeout_become_tool_results",
         ),
         "allowedTools": _h(
             "runtime.mcp.servers.McpServer.offered",
@@ -727,7 +733,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "enabled": _h(
             "runtime.tools.toolset (disabled servers offer nothing)",
-            _RT + "test_mcp_tools.py::test_unknown_or_disabled_server_tools_are_not_offered",
+            _RT + "mcp/test_mcp_tools.py::test_unknown_or_disabled_server_tools_are_not_offered",
         ),
     },
     "ThreadIn": {

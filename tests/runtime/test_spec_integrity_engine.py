@@ -13,7 +13,7 @@ from runtime.providers.test_provider import TestScript
 from runtime.state import ThreadState
 from runtime.tools.registry import define_tool
 from tests.runtime.conftest import World, agent, prompt, side
-from tests.runtime.test_spec_subagents import host  # noqa: F401  (the fixture)
+from tests.runtime.delegation.test_spec_subagents import host  # noqa: F401  (the fixture)
 
 _SCHEMA = {
     "type": "object",

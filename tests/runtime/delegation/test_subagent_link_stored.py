@@ -11,7 +11,7 @@ from runtime.delegation.inline_host import InlineHost
 from runtime.engine import Engine
 from runtime.providers.test_provider import TestScript
 from tests.runtime.conftest import World
-from tests.runtime.test_spec_subagents import _family
+from tests.runtime.delegation.test_spec_subagents import _family
 
 
 @pytest.fixture

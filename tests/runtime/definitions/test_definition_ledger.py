@@ -17,7 +17,7 @@ from runtime.definitions.ledger import (
 )
 from runtime.mcp.servers import McpServerDefinition
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ROOTS = [AgentDefinition, PromptDefinition, ModelDefinition, McpServerDefinition, ThreadIn]
 DOC = ROOT / "docs" / "definitions.md"
 
