@@ -9,13 +9,10 @@ lists its own, are refused at save, from the agent's side and from the prompt's,
 
 from __future__ import annotations
 
-import json
-from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
@@ -23,6 +20,7 @@ from agents_app.models import Agent, LanguageModel, Prompt
 from agents_app.services import definitions as definition_services
 from tests.agents_app.admin.admin_pages import errors_of, fill, post, read_form
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
+from tests.agents_app.spec.refusals import import_refused as _import
 
 pytestmark = pytest.mark.django_db
 
@@ -46,23 +44,6 @@ def registry(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         definition_services, "registered_code_names", lambda: (set(), {"audit", "trace"})
     )
-
-
-@pytest.fixture
-def staff(client: Client, ops: Any) -> Client:
-    client.force_login(ops)
-    return client
-
-
-def _import(root: Path, files: dict[str, dict[str, Any]]) -> tuple[str, str]:
-    for label, data in files.items():
-        path = root / f"{label}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data))
-    err = StringIO()
-    with pytest.raises(CommandError) as exc:
-        call_command("import_definitions", str(root), stdout=StringIO(), stderr=err)
-    return err.getvalue(), str(exc.value)
 
 
 MODEL = {"name": "m", "provider": "test", "model": "scripted"}

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
@@ -19,6 +19,7 @@ from agents_app.models import Agent, LanguageModel, Prompt
 from agents_app.services import definitions as definition_services
 from tests.agents_app.admin.admin_pages import errors_of, fill, post, read_form, set_rows
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
+from tests.agents_app.spec.refusals import import_refused as _import
 
 pytestmark = pytest.mark.django_db
 
@@ -38,24 +39,6 @@ def registry(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         definition_services, "registered_code_names", lambda: ({"lookup_order"}, set())
     )
-
-
-@pytest.fixture
-def staff(client: Client, ops: Any) -> Client:
-    client.force_login(ops)
-    return client
-
-
-def _import(root: Path, files: dict[str, dict[str, Any]]) -> tuple[str, str]:
-    """Write ``kind/name.json`` files and import them: (stderr lines, the CommandError)."""
-    for label, data in files.items():
-        path = root / f"{label}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data))
-    err = StringIO()
-    with pytest.raises(CommandError) as exc:
-        call_command("import_definitions", str(root), stdout=StringIO(), stderr=err)
-    return err.getvalue(), str(exc.value)
 
 
 def _model(name: str = "m", **extra: Any) -> dict[str, Any]:
