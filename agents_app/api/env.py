@@ -12,7 +12,9 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
 from agents_app import selectors
+from agents_app.api.account_responses import EnvVariablesOut
 from agents_app.api.authed import AuthedRequest
+from agents_app.api.responses import SuccessOut
 from agents_app.api.schemas import ERRORS
 from agents_app.models import EnvValue
 from agents_app.services.env import EnvPatch, env_apply
@@ -34,24 +36,26 @@ def _patch(payload: EnvPatchIn) -> EnvPatch:
     )
 
 
-@router.get("/envs/instance", response={200: dict, **ERRORS}, summary="Instance env (staff)")
+@router.get(
+    "/envs/instance", response={200: EnvVariablesOut, **ERRORS}, summary="Instance env (staff)"
+)
 def instance_env(request: HttpRequest) -> dict[str, Any]:
     return {"variables": selectors.env_variables(EnvValue.Scope.INSTANCE)}
 
 
-@router.patch("/envs/instance", response={200: dict, **ERRORS}, summary="Patch instance env")
+@router.patch("/envs/instance", response={200: SuccessOut, **ERRORS}, summary="Patch instance env")
 def instance_env_patch(request: AuthedRequest, payload: EnvPatchIn) -> dict[str, Any]:
     env_apply(scope=EnvValue.Scope.INSTANCE, patch=_patch(payload), actor=request.auth)
     return {"success": True}
 
 
-@router.get("/users/me/env", response={200: dict, **ERRORS}, summary="My env")
+@router.get("/users/me/env", response={200: EnvVariablesOut, **ERRORS}, summary="My env")
 def my_env(request: AuthedRequest) -> dict[str, Any]:
     user = request.auth
     return {"variables": selectors.env_variables(EnvValue.Scope.USER, user=user)}
 
 
-@router.patch("/users/me/env", response={200: dict, **ERRORS}, summary="Patch my env")
+@router.patch("/users/me/env", response={200: SuccessOut, **ERRORS}, summary="Patch my env")
 def my_env_patch(request: AuthedRequest, payload: EnvPatchIn) -> dict[str, Any]:
     user = request.auth
     env_apply(scope=EnvValue.Scope.USER, patch=_patch(payload), user=user, actor=user)

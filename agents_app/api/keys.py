@@ -12,8 +12,10 @@ from ninja import Field, Router, Schema
 from ninja.responses import Status
 
 from agents_app import wire
+from agents_app.api.account_responses import ApiKeyCreatedOut, ApiKeyListOut
 from agents_app.api.authed import AuthedRequest
 from agents_app.api.limits import limited
+from agents_app.api.responses import SuccessOut
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Invalid, NotFound
 from agents_app.models import ApiKey
@@ -38,13 +40,15 @@ def _key(row: ApiKey) -> dict[str, Any]:
     }
 
 
-@router.get("", response={200: dict, **ERRORS}, summary="My API keys")
+@router.get("", response={200: ApiKeyListOut, **ERRORS}, summary="My API keys")
 def key_list(request: AuthedRequest) -> dict[str, Any]:
     rows = ApiKey.objects.filter(user=request.auth, revoked_at__isnull=True)
     return {"keys": [_key(r) for r in rows.order_by("-created_at")]}
 
 
-@router.post("", response={201: dict, **ERRORS}, summary="Create an API key (shown once)")
+@router.post(
+    "", response={201: ApiKeyCreatedOut, **ERRORS}, summary="Create an API key (shown once)"
+)
 @limited("api_key_create")
 def key_create(request: AuthedRequest, payload: KeyIn) -> Status:
     # An API key never gets here: the route's rule is InPerson (agents_app.permissions).
@@ -58,7 +62,7 @@ def key_create(request: AuthedRequest, payload: KeyIn) -> Status:
     return Status(201, {"key": raw, **data})
 
 
-@router.delete("/{key_id}", response={200: dict, **ERRORS}, summary="Delete one of my keys")
+@router.delete("/{key_id}", response={200: SuccessOut, **ERRORS}, summary="Delete one of my keys")
 def key_delete(request: AuthedRequest, key_id: str) -> dict[str, Any]:
     row = (
         ApiKey.objects.filter(pk=int(key_id), user=request.auth, revoked_at__isnull=True).first()
