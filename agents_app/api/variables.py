@@ -10,6 +10,7 @@ from ninja import Field, Query, Router, Schema
 
 from agents_app import selectors
 from agents_app.api.authed import AuthedRequest
+from agents_app.api.definition_responses import VariablesOut
 from agents_app.api.schemas import ERRORS
 from agents_app.services.variable_scan import agent_variables, prompt_variables, tool_variables
 
@@ -28,7 +29,9 @@ def _who(request: AuthedRequest, params: VariablesQuery) -> tuple[Any, Any]:
 
 
 @router.get(
-    "/variables/agents/{name}", response={200: dict, **ERRORS}, summary="An agent's env needs"
+    "/variables/agents/{name}",
+    response={200: VariablesOut, **ERRORS},
+    summary="An agent's env needs",
 )
 def agent_variable_scan(
     request: AuthedRequest, name: str, params: Query[VariablesQuery]
@@ -37,7 +40,9 @@ def agent_variable_scan(
 
 
 @router.get(
-    "/variables/prompts/{name}", response={200: dict, **ERRORS}, summary="A prompt's env needs"
+    "/variables/prompts/{name}",
+    response={200: VariablesOut, **ERRORS},
+    summary="A prompt's env needs",
 )
 def prompt_variable_scan(
     request: AuthedRequest, name: str, params: Query[VariablesQuery]
@@ -45,7 +50,9 @@ def prompt_variable_scan(
     return {"variables": prompt_variables(name, *_who(request, params))}
 
 
-@router.get("/variables/tools/{name}", response={200: dict, **ERRORS}, summary="A tool's env needs")
+@router.get(
+    "/variables/tools/{name}", response={200: VariablesOut, **ERRORS}, summary="A tool's env needs"
+)
 def tool_variable_scan(
     request: AuthedRequest, name: str, params: Query[VariablesQuery]
 ) -> dict[str, Any]:

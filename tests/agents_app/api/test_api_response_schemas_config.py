@@ -24,6 +24,9 @@ TYPED = [
     ("patch", "/api/envs/instance", "200", ["success"]),
     ("get", "/api/users/me/env", "200", ["variables"]),
     ("patch", "/api/users/me/env", "200", ["success"]),
+    ("get", "/api/variables/agents/{name}", "200", ["variables"]),
+    ("get", "/api/variables/prompts/{name}", "200", ["variables"]),
+    ("get", "/api/variables/tools/{name}", "200", ["variables"]),
 ]
 
 
