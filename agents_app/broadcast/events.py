@@ -266,6 +266,12 @@ class LiveSink:
                 publisher = self._publisher()
                 handed: asyncio.Future[None] | None = None
                 while queue:
+                    if (
+                        handed is not None
+                        and len(queue) == 1
+                        and queue[0].get("type") in CHUNK_TYPES
+                    ):
+                        break  # a lone trailing chunk waits for its pace: later tokens merge in
                     frame = queue.popleft()
                     if frame.get("type") in CHUNK_TYPES:
                         self._last_chunk[group] = time.monotonic()
