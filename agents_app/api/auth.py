@@ -22,8 +22,9 @@ from ninja.utils import check_csrf
 
 from agents_app import wire
 from agents_app.api.authed import AuthedRequest
+from agents_app.api.instance_responses import AuthConfigOut, CsrfOut, LoginOut, RevokedOut
 from agents_app.api.limits import limited
-from agents_app.api.responses import MeOut, TicketOut
+from agents_app.api.responses import MeOut, SuccessOut, TicketOut
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Forbidden, Invalid
 from agents_app.models import ApiKey
@@ -48,7 +49,9 @@ def _csrf(request: HttpRequest) -> None:
         raise HttpError(403, "CSRF check failed")
 
 
-@router.get("/csrf", auth=None, response={200: dict}, summary="Get a CSRF token (sets the cookie)")
+@router.get(
+    "/csrf", auth=None, response={200: CsrfOut}, summary="Get a CSRF token (sets the cookie)"
+)
 def csrf_token(request: HttpRequest) -> dict[str, Any]:
     return {"csrfToken": get_token(request)}
 
@@ -60,7 +63,7 @@ def _wants_cookie(request: HttpRequest) -> bool:
     return settings.CSRF_HEADER_NAME in request.META
 
 
-@router.post("/login", auth=None, response={200: dict, **ERRORS}, summary="Log in")
+@router.post("/login", auth=None, response={200: LoginOut, **ERRORS}, summary="Log in")
 def login_view(request: HttpRequest, payload: LoginIn, response: HttpResponse) -> Any:
     cookie = _wants_cookie(request)
     if cookie:
@@ -82,12 +85,12 @@ def login_view(request: HttpRequest, payload: LoginIn, response: HttpResponse) -
     return {"token": token, "user": wire.user_wire(user), "authType": "session"}
 
 
-@router.get("/config", auth=None, response={200: dict}, summary="Sign-in options")
+@router.get("/config", auth=None, response={200: AuthConfigOut}, summary="Sign-in options")
 def auth_config(request: HttpRequest) -> dict[str, Any]:
     return instance_info.auth_config()
 
 
-@router.post("/logout", response={200: dict, **ERRORS}, summary="Log out")
+@router.post("/logout", response={200: SuccessOut, **ERRORS}, summary="Log out")
 def logout_view(request: HttpRequest) -> dict[str, Any]:
     token = getattr(request, "login_token", None)
     if token:
@@ -133,7 +136,9 @@ def websocket_ticket(request: AuthedRequest, payload: TicketIn) -> dict[str, Any
     return {"ticket": raw, "expires_in": tickets.TTL_SECONDS}
 
 
-@router.delete("/current-key", response={200: dict, **ERRORS}, summary="Revoke the key in use")
+@router.delete(
+    "/current-key", response={200: RevokedOut, **ERRORS}, summary="Revoke the key in use"
+)
 def revoke_current_key(request: HttpRequest) -> dict[str, Any]:
     if getattr(request, "auth_type", "") != "api_key":
         raise Forbidden("Only an API key can revoke itself")

@@ -18,6 +18,19 @@ from ninja import Field, Query, Router, Schema
 
 from agents_app import wire
 from agents_app.api.authed import AuthedRequest
+from agents_app.api.definition_responses import (
+    AgentOneOut,
+    AgentsOut,
+    CurlOut,
+    HandlersOut,
+    HooksOut,
+    ModelOneOut,
+    ModelsOut,
+    PromptOneOut,
+    PromptsOut,
+    ToolEntryOut,
+    ToolOneOut,
+)
 from agents_app.api.schemas import ERRORS
 from agents_app.code_registry import get_registry
 from agents_app.errors import NotFound
@@ -84,7 +97,7 @@ def _agent(row: Agent, staff: bool, origin: str | None) -> dict[str, Any]:
     return item
 
 
-@router.get("/agents", response={200: dict, **ERRORS}, tags=["catalog"], summary="Agents")
+@router.get("/agents", response={200: AgentsOut, **ERRORS}, tags=["catalog"], summary="Agents")
 def agent_list(request: AuthedRequest) -> dict[str, Any]:
     # The definition fields only for those who may read agents in the studio.
     staff = may(request.auth, AGENTS_VIEW)
@@ -96,7 +109,7 @@ def agent_list(request: AuthedRequest) -> dict[str, Any]:
     return {"agents": [_agent(r, staff, origin) for r in rows]}
 
 
-@router.get("/agents/{name}", response={200: dict, **ERRORS}, summary="One agent (staff)")
+@router.get("/agents/{name}", response={200: AgentOneOut, **ERRORS}, summary="One agent (staff)")
 def agent_get(request: HttpRequest, name: str) -> dict[str, Any]:
     return {"agent": agent_get_data(name, request_origin(request))}
 
@@ -134,14 +147,14 @@ def _prompt(row: Prompt) -> dict[str, Any]:
     }
 
 
-@router.get("/prompts", response={200: dict, **ERRORS}, summary="Prompts (staff)")
+@router.get("/prompts", response={200: PromptsOut, **ERRORS}, summary="Prompts (staff)")
 def prompt_list(request: HttpRequest) -> dict[str, Any]:
     return {
         "prompts": [_prompt(r) for r in Prompt.objects.select_related("model").order_by("name")]
     }
 
 
-@router.get("/prompts/{name}", response={200: dict, **ERRORS}, summary="One prompt (staff)")
+@router.get("/prompts/{name}", response={200: PromptOneOut, **ERRORS}, summary="One prompt (staff)")
 def prompt_get(request: HttpRequest, name: str) -> dict[str, Any]:
     return {"prompt": prompt_get_data(name)}
 
@@ -171,18 +184,18 @@ def _model(row: LanguageModel) -> dict[str, Any]:
     }
 
 
-@router.get("/models", response={200: dict, **ERRORS}, summary="Models (staff)")
+@router.get("/models", response={200: ModelsOut, **ERRORS}, summary="Models (staff)")
 def model_list(request: HttpRequest) -> dict[str, Any]:
     return {"models": [_model(r) for r in LanguageModel.objects.order_by("name")]}
 
 
-@router.get("/models/{name}", response={200: dict, **ERRORS}, summary="One model (staff)")
+@router.get("/models/{name}", response={200: ModelOneOut, **ERRORS}, summary="One model (staff)")
 def model_get(request: HttpRequest, name: str) -> dict[str, Any]:
     return {"model": model_get_data(name)}
 
 
 @router.get(
-    "/models/{name}/curl-data", response={200: dict, **ERRORS}, summary="cURL template (staff)"
+    "/models/{name}/curl-data", response={200: CurlOut, **ERRORS}, summary="cURL template (staff)"
 )
 def model_curl_data(request: HttpRequest, name: str) -> Any:
     response = JsonResponse({"curl": model_curl.model_curl(name)})
@@ -230,12 +243,16 @@ def _tool_entries(kind: str | None, with_schema: bool) -> dict[str, dict[str, An
     return out
 
 
-@router.get("/tools", response={200: dict, **ERRORS}, summary="Tools, prompts, agents (staff)")
+@router.get(
+    "/tools",
+    response={200: dict[str, ToolEntryOut], **ERRORS},
+    summary="Tools, prompts, agents (staff)",
+)
 def tool_list(request: HttpRequest, params: Query[ToolQuery]) -> dict[str, Any]:
     return _tool_entries(params.type, params.schema_)
 
 
-@router.get("/tools/{name}", response={200: dict, **ERRORS}, summary="One tool (staff)")
+@router.get("/tools/{name}", response={200: ToolOneOut, **ERRORS}, summary="One tool (staff)")
 def tool_get(request: HttpRequest, name: str) -> dict[str, Any]:
     entry = _tool_entries(None, True).get(name)
     if entry is None:
@@ -243,13 +260,13 @@ def tool_get(request: HttpRequest, name: str) -> dict[str, Any]:
     return {"name": name, "hasError": False, **entry}
 
 
-@router.get("/hooks", response={200: dict, **ERRORS}, summary="Hooks (staff)")
+@router.get("/hooks", response={200: HooksOut, **ERRORS}, summary="Hooks (staff)")
 def hook_list(request: HttpRequest) -> dict[str, Any]:
     hooks = sorted(get_registry().hooks.values(), key=lambda h: (h.hook, h.id))
     return {"hooks": [{"id": h.id, "hook": h.hook, "description": h.description} for h in hooks]}
 
 
-@router.get("/handlers", response={200: dict, **ERRORS}, summary="Side handlers (staff)")
+@router.get("/handlers", response={200: HandlersOut, **ERRORS}, summary="Side handlers (staff)")
 def handler_list(request: HttpRequest) -> dict[str, Any]:
     """Handler-backed sides (spec 0.2.0) are not ours: the list is empty, and a definition
     naming a handler is refused at save time (``services.definition_writes``)."""

@@ -11,6 +11,11 @@ from ninja import Router
 
 from agents_app.api import catalog
 from agents_app.api.authed import AuthedRequest
+from agents_app.api.definition_responses import (
+    DefinitionDeletedOut,
+    DefinitionWrittenOut,
+    RejectedOut,
+)
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import Invalid
 from agents_app.services.definition_writes import (
@@ -77,7 +82,13 @@ def _delete(request: HttpRequest, kind: Kind, name: str) -> dict[str, Any]:
     return {"success": True, "deleted": name, "filePath": None}
 
 
-RESPONSES: dict[int, Any] = {**ERRORS, 200: dict, 201: dict, 400: dict}
+RESPONSES: dict[int, Any] = {
+    **ERRORS,
+    200: DefinitionWrittenOut,
+    201: DefinitionWrittenOut,
+    400: RejectedOut,
+}
+DELETED: dict[int, Any] = {**ERRORS, 200: DefinitionDeletedOut}
 
 
 def register(router: Router) -> None:
@@ -92,7 +103,7 @@ def register(router: Router) -> None:
     def agent_update(request: AuthedRequest, name: str) -> Any:
         return _update(request, "agents", name)
 
-    @router.delete("/agents/{name}", response=RESPONSES, summary="Delete an agent (staff)")
+    @router.delete("/agents/{name}", response=DELETED, summary="Delete an agent (staff)")
     def agent_delete(request: HttpRequest, name: str) -> Any:
         return _delete(request, "agents", name)
 
@@ -104,7 +115,7 @@ def register(router: Router) -> None:
     def prompt_update(request: AuthedRequest, name: str) -> Any:
         return _update(request, "prompts", name)
 
-    @router.delete("/prompts/{name}", response=RESPONSES, summary="Delete a prompt (staff)")
+    @router.delete("/prompts/{name}", response=DELETED, summary="Delete a prompt (staff)")
     def prompt_delete(request: HttpRequest, name: str) -> Any:
         return _delete(request, "prompts", name)
 
@@ -116,6 +127,6 @@ def register(router: Router) -> None:
     def model_update(request: AuthedRequest, name: str) -> Any:
         return _update(request, "models", name)
 
-    @router.delete("/models/{name}", response=RESPONSES, summary="Delete a model (staff)")
+    @router.delete("/models/{name}", response=DELETED, summary="Delete a model (staff)")
     def model_delete(request: HttpRequest, name: str) -> Any:
         return _delete(request, "models", name)

@@ -9,6 +9,12 @@ from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
 from agents_app.api.authed import AuthedRequest
+from agents_app.api.automation_responses import (
+    DatasetsOut,
+    EvalCompareOut,
+    EvalRunOneOut,
+    EvalRunsOut,
+)
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import NotFound
 from agents_app.models import EvalDataset, EvalRun
@@ -42,7 +48,7 @@ def _run(run_id: str) -> EvalRun:
     return run
 
 
-@router.get("/datasets", response={200: dict, **ERRORS}, summary="Eval datasets")
+@router.get("/datasets", response={200: DatasetsOut, **ERRORS}, summary="Eval datasets")
 def dataset_list(request: HttpRequest) -> dict[str, Any]:
     rows = EvalDataset.objects.order_by("name").prefetch_related("cases")
     return {
@@ -53,7 +59,7 @@ def dataset_list(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-@router.post("/runs", response={202: dict, **ERRORS}, summary="Start an eval run")
+@router.post("/runs", response={202: EvalRunOneOut, **ERRORS}, summary="Start an eval run")
 def run_create(request: AuthedRequest, payload: RunIn) -> Status:
     run = run_start(
         dataset=payload.dataset,
@@ -66,23 +72,25 @@ def run_create(request: AuthedRequest, payload: RunIn) -> Status:
     return Status(202, {"run": evals.run_wire(run)})
 
 
-@router.get("/runs", response={200: dict, **ERRORS}, summary="Eval runs, newest first")
+@router.get("/runs", response={200: EvalRunsOut, **ERRORS}, summary="Eval runs, newest first")
 def run_list(request: HttpRequest) -> dict[str, Any]:
     rows = EvalRun.objects.select_related("dataset")[:100]
     return {"runs": [evals.run_wire(r) for r in rows]}
 
 
-@router.get("/runs/{run_id}", response={200: dict, **ERRORS}, summary="One eval run")
+@router.get("/runs/{run_id}", response={200: EvalRunOneOut, **ERRORS}, summary="One eval run")
 def run_get(request: HttpRequest, run_id: str) -> dict[str, Any]:
     return {"run": evals.run_wire(_run(run_id), results=True)}
 
 
-@router.post("/runs/{run_id}/cancel", response={200: dict, **ERRORS}, summary="Cancel a run")
+@router.post(
+    "/runs/{run_id}/cancel", response={200: EvalRunOneOut, **ERRORS}, summary="Cancel a run"
+)
 def run_cancel_view(request: HttpRequest, run_id: str) -> dict[str, Any]:
     return {"run": evals.run_wire(run_cancel(_run(run_id)))}
 
 
-@router.get("/compare", response={200: dict, **ERRORS}, summary="Two runs side by side")
+@router.get("/compare", response={200: EvalCompareOut, **ERRORS}, summary="Two runs side by side")
 def run_compare(request: HttpRequest, params: Query[CompareQuery]) -> dict[str, Any]:
     table = evals.compare(_run(params.a), _run(params.b))
     return {

@@ -8,6 +8,12 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from ninja import Router
 
+from agents_app.api.instance_responses import (
+    InstanceConfigOut,
+    ProvidersOut,
+    ProviderToolsOut,
+    WarningsOut,
+)
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import NotFound
 from agents_app.services import instance_info
@@ -24,17 +30,24 @@ _ICON = (
 )
 
 
-@router.get("/config", auth=None, response={200: dict}, summary="Instance configuration")
+@router.get(
+    "/config", auth=None, response={200: InstanceConfigOut}, summary="Instance configuration"
+)
 def config(request: HttpRequest) -> dict[str, Any]:
     return instance_info.instance_config()
 
 
-@router.get("/providers", response={200: dict, **ERRORS}, summary="Providers")
+@router.get("/providers", response={200: ProvidersOut, **ERRORS}, summary="Providers")
 def provider_list(request: HttpRequest) -> dict[str, Any]:
     return {"providers": instance_info.providers()}
 
 
-@router.get("/providers/{name}/icon", auth=None, summary="A provider's icon (SVG)")
+@router.get(
+    "/providers/{name}/icon",
+    auth=None,
+    summary="A provider's icon (SVG)",
+    openapi_extra={"responses": {"200": {"description": "OK", "content": {"image/svg+xml": {}}}}},
+)
 def provider_icon(request: HttpRequest, name: str) -> HttpResponse:
     if not instance_info.is_provider(name):
         raise NotFound(f"Provider not found: {name}")
@@ -44,13 +57,15 @@ def provider_icon(request: HttpRequest, name: str) -> HttpResponse:
     return response
 
 
-@router.get("/providers/{name}/tools", response={200: dict, **ERRORS}, summary="Provider tools")
+@router.get(
+    "/providers/{name}/tools", response={200: ProviderToolsOut, **ERRORS}, summary="Provider tools"
+)
 def provider_tool_list(request: HttpRequest, name: str, model: str | None = None) -> dict[str, Any]:
     """The tools the vendor runs itself for ``model`` (a model definition name or the
     vendor's model id), usable in prompts as ``provider:<name>``."""
     return {"tools": provider_tools(name, model)}
 
 
-@router.get("/diagnostics", response={200: dict, **ERRORS}, summary="Definition warnings")
+@router.get("/diagnostics", response={200: WarningsOut, **ERRORS}, summary="Definition warnings")
 def diagnostics(request: HttpRequest) -> dict[str, Any]:
     return {"warnings": instance_info.warnings()}

@@ -17,13 +17,23 @@ from typing import Any
 from ninja import Field, Query, Router, Schema
 
 from agents_app.api.authed import AuthedRequest
+from agents_app.api.definition_responses import (
+    CapabilitiesOut,
+    EndpointsOut,
+    ModelOptionsOut,
+    ProviderModelsOut,
+)
 from agents_app.api.schemas import ERRORS, ErrorOut
 from agents_app.errors import Invalid
 from agents_app.services import model_catalog as catalog
 from runtime.providers.discovery import ModelCapabilityHints, ProviderModelInfo
 
 router = Router(tags=["catalog"])
-RESPONSES: dict[int, Any] = {200: dict, **ERRORS, 502: ErrorOut}
+RESPONSES: dict[int, Any] = {**ERRORS, 502: ErrorOut}
+
+
+def _answers(body: Any) -> dict[int, Any]:
+    return {200: body, **RESPONSES}
 
 
 class ModelsQuery(Schema):
@@ -34,7 +44,11 @@ class ModelsQuery(Schema):
     model: str | None = Field(None, max_length=128)
 
 
-@router.get("/providers/{name}/models", response=RESPONSES, summary="A provider's models (staff)")
+@router.get(
+    "/providers/{name}/models",
+    response=_answers(ProviderModelsOut),
+    summary="A provider's models (staff)",
+)
 def provider_models(
     request: AuthedRequest, name: str, params: Query[ModelsQuery]
 ) -> dict[str, Any]:
@@ -92,7 +106,9 @@ def _reference_capabilities(
     return {k: v for k, v in out.items() if v is not None}
 
 
-@router.post("/models/available", response=RESPONSES, summary="Models to pick from (staff)")
+@router.post(
+    "/models/available", response=_answers(ModelOptionsOut), summary="Models to pick from (staff)"
+)
 def models_available(request: AuthedRequest, payload: AvailableIn) -> dict[str, Any]:
     page = catalog.provider_models_page(
         payload.provider,
@@ -117,7 +133,9 @@ class CapabilitiesIn(Schema):
     model: str | None = Field(None, max_length=128)
 
 
-@router.post("/models/capabilities", response=RESPONSES, summary="One model's capabilities")
+@router.post(
+    "/models/capabilities", response=_answers(CapabilitiesOut), summary="One model's capabilities"
+)
 def models_capabilities(request: AuthedRequest, payload: CapabilitiesIn) -> dict[str, Any]:
     base_url = catalog.model_base_url(payload.model, payload.provider)
     models = catalog.list_provider_models(
@@ -137,7 +155,9 @@ class EndpointsIn(Schema):
     model: str | None = Field(None, max_length=128)
 
 
-@router.post("/models/endpoints", response=RESPONSES, summary="OpenRouter upstreams of a model")
+@router.post(
+    "/models/endpoints", response=_answers(EndpointsOut), summary="OpenRouter upstreams of a model"
+)
 def models_endpoints(request: AuthedRequest, payload: EndpointsIn) -> dict[str, Any]:
     if payload.provider != "openrouter":
         raise Invalid("Only OpenRouter routes a model to several upstream endpoints.")

@@ -9,6 +9,13 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
 from agents_app.api.authed import AuthedRequest
+from agents_app.api.automation_responses import (
+    DeletedOut,
+    NextRunsOut,
+    ScheduleOut,
+    ScheduleRunOut,
+    SchedulesOut,
+)
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import NotFound
 from agents_app.models import Schedule
@@ -51,13 +58,13 @@ def _schedule(schedule_id: str) -> Schedule:
     return row
 
 
-@router.post("/preview", response={200: dict, **ERRORS}, summary="Next five run times")
+@router.post("/preview", response={200: NextRunsOut, **ERRORS}, summary="Next five run times")
 def schedule_preview(request: HttpRequest, payload: SpecIn) -> dict[str, Any]:
     spec = schedules.ScheduleSpec(payload.cron.strip(), payload.timezone, payload.intervalSeconds)
     return {"nextRuns": [t.isoformat() for t in schedules.next_times(spec, 5)]}
 
 
-@router.post("", response={201: dict, **ERRORS}, summary="Create a schedule")
+@router.post("", response={201: ScheduleOut, **ERRORS}, summary="Create a schedule")
 def schedule_create(request: AuthedRequest, payload: ScheduleIn) -> tuple[int, dict[str, Any]]:
     row = schedules.schedule_create(
         owner=request.auth,
@@ -76,37 +83,39 @@ def schedule_create(request: AuthedRequest, payload: ScheduleIn) -> tuple[int, d
     return 201, schedules.schedule_wire(row, upcoming=5)
 
 
-@router.get("", response={200: dict, **ERRORS}, summary="Schedules")
+@router.get("", response={200: SchedulesOut, **ERRORS}, summary="Schedules")
 def schedule_list(request: HttpRequest) -> dict[str, Any]:
     rows = Schedule.objects.select_related("agent").order_by("created_at")
     return {"schedules": [schedules.schedule_wire(r) for r in rows]}
 
 
-@router.get("/{schedule_id}", response={200: dict, **ERRORS}, summary="A schedule and its runs")
+@router.get(
+    "/{schedule_id}", response={200: ScheduleOut, **ERRORS}, summary="A schedule and its runs"
+)
 def schedule_get(request: HttpRequest, schedule_id: str) -> dict[str, Any]:
     row = _schedule(schedule_id)
     runs = [schedules.run_wire(r) for r in row.runs.order_by("-due_at")[:100]]
     return {**schedules.schedule_wire(row, upcoming=5), "runs": runs}
 
 
-@router.post("/{schedule_id}/pause", response={200: dict, **ERRORS}, summary="Pause")
+@router.post("/{schedule_id}/pause", response={200: ScheduleOut, **ERRORS}, summary="Pause")
 def schedule_pause(request: HttpRequest, schedule_id: str) -> dict[str, Any]:
     return schedules.schedule_wire(schedules.schedule_pause(_schedule(schedule_id), True))
 
 
-@router.post("/{schedule_id}/resume", response={200: dict, **ERRORS}, summary="Resume")
+@router.post("/{schedule_id}/resume", response={200: ScheduleOut, **ERRORS}, summary="Resume")
 def schedule_resume(request: HttpRequest, schedule_id: str) -> dict[str, Any]:
     return schedules.schedule_wire(schedules.schedule_pause(_schedule(schedule_id), False))
 
 
-@router.post("/{schedule_id}/run", response={200: dict, **ERRORS}, summary="Run now")
+@router.post("/{schedule_id}/run", response={200: ScheduleRunOut, **ERRORS}, summary="Run now")
 def schedule_run_now(request: HttpRequest, schedule_id: str) -> dict[str, Any]:
     me = owner_id()
     run = run_start(schedules.manual_run(_schedule(schedule_id), me), me)
     return schedules.run_wire(run)
 
 
-@router.delete("/{schedule_id}", response={200: dict, **ERRORS}, summary="Delete")
+@router.delete("/{schedule_id}", response={200: DeletedOut, **ERRORS}, summary="Delete")
 def schedule_delete(request: HttpRequest, schedule_id: str) -> dict[str, Any]:
     _schedule(schedule_id).delete()
     return {"deleted": True, "id": schedule_id}

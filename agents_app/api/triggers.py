@@ -9,6 +9,10 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
 from agents_app.api.authed import AuthedRequest
+from agents_app.api.automation_responses import (
+    TriggerOut,
+    TriggersOut,
+)
 from agents_app.api.responses import TriggerFiredOut
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import NotFound
@@ -28,7 +32,9 @@ class TriggerIn(Schema):
     secretEnv: str = Field("", max_length=128)
 
 
-@router.post("", response={201: dict, **ERRORS}, summary="Create a trigger (token shown once)")
+@router.post(
+    "", response={201: TriggerOut, **ERRORS}, summary="Create a trigger (token shown once)"
+)
 def trigger_create(request: AuthedRequest, payload: TriggerIn) -> tuple[int, dict[str, Any]]:
     row, token = triggers.trigger_create(
         owner=request.auth,
@@ -40,13 +46,13 @@ def trigger_create(request: AuthedRequest, payload: TriggerIn) -> tuple[int, dic
     return 201, triggers.trigger_wire(row, token)
 
 
-@router.get("", response={200: dict, **ERRORS}, summary="Triggers")
+@router.get("", response={200: TriggersOut, **ERRORS}, summary="Triggers")
 def trigger_list(request: HttpRequest) -> dict[str, Any]:
     rows = Trigger.objects.select_related("agent")
     return {"triggers": [triggers.trigger_wire(r) for r in rows]}
 
 
-@router.delete("/{trigger_id}", response={200: dict, **ERRORS}, summary="Revoke")
+@router.delete("/{trigger_id}", response={200: TriggerOut, **ERRORS}, summary="Revoke")
 def trigger_revoke(request: HttpRequest, trigger_id: str) -> dict[str, Any]:
     pk = parse_uuid(trigger_id)
     if pk is None:

@@ -7,6 +7,13 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
+from agents_app.api.automation_responses import (
+    DeletedOut,
+    DeliveriesOut,
+    DeliveryOut,
+    SubscriptionOut,
+    SubscriptionsOut,
+)
 from agents_app.api.schemas import ERRORS
 from agents_app.errors import NotFound
 from agents_app.models import WebhookDelivery, WebhookSubscription
@@ -32,7 +39,7 @@ def _subscription(subscription_id: str) -> WebhookSubscription:
     return row
 
 
-@router.post("", response={201: dict, **ERRORS}, summary="Subscribe")
+@router.post("", response={201: SubscriptionOut, **ERRORS}, summary="Subscribe")
 def webhook_create(request: HttpRequest, payload: SubscriptionIn) -> tuple[int, dict[str, Any]]:
     row = webhooks.subscription_create(
         url=payload.url,
@@ -43,19 +50,21 @@ def webhook_create(request: HttpRequest, payload: SubscriptionIn) -> tuple[int, 
     return 201, webhooks.subscription_wire(row)
 
 
-@router.get("", response={200: dict, **ERRORS}, summary="Subscriptions")
+@router.get("", response={200: SubscriptionsOut, **ERRORS}, summary="Subscriptions")
 def webhook_list(request: HttpRequest) -> dict[str, Any]:
     rows = WebhookSubscription.objects.select_related("agent")
     return {"webhooks": [webhooks.subscription_wire(r) for r in rows]}
 
 
-@router.delete("/{subscription_id}", response={200: dict, **ERRORS}, summary="Unsubscribe")
+@router.delete("/{subscription_id}", response={200: DeletedOut, **ERRORS}, summary="Unsubscribe")
 def webhook_delete(request: HttpRequest, subscription_id: str) -> dict[str, Any]:
     _subscription(subscription_id).delete()
     return {"deleted": True, "id": subscription_id}
 
 
-@router.get("/{subscription_id}/deliveries", response={200: dict, **ERRORS}, summary="Deliveries")
+@router.get(
+    "/{subscription_id}/deliveries", response={200: DeliveriesOut, **ERRORS}, summary="Deliveries"
+)
 def delivery_list(request: HttpRequest, subscription_id: str) -> dict[str, Any]:
     rows = _subscription(subscription_id).deliveries.order_by("-created_at")[:100]
     return {"deliveries": [webhooks.delivery_wire(r) for r in rows]}
@@ -63,7 +72,7 @@ def delivery_list(request: HttpRequest, subscription_id: str) -> dict[str, Any]:
 
 @router.post(
     "/{subscription_id}/deliveries/{delivery_id}/redeliver",
-    response={200: dict, **ERRORS},
+    response={200: DeliveryOut, **ERRORS},
     summary="Redeliver",
 )
 def delivery_redeliver(
