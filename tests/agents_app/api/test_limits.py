@@ -488,6 +488,13 @@ def test_budget_reservation_is_atomic(
         return request_session(*args, **kwargs)
 
     monkeypatch.setattr(sessions, "session_request", held)
+    # The gate knows each worker by its connection's backend pid, so that connection must
+    # last the whole post. Django's test client unhooks close_old_connections around each
+    # request through the process-wide signal, so with three clients at once one thread can
+    # re-hook it while another starts its request: with CONN_MAX_AGE 0 that closed the
+    # second thread's connection, its new pid was unknown to the gate, and the posts waited
+    # on each other unseen (a CI failure). Connections made from here on never expire.
+    monkeypatch.setitem(connections.settings["default"], "CONN_MAX_AGE", None)
     answers: dict[int, Any] = {}
 
     def worker(index: int) -> None:
