@@ -367,8 +367,8 @@ def pinned_definition(pins: Pins, kind: str, name: str) -> dict[str, Any] | None
 # the same, so each process keeps the last answer per agent together with a *stamp* of
 # everything it was computed from, read in one query: row counts and newest
 # ``updated_at`` of agents, prompts and models, counts and newest ids of prompt parts,
-# prompt tools and model fallbacks, and of recorded versions. Any save, delete or new
-# version changes the stamp, and the next session computes afresh.
+# prompt tools and model fallbacks, and the newest id of recorded versions (append-only).
+# Any save, delete or new version changes the stamp, and the next session computes afresh.
 #
 # Threads with an unsaved draft always compute (their pins differ per thread). An answer
 # is kept only when the stamp was the same before and after computing it, so a save that
@@ -382,11 +382,16 @@ def _stamp_columns(thread: str) -> str:
     """The stamp's columns; ``thread`` is the SQL of the thread whose open drafts count."""
     columns: list[str] = []
     newest = [(m, "updated_at") for m in (Agent, Prompt, LanguageModel)] + [
-        (m, "id") for m in (PromptPart, PromptTool, ModelFallback, DefinitionVersion)
+        (m, "id") for m in (PromptPart, PromptTool, ModelFallback)
     ]
     for model, column in newest:
         table = connection.ops.quote_name(model._meta.db_table)
         columns += [f"(SELECT COUNT(*) FROM {table})", f"(SELECT MAX({column}) FROM {table})"]
+    # Versions are never changed or deleted (the history outlives its definitions), so a new
+    # one is a new highest id: its primary key answers in one index probe. Counting them
+    # read the whole history at every session start (3.1 ms at 22,000 versions, issue #39).
+    versions = connection.ops.quote_name(DefinitionVersion._meta.db_table)
+    columns.append(f"(SELECT MAX(id) FROM {versions})")
     drafts = connection.ops.quote_name(DefinitionDraft._meta.db_table)
     columns.append(
         f"(SELECT COUNT(*) FROM {drafts} d WHERE d.thread_id = {thread} AND d.saved_as IS NULL)"
