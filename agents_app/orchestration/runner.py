@@ -490,16 +490,22 @@ async def _run_session_job(session_id: str, owner: str) -> None:
             # claim comes with the release, and a claimed row waiting in the gate would
             # have no heartbeat.
             slot.release()
-            claim = await retrying(
-                attempts, "release", sessions.session_release, claim, status=status, error=error
+            ended = await retrying(
+                attempts, "release", sessions.session_end, claim, status=status, error=error
             )
+            claim = ended.next
             # Webhook events (docs/automation.md): recorded now, sent by a task after commit.
-            await sync_to_async(webhook_runner.session_ended)(
-                released.thread_id, released.session_id, status, error
-            )
+            # The release read whether any subscription is active (most instances have none).
+            if ended.webhooks is not False:
+                await sync_to_async(webhook_runner.session_ended)(
+                    released.thread_id, released.session_id, status, error
+                )
             if claim is None:
                 try:
-                    await _announce_activity(released.thread_id)
+                    if ended.activity is not None:  # read in the release's transaction
+                        await _send_activity(dict(ended.activity))
+                    else:
+                        await _announce_activity(released.thread_id)
                 except CONNECTION_ERRORS:  # only a live notification: nothing to retry
                     # Whatever runs next on the database thread reconnects.
                     await sync_to_async(drop_broken_connections)()

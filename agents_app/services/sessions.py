@@ -51,9 +51,16 @@ from agents_app.db.raw_sql import (
 from agents_app.db.thread_records import RECORD_FROM, RECORD_WIDTH, record_of
 from agents_app.dispatch import session_should_run
 from agents_app.errors import Locked
-from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession
+from agents_app.models import (
+    Log,
+    Message,
+    QueuedMessage,
+    Thread,
+    ThreadSession,
+    WebhookSubscription,
+)
 from agents_app.models.timestamps import now_us
-from agents_app.selectors import ACTIVE_SESSION
+from agents_app.selectors import ACTIVE_SESSION, activity_frame
 from agents_app.services import tool_waits
 from agents_app.services.limits import budget_check
 from runtime.store.events import telemetry
@@ -584,49 +591,77 @@ def session_start_read(thread_id: str) -> StartRead:
 # Fixed statements: every session ends through them on its worker's one database thread.
 # Touching the thread first locks its row until the commit, as ``lock_thread`` would.
 _RELEASE_TOUCH_SQL = (
-    f"UPDATE {Thread._meta.db_table} SET last_activity_at = %s WHERE id = %s RETURNING id"
+    f"UPDATE {Thread._meta.db_table} SET last_activity_at = %s WHERE id = %s RETURNING owner_id"
 )
 _RELEASE_END_SQL = (
     f"UPDATE {ThreadSession._meta.db_table} SET status = %s, ended_at = %s, error = %s "
     "WHERE id = %s AND owner = %s"
 )
-_QUEUED_ANY_SQL = f"SELECT 1 FROM {QueuedMessage._meta.db_table} WHERE thread_id = %s LIMIT 1"
+# After the end, in its transaction: whether work is queued, and what the end's announcement
+# and webhook events need (each was a statement of its own after the commit: issue #39).
+_RELEASE_AFTER_SQL = (
+    f"SELECT EXISTS (SELECT 1 FROM {QueuedMessage._meta.db_table} WHERE thread_id = %s), "
+    f"EXISTS (SELECT 1 FROM {ThreadSession._meta.db_table} "
+    "WHERE thread_id = %s AND status IN (%s, %s)), "
+    f"EXISTS (SELECT 1 FROM {WebhookSubscription._meta.db_table} WHERE active)"
+)
 
 
-@transaction.atomic
+@dataclass(frozen=True)
+class Released:
+    """What a release leaves: the next session's claim when queued work remains, and, read
+    in the release's own transaction, the end's ``thread_activity`` frame (``owner_id``
+    included, for the sender) and whether any webhook subscription is active. ``None`` for
+    either: not read here (a release that was not ours, a parked session), ask again."""
+
+    next: Claim | None
+    activity: dict[str, Any] | None = None
+    webhooks: bool | None = None
+
+
 def session_release(claim: Claim, *, status: str, error: str = "") -> Claim | None:
     """End the claimed session; when queued work remains, open the next session for the
     same owner and return its claim (``None`` when done, failed or no longer ours)."""
+    return session_end(claim, status=status, error=error).next
+
+
+@transaction.atomic
+def session_end(claim: Claim, *, status: str, error: str = "") -> Released:
+    """``session_release`` with what the end's announcement and webhook events need."""
     now = timezone.now()
     when = datetime_param(now)
     try:
         thread_pk = db_uuid(claim.thread_id)
         session_pk = db_uuid(claim.session_id)
     except ValueError:
-        return None
+        return Released(None)
     with connection.cursor() as cursor:
         cursor.execute(_RELEASE_TOUCH_SQL, [when, thread_pk])
-        found = cursor.fetchone() is not None
+        touched = cursor.fetchone()
         faults.hit("release")
         cursor.execute(_RELEASE_END_SQL, [status, when, error[:2000], session_pk, claim.owner])
         ended = cursor.rowcount
-        if not found or ended != 1:
-            return None
-        if status == ThreadSession.Status.FAILED:
-            return None
-        if status != ThreadSession.Status.PARKED:
-            cursor.execute(_QUEUED_ANY_SQL, [thread_pk])
-            if cursor.fetchone() is None:
-                return None  # the common end: nothing queued meanwhile
+        if touched is None or ended != 1:
+            return Released(None)
+        if status == ThreadSession.Status.PARKED:
+            queued = True  # decided below, by the parked session's approvals
+            released = Released(None)
+        else:
+            cursor.execute(_RELEASE_AFTER_SQL, [thread_pk, thread_pk, *ACTIVE_SESSION])
+            queued, executing, webhooks = (bool(v) for v in cursor.fetchone())
+            activity = activity_frame(claim.thread_id, touched[0], now, executing)
+            released = Released(None, activity, webhooks)
+        if status == ThreadSession.Status.FAILED or not queued:
+            return released  # the common end: nothing queued meanwhile
     thread = Thread.objects.get(pk=thread_pk)  # locked by the touch above
     if status == ThreadSession.Status.PARKED:
         # Decided between the engine's parking commit and this release: run on at once.
         tool_waits.resume_parked(thread)
-        return None
+        return released
     if not runnable_queue(thread):
-        return None
+        return released
     if active_session(thread) is not None:  # someone requested one meanwhile: it runs instead
-        return None
+        return released
     row = ThreadSession.objects.create(
         thread=thread,
         status=ThreadSession.Status.RUNNING,
@@ -634,7 +669,7 @@ def session_release(claim: Claim, *, status: str, error: str = "") -> Claim | No
         heartbeat_at=now,
         started_at=now,
     )
-    return _claim_of(row, thread)
+    return Released(_claim_of(row, thread))
 
 
 def sessions_sweep() -> list[str]:

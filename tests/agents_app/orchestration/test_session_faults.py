@@ -37,8 +37,9 @@ pytestmark = [
 ]
 
 # The database work of a claimed session, in order. A start reads its progress with its claim
-# (no ``load_progress`` statement); ``announce`` is the end's announcement.
-CLAIM_PATH = ["claim", "plan", "engine_commit", "release", "announce", "heartbeat"]
+# (no ``load_progress`` statement), and the release reads what the end's announcement says
+# (``announce`` is a read of its own only when the release could not: not on this path).
+CLAIM_PATH = ["claim", "plan", "engine_commit", "release", "heartbeat"]
 
 
 @pytest.fixture

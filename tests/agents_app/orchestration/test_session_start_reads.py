@@ -93,8 +93,8 @@ async def test_a_session_start_reads_no_progress_activity_or_thread_check_of_its
         ("user", "completed", "hello"),
         ("assistant", "completed", "hi there"),
     ]
-    # The start's announcement comes from the claim; only the end's reads the thread.
-    assert statements.count(selectors._ACTIVITY_SQL) == 1, statements.sql
+    # The start's announcement comes from the claim, the end's from the release's own read.
+    assert statements.count(selectors._ACTIVITY_SQL) == 0, statements.sql
     assert statements.count(runner._PROGRESS_SQL) == 0, statements.sql
     assert statements.count(bridge_store._EXISTS_SQL) == 0, statements.sql
     assert statements.count(thread_records.RECORD_SQL) == 0, statements.sql  # the plan read it
@@ -105,6 +105,46 @@ async def test_a_session_start_reads_no_progress_activity_or_thread_check_of_its
         "threadId": str(thread.pk),
         "executing": True,
         "last_activity_at": wire.seconds(active_at),
+    }
+
+
+async def test_a_session_ends_with_three_statements_and_announces_what_they_read(
+    alice: Any,
+) -> None:
+    """The end touches the thread, ends the row, and reads in the same transaction whether
+    work is queued, whether the thread still executes and whether any webhook subscription
+    is active: the webhook check and the announcement's read were two more statements on
+    the worker's one database thread after the commit (issue #39)."""
+    thread = await _setup(alice, [{"content": "first"}, {"content": "hi there"}])
+    await _post(thread, "warm")  # the process's first session records the baselines
+    await asyncio.wait_for(run_session_job(await _active_session(thread)), 30)
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(REGISTRY_ALL, channel)
+    await _post(thread, "hello")
+    session_id = await _active_session(thread)
+    await _activity_frames(channel)
+
+    async with Statements() as statements:
+        await asyncio.wait_for(run_session_job(session_id), 30)
+
+    touch = statements.sql.index(sessions._RELEASE_TOUCH_SQL)
+    assert statements.sql[touch:] == [
+        sessions._RELEASE_TOUCH_SQL,
+        sessions._RELEASE_END_SQL,
+        sessions._RELEASE_AFTER_SQL,
+    ], statements.sql
+    # The whole session, start to end, on PostgreSQL: claim, start read, pins and their fix,
+    # history, secrets, the scripted provider's count, and the end's three.
+    if connection.vendor == "postgresql":
+        assert len(statements.sql) == 10, statements.sql
+    stored = await Thread.objects.aget(pk=thread.pk)
+    frames = await _activity_frames(channel)
+    assert frames[-1] == {
+        "type": "thread_activity",
+        "threadId": str(thread.pk),
+        "executing": False,
+        "last_activity_at": wire.seconds(stored.last_activity_at),
     }
 
 
