@@ -283,7 +283,10 @@ def _usd(value: Any) -> Decimal | None:
     return Decimal(str(value)).quantize(_CENTS)
 
 
-def budgets(owner_id: Any, agent_id: Any) -> tuple[Decimal | None, Decimal | None]:
+Budgets = tuple[Decimal | None, Decimal | None]
+
+
+def budgets(owner_id: Any, agent_id: Any) -> Budgets:
     """(the owner's, the agent's) monthly limit; the settings' defaults where a row is
     missing. One query: every post to an idle thread reads both."""
     user_limit = settings.STUDIO_BUDGET_USER_MONTHLY_USD
@@ -297,6 +300,24 @@ def budgets(owner_id: Any, agent_id: Any) -> tuple[Decimal | None, Decimal | Non
         else:
             agent_limit = _usd(limit)
     return user_limit, agent_limit
+
+
+# ``budgets`` as columns of a statement that reads the thread as ``t``: a post reads them in
+# the statement that locks its thread (``sessions.lock_for_post``), not in one of their own.
+BUDGET_JOINS = (
+    f"LEFT JOIN {SpendBudget._meta.db_table} bu ON bu.user_id = t.owner_id "
+    f"LEFT JOIN {SpendBudget._meta.db_table} ba ON ba.agent_id = t.agent_id"
+)
+BUDGET_COLUMNS = ("bu.id", "bu.monthly_limit_usd", "ba.id", "ba.monthly_limit_usd")
+
+
+def budgets_from(values: Any) -> Budgets:
+    """``budgets`` from the values of ``BUDGET_COLUMNS``: a missing row is the setting."""
+    user_row, user_limit, agent_row, agent_limit = values
+    return (
+        settings.STUDIO_BUDGET_USER_MONTHLY_USD if user_row is None else _usd(user_limit),
+        settings.STUDIO_BUDGET_AGENT_MONTHLY_USD if agent_row is None else _usd(agent_limit),
+    )
 
 
 def user_spend(user_id: Any, now: datetime | None = None) -> Decimal:
@@ -320,7 +341,9 @@ class _Scope:
     spend: Callable[[], Decimal]
 
 
-def budget_check(thread: Thread, now: datetime | None = None) -> None:
+def budget_check(
+    thread: Thread, now: datetime | None = None, *, limits: Budgets | None = None
+) -> None:
     """Raise ``RateLimited`` when the owner's or the agent's monthly budget is used up.
 
     Called where a new session would start (a post to an idle thread, continue), inside
@@ -328,8 +351,11 @@ def budget_check(thread: Thread, now: datetime | None = None) -> None:
     and per agent serializes these checks until that transaction ends, and the sessions of
     the scope still running count ``STUDIO_BUDGET_SESSION_ESTIMATE_USD`` each on top of
     the spend. So concurrent starts overspend by at most one session's estimate (issue #36
-    item 7; docs/operating.md, "Budgets")."""
-    user_limit, agent_limit = budgets(thread.owner_id, thread.agent_id)
+    item 7; docs/operating.md, "Budgets"). ``limits``: ``budgets`` of the thread, when the
+    caller read them already."""
+    user_limit, agent_limit = (
+        budgets(thread.owner_id, thread.agent_id) if limits is None else limits
+    )
     scopes: list[_Scope] = []
     if thread.owner_id is not None and user_limit is not None:
         owner_id = thread.owner_id

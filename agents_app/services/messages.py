@@ -21,7 +21,7 @@ from agents_app import wire
 from agents_app.broadcast.events import send_thread_and_registry, send_thread_frames
 from agents_app.db.raw_sql import datetime_param, db_uuid, insert_row
 from agents_app.errors import Conflict, Invalid, Locked, NotFound
-from agents_app.models import Agent, Message, QueuedMessage, Thread, ThreadFile
+from agents_app.models import Message, QueuedMessage, Thread, ThreadFile
 from agents_app.models.agents import MidRunMessages
 from agents_app.selectors import message_in_thread, queued_in_thread
 from agents_app.services import limits, sessions
@@ -115,19 +115,20 @@ def message_post(
     redactor = thread_redactor(str(thread.pk)) if redactor is None else redactor
     content = redactor.text(content)
     attachments = [replace(a, name=redactor.text(a.name)) for a in attachments or []]
-    locked = sessions.lock_thread(thread.pk)  # also serializes posts with the same key
+    read = sessions.lock_for_post(thread.pk)  # the lock also serializes posts with one key
+    locked = read.thread
     if idempotency is not None:
         replay = idempotent_replay(idempotency, thread=locked)
         if replay is not None:
             return Posted(replay.status_code, replay.response, replayed=True)
     if locked.terminated_at is not None:
         raise Locked(f"Thread is terminated (terminated_at={wire.micros(locked.terminated_at)})")
-    state = sessions.session_state(locked)
+    state = read.state
     idle = not state.active
     if idle:
-        limits.budget_check(locked)  # a post to an idle thread starts a new session
+        limits.budget_check(locked, limits=read.budgets)  # an idle thread's post starts one
     metadata: dict[str, Any] = {}
-    policy = MidRunMessages.QUEUE if idle else _mid_run_policy(locked)
+    policy = MidRunMessages.QUEUE if idle else read.mid_run
     if policy == MidRunMessages.REJECT:
         raise Conflict(REJECT_TEXT)
     if policy != MidRunMessages.QUEUE:
@@ -185,12 +186,6 @@ REJECT_TEXT = (
 # Metadata of a queued message that waits for a session of its own (``enqueue`` or
 # ``interrupt``); the running session's drain leaves it (bridge.store._drain_queue).
 MID_RUN_MARK = "mid_run"
-
-
-def _mid_run_policy(thread: Thread) -> str:
-    """The thread's agent's policy for a message posted while a session is active."""
-    found = Agent.objects.filter(pk=thread.agent_id).values_list("mid_run_messages", flat=True)
-    return found.first() or MidRunMessages.QUEUE
 
 
 # Fixed statements: every post runs one (issue #21; no signal receivers watch threads).

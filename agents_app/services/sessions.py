@@ -52,6 +52,7 @@ from agents_app.db.thread_records import RECORD_FROM, RECORD_WIDTH, record_of
 from agents_app.dispatch import session_should_run
 from agents_app.errors import Locked
 from agents_app.models import (
+    Agent,
     Log,
     Message,
     QueuedMessage,
@@ -62,7 +63,13 @@ from agents_app.models import (
 from agents_app.models.timestamps import now_us
 from agents_app.selectors import ACTIVE_SESSION, activity_frame
 from agents_app.services import tool_waits
-from agents_app.services.limits import budget_check
+from agents_app.services.limits import (
+    BUDGET_COLUMNS,
+    BUDGET_JOINS,
+    Budgets,
+    budget_check,
+    budgets_from,
+)
 from runtime.store.events import telemetry
 from runtime.store.protocol import ThreadRecord
 
@@ -120,6 +127,54 @@ def session_state(thread: Thread) -> SessionState:
     return SessionState(
         active=bool(statuses & set(ACTIVE_SESSION)),
         parked=ThreadSession.Status.PARKED in statuses,
+    )
+
+
+@dataclass(frozen=True)
+class PostRead:
+    """What a post decides on, read under its thread's lock."""
+
+    thread: Thread
+    state: SessionState
+    budgets: Budgets  # limits.budgets of the thread's owner and agent
+    mid_run: str  # its agent's ``mid_run_messages``: what a post to a busy thread does
+
+
+def _post_read_sql() -> str:
+    active = ", ".join(f"'{s}'" for s in ACTIVE_SESSION)
+    sessions = ThreadSession._meta.db_table
+    opened = f"SELECT 1 FROM {sessions} s WHERE s.thread_id = t.id AND s.status"
+    columns = [
+        *model_columns(Thread, "t"),
+        f"EXISTS ({opened} IN ({active}))",
+        f"EXISTS ({opened} = '{ThreadSession.Status.PARKED}')",
+        *BUDGET_COLUMNS,
+        f"(SELECT a.mid_run_messages FROM {Agent._meta.db_table} a WHERE a.id = t.agent_id)",
+    ]
+    return (
+        f"SELECT {', '.join(columns)} FROM {Thread._meta.db_table} t {BUDGET_JOINS} WHERE t.id = %s"
+    )
+
+
+_POST_READ_SQL = _post_read_sql()
+
+
+def lock_for_post(thread_id: Any) -> PostRead:
+    """``lock_thread``, ``session_state``, ``limits.budgets`` and the agent's mid-run policy in
+    one statement: a post needs them under the lock, and each statement of its own was a round trip and a
+    cursor of the web process's time (issue #39)."""
+    # Only the thread's row is locked (the budgets' rows are outer-joined, and may be none).
+    lock = " FOR UPDATE OF t" if connection.features.has_select_for_update_of else ""
+    row = row_by_uuid(_POST_READ_SQL + lock, thread_id)
+    if row is None:
+        raise Thread.DoesNotExist(f"Thread not found: {thread_id}")
+    width = len(Thread._meta.concrete_fields)
+    active, parked = row[width : width + 2]
+    return PostRead(
+        thread=model_from_row(Thread, row[:width]),
+        state=SessionState(active=bool(active), parked=bool(parked)),
+        budgets=budgets_from(row[width + 2 : width + 6]),
+        mid_run=row[width + 6] or Agent._meta.get_field("mid_run_messages").default,
     )
 
 

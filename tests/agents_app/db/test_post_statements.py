@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models.sql.compiler import (
     SQLAggregateCompiler,
     SQLCompiler,
@@ -17,8 +18,10 @@ from django.db.models.sql.compiler import (
     SQLInsertCompiler,
     SQLUpdateCompiler,
 )
+from django.test.utils import CaptureQueriesContext
 
-from agents_app.models import Thread, ThreadSession, UsageLimit
+from agents_app.models import Agent, SpendBudget, Thread, ThreadSession, UsageLimit
+from agents_app.models.agents import MidRunMessages
 from agents_app.services import limits, sessions
 from agents_app.services.api_keys import api_key_create
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
@@ -88,6 +91,84 @@ def test_session_state_reads_the_open_statuses_with_a_fixed_statement(
     selects.clear()
     assert sessions.session_state(thread) == sessions.SessionState(active=True, parked=True)
     assert selects == []
+
+
+def test_a_post_reads_its_thread_sessions_and_budgets_in_the_statement_that_locks_it(
+    thread_of: Any, alice: Any, settings: Any, selects: list[str]
+) -> None:
+    """``lock_for_post`` answers what ``lock_thread``, ``session_state`` and
+    ``limits.budgets`` answer, in one statement, for every mix of open sessions and of
+    budget rows (a missing row is the setting; a row with no limit lifts it)."""
+    settings.STUDIO_BUDGET_USER_MONTHLY_USD = Decimal("7.00")
+    settings.STUDIO_BUDGET_AGENT_MONTHLY_USD = None
+    thread = thread_of(alice)
+    Thread.objects.filter(pk=thread.pk).update(execution_state={"k": [1]}, stopped=True)
+
+    def both() -> sessions.PostRead:
+        selects.clear()
+        with CaptureQueriesContext(connection) as statements, transaction.atomic():
+            read = sessions.lock_for_post(thread.pk)
+        assert len(statements.captured_queries) - _savepoints(statements) == 1
+        assert selects == []
+        expected = Thread.objects.get(pk=thread.pk)
+        fields = [f.attname for f in Thread._meta.concrete_fields]
+        assert [getattr(read.thread, f) for f in fields] == [getattr(expected, f) for f in fields]
+        assert read.state == sessions.session_state(expected)
+        assert read.budgets == limits.budgets(expected.owner_id, expected.agent_id)
+        assert read.mid_run == expected.agent.mid_run_messages
+        return read
+
+    read = both()
+    assert (read.state, read.budgets) == (sessions.SessionState(False, False), (Decimal("7"), None))
+    ThreadSession.objects.create(thread=thread, status=ThreadSession.Status.PARKED)
+    SpendBudget.objects.create(user=alice, monthly_limit_usd=None)  # lifts the setting
+    SpendBudget.objects.create(agent=thread.agent, monthly_limit_usd=Decimal("2.50"))
+    read = both()
+    assert (read.state, read.budgets) == (
+        sessions.SessionState(False, True),
+        (None, Decimal("2.5")),
+    )
+    ThreadSession.objects.create(thread=thread, status=ThreadSession.Status.RUNNING)
+    SpendBudget.objects.filter(user=alice).update(monthly_limit_usd=Decimal("1.25"))
+    Agent.objects.filter(pk=thread.agent_id).update(mid_run_messages=MidRunMessages.REJECT)
+    read = both()
+    assert read.state == sessions.SessionState(True, True)
+    assert read.budgets == (Decimal("1.25"), Decimal("2.5"))
+    with pytest.raises(Thread.DoesNotExist):
+        sessions.lock_for_post("00000000-0000-0000-0000-000000000000")
+
+
+def _savepoints(statements: CaptureQueriesContext) -> int:
+    return sum("SAVEPOINT" in q["sql"] for q in statements.captured_queries)
+
+
+def test_a_post_to_an_idle_thread_runs_eight_statements_and_a_busy_one_six(
+    thread_of: Any, alice: Any, as_: Any, settings: Any
+) -> None:
+    """The statements of a whole post request, as the web process runs them (issue #39):
+    each one is a round trip and a cursor of the web process's time, so a new one fails
+    here with the list of what runs."""
+    settings.STUDIO_EXECUTOR = "none"
+    client = as_(alice)
+    warm = thread_of(alice)
+    assert client.post_json(f"/api/threads/{warm.pk}/messages", {"content": "w"}).status_code == 202
+
+    def post(thread: Thread) -> list[str]:
+        with CaptureQueriesContext(connection) as statements:
+            answer = client.post_json(f"/api/threads/{thread.pk}/messages", {"content": "hi"})
+        assert answer.status_code == 202, answer.content
+        sql = [q["sql"] for q in statements.captured_queries if "SAVEPOINT" not in q["sql"]]
+        return [" ".join(s.split()[:4])[:60] for s in sql]
+
+    idle = thread_of(alice)
+    statements = post(idle)
+    assert len(statements) == 8, statements  # 10 before issue #39's lock_for_post
+    # The key, the usage limits, the access check, the secrets; the lock with the open
+    # sessions and the budgets; the queued message, the thread's stamp, the session.
+    assert [s.split()[0] for s in statements] == ["SELECT"] * 5 + ["INSERT", "UPDATE", "INSERT"]
+    busy = post(idle)  # its session is still queued: the message waits for it
+    assert len(busy) == 7, busy  # 8 before: the agent's mid-run policy was a query of its own
+    assert [s.split()[0] for s in busy] == ["SELECT"] * 5 + ["INSERT", "UPDATE"]
 
 
 def test_the_usage_limits_of_a_request_are_read_with_a_fixed_statement(
