@@ -498,7 +498,11 @@ async def _run_session_job(session_id: str, owner: str) -> None:
             # The release read whether any subscription is active (most instances have none).
             if ended.webhooks is not False:
                 await sync_to_async(webhook_runner.session_ended)(
-                    released.thread_id, released.session_id, status, error
+                    released.thread_id,
+                    released.session_id,
+                    status,
+                    error,
+                    known_active=ended.webhooks is True,
                 )
             if claim is None:
                 try:

@@ -77,10 +77,15 @@ def sweep() -> int:
     return len(due)
 
 
-def session_ended(thread_id: str, session_id: str, status: str, error: str) -> None:
-    """Record and enqueue the session's events; a failure here never touches the session."""
+def session_ended(
+    thread_id: str, session_id: str, status: str, error: str, *, known_active: bool = False
+) -> None:
+    """Record and enqueue the session's events; a failure here never touches the session.
+
+    ``known_active``: the caller read already that a subscription is active (the release's
+    own read, ``sessions.Released.webhooks``), so it is not asked again."""
     try:
-        if not webhooks.any_active():
+        if not known_active and not webhooks.any_active():
             return  # the common case: one indexed query, no read of the thread
         thread = Thread.objects.select_related("agent").filter(pk=thread_id).first()
         if thread is None:

@@ -674,15 +674,11 @@ class Released:
     webhooks: bool | None = None
 
 
-def session_release(claim: Claim, *, status: str, error: str = "") -> Claim | None:
-    """End the claimed session; when queued work remains, open the next session for the
-    same owner and return its claim (``None`` when done, failed or no longer ours)."""
-    return session_end(claim, status=status, error=error).next
-
-
 @transaction.atomic
 def session_end(claim: Claim, *, status: str, error: str = "") -> Released:
-    """``session_release`` with what the end's announcement and webhook events need."""
+    """End the claimed session; when queued work remains, open the next session for the
+    same owner and return its claim in ``next`` (``None`` when done, failed or no longer
+    ours), with what the end's announcement and webhook events need."""
     now = timezone.now()
     when = datetime_param(now)
     try:

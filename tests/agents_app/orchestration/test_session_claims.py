@@ -148,7 +148,7 @@ def test_a_release_with_nothing_queued_ends_the_session_and_touches_the_thread(
     thread = thread_of(alice)
     before = Thread.objects.get(pk=thread.pk).last_activity_at
     claim = _claimed(thread)
-    assert sessions.session_release(claim, status="completed") is None
+    assert sessions.session_end(claim, status="completed").next is None
     row = ThreadSession.objects.get(pk=claim.session_id)
     assert (row.status, row.error) == ("completed", "") and row.ended_at is not None
     assert Thread.objects.get(pk=thread.pk).last_activity_at > before
@@ -160,7 +160,7 @@ def test_a_release_with_queued_work_opens_the_next_session_for_the_same_owner(
     thread = thread_of(alice)
     claim = _claimed(thread)
     _queue(thread, "posted meanwhile", 1_000)
-    following = sessions.session_release(claim, status="completed")
+    following = sessions.session_end(claim, status="completed").next
     assert following is not None and following.session_id != claim.session_id
     assert (following.thread_id, following.owner) == (str(thread.pk), "worker-1")
     assert ThreadSession.objects.get(pk=following.session_id).status == "running"
@@ -172,7 +172,7 @@ def test_a_failed_release_opens_nothing_and_keeps_its_error(alice: Any, thread_o
     thread = thread_of(alice)
     claim = _claimed(thread)
     _queue(thread, "posted meanwhile", 1_000)
-    assert sessions.session_release(claim, status="failed", error="boom") is None
+    assert sessions.session_end(claim, status="failed", error="boom").next is None
     row = ThreadSession.objects.get(pk=claim.session_id)
     assert (row.status, row.error) == ("failed", "boom")
     assert ThreadSession.objects.filter(thread=thread).count() == 1
@@ -185,6 +185,6 @@ def test_a_release_by_a_worker_that_lost_the_session_changes_nothing(
     claim = _claimed(thread)
     ThreadSession.objects.filter(pk=claim.session_id).update(owner="worker-2")
     _queue(thread, "posted meanwhile", 1_000)
-    assert sessions.session_release(claim, status="completed") is None
+    assert sessions.session_end(claim, status="completed").next is None
     row = ThreadSession.objects.get(pk=claim.session_id)
     assert (row.status, row.owner, row.ended_at) == ("running", "worker-2", None)

@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -207,3 +208,27 @@ def test_a_session_end_with_no_subscription_costs_one_query(alice: Any) -> None:
     statements = [q["sql"] for q in queries.captured_queries]
     assert len(statements) == 1, statements
     assert "agents_app_webhooksubscription" in statements[0]
+
+
+def test_a_session_end_the_release_found_subscribed_does_not_ask_again(
+    alice: Any, receiver_factory: Any
+) -> None:
+    """The release reads whether any subscription is active in its own statement
+    (``sessions.Released.webhooks``); the events then record without asking it again."""
+    define_agent("helper", [{"content": "done"}])
+    _subscribe(receiver_factory().url, ["session.finished"])
+    thread = thread_create(user=alice, agent_name="helper")
+
+    def ended(**kwargs: Any) -> list[str]:
+        with CaptureQueriesContext(connection) as queries:
+            webhook_runner.session_ended(
+                str(thread.pk), str(uuid.uuid4()), "completed", "", **kwargs
+            )
+        return [q["sql"] for q in queries.captured_queries]
+
+    asked = ended()
+    told = ended(known_active=True)
+    probe = [s for s in asked if s not in told and "webhooksubscription" in s]
+    assert len(probe) == 1 and "active" in probe[0], (asked, told)
+    assert len(told) == len(asked) - 1, (asked, told)
+    assert WebhookDelivery.objects.filter(event="session.finished").count() == 2
