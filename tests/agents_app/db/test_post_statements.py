@@ -142,7 +142,7 @@ def _savepoints(statements: CaptureQueriesContext) -> int:
     return sum("SAVEPOINT" in q["sql"] for q in statements.captured_queries)
 
 
-def test_a_post_to_an_idle_thread_runs_eight_statements_and_a_busy_one_six(
+def test_a_post_to_an_idle_thread_runs_eight_statements_and_a_busy_one_seven(
     thread_of: Any, alice: Any, as_: Any, settings: Any
 ) -> None:
     """The statements of a whole post request, as the web process runs them (issue #39):
