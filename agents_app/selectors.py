@@ -17,7 +17,16 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
+from django.db.models import (
+    BooleanField,
+    Count,
+    Exists,
+    ExpressionWrapper,
+    OuterRef,
+    Q,
+    QuerySet,
+    Sum,
+)
 
 from agents_app import wire
 from agents_app.db import page_reads
@@ -432,8 +441,53 @@ class LogQuery:
     message_ids: list[str] | None = None
 
 
+# What the stop's tidy-up writes on a request a person stopped (services/sessions.py).
+STOPPED_LOG_TYPE = "stopped"
+
+
+def _turn_stopped_by_a_person() -> Exists:
+    return Exists(
+        ThreadSession.objects.filter(
+            thread_id=OuterRef("thread_id"),
+            root_message_id=OuterRef("message_id"),
+            stop_reason="aborted_by_user",
+        )
+    )
+
+
+def cut_short_by_a_stop() -> Q:
+    """Requests "interrupted" by a person's Stop, not by a fault.
+
+    "interrupted" is what the engine writes on every request a session left unfinished when
+    it resumes: after a worker died (a real fault, which "By error" must still list) and
+    after a Stop cancelled the request in flight (the stop's tidy-up turns it into "stopped"
+    only when the reply had text to keep: the data keeps "interrupted" for one with none, as
+    it is no response, and the test provider's script does not advance past it). The two
+    differ in the session: a stopped one ends with ``aborted_by_user``. A request of that
+    session's turn (its root message) counts as the stop's; one a worker's death cut short
+    earlier in a session a person then stopped is also counted so, which is the rarer mistake
+    and hides no failure a person did not end.
+    """
+    return Q(error_type="interrupted") & Q(_turn_stopped_by_a_person())
+
+
+def stopped_by_a_person() -> Q:
+    """Every request a person's Stop ended: stored "stopped", or cut short before any text."""
+    return Q(error_type=STOPPED_LOG_TYPE, error="") | cut_short_by_a_stop()
+
+
+def with_stops(logs: QuerySet[Log]) -> QuerySet[Log]:
+    """``logs``, each knowing whether a person's Stop ended it (``log_stopped``)."""
+    return logs.annotate(stopped_by_user=ExpressionWrapper(stopped_by_a_person(), BooleanField()))
+
+
+def log_stopped(row: Log) -> bool:
+    """Whether a person's Stop ended the request (a row of ``with_stops``)."""
+    return bool(row.stopped_by_user)  # type: ignore[attr-defined]
+
+
 def log_page(thread: Thread, q: LogQuery) -> tuple[list[dict[str, Any]], int, bool]:
-    qs = Log.objects.filter(thread=thread)
+    qs = with_stops(Log.objects.filter(thread=thread))
     if q.ids is not None:
         qs = qs.filter(pk__in=[p for p in (parse_uuid(i) for i in q.ids[:MAX_IDS]) if p])
     if q.message_ids is not None:
@@ -442,12 +496,14 @@ def log_page(thread: Thread, q: LogQuery) -> tuple[list[dict[str, Any]], int, bo
     total = qs.count()
     ordering = "created_at" if q.order == "asc" else "-created_at"
     rows = list(qs.order_by(ordering)[q.offset : q.offset + q.limit])
-    return [wire.log_item(r) for r in rows], total, q.offset + len(rows) < total
+    items = [wire.log_item(r, stopped=log_stopped(r)) for r in rows]
+    return items, total, q.offset + len(rows) < total
 
 
 def log_row(thread: Thread, log_id: str) -> Log:
+    """One log of ``thread`` (a row of ``with_stops``); ``NotFound`` for any other."""
     pk = parse_uuid(log_id)
-    row = Log.objects.filter(thread=thread, pk=pk).first() if pk else None
+    row = with_stops(Log.objects.filter(thread=thread, pk=pk)).first() if pk else None
     if row is None:
         raise NotFound(f"Log not found: {log_id}")
     return row
@@ -460,7 +516,7 @@ def log_detail(
     source = (
         Message.objects.filter(thread=thread, pk=row.message_id).first() if row.message_id else None
     )
-    return wire.log_detail(row, source, redact)
+    return wire.log_detail(row, source, redact, stopped=log_stopped(row))
 
 
 def _f(value: Decimal | None) -> float:

@@ -315,7 +315,8 @@ def _json_text(value: Any, redact: Callable[[Any], Any] | None) -> str | None:
     return json.dumps(redact(value) if redact else value, ensure_ascii=False)
 
 
-def log_item(row: Log) -> dict[str, Any]:
+def log_item(row: Log, *, stopped: bool = False) -> dict[str, Any]:
+    """One request log as the Logs API lists it; ``stopped``: a person's Stop ended it."""
     return {
         "id": str(row.id),
         "kind": row.kind,
@@ -350,13 +351,20 @@ def log_item(row: Log) -> dict[str, Any]:
         "created_at": row.created_at,
         # Ours: the definition versions the request ran on ({"prompts/<name>": 2, …}).
         "definition_versions": row.definition_versions,
+        # Ours: a person's Stop ended it, so it is no failure, even where the data says
+        # "interrupted" (a stop before any text; selectors.cut_short_by_a_stop).
+        "stopped_by_user": stopped,
     }
 
 
 def log_detail(
-    row: Log, source: Message | None, redact: Callable[[Any], Any] | None = None
+    row: Log,
+    source: Message | None,
+    redact: Callable[[Any], Any] | None = None,
+    *,
+    stopped: bool = False,
 ) -> dict[str, Any]:
-    data = log_item(row)
+    data = log_item(row, stopped=stopped)
     data.update(
         {
             "status_code": row.status_code,

@@ -6,11 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from agents_app.models import ThreadSession
-from agents_app.services.sessions import STOPPED_LOG_TYPE
+from agents_app.selectors import STOPPED_LOG_TYPE, cut_short_by_a_stop, stopped_by_a_person
 from agents_app.templatetags.people_format import REASONS
 
 
@@ -53,26 +52,7 @@ class ErrorFilter(_CodeFilter):
     not_listed = (STOPPED_LOG_TYPE,)
 
     def rows(self, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        return queryset.exclude(_cut_short_by_a_stop())
-
-
-def _cut_short_by_a_stop() -> Q:
-    """Requests "interrupted" by a person's Stop, not by a fault.
-
-    "interrupted" is what the engine writes on every request a session left unfinished when
-    it resumes: after a worker died (a real fault, which "By error" must still list) and
-    after a Stop cancelled the request in flight (the stop's tidy-up turns it into "stopped"
-    only when the reply had text to keep). The two differ in the session: a stopped one ends
-    with ``aborted_by_user``. A request of that session's turn (its root message) counts as
-    the stop's; one a worker's death cut short earlier in a session a person then stopped is
-    also counted so, which is the rarer mistake and hides no failure a person did not end.
-    """
-    stopped = ThreadSession.objects.filter(
-        thread_id=OuterRef("thread_id"),
-        root_message_id=OuterRef("message_id"),
-        stop_reason="aborted_by_user",
-    )
-    return Q(error_type="interrupted") & Q(Exists(stopped))
+        return queryset.exclude(cut_short_by_a_stop())
 
 
 class EndedFilter(_CodeFilter):
@@ -94,7 +74,7 @@ class FinishedFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() == STOPPED_LOG_TYPE:
-            return queryset.filter(error_type=STOPPED_LOG_TYPE)
+            return queryset.filter(stopped_by_a_person())
         if self.value() in ("yes", "no"):
             return queryset.filter(is_complete=self.value() == "yes")
         return queryset

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.utils.html import format_html
 
 from agents_app.admin.display import from_us
@@ -15,7 +17,7 @@ from agents_app.admin.log_filters import EndedFilter, ErrorFilter, FinishedFilte
 from agents_app.admin.log_sources import provider_tools_html, sources_html
 from agents_app.admin.read_only import ReadOnlyAdmin
 from agents_app.models import Log
-from agents_app.services.sessions import STOPPED_LOG_TYPE
+from agents_app.selectors import STOPPED_LOG_TYPE, log_stopped, with_stops
 from agents_app.templatetags.people_format import REASONS, duration, local_time, money, reason
 
 
@@ -47,6 +49,10 @@ class LogAdmin(ReadOnlyAdmin):
     list_filter = ("kind", "provider", FinishedFilter, ErrorFilter, EndedFilter)
     search_fields = ("thread__id", "model", "model_id", "prompt_name", "tool_name")
     list_select_related = ("thread__agent",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Log]:
+        return with_stops(super().get_queryset(request))
+
     fieldsets = [
         (
             None,
@@ -152,7 +158,9 @@ class LogAdmin(ReadOnlyAdmin):
     def shown_complete(self, obj: Log) -> str:
         # A failed request is never "complete ✓", whatever the flag says.
         if _stopped(obj):
-            return "Stopped by a person (what streamed was kept)"
+            if obj.error_type == STOPPED_LOG_TYPE:
+                return "Stopped by a person (what streamed was kept)"
+            return "Stopped by a person before any text"
         if obj.error or obj.error_type:
             return "No: it failed"
         return "Yes" if obj.is_complete else "No: cut short"
@@ -191,5 +199,6 @@ def _json(value: Any) -> str:
 
 
 def _stopped(obj: Log) -> bool:
-    """A request a person stopped (``STOPPED_LOG_TYPE``, no error): not a failure."""
-    return obj.error_type == STOPPED_LOG_TYPE and not obj.error
+    """A request a person stopped (stored "stopped", or cut short before any text): not a
+    failure."""
+    return log_stopped(obj)

@@ -92,6 +92,7 @@ class LogOut(Out):
     is_complete: Bool
     created_at: Value
     definition_versions: Value
+    stopped_by_user: Bool
 
 
 class LogPageOut(Out):

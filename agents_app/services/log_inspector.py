@@ -91,7 +91,7 @@ def log_inspection(thread: Thread, log_id: str, view: str | None = None) -> dict
     """The detail of one log of ``thread`` (``NotFound`` for another thread's log)."""
     row = selectors.log_row(thread, log_id)
     redactor = thread_redactor(str(thread.pk))
-    item = redactor.data(wire.log_item(row))
+    item = redactor.data(wire.log_item(row, stopped=selectors.log_stopped(row)))
     data: dict[str, Any] = {**item}
     if row.kind == Log.Kind.LLM:
         shown_as, request, note = _request_view(row, view if view in VIEWS else None)

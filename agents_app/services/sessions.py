@@ -61,7 +61,7 @@ from agents_app.models import (
     WebhookSubscription,
 )
 from agents_app.models.timestamps import now_us
-from agents_app.selectors import ACTIVE_SESSION, activity_frame
+from agents_app.selectors import ACTIVE_SESSION, STOPPED_LOG_TYPE, activity_frame
 from agents_app.services import tool_waits
 from agents_app.services.limits import (
     BUDGET_COLUMNS,
@@ -357,9 +357,6 @@ class StreamedReplies(Protocol):
     opened: set[str]
 
     def text_of(self, message_id: str) -> str: ...
-
-
-STOPPED_LOG_TYPE = "stopped"
 
 
 def _keep_stopped_replies(thread_id: str, streamed: StreamedReplies, now: int) -> list[Message]:

@@ -210,6 +210,11 @@ def test_stop_from_the_inspector(page: Page, site: Site) -> None:
     expect(page.locator("#log-detail .log-error-text")).to_have_count(0)
     page.locator("#log-back").click()
     shot(page, "studio-inspector-stopped")
+    # A reload reads the stored logs, not the live frames: still a stop, not a failure.
+    page.reload()
+    row = page.locator("#log-list .log-row").first
+    expect(row.locator(".log-stopped")).to_have_text("■ Stopped")
+    expect(row.locator(".log-error")).to_have_count(0)
     assert page.console_errors == []  # type: ignore[attr-defined]
 
 

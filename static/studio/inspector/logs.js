@@ -13,10 +13,11 @@ const vendor = (name) => VENDORS[name] || name;
 // Rows of the API (`GET …/logs`) and of `log_data` frames differ in a few names over time;
 // read both.
 const modelOf = (log) => log.model || log.model_name || '';
-// A request a person stopped is no failure (as on the Logs page): stored as `stopped` once the
-// stop's tidy-up ran, but its live frame still says `interrupted` (the engine closes the request
-// before the tidy-up), so the pane also counts the requests a `stopped_by_user` frame followed.
-const isStopped = (log, stopped) => log.error_type === 'stopped' || Boolean(stopped?.has(log.id));
+// A request a person stopped is no failure (as on the Logs page). The API says so
+// (`stopped_by_user`; a stop before any text stays `interrupted` in the data). Live frames
+// do not: the engine closes the request as `interrupted` before the stop's tidy-up, so the
+// pane also counts the requests a `stopped_by_user` frame followed.
+const isStopped = (log, stopped) => log.error_type === 'stopped' || Boolean(log.stopped_by_user) || Boolean(stopped?.has(log.id));
 const isError = (log, stopped) => !isStopped(log, stopped) && Boolean(log.error || log.error_type);
 
 function statusBadge(log, stopped) {

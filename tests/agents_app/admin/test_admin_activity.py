@@ -25,6 +25,7 @@ from agents_app.models import (
 )
 from agents_app.services.api_keys import api_key_create
 from agents_app.services.thread_inspector import MAX_MESSAGES
+from tests.agents_app.api.api_support import client_for
 
 pytestmark = pytest.mark.django_db
 
@@ -265,6 +266,46 @@ def test_a_stopped_request_is_shown_neutrally_and_is_not_an_error(
     assert "?error=step_error" in page  # a real failure is still listed
     assert "Stopped by a person" in page
     assert staff.get(url + "?finished=stopped").context["cl"].result_count == 1
+
+
+def test_a_request_a_stop_cut_short_before_any_text_reads_stopped_not_failed(
+    staff: Client, thread: Thread, alice: Any
+) -> None:
+    """The Logs page, one log's page and the Logs API agree: a person's stop before any text
+    (stored "interrupted") is a stop; a worker's death is still a failure."""
+    turn, died = uuid.uuid4(), uuid.uuid4()
+    for root, why in ((turn, "aborted_by_user"), (died, "completed")):
+        ThreadSession.objects.create(
+            thread=thread,
+            status=ThreadSession.Status.STOPPED,
+            root_message_id=root,
+            stop_reason=why,
+        )
+    stopped, failed = (
+        Log.objects.create(
+            thread=thread,
+            kind="llm",
+            model=name,
+            is_complete=True,
+            error_type="interrupted",
+            message_id=root,
+        )
+        for name, root in (("stopped-model", turn), ("failed-model", died))
+    )
+    url = reverse("admin:agents_app_log_changelist")
+    page = staff.get(url).content.decode()
+    assert page.count("■ Stopped<") == 1 and page.count("✗ Interrupted") == 1
+    only_stops = staff.get(url + "?finished=stopped").context["cl"].result_list
+    assert [row.pk for row in only_stops] == [stopped.pk]
+    one = staff.get(reverse("admin:agents_app_log_change", args=[stopped.pk])).content.decode()
+    assert "Stopped by a person before any text" in one and "No: it failed" not in one
+    other = staff.get(reverse("admin:agents_app_log_change", args=[failed.pk])).content.decode()
+    assert "No: it failed" in other
+    listed = client_for(alice).get(f"/api/threads/{thread.pk}/logs").json()["logs"]
+    assert {x["model"]: x["stopped_by_user"] for x in listed} == {
+        "stopped-model": True,
+        "failed-model": False,
+    }
 
 
 def test_by_error_lists_interrupted_only_when_no_person_stopped_it(

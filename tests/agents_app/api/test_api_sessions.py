@@ -29,7 +29,11 @@ from runtime.core.messages import Message as EngineMessage
 from runtime.core.messages import new_id
 from runtime.core.progress import SessionProgress
 from runtime.store.protocol import Commit
-from tests.agents_app.api.api_support import _api_hosts, define_agent  # noqa: F401
+from tests.agents_app.api.api_support import (  # noqa: F401
+    _api_hosts,
+    client_for,
+    define_agent,
+)
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -188,6 +192,15 @@ async def test_stop_aborts_the_request_in_flight_and_parks_the_queue(alice: Any)
     ]
     log = await sync_to_async(Log.objects.get)()
     assert log.error_type == "interrupted"
+    # Yet a person's stop, not a fault: the Logs API (which the inspector reloads from) and
+    # one log's detail say so.
+    api = await sync_to_async(client_for)(alice)
+    listed = await sync_to_async(api.get)(f"/api/threads/{thread.pk}/logs")
+    assert [(x["error_type"], x["stopped_by_user"]) for x in listed.json()["logs"]] == [
+        ("interrupted", True)
+    ]
+    detail = await sync_to_async(api.get)(f"/api/threads/{thread.pk}/logs/{log.pk}")
+    assert detail.json()["stopped_by_user"] is True
     assert await sync_to_async(QueuedMessage.objects.count)() == 1  # parked, not dropped
     session = await sync_to_async(ThreadSession.objects.get)()
     assert session.status == "stopped" and session.stop_reason == "aborted_by_user"

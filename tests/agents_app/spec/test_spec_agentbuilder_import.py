@@ -40,8 +40,13 @@ PROMPTS = (
     "content_writer",
     "content_critic",
 )
-TOOLS = ("confirm_order", "complete_checkout", "resolve_billing", "conclude_debate")
-TOOLS += ("approve_content",)
+TOOLS = (
+    "confirm_order",
+    "complete_checkout",
+    "resolve_billing",
+    "conclude_debate",
+    "approve_content",
+)
 
 
 @pytest.fixture(autouse=True)

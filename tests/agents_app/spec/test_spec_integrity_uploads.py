@@ -37,7 +37,9 @@ def _served_color(client: Any, url: str) -> tuple[int, ...]:
         io.BytesIO(b"".join(response.streaming_content) if response.streaming else response.content)
     )
     assert image.format == "JPEG"
-    return tuple(image.convert("RGB").getpixel((0, 0)))
+    pixel = image.convert("RGB").getpixel((0, 0))
+    assert isinstance(pixel, tuple), pixel  # an RGB image's pixel is (r, g, b)
+    return pixel
 
 
 def _reddish(pixel: tuple[int, ...]) -> bool:
