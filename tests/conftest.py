@@ -41,6 +41,19 @@ def _message_count_differences() -> list[Any]:
         return []  # the test broke its own connection or transaction on purpose
 
 
+@pytest.fixture(autouse=True, scope="session")
+def quick_password_hashing() -> Any:
+    """Django's own advice for test suites: a fast password hasher. The production hasher
+    (PBKDF2, 1,000,000 iterations) takes 1.1 s a password on this machine, and most tests
+    make a persona; no test here is about the stored hash's strength. The processes the
+    stacks of ``tests/integration`` and ``tests/browser`` start do the same
+    (``tests/stack_settings.py``)."""
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def loopback_egress() -> Any:
     """Each test starts with the suite's egress policy (loopback allowed); a test that

@@ -385,7 +385,8 @@ class Stack:
         self.env = {
             **os.environ,
             "PYTHONPATH": str(ROOT),
-            "DJANGO_SETTINGS_MODULE": "studio.settings",
+            # Production's settings with a fast password hasher (tests/stack_settings.py).
+            "DJANGO_SETTINGS_MODULE": "tests.stack_settings",
             "DATABASE_URL": self.database_url,
             "REDIS_URL": self.redis_url,
             "CELERY_QUEUE": self.queue,
