@@ -50,7 +50,9 @@ def quick_password_hashing() -> Any:
     (``tests/stack_settings.py``)."""
     from django.test import override_settings
 
-    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+    from tests.stack_settings import FAST_HASHER
+
+    with override_settings(PASSWORD_HASHERS=[FAST_HASHER]):
         yield
 
 

@@ -13,7 +13,5 @@ from django.conf import global_settings
 
 from studio.settings import *  # noqa: F403
 
-PASSWORD_HASHERS = [
-    "django.contrib.auth.hashers.MD5PasswordHasher",
-    *global_settings.PASSWORD_HASHERS,
-]
+FAST_HASHER = "django.contrib.auth.hashers.MD5PasswordHasher"
+PASSWORD_HASHERS = [FAST_HASHER, *global_settings.PASSWORD_HASHERS]

@@ -50,9 +50,6 @@ class LogAdmin(ReadOnlyAdmin):
     search_fields = ("thread__id", "model", "model_id", "prompt_name", "tool_name")
     list_select_related = ("thread__agent",)
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Log]:
-        return with_stops(super().get_queryset(request))
-
     fieldsets = [
         (
             None,
@@ -117,6 +114,9 @@ class LogAdmin(ReadOnlyAdmin):
         "shown_sources",
     )
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Log]:
+        return with_stops(super().get_queryset(request))
+
     @admin.display(description="When", ordering="created_at")
     def when(self, obj: Log) -> str:
         return local_time(from_us(obj.created_at))
@@ -130,7 +130,7 @@ class LogAdmin(ReadOnlyAdmin):
     @admin.display(description="Outcome", ordering="error_type")
     def shown_outcome(self, obj: Log) -> str:
         # A person's Stop is no failure: shown plainly, not as a red ✗.
-        if _stopped(obj):
+        if log_stopped(obj):
             return format_html(
                 '<span class="studio-stopped" title="{}">■ {}</span>',
                 STOPPED_LOG_TYPE,
@@ -157,7 +157,7 @@ class LogAdmin(ReadOnlyAdmin):
     @admin.display(description="Complete")
     def shown_complete(self, obj: Log) -> str:
         # A failed request is never "complete ✓", whatever the flag says.
-        if _stopped(obj):
+        if log_stopped(obj):
             if obj.error_type == STOPPED_LOG_TYPE:
                 return "Stopped by a person (what streamed was kept)"
             return "Stopped by a person before any text"
@@ -196,9 +196,3 @@ class LogAdmin(ReadOnlyAdmin):
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2) if value is not None else ""
-
-
-def _stopped(obj: Log) -> bool:
-    """A request a person stopped (stored "stopped", or cut short before any text): not a
-    failure."""
-    return log_stopped(obj)
