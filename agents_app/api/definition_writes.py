@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Router, Status
 
 from agents_app.api import catalog
 from agents_app.api.authed import AuthedRequest
@@ -50,8 +50,10 @@ def _create(request: AuthedRequest, kind: Kind) -> Any:
     try:
         written = definition_write(kind, _body(request), author=request.auth)
     except DefinitionRejected as exc:
-        return 400, {"error": "Validation failed", "fieldErrors": exc.field_errors}
-    return 201, {"success": True, _SINGULAR[kind]: _shape(kind, written.name), "filePath": None}
+        return Status(400, {"error": "Validation failed", "fieldErrors": exc.field_errors})
+    return Status(
+        201, {"success": True, _SINGULAR[kind]: _shape(kind, written.name), "filePath": None}
+    )
 
 
 def _update(request: AuthedRequest, kind: Kind, name: str) -> Any:
@@ -63,7 +65,7 @@ def _update(request: AuthedRequest, kind: Kind, name: str) -> Any:
             author=request.auth,
         )
     except DefinitionRejected as exc:
-        return 400, {"error": "Validation failed", "fieldErrors": exc.field_errors}
+        return Status(400, {"error": "Validation failed", "fieldErrors": exc.field_errors})
     answer: dict[str, Any] = {
         "success": True,
         _SINGULAR[kind]: _shape(kind, written.name),
@@ -74,7 +76,7 @@ def _update(request: AuthedRequest, kind: Kind, name: str) -> Any:
         answer["updatedPrompts"] = written.renamed.prompts
         if kind != "models":
             answer["updatedAgents"] = written.renamed.agents
-    return 200, answer
+    return Status(200, answer)
 
 
 def _delete(request: HttpRequest, kind: Kind, name: str) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Field, Router, Schema
+from ninja import Field, Router, Schema, Status
 
 from agents_app.api.authed import AuthedRequest
 from agents_app.api.automation_responses import (
@@ -65,7 +65,7 @@ def schedule_preview(request: HttpRequest, payload: SpecIn) -> dict[str, Any]:
 
 
 @router.post("", response={201: ScheduleOut, **ERRORS}, summary="Create a schedule")
-def schedule_create(request: AuthedRequest, payload: ScheduleIn) -> tuple[int, dict[str, Any]]:
+def schedule_create(request: AuthedRequest, payload: ScheduleIn) -> Status[dict[str, Any]]:
     row = schedules.schedule_create(
         owner=request.auth,
         agent_name=payload.agent,
@@ -80,7 +80,7 @@ def schedule_create(request: AuthedRequest, payload: ScheduleIn) -> tuple[int, d
         paused=payload.paused,
         attachments=[a.model_dump() for a in payload.attachments or []],
     )
-    return 201, schedules.schedule_wire(row, upcoming=5)
+    return Status(201, schedules.schedule_wire(row, upcoming=5))
 
 
 @router.get("", response={200: SchedulesOut, **ERRORS}, summary="Schedules")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Field, Router, Schema
+from ninja import Field, Router, Schema, Status
 
 from agents_app.api.authed import AuthedRequest
 from agents_app.api.automation_responses import (
@@ -35,7 +35,7 @@ class TriggerIn(Schema):
 @router.post(
     "", response={201: TriggerOut, **ERRORS}, summary="Create a trigger (token shown once)"
 )
-def trigger_create(request: AuthedRequest, payload: TriggerIn) -> tuple[int, dict[str, Any]]:
+def trigger_create(request: AuthedRequest, payload: TriggerIn) -> Status[dict[str, Any]]:
     row, token = triggers.trigger_create(
         owner=request.auth,
         agent_name=payload.agent,
@@ -43,7 +43,7 @@ def trigger_create(request: AuthedRequest, payload: TriggerIn) -> tuple[int, dic
         name=payload.name,
         secret_env=payload.secretEnv,
     )
-    return 201, triggers.trigger_wire(row, token)
+    return Status(201, triggers.trigger_wire(row, token))
 
 
 @router.get("", response={200: TriggersOut, **ERRORS}, summary="Triggers")
@@ -63,5 +63,5 @@ def trigger_revoke(request: HttpRequest, trigger_id: str) -> dict[str, Any]:
 @inbound.post(
     "/{token}", auth=None, response={202: TriggerFiredOut, **ERRORS}, summary="Fire a trigger"
 )
-def trigger_fire(request: HttpRequest, token: str) -> tuple[int, dict[str, Any]]:
-    return 202, fire(token, request.headers, request.body)
+def trigger_fire(request: HttpRequest, token: str) -> Status[dict[str, Any]]:
+    return Status(202, fire(token, request.headers, request.body))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Field, Router, Schema
+from ninja import Field, Router, Schema, Status
 
 from agents_app.api.automation_responses import (
     DeletedOut,
@@ -40,14 +40,14 @@ def _subscription(subscription_id: str) -> WebhookSubscription:
 
 
 @router.post("", response={201: SubscriptionOut, **ERRORS}, summary="Subscribe")
-def webhook_create(request: HttpRequest, payload: SubscriptionIn) -> tuple[int, dict[str, Any]]:
+def webhook_create(request: HttpRequest, payload: SubscriptionIn) -> Status[dict[str, Any]]:
     row = webhooks.subscription_create(
         url=payload.url,
         secret_env=payload.secretEnv,
         events=payload.events,
         agent_name=payload.agent,
     )
-    return 201, webhooks.subscription_wire(row)
+    return Status(201, webhooks.subscription_wire(row))
 
 
 @router.get("", response={200: SubscriptionsOut, **ERRORS}, summary="Subscriptions")
