@@ -19,6 +19,10 @@ from agents_app.services import webhooks
 
 
 class WebhookSubscriptionForm(forms.ModelForm):
+    # Declared for its scheme: an address typed without one is taken as https:// (Django 6's
+    # default; the model field's form would assume http:// and warn that this changes).
+    url = forms.URLField(max_length=2000, assume_scheme="https", label="URL")
+
     class Meta:
         model = WebhookSubscription
         fields = ("agent", "url", "secret_env", "events", "active")
