@@ -221,7 +221,7 @@ class KeyWatch(Watch):
 
     def __init__(self, stack: Stack, path: str, raw_key: str) -> None:
         headers = {"Authorization": f"Bearer {raw_key}"}
-        self.conn = connect(stack.ws + path, additional_headers=headers)
+        self.conn = connect(stack.ws + path, additional_headers=headers, legacy=True)
         self.frames: list[dict[str, Any]] = []
 
 

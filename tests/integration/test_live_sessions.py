@@ -29,7 +29,9 @@ class Watch:
 
     def __init__(self, stack: Stack, path: str, user: str | None = "alice") -> None:
         headers = {"Authorization": f"Bearer {stack.keys[user]}"} if user else {}
-        self.conn: ClientConnection = connect(stack.ws + path, additional_headers=headers)
+        self.conn: ClientConnection = connect(
+            stack.ws + path, additional_headers=headers, legacy=True
+        )
         self.frames: list[Frame] = []
 
     def __enter__(self) -> Watch:
