@@ -183,7 +183,7 @@ class EffectsStack(Stack):
     def sql_exec(self, query: str, *args: Any) -> None:
         import psycopg
 
-        with psycopg.connect(self.database_url.replace("postgres://", "postgresql://", 1)) as c:
+        with psycopg.connect(self.dsn) as c:
             c.execute(query, args)  # type: ignore[arg-type]
 
     def schedule(self, thread_id: str, name: str, args: Any, delay_ms: int) -> str:

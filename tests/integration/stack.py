@@ -542,6 +542,11 @@ class Stack:
         headers = {"Authorization": f"Bearer {self.keys[user]}"} if user else {}
         return httpx.Client(base_url=self.http, headers=headers, timeout=30)
 
+    @property
+    def dsn(self) -> str:
+        """The stack's database as psycopg wants it (``database_url`` is in Django's form)."""
+        return self.database_url.replace("postgres://", "postgresql://", 1)
+
     def sql(self, query: str, *args: Any) -> list[tuple[Any, ...]]:
-        with psycopg.connect(self.database_url.replace("postgres://", "postgresql://", 1)) as conn:
+        with psycopg.connect(self.dsn) as conn:
             return list(conn.execute(query, args).fetchall())

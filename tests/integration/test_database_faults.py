@@ -149,7 +149,7 @@ def test_a_real_worker_recovers_after_too_many_connections_outlasts_its_retries(
     role = f"it_limited_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
         admin.execute(f'CREATE ROLE "{role}" LOGIN')
-    with psycopg.connect(stack.database_url.replace("postgres://", "postgresql://", 1)) as db:
+    with psycopg.connect(stack.dsn) as db:
         db.execute(f'GRANT ALL ON ALL TABLES IN SCHEMA public TO "{role}"')
         db.execute(f'GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO "{role}"')
     limited_url = stack.database_url.replace("//root@", f"//{role}@", 1)
@@ -195,7 +195,7 @@ def test_a_real_worker_recovers_after_too_many_connections_outlasts_its_retries(
         assert "crashed" not in process.log.read_text(errors="replace"), stack.tails()
     finally:
         process.stop()
-        with psycopg.connect(stack.database_url.replace("postgres://", "postgresql://", 1)) as db:
+        with psycopg.connect(stack.dsn) as db:
             db.execute(f'DROP OWNED BY "{role}"')
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f'DROP ROLE IF EXISTS "{role}"')

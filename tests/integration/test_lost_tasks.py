@@ -34,7 +34,7 @@ def test_a_task_a_killed_worker_received_but_never_claimed_is_dispatched_again(
     stack: Stack, worker: Any
 ) -> None:
     thread_id = new_thread(stack, "greeter")
-    url = stack.database_url.replace("postgres://", "postgresql://", 1)
+    url = stack.dsn
     with psycopg.connect(url) as locker, psycopg.connect(url, autocommit=True) as admin:
         post(stack, thread_id, "Hi")  # no worker consumes the queue yet: the task waits
         [(session_id,)] = locker.execute(

@@ -109,7 +109,7 @@ class PgBouncer:
 
 def direct_sql(stack: Stack, query: str, *args: Any) -> list[tuple[Any, ...]]:
     """``query`` on PostgreSQL directly, marked so that the backend counts leave it out."""
-    url = stack.database_url.replace("postgres://", "postgresql://", 1)
+    url = stack.dsn
     with psycopg.connect(url, application_name=DIRECT) as conn:
         return list(conn.execute(query, args).fetchall())
 

@@ -55,7 +55,7 @@ def retention_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]
 
 
 def _execute(stack: Stack, statement: str, *args: Any) -> None:
-    with psycopg.connect(stack.database_url.replace("postgres://", "postgresql://", 1)) as conn:
+    with psycopg.connect(stack.dsn) as conn:
         conn.execute(statement, args)
 
 
