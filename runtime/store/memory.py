@@ -65,7 +65,9 @@ class _ThreadData:
         self.order: list[tuple[int, str]] = []  # (created_at, id), sorted
         self.logs: dict[str, LogRecord] = {}
         self.queue: list[QueuedMessage] = []
-        self.progress: SessionProgress | None = None
+        # The last committed progress as JSON, as the Django store keeps it: a copy in one
+        # call each way (``model_copy(deep=True)`` walked it in Python, issue #39).
+        self.progress: str | None = None
         self.env: dict[str, tuple[str, EnvType]] = {}
         # key → (the value as shown, its update time, the exact value when it held a secret)
         self.values: dict[str, tuple[Any, int, Any]] = {}
@@ -104,7 +106,7 @@ class MemoryStore:
     def all_messages(self, thread_id: str) -> list[Message]:
         """Every message of a thread (any depth, silent included), in order."""
         data = self._data(thread_id)
-        return [copy.deepcopy(data.messages[i]) for _, i in data.order]
+        return [_copied(data.messages[i]) for _, i in data.order]
 
     def queued(self, thread_id: str) -> list[QueuedMessage]:
         """The thread's queue rows, oldest first."""
@@ -171,7 +173,7 @@ class MemoryStore:
         else:  # from the oldest end
             start = min(query.offset, total)
             end = total if query.limit is None else min(total, start + query.limit)
-        window = [copy.deepcopy(m) for m in matching[start:end]]
+        window = [_copied(m) for m in matching[start:end]]
         has_more = query.offset + len(window) < total
         newest = None
         if query.with_newest:
@@ -181,7 +183,7 @@ class MemoryStore:
     async def get_message(self, thread_id: str, message_id: str) -> Message | None:
         """One message or ``None``."""
         found = self._data(thread_id).messages.get(message_id)
-        return copy.deepcopy(found) if found else None
+        return _copied(found) if found else None
 
     async def delete_message(self, thread_id: str, message_id: str) -> list[str]:
         """Delete a message with its tool results, or a queued message; the ids deleted."""
@@ -232,7 +234,7 @@ class MemoryStore:
                 decided = waits.decide(message, decision)
                 if decided is not None:
                     self._put(data, decided)
-                    return copy.deepcopy(decided)
+                    return _copied(decided)
         return None
 
     # --- commit ------------------------------------------------------------------------
@@ -243,9 +245,9 @@ class MemoryStore:
         for log in commit.logs:
             data.logs[log.id] = copy.copy(log)  # the engine replaces logs, never mutates them
         for message in commit.messages:
-            self._put(data, copy.deepcopy(message))
+            self._put(data, _copied(message))
         if commit.progress is not None:
-            data.progress = commit.progress.model_copy(deep=True)
+            data.progress = commit.progress.model_dump_json()
         if commit.thread is not None:
             _apply_thread_update(data.record, commit.thread)
         drained = self._drain(data) if commit.drain_queue else []
@@ -254,7 +256,7 @@ class MemoryStore:
     async def load_progress(self, thread_id: str) -> SessionProgress | None:
         """The last committed progress."""
         progress = self._data(thread_id).progress
-        return progress.model_copy(deep=True) if progress else None
+        return SessionProgress.model_validate_json(progress) if progress else None
 
     # --- logs --------------------------------------------------------------------------
 
@@ -603,7 +605,7 @@ class MemoryStore:
             last = max(last + 1, row.created_at)
             message = _from_queue(row, last)
             self._put(data, message)
-            drained.append(copy.deepcopy(message))
+            drained.append(_copied(message))
         data.queue.clear()
         return drained
 
@@ -629,6 +631,25 @@ class MemoryStore:
 
     async def _root(self) -> FileRecord:
         return FileRecord(path="/", name="", mime_type="inode/directory", is_directory=True)
+
+
+# The fields of a message that hold something mutable; the others are strings, numbers,
+# booleans or None, which a copy may share.
+_CONTAINERS = ("tool_calls", "metadata", "attachments", "reasoning_details")
+
+
+def _copied(message: Message) -> Message:
+    """A copy of ``message`` sharing nothing mutable with it, as a database row would be.
+    ``copy.deepcopy`` walked every field and key of every row (a fifth of the engine bench's
+    run over this store, issue #39): only the containers need a deep copy."""
+    changes = {}
+    for name in _CONTAINERS:
+        value = getattr(message, name)
+        if value:
+            changes[name] = copy.deepcopy(value)
+        elif value is not None:
+            changes[name] = type(value)()
+    return message.copy(**changes)
 
 
 def _matches(message: Message, query: MessageQuery) -> bool:

@@ -154,6 +154,54 @@ async def test_progress_round_trip(store: Store, thread_id: str) -> None:
     assert await store.load_progress(thread_id) == progress
 
 
+async def test_what_is_committed_or_read_shares_nothing_the_engine_can_change(
+    store: Store, thread_id: str
+) -> None:
+    """A store keeps its own copy, as a database row is: changing a message or a progress
+    after committing it, or changing what a read returned, changes nothing stored."""
+    clock = Clock()
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    message = Message(
+        id=new_id(),
+        role="assistant",
+        content="hi",
+        created_at=clock.now(),
+        tool_calls=[call],  # type: ignore[list-item]
+        metadata={"nested": {"k": [1]}},
+        attachments=[{"name": "a.txt"}],
+        reasoning_details=[{"text": "why"}],
+    )
+    progress = SessionProgress(session_id=new_id(), agent="agent", outcome={"k": [1]})
+    await store.commit(thread_id, Commit(messages=[message], progress=progress))
+    message.tool_calls[0]["function"]["name"] = "changed"  # type: ignore[index]
+    message.metadata["nested"]["k"].append(2)
+    message.attachments[0]["name"] = "changed"  # type: ignore[index]
+    message.reasoning_details[0]["text"] = "changed"  # type: ignore[index]
+    progress.side_steps["a"] = 9
+    progress.outcome["k"].append(2)
+
+    read = await store.get_message(thread_id, message.id)
+    assert read is not None
+    assert read.tool_calls == [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    ]
+    assert read.metadata == {"nested": {"k": [1]}}
+    assert read.attachments == [{"name": "a.txt"}]
+    assert read.reasoning_details == [{"text": "why"}]
+    loaded = await store.load_progress(thread_id)
+    assert loaded is not None and loaded.side_steps == {"a": 0, "b": 0}
+    assert loaded.outcome == {"k": [1]}
+
+    read.metadata["nested"]["k"].append(3)
+    read.tool_calls[0]["function"]["arguments"] = "changed"  # type: ignore[index]
+    loaded.outcome["k"].append(3)
+    again = await store.get_message(thread_id, message.id)
+    assert again is not None and again.metadata == {"nested": {"k": [1]}}
+    assert again.tool_calls[0]["function"]["arguments"] == "{}"  # type: ignore[index]
+    reloaded = await store.load_progress(thread_id)
+    assert reloaded is not None and reloaded.outcome == {"k": [1]}
+
+
 async def test_count_llm_responses_ignores_incomplete_and_interrupted(
     store: Store, thread_id: str
 ) -> None:
