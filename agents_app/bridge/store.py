@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from asgiref.sync import sync_to_async
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Max, Q
+from django.db.models import Max
 from django.utils import timezone
 
 from agents_app.bridge import async_commit, fast_commit
@@ -506,23 +506,43 @@ def _count_llm_responses(thread_id: str, model: str) -> int:
 # --- env -------------------------------------------------------------------------------
 
 
+_T, _E = Thread._meta.db_table, EnvValue._meta.db_table
+_A, _P = Agent._meta.db_table, Prompt._meta.db_table
+# One statement for every provider request that resolves its key (each step of a vendor's
+# model): a marker row when the thread exists, then each tier's value of the key, the
+# thread's agent, owner and first prompt found by subqueries. The ORM's version read the
+# thread first, two statements per step on the worker's one database thread (issue #39).
+_RESOLVE_ENV_SQL = (
+    f"SELECT '', '', '' FROM {_T} WHERE id = %s UNION ALL "
+    f"SELECT e.scope, e.value_type, e.ciphertext FROM {_E} e WHERE e.key = %s AND ("
+    "(e.scope = 'thread' AND e.thread_id = %s) "
+    f"OR (e.scope = 'agent' AND e.agent_id = (SELECT agent_id FROM {_T} WHERE id = %s)) "
+    f"OR (e.scope = 'prompt' AND e.prompt_id IN (SELECT id FROM {_P} WHERE name = COALESCE(%s, "
+    f"(SELECT p.name FROM {_T} t JOIN {_A} a ON a.id = t.agent_id "
+    "JOIN " + _P + " p ON p.id = a.side_a_prompt_id WHERE t.id = %s)))) "
+    f"OR (e.scope = 'user' AND e.user_id = (SELECT owner_id FROM {_T} WHERE id = %s)) "
+    "OR e.scope = 'instance')"
+)
+
+
 def _resolve_env(thread_id: str, name: str, prompt: str | None) -> EnvEntry | None:
-    thread = _thread(thread_id)
-    prompt_name = prompt or thread.agent.side_a_prompt.name
-    candidates = EnvValue.objects.filter(key=name).filter(
-        Q(scope="thread", thread_id=thread.pk)
-        | Q(scope="agent", agent_id=thread.agent_id)
-        | Q(scope="prompt", prompt__name=prompt_name)
-        | Q(scope="user", user_id=thread.owner_id)
-        | Q(scope="instance")
-    )
-    by_scope = {row.scope: row for row in candidates if row.scope != "user" or thread.owner_id}
+    """thread → agent → prompt (``prompt``, else the agent's first) → user → instance."""
+    try:
+        pk = db_uuid(thread_id)
+    except ValueError:
+        raise LookupError(f"Thread not found: {thread_id}") from None
+    with connection.cursor() as cursor:
+        cursor.execute(_RESOLVE_ENV_SQL, [pk, name, pk, pk, prompt or None, pk, pk])
+        rows = cursor.fetchall()
+    by_scope = {scope: (kind, sealed) for scope, kind, sealed in rows}
+    if "" not in by_scope:
+        raise LookupError(f"Thread not found: {thread_id}")
     for scope in ENV_ORDER:
-        row = by_scope.get(scope)
-        if row is not None:
+        found = by_scope.get(scope)
+        if found is not None:
             # Definition-level values are always secret (spec 0.15 / reference).
-            kind = "secret" if scope in ("agent", "prompt") else row.value_type
-            return EnvEntry(row.value, kind, scope)  # type: ignore[arg-type]
+            kind = "secret" if scope in ("agent", "prompt") else found[0]
+            return EnvEntry(decrypt(found[1]), kind, scope)  # type: ignore[arg-type]
     return None
 
 

@@ -40,5 +40,11 @@ class ProviderRegistry:
             )
         return factory(model)
 
+    def replays(self, model: ModelDefinition) -> bool:
+        """Whether ``model``'s provider reads ``request.sequence``: the scripted ``test``
+        provider (and an override, which tests pin); the vendors' adapters never do, so the
+        engine does not count a thread's stored responses for them."""
+        return model.provider == "test" or model.name in self._overrides
+
 
 __all__ = ["ProviderRegistry", "TestProvider"]

@@ -74,8 +74,9 @@ class ProviderRequest:
 
     ``model`` is the provider's model id; ``model_name`` the model definition's
     name. ``sequence`` is how many responses this thread already received from
-    this model definition (scripted providers replay from it; real providers
-    ignore it). ``metadata`` carries ``thread_id`` and ``prompt_name``.
+    this model definition, set only for providers that replay a script from it
+    (``ProviderRegistry.replays``: the ``test`` provider); ``None`` for the vendors'
+    adapters, which never read it. ``metadata`` carries ``thread_id`` and ``prompt_name``.
     ``max_output_tokens`` caps the response (``None``: the adapter's default;
     Anthropic requires a value and uses 8192). ``response_schema``: the prompt's
     structured-output schema.

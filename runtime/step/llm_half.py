@@ -151,15 +151,18 @@ class Stepper:
         self, scope: Scope, request: ProviderRequest, model: ModelDefinition
     ) -> ProviderRequest:
         """``request`` as one attempt sends it to ``model``: its model id, the tools if it
-        takes them, its response number on this thread (``sequence``), and the images
-        it can take (placeholders without vision, downsampled to its vendor's limits)."""
+        takes them, its response number on this thread (``sequence``, for a provider that
+        replays a script: counting the stored responses is a read the vendors' adapters
+        never use), and the images it can take (placeholders without vision, downsampled
+        to its vendor's limits)."""
+        replays = self.deps.providers.replays(model)
         return replace(
             request,
             messages=await fit_for_model(request.messages, model),
             model=model.model,
             model_name=model.name,
             tools=[t.schema for t in scope.tools.values()] if tools_allowed(model) else [],
-            sequence=await self._sequence(scope.thread.id, model.name),
+            sequence=await self._sequence(scope.thread.id, model.name) if replays else None,
         )
 
     def _env(self, scope: Scope) -> EnvLookup:

@@ -91,6 +91,15 @@ def test_user_level_is_skipped_for_threads_without_owner(thread_id: str) -> None
     assert _resolve(thread_id, "K") is None
 
 
+def test_an_unknown_thread_is_a_lookup_error_whatever_values_exist(thread_id: str) -> None:
+    _plant(thread_id, "instance", "K", "v")
+    resolve = async_to_sync(DjangoStore().resolve_env)
+    assert resolve(thread_id, "K") is not None
+    for unknown in (str(uuid.uuid4()), "not-a-thread"):
+        with pytest.raises(LookupError):
+            resolve(unknown, "K")
+
+
 def test_set_env_keeps_the_type_or_makes_new_keys_secret(thread_id: str) -> None:
     store = DjangoStore()
     async_to_sync(store.set_env)(thread_id, "NEW", "v1")

@@ -28,11 +28,15 @@ from agents_app.db import page_reads, thread_records
 from agents_app.models import Thread, ThreadSession
 from agents_app.orchestration import runner
 from agents_app.orchestration.runner import run_session_job
+from agents_app.services import messages as message_service
 from agents_app.services import sessions
 from runtime.core.progress import SessionProgress
 from runtime.store.protocol import Commit, MessageQuery
 from tests.agents_app.api.api_support import _api_hosts  # noqa: F401
 from tests.agents_app.api.test_api_sessions import _active_session, _post, _setup, _transcript
+from tests.agents_app.orchestration.test_images_to_vendors import _setup as vendor_thread
+from tests.runtime.providers import recordings
+from tests.runtime.providers.replay import ReplayServer
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -138,6 +142,7 @@ async def test_a_session_ends_with_three_statements_and_announces_what_they_read
     # history, secrets, the scripted provider's count, and the end's three.
     if connection.vendor == "postgresql":
         assert len(statements.sql) == 10, statements.sql
+    assert statements.count(bridge_store._LLM_RESPONSES_SQL) == 1, statements.sql
     stored = await Thread.objects.aget(pk=thread.pk)
     frames = await _activity_frames(channel)
     assert frames[-1] == {
@@ -214,3 +219,40 @@ async def test_the_history_brings_the_newest_time_in_its_statement(alice: Any) -
     assert statements.count(page_reads.NEWEST_SQL) == 0, statements.sql
     history = [sql for sql in statements.sql if page_reads.NEWEST_SQL in sql]
     assert len(history) == 1, statements.sql
+
+
+@sync_to_async
+def _post_text(thread: Thread, text: str) -> str:
+    message_service.message_post(thread=thread, role="user", content=text)
+    row = ThreadSession.objects.filter(thread=thread, status__in=["queued", "running"]).first()
+    assert row is not None
+    return str(row.pk)
+
+
+async def test_a_vendor_models_session_does_not_count_the_threads_responses(
+    alice: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting a thread's stored responses feeds ``request.sequence``, which only the scripted
+    ``test`` provider reads: a session of a vendor's model (a real adapter, a local server
+    answering with a recorded reply) does not run it. Its request resolves the key in one
+    statement (the thread's agent, owner and prompt by subqueries; it read the thread first),
+    and a base URL other than the vendor's own host adds the egress rule's read (issue #39)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-count")
+    replay = ReplayServer().start()
+    try:
+        thread = await vendor_thread(alice, "openai", replay.url, vision=None)
+        reply = recordings.cassette("openai/chat_stream_tool_call_roundtrip.yaml")[1]
+        replay.queue(reply.reply())
+        await asyncio.wait_for(run_session_job(await _post_text(thread, "warm")), 30)
+        replay.queue(reply.reply())
+        session_id = await _post_text(thread, "hello")
+        async with Statements() as statements:
+            await asyncio.wait_for(run_session_job(session_id), 30)
+        assert len(replay.requests) == 2
+        assert statements.count(bridge_store._LLM_RESPONSES_SQL) == 0, statements.sql
+        assert statements.count(bridge_store._RESOLVE_ENV_SQL) == 1, statements.sql
+        # The scripted session's ten, less the count, plus the key and the egress rule.
+        if connection.vendor == "postgresql":
+            assert len(statements.sql) == 11, "\n".join(s[:110] for s in statements.sql)
+    finally:
+        replay.stop()
