@@ -56,6 +56,18 @@ def quick_password_hashing() -> Any:
         yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def static_root() -> None:
+    """The static files' collected directory exists, as ``scripts/run.sh`` and the image make
+    it with ``collectstatic``: on a clean clone WhiteNoise warned "No directory at" in every
+    test process that built the middleware (the tests serve static files from the finders)."""
+    from pathlib import Path
+
+    from django.conf import settings
+
+    Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
+
+
 @pytest.fixture(autouse=True)
 def loopback_egress() -> Any:
     """Each test starts with the suite's egress policy (loopback allowed); a test that
