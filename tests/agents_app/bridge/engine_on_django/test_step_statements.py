@@ -38,10 +38,12 @@ class Statements:
         self.meter = meter
         self.by_step: dict[int, Counter[str]] = {}
         self.bytes_by_step: Counter[int] = Counter()
+        self.sql: list[str] = []
 
     def record(self, sql: Any, params: Any) -> None:
         step = len(self.meter.steps) - 1
         text = sql.decode() if isinstance(sql, bytes) else str(sql)
+        self.sql.append(text)
         self.by_step.setdefault(step, Counter())[text.split(None, 1)[0].upper()] += 1
         self.bytes_by_step[step] += _size(params)
 
