@@ -56,6 +56,24 @@ def quick_password_hashing() -> Any:
         yield
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: Any, django_db_blocker: Any) -> Any:
+    """pytest-django's, then, before it drops the test database, the end of every other
+    session on it: threads of ``sync_to_async`` executors keep their connections to the end,
+    so PostgreSQL refused the drop ("is being accessed by other users") and every run
+    printed that warning and left the database for the next run to recreate."""
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+
+
 @pytest.fixture(autouse=True, scope="session")
 def static_root() -> None:
     """The static files' collected directory exists, as ``scripts/run.sh`` and the image make
