@@ -15,33 +15,22 @@ from typing import Any
 
 import httpx
 from django.db import connection
-from pydantic import BaseModel
 
 from agents_app.bridge.store import _RESOLVE_ENV_SQL
 from agents_app.orchestration.engines import provider_registry
 from runtime.core.spec import ModelDefinition
-from runtime.tools.registry import define_tool
 from tests.agents_app.bridge.engine_on_django.test_step_statements import (  # noqa: F401
     statements,
 )
 from tests.runtime.conftest import World, agent, prompt
 from tests.runtime.providers import recordings
 from tests.runtime.providers.replay import ReplayServer
+from tests.runtime.providers.test_end_to_end import multiply  # the recorded call's tool
 from tests.runtime.test_step_cost import Meter, StepSink, no_background_opening  # noqa: F401
 
 CASSETTE = "openai/chat_stream_tool_call_roundtrip.yaml"
 RECORDED_CALL_ID = b"call_1EYWDzueHEp8OsB8jJSEp7WB"
 STEPS = 6  # five tool calls, then the text
-
-
-class MultiplyArgs(BaseModel):
-    a: int
-    b: int
-
-
-@define_tool("Multiply two numbers.", MultiplyArgs)
-async def multiply(state: Any, args: MultiplyArgs) -> str:
-    return str(args.a * args.b)
 
 
 def _replies() -> list[Any]:
