@@ -16,6 +16,18 @@ os.environ.setdefault("STUDIO_EGRESS_ALLOW", LOOPBACK_EGRESS)
 _DB_FIXTURES = ("db", "transactional_db", "live_server", "django_db_reset_sequences")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The static files' collected directory exists before any test module is imported, as
+    ``scripts/run.sh`` and the image make it with ``collectstatic``: on a clean clone
+    WhiteNoise warned "No directory at" wherever a module built the ASGI application (the
+    tests serve static files from the finders; pyproject turns that warning into an error)."""
+    from pathlib import Path
+
+    from django.conf import settings
+
+    Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Any:
     """After every test that touched the database, the kept message counts still equal
@@ -72,18 +84,6 @@ def django_db_setup(django_db_setup: Any, django_db_blocker: Any) -> Any:
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
-
-
-@pytest.fixture(autouse=True, scope="session")
-def static_root() -> None:
-    """The static files' collected directory exists, as ``scripts/run.sh`` and the image make
-    it with ``collectstatic``: on a clean clone WhiteNoise warned "No directory at" in every
-    test process that built the middleware (the tests serve static files from the finders)."""
-    from pathlib import Path
-
-    from django.conf import settings
-
-    Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
 
 
 @pytest.fixture(autouse=True)
