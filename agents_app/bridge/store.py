@@ -506,21 +506,21 @@ def _count_llm_responses(thread_id: str, model: str) -> int:
 # --- env -------------------------------------------------------------------------------
 
 
-_T, _E = Thread._meta.db_table, EnvValue._meta.db_table
-_A, _P = Agent._meta.db_table, Prompt._meta.db_table
+_THREADS, _ENV_VALUES = Thread._meta.db_table, EnvValue._meta.db_table
+_AGENTS, _PROMPTS = Agent._meta.db_table, Prompt._meta.db_table
 # One statement for every provider request that resolves its key (each step of a vendor's
 # model): a marker row when the thread exists, then each tier's value of the key, the
 # thread's agent, owner and first prompt found by subqueries. The ORM's version read the
 # thread first, two statements per step on the worker's one database thread (issue #39).
 _RESOLVE_ENV_SQL = (
-    f"SELECT '', '', '' FROM {_T} WHERE id = %s UNION ALL "
-    f"SELECT e.scope, e.value_type, e.ciphertext FROM {_E} e WHERE e.key = %s AND ("
+    f"SELECT '', '', '' FROM {_THREADS} WHERE id = %s UNION ALL "
+    f"SELECT e.scope, e.value_type, e.ciphertext FROM {_ENV_VALUES} e WHERE e.key = %s AND ("
     "(e.scope = 'thread' AND e.thread_id = %s) "
-    f"OR (e.scope = 'agent' AND e.agent_id = (SELECT agent_id FROM {_T} WHERE id = %s)) "
-    f"OR (e.scope = 'prompt' AND e.prompt_id IN (SELECT id FROM {_P} WHERE name = COALESCE(%s, "
-    f"(SELECT p.name FROM {_T} t JOIN {_A} a ON a.id = t.agent_id "
-    "JOIN " + _P + " p ON p.id = a.side_a_prompt_id WHERE t.id = %s)))) "
-    f"OR (e.scope = 'user' AND e.user_id = (SELECT owner_id FROM {_T} WHERE id = %s)) "
+    f"OR (e.scope = 'agent' AND e.agent_id = (SELECT agent_id FROM {_THREADS} WHERE id = %s)) "
+    f"OR (e.scope = 'prompt' AND e.prompt_id IN (SELECT id FROM {_PROMPTS} WHERE name = "
+    f"COALESCE(%s, (SELECT p.name FROM {_THREADS} t JOIN {_AGENTS} a ON a.id = t.agent_id "
+    f"JOIN {_PROMPTS} p ON p.id = a.side_a_prompt_id WHERE t.id = %s)))) "
+    f"OR (e.scope = 'user' AND e.user_id = (SELECT owner_id FROM {_THREADS} WHERE id = %s)) "
     "OR e.scope = 'instance')"
 )
 
