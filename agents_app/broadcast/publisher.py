@@ -6,7 +6,9 @@ frame, one frame at a time: under load the queue of frames behind that lock, not
 CPU, was most of a token's latency. A ``BatchPublisher`` (one per event loop) takes the
 frames every sink of the loop has ready and writes them to each shard as one write of plain
 ``PUBLISH`` commands, then reads their replies (``publish_all``). While a batch is in
-flight the next one gathers, so the batch size follows the load.
+flight the next one gathers, so the batch size follows the load. Within a batch, a group's
+consecutive ``thread.frame`` messages travel as one ``thread.frames`` message
+(``live_frames.frames_event``): a step's burst to one thread is one PUBLISH.
 
 Order: frames of one group are published in the order they were handed over (one batch
 at a time, in order within a batch). Delivery stays at-most-once, as with ``group_send``:
@@ -28,6 +30,7 @@ from typing import Any
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from agents_app.broadcast import catch_up
+from agents_app.broadcast.live_frames import THREAD_FRAME, frames_event
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +44,8 @@ class BatchPublisher:
         self._batch: list[Queued] = []
         self._runner: asyncio.Task[None] | None = None
         self.batches = 0
-        self.frames = 0
+        self.frames = 0  # messages handed over
+        self.messages = 0  # layer messages written (a group's frames together count once)
 
     def queue(
         self, group: str, message: dict[str, Any], before: list[catch_up.Op] | None = None
@@ -101,16 +105,37 @@ class BatchPublisher:
             return None
         shards: dict[int, tuple[Any, list[tuple[Any, ...]]]] = {}
         serialize = self._layer.serialize
+        per_group: dict[str, list[tuple[dict[str, Any], list[catch_up.Op] | None]]] = {}
         for group, message, _, before in batch:
+            per_group.setdefault(group, []).append((message, before))
+        for group, items in per_group.items():
             channel = loop_layer._get_group_channel_name(group)
             shard = loop_layer._get_shard(channel)
             entry = shards.get(id(shard))
             if entry is None:
                 shard._ensure_redis()
                 entry = shards[id(shard)] = (shard._redis, [])
-            if before:
-                entry[1].extend(catch_up.redis_commands(channel + catch_up.SUFFIX, before))
-            entry[1].append(("PUBLISH", channel, serialize(message)))
+            commands = entry[1]
+            # A group's run of thread frames is one PUBLISH (``thread.frames``): one message
+            # for the layer to pack, and for each Daphne to receive and dispatch, not one per
+            # frame. Each frame's catch-up entries are still written before the PUBLISH that
+            # carries it (``catch_up``), and other messages keep their place between runs.
+            run: list[dict[str, Any]] = []
+            for message, before in items:
+                if before:
+                    commands.extend(catch_up.redis_commands(channel + catch_up.SUFFIX, before))
+                if message.get("type") == THREAD_FRAME:
+                    run.append(message)
+                    continue
+                if run:
+                    commands.append(("PUBLISH", channel, serialize(frames_event(run))))
+                    run = []
+                commands.append(("PUBLISH", channel, serialize(message)))
+            if run:
+                commands.append(("PUBLISH", channel, serialize(frames_event(run))))
+        self.messages += sum(
+            1 for _, commands in shards.values() for c in commands if c[0] == "PUBLISH"
+        )
         return list(shards.values())
 
 

@@ -35,7 +35,7 @@ from django.contrib.auth.models import AnonymousUser
 from agents_app.broadcast import catch_up
 from agents_app.broadcast.events import REGISTRY_ALL, logs_group, registry_user_group, thread_group
 from agents_app.broadcast.listening import keep_listening
-from agents_app.broadcast.live_frames import encode, frame_of, meta_of, text_of
+from agents_app.broadcast.live_frames import THREAD_FRAMES, encode, frame_of, meta_of, text_of
 from agents_app.errors import DomainError
 from agents_app.permissions import ThreadAction, may_see_all_threads
 from agents_app.selectors import access_thread
@@ -94,10 +94,13 @@ class _RelayDispatch:
             await dispatch_from(sources, self.dispatch)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
-        handler = getattr(self, get_handler_name(message), None)
+        # A group's frames may come as one message (``live_frames.frames_event``), in order.
+        events = message["events"] if message.get("type") == THREAD_FRAMES else (message,)
+        handler = getattr(self, get_handler_name(events[0]), None)
         if handler is None:
-            raise ValueError(f"No handler for message type {message.get('type')}")
-        await handler(message)
+            raise ValueError(f"No handler for message type {events[0].get('type')}")
+        for event in events:
+            await handler(event)
 
 
 # --- authentication -------------------------------------------------------------------------

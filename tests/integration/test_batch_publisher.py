@@ -167,3 +167,38 @@ async def test_a_batch_after_a_redis_restart_goes_out_on_a_new_connection(
         if listener is not None:
             await listener.aclose()
         server.stop()
+
+
+async def test_a_groups_frames_handed_over_together_travel_as_one_message_in_order() -> None:
+    """A run of one group's ``thread.frame`` messages in a batch is one PUBLISH
+    (``thread.frames``); another message type keeps its place between runs, a lone frame
+    goes as it is, and other groups get their own message."""
+    layer = RedisPubSubChannelLayer(hosts=[REDIS], prefix=f"runs-{uuid.uuid4().hex[:8]}")
+    channels = {}
+    for group in ("a", "b"):
+        channels[group] = await layer.new_channel()
+        await layer.group_add(group, channels[group])
+    publisher = BatchPublisher(layer)
+    sent = [
+        publisher.queue("a", {"type": "thread.frame", "n": 1}),
+        publisher.queue("b", {"type": "thread.frame", "n": 2}),
+        publisher.queue("a", {"type": "thread.frame", "n": 3}),
+        publisher.queue("a", {"type": "other.kind", "n": 4}),
+        publisher.queue("a", {"type": "thread.frame", "n": 5}),
+    ]
+    await asyncio.gather(*sent)
+    assert (publisher.frames, publisher.messages, publisher.batches) == (5, 4, 1)
+
+    async def received(group: str) -> list[Any]:
+        message = await asyncio.wait_for(layer.receive(channels[group]), 10)
+        if message["type"] == "thread.frames":
+            return [message["type"], [event["n"] for event in message["events"]]]
+        return [message["type"], message["n"]]
+
+    assert [await received("a") for _ in range(3)] == [
+        ["thread.frames", [1, 3]],
+        ["other.kind", 4],
+        ["thread.frame", 5],
+    ]
+    assert await received("b") == ["thread.frame", 2]
+    await layer.flush()

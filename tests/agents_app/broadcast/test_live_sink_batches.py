@@ -1,7 +1,8 @@
 """A step's burst of live frames leaves as one batch (issue #39): the frames a commit emits
 together (its rows, its log, its events) are handed to the publisher at once and written in
 one Redis write, not one round trip each; on a real Redis through channels_redis' layer,
-in order, every frame delivered. Counts, not times."""
+in order, every frame delivered, as one layer message for the thread's group. Counts, not
+times."""
 
 from __future__ import annotations
 
@@ -32,7 +33,47 @@ async def test_a_commits_frames_leave_in_one_batch_in_order() -> None:
         sink.emit(thread_id, _row(n))
     await sink.flush()
     publisher = publisher_for(layer)
-    assert (publisher.frames, publisher.batches) == (6, 1)
-    received = [await layer.receive(channel) for _ in range(6)]
-    assert [m["meta"]["seq"] for m in received] == [1, 2, 3, 4, 5, 6]
+    # One layer message for the thread's six frames (one PUBLISH, one receive per Daphne).
+    assert (publisher.frames, publisher.messages, publisher.batches) == (6, 1, 1)
+    received = await layer.receive(channel)
+    assert received["type"] == "thread.frames"
+    assert [m["meta"]["seq"] for m in received["events"]] == [1, 2, 3, 4, 5, 6]
+    await layer.flush()
+
+
+class _Both:
+    """The cost meter's sink and the live sink, as the session runner's fan-out."""
+
+    def __init__(self, *sinks: Any) -> None:
+        self.sinks = sinks
+
+    def emit(self, thread_id: str, frame: dict[str, Any]) -> None:
+        for sink in self.sinks:
+            sink.emit(thread_id, frame)
+
+
+async def test_a_step_of_the_tool_loop_sends_its_13_frames_in_at_most_half_as_many_messages() -> (
+    None
+):
+    """The 20-step scripted tool loop (tests/runtime/test_step_cost.py) with the live sink on
+    a real Redis: every frame is published, but a step's frames to one thread travel
+    together (``thread.frames``), so Redis and each Daphne see a few messages per step, not
+    one per frame (13 before: 12.9 PUBLISH per step in ``bench/django_engine_bench.py``,
+    4.0 after). How many frames share a message depends on when a batch's write returns,
+    so the bound is loose: at most half the frames' count."""
+    from runtime.store.memory import MemoryStore
+    from tests.runtime.conftest import Harness, World
+    from tests.runtime.test_step_cost import STEPS, run_loop, tool_loop
+
+    layer = RedisPubSubChannelLayer(hosts=[REDIS], prefix=f"loop-{uuid.uuid4().hex[:8]}")
+    world = World(Harness(MemoryStore()))
+    meter = tool_loop(world, STEPS, count_store=False)
+    live = LiveSink(layer=layer, pacer=ChunkPacer(budget=0), window=0)
+    world.sink = _Both(world.sink, live)  # type: ignore[assignment]
+    await run_loop(world, meter, STEPS)
+    await live.flush()
+    publisher = publisher_for(layer)
+    assert publisher.frames == live.sent
+    assert publisher.frames >= 12 * STEPS, publisher.frames  # every step's frames went out
+    assert publisher.messages * 2 <= publisher.frames, (publisher.messages, publisher.frames)
     await layer.flush()

@@ -13,6 +13,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 
 from agents_app.broadcast.events import thread_group
+from agents_app.broadcast.live_frames import frames_event
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.services.api_keys import api_key_create
 from agents_app.services.tickets import ticket_create
@@ -88,10 +89,15 @@ async def test_pings_are_answered(settings: Any) -> None:
     await communicator.disconnect()
 
 
-async def _send(thread_id: str, *frames: dict[str, Any]) -> None:
+async def _send(thread_id: str, *frames: dict[str, Any], together: bool = False) -> None:
+    """Each frame as its own layer message, or all as one ``thread.frames`` message (what
+    the batch publisher sends for a group's frames that are ready at once)."""
     layer = get_channel_layer()
-    for frame in frames:
-        await layer.group_send(thread_group(thread_id), {"type": "thread.frame", "frame": frame})
+    messages = [{"type": "thread.frame", "frame": frame} for frame in frames]
+    if together:
+        messages = [frames_event(messages)]
+    for message in messages:
+        await layer.group_send(thread_group(thread_id), message)
 
 
 def _message(depth: int = 0, silent: bool = False, seq: int = 1) -> dict[str, Any]:
@@ -112,7 +118,11 @@ async def _received(communicator: WebsocketCommunicator) -> list[dict[str, Any]]
     return frames
 
 
-async def test_the_stream_filters_silent_deep_and_reasoning_frames() -> None:
+TOGETHER = pytest.mark.parametrize("together", [False, True], ids=["one_by_one", "together"])
+
+
+@TOGETHER
+async def test_the_stream_filters_silent_deep_and_reasoning_frames(together: bool) -> None:
     thread_id, key = await _thread_and_key("alice", "alice")
     plain = await _connect(f"/api/threads/{thread_id}/stream", key)
     everything = await _connect(
@@ -141,28 +151,31 @@ async def test_the_stream_filters_silent_deep_and_reasoning_frames() -> None:
         {"type": "log_data", "log_id": "l", "data": {}, "seq": 6, "stream": "s"},
         {"type": "step_started", "step": 1, "side": "a", "timestamp": 1, "seq": 7, "stream": "s"},
     ]
-    await _send(thread_id, *frames)
+    await _send(thread_id, *frames, together=together)
     assert [f["seq"] for f in await _received(plain)] == [1, 4, 7]
     assert [f["seq"] for f in await _received(everything)] == [1, 2, 3, 4, 5, 7]
     await plain.disconnect()
     await everything.disconnect()
 
 
-async def test_a_gap_in_a_stream_asks_the_client_to_resync() -> None:
+@TOGETHER
+async def test_a_gap_in_a_stream_asks_the_client_to_resync(together: bool) -> None:
     thread_id, key = await _thread_and_key("alice", "alice")
     communicator = await _connect(f"/api/threads/{thread_id}/stream", key)
-    await _send(thread_id, _message(seq=1), _message(seq=4))
+    await _send(thread_id, _message(seq=1), _message(seq=4), together=together)
     frames = await _received(communicator)
     assert [f["type"] for f in frames] == ["message_data", "resync", "message_data"]
     assert frames[1]["missed"] == 2
     await communicator.disconnect()
 
 
-async def test_the_logs_socket_relays_log_frames() -> None:
+@TOGETHER
+async def test_the_logs_socket_relays_log_frames(together: bool) -> None:
     thread_id, key = await _thread_and_key("alice", "alice")
     communicator = await _connect(f"/api/threads/{thread_id}/logs", key)
     kv = {"type": "event", "eventType": "kv_changed", "data": {"key": "k", "deleted": False}}
-    await _send(thread_id, _message(), {"type": "log_data", "log_id": "l", "data": {}}, kv)
+    log = {"type": "log_data", "log_id": "l", "data": {}}
+    await _send(thread_id, _message(), log, kv, together=together)
     frames = await _received(communicator)
     assert [f["type"] for f in frames] == ["log_data", "kv_data"]
     await communicator.disconnect()
