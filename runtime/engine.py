@@ -19,7 +19,7 @@ from typing import Any
 from runtime.core.messages import Clock, Message, NewMessage, Side, new_id
 from runtime.core.progress import SessionProgress
 from runtime.core.results import ToolResult
-from runtime.core.spec import AgentDefinition
+from runtime.core.spec import AgentDefinition, PromptDefinition
 from runtime.core.transcript import Transcript
 from runtime.definitions.loader import DefinitionLoader, DefinitionNotFound
 from runtime.delegation.link import SubagentLink
@@ -36,6 +36,9 @@ from runtime.store.recorder import Recorder
 from runtime.store.storable import storable
 from runtime.tools.hooks import HookRunner, hook_ids
 from runtime.tools.registry import Registry
+
+# A thread at rest: the definitions' loader, side A's prompt and the hooks (``_rest_hooks``).
+Rest = tuple[DefinitionLoader, PromptDefinition | None, HookRunner]
 
 CHILD_KEY = "_runtime.child_thread."
 
@@ -113,8 +116,12 @@ class Engine:
             subagent=subagent.stored() if subagent is not None else None,
         )
         record = await self.deps.store.create_thread(storable(new))
-        state, hooks = await self._rest_state(record, definition)
-        await hooks.after_thread_created(state)
+        rest = await self._rest_hooks(definition)
+        if rest[2].active("after_thread_created"):
+            # The state (its recorder reads the thread's secrets) only when a hook gets it:
+            # most agents have none, and every new chat waits for this before its first post.
+            state, hooks = await self._rest_state(record, definition, rest)
+            await hooks.after_thread_created(state)
         return record
 
     async def thread_state(self, thread_id: str) -> ThreadState:
@@ -123,14 +130,22 @@ class Engine:
         state, _ = await self._rest_state(thread, await self._agent(thread.agent_name))
         return state
 
-    async def _rest_state(
-        self, thread: ThreadRecord, agent: AgentDefinition
-    ) -> tuple[ThreadState, HookRunner]:
+    async def _rest_hooks(self, agent: AgentDefinition) -> Rest:
+        """The definitions' loader, side A's prompt and the hooks of a thread at rest."""
         defs = DefinitionLoader(self.deps.store)
         prompt = await defs.find_prompt(agent.side_a.prompt)
         hooks = HookRunner(
             self.deps.registry, hook_ids(prompt.hooks if prompt else None, agent.hooks)
         )
+        return defs, prompt, hooks
+
+    async def _rest_state(
+        self,
+        thread: ThreadRecord,
+        agent: AgentDefinition,
+        rest: Rest | None = None,
+    ) -> tuple[ThreadState, HookRunner]:
+        defs, prompt, hooks = rest if rest is not None else await self._rest_hooks(agent)
         recorder = Recorder(self.deps.store, self.deps.sink, self.deps.clock, thread.id)
         await recorder.ready()  # frames emitted at rest are redacted too
         state = ThreadState(

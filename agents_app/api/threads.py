@@ -109,11 +109,12 @@ def thread_create(
     _one_env(payload.env, payload.tenvs)
     user = request.auth
     # A draft, or an agent offered to other groups, is absent for this user (404).
-    selectors.offered_agent(user, payload.agent_id)
+    agent = selectors.offered_agent(user, payload.agent_id)
     answer = thread_create_once(
         idempotency=idempotency_request(user, idempotency_key, payload.model_dump()),
         user=user,
         agent_name=payload.agent_id,
+        agent=agent,
         tags=payload.tags,
         env=payload.env if payload.env is not None else payload.tenvs,
         env_types=payload.env_types,

@@ -12,7 +12,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 
 from agents_app import wire
-from agents_app.models import Thread
+from agents_app.models import Agent, Thread
 from agents_app.orchestration.engines import with_engine
 from agents_app.services import threads as thread_service
 from agents_app.services.idempotency import (
@@ -33,10 +33,12 @@ def thread_create(
     tags: list[str] | None = None,
     env: dict[str, str] | None = None,
     env_types: dict[str, str] | None = None,
+    agent: Agent | None = None,
 ) -> Thread:
-    """Create a thread owned by ``user`` and run the agent's ``after_thread_created`` hooks."""
+    """Create a thread owned by ``user`` and run the agent's ``after_thread_created`` hooks
+    (``agent``: the row of ``agent_name``, when the caller has read it already)."""
     agent, tags, patch = thread_service.thread_creation_check(
-        agent_name=agent_name, tags=tags, env=env, env_types=env_types
+        agent_name=agent_name, tags=tags, env=env, env_types=env_types, agent=agent
     )
     owner = str(user.pk) if user is not None and user.pk else None
 

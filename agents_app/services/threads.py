@@ -66,9 +66,12 @@ def thread_creation_check(
     tags: list[str] | None = None,
     env: dict[str, str] | None = None,
     env_types: dict[str, str] | None = None,
+    agent: Agent | None = None,
 ) -> tuple[Agent, list[str], env_service.EnvPatch]:
-    """Validate a thread creation before the engine runs it: the agent, tags and env."""
-    agent = _agent(agent_name)
+    """Validate a thread creation before the engine runs it: the agent, tags and env
+    (``agent``: the row of ``agent_name`` when the caller has read it already)."""
+    if agent is None or agent.name != agent_name:
+        agent = _agent(agent_name)
     patch = env_service.clean_patch(
         env_service.EnvPatch(replace=env or {}, replace_types=env_types or {})
     )
