@@ -116,11 +116,11 @@ class Engine:
             subagent=subagent.stored() if subagent is not None else None,
         )
         record = await self.deps.store.create_thread(storable(new))
-        rest = await self._rest_hooks(definition)
-        if rest[2].active("after_thread_created"):
+        _, _, hooks = rest = await self._rest_hooks(definition)
+        if hooks.active("after_thread_created"):
             # The state (its recorder reads the thread's secrets) only when a hook gets it:
             # most agents have none, and every new chat waits for this before its first post.
-            state, hooks = await self._rest_state(record, definition, rest)
+            state, _ = await self._rest_state(record, definition, rest)
             await hooks.after_thread_created(state)
         return record
 
