@@ -8,12 +8,13 @@ class AgentsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.contrib.auth import get_user_model
         from django.contrib.auth.signals import user_logged_out
-        from django.db.models.signals import post_migrate
+        from django.db.models.signals import post_migrate, post_save
 
         from agents_app import checks  # noqa: F401  (registers the start-up checks)
         from agents_app.db import message_counts
-        from agents_app.services import socket_credentials
+        from agents_app.services import offboarding, socket_credentials
 
         self._install_session_starter()
         self._configure_egress()
@@ -30,6 +31,13 @@ class AgentsAppConfig(AppConfig):
         # Signing out (the API's cookie logout, the studio's) closes the session's sockets.
         user_logged_out.connect(
             socket_credentials.on_logged_out, dispatch_uid="agents_app.socket_credentials"
+        )
+        # Deactivating an account stops what it left running (schedules, triggers, webhooks)
+        # and closes its sockets.
+        post_save.connect(
+            offboarding.on_user_saved,
+            sender=get_user_model(),
+            dispatch_uid="agents_app.offboarding",
         )
 
     @staticmethod

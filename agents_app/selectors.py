@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Literal
 
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import (
     BooleanField,
@@ -81,15 +82,28 @@ def agents_for(user: Any) -> QuerySet[Agent]:
     """The agents ``user`` is offered (the chat's picker, ``GET /api/agents``, thread
     creation, ``/mcp``): staff see all; others the published ones whose audience is
     everyone (no group chosen) or a group they belong to."""
-    rows = Agent.objects.all()
     if sees_every_agent(user):
-        return rows
+        return Agent.objects.all()
+    return published_to(user)
+
+
+def published_to(user: Any) -> QuerySet[Agent]:
+    """The published agents whose audience is everyone or a group ``user`` is in: what
+    anyone may use, whatever their permissions (no permission query)."""
     through = Agent.audience_groups.through
     restricted = Exists(through.objects.filter(agent_id=OuterRef("pk")))
     audience = Q(~restricted)
     if user is not None and getattr(user, "pk", None):
         audience |= Q(Exists(through.objects.filter(agent_id=OuterRef("pk"), group__user=user)))
-    return rows.filter(audience, state=Agent.State.PUBLISHED)
+    return Agent.objects.filter(audience, state=Agent.State.PUBLISHED)
+
+
+def is_offered(user: Any, agent_id: Any) -> bool:
+    """Whether ``user`` is offered the agent (as ``agents_for``), asking the cheap question
+    first: a published agent in their audience needs no permission read."""
+    if published_to(user).filter(pk=agent_id).exists():
+        return True
+    return sees_every_agent(user)
 
 
 def offered_agent(user: Any, name: str) -> Agent:
@@ -129,16 +143,54 @@ def access_thread(
 
 
 # A fixed statement: every post and every messages page checks access through it.
-_ID_AND_OWNER_SQL = f"SELECT id, owner_id FROM {Thread._meta.db_table} WHERE id = %s"
+# The columns in the model's field order: ``Model.from_db`` takes values in that order.
+_ID_AND_OWNER_SQL = f"SELECT id, agent_id, owner_id FROM {Thread._meta.db_table} WHERE id = %s"
 
 
 def _thread_id_and_owner(pk: uuid.UUID) -> Thread | None:
-    """The thread with only its id and owner loaded (the others load on access, as with
-    ``only()``), without building the ORM's query."""
+    """The thread with only its id, owner and agent loaded (the others load on access, as
+    with ``only()``), without building the ORM's query."""
     row = row_by_uuid(_ID_AND_OWNER_SQL, pk)
     if row is None:
         return None
-    return Thread.from_db(connection.alias, ["id", "owner_id"], [uuid.UUID(str(row[0])), row[1]])
+    return Thread.from_db(
+        connection.alias, ["id", "agent_id", "owner_id"], [uuid.UUID(str(row[0])), row[1], row[2]]
+    )
+
+
+def _post_sql() -> str:
+    audience = Agent.audience_groups.through._meta.db_table
+    members = get_user_model().groups.through._meta.db_table
+    return (
+        f"SELECT t.id, t.agent_id, t.owner_id, (a.state = %s AND ("
+        f"NOT EXISTS (SELECT 1 FROM {audience} g WHERE g.agent_id = a.id) OR EXISTS ("
+        f"SELECT 1 FROM {audience} g JOIN {members} m ON m.group_id = g.group_id "
+        f"WHERE g.agent_id = a.id AND m.user_id = %s))) "
+        f"FROM {Thread._meta.db_table} t JOIN {Agent._meta.db_table} a ON a.id = t.agent_id "
+        "WHERE t.id = %s"
+    )
+
+
+def thread_to_post(thread_id: str, user: Any, *, action: ThreadAction = "change") -> Thread:
+    """``access_thread(..., id_only=True)`` for a request that makes the agent answer, with
+    whether the agent's publishing and audience offer it to ``user`` read in the same
+    statement (``offered_by_audience`` on the returned row): every post pays for it."""
+    try:
+        pk = db_uuid(thread_id)
+    except ValueError:
+        raise NotFound(f"Thread not found: {thread_id}") from None
+    with connection.cursor() as cursor:
+        cursor.execute(_post_sql(), [Agent.State.PUBLISHED, getattr(user, "pk", None), pk])
+        row = cursor.fetchone()
+    if row is None:
+        raise NotFound(f"Thread not found: {thread_id}")
+    thread = Thread.from_db(
+        connection.alias, ["id", "agent_id", "owner_id"], [uuid.UUID(str(row[0])), row[1], row[2]]
+    )
+    if not may_use_thread(user, thread.owner_id, action):
+        raise Forbidden(THREAD_FORBIDDEN)
+    thread.offered_by_audience = bool(row[3])  # type: ignore[attr-defined]
+    return thread
 
 
 def _thread_row(pk: uuid.UUID, *, for_update: bool) -> Thread | None:

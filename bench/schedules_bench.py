@@ -44,10 +44,11 @@ def main() -> None:
         stack.sql(
             """
             INSERT INTO agents_app_schedule
-                (id, name, cron, timezone, interval_seconds, message, env, attachments, target,
+                (id, name, cron, timezone, interval_seconds, message, env_ciphertext, env_names, attachments,
+             target, paused_reason,
                  paused, catch_up, next_run_at, created_at, updated_at, agent_id, owner_id)
-            SELECT gen_random_uuid(), 'bench ' || i, '', 'UTC', %s, 'Bench tick', '{}', '[]',
-                   'new_thread', false, 0,
+            SELECT gen_random_uuid(), 'bench ' || i, '', 'UTC', %s, 'Bench tick', '', '[]', '[]',
+                   'new_thread', '', false, 0,
                    date_trunc('second', now()) + interval '5 seconds'
                      + (i %% %s) * interval '1 second' / %s,
                    now(), now(),

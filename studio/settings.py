@@ -421,6 +421,9 @@ STUDIO_SCHEDULE_POLL_MS = envint("STUDIO_SCHEDULE_POLL_MS", 200)
 STUDIO_SCHEDULE_BATCH = envint("STUDIO_SCHEDULE_BATCH", 50)
 # A run claimed this long ago and not started (its claimer died) is claimed again.
 STUDIO_SCHEDULE_STALE_SECONDS = envint("STUDIO_SCHEDULE_STALE_SECONDS", 60)
+# The shortest time between two runs of one schedule (an interval, or any two cron times):
+# a schedule every second would start 86,400 threads a day.
+STUDIO_SCHEDULE_MIN_INTERVAL_SECONDS = envint("STUDIO_SCHEDULE_MIN_INTERVAL_SECONDS", 60)
 CELERY_BEAT_SCHEDULE["schedules-tick"] = {
     "task": "agents_app.schedules_tick",
     "schedule": STUDIO_SCHEDULE_SWEEP_MS / 1000,

@@ -16,6 +16,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from agents_app.admin.owned import OwnedAdminMixin
 from agents_app.errors import DomainError
 from agents_app.forms.fields import KeyValueLinesField
 from agents_app.models import Schedule, ScheduleRun
@@ -24,6 +25,8 @@ from agents_app.services import schedules
 from agents_app.services.sessions import owner_id
 
 TIMING = ("cron", "timezone", "interval_seconds")
+# The form's fields that change what a run posts, or where (services.schedules.schedule_saved_in_studio).
+OWNER_FIELDS = ("agent", "message", "target", "upload", "drop_files", "env_lines")
 
 
 def _fingerprint(spec: schedules.ScheduleSpec) -> str:
@@ -88,8 +91,8 @@ class ScheduleForm(forms.ModelForm):
         if row.pk and row.attachments:
             names = ", ".join(a["name"] for a in row.attachments)
             self.fields["upload"].help_text += f" Kept now: {names}."
-        if row.pk and row.env:
-            self.fields["env_lines"].help_text += f" Set now: {', '.join(sorted(row.env))}."
+        if row.pk and row.env_names:
+            self.fields["env_lines"].help_text += f" Set now: {', '.join(row.env_names)}."
 
     def clean_upload(self) -> list[dict[str, Any]] | None:
         uploads = self.files.getlist("upload") if hasattr(self.files, "getlist") else []
@@ -160,11 +163,21 @@ class RunInline(admin.TabularInline):
 
 
 @admin.register(Schedule)
-class ScheduleAdmin(admin.ModelAdmin):
+class ScheduleAdmin(OwnedAdminMixin, admin.ModelAdmin):
     form = ScheduleForm
-    list_display = ("__str__", "agent", "timing", "target", "paused", "next_run_at", "owner")
+    owned_kind = "schedule"
+    list_display = (
+        "__str__",
+        "agent",
+        "timing",
+        "target",
+        "paused",
+        "next_run_at",
+        "owner",
+        "stopped_because",
+    )
     list_filter = ("paused", "target", "agent")
-    readonly_fields = ("next_runs", "standing_thread", "owner")
+    readonly_fields = ("next_runs", "standing_thread", "owner", "paused_reason")
     inlines = [RunInline]
     actions = ["pause", "resume", "run_now"]
 
@@ -178,6 +191,7 @@ class ScheduleAdmin(admin.ModelAdmin):
             "next_runs",
             "standing_thread",
             "owner",
+            "paused_reason",
         ]
 
     @admin.display(description="Timing")
@@ -194,24 +208,38 @@ class ScheduleAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: Schedule, form: Any, change: bool) -> None:
         if not change:
             obj.owner = request.user  # type: ignore[assignment]
+        handed = self.handed_over(request, obj, form, change)
         changed = not change or any(f in form.changed_data for f in TIMING)
-        schedules.schedule_saved_in_studio(obj, spec_changed=changed)
+        words = change and not handed and bool(set(form.changed_data) & set(OWNER_FIELDS))
+        schedules.schedule_saved_in_studio(
+            obj, spec_changed=changed, editor=request.user, words_changed=words
+        )
         super().save_model(request, obj, form, change)
+        if obj.paused_reason and words:
+            self.message_user(request, obj.paused_reason, messages.WARNING)
 
     @admin.action(description="Pause", permissions=["change"])
     def pause(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
         for row in queryset:
-            schedules.schedule_pause(row, True)
+            schedules.schedule_pause(row, True, actor=request.user)
 
     @admin.action(description="Resume", permissions=["change"])
     def resume(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
         for row in queryset:
-            schedules.schedule_pause(row, False)
+            try:
+                schedules.schedule_pause(row, False, actor=request.user)
+            except DomainError as exc:
+                self.message_user(request, f"{row}: {exc.message}", messages.ERROR)
 
     @admin.action(description="Run now", permissions=["change"])
     def run_now(self, request: HttpRequest, queryset: QuerySet[Schedule]) -> None:
         me = owner_id()
         for row in queryset[:20]:
-            run = run_start(schedules.manual_run(row, me), me)
+            try:
+                manual = schedules.manual_run(row, me)
+            except DomainError as exc:
+                self.message_user(request, f"{row}: {exc.message}", messages.ERROR)
+                continue
+            run = run_start(manual, me)
             level = messages.SUCCESS if run.status == "started" else messages.ERROR
             self.message_user(request, f"{row}: {run.status} {run.error}".strip(), level)

@@ -11,6 +11,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from agents_app.admin.owned import OwnedAdminMixin
 from agents_app.errors import DomainError
 from agents_app.models import Trigger
 from agents_app.services import triggers
@@ -44,8 +45,9 @@ class TriggerForm(forms.ModelForm):
 
 
 @admin.register(Trigger)
-class TriggerAdmin(admin.ModelAdmin):
+class TriggerAdmin(OwnedAdminMixin, admin.ModelAdmin):
     form = TriggerForm
+    owned_kind = "trigger"
     list_display = ("__str__", "name", "owner", "created_at", "last_used_at", "status")
     list_filter = ("agent", "revoked_at")
     search_fields = ("name", "agent__name", "token_prefix")
@@ -65,12 +67,16 @@ class TriggerAdmin(admin.ModelAdmin):
             "created_at",
             "last_used_at",
             "revoked_at",
+            "disabled_reason",
         )
 
     def get_readonly_fields(self, request: HttpRequest, obj: Trigger | None = None) -> Any:
         if obj is None:
             return ()
-        return ("agent", "masked", "owner", "created_at", "last_used_at", "revoked_at")
+        fields = ["agent", "masked", "created_at", "last_used_at", "revoked_at", "disabled_reason"]
+        if not self.manages_others(request):
+            fields.append("owner")  # the hand-over is for holders of manage_others_trigger
+        return fields
 
     @admin.display(description="URL")
     def masked(self, obj: Trigger) -> str:
@@ -78,10 +84,13 @@ class TriggerAdmin(admin.ModelAdmin):
 
     @admin.display(description="Status")
     def status(self, obj: Trigger) -> str:
-        return "revoked" if obj.revoked_at else "live"
+        if obj.revoked_at:
+            return "revoked"
+        return f"disabled: {obj.disabled_reason}" if obj.disabled_reason else "live"
 
     def save_model(self, request: HttpRequest, obj: Trigger, form: Any, change: bool) -> None:
         if change:
+            self.handed_over(request, obj, form, change)
             obj.save()
             return
         obj.owner = request.user  # type: ignore[assignment]
@@ -97,5 +106,5 @@ class TriggerAdmin(admin.ModelAdmin):
     def revoke(self, request: HttpRequest, queryset: QuerySet[Trigger]) -> None:
         live = list(queryset.filter(revoked_at__isnull=True))
         for row in live:
-            triggers.trigger_revoke(row.pk)
+            triggers.trigger_revoke(row.pk, queryset)
         self.message_user(request, f"Revoked {len(live)} trigger(s).", messages.SUCCESS)

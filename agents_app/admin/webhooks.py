@@ -10,12 +10,13 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from agents_app.admin.owned import OwnedAdminMixin
 from agents_app.admin.read_only import ReadOnlyAdmin
 from agents_app.errors import DomainError
 from agents_app.models import WebhookDelivery, WebhookSubscription
 from agents_app.models.webhooks import EVENTS
 from agents_app.orchestration.webhook_runner import enqueue
-from agents_app.services import webhooks
+from agents_app.services import owner_rights, webhooks
 
 
 class WebhookSubscriptionForm(forms.ModelForm):
@@ -48,10 +49,39 @@ class WebhookSubscriptionForm(forms.ModelForm):
 
 
 @admin.register(WebhookSubscription)
-class WebhookSubscriptionAdmin(admin.ModelAdmin):
+class WebhookSubscriptionAdmin(OwnedAdminMixin, admin.ModelAdmin):
     form = WebhookSubscriptionForm
-    list_display = ("__str__", "agent", "events", "secret_env", "active")
+    owned_kind = "webhooksubscription"
+    list_display = (
+        "__str__",
+        "agent",
+        "events",
+        "secret_env",
+        "active",
+        "owner",
+        "stopped_because",
+    )
     list_filter = ("active", "agent")
+
+    def get_fields(self, request: HttpRequest, obj: WebhookSubscription | None = None) -> Any:
+        fields = list(WebhookSubscriptionForm.Meta.fields)
+        return fields if obj is None else [*fields, "owner", "disabled_reason"]
+
+    def get_readonly_fields(
+        self, request: HttpRequest, obj: WebhookSubscription | None = None
+    ) -> Any:
+        if obj is None:
+            return ()
+        # The owner is a hand-over for holders of manage_others_webhooksubscription alone.
+        return ["disabled_reason"] + ([] if self.manages_others(request) else ["owner"])
+
+    def save_model(
+        self, request: HttpRequest, obj: WebhookSubscription, form: Any, change: bool
+    ) -> None:
+        if not change:
+            obj.owner = request.user  # type: ignore[assignment]
+        self.handed_over(request, obj, form, change)
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(WebhookDelivery)
@@ -70,6 +100,12 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
     search_fields = ("id", "subject")
     list_select_related = ("subscription__agent",)
     actions = ["redeliver"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[WebhookDelivery]:
+        rows = super().get_queryset(request)
+        if request.user.has_perm(owner_rights.MANAGE_OTHERS["webhooksubscription"]):
+            return rows
+        return rows.filter(subscription__owner_id=request.user.pk)
 
     @admin.action(description="Redeliver (same delivery id)")
     def redeliver(self, request: HttpRequest, queryset: QuerySet[WebhookDelivery]) -> None:

@@ -33,6 +33,8 @@ class ScheduleOut(Out):
     target: Str
     standingThreadId: StrOrNull
     paused: Bool
+    pausedReason: StrOrNull
+    owner: StrOrNull
     catchUp: Bool
     nextRunAt: StrOrNull
 
@@ -69,6 +71,8 @@ class SubscriptionOut(Out):
     secretEnv: StrOrNull
     events: Strings
     active: Bool
+    disabledReason: StrOrNull
+    owner: StrOrNull
 
 
 class SubscriptionsOut(Out):
@@ -102,6 +106,8 @@ class TriggerOut(Out):
     template: Str
     secretEnv: StrOrNull
     revoked: Bool
+    disabledReason: StrOrNull
+    owner: StrOrNull
     lastUsedAt: StrOrNull
 
 

@@ -22,7 +22,7 @@ from agents_app.api.responses import (
     ThreadForkedOut,
 )
 from agents_app.api.schemas import ERRORS, IdempotencyKey, refuse_unsupported
-from agents_app.services import branches
+from agents_app.services import branches, owner_rights
 from agents_app.services.idempotency import idempotency_request
 from agents_app.services.messages import CONTENT_MAX, NewAttachment
 
@@ -67,7 +67,7 @@ def message_edit(
 ) -> Status:
     """202 as a post; a repeated ``Idempotency-Key`` gets the first answer and stores nothing."""
     user = request.auth
-    thread = selectors.access_thread(thread_id, user, id_only=True, action="change")
+    thread = owner_rights.thread_to_post(thread_id, user)
     body = {"edit": message_id, **payload.model_dump()}
     idempotency = idempotency_request(user, idempotency_key, body)
     posted = branches.message_edit(
@@ -91,6 +91,7 @@ def message_edit(
 @limited("message_post")
 def reply_regenerate(request: AuthedRequest, thread_id: str, message_id: str) -> Status:
     thread = selectors.access_thread(thread_id, request.auth, action="change")
+    owner_rights.require_offered(request.auth, thread.agent_id)
     return Status(202, branches.reply_regenerate(thread=thread, message_id=message_id))
 
 
@@ -108,6 +109,7 @@ def active_set(request: AuthedRequest, thread_id: str, payload: MessageRefIn) ->
 def thread_fork(request: AuthedRequest, thread_id: str, payload: MessageRefIn) -> dict[str, Any]:
     user = request.auth
     thread = selectors.access_thread(thread_id, user, action="change")
+    owner_rights.require_offered(user, thread.agent_id)
     fork = branches.thread_fork(thread=thread, message_id=payload.message_id, user=user)
     return {"threadId": str(fork.pk), "message": "Thread forked"}
 

@@ -14,7 +14,7 @@ from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data, request_redactors
 from agents_app.api.responses import MessagePageOut, MessageQueuedOut, SuccessOut
 from agents_app.api.schemas import ERRORS, IdempotencyKey, id_list
-from agents_app.services import branches, feedback
+from agents_app.services import branches, feedback, owner_rights
 from agents_app.services import messages as message_service
 from agents_app.services.idempotency import idempotency_request
 from agents_app.services.messages import CONTENT_MAX, NewAttachment
@@ -92,8 +92,9 @@ def message_post(
     """A repeated ``Idempotency-Key`` (per user and thread) gets the first answer again, with
     ``Idempotent-Replayed: true``, and stores nothing; with another body it is a 422."""
     user = request.auth
-    # The service locks and reads the thread row itself: here only the access check.
-    thread = selectors.access_thread(thread_id, user, id_only=True)
+    # The service locks and reads the thread row itself: here only the access checks (the
+    # thread, and its agent still offered to the poster).
+    thread = owner_rights.thread_to_post(thread_id, user)
     idempotency = idempotency_request(user, idempotency_key, payload.model_dump())
     attachments = [
         NewAttachment(a.name, a.mimeType, a.data, a.width, a.height, a.thumbnail)

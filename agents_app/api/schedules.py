@@ -21,7 +21,7 @@ from agents_app.errors import NotFound
 from agents_app.models import Schedule
 from agents_app.orchestration.schedule_runner import run_start
 from agents_app.selectors import parse_uuid
-from agents_app.services import schedules
+from agents_app.services import owner_rights, schedules
 from agents_app.services.sessions import owner_id
 
 router = Router(tags=["schedules"])
@@ -50,9 +50,14 @@ class ScheduleIn(SpecIn):
     attachments: list[ScheduleAttachmentIn] | None = Field(None, max_length=10)
 
 
-def _schedule(schedule_id: str) -> Schedule:
+def _schedule(request: AuthedRequest, schedule_id: str) -> Schedule:
+    """The schedule if the user may manage it (theirs, or anyone's with
+    ``manage_others_schedule``); others' are answered as absent."""
     pk = parse_uuid(schedule_id)
-    row = Schedule.objects.select_related("agent").filter(pk=pk).first() if pk else None
+    rows = owner_rights.managed_by(
+        request.auth, "schedule", Schedule.objects.select_related("agent", "owner")
+    )
+    row = rows.filter(pk=pk).first() if pk else None
     if row is None:
         raise NotFound(f"Schedule not found: {schedule_id}")
     return row
@@ -84,38 +89,42 @@ def schedule_create(request: AuthedRequest, payload: ScheduleIn) -> Status[dict[
 
 
 @router.get("", response={200: SchedulesOut, **ERRORS}, summary="Schedules")
-def schedule_list(request: HttpRequest) -> dict[str, Any]:
-    rows = Schedule.objects.select_related("agent").order_by("created_at")
+def schedule_list(request: AuthedRequest) -> dict[str, Any]:
+    rows = owner_rights.managed_by(
+        request.auth, "schedule", Schedule.objects.select_related("agent", "owner")
+    ).order_by("created_at")
     return {"schedules": [schedules.schedule_wire(r) for r in rows]}
 
 
 @router.get(
     "/{schedule_id}", response={200: ScheduleOut, **ERRORS}, summary="A schedule and its runs"
 )
-def schedule_get(request: HttpRequest, schedule_id: str) -> dict[str, Any]:
-    row = _schedule(schedule_id)
+def schedule_get(request: AuthedRequest, schedule_id: str) -> dict[str, Any]:
+    row = _schedule(request, schedule_id)
     runs = [schedules.run_wire(r) for r in row.runs.order_by("-due_at")[:100]]
     return {**schedules.schedule_wire(row, upcoming=5), "runs": runs}
 
 
 @router.post("/{schedule_id}/pause", response={200: ScheduleOut, **ERRORS}, summary="Pause")
-def schedule_pause(request: HttpRequest, schedule_id: str) -> dict[str, Any]:
-    return schedules.schedule_wire(schedules.schedule_pause(_schedule(schedule_id), True))
+def schedule_pause(request: AuthedRequest, schedule_id: str) -> dict[str, Any]:
+    row = schedules.schedule_pause(_schedule(request, schedule_id), True, actor=request.auth)
+    return schedules.schedule_wire(row)
 
 
 @router.post("/{schedule_id}/resume", response={200: ScheduleOut, **ERRORS}, summary="Resume")
-def schedule_resume(request: HttpRequest, schedule_id: str) -> dict[str, Any]:
-    return schedules.schedule_wire(schedules.schedule_pause(_schedule(schedule_id), False))
+def schedule_resume(request: AuthedRequest, schedule_id: str) -> dict[str, Any]:
+    row = schedules.schedule_pause(_schedule(request, schedule_id), False, actor=request.auth)
+    return schedules.schedule_wire(row)
 
 
 @router.post("/{schedule_id}/run", response={200: ScheduleRunOut, **ERRORS}, summary="Run now")
-def schedule_run_now(request: HttpRequest, schedule_id: str) -> dict[str, Any]:
+def schedule_run_now(request: AuthedRequest, schedule_id: str) -> dict[str, Any]:
     me = owner_id()
-    run = run_start(schedules.manual_run(_schedule(schedule_id), me), me)
+    run = run_start(schedules.manual_run(_schedule(request, schedule_id), me), me)
     return schedules.run_wire(run)
 
 
 @router.delete("/{schedule_id}", response={200: DeletedOut, **ERRORS}, summary="Delete")
-def schedule_delete(request: HttpRequest, schedule_id: str) -> dict[str, Any]:
-    _schedule(schedule_id).delete()
+def schedule_delete(request: AuthedRequest, schedule_id: str) -> dict[str, Any]:
+    _schedule(request, schedule_id).delete()
     return {"deleted": True, "id": schedule_id}

@@ -14,12 +14,12 @@ from agents_app.api.automation_responses import (
     TriggersOut,
 )
 from agents_app.api.responses import TriggerFiredOut
-from agents_app.api.schemas import ERRORS
+from agents_app.api.schemas import ERRORS, ErrorOut
 from agents_app.errors import NotFound
 from agents_app.models import Trigger
 from agents_app.orchestration.trigger_fire import fire
 from agents_app.selectors import parse_uuid
-from agents_app.services import triggers
+from agents_app.services import owner_rights, triggers
 
 router = Router(tags=["triggers"])
 inbound = Router(tags=["triggers"])
@@ -46,22 +46,31 @@ def trigger_create(request: AuthedRequest, payload: TriggerIn) -> Status[dict[st
     return Status(201, triggers.trigger_wire(row, token))
 
 
+def _managed(request: AuthedRequest) -> Any:
+    """The triggers the user may manage: theirs, or anyone's with ``manage_others_trigger``."""
+    return owner_rights.managed_by(
+        request.auth, "trigger", Trigger.objects.select_related("agent", "owner")
+    )
+
+
 @router.get("", response={200: TriggersOut, **ERRORS}, summary="Triggers")
-def trigger_list(request: HttpRequest) -> dict[str, Any]:
-    rows = Trigger.objects.select_related("agent")
-    return {"triggers": [triggers.trigger_wire(r) for r in rows]}
+def trigger_list(request: AuthedRequest) -> dict[str, Any]:
+    return {"triggers": [triggers.trigger_wire(r) for r in _managed(request)]}
 
 
 @router.delete("/{trigger_id}", response={200: TriggerOut, **ERRORS}, summary="Revoke")
-def trigger_revoke(request: HttpRequest, trigger_id: str) -> dict[str, Any]:
+def trigger_revoke(request: AuthedRequest, trigger_id: str) -> dict[str, Any]:
     pk = parse_uuid(trigger_id)
     if pk is None:
         raise NotFound(f"Trigger not found: {trigger_id}")
-    return triggers.trigger_wire(triggers.trigger_revoke(pk))
+    return triggers.trigger_wire(triggers.trigger_revoke(pk, _managed(request)))
 
 
 @inbound.post(
-    "/{token}", auth=None, response={202: TriggerFiredOut, **ERRORS}, summary="Fire a trigger"
+    "/{token}",
+    auth=None,
+    response={202: TriggerFiredOut, 415: ErrorOut, **ERRORS},
+    summary="Fire a trigger",
 )
 def trigger_fire(request: HttpRequest, token: str) -> Status[dict[str, Any]]:
     return Status(202, fire(token, request.headers, request.body))

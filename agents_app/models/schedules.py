@@ -6,6 +6,7 @@ UPDATE (``services.schedules``), so no beat entry exists per schedule.
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from django.conf import settings
@@ -32,7 +33,10 @@ class Schedule(models.Model):
     timezone = models.CharField(max_length=64, default="UTC")
     interval_seconds = models.PositiveIntegerField(null=True, blank=True)
     message = models.TextField()
-    env = models.JSONField(default=dict, blank=True)
+    # The run threads' env values, encrypted like every env value (``env`` reads and writes
+    # them); the names alone are kept in clear for the pages and the API.
+    env_ciphertext = models.TextField(blank=True, editable=False)
+    env_names = models.JSONField(default=list, blank=True, editable=False)
     # Files each run's message carries: [{name, mimeType, data (base64)}] (services.schedules).
     attachments = models.JSONField(default=list, blank=True)
     target = models.CharField(max_length=16, choices=Target.choices, default=Target.NEW_THREAD)
@@ -40,6 +44,9 @@ class Schedule(models.Model):
         Thread, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     paused = models.BooleanField(default=False)
+    # Why the platform paused it (its owner was deactivated; someone else edited it and it
+    # waits for its owner to resume it): empty when a person paused it or it runs.
+    paused_reason = models.CharField(max_length=300, blank=True)
     # Missed due times (an outage) run at most this many besides the latest one.
     catch_up = models.PositiveIntegerField(default=0)
     next_run_at = models.DateTimeField(null=True, blank=True)
@@ -48,6 +55,7 @@ class Schedule(models.Model):
 
     class Meta:
         ordering = ["created_at"]
+        permissions = [("manage_others_schedule", "Can manage other people's schedules")]
         indexes = [
             # The sweep: WHERE NOT paused AND next_run_at <= now.
             models.Index(fields=["next_run_at"], condition=Q(paused=False), name="schedule_due"),
@@ -55,6 +63,19 @@ class Schedule(models.Model):
 
     def __str__(self) -> str:
         return self.name or f"{self.agent.name} schedule"
+
+    @property
+    def env(self) -> dict[str, str]:
+        from agents_app.encryption import decrypt
+
+        return dict(json.loads(decrypt(self.env_ciphertext))) if self.env_ciphertext else {}
+
+    @env.setter
+    def env(self, values: dict[str, str]) -> None:
+        from agents_app.encryption import encrypt
+
+        self.env_ciphertext = encrypt(json.dumps(values)) if values else ""
+        self.env_names = sorted(values or {})
 
 
 class ScheduleRun(models.Model):

@@ -27,11 +27,15 @@ class Trigger(models.Model):
     # Optional: the env value (agent or instance) whose secret signs the sender's requests.
     secret_env = models.CharField(max_length=128, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Set by the platform when the trigger may not act (its owner was deactivated): it
+    # answers as a revoked one until an admin hands it to someone else.
+    disabled_reason = models.CharField(max_length=300, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["created_at"]
+        permissions = [("manage_others_trigger", "Can manage other people's triggers")]
 
     def __str__(self) -> str:
         return f"{self.agent.name} trigger {self.token_prefix}…"

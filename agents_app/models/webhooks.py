@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
@@ -26,14 +27,27 @@ class WebhookSubscription(models.Model):
     agent = models.ForeignKey(
         Agent, on_delete=models.CASCADE, null=True, blank=True, related_name="webhooks"
     )
+    # Deliveries carry only what this user may read, while their account is active.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="webhook_subscriptions",
+    )
     url = models.URLField(max_length=2000)
     secret_env = models.CharField(max_length=128)
     events = models.JSONField(default=list)
     active = models.BooleanField(default=True)
+    # Why the platform turned it off (its owner was deactivated): empty otherwise.
+    disabled_reason = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["created_at"]
+        permissions = [
+            ("manage_others_webhooksubscription", "Can manage other people's webhook subscriptions")
+        ]
 
     def __str__(self) -> str:
         return f"{self.agent.name if self.agent else 'instance'} → {self.url}"

@@ -33,7 +33,8 @@ from agents_app.models import (
 )
 from agents_app.models.timestamps import now_us
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services import definition_versions, evals
+from agents_app.selectors import is_offered
+from agents_app.services import definition_versions, evals, owner_rights
 from agents_app.services.messages import message_post
 from agents_app.services.redaction import redact_for_thread
 from agents_app.services.sessions import thread_stop
@@ -59,7 +60,10 @@ def run_start(
     found = EvalDataset.objects.filter(name=dataset).first()
     if found is None:
         raise NotFound(f"Dataset not found: {dataset}")
-    if not Agent.objects.filter(name=agent).exists():
+    row = Agent.objects.filter(name=agent).first()
+    # A run acts as its creator: as POST /api/threads, a draft's or another group's agent is
+    # not confirmed to exist. ``user`` None is manage.py run_eval: the machine's operator.
+    if row is None or (user is not None and not is_offered(user, row.pk)):
         raise NotFound(f"Agent not found: {agent}")
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise Invalid(f"concurrency must be from 1 to {MAX_CONCURRENCY}")
@@ -169,6 +173,11 @@ def _claim_pending(run: EvalRun) -> list[int]:
 def _start(run: EvalRun, result_id: int) -> None:
     result = EvalResult.objects.select_related("case").get(pk=result_id)
     messages = evals.parse_messages(result.case.messages)
+    if run.created_by_id is not None:
+        # Each case acts as the run's creator is now (active, offered the agent); the run's
+        # concurrency paces it and the eval budget bounds it, not the per-minute limits.
+        agent = Agent.objects.get(name=run.agent)
+        owner_rights.act_as_owner("The eval run", run.created_by, agent)
     thread = thread_create(
         user=run.created_by,
         agent_name=run.agent,

@@ -21,7 +21,9 @@ from agents_app.errors import DomainError
 from agents_app.models import Schedule, ScheduleRun
 from agents_app.orchestration import webhook_runner
 from agents_app.orchestration.thread_creation import thread_create
+from agents_app.services import owner_rights
 from agents_app.services import schedules as schedule_service
+from agents_app.services.owner_rights import OwnerRefused
 from agents_app.services.sessions import owner_id
 
 logger = logging.getLogger("agents_app.schedules")
@@ -32,7 +34,20 @@ def run_start(run: ScheduleRun, me: str) -> ScheduleRun:
     run = ScheduleRun.objects.select_related("schedule__agent", "schedule__owner").get(pk=run.pk)
     schedule: Schedule = run.schedule
     try:
+        held = schedule_service.held_refusal(schedule)
+        if held:
+            raise OwnerRefused(held)
         thread = schedule_service.thread_for_run(run)
+        # The owner as they are now: active, offered the agent, allowed in the standing
+        # thread, within their usage limits (their budgets meet the post itself).
+        owner_rights.act_as_owner(
+            "The schedule",
+            schedule.owner,
+            schedule.agent,
+            counts=("message_post",) if thread else ("thread_create", "message_post"),
+            thread_owner_id=thread.owner_id if thread else None,
+            thread_action="change" if thread else None,
+        )
         if thread is None:
             thread = thread_create(
                 user=schedule.owner,

@@ -51,6 +51,10 @@ QUEUED = (
     "editing, regenerating or switching versions."
 )
 MESSAGE_NOT_FOUND = "Message not found"
+UNFINISHED_STEP = (
+    "That step's tool calls have not finished: fork from it once they have, or from the "
+    "message before it."
+)
 
 
 @dataclass(frozen=True)
@@ -307,6 +311,42 @@ def _copy_rows(source: Thread, target: Thread, tree: Tree, path: list[Node]) -> 
     return copies
 
 
+def _with_results(thread: Thread, tree: Tree, path: list[Node]) -> list[Node]:
+    """``path`` down to the results of the tool calls of its last step.
+
+    A result is a row of its own following its call, so a path that ends at a step calling
+    tools (or at one of its results) would leave calls that nobody answers in the fork: the
+    chat would show them running forever and the model be told they never completed."""
+    step = len(path)
+    while step and path[step - 1].role == Message.Role.TOOL:
+        step -= 1
+    if not step or path[step - 1].role != Message.Role.ASSISTANT:
+        return path
+    rows = Message.objects.filter(thread_id=thread.pk)
+    calls = rows.filter(pk=path[step - 1].id).values_list("tool_calls", flat=True).first()
+    wanted = {c["id"] for c in calls or [] if isinstance(c, dict) and c.get("id")}
+    if not wanted:
+        return path
+    answers = dict(
+        rows.filter(role=Message.Role.TOOL, depth=0, tool_call_id__in=wanted)
+        .exclude(status=Message.Status.PENDING)
+        .values_list("id", "tool_call_id")
+    )
+    path = list(path)
+    answered = {answers.get(n.id) for n in path[step:]}
+    while not wanted <= answered:
+        # Results chain one after the other; the active branch first, should one have two.
+        following = sorted(tree.children.get(path[-1].id, []), key=lambda n: n.abandoned)
+        result = next(
+            (n for n in following if n.id in answers and answers[n.id] not in answered), None
+        )
+        if result is None:
+            raise Conflict(UNFINISHED_STEP)
+        path.append(result)
+        answered.add(answers[result.id])
+    return path
+
+
 def _copy_files(source: Thread, target: Thread, rows: list[Message]) -> int:
     """Copy the files the copied messages refer to (their attachments), same paths."""
     paths = {
@@ -338,6 +378,7 @@ def thread_fork(*, thread: Thread, message_id: str, user: Any) -> Thread:
         node = tree.top(message_id)
         if node.status == Message.Status.PENDING:
             raise Conflict("That message is still being written: fork from it once it is done")
+        path = _with_results(thread, tree, tree.ancestors(node))
         source = Thread.objects.get(pk=thread.pk)
         fork = Thread.objects.create(
             agent_id=source.agent_id,
@@ -345,7 +386,7 @@ def thread_fork(*, thread: Thread, message_id: str, user: Any) -> Thread:
             owner=user,
             tags=list(source.tags or []),
         )
-        copies = _copy_rows(source, fork, tree, tree.ancestors(node))
+        copies = _copy_rows(source, fork, tree, path)
         _copy_files(source, fork, copies)
         _stamp(fork, copies)
     item = selectors.registry_thread(fork.pk)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,13 +26,18 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agents_app.errors import Invalid, NotFound
+from agents_app.errors import Forbidden, Invalid, NotFound
 from agents_app.models import Agent, Schedule, ScheduleRun, Thread
+from agents_app.selectors import is_offered
 from agents_app.services import messages as message_service
 
 # A cron expression that never fires again (or a year of seconds) is not a schedule.
 _MAX_SCAN = 100_000
-MIN_INTERVAL_SECONDS = 1
+# The longest interval: a year (a larger one overflowed the date arithmetic into a 500).
+MAX_INTERVAL_SECONDS = 366 * 24 * 3600
+# How many of a cron expression's next times are compared for the shortest gap: enough to
+# meet every gap a day's pattern repeats (minutes and seconds fields repeat within it).
+_GAP_SAMPLE = 200
 # A schedule's files live in its row and are copied into each run's thread.
 ATTACHMENTS_MAX = 10
 ATTACHMENT_BYTES_MAX = 5 * 2**20
@@ -56,14 +62,34 @@ def validate_spec(spec: ScheduleSpec) -> None:
     if bool(spec.cron.strip()) == (spec.interval_seconds is not None):
         raise Invalid("Give either cron (with timezone) or intervalSeconds, not both or none")
     zone = _zone(spec.timezone)
+    shortest = settings.STUDIO_SCHEDULE_MIN_INTERVAL_SECONDS
     if spec.interval_seconds is not None:
-        if spec.interval_seconds < MIN_INTERVAL_SECONDS:
-            raise Invalid(f"intervalSeconds must be at least {MIN_INTERVAL_SECONDS}")
+        if not shortest <= spec.interval_seconds <= MAX_INTERVAL_SECONDS:
+            raise Invalid(
+                f"intervalSeconds must be from {shortest} ({_duration(shortest)}) "
+                f"to {MAX_INTERVAL_SECONDS} (a year)"
+            )
         return
     try:
-        next(CronSim(spec.cron, datetime.now(zone)))
+        times = CronSim(spec.cron, datetime.now(zone))
+        previous = next(times)
     except (CronSimError, StopIteration) as exc:
         raise Invalid(f"cron: {exc or 'never fires'}") from None
+    for when in itertools.islice(times, _GAP_SAMPLE):
+        if (when - previous).total_seconds() < shortest:
+            raise Invalid(
+                f"cron: runs {_duration(int((when - previous).total_seconds()))} apart; "
+                f"a schedule may run at most every {_duration(shortest)}"
+            )
+        previous = when
+
+
+def _duration(seconds: int) -> str:
+    if seconds % 3600 == 0 and seconds >= 3600:
+        return f"{seconds // 3600} h"
+    if seconds % 60 == 0 and seconds >= 60:
+        return f"{seconds // 60} min"
+    return f"{seconds} s"
 
 
 def times_after(spec: ScheduleSpec, start: datetime) -> Iterator[datetime]:
@@ -125,7 +151,8 @@ def schedule_create(
     attachments: list[dict[str, Any]] | None = None,
 ) -> Schedule:
     agent = Agent.objects.filter(name=agent_name).first()
-    if agent is None:
+    if agent is None or not is_offered(owner, agent.pk):
+        # As POST /api/threads: a draft's or another group's agent is not confirmed to exist.
         raise NotFound(f"Agent not found: {agent_name}")
     if not message.strip():
         raise Invalid("message: required")
@@ -139,7 +166,7 @@ def schedule_create(
     spec = ScheduleSpec(cron.strip(), tz or "UTC", interval_seconds)
     validate_spec(spec)
     now = timezone.now()
-    return Schedule.objects.create(
+    row = Schedule(
         attachments=files,
         owner=owner,
         agent=agent,
@@ -148,12 +175,14 @@ def schedule_create(
         timezone=spec.timezone,
         interval_seconds=interval_seconds,
         message=message,
-        env=env or {},
         target=target,
         catch_up=catch_up,
         paused=paused,
         next_run_at=_first_after(spec, now, now),
     )
+    row.env = env or {}
+    row.save(force_insert=True)
+    return row
 
 
 def attachments_checked(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -178,26 +207,59 @@ def attachments_checked(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def schedule_saved_in_studio(row: Schedule, *, spec_changed: bool) -> None:
+def schedule_saved_in_studio(
+    row: Schedule, *, spec_changed: bool, editor: Any = None, words_changed: bool = False
+) -> None:
     """Validate a schedule the studio form built, and (re)compute its next due time when
-    its timing changed: due times then count from now."""
+    its timing changed: due times then count from now.
+
+    A run posts its message into its owner's threads as them, so when someone else (a
+    holder of ``manage_others_schedule``) changes what it posts or where, the schedule is
+    paused until its owner resumes it: no run ever posts words its owner did not confirm."""
     spec = spec_of(row)
     validate_spec(spec)
+    if row.owner_id is not None and not is_offered(row.owner, row.agent_id):
+        raise Invalid(f"agent: {row.owner} may not use the agent {row.agent.name}")
     if spec_changed or row.next_run_at is None:
         now = timezone.now()
         row.next_run_at = _first_after(spec, now, now)
+    by_owner = editor is not None and editor.pk == row.owner_id
+    if row.paused_reason:
+        # Held for its owner: their own save without "paused" is their confirmation.
+        if by_owner and row.owner.is_active and not row.paused:
+            row.paused_reason = ""
+        else:
+            row.paused = True
+    if words_changed and editor is not None and not by_owner:
+        row.paused = True
+        row.paused_reason = (
+            f"Edited by {editor.get_username()}: paused until its owner "
+            f"({row.owner.get_username()}) resumes it."
+        )
 
 
 @transaction.atomic
-def schedule_pause(schedule: Schedule, paused: bool) -> Schedule:
-    """Pause (no claims), or resume from now on: due times missed while paused never run."""
-    row = Schedule.objects.select_for_update().get(pk=schedule.pk)
+def schedule_pause(schedule: Schedule, paused: bool, *, actor: Any = None) -> Schedule:
+    """Pause (no claims), or resume from now on: due times missed while paused never run.
+
+    A schedule the platform paused (edited by someone else, its owner deactivated) is
+    resumed by its owner alone: resuming is their confirmation."""
+    row = Schedule.objects.select_for_update().select_related("owner").get(pk=schedule.pk)
+    if not paused and row.paused_reason:
+        if actor is None or actor.pk != row.owner_id or not row.owner.is_active:
+            raise Forbidden(f"{row.paused_reason} Only its owner can resume it.")
+        row.paused_reason = ""
     row.paused = paused
     if not paused:
         now = timezone.now()
         row.next_run_at = _first_after(spec_of(row), now, now)
-    row.save(update_fields=["paused", "next_run_at", "updated_at"])
+    row.save(update_fields=["paused", "paused_reason", "next_run_at", "updated_at"])
     return row
+
+
+def held_refusal(schedule: Schedule) -> str | None:
+    """Why a manual run may not start now (the schedule waits for its owner)."""
+    return schedule.paused_reason or None
 
 
 # --- claims --------------------------------------------------------------------------------
@@ -254,7 +316,10 @@ def schedule_claim(schedule_id: Any, due: datetime, now: datetime, me: str) -> l
 
 
 def manual_run(schedule: Schedule, me: str) -> ScheduleRun:
-    """A run now (the API's and the studio's "Run now"), outside the due times."""
+    """A run now (the API's and the studio's "Run now"), outside the due times; refused
+    while the schedule waits for its owner (``paused_reason``)."""
+    if schedule.paused_reason:
+        raise Forbidden(f"{schedule.paused_reason} It does not run until then.")
     now = timezone.now()
     return ScheduleRun.objects.create(
         schedule=schedule, due_at=now, manual=True, claimed_by=me, claimed_at=now
@@ -342,13 +407,15 @@ def schedule_wire(row: Schedule, *, upcoming: int = 0) -> dict[str, Any]:
         "timezone": row.timezone,
         "intervalSeconds": row.interval_seconds,
         "message": row.message,
-        "envNames": sorted(row.env),  # values may be secrets: names only
+        "envNames": list(row.env_names),  # values may be secrets: names only
         "attachments": [
             {"name": a["name"], "mimeType": a["mimeType"]} for a in row.attachments or []
         ],
         "target": row.target,
         "standingThreadId": str(row.standing_thread_id) if row.standing_thread_id else None,
         "paused": row.paused,
+        "pausedReason": row.paused_reason or None,
+        "owner": row.owner.get_username() if row.owner_id else None,
         "catchUp": row.catch_up,
         "nextRunAt": row.next_run_at.isoformat() if row.next_run_at and not row.paused else None,
     }

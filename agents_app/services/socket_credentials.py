@@ -107,6 +107,27 @@ def _announce(credential: SocketCredential) -> None:
         logger.warning("could not tell the sockets of a revoked credential", exc_info=True)
 
 
+def user_sockets_group(user_id: Any) -> str:
+    """Every socket of a user joins this group too: deactivating the account closes them
+    all, whatever credential opened them."""
+    return f"cred-user-{user_id}"
+
+
+def user_sockets_close(user_id: Any) -> None:
+    """Close every socket of ``user_id`` once the caller's transaction commits."""
+    transaction.on_commit(lambda: _announce_to(user_sockets_group(user_id)))
+
+
+def _announce_to(group: str) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(group, {"type": REVOKED_EVENT})
+    except Exception:
+        logger.warning("could not tell the sockets of a deactivated user", exc_info=True)
+
+
 def on_logged_out(sender: Any, request: Any = None, **kwargs: Any) -> None:
     """``user_logged_out`` (Django's ``logout``: the API's, the studio's): the session ends."""
     session_key = getattr(getattr(request, "session", None), "session_key", None)

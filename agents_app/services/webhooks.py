@@ -25,8 +25,19 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 
 from agents_app.errors import Invalid, NotFound
-from agents_app.models import Agent, EnvValue, Log, Message, WebhookDelivery, WebhookSubscription
+from agents_app.models import (
+    Agent,
+    EnvValue,
+    Log,
+    Message,
+    Schedule,
+    Thread,
+    WebhookDelivery,
+    WebhookSubscription,
+)
 from agents_app.models.webhooks import EVENTS
+from agents_app.selectors import is_offered
+from agents_app.services import owner_rights
 from runtime.core import egress
 
 SIGNATURE_HEADER = "Webhook-Signature"
@@ -40,9 +51,20 @@ def check_url(url: str) -> str:
     (runtime/core/egress.py: loopback, private, link-local and metadata addresses only when
     ``STUDIO_EGRESS_ALLOW`` lists them). Each delivery is checked again when sent (names
     can move)."""
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError as exc:  # unbalanced brackets, no IP address inside them
+        raise Invalid(f"url: not a well-formed URL ({exc})") from None
+    try:
+        port = parts.port  # parsed only when asked for
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise Invalid("url: the port must be a number from 1 to 65535")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise Invalid("url: an http(s) URL with a host")
+    if any(c.isspace() or not c.isprintable() for c in parts.hostname):
+        raise Invalid("url: the host has spaces or control characters")
     if parts.username or parts.password:
         raise Invalid("url: no credentials in the URL (sign with the secret instead)")
     refused = egress.refusal(url.strip())
@@ -52,8 +74,14 @@ def check_url(url: str) -> str:
 
 
 def subscription_create(
-    *, url: str, secret_env: str, events: list[str], agent_name: str | None = None
+    *,
+    owner: Any,
+    url: str,
+    secret_env: str,
+    events: list[str],
+    agent_name: str | None = None,
 ) -> WebhookSubscription:
+    """A subscription of ``owner``: its deliveries carry only what they may read."""
     unknown = sorted(set(events) - set(EVENTS))
     if not events or unknown:
         raise Invalid(
@@ -62,12 +90,16 @@ def subscription_create(
     agent = None
     if agent_name:
         agent = Agent.objects.filter(name=agent_name).first()
-        if agent is None:
+        if agent is None or not is_offered(owner, agent.pk):
             raise NotFound(f"Agent not found: {agent_name}")
     if not secret_env.strip():
         raise Invalid("secretEnv: the name of the env value holding the signing secret")
     subscription = WebhookSubscription(
-        agent=agent, url=check_url(url), secret_env=secret_env.strip(), events=sorted(set(events))
+        owner=owner,
+        agent=agent,
+        url=check_url(url),
+        secret_env=secret_env.strip(),
+        events=sorted(set(events)),
     )
     secret_of(subscription)  # refused now rather than at every delivery
     subscription.save()
@@ -96,17 +128,44 @@ def sign(secret: bytes, timestamp: int, body: bytes) -> str:
 
 
 def _subscribers(agent_id: Any, event: str) -> list[WebhookSubscription]:
-    rows = WebhookSubscription.objects.filter(active=True).filter(
-        Q(agent_id=agent_id) | Q(agent__isnull=True)
+    rows = (
+        WebhookSubscription.objects.filter(active=True, owner__is_active=True)
+        .filter(Q(agent_id=agent_id) | Q(agent__isnull=True))
+        .select_related("owner")
     )
     return [r for r in rows if event in r.events]
 
 
+def readable(owner: Any, event: str, payload: dict[str, Any]) -> bool:
+    """Whether ``owner`` may read what a delivery of ``event`` carries, as they are now: a
+    thread's events need that thread (``owner_rights.may_read``); a schedule's failure needs
+    the schedule (theirs, or ``manage_others_schedule``)."""
+    if owner is None or not owner.is_active:
+        return False
+    if "threadId" in payload:
+        thread_owner = Thread.objects.filter(pk=payload["threadId"]).values_list(
+            "owner_id", flat=True
+        )
+        return bool(thread_owner) and owner_rights.may_read(
+            owner, thread_owner_id=thread_owner[0]
+        )
+    if "scheduleId" in payload:
+        schedule_owner = Schedule.objects.filter(pk=payload["scheduleId"]).values_list(
+            "owner_id", flat=True
+        )
+        return bool(schedule_owner) and owner_rights.may_manage(
+            owner, "schedule", schedule_owner[0]
+        )
+    return False
+
+
 def record_event(agent_id: Any, event: str, subject: str, payload: dict[str, Any]) -> list[str]:
-    """Deliveries for the subscribers of ``event``; ids of the new ones (an event recorded
-    again for the same subject makes none)."""
+    """Deliveries for the subscribers of ``event`` whose owner may read it; ids of the new
+    ones (an event recorded again for the same subject makes none)."""
     made = []
     for subscription in _subscribers(agent_id, event):
+        if not readable(subscription.owner, event, payload):
+            continue
         row = WebhookDelivery(
             subscription=subscription,
             event=event,
@@ -178,7 +237,17 @@ def claim(delivery_id: str, now: datetime | None = None) -> WebhookDelivery | No
     ).update(status=WebhookDelivery.Status.DELIVERING, claimed_at=now)
     if taken != 1:
         return None
-    return WebhookDelivery.objects.select_related("subscription").get(pk=delivery_id)
+    row = WebhookDelivery.objects.select_related("subscription__owner").get(pk=delivery_id)
+    # A retry a day later acts as the owner is then: one who may no longer read it (or whose
+    # account was deactivated) gets nothing more.
+    subscription = row.subscription
+    if not subscription.active or not readable(subscription.owner, row.event, row.payload):
+        WebhookDelivery.objects.filter(pk=row.pk).update(
+            status=WebhookDelivery.Status.FAILED,
+            error="Not sent: the subscription's owner may no longer read this event.",
+        )
+        return None
+    return row
 
 
 def request_of(row: WebhookDelivery) -> tuple[bytes, dict[str, str]]:
@@ -279,4 +348,6 @@ def subscription_wire(row: WebhookSubscription) -> dict[str, Any]:
         "secretEnv": row.secret_env,  # the name; the value never leaves the env store
         "events": row.events,
         "active": row.active,
+        "disabledReason": row.disabled_reason or None,
+        "owner": row.owner.get_username() if row.owner else None,
     }

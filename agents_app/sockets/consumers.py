@@ -49,6 +49,7 @@ from agents_app.services.socket_credentials import (
     credential_valid,
     key_credential,
     session_credential,
+    user_sockets_group,
 )
 from agents_app.services.tickets import ticket_open
 from agents_app.sockets.consumer_loop import dispatch_from
@@ -199,6 +200,11 @@ class _FollowsCredential(AsyncWebsocketConsumer):
         if credential is not None:
             await self.channel_layer.group_add(credential.group, self.channel_name)
             joined.append(credential.group)
+        user = self.scope.get("user")
+        if user is not None and getattr(user, "pk", None):
+            group = user_sockets_group(user.pk)
+            await self.channel_layer.group_add(group, self.channel_name)
+            joined.append(group)
 
     async def credential_holds(self) -> bool:
         """Whether the credential still authenticates the socket's user; closes it if not."""

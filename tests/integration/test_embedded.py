@@ -48,6 +48,8 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, di
             "STUDIO_EGRESS_ALLOW": "127.0.0.1",
             "STUDIO_WEBHOOK_RETRY_BASE_SECONDS": "1",
             "STUDIO_WEBHOOK_SWEEP_SECONDS": "1",
+            # The test watches a schedule run every second (production's shortest is 60 s).
+            "STUDIO_SCHEDULE_MIN_INTERVAL_SECONDS": "1",
         }
     )
     # Migrated and seeded once per set of migrations and code (a copy of the template).

@@ -36,10 +36,11 @@ def _create(stack: EffectsStack) -> str:
     [(schedule_id,)] = stack.sql(
         """
         INSERT INTO agents_app_schedule
-            (id, name, cron, timezone, interval_seconds, message, env, attachments, target,
+            (id, name, cron, timezone, interval_seconds, message, env_ciphertext, env_names, attachments,
+             target, paused_reason,
              paused, catch_up, next_run_at, created_at, updated_at, agent_id, owner_id,
              standing_thread_id)
-        SELECT gen_random_uuid(), 'every 2 s', '', 'UTC', %s, 'Tick report', '{}', '[]', 'new_thread',
+        SELECT gen_random_uuid(), 'every 2 s', '', 'UTC', %s, 'Tick report', '', '[]', '[]', 'new_thread', '',
                false, 100, date_trunc('second', now()) + interval '3 seconds', now(), now(),
                (SELECT id FROM agents_app_agent WHERE name = 'greeter'),
                (SELECT id FROM auth_user WHERE username = 'alice'), NULL

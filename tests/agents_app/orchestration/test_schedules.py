@@ -49,7 +49,7 @@ def test_cron_times_follow_the_zone_across_a_dst_gap() -> None:
         ({"cron": "* * *"}, "cron:"),
         ({"cron": "0 9 * * *", "tz": "Mars/Olympus"}, "unknown time zone"),
         ({"cron": "0 9 * * *", "interval_seconds": 5}, "either cron"),
-        ({"interval_seconds": 0}, "at least 1"),
+        ({"interval_seconds": 0}, "from 60"),
     ],
 )
 def test_a_bad_schedule_is_refused_at_save(alice: Any, fields: dict[str, Any], error: str) -> None:

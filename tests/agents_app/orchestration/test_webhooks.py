@@ -24,7 +24,7 @@ from agents_app.orchestration import webhook_runner
 from agents_app.orchestration.runner import run_session_job
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.services import messages as message_service
-from agents_app.services import webhooks
+from agents_app.services import schedules, webhooks
 from runtime.core import egress
 from tests.agents_app.api.api_support import _api_hosts, define_agent  # noqa: F401
 
@@ -88,12 +88,12 @@ def _verify(headers: dict[str, str], body: bytes) -> bool:
     return hmac.compare_digest("v1=" + expected.hexdigest(), headers["Webhook-Signature"])
 
 
-def _subscribe(url: str, events: list[str]) -> Any:
+def _subscribe(url: str, events: list[str], owner: Any) -> Any:
     row = EnvValue(scope=EnvValue.Scope.INSTANCE, key="HOOK_SECRET")
     row.value = SECRET
     row.save()
     return webhooks.subscription_create(
-        url=url, secret_env="HOOK_SECRET", events=events, agent_name="helper"
+        owner=owner, url=url, secret_env="HOOK_SECRET", events=events, agent_name="helper"
     )
 
 
@@ -124,9 +124,15 @@ def test_a_receiver_answering_500_three_times_gets_the_fourth_attempt(
     settings.STUDIO_WEBHOOK_RETRY_BASE_SECONDS = 0
     define_agent("helper")
     receiver = receiver_factory([500, 500, 500])
-    subscription = _subscribe(receiver.url, ["schedule.run_failed"])
+    subscription = _subscribe(receiver.url, ["schedule.run_failed"], alice)
+    schedule = schedules.schedule_create(
+        owner=alice, agent_name="helper", message="hi", interval_seconds=3600
+    )
     [delivery_id] = webhooks.record_event(
-        subscription.agent_id, "schedule.run_failed", "run-1", {"error": "budget"}
+        subscription.agent_id,
+        "schedule.run_failed",
+        "run-1",
+        {"error": "budget", "scheduleId": str(schedule.pk)},
     )
     statuses = []
     while (row := WebhookDelivery.objects.get(pk=delivery_id)).status == "pending":
@@ -145,19 +151,23 @@ def test_a_receiver_answering_500_three_times_gets_the_fourth_attempt(
 
 
 def test_a_subscription_needs_a_known_event_a_secret_and_an_http_url(
-    settings: Any,
+    alice: Any, settings: Any
 ) -> None:
     egress.configure([])  # the production default: no private receivers
     define_agent("helper")
     with pytest.raises(Invalid, match="events"):
-        webhooks.subscription_create(url="https://x.example/h", secret_env="S", events=["boom"])
+        webhooks.subscription_create(
+            owner=alice, url="https://x.example/h", secret_env="S", events=["boom"]
+        )
     with pytest.raises(Invalid, match="no env value named S"):
         webhooks.subscription_create(
-            url="https://x.example/h", secret_env="S", events=["session.failed"]
+            owner=alice, url="https://x.example/h", secret_env="S", events=["session.failed"]
         )
     for url in ("ftp://x.example/h", "http://user:pw@x.example/h", "http://127.0.0.1:9/h"):
         with pytest.raises(Invalid, match="url"):
-            webhooks.subscription_create(url=url, secret_env="S", events=["session.failed"])
+            webhooks.subscription_create(
+                owner=alice, url=url, secret_env="S", events=["session.failed"]
+            )
 
 
 def test_the_api_and_studio_list_deliveries_and_redeliver(
@@ -178,7 +188,10 @@ def test_the_api_and_studio_list_deliveries_and_redeliver(
     assert created.status_code == 201, created.content
     assert SECRET not in created.content.decode()
     hook = created.json()["id"]
-    [delivery] = webhooks.record_event(None, "session.failed", "s-1", {"error": "x"})
+    thread = thread_create(user=admin_user, agent_name="helper")
+    [delivery] = webhooks.record_event(
+        thread.agent_id, "session.failed", "s-1", {"error": "x", "threadId": str(thread.pk)}
+    )
     webhook_runner.deliver(delivery)
     listed = client.get(f"/api/webhooks/{hook}/deliveries").json()["deliveries"]
     assert [(d["status"], d["attempts"], d["responseCode"]) for d in listed] == [
@@ -216,7 +229,7 @@ def test_a_session_end_the_release_found_subscribed_does_not_ask_again(
     """The release reads whether any subscription is active in its own statement
     (``sessions.Released.webhooks``); the events then record without asking it again."""
     define_agent("helper", [{"content": "done"}])
-    _subscribe(receiver_factory().url, ["session.finished"])
+    _subscribe(receiver_factory().url, ["session.finished"], alice)
     thread = thread_create(user=alice, agent_name="helper")
 
     def ended(**kwargs: Any) -> list[str]:

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from agents_app.errors import Invalid
-from agents_app.models import EnvValue, WebhookDelivery
+from agents_app.models import EnvValue, Thread, WebhookDelivery
 from agents_app.orchestration import webhook_runner
 from agents_app.services import webhooks
 from runtime.core import egress
@@ -40,8 +41,13 @@ def _subscribe(url: str) -> None:
     row.value = "hook-secret-0123456789"
     row.save()
     define_agent("helper")
+    owner = get_user_model().objects.create_user("hooky")
     webhooks.subscription_create(
-        url=url, secret_env="HOOK_SECRET", events=["session.failed"], agent_name="helper"
+        owner=owner,
+        url=url,
+        secret_env="HOOK_SECRET",
+        events=["session.failed"],
+        agent_name="helper",
     )
 
 
@@ -72,8 +78,16 @@ def test_webhook_delivery_checked_again_when_sent(receiver: Listener) -> None:
     # Saved while the operator allowed it; the allow-list has since been narrowed.
     egress.configure(["localhost"])
     _subscribe(f"http://localhost:{receiver.port}/hook")
-    agent_id = webhooks.WebhookSubscription.objects.get().agent_id
-    [delivery_id] = webhooks.record_event(agent_id, "session.failed", "s1", {"ok": False})
+    subscription = webhooks.WebhookSubscription.objects.get()
+    # An event of a thread the subscription's owner may read (theirs).
+    thread = Thread.objects.create(
+        agent_id=subscription.agent_id,
+        origin_agent_id=subscription.agent_id,
+        owner=subscription.owner,
+    )
+    [delivery_id] = webhooks.record_event(
+        subscription.agent_id, "session.failed", "s1", {"ok": False, "threadId": str(thread.pk)}
+    )
     egress.configure([])
     webhook_runner.deliver(delivery_id)
     assert receiver.received == []
