@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.db.models import QuerySet
@@ -31,6 +31,7 @@ from agents_app.forms import (
 )
 from agents_app.forms.definition_check import release_unique_values
 from agents_app.models import EnvValue
+from agents_app.services import offboarding
 
 
 def value_display(env: EnvValue) -> str:
@@ -241,6 +242,13 @@ if admin.site.is_registered(User):
 
 @admin.register(User)
 class StudioUserAdmin(EnvOwnerAdminMixin, UserAdmin):
-    """Django's user admin plus the user's own env values ("my variables")."""
+    """Django's user admin plus the user's own env values ("my variables"); deactivating a
+    user says what of theirs stopped (``services.offboarding``)."""
 
     inlines = [UserEnvValueInline]
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if change and "is_active" in form.changed_data and not obj.is_active:
+            stopped = offboarding.stopped_of(obj)
+            self.message_user(request, stopped.sentence(obj.get_username()), messages.WARNING)

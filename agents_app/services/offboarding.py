@@ -53,6 +53,19 @@ def owner_deactivated(user: Any) -> Offboarded:
     return Offboarded(schedules, triggers, subscriptions)
 
 
+def stopped_of(user: Any) -> Offboarded:
+    """What of ``user``'s is stopped now (the studio says it when they are deactivated)."""
+    return Offboarded(
+        Schedule.objects.filter(owner=user, paused=True).exclude(paused_reason="").count(),
+        Trigger.objects.filter(owner=user, revoked_at__isnull=True)
+        .exclude(disabled_reason="")
+        .count(),
+        WebhookSubscription.objects.filter(owner=user, active=False)
+        .exclude(disabled_reason="")
+        .count(),
+    )
+
+
 def on_user_saved(sender: Any, instance: Any, created: bool = False, **kwargs: Any) -> None:
     """``post_save`` of the user model: a save that leaves the account inactive offboards it."""
     if not created and not instance.is_active:

@@ -188,3 +188,31 @@ async def test_a_ticket_of_a_revoked_key_opens_nothing() -> None:
     assert (await communicator.connect(timeout=WAIT))[0]
     assert json.loads(await communicator.receive_from(timeout=WAIT))["status"] == 401
     assert (await communicator.receive_output(timeout=WAIT))["code"] == 4401
+
+
+async def test_deactivating_a_user_closes_every_socket_of_theirs() -> None:
+    """Issue #52 (offboarding): deactivated in the studio, alice's sockets close, whichever
+    of her credentials opened them (key, login token, ticket); bob's stays open."""
+    alice, thread_id = await _alice_thread()
+    _, raw = await _key(alice, "laptop")
+    doomed = await _sockets(thread_id, raw, ApiClient(**_bearer(raw)))
+
+    @sync_to_async
+    def bob_socket_key() -> str:
+        bob = get_user_model().objects.create_user("bob", password="pw-for-tests-1")
+        return api_key_create(user=bob, name="bob")[1]
+
+    survivor = await _open("/api/events?scope=user", _auth(await bob_socket_key()))
+
+    @sync_to_async
+    def deactivate() -> None:
+        user = get_user_model().objects.get(pk=alice.pk)
+        user.is_active = False
+        user.save()
+
+    await deactivate()
+    for communicator in doomed:
+        await _closed_as_revoked(communicator)
+    await survivor.send_to(text_data="ping")
+    assert await survivor.receive_from(timeout=WAIT) == "pong"
+    await survivor.disconnect()
