@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from agents_app.encryption import current_key_id, decrypt, encrypt, key_id_of, keyring
-from agents_app.models import EnvValue, ThreadValue
+from agents_app.models import EnvValue, Schedule, ThreadValue
 
 
 class MissingKeys(Exception):
@@ -48,7 +48,14 @@ def env_reencrypt() -> ReencryptReport:
     rows = list(EnvValue.objects.select_for_update().order_by("pk"))
     # A thread value that held a secret keeps its exact form sealed with the same keyring.
     values = list(ThreadValue.objects.select_for_update().exclude(sealed="").order_by("pk"))
+    # A schedule's run env values are sealed with the same keyring (issue #52).
+    plans = list(Schedule.objects.select_for_update().exclude(env_ciphertext="").order_by("pk"))
     missing = [_label(r) for r in rows if key_id_of(r.ciphertext) not in known]
+    missing += [
+        f"schedule:{p.pk} env (key '{key_id_of(p.env_ciphertext)}')"
+        for p in plans
+        if key_id_of(p.env_ciphertext) not in known
+    ]
     missing += [
         f"value:{v.thread_id}:{v.key} (key '{key_id_of(v.sealed)}')"
         for v in values
@@ -62,8 +69,13 @@ def env_reencrypt() -> ReencryptReport:
     stale_values = [v for v in values if key_id_of(v.sealed) != newest]
     for value in stale_values:
         value.sealed = encrypt(decrypt(value.sealed))
+    stale_plans = [p for p in plans if key_id_of(p.env_ciphertext) != newest]
+    for plan in stale_plans:
+        plan.env_ciphertext = encrypt(decrypt(plan.env_ciphertext))
     # bulk_update leaves updated_at alone: rotation is not an edit of the value.
     EnvValue.objects.bulk_update(stale, ["ciphertext"], batch_size=500)
     ThreadValue.objects.bulk_update(stale_values, ["sealed"], batch_size=500)
-    total, changed = len(rows) + len(values), len(stale) + len(stale_values)
+    Schedule.objects.bulk_update(stale_plans, ["env_ciphertext"], batch_size=500)
+    total = len(rows) + len(values) + len(plans)
+    changed = len(stale) + len(stale_values) + len(stale_plans)
     return ReencryptReport(total, changed, total - changed, newest)

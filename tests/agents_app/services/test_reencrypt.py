@@ -89,3 +89,26 @@ def test_a_thread_value_sealed_by_set_value_is_reencrypted_and_still_read_exactl
     with override_settings(STUDIO_ENCRYPTION_KEYS=NEW):
         assert async_to_sync(DjangoStore().get_value)(str(thread.pk), "k") == {"t": "the-secret"}
         assert key_id_of(ThreadValue.objects.get(key="k").sealed) == "new"
+
+
+def test_a_schedules_env_values_are_reencrypted_and_still_reach_its_runs(alice: Any) -> None:
+    """Issue #52: a schedule's env values are sealed with the env keyring, so rotation moves
+    them to the newest key and the old key can go."""
+    from agents_app.models import Schedule
+    from agents_app.services import schedules
+
+    define_agent("helper")
+    with override_settings(STUDIO_ENCRYPTION_KEYS=OLD):
+        schedules.schedule_create(
+            owner=alice,
+            agent_name="helper",
+            message="hi",
+            interval_seconds=3600,
+            env={"REPORT_TOKEN": "report-secret"},
+        )
+    with override_settings(STUDIO_ENCRYPTION_KEYS=f"{NEW},{OLD}"):
+        assert "1 env value(s) re-encrypted with key 'new'" in _run()
+    with override_settings(STUDIO_ENCRYPTION_KEYS=NEW):
+        row = Schedule.objects.get()
+        assert row.env == {"REPORT_TOKEN": "report-secret"}
+        assert key_id_of(row.env_ciphertext) == "new"
