@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from runtime.tools.registry import define_tool
+from runtime.extend import define_tool
 
 Intent = Literal["order_status", "refund", "complaint", "product_question", "other"]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from runtime.tools.registry import define_tool
+from runtime.extend import define_tool
 
 DEMO_ORDERS: dict[str, dict[str, Any]] = {
     "A-1001": {

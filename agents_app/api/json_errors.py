@@ -22,4 +22,8 @@ class ApiJsonErrorsMiddleware:
         if is_api and isinstance(response, HttpResponseNotAllowed):
             response.content = json.dumps({"error": "Method not allowed"}).encode()
             response.headers["Content-Type"] = "application/json; charset=utf-8"
+            # CommonMiddleware measured the plain-text body: a stale length makes a kept-alive
+            # connection read the rest of this body as the next answer's status line.
+            if "Content-Length" in response.headers:
+                response.headers["Content-Length"] = str(len(response.content))
         return response

@@ -166,33 +166,50 @@ CSV_COLUMNS = [
 
 
 def as_csv(rows: Iterable[Feedback]) -> str:
-    """The rows as CSV, the reply's text and the comment passed through their thread's
-    redactor (a secret a tool echoed into a reply is exported as ``[REDACTED:NAME]``)."""
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(CSV_COLUMNS)
+    """The rows as CSV (``csv_text``), the reply's text and the comment passed through their
+    thread's redactor (a secret a tool echoed into a reply is exported as ``[REDACTED:NAME]``)."""
     redactors = RedactorCache()
-    for row in rows:
+
+    def line(row: Feedback) -> list[Any]:
         thread_id = str(row.message.thread_id)
         redact = redactors.get(thread_id).text
         name = row.agent.name if row.agent else ""
-        writer.writerow(
-            [
-                row.created_at.isoformat(timespec="seconds"),
-                name,
-                (row.definition_versions or {}).get(f"agents/{name}", ""),
-                thread_id,
-                row.message_id,
-                row.user.get_username(),
-                row.score,
-                row.reason,
-                _cell(redact(row.comment)),
-                _cell(redact(row.message.content or "")),
-            ]
-        )
+        return [
+            row.created_at.isoformat(timespec="seconds"),
+            name,
+            (row.definition_versions or {}).get(f"agents/{name}", ""),
+            thread_id,
+            row.message_id,
+            row.user.get_username(),
+            row.score,
+            row.reason,
+            redact(row.comment),
+            redact(row.message.content or ""),
+        ]
+
+    return csv_text(CSV_COLUMNS, (line(row) for row in rows))
+
+
+# OWASP's "CSV injection" list: a spreadsheet runs a cell that starts with one of these.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_cell(value: Any) -> Any:
+    """``value`` as a CSV cell a spreadsheet shows as written: text that starts like a
+    formula gets a leading ``'``. Numbers pass as numbers: the export writes them itself
+    (a score of -1), so they are never someone's formula."""
+    if isinstance(value, int | float):
+        return value
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def csv_text(header: Iterable[str], rows: Iterable[Iterable[Any]]) -> str:
+    """A CSV export: every cell of every row, whoever wrote it (a reason is an agent
+    author's, a username an SSO's), through ``spreadsheet_cell``. Every CSV the project
+    exports is written here."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow([spreadsheet_cell(cell) for cell in header])
+    writer.writerows([spreadsheet_cell(cell) for cell in row] for row in rows)
     return out.getvalue()
-
-
-def _cell(text: str) -> str:
-    # A spreadsheet runs a cell starting with = + - @ as a formula: user text never may.
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text

@@ -199,9 +199,7 @@ def render(template: str, data: Any) -> str:
             text = json.dumps(value)  # ASCII: NUL and surrogates come out as escapes
         length += len(text)
         if length > CONTENT_MAX:
-            raise Invalid(
-                f"The message the template makes is longer than {CONTENT_MAX} characters"
-            )
+            raise Invalid(f"The message the template makes is longer than {CONTENT_MAX} characters")
         return text
 
     return _FIELD.sub(field, template)

@@ -240,6 +240,8 @@ def test_a_method_a_route_does_not_take_is_a_json_405(callers: dict[str, Client]
     assert response.status_code == 405
     assert response.json() == {"error": "Method not allowed"}
     assert "POST" in response["Allow"]
+    # The length announced is the JSON body's: a stale one broke kept-alive connections.
+    assert int(response["Content-Length"]) == len(response.content)
 
 
 @pytest.mark.django_db(transaction=True)
