@@ -37,8 +37,16 @@ class WebhookSubscriptionForm(forms.ModelForm):
         events = data.get("events")
         if not isinstance(events, list) or not events or set(events) - set(EVENTS):
             self.add_error("events", f"A list of: {', '.join(EVENTS)}")
+        # The same check and sentence as the API, on the field: URLField lets through ports
+        # out of range and addresses the egress policy refuses, and says only "Enter a valid
+        # URL." of what it refuses itself.
+        url = data.get("url") or self.data.get(self.add_prefix("url"), "")
+        if url:
+            try:
+                webhooks.check_url(url)
+            except DomainError as exc:
+                self.add_error("url", exc.message)
         try:
-            webhooks.check_url(data.get("url") or "")
             probe = WebhookSubscription(
                 agent=data.get("agent"), secret_env=data.get("secret_env") or ""
             )

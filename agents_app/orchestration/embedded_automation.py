@@ -39,27 +39,35 @@ async def run_forever() -> None:
     """Sweep schedules every ``STUDIO_SCHEDULE_SWEEP_MS`` and webhook retries every
     ``STUDIO_WEBHOOK_SWEEP_SECONDS`` until cancelled; a failed sweep is logged and retried."""
     me = owner_id()
-    webhooks_due = purge_due = 0.0
-    while True:
-        await asyncio.sleep(settings.STUDIO_SCHEDULE_SWEEP_MS / 1000)
-        try:
-            await sync_to_async(schedule_runner.sweep_once)(me)
-        except Exception:
-            logger.warning("embedded schedule sweep failed", exc_info=True)
-        if time.monotonic() >= purge_due:
-            purge_due = time.monotonic() + settings.STUDIO_PURGE_SECONDS
+    # Webhooks on a task of their own: a sweep waits on receivers (each attempt up to
+    # STUDIO_WEBHOOK_TIMEOUT_SECONDS, a batch of them in turn), and due schedules must not.
+    webhooks = asyncio.ensure_future(_sweep_webhooks_forever())
+    purge_due = 0.0
+    try:
+        while True:
+            await asyncio.sleep(settings.STUDIO_SCHEDULE_SWEEP_MS / 1000)
             try:
-                await sync_to_async(expired_purge)()
+                await sync_to_async(schedule_runner.sweep_once)(me)
             except Exception:
-                logger.warning("embedded purge failed", exc_info=True)
-        if time.monotonic() < webhooks_due:
-            continue
-        webhooks_due = time.monotonic() + settings.STUDIO_WEBHOOK_SWEEP_SECONDS
+                logger.warning("embedded schedule sweep failed", exc_info=True)
+            if time.monotonic() >= purge_due:
+                purge_due = time.monotonic() + settings.STUDIO_PURGE_SECONDS
+                try:
+                    await sync_to_async(expired_purge)()
+                except Exception:
+                    logger.warning("embedded purge failed", exc_info=True)
+    finally:
+        webhooks.cancel()
+
+
+async def _sweep_webhooks_forever() -> None:
+    while True:
         try:
             # Off the sync thread: a slow receiver must not hold up the server's ORM calls.
             await sync_to_async(_webhook_sweep, thread_sensitive=False)()
         except Exception:
             logger.warning("embedded webhook sweep failed", exc_info=True)
+        await asyncio.sleep(settings.STUDIO_WEBHOOK_SWEEP_SECONDS)
 
 
 _running: Future[None] | None = None

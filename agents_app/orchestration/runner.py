@@ -44,6 +44,7 @@ from agents_app.orchestration.engines import build_engine
 from agents_app.orchestration.start_gate import StartSlot, start_gate
 from agents_app.selectors import activity_frame, thread_activity
 from agents_app.services import sessions
+from agents_app.services.redaction import redact_for_thread
 from agents_app.services.sessions import Claim
 from agents_app.wire import RESUME_MARK
 from runtime.core import egress, tracing
@@ -332,8 +333,8 @@ async def _supervised(entry: Entry, coro: Any) -> SessionResult | None:
 
 async def _run_engine(
     entry: Entry, engine: Engine, store: ClaimedStore, plan: Start | Resume
-) -> str:
-    """Run the engine for a start/resume plan; returns the session's stop reason."""
+) -> tuple[str, str]:
+    """Run the engine for a start/resume plan; returns the session's stop reason and detail."""
     thread_id = entry.claim.thread_id
     if isinstance(plan, Start):
         side = plan.side if plan.message is None else None
@@ -342,18 +343,21 @@ async def _run_engine(
         coro = engine.run_session(thread_id)
     result = await _supervised(entry, coro)
     if result is not None:
-        return result.stop_reason
+        return result.stop_reason, result.detail or ""
     # Stopped mid-flight (the request in flight was aborted). Before the session's first
     # commit there is nothing to record; after it, resume once: the engine sees the stop
     # flag and records the end of the session itself.
     if not store.started and not await sync_to_async(_claimed_progress)(entry.claim.session_id):
-        return "aborted_by_user"
+        return "aborted_by_user", ""
     result = await _supervised(entry, engine.run_session(thread_id))
-    return result.stop_reason if result is not None else "aborted_by_user"
+    if result is None:
+        return "aborted_by_user", ""
+    return result.stop_reason, result.detail or ""
 
 
-async def run_claim(claim: Claim, slot: StartSlot | None = None) -> str:
-    """Run one claimed session to its end; returns the status to release it with.
+async def run_claim(claim: Claim, slot: StartSlot | None = None) -> tuple[str, str]:
+    """Run one claimed session to its end; returns the status to release it with, and for a
+    failed session why (``_failure_reason``).
 
     Everything after the claim is inside the ``try``: whatever fails, the session leaves the
     supervisor (no heartbeat for a session nobody runs) and the caller releases or hands
@@ -367,8 +371,10 @@ async def run_claim(claim: Claim, slot: StartSlot | None = None) -> str:
         await _announce_claim(claim)
         plan = await sync_to_async(plan_session)(claim)
         store.read_thread = plan.thread if isinstance(plan, Start) else None
+        detail = ""
         if isinstance(plan, Finished):
             reason = str(claim.progress.get("stop_reason") or "")
+            detail = str(claim.progress.get("stop_detail") or "")
             # The worker died after the session's last commit: a child's end may be unsettled.
             await engine.subagents.recover(claim.thread_id)
         elif isinstance(plan, Park):
@@ -376,19 +382,31 @@ async def run_claim(claim: Claim, slot: StartSlot | None = None) -> str:
         else:
             if tracing.enabled():
                 await _trace_versions(store)
-            reason = await _run_engine(entry, engine, store, plan)
+            reason, detail = await _run_engine(entry, engine, store, plan)
         if reason == "aborted_by_user":
             await sink.flush()
             frames = await sync_to_async(_stop_cleanup)(claim, sink)
             await asend_thread_frames(claim.thread_id, frames)
-        return STATUS_BY_REASON.get(reason, ThreadSession.Status.COMPLETED)
+        status = STATUS_BY_REASON.get(reason, ThreadSession.Status.COMPLETED)
+        if status != ThreadSession.Status.FAILED:
+            return status, ""
+        return status, await _failure_reason(claim.thread_id, detail)
     except (DefinitionNotFound, ThreadTerminated, LookupError) as exc:
         logger.warning("session %s failed: %s", claim.session_id, exc, exc_info=True)
         await _fail(claim, str(exc))
-        return ThreadSession.Status.FAILED
+        return ThreadSession.Status.FAILED, await _failure_reason(claim.thread_id, str(exc))
     finally:
         supervisor().remove(claim)
         await sink.flush()
+
+
+async def _failure_reason(thread_id: str, detail: str) -> str:
+    """Why a session failed, for its row and its ``session.failed`` webhook: the engine's
+    detail (a failed model request's ``code: message``), with the thread's secrets redacted
+    as the thread's own texts are (a vendor's error may quote the key it refused)."""
+    if not detail:
+        return ""
+    return str(await sync_to_async(redact_for_thread)(thread_id, detail))
 
 
 def _stop_cleanup(claim: Claim, sink: LiveSink) -> list[dict[str, Any]]:
@@ -464,8 +482,7 @@ async def _run_session_job(session_id: str, owner: str) -> None:
         claim = await retrying(attempts, "claim", _claim, session_id, owner)
         while claim is not None:
             try:
-                status = await run_claim(claim, slot)
-                error = ""
+                status, error = await run_claim(claim, slot)
             except SessionLost:
                 logger.warning("session %s was taken over by another worker", claim.session_id)
                 return

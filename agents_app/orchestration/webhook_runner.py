@@ -8,9 +8,11 @@ effects). Without Celery (embedded) the first attempt runs on a daemon thread.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import threading
+from collections.abc import Coroutine
 from typing import Any
 
 from celery import current_app
@@ -26,22 +28,62 @@ from runtime.core import egress
 logger = logging.getLogger("agents_app.webhooks")
 
 
+# Only the status code matters: a receiver's body is read up to this much, then dropped.
+RESPONSE_BYTES = 4096
+
+
 def deliver(delivery_id: str) -> str | None:
-    """One attempt of a delivery, if it is due and nobody else sends it; its new status."""
+    """One attempt of a delivery, if it is due and nobody else sends it; its new status.
+
+    The attempt (connect, send, the answer's headers and up to ``RESPONSE_BYTES`` of its
+    body) has ``STUDIO_WEBHOOK_TIMEOUT_SECONDS`` in all: httpx's timeouts are per read, so
+    without one deadline a receiver dripping a byte at a time could hold an attempt, and
+    the sweep behind it, as long as it liked."""
     row = webhooks.claim(delivery_id)
     if row is None:
         return None
+    limit = settings.STUDIO_WEBHOOK_TIMEOUT_SECONDS
     try:
         body, headers = webhooks.request_of(row)
-        # The egress policy again at send time: the name may resolve elsewhere by now.
-        with egress.sync_client(timeout=settings.STUDIO_WEBHOOK_TIMEOUT_SECONDS) as client:
-            response = client.post(row.subscription.url, content=body, headers=headers)
-        code, error = response.status_code, ""
-        if code >= 300:
-            error = f"HTTP {code}"
-    except Exception as exc:  # a refused connection, a timeout, a missing secret …
+        code = _run(_post(row.subscription.url, body, headers, limit))
+        error = f"HTTP {code}" if code >= 300 else ""
+    except TimeoutError:
+        code, error = None, f"no complete answer within {limit:g} s"
+    except Exception as exc:  # a refused connection, a missing secret …
         code, error = None, f"{type(exc).__name__}: {exc}"
     return webhooks.attempt_done(row, code=code, error=error).status
+
+
+async def _post(url: str, body: bytes, headers: dict[str, str], limit: float) -> int:
+    # Cancelling the request at the deadline closes its connection (the client's exit too).
+    async with asyncio.timeout(limit):
+        # The egress policy again at send time: the name may resolve elsewhere by now.
+        async with egress.client(timeout=None) as client:  # the deadline bounds it all
+            request = client.build_request("POST", url, content=body, headers=headers)
+            response = await client.send(request, stream=True)
+            try:
+                read = 0
+                async for chunk in response.aiter_raw():  # raw: nothing to decompress
+                    read += len(chunk)
+                    if read >= RESPONSE_BYTES:
+                        break
+            finally:
+                await response.aclose()
+            return response.status_code
+
+
+def _run(coroutine: Coroutine[Any, Any, int]) -> int:
+    """``coroutine`` on a loop of its own (senders are sync: tasks, threads, the sweep)."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            # Not asyncio.run: it waits for the default executor, where a name lookup may
+            # still run past the deadline (it holds no connection; it ends on its own).
+            loop.close()
 
 
 def enqueue(delivery_ids: list[str]) -> None:

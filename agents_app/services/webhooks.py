@@ -146,9 +146,7 @@ def readable(owner: Any, event: str, payload: dict[str, Any]) -> bool:
         thread_owner = Thread.objects.filter(pk=payload["threadId"]).values_list(
             "owner_id", flat=True
         )
-        return bool(thread_owner) and owner_rights.may_read(
-            owner, thread_owner_id=thread_owner[0]
-        )
+        return bool(thread_owner) and owner_rights.may_read(owner, thread_owner_id=thread_owner[0])
     if "scheduleId" in payload:
         schedule_owner = Schedule.objects.filter(pk=payload["scheduleId"]).values_list(
             "owner_id", flat=True

@@ -9,7 +9,7 @@ every redirect hop), and the connection is pinned to the address that was checke
 URL's host is replaced by that IP and the name kept for the Host header and TLS (SNI and
 certificate check), so a name that resolves differently a moment later cannot slip past.
 
-``client()`` (async) and ``sync_client()`` (webhook deliveries) apply it to every request;
+``client()`` (async) and ``sync_client()`` apply it to every request;
 ``refusal(url)`` is the save-time check.
 
 The policy is configured once per process (``configure``, from agents_app's settings);
@@ -43,6 +43,21 @@ OFFICIAL_HOSTS: dict[str, frozenset[str]] = {
 _METADATA = frozenset(
     ipaddress.ip_address(a) for a in ("169.254.169.254", "169.254.170.2", "fd00:ec2::254")
 )
+
+# IPv6 forms whose last 32 bits are an IPv4 address that a translator (or the host's own
+# stack) delivers to: so ``64:ff9b::7f00:1`` can reach 127.0.0.1 although it looks public.
+_LAST_32_BITS = tuple(
+    (form, ipaddress.IPv6Network(net))
+    for form, net in (
+        ("NAT64", "64:ff9b::/96"),
+        ("IPv4-translated", "::ffff:0:0:0/96"),
+        ("IPv4-compatible", "::/96"),
+    )
+)
+# Local-use NAT64 (RFC 8215): where the IPv4 sits depends on a prefix length only that
+# network's operator knows, so the whole range is refused, like unique-local addresses.
+_LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+_NOT_PUBLIC = "is a loopback, private, link-local or metadata address"
 
 
 class EgressRefused(httpx.TransportError):
@@ -89,7 +104,7 @@ class EgressPolicy:
         return self.checked(host, await resolve(host, port))
 
     def check_sync(self, host: str, port: int) -> IPAddress:
-        """``check`` for synchronous callers (webhook deliveries, save-time checks)."""
+        """``check`` for synchronous callers (save-time checks)."""
         return self.checked(host, resolve_sync(host, port))
 
     def checked(self, host: str, addresses: Sequence[IPAddress]) -> IPAddress:
@@ -97,21 +112,53 @@ class EgressPolicy:
         refused address is refused: the connection could go to any of them)."""
         for address in addresses:
             if not self.allows_address(host, address):
+                literal = _literal(host) == address
+                subject = str(address) if literal else f"{host} resolves to {address}, which"
                 raise EgressRefused(
-                    f"{host} resolves to {address}, a loopback, private, link-local or "
-                    "metadata address: refused by the egress policy (an operator may allow "
-                    "it with STUDIO_EGRESS_ALLOW)"
+                    f"{subject} {refusal_reason(address) or _NOT_PUBLIC}: refused by the "
+                    "egress policy (an operator may allow it with STUDIO_EGRESS_ALLOW)"
                 )
         return addresses[0]
 
 
+def embedded_ipv4(address: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:
+    """The IPv4 addresses ``address`` carries, each with its form's name: IPv4-mapped, 6to4,
+    Teredo (server and client), NAT64, IPv4-translated and IPv4-compatible."""
+    found: list[tuple[str, ipaddress.IPv4Address]] = []
+    if address.ipv4_mapped is not None:
+        found.append(("IPv4-mapped", address.ipv4_mapped))
+    if address.sixtofour is not None:
+        found.append(("6to4", address.sixtofour))
+    if address.teredo is not None:
+        server, client = address.teredo
+        found += [("Teredo server", server), ("Teredo client", client)]
+    for form, network in _LAST_32_BITS:
+        if address in network and int(address) > 1:  # :: and ::1 are themselves, not IPv4
+            found.append((form, ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)))
+    return found
+
+
+def refusal_reason(address: IPAddress) -> str | None:
+    """Why the default policy refuses ``address``, as words that follow it in a sentence
+    ("is a loopback …", "embeds 127.0.0.1 (NAT64), which is …"); ``None``: public."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address in _LOCAL_NAT64:
+            return "is a local-use NAT64 address (64:ff9b:1::/48)"
+        for form, ipv4 in embedded_ipv4(address):
+            inner = refusal_reason(ipv4)
+            if inner is not None:
+                return f"embeds {ipv4} ({form}), which {inner}"
+        if address.ipv4_mapped is not None:
+            return None  # the IPv4 itself, which is public (ipaddress calls the range private)
+    if address in _METADATA or not address.is_global or address.is_multicast:
+        return _NOT_PUBLIC
+    return None
+
+
 def is_public(address: IPAddress) -> bool:
-    """A globally routable address that is not a metadata service."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    if address in _METADATA:
-        return False
-    return address.is_global and not address.is_multicast
+    """A globally routable address that is not a metadata service, nor an IPv6 form of an
+    IPv4 address that is not public."""
+    return refusal_reason(address) is None
 
 
 def _literal(host: str) -> IPAddress | None:
@@ -187,7 +234,7 @@ class EgressTransport(httpx.AsyncBaseTransport):
 
 
 class SyncEgressTransport(httpx.BaseTransport):
-    """``EgressTransport`` for ``httpx.Client`` (webhook deliveries run in sync code)."""
+    """``EgressTransport`` for ``httpx.Client`` (synchronous callers)."""
 
     def __init__(self, policy: EgressPolicy | None = None, **options: Any) -> None:
         self._policy = policy
