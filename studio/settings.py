@@ -15,6 +15,7 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from agents_app.periodic_jobs import beat_schedule
 from studio import event_loop as _event_loop
 from studio import process_tuning as _process_tuning
 from studio.devsecrets import load_or_create
@@ -365,12 +366,6 @@ STUDIO_STOP_POLL_MS = envint("STUDIO_STOP_POLL_MS", 500)
 STUDIO_PROVIDER_FACTORIES = dict(
     item.split("=", 1) for item in envlist("STUDIO_PROVIDER_FACTORIES") if "=" in item
 )
-CELERY_BEAT_SCHEDULE = {
-    "sweep-sessions": {
-        "task": "agents_app.sweep_sessions",
-        "schedule": float(STUDIO_SESSION_SWEEP_SECONDS),
-    },
-}
 
 # --- effects (agents_app.services.effects, agents_app.orchestration.effect_runner; docs/effects.md) -------
 # Beat sends a sweep tick this often; each tick claims due effects (SELECT … FOR UPDATE
@@ -398,22 +393,6 @@ CELERY_IMPORTS = ["agents_app.tasks.effect_tasks"]
 STUDIO_EVAL_TICK_SECONDS = envint("STUDIO_EVAL_TICK_SECONDS", 2)
 # Expired WebSocket tickets and idempotency keys (agents_app.services.housekeeping).
 STUDIO_PURGE_SECONDS = envint("STUDIO_PURGE_SECONDS", 60)
-CELERY_BEAT_SCHEDULE["purge-expired"] = {
-    "task": "agents_app.purge_expired",
-    "schedule": float(STUDIO_PURGE_SECONDS),
-    "options": {"expires": float(STUDIO_PURGE_SECONDS)},
-}
-CELERY_BEAT_SCHEDULE["evals-tick"] = {
-    "task": "agents_app.evals_tick",
-    "schedule": float(STUDIO_EVAL_TICK_SECONDS),
-    "options": {"expires": max(2.0, 2 * STUDIO_EVAL_TICK_SECONDS)},
-}
-CELERY_BEAT_SCHEDULE["effects-tick"] = {
-    "task": "agents_app.effects_tick",
-    "schedule": STUDIO_EFFECT_SWEEP_MS / 1000,
-    # A tick that waited in the queue (workers down) is dropped: the next one does its work.
-    "options": {"expires": max(2.0, 2 * STUDIO_EFFECT_SWEEP_MS / 1000)},
-}
 
 # --- recurring schedules (agents_app.orchestration.schedule_runner; docs/automation.md) ------------------
 STUDIO_SCHEDULE_SWEEP_MS = envint("STUDIO_SCHEDULE_SWEEP_MS", 1000)
@@ -424,11 +403,6 @@ STUDIO_SCHEDULE_STALE_SECONDS = envint("STUDIO_SCHEDULE_STALE_SECONDS", 60)
 # The shortest time between two runs of one schedule (an interval, or any two cron times):
 # a schedule every second would start 86,400 threads a day.
 STUDIO_SCHEDULE_MIN_INTERVAL_SECONDS = envint("STUDIO_SCHEDULE_MIN_INTERVAL_SECONDS", 60)
-CELERY_BEAT_SCHEDULE["schedules-tick"] = {
-    "task": "agents_app.schedules_tick",
-    "schedule": STUDIO_SCHEDULE_SWEEP_MS / 1000,
-    "options": {"expires": max(2.0, 2 * STUDIO_SCHEDULE_SWEEP_MS / 1000)},
-}
 
 # --- egress policy (runtime/core/egress.py; docs/operating.md, Egress policy) --------------------
 # Hosts or CIDRs that model base URLs, discovery, MCP servers and webhook receivers may reach
@@ -450,11 +424,6 @@ if envstr("STUDIO_WEBHOOK_ALLOW_PRIVATE", ""):
     )
 # How often due retries are sent (beat's webhooks_tick; the embedded sweep in embedded mode).
 STUDIO_WEBHOOK_SWEEP_SECONDS = envint("STUDIO_WEBHOOK_SWEEP_SECONDS", 5)
-CELERY_BEAT_SCHEDULE["webhooks-tick"] = {
-    "task": "agents_app.webhooks_tick",
-    "schedule": float(STUDIO_WEBHOOK_SWEEP_SECONDS),
-    "options": {"expires": 2.0 * STUDIO_WEBHOOK_SWEEP_SECONDS},
-}
 
 # --- limits, quotas and budgets (agents_app.services.limits; docs/operating.md, Security) ----
 # Counters live in the shared cache, so every web process sees the same counts: Redis (the
@@ -518,11 +487,6 @@ STUDIO_RETENTION_BATCH = envint("STUDIO_RETENTION_BATCH", 1000)
 STUDIO_RETENTION_INTERVAL_SECONDS = envint("STUDIO_RETENTION_INTERVAL_SECONDS", 3600)
 STUDIO_RETENTION_MAX_SECONDS = envint("STUDIO_RETENTION_MAX_SECONDS", 600)
 CELERY_IMPORTS.append("agents_app.tasks.retention_tasks")
-CELERY_BEAT_SCHEDULE["retention"] = {
-    "task": "agents_app.apply_retention",
-    "schedule": float(STUDIO_RETENTION_INTERVAL_SECONDS),
-    "options": {"expires": float(STUDIO_RETENTION_INTERVAL_SECONDS)},
-}
 # --- end retention ----------------------------------------------------------------------
 
 # Where code-defined tools, hooks, effects and thread endpoints are discovered
@@ -576,3 +540,6 @@ MIDDLEWARE[_after_security:_after_security] = [
     "agents_app.api.json_errors.ApiJsonErrorsMiddleware",
 ]
 # --- end security ------------------------------------------------------------------------
+
+# --- periodic work (agents_app/periodic_jobs.py: beat's entries and the embedded loop's) ---
+CELERY_BEAT_SCHEDULE = beat_schedule(globals())

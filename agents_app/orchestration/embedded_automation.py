@@ -1,6 +1,6 @@
-"""The embedded mode's beat for automation: without Celery there is no beat to send
-``schedules_tick``, ``webhooks_tick`` and ``purge_expired``, so due schedule runs, webhook
-retries and the expired-row purge run here, on the in-process executor's loop
+"""The embedded mode's beat for automation: without Celery there is no beat, so the jobs
+``agents_app/periodic_jobs.py`` homes here (due schedule runs, webhook retries, the
+expired-row purge, retention) run on the in-process executor's loop
 (docs/automation.md, "Embedded mode").
 
 Started beside the effect sweeper (``executor.LoopCapture``) only when
@@ -14,60 +14,59 @@ import asyncio
 import contextlib
 import logging
 import threading
-import time
+from collections.abc import Callable
 from concurrent.futures import Future
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 
-from agents_app.orchestration import schedule_runner, webhook_runner
-from agents_app.services.housekeeping import expired_purge
-from agents_app.services.sessions import owner_id
+from agents_app.orchestration.periodic import AUTOMATION
+from agents_app.periodic_jobs import JOBS, PeriodicJob
 
 logger = logging.getLogger("agents_app.schedules")
 
 
-def _webhook_sweep() -> int:
-    try:
-        return webhook_runner.sweep()
-    finally:
-        connection.close()  # a pool thread's own connection
-
-
 async def run_forever() -> None:
-    """Sweep schedules every ``STUDIO_SCHEDULE_SWEEP_MS`` and webhook retries every
-    ``STUDIO_WEBHOOK_SWEEP_SECONDS`` until cancelled; a failed sweep is logged and retried."""
-    me = owner_id()
-    # Webhooks on a task of their own: a sweep waits on receivers (each attempt up to
-    # STUDIO_WEBHOOK_TIMEOUT_SECONDS, a batch of them in turn), and due schedules must not.
-    webhooks = asyncio.ensure_future(_sweep_webhooks_forever())
-    purge_due = 0.0
+    """Run every ``automation`` job of ``periodic_jobs.JOBS`` on its interval until
+    cancelled; a failed run is logged and the job runs again at its next interval."""
+    jobs = [asyncio.ensure_future(_every(job)) for job in JOBS if job.embedded == "automation"]
     try:
-        while True:
-            await asyncio.sleep(settings.STUDIO_SCHEDULE_SWEEP_MS / 1000)
-            try:
-                await sync_to_async(schedule_runner.sweep_once)(me)
-            except Exception:
-                logger.warning("embedded schedule sweep failed", exc_info=True)
-            if time.monotonic() >= purge_due:
-                purge_due = time.monotonic() + settings.STUDIO_PURGE_SECONDS
-                try:
-                    await sync_to_async(expired_purge)()
-                except Exception:
-                    logger.warning("embedded purge failed", exc_info=True)
+        await asyncio.gather(*jobs)
     finally:
-        webhooks.cancel()
+        for job in jobs:
+            job.cancel()
 
 
-async def _sweep_webhooks_forever() -> None:
-    while True:
+# Jobs that wait on others (receivers) or run for minutes (retention) run off the server's
+# sync thread, each on a task of its own: due schedules and the server's ORM calls must not
+# wait behind them. The others stay on it, as the server's own writes are (SQLite).
+OFF_THREAD = frozenset({"agents_app.webhooks_tick", "agents_app.apply_retention"})
+
+
+def _off_thread(work: Callable[[], Any]) -> Callable[[], Any]:
+    def run() -> Any:
         try:
-            # Off the sync thread: a slow receiver must not hold up the server's ORM calls.
-            await sync_to_async(_webhook_sweep, thread_sensitive=False)()
+            return work()
+        finally:
+            connection.close()  # a pool thread's own connection
+
+    return run
+
+
+async def _every(job: PeriodicJob) -> None:
+    work = AUTOMATION[job.task]
+    if job.task in OFF_THREAD:
+        run = sync_to_async(_off_thread(work), thread_sensitive=False)
+    else:
+        run = sync_to_async(work)
+    while True:
+        await asyncio.sleep(job.seconds(settings))
+        try:
+            await run()
         except Exception:
-            logger.warning("embedded webhook sweep failed", exc_info=True)
-        await asyncio.sleep(settings.STUDIO_WEBHOOK_SWEEP_SECONDS)
+            logger.warning("embedded %s failed", job.beat_name, exc_info=True)
 
 
 _running: Future[None] | None = None

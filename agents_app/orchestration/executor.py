@@ -102,17 +102,19 @@ def _log_failure(future: Future[Any]) -> None:
 
 
 async def _sweep_forever(executor: InProcessExecutor) -> None:
-    from agents_app.orchestration import eval_runs
+    """The ``sessions`` jobs of ``agents_app/periodic_jobs.py`` (no beat here): sessions to
+    run again, tool waits that ran out, eval runs to advance."""
+    from agents_app.orchestration.periodic import SESSIONS, sessions_tick
     from agents_app.orchestration.runner import run_session_job
-    from agents_app.services.sessions import sessions_sweep
 
     while True:
         await asyncio.sleep(settings.STUDIO_SESSION_SWEEP_SECONDS)
         try:
-            for session_id in await sync_to_async(sessions_sweep)():
+            for session_id in await sync_to_async(sessions_tick)():
                 asyncio.get_running_loop().create_task(run_session_job(session_id))
-            # Embedded mode has no beat: eval runs advance here (agents_app/orchestration/eval_runs.py).
-            await sync_to_async(eval_runs.advance_all)()
+            for work in SESSIONS.values():
+                if work is not sessions_tick:
+                    await sync_to_async(work)()
         except Exception:
             logger.warning("session sweep failed", exc_info=True)
             from agents_app.orchestration.db_retry import drop_broken_connections

@@ -42,6 +42,6 @@ def webhook_deliver(delivery_id: str) -> str | None:
 @shared_task(name="agents_app.webhooks_tick", acks_late=False, ignore_result=True)
 def webhooks_tick() -> int:
     """Send the webhook deliveries whose retry is due."""
-    from agents_app.orchestration.webhook_runner import sweep
+    from agents_app.orchestration.periodic import AUTOMATION
 
-    return sweep()
+    return AUTOMATION["agents_app.webhooks_tick"]()  # type: ignore[no-any-return]

@@ -17,8 +17,8 @@ logger = logging.getLogger(__name__)
 @shared_task(name="agents_app.apply_retention", acks_late=False, ignore_result=True)
 def apply_retention() -> str:
     """Apply the retention policy once; returns the run's summary."""
-    from agents_app.services.retention import retention_apply
+    from agents_app.orchestration.periodic import retention_tick
 
-    summary = "; ".join(retention_apply().lines())
+    summary = retention_tick()
     logger.info("retention: %s", summary)
     return summary

@@ -89,12 +89,10 @@ def _sweep_outage() -> Any:
 def sweep_sessions() -> int:
     """Re-dispatch sessions whose worker died and queued sessions whose task was lost."""
     from agents_app.orchestration.db_retry import CONNECTION_ERRORS
-    from agents_app.services.sessions import sessions_sweep
-    from agents_app.services.tool_waits import expire_due
+    from agents_app.orchestration.periodic import sessions_tick
 
     try:
-        expire_due()  # waiting tool calls whose time ran out: the model gets a timeout result
-        ids = sessions_sweep()
+        ids = sessions_tick()  # tool waits that ran out too: the model gets a timeout result
     except CONNECTION_ERRORS as exc:
         # Beat sends this every second: during an outage one warning, not a traceback a tick.
         _sweep_outage().failed(exc)
@@ -108,15 +106,15 @@ def sweep_sessions() -> int:
 @shared_task(name="agents_app.purge_expired", ignore_result=True)
 def purge_expired() -> dict[str, int]:
     """Expired WebSocket tickets and idempotency keys (``services.housekeeping``)."""
-    from agents_app.services.housekeeping import expired_purge
+    from agents_app.orchestration.periodic import AUTOMATION
 
-    return expired_purge()
+    return AUTOMATION["agents_app.purge_expired"]()  # type: ignore[no-any-return]
 
 
 @shared_task(name="agents_app.evals_tick")
 def evals_tick() -> int:
     """Advance the running eval runs (agents_app/orchestration/eval_runs.py): score finished cases, start
     pending ones. Any worker may take a tick; the database decides who does what."""
-    from agents_app.orchestration.eval_runs import advance_all
+    from agents_app.orchestration.periodic import SESSIONS
 
-    return advance_all()
+    return SESSIONS["agents_app.evals_tick"]()  # type: ignore[no-any-return]
