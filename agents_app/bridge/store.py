@@ -23,7 +23,7 @@ from agents_app.bridge import async_commit, fast_commit
 from agents_app.bridge.files import FileStoreMixin
 from agents_app.db import page_reads, rows
 from agents_app.db.raw_sql import db_uuid, row_by_uuid
-from agents_app.db.thread_records import CHILDREN_SQL, RECORD_SQL, record_of
+from agents_app.db.thread_records import CHILDREN, RECORD, record_from
 from agents_app.encryption import decrypt, encrypt
 from agents_app.models import (
     Agent,
@@ -117,15 +117,15 @@ def _create_thread(new: NewThread) -> ThreadRecord:
 
 
 def _get_thread(thread_id: str) -> ThreadRecord | None:
-    row = row_by_uuid(RECORD_SQL, thread_id)
-    return record_of(row) if row is not None else None
+    row = row_by_uuid(RECORD.sql, thread_id)
+    return record_from(RECORD, row) if row is not None else None
 
 
 def _list_children(thread_id: str) -> list[ThreadRecord]:
     _exists(thread_id)
     with connection.cursor() as cursor:
-        cursor.execute(CHILDREN_SQL, [db_uuid(thread_id)])
-        return [record_of(row) for row in cursor.fetchall()]
+        cursor.execute(CHILDREN.sql, [db_uuid(thread_id)])
+        return [record_from(CHILDREN, row) for row in cursor.fetchall()]
 
 
 def _set_child_status(thread_id: str, status: str) -> None:
@@ -519,7 +519,8 @@ _RESOLVE_ENV_SQL = (
     f"OR (e.scope = 'agent' AND e.agent_id = (SELECT agent_id FROM {_THREADS} WHERE id = %s)) "
     f"OR (e.scope = 'prompt' AND e.prompt_id IN (SELECT id FROM {_PROMPTS} WHERE name = "
     f"COALESCE(%s, (SELECT p.name FROM {_THREADS} t JOIN {_AGENTS} a ON a.id = t.agent_id "
-    f"JOIN {_PROMPTS} p ON p.id = a.side_a_prompt_id WHERE t.id = %s)))) "
+    f"JOIN {_PROMPTS} p ON p.id = COALESCE(a.side_a_prompt_id, a.side_b_prompt_id) "
+    "WHERE t.id = %s)))) "
     f"OR (e.scope = 'user' AND e.user_id = (SELECT owner_id FROM {_THREADS} WHERE id = %s)) "
     "OR e.scope = 'instance')"
 )

@@ -18,6 +18,8 @@ import orjson
 from django.db import connection, models
 from django.utils.dateparse import parse_datetime
 
+from agents_app.db.composed import Part
+
 _UUID = models.UUIDField()
 
 
@@ -74,6 +76,14 @@ def model_columns(model: type[models.Model], table_alias: str) -> list[str]:
     """``alias.column`` for each concrete field of ``model``, in ``_meta`` order (the order
     ``model_from_row`` reads)."""
     return [f"{table_alias}.{f.column}" for f in model._meta.concrete_fields]
+
+
+def model_part(model: type[models.Model], table_alias: str) -> Part:
+    """Every concrete field of ``model`` as a part of a composed SELECT, named by attname
+    (``model_from_row`` takes ``Select.values(row, part)``)."""
+    return Part(
+        tuple((f.attname, f"{table_alias}.{f.column}") for f in model._meta.concrete_fields)
+    )
 
 
 def model_from_row(model: type[models.Model], values: Sequence[Any]) -> Any:

@@ -19,7 +19,7 @@ import ipaddress
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -33,6 +33,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from redis.exceptions import RedisError
 
+from agents_app.db.composed import Part
 from agents_app.errors import RateLimited
 from agents_app.models import LimitedAction, SpendBudget, Thread, ThreadSession, UsageLimit
 from agents_app.services.dashboard import spend_since
@@ -304,19 +305,33 @@ def budgets(owner_id: Any, agent_id: Any) -> Budgets:
 
 # ``budgets`` as columns of a statement that reads the thread as ``t``: a post reads them in
 # the statement that locks its thread (``sessions.lock_for_post``), not in one of their own.
-BUDGET_JOINS = (
-    f"LEFT JOIN {SpendBudget._meta.db_table} bu ON bu.user_id = t.owner_id "
-    f"LEFT JOIN {SpendBudget._meta.db_table} ba ON ba.agent_id = t.agent_id"
-)
-BUDGET_COLUMNS = ("bu.id", "bu.monthly_limit_usd", "ba.id", "ba.monthly_limit_usd")
+def budget_part(thread_alias: str) -> Part:
+    """The budgets of a thread's owner and agent, as a part of a composed SELECT over the
+    threads table aliased ``thread_alias`` (``budgets_from`` reads it back)."""
+    table = SpendBudget._meta.db_table
+    return Part(
+        columns=(
+            ("user_row", "budget_user.id"),
+            ("user_limit", "budget_user.monthly_limit_usd"),
+            ("agent_row", "budget_agent.id"),
+            ("agent_limit", "budget_agent.monthly_limit_usd"),
+        ),
+        joins=(
+            f"LEFT JOIN {table} budget_user ON budget_user.user_id = {thread_alias}.owner_id",
+            f"LEFT JOIN {table} budget_agent ON budget_agent.agent_id = {thread_alias}.agent_id",
+        ),
+    )
 
 
-def budgets_from(values: Any) -> Budgets:
-    """``budgets`` from the values of ``BUDGET_COLUMNS``: a missing row is the setting."""
-    user_row, user_limit, agent_row, agent_limit = values
+def budgets_from(values: Mapping[str, Any]) -> Budgets:
+    """``budgets`` from ``budget_part``'s values: a missing row is the setting."""
     return (
-        settings.STUDIO_BUDGET_USER_MONTHLY_USD if user_row is None else _usd(user_limit),
-        settings.STUDIO_BUDGET_AGENT_MONTHLY_USD if agent_row is None else _usd(agent_limit),
+        settings.STUDIO_BUDGET_USER_MONTHLY_USD
+        if values["user_row"] is None
+        else _usd(values["user_limit"]),
+        settings.STUDIO_BUDGET_AGENT_MONTHLY_USD
+        if values["agent_row"] is None
+        else _usd(values["agent_limit"]),
     )
 
 

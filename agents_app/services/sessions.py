@@ -37,6 +37,7 @@ from django.utils import timezone
 
 from agents_app import faults, wire
 from agents_app.broadcast.events import send_thread_frames
+from agents_app.db.composed import Part, Select
 from agents_app.db.raw_sql import (
     datetime_param,
     db_datetime,
@@ -45,10 +46,11 @@ from agents_app.db.raw_sql import (
     insert_row,
     model_columns,
     model_from_row,
+    model_part,
     row_by_uuid,
     text_uuid,
 )
-from agents_app.db.thread_records import RECORD_FROM, RECORD_WIDTH, record_of
+from agents_app.db.thread_records import record_of, record_part
 from agents_app.dispatch import session_should_run
 from agents_app.errors import Locked
 from agents_app.models import (
@@ -64,10 +66,9 @@ from agents_app.models.timestamps import now_us
 from agents_app.selectors import ACTIVE_SESSION, STOPPED_LOG_TYPE, activity_frame
 from agents_app.services import tool_waits
 from agents_app.services.limits import (
-    BUDGET_COLUMNS,
-    BUDGET_JOINS,
     Budgets,
     budget_check,
+    budget_part,
     budgets_from,
 )
 from runtime.store.events import telemetry
@@ -140,23 +141,25 @@ class PostRead:
     mid_run: str  # its agent's ``mid_run_messages``: what a post to a busy thread does
 
 
-def _post_read_sql() -> str:
+def _post_read() -> Select:
     active = ", ".join(f"'{s}'" for s in ACTIVE_SESSION)
     sessions = ThreadSession._meta.db_table
     opened = f"SELECT 1 FROM {sessions} s WHERE s.thread_id = t.id AND s.status"
-    columns = [
-        *model_columns(Thread, "t"),
-        f"EXISTS ({opened} IN ({active}))",
-        f"EXISTS ({opened} = '{ThreadSession.Status.PARKED}')",
-        *BUDGET_COLUMNS,
-        f"(SELECT a.mid_run_messages FROM {Agent._meta.db_table} a WHERE a.id = t.agent_id)",
-    ]
-    return (
-        f"SELECT {', '.join(columns)} FROM {Thread._meta.db_table} t {BUDGET_JOINS} WHERE t.id = %s"
+    state = Part(
+        (
+            ("active", f"EXISTS ({opened} IN ({active}))"),
+            ("parked", f"EXISTS ({opened} = '{ThreadSession.Status.PARKED}')"),
+            (
+                "mid_run",
+                f"(SELECT a.mid_run_messages FROM {Agent._meta.db_table} a WHERE a.id = t.agent_id)",
+            ),
+        )
     )
+    parts = {"thread": model_part(Thread, "t"), "state": state, "budgets": budget_part("t")}
+    return Select(Thread._meta.db_table, "t", parts, "WHERE t.id = %s")
 
 
-_POST_READ_SQL = _post_read_sql()
+_POST_READ = _post_read()
 
 
 def lock_for_post(thread_id: Any) -> PostRead:
@@ -165,16 +168,16 @@ def lock_for_post(thread_id: Any) -> PostRead:
     cursor of the web process's time (issue #39)."""
     # Only the thread's row is locked (the budgets' rows are outer-joined, and may be none).
     lock = " FOR UPDATE OF t" if connection.features.has_select_for_update_of else ""
-    row = row_by_uuid(_POST_READ_SQL + lock, thread_id)
+    row = row_by_uuid(_POST_READ.sql + lock, thread_id)
     if row is None:
         raise Thread.DoesNotExist(f"Thread not found: {thread_id}")
-    width = len(Thread._meta.concrete_fields)
-    active, parked = row[width : width + 2]
+    read = _POST_READ.read(row)
+    state = read["state"]
     return PostRead(
-        thread=model_from_row(Thread, row[:width]),
-        state=SessionState(active=bool(active), parked=bool(parked)),
-        budgets=budgets_from(row[width + 2 : width + 6]),
-        mid_run=row[width + 6] or Agent._meta.get_field("mid_run_messages").default,
+        thread=model_from_row(Thread, _POST_READ.values(row, "thread")),
+        state=SessionState(active=bool(state["active"]), parked=bool(state["parked"])),
+        budgets=budgets_from(read["budgets"]),
+        mid_run=state["mid_run"] or Agent._meta.get_field("mid_run_messages").default,
     )
 
 
@@ -579,21 +582,34 @@ class QueueHead:
 
 # A fixed statement: every session start runs it on its worker's one database thread. It
 # reads the thread's engine record too, which the engine then does not read again.
-_HEAD_SQL = RECORD_FROM.format(
-    more=", q.id, q.role, q.content, q.attachments, q.silent, q.metadata"
-) + (
-    f" LEFT JOIN {QueuedMessage._meta.db_table} q ON q.id = "
-    f"(SELECT id FROM {QueuedMessage._meta.db_table} WHERE thread_id = t.id "
-    "ORDER BY created_at LIMIT 1) WHERE t.id = %s"
+_QUEUE_HEAD = Part(
+    columns=tuple(
+        (name, f"q.{name}")
+        for name in ("id", "role", "content", "attachments", "silent", "metadata")
+    ),
+    joins=(
+        f"LEFT JOIN {QueuedMessage._meta.db_table} q ON q.id = "
+        f"(SELECT id FROM {QueuedMessage._meta.db_table} WHERE thread_id = t.id "
+        "ORDER BY created_at LIMIT 1)",
+    ),
+)
+_HEAD = Select(
+    Thread._meta.db_table,
+    "t",
+    {"record": record_part("t"), "head": _QUEUE_HEAD},
+    "WHERE t.id = %s",
 )
 
 
 def _queue_head(thread_id: str) -> tuple[ThreadRecord, QueueHead | None]:
-    row = row_by_uuid(_HEAD_SQL, thread_id)
+    row = row_by_uuid(_HEAD.sql, thread_id)
     if row is None:
         raise LookupError(f"Thread not found: {thread_id}")
-    record = record_of(row)
-    pk, role, content, attachments, silent, metadata = row[RECORD_WIDTH:]
+    read = _HEAD.read(row)
+    record = record_of(read["record"])
+    queued = read["head"]
+    pk, role, content = queued["id"], queued["role"], queued["content"]
+    attachments, silent, metadata = queued["attachments"], queued["silent"], queued["metadata"]
     if pk is None:
         return record, None
     head = QueueHead(

@@ -27,7 +27,7 @@ from agents_app.models import (
     WebhookDelivery,
     WebhookSubscription,
 )
-from agents_app.orchestration import eval_runs, schedule_runner, webhook_runner
+from agents_app.orchestration import eval_runs, schedule_runner
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.services import evals, schedules, webhooks
 from tests.agents_app.api.api_support import ApiClient, _api_hosts, client_for, define_agent  # noqa: F401
@@ -318,6 +318,19 @@ def test_an_edit_by_someone_else_holds_the_schedule_until_its_owner_resumes_it(
     assert Thread.objects.get(pk=run["threadId"]).owner_id == ann.pk
 
 
+def _session_end_recorded(thread: Thread) -> None:
+    """What a session's end records (``webhook_runner.session_ended`` without the send
+    after commit, which would race this test's own claim)."""
+    webhooks.session_events(
+        thread_id=str(thread.pk),
+        session_id=str(thread.pk),
+        agent_id=thread.agent_id,
+        agent=thread.agent.name,
+        status="completed",
+        error="",
+    )
+
+
 def test_a_subscription_delivers_only_what_its_owner_may_read() -> None:
     """hooky holds only the webhook permissions; his subscription names no agent (every
     agent's events): a session of alice's thread records nothing for him, his own does."""
@@ -338,7 +351,7 @@ def test_a_subscription_delivers_only_what_its_owner_may_read() -> None:
     hers = thread_create(user=alice, agent_name="helper")
     his = thread_create(user=hooky, agent_name="helper")
     for thread in (hers, his):
-        webhook_runner.session_ended(str(thread.pk), str(thread.pk), "completed", "")
+        _session_end_recorded(thread)
     delivered = [d.payload["threadId"] for d in WebhookDelivery.objects.all()]
     assert delivered == [str(his.pk)]
     # Deactivated, he gets nothing more, not even what is already queued.
@@ -347,7 +360,7 @@ def test_a_subscription_delivers_only_what_its_owner_may_read() -> None:
     assert webhooks.claim(str(queued.pk)) is None
     assert WebhookDelivery.objects.get().status == "failed"
     other = thread_create(user=hooky, agent_name="helper")
-    webhook_runner.session_ended(str(other.pk), str(other.pk), "completed", "")
+    _session_end_recorded(other)
     assert WebhookDelivery.objects.count() == 1
 
 

@@ -101,7 +101,7 @@ async def test_a_session_start_reads_no_progress_activity_or_thread_check_of_its
     assert statements.count(selectors._ACTIVITY_SQL) == 0, statements.sql
     assert statements.count(runner._PROGRESS_SQL) == 0, statements.sql
     assert statements.count(bridge_store._EXISTS_SQL) == 0, statements.sql
-    assert statements.count(thread_records.RECORD_SQL) == 0, statements.sql  # the plan read it
+    assert statements.count(thread_records.RECORD.sql) == 0, statements.sql  # the plan read it
     frames = await _activity_frames(channel)
     assert [f["executing"] for f in frames] == [True, False], frames
     assert frames[0] == {
