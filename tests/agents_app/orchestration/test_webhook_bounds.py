@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from agents_app.models import EnvValue, WebhookDelivery
-from agents_app.orchestration import embedded_automation, schedule_runner, webhook_runner
+from agents_app.orchestration import embedded_automation, periodic, schedule_runner, webhook_runner
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.services import webhooks
 from tests.agents_app.api.api_support import _api_hosts, client_for, define_agent  # noqa: F401
@@ -209,7 +209,7 @@ def test_a_slow_receiver_cannot_hold_the_embedded_schedule_sweep(
         return 0
 
     monkeypatch.setattr(schedule_runner, "sweep_once", sweep_once)
-    monkeypatch.setattr(embedded_automation, "expired_purge", lambda: 0)
+    monkeypatch.setitem(periodic.AUTOMATION, "agents_app.purge_expired", lambda: 0)
     stop = threading.Event()
 
     async def embedded() -> None:
