@@ -32,6 +32,8 @@ SCHEDULE_KEYS = [
     "target",
     "standingThreadId",
     "paused",
+    "pausedReason",  # issue #52: why the platform paused it, and whose it is
+    "owner",
     "catchUp",
     "nextRunAt",
 ]
@@ -43,6 +45,8 @@ TRIGGER_KEYS = [
     "template",
     "secretEnv",
     "revoked",
+    "disabledReason",
+    "owner",
     "lastUsedAt",
 ]
 KEY_KEYS = ["id", "name", "key_prefix", "last_five", "source", "created_at", "last_used_at"]
@@ -98,7 +102,12 @@ TYPED = [
     ("post", "/api/schedules/{schedule_id}/pause", "200", SCHEDULE_KEYS),
     ("post", "/api/schedules/{schedule_id}/resume", "200", SCHEDULE_KEYS),
     ("delete", "/api/schedules/{schedule_id}", "200", ["deleted", "id"]),
-    ("post", "/api/webhooks", "201", ["id", "agent", "url", "secretEnv", "events", "active"]),
+    (
+        "post",
+        "/api/webhooks",
+        "201",
+        ["id", "agent", "url", "secretEnv", "events", "active", "disabledReason", "owner"],
+    ),
     ("get", "/api/webhooks", "200", ["webhooks"]),
     ("delete", "/api/webhooks/{subscription_id}", "200", ["deleted", "id"]),
     ("get", "/api/webhooks/{subscription_id}/deliveries", "200", ["deliveries"]),
