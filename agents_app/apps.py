@@ -39,6 +39,10 @@ class AgentsAppConfig(AppConfig):
             sender=get_user_model(),
             dispatch_uid="agents_app.offboarding",
         )
+        # The audit log: every change to configuration, access and accounts (docs/identity.md).
+        from agents_app.services import audit
+
+        audit.connect()
 
     @staticmethod
     def _configure_egress() -> None:

@@ -263,6 +263,7 @@ THREAD_ITEM_FIELDS = (
     "agent__type",
     "agent__description",
     "agent__icon",
+    "agent__side_a_prompt_id",
     "origin_agent__name",
 )
 

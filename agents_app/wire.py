@@ -167,23 +167,38 @@ def message_frame(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def side_backings(agent: Agent) -> tuple[str, str]:
-    return _backings(agent.type)
+    return _backings(agent.type, agent.side_a_human)
 
 
-def _backings(kind: str) -> tuple[str, str]:
+def _backings(kind: str, side_a_human: bool = False) -> tuple[str, str]:
+    """Who is on each side: a prompt or a person (spec 0.2.0 may put the person on side A)."""
+    if side_a_human:
+        return "human", "prompt"
     return "prompt", ("prompt" if kind == Agent.Type.DUAL_AI else "human")
 
 
 def agent_summary(agent: Agent, origin: str | None = None) -> dict[str, Any]:
     return _agent_summary(
-        agent.name, agent.title, agent.type, agent.description, agent.icon, origin
+        agent.name,
+        agent.title,
+        agent.type,
+        agent.description,
+        agent.icon,
+        origin,
+        agent.side_a_human,
     )
 
 
 def _agent_summary(
-    name: str, title: str, kind: str, description: str, icon: str, origin: str | None
+    name: str,
+    title: str,
+    kind: str,
+    description: str,
+    icon: str,
+    origin: str | None,
+    side_a_human: bool = False,
 ) -> dict[str, Any]:
-    a, b = _backings(kind)
+    a, b = _backings(kind, side_a_human)
     return {
         "name": name,
         "title": title or name,
@@ -213,6 +228,7 @@ def thread_item(row: Thread, executing: bool, origin: str | None = None) -> dict
             "agent__type": agent.type,
             "agent__description": agent.description,
             "agent__icon": agent.icon,
+            "agent__side_a_prompt_id": agent.side_a_prompt_id,
             "origin_agent__name": row.origin_agent.name,
         },
         executing,
@@ -243,6 +259,7 @@ def thread_item_of_values(v: dict[str, Any], executing: bool, origin: str | None
             v["agent__description"],
             v["agent__icon"],
             origin,
+            v.get("agent__side_a_prompt_id", 0) is None,
         ),
     }
 
@@ -279,7 +296,7 @@ def thread_detail(
             "side_b_backing": b,
             "side_a_label": agent.side_a_label or None,
             "side_b_label": agent.side_b_label or None,
-            "side_a_agent_prompt": agent.side_a_prompt.name,
+            "side_a_agent_prompt": agent.side_a_prompt.name if agent.side_a_prompt else None,
             "side_b_agent_prompt": agent.side_b_prompt.name if agent.side_b_prompt else None,
             "side_a_handler": None,
             "side_b_handler": None,

@@ -19,7 +19,7 @@ from typing import Any
 from runtime.core.messages import Clock, Message, NewMessage, Side, new_id
 from runtime.core.progress import SessionProgress
 from runtime.core.results import ToolResult
-from runtime.core.spec import AgentDefinition, PromptDefinition
+from runtime.core.spec import SPEC_0_1, AgentDefinition, PromptDefinition
 from runtime.core.transcript import Transcript
 from runtime.definitions.loader import DefinitionLoader, DefinitionNotFound
 from runtime.delegation.link import SubagentLink
@@ -131,9 +131,9 @@ class Engine:
         return state
 
     async def _rest_hooks(self, agent: AgentDefinition) -> Rest:
-        """The definitions' loader, side A's prompt and the hooks of a thread at rest."""
+        """The definitions' loader, the first AI side's prompt and the hooks of a thread at rest."""
         defs = DefinitionLoader(self.deps.store)
-        prompt = await defs.find_prompt(agent.side_a.prompt)
+        prompt = await defs.find_prompt(agent.main_prompt())
         hooks = HookRunner(
             self.deps.registry, hook_ids(prompt.hooks if prompt else None, agent.hooks)
         )
@@ -242,8 +242,10 @@ class Engine:
                 return result_of(thread_id, progress, final_text(transcript, progress.side))
             message = None
         first_side: Side = side or ("b" if message and message.role == "assistant" else "a")
-        if agent.type != "dual_ai":
-            first_side = "a"  # in ai_human only side A is an AI
+        if agent.spec == SPEC_0_1 and agent.type != "dual_ai":
+            first_side = "a"  # in 0.1.0's ai_human only side A is an AI
+        # In 0.2.0 the message's author decides (a user message is side B's, so side A acts);
+        # a person's side to act parks the session as ``awaiting_human``.
         progress = SessionProgress(session_id=new_id(), agent=thread.agent_name, side=first_side)
         session = Session(deps, thread, agent, progress, transcript, self)
         await session.start(self._inbound(message))

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 ./scripts/ensure-browser.sh
 ./scripts/ensure-pgbouncer.sh
 ./scripts/ensure-nginx.sh
+./scripts/ensure-oidc-provider.sh
 
 export DATABASE_URL="${TEST_DATABASE_URL:-postgres://root@127.0.0.1:5432/postgres}"
 export TEST_REDIS_URL="${TEST_REDIS_URL:-redis://127.0.0.1:6379/0}"

@@ -53,6 +53,8 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("agents_app", "apikey"),
             ("agents_app", "usagelimit"),
             ("agents_app", "spendbudget"),
+            ("agents_app", "scimtoken"),
+            ("agents_app", "auditevent"),
         ],
     ),
 ]

@@ -184,6 +184,8 @@ STUDIO_FILE_MAX_SIZE = envint("STUDIO_FILE_MAX_SIZE", 1024 * 1024 * 1024)
 MCP_ALLOW_STDIO = envbool("MCP_ALLOW_STDIO", False)
 # How long a tool call to /mcp waits for the agent's session before answering with an error.
 MCP_SERVER_CALL_TIMEOUT = envint("MCP_SERVER_CALL_TIMEOUT", 900)
+# How long a turn of the OpenAI-compatible API (/v1) waits for the agent's session.
+STUDIO_OPENAI_WAIT_SECONDS = envint("STUDIO_OPENAI_WAIT_SECONDS", 900)
 
 LOGIN_URL = "/admin/login/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", 25 * 1024 * 1024)
@@ -540,6 +542,48 @@ MIDDLEWARE[_after_security:_after_security] = [
     "agents_app.api.json_errors.ApiJsonErrorsMiddleware",
 ]
 # --- end security ------------------------------------------------------------------------
+
+# --- sign-in with the organisation's identity provider (docs/identity.md) ---------------
+# OpenID Connect, on when an issuer is set: discovery from <issuer>/.well-known/
+# openid-configuration, authorization code flow with PKCE, state and nonce checked, ID
+# tokens verified against the provider's keys. The client secret also reads from
+# STUDIO_OIDC_CLIENT_SECRET_FILE and is never shown or logged.
+STUDIO_OIDC_ISSUER = envstr("STUDIO_OIDC_ISSUER").rstrip("/")
+STUDIO_OIDC_CLIENT_ID = envstr("STUDIO_OIDC_CLIENT_ID")
+STUDIO_OIDC_CLIENT_SECRET = envstr("STUDIO_OIDC_CLIENT_SECRET")
+STUDIO_OIDC_SCOPES = envstr("STUDIO_OIDC_SCOPES", "openid email profile")
+STUDIO_OIDC_PROVIDER_NAME = envstr("STUDIO_OIDC_PROVIDER_NAME", "your organisation")
+# The claims that name the account and list its groups; members of the admin groups are
+# staff and in the studio's "Studio administrators" group.
+STUDIO_OIDC_USERNAME_CLAIM = envstr("STUDIO_OIDC_USERNAME_CLAIM", "preferred_username")
+STUDIO_OIDC_GROUPS_CLAIM = envstr("STUDIO_OIDC_GROUPS_CLAIM", "groups")
+STUDIO_OIDC_ADMIN_GROUPS = envlist("STUDIO_OIDC_ADMIN_GROUPS")
+# Hide the password forms (the break-glass `manage.py set_admin_password` still works, and
+# /admin/login/?password=1 shows the studio's form for that account).
+STUDIO_OIDC_ONLY = envbool("STUDIO_OIDC_ONLY", False)
+# A session signed in through the provider lasts this long; the next sign-in re-reads the
+# groups, so a group removed upstream is gone here within this time (at once with SCIM).
+STUDIO_OIDC_SESSION_SECONDS = envint("STUDIO_OIDC_SESSION_SECONDS", 3600)
+if STUDIO_OIDC_ISSUER and not (STUDIO_OIDC_CLIENT_ID and STUDIO_OIDC_CLIENT_SECRET):
+    raise ImproperlyConfigured(
+        "STUDIO_OIDC_ISSUER is set: STUDIO_OIDC_CLIENT_ID and STUDIO_OIDC_CLIENT_SECRET are needed too"
+    )
+if STUDIO_OIDC_ONLY and not STUDIO_OIDC_ISSUER:
+    raise ImproperlyConfigured("STUDIO_OIDC_ONLY needs STUDIO_OIDC_ISSUER (nobody could sign in)")
+if STUDIO_OIDC_SESSION_SECONDS < 60:
+    raise ImproperlyConfigured("STUDIO_OIDC_SESSION_SECONDS must be 60 or more")
+# The audit log's retention in days (0: kept forever; purged with the expired tickets).
+STUDIO_AUDIT_RETENTION_DAYS = envint("STUDIO_AUDIT_RETENTION_DAYS", 0)
+if STUDIO_AUDIT_RETENTION_DAYS < 0:
+    raise ImproperlyConfigured("STUDIO_AUDIT_RETENTION_DAYS must be 0 (keep forever) or more")
+MIDDLEWARE.insert(
+    MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
+    "agents_app.web.audit_context.AuditContextMiddleware",
+)
+TEMPLATES[0]["OPTIONS"]["context_processors"].append(  # type: ignore[index]
+    "agents_app.identity.context.studio_oidc"
+)
+# --- end identity ------------------------------------------------------------------------
 
 # --- periodic work (agents_app/periodic_jobs.py: beat's entries and the embedded loop's) ---
 CELERY_BEAT_SCHEDULE = beat_schedule(globals())

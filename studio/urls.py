@@ -15,6 +15,8 @@ urlpatterns = [
     path("api/", api.urls),
     # Any other /api/… path: a JSON 404 ({"error": …}), never the HTML page.
     re_path(r"^api(?:/.*)?$", not_found_view),
+    # Sign-in with the identity provider (/oidc/) and SCIM provisioning (/scim/v2/).
+    path("", include("agents_app.identity.urls")),
     path("", include("agents_app.web.urls")),
     path("", RedirectView.as_view(url="/chat/", permanent=False)),
 ]

@@ -7,6 +7,7 @@ through ``agents_app.services.definitions``; engine-written rows are read-only.
 from agents_app.admin import (  # noqa: F401 (imported to register)
     agents,
     api_keys,
+    audit,
     effects,
     env,
     evals,

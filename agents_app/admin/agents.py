@@ -64,6 +64,8 @@ class AgentAdmin(AgentStructureMixin, VersionedAdmin, EnvOwnerAdminMixin, admin.
                     "name",
                     "title",
                     "type",
+                    "human_side",
+                    "spec_version",
                     "description",
                     "icon",
                     "tags",
@@ -76,13 +78,14 @@ class AgentAdmin(AgentStructureMixin, VersionedAdmin, EnvOwnerAdminMixin, admin.
             {
                 "description": "Who is offered this agent in the chat, the API's agent list "
                 "and /mcp.",
-                "fields": ("state", "audience_groups"),
+                "fields": ("state", "audience_groups", "primary"),
             },
         ),
         (
             "Side A",
             {
-                "description": "The AI side. A turn of side A ends at the first stop condition "
+                "description": "The AI side (or the person, when The person is side A). A turn "
+                "of side A ends at the first stop condition "
                 "met: a text answer (when Stop on response is ticked), the stop tool, or max "
                 "steps. The end session tool ends the whole session.",
                 "fields": _side("a"),
@@ -91,8 +94,9 @@ class AgentAdmin(AgentStructureMixin, VersionedAdmin, EnvOwnerAdminMixin, admin.
         (
             "Side B (dual_ai only)",
             {
-                "description": "Only used when Type is AI ↔ AI: the second AI, which side A "
-                "talks to. Its stop conditions work like side A's.",
+                "description": "Only used when Type is AI ↔ AI (the second AI, which side A "
+                "talks to) or when the person is side A (the AI). Its stop conditions work "
+                "like side A's.",
                 "fields": _side("b"),
             },
         ),

@@ -7,10 +7,8 @@ use, so the studio cannot save a check the scorer would not understand.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
@@ -21,43 +19,14 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from agents_app.admin.change_context import ChangeContextMixin
+from agents_app.admin.eval_files import DatasetFilesMixin
 from agents_app.admin.read_only import ReadOnlyAdmin
 from agents_app.errors import DomainError
-from agents_app.models import Agent, EvalCase, EvalDataset, EvalResult, EvalRun
+from agents_app.forms.evals import CaseForm, RunForm
+from agents_app.models import EvalCase, EvalDataset, EvalResult, EvalRun
 from agents_app.orchestration.eval_runs import run_cancel, run_start
 from agents_app.services import evals
-
-CHECKS_HELP = (
-    'A list, e.g. [{"type": "contains", "text": "42"}, {"type": "tool_called", "name": '
-    '"lookup_order"}]. Types: contains, not_contains, matches (pattern), json_schema (schema), '
-    "tool_called (name, arguments), tool_not_called (name), stop_reason (equals), judge "
-    "(agent, criteria, pass_at). docs/observability.md lists each."
-)
-
-
-class CaseForm(forms.ModelForm):
-    class Meta:
-        model = EvalCase
-        fields = ("name", "messages", "checks", "env", "notes")
-        help_texts = {
-            "messages": 'The conversation to send: [{"role": "user", "content": "…"}], the last '
-            "one the person's.",
-            "checks": CHECKS_HELP,
-        }
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        try:
-            if "messages" in data:
-                evals.parse_messages(data["messages"])
-            if "checks" in data:
-                evals.parse_checks(data["checks"])
-        except DomainError as exc:
-            field = exc.message.split(".", 1)[0].split(":", 1)[0]
-            raise ValidationError(
-                {field if field in self.fields else "checks": exc.message}
-            ) from None
-        return data
+from agents_app.templatetags.people_format import duration, money_fine
 
 
 class CaseInline(admin.StackedInline):
@@ -68,49 +37,18 @@ class CaseInline(admin.StackedInline):
 
 
 @admin.register(EvalDataset)
-class EvalDatasetAdmin(admin.ModelAdmin):
+class EvalDatasetAdmin(DatasetFilesMixin, admin.ModelAdmin):
     list_display = ("name", "description", "case_count")
     search_fields = ("name",)
     inlines = [CaseInline]
 
+    class Media:
+        js = ("studio/dom.js", "studio/eval_cases.js")  # the case editor's rows
+        css = {"all": ("studio/people_forms.css",)}
+
     @admin.display(description="Cases")
     def case_count(self, obj: EvalDataset) -> int:
         return obj.cases.count()
-
-
-class RunForm(forms.ModelForm):
-    agent = forms.ChoiceField(choices=())
-    pins = forms.CharField(
-        required=False,
-        label="Versions",
-        help_text='Definition versions to run on, e.g. {"prompts/support-prompt": 4}; '
-        "everything else at its newest version (the Versions page of each definition lists them).",
-        widget=forms.TextInput(attrs={"size": 60}),
-    )
-
-    class Meta:
-        model = EvalRun
-        fields = ("dataset", "agent", "label", "concurrency")
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        agent = self.fields["agent"]
-        assert isinstance(agent, forms.ChoiceField)
-        agent.choices = [(a, a) for a in Agent.objects.values_list("name", flat=True)]
-
-    def clean_pins(self) -> dict[str, int]:
-        text = (self.cleaned_data.get("pins") or "").strip()
-        if not text:
-            return {}
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValidationError(f"Not JSON: {exc.msg}") from None
-        if not isinstance(value, dict) or not all(
-            isinstance(k, str) and isinstance(v, int) for k, v in value.items()
-        ):
-            raise ValidationError('An object of "kind/name": version number')
-        return value
 
 
 @admin.register(EvalRun)
@@ -141,7 +79,7 @@ class EvalRunAdmin(ChangeContextMixin, admin.ModelAdmin):
         return (
             "dataset",
             "agent",
-            "versions",
+            "shown_versions",
             "label",
             "concurrency",
             "status",
@@ -183,6 +121,10 @@ class EvalRunAdmin(ChangeContextMixin, admin.ModelAdmin):
             "running": obj.status == EvalRun.Status.RUNNING,
         }
 
+    @admin.display(description="Versions")
+    def shown_versions(self, obj: EvalRun) -> str:
+        return evals.versions_text(obj)
+
     @admin.display(description="Run")
     def label_or_agent(self, obj: EvalRun) -> str:
         return obj.label or obj.agent
@@ -197,9 +139,9 @@ class EvalRunAdmin(ChangeContextMixin, admin.ModelAdmin):
         rate = evals.totals(obj)["pass_rate"]
         return "–" if rate is None else f"{rate:.0%}"
 
-    @admin.display(description="Cost (USD)")
+    @admin.display(description="Cost")
     def cost(self, obj: EvalRun) -> str:
-        return f"{evals.totals(obj)['cost']:.4f}"
+        return money_fine(evals.totals(obj)["cost"])
 
     @admin.action(description="Compare the two selected runs")
     def compare_two(self, request: HttpRequest, queryset: QuerySet[EvalRun]) -> Any:
@@ -240,8 +182,16 @@ class EvalRunAdmin(ChangeContextMixin, admin.ModelAdmin):
 
 @admin.register(EvalResult)
 class EvalResultAdmin(ReadOnlyAdmin):
-    list_display = ("run", "case", "status", "score", "cost", "latency_ms", "thread_link")
+    list_display = ("run", "case", "status", "score", "shown_cost", "shown_time", "thread_link")
     list_filter = ("status", "run")
+
+    @admin.display(description="Cost", ordering="cost")
+    def shown_cost(self, obj: EvalResult) -> str:
+        return money_fine(obj.cost)
+
+    @admin.display(description="Time", ordering="latency_ms")
+    def shown_time(self, obj: EvalResult) -> str:
+        return duration(obj.latency_ms)
 
     @admin.display(description="Thread")
     def thread_link(self, obj: EvalResult) -> str:

@@ -15,6 +15,7 @@ from agents_app.admin.model_picker import ModelPickerWidget, discover_view, test
 from agents_app.admin.versions import VersionedAdmin
 from agents_app.forms import LanguageModelForm, ModelFallbackForm, ModelFallbackFormSet
 from agents_app.models import LanguageModel, ModelFallback
+from agents_app.templatetags.people_format import per_million
 
 
 class ModelFallbackInline(OrderColumn, admin.TabularInline):
@@ -38,8 +39,7 @@ class LanguageModelAdmin(VersionedAdmin, admin.ModelAdmin):
         "provider",
         "model",
         "fallbacks",
-        "input_price",
-        "output_price",
+        "shown_prices",
         "updated_at",
     )
     list_filter = ("provider",)
@@ -102,6 +102,13 @@ class LanguageModelAdmin(VersionedAdmin, admin.ModelAdmin):
             else (name, opts)
             for name, opts in fieldsets
         ]
+
+    @admin.display(description="Price per million tokens (in / out)", ordering="input_price")
+    def shown_prices(self, obj: LanguageModel) -> str:
+        if obj.input_price is None and obj.output_price is None:
+            return "–"
+        prices = (obj.input_price, obj.output_price)
+        return " / ".join(per_million(p).removesuffix(" per million tokens") for p in prices)
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         obj.egress_approved = bool(request.user.is_superuser)

@@ -18,7 +18,14 @@ from agents_app.admin.log_sources import provider_tools_html, sources_html
 from agents_app.admin.read_only import ReadOnlyAdmin
 from agents_app.models import Log
 from agents_app.selectors import STOPPED_LOG_TYPE, log_stopped, with_stops
-from agents_app.templatetags.people_format import REASONS, duration, local_time, money, reason
+from agents_app.templatetags.people_format import (
+    REASONS,
+    duration,
+    local_time,
+    money,
+    money_fine,
+    reason,
+)
 
 
 def _masker(obj: Log) -> Callable[[str], str]:
@@ -72,7 +79,7 @@ class LogAdmin(ReadOnlyAdmin):
                 "fields": (
                     ("status_code", "shown_finish_reason", "shown_complete"),
                     ("error_type", "shown_error"),
-                    ("latency_ms", "time_to_first_token_ms"),
+                    ("shown_latency", "shown_first_token"),
                 )
             },
         ),
@@ -82,7 +89,12 @@ class LogAdmin(ReadOnlyAdmin):
                 "fields": (
                     ("input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens"),
                     "total_tokens",
-                    ("cost_input", "cost_cached", "cost_output", "cost_total"),
+                    (
+                        "shown_cost_input",
+                        "shown_cost_cached",
+                        "shown_cost_output",
+                        "shown_cost_total",
+                    ),
                 )
             },
         ),
@@ -104,6 +116,12 @@ class LogAdmin(ReadOnlyAdmin):
     ]
     readonly_fields = (
         "when",
+        "shown_latency",
+        "shown_first_token",
+        "shown_cost_input",
+        "shown_cost_cached",
+        "shown_cost_output",
+        "shown_cost_total",
         "shown_complete",
         "shown_finish_reason",
         "shown_error",
@@ -153,6 +171,27 @@ class LogAdmin(ReadOnlyAdmin):
     @admin.display(description="Latency", ordering="latency_ms")
     def shown_latency(self, obj: Log) -> str:
         return duration(obj.latency_ms)
+
+    @admin.display(description="Time to first token")
+    def shown_first_token(self, obj: Log) -> str:
+        return duration(obj.time_to_first_token_ms)
+
+    # The detail's costs: a request costs fractions of a cent, so significant digits.
+    @admin.display(description="Input")
+    def shown_cost_input(self, obj: Log) -> str:
+        return money_fine(obj.cost_input)
+
+    @admin.display(description="Cached input")
+    def shown_cost_cached(self, obj: Log) -> str:
+        return money_fine(obj.cost_cached)
+
+    @admin.display(description="Output")
+    def shown_cost_output(self, obj: Log) -> str:
+        return money_fine(obj.cost_output)
+
+    @admin.display(description="Total")
+    def shown_cost_total(self, obj: Log) -> str:
+        return money_fine(obj.cost_total)
 
     @admin.display(description="Complete")
     def shown_complete(self, obj: Log) -> str:

@@ -28,7 +28,7 @@ from agents_app.models import (
 )
 from agents_app.services.thread_inspector import thread_inspection
 from agents_app.services.threads import thread_delete
-from agents_app.templatetags.people_format import local_time, reason
+from agents_app.templatetags.people_format import local_time, reason, worker
 
 
 def tool_summary(obj: Message) -> str:
@@ -44,12 +44,28 @@ def tool_summary(obj: Message) -> str:
 
 class SessionInline(ReadOnlyInline):
     model = ThreadSession
-    fields = ("status", "side", "owner", "stop_reason", "created_at", "ended_at")
+    fields = ("status", "side", "shown_owner", "shown_stop_reason", "shown_started", "shown_ended")
     readonly_fields = fields
     verbose_name_plural = "Sessions (autonomous runs)"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ThreadSession]:
         return super().get_queryset(request).order_by("-created_at")
+
+    @admin.display(description="Run by")
+    def shown_owner(self, obj: ThreadSession) -> str:
+        return worker(obj.owner)
+
+    @admin.display(description="Why it ended")
+    def shown_stop_reason(self, obj: ThreadSession) -> str:
+        return reason(obj.stop_reason)
+
+    @admin.display(description="Started")
+    def shown_started(self, obj: ThreadSession) -> str:
+        return local_time(obj.created_at)
+
+    @admin.display(description="Ended")
+    def shown_ended(self, obj: ThreadSession) -> str:
+        return local_time(obj.ended_at)
 
 
 @admin.register(Thread)
@@ -185,13 +201,7 @@ class ThreadSessionAdmin(ReadOnlyAdmin):
 
     @admin.display(description="Run by", ordering="owner")
     def shown_owner(self, obj: ThreadSession) -> str:
-        # Owners are "host:pid:nonce" claims: people read the process, the claim is a tooltip.
-        parts = (obj.owner or "").split(":")
-        if len(parts) < 2:
-            return obj.owner or "–"
-        return format_html(
-            '<span title="{}">process {} on {}</span>', obj.owner, parts[1], parts[0]
-        )
+        return worker(obj.owner)
 
     @admin.display(description="Why it ended", ordering="stop_reason")
     def shown_stop_reason(self, obj: ThreadSession) -> str:

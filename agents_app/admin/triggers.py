@@ -10,11 +10,16 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 
 from agents_app.admin.owned import OwnedAdminMixin
 from agents_app.errors import DomainError
 from agents_app.models import Trigger
-from agents_app.services import triggers
+from agents_app.services import trigger_examples, triggers
+
+TEMPLATE_MISSING = (
+    "Write the message the agent receives, with {{ field }} where a field of the request goes."
+)
 
 
 class TriggerForm(forms.ModelForm):
@@ -27,6 +32,7 @@ class TriggerForm(forms.ModelForm):
             "secret_env": "Optional: the name of an env value (agent or instance scope) whose "
             "secret signs the sender's requests (Webhook-Signature, docs/automation.md).",
         }
+        error_messages = {"template": {"required": TEMPLATE_MISSING}}
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -40,7 +46,17 @@ class TriggerForm(forms.ModelForm):
         try:
             triggers.trigger_check(probe)
         except DomainError as exc:
-            raise forms.ValidationError(exc.message) from None
+            # The API's "field: reason", as a sentence on the field it is about.
+            if exc.message.startswith("template:"):
+                self.add_error("template", TEMPLATE_MISSING)
+            elif exc.message.startswith("secretEnv:"):
+                self.add_error(
+                    "secret_env",
+                    f"There is no secret named {probe.secret_env}: add it under Env values "
+                    "first, or leave this empty to accept unsigned requests.",
+                )
+            else:
+                raise forms.ValidationError(exc.message) from None
         return data
 
 
@@ -53,6 +69,9 @@ class TriggerAdmin(OwnedAdminMixin, admin.ModelAdmin):
     search_fields = ("name", "agent__name", "token_prefix")
     list_select_related = ("agent", "owner")
     actions = ["revoke"]
+
+    class Media:
+        css = {"all": ("studio/people_forms.css",)}
 
     def get_fields(self, request: HttpRequest, obj: Trigger | None = None) -> Any:
         if obj is None:
@@ -94,13 +113,28 @@ class TriggerAdmin(OwnedAdminMixin, admin.ModelAdmin):
             obj.save()
             return
         obj.owner = request.user  # type: ignore[assignment]
-        token = triggers.trigger_issue(obj)
+        # Kept on the object for ``response_add`` alone: never stored, never in a message
+        # (the message storage is a cookie), shown once on the page that answers the save.
+        obj._issued_token = triggers.trigger_issue(obj)  # type: ignore[attr-defined]
+
+    def response_add(
+        self, request: HttpRequest, obj: Trigger, post_url_continue: Any = None
+    ) -> Any:
+        token = getattr(obj, "_issued_token", None)
+        if token is None:
+            return super().response_add(request, obj, post_url_continue)
         url = request.build_absolute_uri(f"/api/inbound/{token}")
-        self.message_user(
-            request,
-            f"Copy this trigger URL now; it is not shown again: {url}",
-            messages.WARNING,
-        )
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": "Trigger created: copy its URL now",
+            "trigger": obj,
+            "url": url,
+            "curl": trigger_examples.curl_example(url, obj.template, obj.secret_env),
+        }
+        response = TemplateResponse(request, "admin/agents_app/trigger/created.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
 
     @admin.action(description="Revoke the selected triggers")
     def revoke(self, request: HttpRequest, queryset: QuerySet[Trigger]) -> None:

@@ -5,55 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.html import format_html
 
 from agents_app.admin.owned import OwnedAdminMixin
 from agents_app.admin.read_only import ReadOnlyAdmin
 from agents_app.errors import DomainError
+from agents_app.forms.webhooks import EVENT_WORDS, WebhookSubscriptionForm, events_in_words
 from agents_app.models import WebhookDelivery, WebhookSubscription
-from agents_app.models.webhooks import EVENTS
 from agents_app.orchestration.webhook_runner import enqueue
 from agents_app.services import owner_rights, webhooks
-
-
-class WebhookSubscriptionForm(forms.ModelForm):
-    # Declared for its scheme: an address typed without one is taken as https:// (Django 6's
-    # default; the model field's form would assume http:// and warn that this changes).
-    url = forms.URLField(max_length=2000, assume_scheme="https", label="URL")
-
-    class Meta:
-        model = WebhookSubscription
-        fields = ("agent", "url", "secret_env", "events", "active")
-        help_texts = {
-            "secret_env": "The name of the env value (agent or instance scope) that signs.",
-            "events": f"A JSON list of: {', '.join(EVENTS)}.",
-        }
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        events = data.get("events")
-        if not isinstance(events, list) or not events or set(events) - set(EVENTS):
-            self.add_error("events", f"A list of: {', '.join(EVENTS)}")
-        # The same check and sentence as the API, on the field: URLField lets through ports
-        # out of range and addresses the egress policy refuses, and says only "Enter a valid
-        # URL." of what it refuses itself.
-        url = data.get("url") or self.data.get(self.add_prefix("url"), "")
-        if url:
-            try:
-                webhooks.check_url(url)
-            except DomainError as exc:
-                self.add_error("url", exc.message)
-        try:
-            probe = WebhookSubscription(
-                agent=data.get("agent"), secret_env=data.get("secret_env") or ""
-            )
-            webhooks.secret_of(probe)
-        except DomainError as exc:
-            raise forms.ValidationError(exc.message) from None
-        return data
 
 
 @admin.register(WebhookSubscription)
@@ -63,13 +26,20 @@ class WebhookSubscriptionAdmin(OwnedAdminMixin, admin.ModelAdmin):
     list_display = (
         "__str__",
         "agent",
-        "events",
+        "shown_events",
         "secret_env",
         "active",
         "owner",
         "stopped_because",
     )
     list_filter = ("active", "agent")
+
+    class Media:
+        css = {"all": ("studio/people_forms.css",)}
+
+    @admin.display(description="Sends when")
+    def shown_events(self, obj: WebhookSubscription) -> str:
+        return events_in_words(obj.events)
 
     def get_fields(self, request: HttpRequest, obj: WebhookSubscription | None = None) -> Any:
         fields = list(WebhookSubscriptionForm.Meta.fields)
@@ -96,7 +66,7 @@ class WebhookSubscriptionAdmin(OwnedAdminMixin, admin.ModelAdmin):
 class WebhookDeliveryAdmin(ReadOnlyAdmin):
     list_display = (
         "created_at",
-        "event",
+        "shown_event",
         "subscription",
         "status",
         "attempts",
@@ -114,6 +84,12 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
         if request.user.has_perm(owner_rights.MANAGE_OTHERS["webhooksubscription"]):
             return rows
         return rows.filter(subscription__owner_id=request.user.pk)
+
+    @admin.display(description="Event", ordering="event")
+    def shown_event(self, obj: WebhookDelivery) -> str:
+        return format_html(
+            '<span title="{}">{}</span>', obj.event, EVENT_WORDS.get(obj.event, (obj.event,))[0]
+        )
 
     @admin.action(description="Redeliver (same delivery id)")
     def redeliver(self, request: HttpRequest, queryset: QuerySet[WebhookDelivery]) -> None:

@@ -69,7 +69,8 @@ def _agent(row: Agent, staff: bool, origin: str | None) -> dict[str, Any]:
         "description": row.description or None,
         "tool_description": row.tool_description or None,
         "icon": icon_url(row.icon, origin),
-        "primary": True,
+        # Spec 0.2.0: false keeps it out of the chat's agent picker (listed, still reachable).
+        "primary": row.primary,
         "parentHooks": [],
         "created_at": wire.seconds(row.created_at),
         "packed": False,
@@ -86,7 +87,7 @@ def _agent(row: Agent, staff: bool, origin: str | None) -> dict[str, Any]:
         item.update(
             {
                 "side_a_label": row.side_a_label or None,
-                "side_a_agent_prompt": row.side_a_prompt.name,
+                "side_a_agent_prompt": row.side_a_prompt.name if row.side_a_prompt else None,
                 "side_b_label": row.side_b_label or None,
                 "side_b_agent_prompt": row.side_b_prompt.name if row.side_b_prompt else None,
                 "max_session_turns": row.max_session_turns,
@@ -142,6 +143,8 @@ def _prompt(row: Prompt) -> dict[str, Any]:
         "tools": definition.tool_names(),
         "reasoning": row.reasoning,
         "hooks": list(row.hooks or []),
+        # Spec 0.2.0: the values the prompt declares it needs (``PromptVariable``).
+        "variables": [v.dump() for v in definition.variables or []],
         "created_at": wire.seconds(row.created_at),
         "definition": definition.dump(),
     }
@@ -268,6 +271,6 @@ def hook_list(request: HttpRequest) -> dict[str, Any]:
 
 @router.get("/handlers", response={200: HandlersOut, **ERRORS}, summary="Side handlers (staff)")
 def handler_list(request: HttpRequest) -> dict[str, Any]:
-    """Handler-backed sides (spec 0.2.0) are not ours: the list is empty, and a definition
-    naming a handler is refused at save time (``services.definition_writes``)."""
+    """Handler-backed sides (spec 0.2.0) are coming: until then the list is empty, and a
+    definition naming a handler is refused at save time (``runtime.definitions.validation``)."""
     return {"handlers": []}

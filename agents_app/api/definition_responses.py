@@ -69,6 +69,7 @@ class PromptOut(Out):
     tools: Strings
     reasoning: Value
     hooks: Strings
+    variables: Objects
     created_at: Int
     definition: Object
 

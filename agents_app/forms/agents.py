@@ -18,6 +18,9 @@ from agents_app.forms.suggestions import callable_names, hooks_help
 from agents_app.models import Agent
 from agents_app.models.agents import ToolActivity
 from runtime.core.spec import MAX_SESSION_TURNS_CAP, AgentDefinition
+from runtime.definitions.validation import DefinitionError
+
+_NEEDS_0_2 = "%s needs spec 0.2.0: choose it under Spec (max session turns then counts exchanges)."
 
 SIDE_FIELDS = ("label", "prompt", "stop_on_response", "stop_tool", "stop_tool_response_property",
                "max_steps", "max_turns", "end_session_tool")  # fmt: skip
@@ -64,6 +67,17 @@ def _side_labels(side: str) -> dict[str, str]:
 class AgentForm(DefinitionForm):
     definition_model = AgentDefinition
 
+    human_side = forms.ChoiceField(
+        label="The person",
+        choices=[
+            ("b", "Side B: the AI (side A) answers the person"),
+            ("a", "Side A: the person writes first, the AI answers as side B (spec 0.2.0)"),
+        ],
+        initial="b",
+        required=False,
+        help_text="For AI ↔ human agents: which side the person takes. On side A, side B "
+        "below is the AI.",
+    )
     tags = CommaSeparatedField(label="Tags", help_text="Separate tags with commas.")
     hooks = CommaSeparatedField(label="Hooks")
     feedback_reasons = LinesField(
@@ -85,6 +99,7 @@ class AgentForm(DefinitionForm):
             "name",
             "title",
             "type",
+            "spec_version",
             "description",
             "icon",
             "tags",
@@ -93,6 +108,7 @@ class AgentForm(DefinitionForm):
             "mid_run_messages",
             "state",
             "audience_groups",
+            "primary",
             "max_session_turns",
             *(f"side_a_{f}" for f in SIDE_FIELDS),
             *(f"side_b_{f}" for f in SIDE_FIELDS),
@@ -103,6 +119,8 @@ class AgentForm(DefinitionForm):
             **_side_labels("a"),
             **_side_labels("b"),
             "type": "Type",
+            "spec_version": "Spec",
+            "primary": "In the chat's agent picker",
             "max_session_turns": "Max session turns",
             "mid_run_messages": "Messages during a session",
             "expose_as_tool": "Expose as a tool",
@@ -118,9 +136,18 @@ class AgentForm(DefinitionForm):
             "type": "AI ↔ human: a person talks to side A. AI ↔ AI: side A and side B talk "
             "to each other; side B below is then required.",
             "icon": "An absolute path starting with '/' or an http(s) URL.",
-            "max_session_turns": "End a session after this many turns (a turn is one side "
-            f"finishing its work). Empty: {MAX_SESSION_TURNS_CAP}. Values above "
-            f"{MAX_SESSION_TURNS_CAP} are capped at {MAX_SESSION_TURNS_CAP} (a hard maximum).",
+            "spec_version": "The Standard Agents generation this agent is written in. 0.1.0: "
+            "max session turns counts turns, on AI ↔ AI agents only. 0.2.0 (the reference's "
+            "current one): it counts exchanges (a turn of each side, a person's message "
+            "included) on every agent, and allows a person on side A and agents left out of "
+            "the picker.",
+            "primary": "Untick for an agent only other agents hand off to or start (spec "
+            "0.2.0): the chat's picker leaves it out; threads and prompts still reach it.",
+            "max_session_turns": "End a session after this many turns (spec 0.1.0: a turn "
+            "is one side finishing its work; AI ↔ AI only) or exchanges (spec 0.2.0: a turn "
+            f"of each side, on any agent). Empty: {MAX_SESSION_TURNS_CAP} in 0.1.0, none in "
+            f"0.2.0. Values above {MAX_SESSION_TURNS_CAP} are capped at "
+            f"{MAX_SESSION_TURNS_CAP} (a hard maximum).",
             "mid_run_messages": "What a message posted while a session runs does: read at "
             "the next step (default), wait and run as a new turn after the session, stop the "
             "session (keeping what it wrote) and answer it, or be refused (409).",
@@ -148,6 +175,7 @@ class AgentForm(DefinitionForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk:  # a declared field: Django fills only model fields from the row
             self.fields["tool_activity"].initial = self.instance.tool_activity
+            self.fields["human_side"].initial = "a" if self.instance.side_a_human else "b"
         self.fields["hooks"].help_text = hooks_help(
             "Code hooks that run for this agent's prompts that list none of their own (a "
             "prompt's hooks replace the agent's); hooks none of its prompts would run are refused."
@@ -172,17 +200,56 @@ class AgentForm(DefinitionForm):
             }
         )
 
+    def _person(self, side: str) -> dict[str, Any]:
+        """A person's side: its label, and whatever else was filled in (validation says a
+        person's side takes none of it, rather than dropping it)."""
+        filled = self._side(side) or {}
+        if filled.get("stopOnResponse") is True:
+            filled.pop("stopOnResponse")
+        label = self.cleaned_data.get(f"side_{side}_label") or None
+        return without_none({**filled, "human": True, "label": label})
+
+    def _shape(self) -> dict[str, Any]:
+        """Who is on each side, written in the agent's spec generation."""
+        cd = self.cleaned_data
+        kind = cd.get("type")
+        if cd.get("spec_version") != Agent.Spec.V0_2:
+            return {
+                "type": kind,
+                "sideA": self._side("a") or {"prompt": ""},
+                "sideB": self._side("b"),
+            }
+        if kind == Agent.Type.AI_HUMAN and cd.get("human_side") == "a":
+            return {"sideA": self._person("a"), "sideB": self._side("b") or {"prompt": ""}}
+        if kind == Agent.Type.AI_HUMAN:
+            return {"sideA": self._side("a") or {"prompt": ""}, "sideB": self._person("b")}
+        return {
+            "sideA": self._side("a") or {"prompt": ""},
+            "sideB": self._side("b") or {"prompt": ""},
+        }
+
+    def extra_errors(self, rows: Mapping[str, DefinitionRowsFormSet]) -> list[DefinitionError]:
+        cd = self.cleaned_data
+        if cd.get("spec_version") == Agent.Spec.V0_2:
+            return []
+        errors = []
+        if cd.get("type") == Agent.Type.AI_HUMAN and cd.get("human_side") == "a":
+            errors.append(DefinitionError("humanSide", _NEEDS_0_2 % "A person on side A"))
+        if cd.get("primary") is False:
+            errors.append(DefinitionError("primary", _NEEDS_0_2 % "Leaving it out of the picker"))
+        return errors
+
     def definition_data(self, rows: Mapping[str, DefinitionRowsFormSet]) -> dict[str, Any]:
         cd = self.cleaned_data
+        v0_2 = cd.get("spec_version") == Agent.Spec.V0_2
         # Env values (tenvs) are left out: no rule reads them, and secrets stay sealed.
         return without_none(
             {
                 "name": cd.get("name"),
                 "title": cd.get("title") or None,
-                "type": cd.get("type"),
+                **self._shape(),
+                "primary": cd.get("primary") if v0_2 else None,
                 "maxSessionTurns": cd.get("max_session_turns"),
-                "sideA": self._side("a") or {"prompt": ""},
-                "sideB": self._side("b"),
                 "exposeAsTool": cd.get("expose_as_tool"),
                 "toolDescription": cd.get("tool_description") or None,
                 "toolActivity": cd.get("tool_activity") or None,
@@ -198,4 +265,11 @@ class AgentForm(DefinitionForm):
         )
 
     def error_routes(self, rows: Mapping[str, DefinitionRowsFormSet]) -> ErrorRoutes:
-        return ErrorRoutes(fields={"sideA": "side_a_prompt", "sideB": "side_b_prompt"})
+        return ErrorRoutes(
+            fields={
+                "sideA": "side_a_prompt",
+                "sideB": "side_b_prompt",
+                "sideA.human": "human_side",
+                "sideB.human": "human_side",
+            }
+        )

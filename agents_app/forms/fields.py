@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
+from decimal import Decimal
 from typing import Any
 
 from django import forms
@@ -214,3 +215,22 @@ class SuggestionsInput(forms.TextInput):
             list_id,
             options,
         )
+
+
+class PriceInput(forms.NumberInput):
+    """A price in dollars as people write it: ``1.50``, ``0.075`` (never ``1.500000``, the
+    column's six decimal places)."""
+
+    def __init__(self) -> None:
+        super().__init__(attrs={"step": "any", "min": "0", "class": "studio-price"})
+
+    def format_value(self, value: Any) -> str | None:
+        if value in (None, ""):
+            return None
+        try:
+            amount = Decimal(str(value)).normalize()
+            if int(amount.as_tuple().exponent) >= -2:
+                amount = amount.quantize(Decimal("0.01"))
+        except (ArithmeticError, ValueError):  # what was typed, shown back as typed
+            return str(value)
+        return f"{amount:f}"

@@ -19,7 +19,7 @@ from agents_app.forms.definition_check import (
     release_unique_values,
     without_none,
 )
-from agents_app.forms.fields import CommaSeparatedField, PrettyJSONField
+from agents_app.forms.fields import CommaSeparatedField, PrettyJSONField, PriceInput
 from agents_app.models import LanguageModel, ModelFallback
 from runtime.core.spec import ModelCapabilities, ModelDefinition, ScriptedResponse
 from runtime.definitions.validation import (
@@ -79,6 +79,20 @@ class BaseUrlField(forms.URLField):
         return super().clean(value)
 
 
+# Capability box → the ``ModelCapabilities`` property it shows, and its 0.1.0 / 0.2.0 names.
+_CAPABILITY_BOXES = {
+    "vision": "images",
+    "function_calling": "tool_calls",
+    "structured_outputs": "json_mode",
+}
+_CAPABILITY_NAMES = {
+    "vision": ("vision", "supportsImages"),
+    "function_calling": ("functionCalling", "supportsToolCalls"),
+    "structured_outputs": ("structuredOutputs", "supportsJsonMode"),
+}
+_CAPABILITY_0_1_NAMES = frozenset(old for old, _ in _CAPABILITY_NAMES.values())
+
+
 class LanguageModelForm(DefinitionForm):
     definition_model = ModelDefinition
 
@@ -133,6 +147,7 @@ class LanguageModelForm(DefinitionForm):
             "script",
         ]
         labels = {"model": "Provider model id", "api": "OpenAI API"}
+        widgets = {name: PriceInput() for name in ("input_price", "output_price", "cached_price")}
         help_texts = {
             "name": "How prompts refer to this model. Letters, digits, '_', '-' and '.'.",
             "model": "The id the provider uses, for example gpt-4o-mini or "
@@ -150,8 +165,8 @@ class LanguageModelForm(DefinitionForm):
             caps = ModelCapabilities()
         # The reference treats a missing capability flag as "supported": only an explicit
         # false leaves the box unticked.
-        for name in ("vision", "function_calling", "structured_outputs"):
-            self.fields[f"capabilities_{name}"].initial = getattr(caps, name) is not False
+        for name, said in _CAPABILITY_BOXES.items():
+            self.fields[f"capabilities_{name}"].initial = getattr(caps, said) is not False
         # A Test model never reads a provider model id: "scripted" when left empty.
         if "model" in self.fields:  # absent on a view-only page
             self.fields["model"].required = False
@@ -219,17 +234,25 @@ class LanguageModelForm(DefinitionForm):
                 "inputPrice": _float(cd.get("input_price")),
                 "outputPrice": _float(cd.get("output_price")),
                 "cachedPrice": _float(cd.get("cached_price")),
-                "capabilities": {
-                    "vision": cd.get("capabilities_vision", False),
-                    "functionCalling": cd.get("capabilities_function_calling", False),
-                    "structuredOutputs": cd.get("capabilities_structured_outputs", False),
-                },
+                "capabilities": self._capabilities(),
                 "baseUrl": cd.get("base_url") or None,
                 "api": self._api(),
                 "script": cd.get("script"),
                 "streaming": streaming or None,
             }
         )
+
+    def _capabilities(self) -> dict[str, Any]:
+        """The three boxes, under the names the stored model uses (0.1.0's or 0.2.0's); the
+        capabilities the form does not show (maxContextTokens …) are kept as stored."""
+        stored = dict(self.instance.capabilities or {}) if self.instance.pk else {}
+        zero_two = any(key not in _CAPABILITY_0_1_NAMES for key in stored)
+        for name, (old, new) in _CAPABILITY_NAMES.items():
+            key = new if zero_two else old
+            stored.pop(old, None)
+            stored.pop(new, None)
+            stored[key] = self.cleaned_data.get(f"capabilities_{name}", False)
+        return stored
 
     def clean_model(self) -> str:
         value = (self.cleaned_data.get("model") or "").strip()

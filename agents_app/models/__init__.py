@@ -2,7 +2,7 @@
 
 Dependency direction (a module may import only those to its right):
 threads/messages/logs/values/files/effects/sessions/idempotency/versions → agents → prompts → language_models;
-env → agents, prompts, threads; api_keys, retention, mcp_servers → (nothing); feedback, evals → messages, threads, agents; limits → agents, api_keys.
+env → agents, prompts, threads; api_keys, retention, mcp_servers, audit, identity → (nothing); feedback, evals → messages, threads, agents; limits → agents, api_keys.
 
 Timestamps follow the reference wire format where it is fixed to a column:
 message and log times are integer microseconds; everything else is a datetime
@@ -11,12 +11,14 @@ and is converted at the API edge (threads: seconds, effects: milliseconds).
 
 from agents_app.models.agents import Agent
 from agents_app.models.api_keys import ApiKey, WebSocketTicket
+from agents_app.models.audit import AuditEvent
 from agents_app.models.effects import ScheduledEffect
 from agents_app.models.env import EnvValue
 from agents_app.models.evals import EvalCase, EvalDataset, EvalResult, EvalRun
 from agents_app.models.feedback import Feedback
 from agents_app.models.files import ThreadFile, ThreadFileChunk
 from agents_app.models.idempotency import IdempotencyKey
+from agents_app.models.identity import IdentityLink, ManagedGroup, ScimToken
 from agents_app.models.language_models import LanguageModel, ModelFallback
 from agents_app.models.limits import LimitedAction, SpendBudget, UsageLimit
 from agents_app.models.logs import Log
@@ -35,6 +37,7 @@ from agents_app.models.webhooks import WebhookDelivery, WebhookSubscription
 __all__ = [
     "Agent",
     "ApiKey",
+    "AuditEvent",
     "DefinitionDraft",
     "DefinitionKind",
     "DefinitionVersion",
@@ -45,6 +48,8 @@ __all__ = [
     "EvalRun",
     "Feedback",
     "IdempotencyKey",
+    "IdentityLink",
+    "ManagedGroup",
     "LanguageModel",
     "LimitedAction",
     "Log",
@@ -57,6 +62,7 @@ __all__ = [
     "QueuedMessage",
     "RetentionPolicy",
     "Schedule",
+    "ScimToken",
     "ScheduleRun",
     "ScheduledEffect",
     "SpendBudget",

@@ -37,9 +37,24 @@ class Agent(models.Model):
         AI_HUMAN = "ai_human", "AI ↔ human"
         DUAL_AI = "dual_ai", "AI ↔ AI (dual)"
 
+    class Spec(models.TextChoices):
+        """The spec generation the definition is written in (docs/definitions.md)."""
+
+        V0_1 = "0.1.0", "0.1.0 (type: ai_human / dual_ai)"
+        V0_2 = "0.2.0", "0.2.0 (each side backed by a prompt or a person)"
+
     name = models.CharField(max_length=128, unique=True)
     title = models.CharField(max_length=200, blank=True)
+    # Who is on each side, derived from the sides in 0.2.0: ``ai_human`` has a person on
+    # one side (side B, or side A when ``side_a_prompt`` is empty), ``dual_ai`` two AIs.
     type = models.CharField(max_length=16, choices=Type.choices, default=Type.AI_HUMAN)
+    # Decides the definition's shape and how ``max_session_turns`` counts (turns in 0.1.0,
+    # exchanges in 0.2.0).
+    spec_version = models.CharField(max_length=8, choices=Spec.choices, default=Spec.V0_1)
+    # Spec 0.2.0: False keeps the agent out of the chat's agent picker.
+    primary = models.BooleanField(default=True)
+    # Spec 0.2.0 packaging metadata {packageName, version, author, license}, as written.
+    packaging = models.JSONField(default=dict, blank=True)
     max_session_turns = models.IntegerField(null=True, blank=True)
     expose_as_tool = models.BooleanField(default=False)
     tool_description = models.TextField(blank=True)
@@ -68,7 +83,10 @@ class Agent(models.Model):
     )
 
     side_a_label = models.CharField(max_length=100, blank=True)
-    side_a_prompt = models.ForeignKey(Prompt, on_delete=models.PROTECT, related_name="side_a_of")
+    # Empty: a person is on side A (spec 0.2.0).
+    side_a_prompt = models.ForeignKey(
+        Prompt, on_delete=models.PROTECT, related_name="side_a_of", null=True, blank=True
+    )
     side_a_stop_on_response = models.BooleanField(default=True)
     side_a_stop_tool = models.CharField(max_length=200, blank=True)
     side_a_stop_tool_response_property = models.CharField(max_length=128, blank=True)
@@ -96,6 +114,18 @@ class Agent(models.Model):
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            # A person may take one side, never both: some side runs a prompt.
+            models.CheckConstraint(
+                condition=models.Q(side_a_prompt__isnull=False)
+                | models.Q(side_b_prompt__isnull=False),
+                name="agent_has_an_ai_side",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def side_a_human(self) -> bool:
+        return self.side_a_prompt_id is None

@@ -54,6 +54,8 @@ class Prompt(models.Model):
     step_budget_warning = models.BooleanField(
         default=True, help_text="Warn the model one step before the side's max steps is reached."
     )
+    # Spec 0.2.0 ``variables``: list of runtime.core.spec.PromptVariable dumps.
+    variables = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -119,4 +119,9 @@ class ScheduleRun(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.schedule_id} at {self.due_at.isoformat()}"
+        # Titled in words in the schedule's own zone: "Run of Tue 3 Dec 09:00 (Europe/Paris)".
+        from agents_app.templatetags.people_format import zoned
+
+        zone = self.schedule.timezone
+        kind = "Run by hand," if self.manual else "Run of"
+        return f"{kind} {zoned(self.due_at, zone)} ({zone})"

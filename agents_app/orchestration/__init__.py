@@ -2,8 +2,9 @@
 
 Here live the executor (Celery workers or this process), the session runner and the engine
 builder, the effect, schedule and webhook runners, trigger firing, thread creation (the
-engine runs the agent's hooks), eval runs, agent calls for ``/mcp``, the start gate, the
-embedded sweepers, the warm-up and the database-retry helpers of long-lived async code.
+engine runs the agent's hooks), eval runs, agent calls for ``/mcp``, turns of ``/v1``
+(``openai_turns``), the start gate, the embedded sweepers, the warm-up and the
+database-retry helpers of long-lived async code.
 
 May import: ``bridge`` (the engine's Django store), ``services``, ``selectors``, ``db``,
 ``models``, the shared leaves at the top of ``agents_app`` and ``runtime``. Never the task

@@ -34,7 +34,7 @@ from agents_app.models import (
 from agents_app.models.timestamps import now_us
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.selectors import is_offered
-from agents_app.services import definition_versions, evals, owner_rights
+from agents_app.services import definition_versions, eval_pins, evals, owner_rights
 from agents_app.services.messages import message_post
 from agents_app.services.redaction import redact_for_thread
 from agents_app.services.sessions import thread_stop
@@ -73,7 +73,8 @@ def run_start(
     for case in cases:  # a case saved by hand in the database must still be sound
         evals.parse_messages(case.messages)
         evals.parse_checks(case.checks)
-    asked = {str(k): int(v) for k, v in (versions or {}).items()}
+    # Pins may be written without their kind ("support-prompt": 4): the agent's own names.
+    asked = eval_pins.resolve(agent, {str(k): int(v) for k, v in (versions or {}).items()})
     pins = definition_versions.pins_at(agent, asked)
     with transaction.atomic():
         run = EvalRun.objects.create(

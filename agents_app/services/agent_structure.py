@@ -132,7 +132,7 @@ class _Builder:
         if agent.max_session_turns:
             node.notes.append(f"A session ends after {agent.max_session_turns} turns.")
         sides: list[tuple[str, Prompt | None]] = [("a", agent.side_a_prompt)]
-        if agent.type == Agent.Type.DUAL_AI:
+        if agent.type == Agent.Type.DUAL_AI or agent.side_a_human:
             sides.append(("b", agent.side_b_prompt))
         for side, prompt in sides:
             node.children.append(self.side_node(agent, side, prompt))

@@ -33,7 +33,15 @@ from agents_app.services.definitions import (
     validate_definition,
 )
 from agents_app.services.mcp_servers import list_for_import
-from runtime.core.spec import AgentDefinition
+from runtime.core.spec import (
+    SPEC_0_1,
+    SPEC_0_2,
+    AgentDefinition,
+    ModelDefinition,
+    PromptDefinition,
+    SpecVersion,
+)
+from runtime.definitions.generations import NotExpressible, convert
 from runtime.definitions.source import DEFINE_FUNCTIONS, SourceError, read_ts_definition
 from runtime.definitions.validation import DefinitionError, parse_and_validate
 from runtime.mcp.servers import McpServerDefinition, parse_server
@@ -256,37 +264,70 @@ def definitions_import(*, directory: Path, only_missing: bool = False) -> SaveRe
 # --- export ---------------------------------------------------------------------------
 
 
-def definition_json(defn: AnyDefinition) -> str:
-    """The file text of one definition: stable, pretty, with a trailing newline.
+def definition_json(defn: AnyDefinition, spec: SpecVersion = SPEC_0_2) -> str:
+    """The file text of one definition in ``spec``: stable, pretty, with a trailing newline.
 
-    Keys follow the definition's field order and defaults are left out; an agent
+    Keys follow the definition's field order and defaults are left out; a 0.1.0 agent
     keeps ``type`` even at its default, because it is the first thing a reader wants.
+    Raises ``NotExpressible`` when ``spec`` cannot say what the definition does.
     """
-    data = defn.dump()
-    if isinstance(defn, AgentDefinition):
+    data, _ = convert(_kind(defn), defn.dump(), spec)
+    if isinstance(defn, AgentDefinition) and spec == SPEC_0_1:
         rest = {k: v for k, v in data.items() if k not in ("name", "type")}
-        data = {"name": defn.name, "type": defn.type, **rest}
+        data = {"name": defn.name, "type": data.get("type", defn.type), **rest}
     elif isinstance(defn, McpServerDefinition):
         rest = {k: v for k, v in data.items() if k not in ("name", "transport")}
         data = {"name": defn.name, "transport": defn.transport, **rest}
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def definitions_export(*, directory: Path, history: bool = False) -> ExportReport:
-    """Write every definition to ``directory/<kind>/<name>.json``.
+def _kind(defn: AnyDefinition) -> str:
+    if isinstance(defn, AgentDefinition):
+        return "agents"
+    if isinstance(defn, PromptDefinition):
+        return "prompts"
+    return "models" if isinstance(defn, ModelDefinition) else "mcp"
+
+
+def _texts(
+    definitions: dict[str, list[AnyDefinition]], spec: SpecVersion
+) -> dict[str, list[tuple[str, str]]]:
+    """Each kind's (name, file text) in ``spec``; every definition ``spec`` cannot hold is
+    reported, and then nothing is written."""
+    texts: dict[str, list[tuple[str, str]]] = {}
+    errors: list[str] = []
+    for kind in KINDS:
+        for defn in definitions[kind]:
+            try:
+                texts.setdefault(kind, []).append((defn.name, definition_json(defn, spec)))
+            except NotExpressible as exc:
+                errors.append(f"{kind}/{defn.name}.json: {exc} (spec {spec}; nothing was exported)")
+    if errors:
+        raise DefinitionFilesInvalid(errors)
+    return texts
+
+
+def definitions_export(
+    *, directory: Path, history: bool = False, spec: SpecVersion = SPEC_0_2
+) -> ExportReport:
+    """Write every definition to ``directory/<kind>/<name>.json``, in spec ``spec`` (0.2.0
+    unless asked; 0.1.0 while anyone needs it).
 
     Only those files are written; other files in the directory are left alone.
     Secret env values are never written (the converters withhold them as null).
+    A definition ``spec`` cannot express (a person on side A in 0.1.0 …) is refused with
+    the reason, and then nothing is written.
     With ``history``, every version of each agent, prompt and model is also written to
-    ``directory/.history/<kind>/<name>.json`` (oldest first); import skips hidden folders.
+    ``directory/.history/<kind>/<name>.json`` (oldest first, as saved); import skips
+    hidden folders.
     """
     if directory.exists() and not directory.is_dir():
         raise DefinitionFilesInvalid([f"{directory}: not a directory."])
     report = ExportReport()
-    definitions = all_definitions()
+    texts = _texts(all_definitions(), spec)
     try:
         for kind in KINDS:
-            _export_kind(directory / kind, kind, definitions[kind], report)
+            _export_kind(directory / kind, kind, texts.get(kind, []), report)
         if history:
             _export_history(directory / HISTORY_FOLDER)
     except OSError as exc:
@@ -296,13 +337,14 @@ def definitions_export(*, directory: Path, history: bool = False) -> ExportRepor
     return report
 
 
-def _export_kind(folder: Path, kind: str, defs: list[AnyDefinition], report: ExportReport) -> None:
-    if defs:
+def _export_kind(
+    folder: Path, kind: str, texts: list[tuple[str, str]], report: ExportReport
+) -> None:
+    if texts:
         folder.mkdir(parents=True, exist_ok=True)
-    for defn in defs:
-        path = folder / f"{defn.name}.json"
+    for name, text in texts:
+        path = folder / f"{name}.json"
         label = f"{kind}/{path.name}"
-        text = definition_json(defn)
         if not path.exists():
             report.created.append(label)
         elif path.read_text(encoding="utf-8") != text:
@@ -312,7 +354,7 @@ def _export_kind(folder: Path, kind: str, defs: list[AnyDefinition], report: Exp
             continue
         path.write_text(text, encoding="utf-8")
     if folder.is_dir():
-        names = {f"{d.name}.json" for d in defs}
+        names = {f"{name}.json" for name, _ in texts}
         report.stale += [
             f"{kind}/{p.name}"
             for p in sorted(folder.glob("*.json"))

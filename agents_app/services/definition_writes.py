@@ -19,9 +19,10 @@ from django.db.models import ProtectedError, Q
 
 from agents_app.errors import Conflict, Invalid, NotFound
 from agents_app.models import Agent, LanguageModel, Prompt, PromptPart, PromptTool
-from agents_app.services import definition_saves
+from agents_app.services import agent_fields, definition_saves
 from agents_app.services import definitions as defs
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition
+from runtime.definitions.generations import NotExpressible
 from runtime.definitions.validation import DefinitionError, new_model_api, parse_and_validate
 
 Kind = Literal["agents", "prompts", "models"]
@@ -29,17 +30,14 @@ Kind = Literal["agents", "prompts", "models"]
 # Listing fields that describe, not define: sent back by the studio, dropped here.
 _READ_ONLY: dict[str, set[str]] = {
     "models": {"id", "created_at", "definition", "provider_id", "iconId", "pricing_range"},
-    "prompts": {"id", "created_at", "definition", "model_name", "model_provider", "variables"},
+    "prompts": {"id", "created_at", "definition", "model_name", "model_provider"},
     "agents": {
         "id",
         "created_at",
         "definition",
         "packed",
-        "primary",
         "parentHooks",
         "parent_hooks",
-        "side_a_backing",
-        "side_b_backing",
         "default_prompt",
         "default_model",
         "packageId",
@@ -83,17 +81,24 @@ def _row(kind: Kind, name: str) -> Agent | Prompt | LanguageModel | None:
     return LanguageModel.objects.filter(name=name[:129]).first()
 
 
-def current_definition(kind: Kind, name: str) -> dict[str, Any]:
-    """The stored definition in snake_case (the base an update's fields apply to)."""
+def stored_definition(
+    kind: Kind, name: str
+) -> AgentDefinition | PromptDefinition | ModelDefinition:
     row = _row(kind, name)
     if row is None:
         raise NotFound(f"{kind[:-1].capitalize()} not found: {name}")
     if isinstance(row, Agent):
-        definition: Any = defs.agent_definition(row)
-    elif isinstance(row, Prompt):
-        definition = defs.prompt_definition(row)
-    else:
-        definition = defs.model_definition(row)
+        return defs.agent_definition(row)
+    if isinstance(row, Prompt):
+        return defs.prompt_definition(row)
+    return defs.model_definition(row)
+
+
+def current_definition(kind: Kind, name: str) -> dict[str, Any]:
+    """The stored definition in snake_case (the base an update's fields apply to)."""
+    definition = stored_definition(kind, name)
+    if isinstance(definition, AgentDefinition):
+        return agent_fields.snake(definition)
     snake: dict[str, Any] = definition.model_dump(mode="json", exclude_none=True)
     return snake
 
@@ -107,6 +112,10 @@ def _from_body(kind: Kind, body: dict[str, Any], base: dict[str, Any]) -> dict[s
         if "name" in body:
             named["name"] = body["name"]
         return named
+    if kind == "agents":
+        body, base = agent_fields.studio_body(body, base)
+    else:
+        body = agent_fields.env_alias(body)
     data = dict(base)
     for key, value in body.items():
         if key in _READ_ONLY[kind]:
@@ -119,17 +128,15 @@ def _from_body(kind: Kind, body: dict[str, Any], base: dict[str, Any]) -> dict[s
             side = data.setdefault(key[:6], {}) or {}
             field = key[7:]
             if field in ("handler", "subagents") and not value:
-                continue  # handler-backed sides and side subagents are not ours: only empty
+                continue  # only empty: a handler is refused at save, side subagents unknown
+            if side.get("human") and agent_fields.echoed(field, value):
+                continue  # a person's side: the studio sends every field back, unset
             side[_SIDE_RENAMES.get(field, field)] = value
             data[key[:6]] = side
         else:
             data[key] = value
-    if (
-        kind == "agents"
-        and isinstance(data.get("side_b"), dict)
-        and not data["side_b"].get("prompt")
-    ):
-        data.pop("side_b")
+    if kind == "agents":
+        agent_fields.drop_empty_side_b(data)
     return data
 
 
@@ -159,7 +166,10 @@ def definition_write(
     if not isinstance(note, str):
         raise Invalid("versionNote must be text")
     base = current_definition(kind, name) if name is not None else {}
-    data = _from_body(kind, body, base)
+    try:
+        data = _from_body(kind, body, base)
+    except NotExpressible as exc:  # a 0.1.0 agent the body moves to 0.2.0 cannot say it
+        raise DefinitionRejected([DefinitionError(exc.path, exc.message)]) from None
     new_name = str(data.get("name") or name or "")
     cascade: Renamed | None = None
     if name is not None and new_name != name:

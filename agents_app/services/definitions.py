@@ -39,6 +39,7 @@ from runtime.core.spec import (
     PromptEnvPart,
     PromptIncludePart,
     PromptTextPart,
+    PromptVariable,
     ReasoningConfig,
     ResumableConfig,
     SessionToolBinding,
@@ -49,6 +50,7 @@ from runtime.core.spec import (
 from runtime.core.spec import (
     PromptPart as PromptPartDef,
 )
+from runtime.definitions.entry_rules import HUMAN_A
 from runtime.definitions.validation import (
     Catalog,
     DefinitionError,
@@ -93,10 +95,15 @@ def build_catalog(
         agents=set(Agent.objects.values_list("name", flat=True)),
         mcp_tools=mcp_catalog(d for d in extra if isinstance(d, McpServerDefinition)),
     )
-    for name, agent_type, exposed in Agent.objects.values_list("name", "type", "expose_as_tool"):
-        catalog.agent_shapes[name] = (agent_type, exposed)
-    for name, model_name in Prompt.objects.values_list("name", "model__name"):
+    for name, agent_type, exposed, side_a in Agent.objects.values_list(
+        "name", "type", "expose_as_tool", "side_a_prompt_id"
+    ):
+        catalog.agent_shapes[name] = (HUMAN_A if side_a is None else agent_type, exposed)
+    for name, model_name, reasoning in Prompt.objects.values_list(
+        "name", "model__name", "reasoning"
+    ):
         catalog.prompt_models[name] = model_name
+        _note_reasoning(catalog, name, reasoning)
     catalog.prompts_with_tools = set(
         PromptTool.objects.values_list("prompt__name", flat=True).distinct()
     )
@@ -110,8 +117,7 @@ def build_catalog(
         "name", "provider", "capabilities", "model", "api", "provider_tools"
     ):
         catalog.model_providers[name] = provider
-        catalog.model_structured_outputs[name] = (capabilities or {}).get("structuredOutputs")
-        catalog.model_function_calling[name] = (capabilities or {}).get("functionCalling")
+        _note_capabilities(catalog, name, stored_capabilities(capabilities))
         catalog.model_offers[name] = model_offers(name, provider, model_id, api, tools)
     for link in ModelFallback.objects.select_related("model", "fallback"):
         catalog.model_fallbacks.setdefault(link.model.name, []).append(link.fallback.name)
@@ -121,16 +127,12 @@ def build_catalog(
             catalog.model_fallbacks[d.name] = list(d.fallbacks or [])
             catalog.model_providers[d.name] = d.provider
             catalog.model_offers[d.name] = allowed_offers(d)
-            catalog.model_structured_outputs[d.name] = (
-                d.capabilities.structured_outputs if d.capabilities else None
-            )
-            catalog.model_function_calling[d.name] = (
-                d.capabilities.function_calling if d.capabilities else None
-            )
+            _note_capabilities(catalog, d.name, d.capabilities)
         elif isinstance(d, PromptDefinition):
             catalog.prompts.add(d.name)
             catalog.prompt_includes[d.name] = d.include_names()
             catalog.prompt_models[d.name] = d.model
+            _note_reasoning(catalog, d.name, d.reasoning.dump() if d.reasoning else None)
             if d.tools:
                 catalog.prompts_with_tools.add(d.name)
             else:
@@ -139,7 +141,8 @@ def build_catalog(
             catalog.prompt_tools[d.name] = d.tool_names()
         elif isinstance(d, AgentDefinition):
             catalog.agents.add(d.name)
-            catalog.agent_shapes[d.name] = (d.type, d.expose_as_tool)
+            shape = HUMAN_A if d.human_side() == "a" else d.type
+            catalog.agent_shapes[d.name] = (shape, d.expose_as_tool)
             # Saved in this batch: its own rule speaks for it (agent_hooks_errors), so the
             # prompt rule, which reads agent_hooks, does not name the same conflict again.
             catalog.agent_hooks.pop(d.name, None)
@@ -148,6 +151,32 @@ def build_catalog(
         catalog.tools, catalog.hooks = code
     catalog.strict_code_names = code is not None if strict_code_names is None else strict_code_names
     return catalog
+
+
+def stored_capabilities(stored: dict[str, Any] | None) -> ModelCapabilities | None:
+    """A row's capabilities column as the definition reads it (None: empty or hand-broken)."""
+    try:
+        return ModelCapabilities.model_validate(stored) if stored else None
+    except ValueError:
+        return None
+
+
+def _note_capabilities(catalog: Catalog, name: str, caps: ModelCapabilities | None) -> None:
+    catalog.model_structured_outputs[name] = caps.json_mode if caps else None
+    catalog.model_function_calling[name] = caps.tool_calls if caps else None
+    levels = caps.effort_names() if caps else None
+    if levels is None:
+        catalog.model_reasoning_levels.pop(name, None)
+    else:
+        catalog.model_reasoning_levels[name] = levels
+
+
+def _note_reasoning(catalog: Catalog, name: str, reasoning: dict[str, Any] | None) -> None:
+    asks = reasoning and (reasoning.get("effort") or reasoning.get("maxTokens"))
+    if asks:
+        catalog.prompt_reasoning[name] = (reasoning or {}).get("effort") or ""
+    else:
+        catalog.prompt_reasoning.pop(name, None)
 
 
 def _hook_edges(catalog: Catalog) -> None:
@@ -161,7 +190,9 @@ def _hook_edges(catalog: Catalog) -> None:
         "name", "hooks", "type", "side_a_prompt__name", "side_b_prompt__name"
     )
     for name, hooks, agent_type, side_a, side_b in rows:
-        sides = [side_a] + ([side_b] if agent_type == "dual_ai" and side_b else [])
+        sides = [side for side in (side_a, side_b) if side]
+        if agent_type != "dual_ai" and side_a:
+            sides = [side_a]  # a 0.1.0 ai_human agent's stored side B never runs
         catalog.agent_hooks[name] = (list(hooks or []), sides)
 
 
@@ -282,12 +313,17 @@ def prompt_definition(p: Prompt) -> PromptDefinition:
         hooks=list(p.hooks) or None,
         env=_definition_env(p.env_values.filter(scope=EnvValue.Scope.PROMPT)),
         step_budget_warning=p.step_budget_warning,
+        variables=[PromptVariable.model_validate(v) for v in p.variables] or None,
     )
 
 
 def _side_definition(a: Agent, side: str) -> SideConfig | None:
     prompt = getattr(a, f"side_{side}_prompt")
     if prompt is None:
+        # 0.2.0 names the person's side ({human: true}); 0.1.0's ai_human leaves side B out.
+        if a.spec_version == Agent.Spec.V0_2 and (side == "a" or a.type == Agent.Type.AI_HUMAN):
+            label = getattr(a, f"side_{side}_label") or None
+            return SideConfig(prompt=None, human=True, label=label)
         return None
     return SideConfig(
         prompt=prompt.name,
@@ -332,12 +368,27 @@ def session_tools_column(cfg: SideConfig | None) -> dict[str, Any]:
 
 def agent_definition(a: Agent) -> AgentDefinition:
     side_a = _side_definition(a, "a")
-    assert side_a is not None  # side_a_prompt is NOT NULL
+    assert side_a is not None  # a prompt, or the person of a 0.2.0 agent
+    v0_2 = a.spec_version == Agent.Spec.V0_2
+    packaging = a.packaging or {}
+    # The generation is the shape (``runtime.core.spec.agent_generation``): 0.1.0 says
+    # ``type``, 0.2.0 names side B and the 0.2.0-only keys.
+    generation: dict[str, Any] = (
+        {
+            "primary": a.primary,
+            "package_name": packaging.get("packageName"),
+            "version": packaging.get("version"),
+            "author": packaging.get("author"),
+            "license": packaging.get("license"),
+        }
+        if v0_2
+        else {"type": a.type}
+    )
     return AgentDefinition(
         name=a.name,
         title=a.title or None,
         tool_activity=a.tool_activity or None,  # type: ignore[arg-type]
-        type=a.type,  # type: ignore[arg-type]
+        **generation,
         max_session_turns=a.max_session_turns,
         side_a=side_a,
         side_b=_side_definition(a, "b"),
@@ -347,7 +398,7 @@ def agent_definition(a: Agent) -> AgentDefinition:
         icon=a.icon or None,
         tags=list(a.tags) or None,
         hooks=list(a.hooks) or None,
-        tenvs=_definition_env(a.env_values.filter(scope=EnvValue.Scope.AGENT)),
+        env=_definition_env(a.env_values.filter(scope=EnvValue.Scope.AGENT)),
         feedback_reasons=list(a.feedback_reasons) or None,
         mid_run_messages=a.mid_run_messages,  # type: ignore[arg-type]
         state=a.state,  # type: ignore[arg-type]
@@ -442,6 +493,7 @@ def prompt_from_definition(d: PromptDefinition) -> Prompt:
             "recent_image_threshold": d.recent_image_threshold,
             "hooks": d.hooks or [],
             "step_budget_warning": d.step_budget_warning,
+            "variables": [v.dump() for v in d.variables or []],
         },
     )
     _save_env(EnvValue.Scope.PROMPT, {"prompt": p}, d.env)
@@ -499,6 +551,9 @@ def link_prompt_parts(d: PromptDefinition) -> None:
 
 
 def _side_fields(side: str, cfg: SideConfig | None) -> dict[str, Any]:
+    if cfg is not None and cfg.human:
+        # A person's side: only its label is kept (validation refuses the rest).
+        return {**_side_fields(side, None), f"side_{side}_label": cfg.label or ""}
     return {
         f"side_{side}_label": cfg.label or "" if cfg else "",
         f"side_{side}_prompt": Prompt.objects.get(name=cfg.prompt) if cfg else None,
@@ -514,6 +569,17 @@ def _side_fields(side: str, cfg: SideConfig | None) -> dict[str, Any]:
     }
 
 
+def packaging_column(d: AgentDefinition) -> dict[str, str]:
+    """The 0.2.0 packaging metadata as stored (camelCase, only what is given)."""
+    given = {
+        "packageName": d.package_name,
+        "version": d.version,
+        "author": d.author,
+        "license": d.license,
+    }
+    return {key: value for key, value in given.items() if value is not None}
+
+
 def agent_from_definition(d: AgentDefinition) -> Agent:
     a, _ = Agent.objects.update_or_create(
         name=d.name,
@@ -521,6 +587,9 @@ def agent_from_definition(d: AgentDefinition) -> Agent:
             "title": d.title or "",
             "tool_activity": d.tool_activity or "",
             "type": d.type,
+            "spec_version": d.spec,
+            "primary": d.primary,
+            "packaging": packaging_column(d),
             "max_session_turns": d.max_session_turns,
             "expose_as_tool": d.expose_as_tool,
             "tool_description": d.tool_description or "",
@@ -535,7 +604,7 @@ def agent_from_definition(d: AgentDefinition) -> Agent:
             **_side_fields("b", d.side_b),
         },
     )
-    _save_env(EnvValue.Scope.AGENT, {"agent": a}, d.tenvs)
+    _save_env(EnvValue.Scope.AGENT, {"agent": a}, d.env)
     # A group named in a file but not here yet is created empty: the agent then reaches
     # nobody but staff until people are added to it, which is what the file asks for.
     a.audience_groups.set([Group.objects.get_or_create(name=n)[0] for n in d.audience or []])

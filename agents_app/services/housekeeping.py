@@ -10,6 +10,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from agents_app.models import WebSocketTicket
+from agents_app.services import audit
 from agents_app.services.idempotency import idempotency_keys_purge
 
 # A ticket lives a few seconds; kept a little longer so a late use reads "expired", not "unknown".
@@ -17,8 +18,13 @@ TICKET_GRACE = timedelta(minutes=5)
 
 
 def expired_purge() -> dict[str, int]:
-    """Delete expired tickets and idempotency keys; how many of each."""
+    """Delete expired tickets and idempotency keys, and audit events past their retention
+    (``STUDIO_AUDIT_RETENTION_DAYS``); how many of each."""
     tickets, _ = WebSocketTicket.objects.filter(
         expires_at__lt=timezone.now() - TICKET_GRACE
     ).delete()
-    return {"tickets": tickets, "idempotency_keys": idempotency_keys_purge()}
+    return {
+        "tickets": tickets,
+        "idempotency_keys": idempotency_keys_purge(),
+        "audit_events": audit.purge_expired(),
+    }

@@ -91,15 +91,18 @@ def thread_created(*, thread_id: Any, agent: Agent, patch: env_service.EnvPatch)
     if _starts_immediately(agent):
         from agents_app.services.sessions import thread_continue
 
-        thread_continue(thread=thread, side="a")
+        # The first AI side: side B when a person is on side A (spec 0.2.0).
+        thread_continue(thread=thread, side="b" if agent.side_a_human else "a")
     return thread
 
 
 def _starts_immediately(agent: Agent) -> bool:
-    # Side A prompt tools marked ``immediate`` run at creation (gated ones are not evaluated).
-    return PromptTool.objects.filter(
-        prompt_id=agent.side_a_prompt_id, immediate=True, optional=""
-    ).exists()
+    # The first AI side's prompt tools marked ``immediate`` run at creation (gated ones are
+    # not evaluated).
+    first = agent.side_a_prompt_id or agent.side_b_prompt_id
+    if first is None:
+        return False
+    return PromptTool.objects.filter(prompt_id=first, immediate=True, optional="").exists()
 
 
 @dataclass

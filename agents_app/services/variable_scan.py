@@ -20,6 +20,7 @@ from agents_app.code_registry import get_registry
 from agents_app.encryption import decrypt
 from agents_app.errors import NotFound
 from agents_app.models import Agent, EnvValue, Prompt, PromptPart, PromptTool, Thread
+from runtime.core.spec import PromptVariable
 from runtime.providers.registry import KEY_NAMES
 from runtime.tools.tool_env import VariableDefinition
 
@@ -39,7 +40,8 @@ class _Need:
 
 def _walk(agent: Agent) -> tuple[dict[str, _Need], set[str], set[str]]:
     """Prompt env parts, provider keys and code tools' declarations reachable from ``agent``
-    (side prompts, includes, sub-prompts, agents as tools, recursively; each visited once)."""
+    (side prompts, includes, sub-prompts, agents as tools, recursively; each visited once),
+    with the prompts' own ``variables``."""
     start = [p for p in (agent.side_a_prompt, agent.side_b_prompt) if p is not None]
     return _walk_prompts(start, {agent.name})
 
@@ -62,6 +64,7 @@ def _walk_prompts(
                 )
             elif part.type == PromptPart.Kind.INCLUDE and part.include is not None:
                 todo.append(part.include)
+        _prompt_needs(needs, p)
         key = KEY_NAMES.get(p.model.provider)
         if key:
             need = needs.setdefault(key, _Need(description="Provider API key"))
@@ -80,6 +83,18 @@ def _walk_prompts(
             agents.add(child.name)
             todo += [q for q in (child.side_a_prompt, child.side_b_prompt) if q is not None]
     return needs, agents, prompts
+
+
+def _prompt_needs(needs: dict[str, _Need], prompt: Prompt) -> None:
+    """The prompt's own ``variables`` (spec 0.2.0), declared as code tools declare theirs."""
+    for raw in prompt.variables or []:
+        v = PromptVariable.model_validate(raw)
+        need = needs.setdefault(v.name, _Need(description=v.description))
+        need.add("prompt", prompt.name)
+        need.secret = need.secret or v.type == "secret"
+        need.required = need.required or v.required
+        need.scoped = need.scoped or v.scoped
+        need.description = need.description or v.description
 
 
 def _tool_needs(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
+from zoneinfo import ZoneInfo
 
 from django import template
 from django.utils import timezone
@@ -74,13 +75,63 @@ REASONS = {
     "auth": "Refused: the key was not accepted",
     "network": "Could not reach the provider",
     "budget": "The spend budget is used up",
+    # Why a session ended (runtime.core.progress.StopReason).
+    "stop_on_response": "Answered",
+    "stop_tool": "Called its stop tool",
+    "max_side_steps": "Reached its step limit for a turn",
+    "max_side_turns": "Reached its turn limit",
+    "max_total_steps": "Reached the session's step limit",
+    "max_session_turns": "Reached the session's turn limit",
+    "session_stop": "Ended the conversation (its end tool)",
+    "session_fail": "Ended the conversation as failed",
+    "repeated_tool_error": "Stopped after repeated tool errors",
+    "aborted_by_user": "Stopped by a person",
+    "hook_blocked": "Blocked by a hook",
+    "state_stop_session": "Ended by the agent's code",
+    "awaiting_human": "Waiting for the person's reply",
+    "both_sides_stopped": "Both sides stopped",
+    "awaiting_tool": "Waiting for a decision on a tool call",
+    "every_step": "One step per turn",
 }
+# Below a millionth of a dollar, digits say nothing a person can use.
+MICRO = Decimal("0.000001")
 
 
 def money(value: Decimal | float | int | None) -> str:
     """Dollars to the cent; a cost under half a cent that is not zero reads "< $0.01" (never
     ``0.000061500000`` or ``$0.000000``)."""
     return usd(value)
+
+
+def money_fine(value: Decimal | float | int | None) -> str:
+    """Dollars to the cent from a cent up; below a cent, two significant digits ("$0.0018",
+    "$0.00089"), so small costs stay comparable (an eval run's cases, a short thread)."""
+    amount = Decimal(str(value or 0))
+    if amount == 0 or abs(amount) >= CENT:
+        return usd(amount)
+    if abs(amount) < MICRO:
+        return "< $0.000001"
+    step = Decimal(10) ** (amount.adjusted() - 1)
+    return f"${amount.quantize(step, rounding=ROUND_HALF_UP).normalize():f}"
+
+
+def per_million(value: Decimal | float | int | None) -> str:
+    """A model's price: "$1.50 per million tokens", "$0.075 per million tokens"."""
+    if value is None:
+        return "–"
+    amount = Decimal(str(value)).normalize()
+    cents = int(amount.as_tuple().exponent) >= -2
+    shown = f"${amount.quantize(CENT):,}" if cents else f"${amount:f}"
+    return f"{shown} per million tokens"
+
+
+def worker(claim: str | None) -> str:
+    """A session's worker claim ("vm:11514:8a615d") as "process 11514 on vm", the claim in a
+    tooltip."""
+    parts = (claim or "").split(":")
+    if len(parts) < 2:
+        return claim or "–"
+    return format_html('<span title="{}">process {} on {}</span>', claim, parts[1], parts[0])
 
 
 def duration(ms: int | float | None) -> str:
@@ -113,6 +164,19 @@ def local_time(when: datetime | None) -> str:
     )
 
 
+def zoned(when: datetime, zone: str) -> str:
+    """A time as people read it in a given zone (a schedule's own): "Tue 3 Dec 09:00", with
+    the year when it is not this year's. An unknown zone shows the time as it is."""
+    try:
+        local = when.astimezone(ZoneInfo(zone))
+    except (ValueError, KeyError):
+        local = when
+    shown = local.strftime("%a %-d %b %H:%M")
+    if local.year == datetime.now(local.tzinfo).year:
+        return shown
+    return local.strftime("%a %-d %b %Y %H:%M")
+
+
 def reason(code: str | None) -> str:
     """A stored reason code in words, the code itself in a tooltip."""
     if not code:
@@ -127,6 +191,9 @@ def plural(count: int, noun: str, nouns: str | None = None) -> str:
 
 
 register.filter("money", money)
+register.filter("money_fine", money_fine)
+register.filter("per_million", per_million)
+register.filter("worker", worker)
 register.filter("duration", duration)
 register.filter("local_time", local_time)
 register.filter("reason", reason)

@@ -13,6 +13,7 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.csrf import ensure_csrf_cookie
 
 from agents_app.forms.login import ChatLoginForm, mark_throttled
+from agents_app.services import identity, oidc_client
 from agents_app.web.page import chat_context
 
 # The studio's "Try this agent" panel frames /chat/?embed=1 from the same origin; the sign-in
@@ -40,3 +41,16 @@ class ChatLoginView(auth_views.LoginView):
 
 class ChatLogoutView(auth_views.LogoutView):
     next_page = "/login/"
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        # Signed in through the identity provider: sign out there too (docs/identity.md).
+        id_token = request.session.get(oidc_client.ID_TOKEN_SESSION_KEY, "")
+        response = super().post(request, *args, **kwargs)
+        url = oidc_client.provider_sign_out_url(request, id_token)
+        if not url:
+            return response
+        return render(
+            request,
+            "registration/signed_out.html",
+            {"end_session_url": url, "provider": identity.provider_name()},
+        )

@@ -54,7 +54,8 @@ class Catalog:
     # a model missing here is judged by its provider alone.
     model_offers: dict[str, dict[str, ProviderToolOffer]] = field(default_factory=dict)
     # For the option rules of ``runtime.definitions.entry_rules`` (issue #38): agent name → (type,
-    # exposeAsTool), model name → its ``functionCalling`` capability, prompt name → its model.
+    # exposeAsTool; ``human_a`` for a person on side A), model name → its ``functionCalling``
+    # (``supportsToolCalls``) capability, prompt name → its model.
     agent_shapes: dict[str, tuple[str, bool]] = field(default_factory=dict)
     model_function_calling: dict[str, bool | None] = field(default_factory=dict)
     prompt_models: dict[str, str] = field(default_factory=dict)
@@ -66,6 +67,10 @@ class Catalog:
     prompt_hooks: dict[str, list[str]] = field(default_factory=dict)
     prompt_tools: dict[str, list[str]] = field(default_factory=dict)
     agent_hooks: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
+    # Model name → the efforts its ``reasoningLevels`` offer (absent: it does not say);
+    # prompt name → the effort its reasoning asks for ("" for reasoning without an effort).
+    model_reasoning_levels: dict[str, list[str]] = field(default_factory=dict)
+    prompt_reasoning: dict[str, str] = field(default_factory=dict)
 
     def callables(self) -> set[str]:
         return self.tools | self.prompts | self.agents

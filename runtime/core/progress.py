@@ -85,6 +85,8 @@ class SessionProgress(_Model):
     turn_steps: int = 0
     turns: int = 0
     side_turns: dict[str, int] = Field(default_factory=lambda: {"a": 0, "b": 0})
+    # Spec 0.2.0: turns a person's messages took in this session, by side (exchanges).
+    human_turns: dict[str, int] = Field(default_factory=dict)
     open_step: OpenStep | None = None
     turn_outcomes: list[TurnOutcome] = Field(default_factory=list)
     finished: bool = False
@@ -109,6 +111,7 @@ class SessionProgress(_Model):
             update={
                 "side_steps": dict(self.side_steps),
                 "side_turns": dict(self.side_turns),
+                "human_turns": dict(self.human_turns),
                 "turn_outcomes": list(self.turn_outcomes),
             }
         )
@@ -122,6 +125,9 @@ class ThreadExecutionState(_Model):
     """
 
     turns: dict[str, int] = Field(default_factory=lambda: {"a": 0, "b": 0})
+    # Spec 0.2.0 ``maxSessionTurns``: each side's turns since the exchange count started
+    # (kept across sessions; a session ending by a session tool, a stop or the cap resets it).
+    exchanges: dict[str, int] = Field(default_factory=dict)
     last_session_id: str | None = None
     last_stop_reason: StopReason | None = None
     last_stopped_by: Side | None = None

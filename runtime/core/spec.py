@@ -12,7 +12,15 @@ import base64
 import binascii
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -22,6 +30,13 @@ PROVIDERS: tuple[str, ...] = ("openai", "openrouter", "anthropic", "google", "te
 # vendor offers is ``runtime.providers.offers`` (docs/providers.md#provider-tools).
 PROVIDER_TOOL_PREFIX = "provider:"
 AgentType = Literal["ai_human", "dual_ai"]
+# The two generations of definitions we read (shared/reference/README.md, decision 1): the
+# 0.1.0 texts (an agent's ``type``) and the reference's 0.2.0 (each side's backing).
+SpecVersion = Literal["0.1.0", "0.2.0"]
+SPEC_0_1: SpecVersion = "0.1.0"
+SPEC_0_2: SpecVersion = "0.2.0"
+SPEC_VERSIONS: tuple[SpecVersion, ...] = (SPEC_0_1, SPEC_0_2)
+Backing = Literal["prompt", "human", "handler"]
 ToolChoice = Literal["auto", "none", "required"]
 MAX_SESSION_TURNS_CAP = 250
 
@@ -39,10 +54,82 @@ class Definition(BaseModel):
 # --- models -----------------------------------------------------------------
 
 
+# 0.1.0 capability name → its 0.2.0 name (the reference's, what ``POST /api/models/capabilities``
+# answers); either is read, both with different values is refused.
+CAPABILITY_ALIASES = {
+    "vision": "supportsImages",
+    "functionCalling": "supportsToolCalls",
+    "structuredOutputs": "supportsJsonMode",
+}
+# 0.2.0 capabilities 0.1.0 has no name for.
+CAPABILITIES_0_2_ONLY = (
+    "supportsStreaming",
+    "maxContextTokens",
+    "maxOutputTokens",
+    "reasoningLevels",
+)
+
+
 class ModelCapabilities(Definition):
+    # Spec 0.1.0 names.
     vision: bool | None = None
     function_calling: bool | None = None
     structured_outputs: bool | None = None
+    # Spec 0.2.0 names.
+    supports_images: bool | None = None
+    supports_tool_calls: bool | None = None
+    supports_streaming: bool | None = None
+    supports_json_mode: bool | None = None
+    max_context_tokens: int | None = Field(default=None, ge=1)
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    # Reasoning level (0-100) → the model's own effort name, ``null``: no reasoning.
+    reasoning_levels: dict[int, str | None] | None = None
+
+    @field_validator("reasoning_levels")
+    @classmethod
+    def _levels(cls, value: dict[int, str | None] | None) -> dict[int, str | None] | None:
+        if value is not None and any(not 0 <= level <= 100 for level in value):
+            raise ValueError("reasoning levels are numbers from 0 to 100")
+        return value
+
+    @model_validator(mode="after")
+    def _one_name_each(self) -> ModelCapabilities:
+        written = self.dump()
+        for old, new in CAPABILITY_ALIASES.items():
+            given = (written.get(old), written.get(new))
+            if None not in given and given[0] != given[1]:
+                raise PydanticCustomError(
+                    "capability_alias",
+                    f"{old} is the 0.1.0 name of {new}; give one of them, not both.",
+                )
+        return self
+
+    # What the runtime reads: the 0.2.0 name, else its 0.1.0 alias (None: not said).
+    @property
+    def images(self) -> bool | None:
+        return self.supports_images if self.supports_images is not None else self.vision
+
+    @property
+    def tool_calls(self) -> bool | None:
+        if self.supports_tool_calls is not None:
+            return self.supports_tool_calls
+        return self.function_calling
+
+    @property
+    def json_mode(self) -> bool | None:
+        if self.supports_json_mode is not None:
+            return self.supports_json_mode
+        return self.structured_outputs
+
+    def tool_calls_name(self) -> str:
+        """The name this definition says it under (error messages quote the author's word)."""
+        return "supportsToolCalls" if self.supports_tool_calls is not None else "functionCalling"
+
+    def effort_names(self) -> list[str] | None:
+        """The efforts ``reasoningLevels`` offers (None: the model does not say)."""
+        if self.reasoning_levels is None:
+            return None
+        return [v for _, v in sorted(self.reasoning_levels.items()) if v is not None]
 
 
 class ScriptedToolCall(Definition):
@@ -244,6 +331,27 @@ class ToolConfig(Definition):
 ToolEntry = str | ToolConfig
 
 
+class PromptVariable(Definition):
+    """A value the prompt needs (spec 0.2.0 ``VariableDefinition``), declared as code tools
+    declare theirs (``define_tool(variables=...)``): listed by the variable scans and, when
+    required, checked before a session's first request."""
+
+    name: str
+    type: Literal["text", "secret"] = "secret"
+    required: bool = True
+    scoped: bool = False
+    description: str = ""
+
+    def dump(self) -> dict[str, Any]:
+        # Type and required are written even at their defaults: a reader should not guess.
+        out: dict[str, Any] = {"name": self.name, "type": self.type, "required": self.required}
+        if self.scoped:
+            out["scoped"] = True
+        if self.description:
+            out["description"] = self.description
+        return out
+
+
 class PromptDefinition(Definition):
     name: str
     tool_description: str = ""
@@ -266,9 +374,26 @@ class PromptDefinition(Definition):
     env: dict[str, str | None] | None = None
     # Ours: the spec SHOULD of §5.4 (budget warning before maxSteps); a prompt may turn it off.
     step_budget_warning: bool = True
+    # Spec 0.2.0: the env values this prompt needs.
+    variables: list[PromptVariable] | None = None
+    # Spec 0.2.0, deprecated there: every prompt may be named as a tool, so ``true`` changes
+    # nothing (``false`` is refused at save time); never stored or exported.
+    expose_as_tool: bool | None = None
+    # Spec 0.2.0, deprecated there: the old name of ``env`` (moved there when read).
+    tenvs: dict[str, str | None] | None = None
+
+    @model_validator(mode="after")
+    def _tenvs_is_env(self) -> PromptDefinition:
+        if self.tenvs is not None and self.env is None:
+            self.__dict__["env"], self.__dict__["tenvs"] = self.tenvs, None
+        return self
 
     def dump(self) -> dict[str, Any]:
         out = super().dump()
+        for deprecated in ("exposeAsTool", "tenvs"):
+            out.pop(deprecated, None)
+        if self.variables is not None:
+            out["variables"] = [v.dump() for v in self.variables]
         if isinstance(self.prompt, list):
             out["prompt"] = [part.dump() for part in self.prompt]
         if self.tools is not None:
@@ -347,7 +472,12 @@ def agentbuilder_side(data: dict[str, Any]) -> dict[str, Any]:
 
 
 class SideConfig(Definition):
-    prompt: str
+    # Exactly one backing: ``prompt`` (an AI), ``human: true`` (a person) or ``handler``
+    # (code; spec 0.2.0, refused at save until handlers exist). ``prompt`` is required
+    # unless another backing is named, so a side naming none says "Prompt is required".
+    prompt: str | None
+    human: bool | None = None
+    handler: str | None = None
     label: str | None = None
     stop_on_response: bool = True
     stop_tool: str | None = None
@@ -372,10 +502,68 @@ class SideConfig(Definition):
                 out[kind] = binding
         return out
 
+    @property
+    def backing(self) -> Backing:
+        if self.human:
+            return "human"
+        return "handler" if self.handler is not None else "prompt"
+
+    def dump(self) -> dict[str, Any]:
+        out = super().dump()
+        if self.prompt is None:
+            out.pop("prompt", None)
+        return out
+
     @model_validator(mode="before")
     @classmethod
     def _agentbuilder_names(cls, data: Any) -> Any:
-        return agentbuilder_side(data) if isinstance(data, dict) else data
+        if not isinstance(data, dict):
+            return data
+        data = agentbuilder_side(data)
+        if "prompt" not in data and ("human" in data or "handler" in data):
+            data["prompt"] = None
+        return data
+
+
+# Agent keys only spec 0.2.0 has (camelCase and the Python names); ``env`` is in both.
+AGENT_0_2_ONLY = {
+    "primary": "primary",
+    "packageName": "package_name",
+    "version": "version",
+    "author": "author",
+    "license": "license",
+}
+SIDE_0_2_ONLY = ("human", "handler")
+
+
+def _given(data: dict[str, Any], *keys: str) -> bool:
+    return any(data.get(key) is not None for key in keys)
+
+
+def _side_markers(side: Any, prefix: str) -> list[str]:
+    if isinstance(side, SideConfig):
+        return [f"{prefix}.{k}" for k in SIDE_0_2_ONLY if getattr(side, k) is not None]
+    if isinstance(side, dict):
+        return [f"{prefix}.{k}" for k in SIDE_0_2_ONLY if k in side]
+    return []
+
+
+def agent_generation(data: dict[str, Any]) -> tuple[SpecVersion, list[str]]:
+    """Which spec an agent's raw input is written for, and the 0.2.0-only keys it uses.
+
+    ``type`` is 0.1.0 (0.2.0 has none); a 0.2.0-only key, or a side B without ``type``
+    (0.1.0's default ``ai_human`` has no side B), is 0.2.0. The rest is 0.1.0, whose side B
+    may be absent. A ``type`` beside 0.2.0-only keys is refused at save time
+    (``runtime.definitions.validation``), naming them.
+    """
+    markers = [camel for camel, snake in AGENT_0_2_ONLY.items() if _given(data, camel, snake)]
+    markers += _side_markers(data.get("sideA", data.get("side_a")), "sideA")
+    markers += _side_markers(data.get("sideB", data.get("side_b")), "sideB")
+    if _given(data, "type"):
+        return SPEC_0_1, markers
+    if markers or _given(data, "sideB", "side_b"):
+        return SPEC_0_2, markers
+    return SPEC_0_1, []
 
 
 class AgentDefinition(Definition):
@@ -395,7 +583,17 @@ class AgentDefinition(Definition):
     icon: str | None = None
     tags: list[str] | None = None
     hooks: list[str] | None = None
+    # The agent's env values (0.2.0 writes ``env``; 0.1.0's ``tenvs`` is moved here when read).
+    env: dict[str, Any] | None = None
     tenvs: dict[str, Any] | None = None
+    # Spec 0.2.0: ``false`` keeps the agent out of the chat's agent picker (an internal
+    # handoff or subagent target), still reachable by name.
+    primary: bool = True
+    # Spec 0.2.0 packaging metadata: kept as written, read by nothing else.
+    package_name: str | None = None
+    version: str | None = None
+    author: str | None = None
+    license: str | None = None
     # Ours: the reasons a person may pick when rating a reply (docs/observability.md).
     feedback_reasons: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
         None, max_length=20
@@ -409,8 +607,99 @@ class AgentDefinition(Definition):
     state: Literal["draft", "published"] = "published"
     audience: list[Annotated[str, Field(min_length=1, max_length=150)]] | None = None
 
+    _spec: SpecVersion = PrivateAttr(default=SPEC_0_1)
+    _mixed: list[str] = PrivateAttr(default_factory=list)  # 0.2.0 keys beside ``type``
+    _env_key: str = PrivateAttr(default="env")  # how the author named the env values
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _generation(cls, data: Any, handler: ModelWrapValidatorHandler[AgentDefinition]) -> Any:
+        if not isinstance(data, dict):
+            return handler(data)  # an instance being re-validated keeps its generation
+        spec, markers = agent_generation(data)
+        agent = handler(data)
+        agent._spec = spec
+        agent._mixed = markers if spec == SPEC_0_1 else []
+        if agent.tenvs is not None and agent.env is None:
+            agent.__dict__["env"], agent.__dict__["tenvs"] = agent.tenvs, None
+            agent._env_key = "tenvs"
+        if spec == SPEC_0_2:
+            # 0.2.0 says who is on each side; ``type`` is what the rest of the code reads.
+            both_ai = agent.side_b is not None and agent.side_b.backing != "human"
+            both_ai = both_ai and agent.side_a.backing != "human"
+            agent.__dict__["type"] = "dual_ai" if both_ai else "ai_human"
+        return agent
+
+    @property
+    def spec(self) -> SpecVersion:
+        """The spec generation this definition is written in (its shape, and the
+        ``maxSessionTurns`` rule: turns in 0.1.0, exchanges in 0.2.0)."""
+        return self._spec
+
+    @property
+    def mixed_keys(self) -> list[str]:
+        return list(self._mixed)
+
+    @property
+    def env_key(self) -> str:
+        """``tenvs`` when the author wrote the env values under 0.1.0's name."""
+        return self._env_key
+
+    def side(self, key: str) -> SideConfig | None:
+        return self.side_a if key == "a" else self.side_b
+
+    def backing(self, key: str) -> Backing:
+        """Who acts on side ``key``; a 0.1.0 ``ai_human`` agent's missing side B is a person."""
+        config = self.side(key)
+        if config is None:
+            return "human"
+        return config.backing
+
+    def human_side(self) -> Literal["a", "b"] | None:
+        """The side a person takes (None: two AIs)."""
+        if self.spec == SPEC_0_1:
+            return "b" if self.type == "ai_human" else None
+        for key in ("a", "b"):
+            if self.backing(key) == "human":
+                return key  # type: ignore[return-value]
+        return None
+
     def sides(self) -> dict[str, SideConfig]:
-        out = {"a": self.side_a}
-        if self.type == "dual_ai" and self.side_b is not None:
-            out["b"] = self.side_b
-        return out
+        """The sides a prompt backs (the AIs), side A first."""
+        if self.spec == SPEC_0_1:
+            out = {"a": self.side_a}
+            if self.type == "dual_ai" and self.side_b is not None:
+                out["b"] = self.side_b
+            return out
+        return {
+            key: config
+            for key in ("a", "b")
+            if (config := self.side(key)) is not None
+            and config.backing == "prompt"
+            and config.prompt
+        }
+
+    def side_prompts(self) -> list[str]:
+        """The prompts of ``sides()``, side A first."""
+        return [config.prompt or "" for config in self.sides().values()]
+
+    def first_ai_side(self) -> Literal["a", "b"]:
+        """The side whose prompt speaks for the agent (as a tool, for its env): A unless a
+        person is on side A."""
+        return "b" if self.human_side() == "a" else "a"
+
+    def main_prompt(self) -> str:
+        """The prompt of ``first_ai_side`` (empty when the definition names none)."""
+        config = self.side(self.first_ai_side())
+        return (config.prompt or "") if config is not None else ""
+
+    def dump(self) -> dict[str, Any]:
+        out = super().dump()
+        for key, config in (("sideA", self.side_a), ("sideB", self.side_b)):
+            if config is not None and key in out:
+                out[key] = config.dump()
+        if self.spec == SPEC_0_2:
+            out.pop("type", None)
+            return out
+        # 0.1.0 names the agent's env values ``tenvs``.
+        return {("tenvs" if k == "env" else k): v for k, v in out.items()}

@@ -15,6 +15,7 @@ from dataclasses import replace
 from runtime.core.definition_errors import Catalog, DefinitionError
 from runtime.core.spec import (
     PROVIDER_TOOL_PREFIX,
+    SPEC_0_1,
     AgentDefinition,
     ModelDefinition,
     PromptDefinition,
@@ -29,6 +30,9 @@ SUBAGENT = "subagent"  # an agent entry with blocking or resumable
 AGENT_TOOL = "agent"  # an exposeAsTool agent listed without blocking/resumable
 HANDOFF = "handoff"  # an ai_human agent listed without exposeAsTool/blocking/resumable
 NOTHING = "nothing"  # a dual_ai agent listed without exposeAsTool/blocking/resumable
+PERSON_FIRST = "person_first"  # an agent with a person on side A (spec 0.2.0)
+# ``Catalog.agent_shapes`` kind of an agent whose side A is a person (beside its ``type``s).
+HUMAN_A = "human_a"
 
 _WHAT = {
     TOOL: "a code tool",
@@ -91,6 +95,8 @@ def entry_kind(entry: ToolConfig, catalog: Catalog) -> str | None:
         return PROMPT
     if name in catalog.agents:
         agent_type, exposed = catalog.agent_shapes.get(name, ("ai_human", False))
+        if agent_type == HUMAN_A:
+            return PERSON_FIRST
         if entry.blocking is not None or isinstance(entry.resumable, ResumableConfig):
             return SUBAGENT
         if exposed:
@@ -117,6 +123,16 @@ def tool_entry_option_errors(
     for i, raw in enumerate(prompt.tools or []):
         entry = ToolConfig(name=raw) if isinstance(raw, str) else raw
         kind = entry_kind(entry, catalog)
+        if kind == PERSON_FIRST:
+            errs.append(
+                DefinitionError(
+                    f"tools.{i}",
+                    f"'{entry.name}' has a person on side A, who speaks first in its threads: "
+                    "called as a tool or handed off to, it would wait for that person. Use an "
+                    "agent whose side A is a prompt.",
+                )
+            )
+            continue
         if kind == NOTHING:
             errs.append(
                 DefinitionError(
@@ -154,12 +170,9 @@ def model_function_calling_errors(
     """A model saved with ``functionCalling: false`` while prompts with tools run on it (or
     reach it as a fallback): their tools would silently stop being offered (issue #38 item 3,
     the model's side of the prompt's rule)."""
-    if (
-        catalog is None
-        or not model.capabilities
-        or model.capabilities.function_calling is not False
-    ):
+    if catalog is None or not model.capabilities or model.capabilities.tool_calls is not False:
         return []
+    said = model.capabilities.tool_calls_name()
     users = sorted(
         name
         for name in catalog.prompts_with_tools
@@ -173,9 +186,9 @@ def model_function_calling_errors(
         return []
     return [
         DefinitionError(
-            "capabilities.functionCalling",
+            f"capabilities.{said}",
             f"Prompts {', '.join(repr(u) for u in users)} call tools on this model (or reach it "
-            "as a fallback); with functionCalling: false their tools would never be offered. "
+            f"as a fallback); with {said}: false their tools would never be offered. "
             "Remove their tools or move them to another model first.",
         )
     ]
@@ -209,7 +222,9 @@ def _side_tool_names(side: SideConfig) -> list[str]:
 def agent_option_errors(agent: AgentDefinition, catalog: Catalog | None) -> list[DefinitionError]:
     """Agent settings its type never reads, and side tools its model cannot call."""
     errs = agent_hooks_errors(agent, catalog)
-    if agent.type == "ai_human":
+    # 0.1.0's rules; in 0.2.0 maxSessionTurns counts exchanges on every kind of agent and
+    # side B is always there (a person or an AI).
+    if agent.spec == SPEC_0_1 and agent.type == "ai_human":
         if agent.max_session_turns is not None:
             errs.append(
                 DefinitionError(
@@ -229,7 +244,7 @@ def agent_option_errors(agent: AgentDefinition, catalog: Catalog | None) -> list
     if catalog is None:
         return errs
     for key, side in agent.sides().items():
-        model = catalog.prompt_models.get(side.prompt)
+        model = catalog.prompt_models.get(side.prompt or "")
         names = _side_tool_names(side)
         culprit = _no_function_calling(model, catalog) if model and names else None
         if culprit is not None:
@@ -276,7 +291,7 @@ def agent_hooks_errors(agent: AgentDefinition, catalog: Catalog | None) -> list[
     the agent's hooks would then be accepted and silently ignored (issue #38 item 5)."""
     if catalog is None:
         return []
-    sides = [side.prompt for side in agent.sides().values()]
+    sides = agent.side_prompts()
     silenced = _silenced(list(agent.hooks or []), sides, catalog)
     if silenced is None:
         return []
@@ -365,3 +380,69 @@ def reasoning_option_errors(
             )
         )
     return errs
+
+
+def _chain_levels(model: str, catalog: Catalog) -> list[tuple[str, list[str]]]:
+    """The models of ``model``'s chain that declare ``reasoningLevels``, with their efforts."""
+    chain = [model, *catalog.model_fallbacks.get(model, [])]
+    levels = catalog.model_reasoning_levels
+    return [(m, found) for m in chain if (found := levels.get(m)) is not None]
+
+
+def _level_error(model: str, levels: list[str], effort: str | None) -> str | None:
+    if not levels:
+        return (
+            f"Model '{model}' does not reason (its reasoningLevels offer none); remove the "
+            "reasoning settings or choose another model."
+        )
+    if effort is not None and effort not in levels:
+        return (
+            f"Model '{model}' offers the reasoning efforts {', '.join(levels)} (its "
+            f"reasoningLevels); '{effort}' is not one of them."
+        )
+    return None
+
+
+def reasoning_level_errors(
+    prompt: PromptDefinition, catalog: Catalog | None
+) -> list[DefinitionError]:
+    """A prompt's reasoning that a model of its chain says it cannot do (``reasoningLevels``)."""
+    if catalog is None or prompt.reasoning is None:
+        return []
+    given = prompt.reasoning.dump()
+    if not given.keys() & {"effort", "maxTokens"}:
+        return []
+    path = "reasoning.effort" if "effort" in given else "reasoning"
+    errs = []
+    for model, levels in _chain_levels(prompt.model, catalog):
+        message = _level_error(model, levels, prompt.reasoning.effort)
+        if message:
+            errs.append(DefinitionError(path, message))
+    return errs
+
+
+def model_reasoning_level_errors(
+    model: ModelDefinition, catalog: Catalog | None
+) -> list[DefinitionError]:
+    """The model's side of the rule: ``reasoningLevels`` that leave out what stored prompts on
+    it (or reaching it as a fallback) ask for."""
+    levels = model.capabilities.effort_names() if model.capabilities else None
+    if catalog is None or levels is None:
+        return []
+    users = []
+    for prompt, effort in sorted(catalog.prompt_reasoning.items()):
+        chain = catalog.prompt_models.get(prompt, "")
+        if model.name not in (chain, *catalog.model_fallbacks.get(chain, [])):
+            continue
+        if _level_error(model.name, levels, effort or None) is not None:
+            users.append(prompt)
+    if not users:
+        return []
+    return [
+        DefinitionError(
+            "capabilities.reasoningLevels",
+            f"Prompts {', '.join(repr(u) for u in users)} ask this model for reasoning these "
+            f"levels leave out (offered: {', '.join(levels) or 'none'}). Change their reasoning "
+            "or move them to another model first.",
+        )
+    ]

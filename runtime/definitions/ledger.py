@@ -58,6 +58,10 @@ _VALIDATION = _AA + "services/test_validation_rules.py::"
 _MCP = _AA + "orchestration/test_mcp_servers.py::"
 _THREADS = _AA + "api/test_api_threads.py::"
 _ENTRY_KINDS = "runtime.definitions.entry_rules.tool_entry_option_errors"
+_SPEC2_RT = _RT + "definitions/test_spec_0_2_0_definitions.py::"
+_SPEC2_FILES = _AA + "services/test_spec_0_2_0_files.py::"
+_SPEC2_STUDIO = _AA + "api/test_spec_0_2_0_studio.py::"
+_SPEC2_VENDOR = _RT + "providers/test_spec_0_2_0_capabilities.py::"
 _ENTRY_REFUSED = (
     _REFUSALS + "test_spec_item5_entry_options_refused_identically_by_import_api_and_studio"
 )
@@ -75,14 +79,18 @@ LEDGER: dict[str, dict[str, Row]] = {
             _AA + "api/test_api_catalog_env.py::test_catalog_shapes",
         ),
         "type": _h(
+            "runtime.core.spec.agent_generation (0.1.0: mapped to side backings), "
             "runtime.loop.session (ai_human vs dual_ai loop)",
-            _STOPS + "test_spec_6_1_max_session_turns_must_be_enforced_for_dual_ai",
+            _SPEC2_RT + "test_A1_type_is_mapped_to_side_backings",
+            f"spec 0.1.0 only; beside 0.2.0-only keys it is refused ({_IMPORT_API_STUDIO})",
         ),
         "maxSessionTurns": Row(
             HONOURED,
-            "runtime.loop.session; refused on ai_human by runtime.definitions.entry_rules.agent_option_errors",
-            _STOPS + "test_spec_6_1_max_session_turns_must_be_enforced_for_dual_ai",
-            f"dual_ai only; refused on ai_human ({_IMPORT_API_STUDIO})",
+            "runtime.loop.session (0.1.0: turns; 0.2.0: exchanges, _exchange_cap); 0.1.0 "
+            "ai_human refused by runtime.definitions.entry_rules.agent_option_errors",
+            _SPEC2_RT + "test_A10_max_session_turns_counts_turns_in_0_1_0_and_exchanges_in_0_2_0",
+            f"0.1.0: dual_ai only, counts turns, refused on ai_human ({_IMPORT_API_STUDIO}); "
+            "0.2.0: exchanges (a person's message is their side's turn) on every agent",
         ),
         "sideA": _h(
             "runtime.loop.session",
@@ -90,9 +98,10 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "sideB": Row(
             HONOURED,
-            "runtime.loop.session; refused on ai_human by runtime.definitions.entry_rules.agent_option_errors",
+            "runtime.loop.session; 0.1.0 ai_human refused by runtime.definitions.entry_rules.agent_option_errors",
             _REFUSALS + "test_spec_item5_max_session_turns_and_side_b_refused_on_ai_human",
-            f"dual_ai only; refused on ai_human ({_IMPORT_API_STUDIO})",
+            f"0.1.0: dual_ai only, refused on ai_human ({_IMPORT_API_STUDIO}); 0.2.0: "
+            "required, a prompt or a person",
         ),
         "exposeAsTool": _h(
             "runtime.tools.toolset (agent offered as a tool)",
@@ -128,11 +137,32 @@ LEDGER: dict[str, dict[str, Row]] = {
             "a prompt's hooks replace the agent's (reference); hooks no prompt of the agent would "
             f"run (each lists its own) are refused, from either side ({_IMPORT_API_STUDIO})",
         ),
-        "tenvs": _h(
-            "runtime.tools.tool_env (agent-level env declarations)",
-            _RT
-            + "tools/test_spec_tool_env.py::test_spec_tenvs_raw_shape_fields_are_text_and_required_unless_optional",
+        "env": _h(
+            "agents_app.services.definitions (the agent env tier), runtime.store (resolve_env)",
+            _SPEC2_FILES + "test_A8_agent_env_and_its_old_name_tenvs_fill_the_agent_tier",
+            "spec 0.2.0's name; exported as env (0.1.0 export: tenvs)",
         ),
+        "tenvs": _h(
+            "read as env (runtime.core.spec.AgentDefinition); both given: refused by "
+            "runtime.definitions.validation",
+            _SPEC2_FILES + "test_A8_agent_env_and_its_old_name_tenvs_fill_the_agent_tier",
+            "0.1.0's name of env (a deprecated alias in 0.2.0)",
+        ),
+        "primary": _h(
+            "agents_app.api.catalog (listed with primary), static/chat/app.js (the picker "
+            "leaves it out)",
+            _SPEC2_FILES
+            + "test_A6_a_non_primary_agent_is_listed_with_primary_false_and_reached_by_name",
+            "spec 0.2.0; still reached by name (threads, tools, subagents)",
+        ),
+        **{
+            key: _h(
+                "agents_app.services.definitions (stored as written, exported)",
+                _SPEC2_FILES + "test_A9_packaging_metadata_is_kept_through_import_and_export",
+                "spec 0.2.0 packaging metadata; the engine does not read it",
+            )
+            for key in ("packageName", "version", "author", "license")
+        },
         "feedbackReasons": _h(
             "agents_app.services.feedback",
             _AA
@@ -158,6 +188,18 @@ LEDGER: dict[str, dict[str, Row]] = {
         "prompt": _h(
             "runtime.loop.session",
             _STOPS + "test_spec_5_1_stop_on_response_ends_turn_on_text_without_tool_calls",
+        ),
+        "human": _h(
+            "runtime.loop.session (the session ends after the AI's turn; a person's side to "
+            "act: awaiting_human)",
+            _SPEC2_RT + "test_A2_a_person_on_side_a_writes_first_and_the_ai_answers_as_side_b",
+            "spec 0.2.0; both sides human refused; a person's side takes only a label",
+        ),
+        "handler": _r(
+            "runtime.definitions.validation._backing_rules",
+            _SPEC2_STUDIO + "test_A1_a_handler_backed_side_is_refused_by_import_and_the_api",
+            "handler-backed sides are not available yet (import and definition API; the "
+            "studio offers no handler)",
         ),
         "label": _h(
             "agents_app.admin.agent_structure, chat side labels",
@@ -218,6 +260,40 @@ LEDGER: dict[str, dict[str, Row]] = {
             _SESSION_TOOLS
             + "test_spec_session_stop_attachments_are_copied_to_the_parent_with_new_paths",
         ),
+    },
+    "PromptVariable": {
+        key: _h(
+            "agents_app.services.variable_scan (/api/variables/*), runtime.tools.tool_env "
+            "(required ones checked before the first request)",
+            test,
+        )
+        for key, test in (
+            (
+                "name",
+                _SPEC2_FILES
+                + "test_B1_prompt_variables_are_stored_exported_and_listed_by_the_variable_scans",
+            ),
+            (
+                "type",
+                _SPEC2_FILES
+                + "test_B1_prompt_variables_are_stored_exported_and_listed_by_the_variable_scans",
+            ),
+            (
+                "required",
+                _SPEC2_RT
+                + "test_B1_a_required_prompt_variable_left_unset_stops_before_any_request",
+            ),
+            (
+                "scoped",
+                _SPEC2_FILES
+                + "test_B1_prompt_variables_are_stored_exported_and_listed_by_the_variable_scans",
+            ),
+            (
+                "description",
+                _SPEC2_FILES
+                + "test_B1_prompt_variables_are_stored_exported_and_listed_by_the_variable_scans",
+            ),
+        )
     },
     "PromptDefinition": {
         "name": _h(
@@ -290,6 +366,24 @@ LEDGER: dict[str, dict[str, Row]] = {
         "stepBudgetWarning": _h(
             "runtime.loop.session",
             _STOPS + "test_spec_5_4_budget_warning_can_be_turned_off_by_the_prompt",
+        ),
+        "variables": _h(
+            "agents_app.services.variable_scan, runtime.tools.tool_env.needed_env",
+            _SPEC2_FILES
+            + "test_B1_prompt_variables_are_stored_exported_and_listed_by_the_variable_scans",
+            "spec 0.2.0",
+        ),
+        "exposeAsTool": _h(
+            "every prompt is a tool (runtime.tools.toolset); false refused by "
+            "runtime.definitions.validation",
+            _SPEC2_FILES + "test_B2_prompt_expose_as_tool_and_tenvs_are_read_as_deprecated_names",
+            "deprecated in 0.2.0: true changes nothing (not stored or exported); false is "
+            f"refused ({_IMPORT_API_STUDIO})",
+        ),
+        "tenvs": _h(
+            "read as env (runtime.core.spec.PromptDefinition); both given: refused",
+            _SPEC2_FILES + "test_B2_prompt_expose_as_tool_and_tenvs_are_read_as_deprecated_names",
+            "deprecated name of env (0.2.0)",
         ),
     },
     "PromptTextPart": {
@@ -548,6 +642,44 @@ LEDGER: dict[str, dict[str, Row]] = {
             "runtime.step.structured; responseSchema without it refused by runtime.definitions.validation",
             _AA
             + "admin/test_admin_prompts_structured.py::test_spec_response_schema_refused_at_save_when_the_model_has_no_structured_outputs",
+        ),
+        "supportsImages": _h(
+            "runtime.step.media (placeholder instead of the image)",
+            _SPEC2_RT + "test_C1_supports_images_false_replaces_images_with_the_placeholder",
+            "0.2.0's name of vision",
+        ),
+        "supportsToolCalls": _h(
+            "runtime.step.attempts; tools on such a model refused by "
+            "runtime.definitions.entry_rules.function_calling_errors",
+            _SPEC2_RT + "test_C1_supports_tool_calls_false_offers_no_tools",
+            "0.2.0's name of functionCalling",
+        ),
+        "supportsStreaming": _h(
+            "runtime.providers.registry (false: one whole reply); with a test script's "
+            "streaming refused by runtime.definitions.validation",
+            _SPEC2_VENDOR
+            + "test_C1_supports_streaming_false_and_max_output_tokens_shape_the_request",
+        ),
+        "supportsJsonMode": _h(
+            "runtime.definitions.validation.response_schema_errors",
+            _SPEC2_FILES
+            + "test_C1_capabilities_in_0_2_0_names_import_export_and_gate_the_response_schema",
+            "0.2.0's name of structuredOutputs",
+        ),
+        "maxContextTokens": _h(
+            "runtime.step.attempts.over_context (a larger request goes to the fallback)",
+            _SPEC2_RT + "test_C1_max_context_tokens_hands_an_oversized_request_to_the_fallback",
+            "the request is estimated at four characters a token",
+        ),
+        "maxOutputTokens": _h(
+            "runtime.step.llm_half.Stepper.prepare (each reply's cap)",
+            _SPEC2_VENDOR
+            + "test_C1_supports_streaming_false_and_max_output_tokens_shape_the_request",
+        ),
+        "reasoningLevels": _h(
+            "runtime.definitions.entry_rules.reasoning_level_errors (an effort it does not "
+            "offer is refused at save)",
+            _SPEC2_FILES + "test_C1_reasoning_levels_refuse_an_effort_the_model_does_not_offer",
         ),
     },
     "ScriptedResponse": {

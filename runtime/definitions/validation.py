@@ -23,6 +23,8 @@ from runtime.core.provider_tools import ProviderToolOffer
 from runtime.core.spec import (
     PROVIDER_TOOL_PREFIX,
     PROVIDERS,
+    SPEC_0_1,
+    SPEC_0_2,
     AgentDefinition,
     ModelDefinition,
     PromptDefinition,
@@ -36,7 +38,9 @@ from runtime.definitions.entry_rules import (
     function_calling_errors,
     model_function_calling_errors,
     model_option_errors,
+    model_reasoning_level_errors,
     prompt_hooks_errors,
+    reasoning_level_errors,
     reasoning_option_errors,
     tool_entry_option_errors,
 )
@@ -121,7 +125,7 @@ def _side_rules(
             (f"{key}.endSessionTool", side.end_session_tool, 200),
         ]
     )
-    if not side.prompt.strip():
+    if not (side.prompt or "").strip():
         errs.append(DefinitionError(f"{key}.prompt", f"{label} needs a prompt."))
     elif catalog is not None and side.prompt not in catalog.prompts:
         errs.append(DefinitionError(f"{key}.prompt", f"Prompt '{side.prompt}' does not exist."))
@@ -182,15 +186,99 @@ def _session_tool_rules(side: SideConfig, key: str) -> list[DefinitionError]:
     return errs
 
 
+def _generation_rules(agent: AgentDefinition) -> list[DefinitionError]:
+    """One spec generation per definition; 0.2.0 names both sides."""
+    if agent.mixed_keys:
+        keys = ", ".join(agent.mixed_keys)
+        return [
+            DefinitionError(
+                "type",
+                f"type is spec 0.1.0's way to say who is on each side, and {keys} belong to "
+                "spec 0.2.0: write the agent in one of them (0.2.0: remove type and back each "
+                f"side with a prompt or human: true; 0.1.0: remove {keys}).",
+            )
+        ]
+    if agent.spec == SPEC_0_2 and agent.side_b is None:
+        return [
+            DefinitionError(
+                "sideB",
+                'Side B is required in spec 0.2.0: {"human": true} for a person, or '
+                '{"prompt": "…"} for a second AI.',
+            )
+        ]
+    return []
+
+
+def _backing_rules(side: SideConfig, key: str, label: str) -> list[DefinitionError]:
+    """Exactly one backing; a person's side takes only a label; handlers are not here yet."""
+    named = [
+        what
+        for what, given in (
+            ("prompt", side.prompt is not None),
+            ("human: true", side.human is True),
+            ("handler", side.handler is not None),
+        )
+        if given
+    ]
+    errs: list[DefinitionError] = []
+    if side.handler is not None:
+        errs.append(
+            DefinitionError(
+                f"{key}.handler",
+                f"Handler-backed sides are not available yet: back {label} with a prompt or "
+                "human: true.",
+            )
+        )
+    if len(named) > 1:
+        errs.append(
+            DefinitionError(
+                key,
+                f"{label} is backed by exactly one of prompt, human: true or handler; it names "
+                f"{' and '.join(named)}.",
+            )
+        )
+    if side.human:
+        errs += [
+            DefinitionError(
+                f"{key}.{prop}",
+                f"{prop} does nothing on a person's side (a person takes no model steps); "
+                "remove it.",
+            )
+            for prop in side.dump()
+            if prop not in ("human", "label", "prompt", "handler")
+        ]
+        errs += _too_long([(f"{key}.label", side.label, 100)])
+    return errs
+
+
+def _sides_rules(agent: AgentDefinition, catalog: Catalog | None) -> list[DefinitionError]:
+    errs: list[DefinitionError] = []
+    for key, label, side in (("sideA", "Side A", agent.side_a), ("sideB", "Side B", agent.side_b)):
+        if side is None:
+            continue
+        errs += _backing_rules(side, key, label)
+        # A side B given to an ai_human agent (0.1.0) is still stored, so its prompt must
+        # exist too.
+        if not side.human and side.handler is None:
+            errs += _side_rules(side, key, label, catalog)
+    if agent.spec == SPEC_0_1 and agent.type == "dual_ai" and agent.side_b is None:
+        errs.append(DefinitionError("sideB", "A dual_ai agent needs a side B with a prompt."))
+    if agent.side_a.human and agent.side_b is not None and agent.side_b.human:
+        errs.append(
+            DefinitionError(
+                "sideB", "Both sides are people: back at least one side with a prompt (the AI)."
+            )
+        )
+    return errs
+
+
 def validate_agent(agent: AgentDefinition, catalog: Catalog | None = None) -> list[DefinitionError]:
     """Spec §9 for agents; with a catalog, also that referenced prompts and tools exist."""
     errs = check_name(agent.name)
-    errs += _side_rules(agent.side_a, "sideA", "Side A", catalog)
-    if agent.type == "dual_ai" and agent.side_b is None:
-        errs.append(DefinitionError("sideB", "A dual_ai agent needs a side B with a prompt."))
-    # A side B given to an ai_human agent is still stored, so its prompt must exist too.
-    if agent.side_b is not None:
-        errs += _side_rules(agent.side_b, "sideB", "Side B", catalog)
+    shape = _generation_rules(agent)
+    if shape:
+        return errs + shape
+    errs += _sides_rules(agent, catalog)
     if agent.expose_as_tool and not (agent.tool_description or "").strip():
         errs.append(
             DefinitionError(
@@ -204,12 +292,37 @@ def validate_agent(agent: AgentDefinition, catalog: Catalog | None = None) -> li
     errs += _positive(agent.max_session_turns, "maxSessionTurns", "Max session turns")
     errs += check_icon(agent.icon)
     errs += _too_long([("title", agent.title, 200), ("icon", agent.icon, 500)])
-    errs += _env_key_lengths("tenvs", agent.tenvs)
+    errs += _env_key_lengths(agent.env_key, agent.env)
+    errs += _one_env(agent.env, agent.tenvs)
+    errs += _too_long(
+        [
+            ("packageName", agent.package_name, 214),
+            ("version", agent.version, 64),
+            ("author", agent.author, 200),
+            ("license", agent.license, 100),
+        ]
+    )
     if agent.expose_as_tool:
         errs += _tool_name_rule("name", agent.name, "An agent exposed as a tool: ")
+    if agent.expose_as_tool and agent.human_side() == "a":
+        errs.append(
+            DefinitionError(
+                "exposeAsTool",
+                "An agent with a person on side A cannot be called as a tool: its threads wait "
+                "for that person to write first. Remove exposeAsTool.",
+            )
+        )
     errs += _hook_rules(agent.hooks, catalog)
     errs += agent_option_errors(agent, catalog)
     return errs
+
+
+def _one_env(env: Any, tenvs: Any) -> list[DefinitionError]:
+    if env is not None and tenvs is not None:
+        return [
+            DefinitionError("tenvs", "tenvs is the old name of env; give one of them, not both.")
+        ]
+    return []
 
 
 def _hook_rules(hooks: list[str] | None, catalog: Catalog | None) -> list[DefinitionError]:
@@ -284,6 +397,17 @@ def validate_prompt(
     errs += tool_entry_option_errors(prompt, catalog)
     errs += function_calling_errors(prompt, catalog)
     errs += reasoning_option_errors(prompt, catalog)
+    errs += reasoning_level_errors(prompt, catalog)
+    errs += _variable_rules(prompt)
+    errs += _one_env(prompt.env, prompt.tenvs)
+    if prompt.expose_as_tool is False:
+        errs.append(
+            DefinitionError(
+                "exposeAsTool",
+                "Every prompt can be called as a tool by naming it in another prompt's tools, "
+                "so exposeAsTool: false would change nothing; remove it.",
+            )
+        )
     if (
         prompt.required_schema is not None
         and prompt.required_schema.get("type", "object") != "object"
@@ -291,6 +415,20 @@ def validate_prompt(
         errs.append(
             DefinitionError("requiredSchema", "The required schema must describe an object.")
         )
+    return errs
+
+
+def _variable_rules(prompt: PromptDefinition) -> list[DefinitionError]:
+    errs: list[DefinitionError] = []
+    seen: set[str] = set()
+    for i, variable in enumerate(prompt.variables or []):
+        path = f"variables.{i}.name"
+        if not variable.name.strip():
+            errs.append(DefinitionError(path, "A variable needs a name."))
+        elif variable.name in seen:
+            errs.append(DefinitionError(path, f"'{variable.name}' is declared twice."))
+        seen.add(variable.name)
+        errs += _too_long([(path, variable.name, ENV_KEY_MAX)])
     return errs
 
 
@@ -527,6 +665,8 @@ def validate_model(model: ModelDefinition, catalog: Catalog | None = None) -> li
                 DefinitionError(prop, f"Prices must be below {MAX_PRICE:,} USD per million tokens.")
             )
     errs += base_url_errors(model.base_url)
+    errs += _capability_rules(model)
+    errs += model_reasoning_level_errors(model, catalog)
     errs += _model_api_rules(model)
     errs += model_option_errors(model)
     errs += model_function_calling_errors(model, catalog)
@@ -542,6 +682,31 @@ def validate_model(model: ModelDefinition, catalog: Catalog | None = None) -> li
             errs.append(
                 DefinitionError("fallbacks", "Fallbacks form a cycle: " + " → ".join(cycle) + ".")
             )
+    return errs
+
+
+def _capability_rules(model: ModelDefinition) -> list[DefinitionError]:
+    caps = model.capabilities
+    if caps is None:
+        return []
+    errs: list[DefinitionError] = []
+    if caps.supports_streaming is False and model.streaming is not None:
+        errs.append(
+            DefinitionError(
+                "streaming",
+                "This model says supportsStreaming: false, so its replies come in one piece "
+                "and a streaming simulation would never run; remove one of them.",
+            )
+        )
+    limit, output = caps.max_context_tokens, caps.max_output_tokens
+    if limit is not None and output is not None and output > limit:
+        errs.append(
+            DefinitionError(
+                "capabilities.maxOutputTokens",
+                f"maxOutputTokens ({output}) cannot be more than maxContextTokens ({limit}): "
+                "the reply is part of the context.",
+            )
+        )
     return errs
 
 

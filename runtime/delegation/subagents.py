@@ -286,7 +286,7 @@ class Subagents:
             agent = await defs.find_agent(entry.name)
             if agent is None:
                 continue
-            first = await defs.find_prompt(agent.side_a.prompt)
+            first = await defs.find_prompt(agent.main_prompt())
             out[agent.name] = Relationship(agent, entry, first.required_schema if first else None)
         return out
 

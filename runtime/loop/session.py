@@ -16,10 +16,17 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from runtime.core import tracing, waits
-from runtime.core.messages import QUEUED_TOOL_CALL, Message, Side, new_id, role_for_side
+from runtime.core.messages import (
+    QUEUED_TOOL_CALL,
+    Message,
+    Side,
+    new_id,
+    role_for_side,
+    side_of,
+)
 from runtime.core.outcomes import SessionResult, final_text, other, repeated_error_text, result_of
 from runtime.core.progress import OpenStep, SessionProgress, TurnOutcome, TurnReason
-from runtime.core.spec import AgentDefinition, PromptDefinition, SideConfig
+from runtime.core.spec import SPEC_0_1, SPEC_0_2, AgentDefinition, PromptDefinition, SideConfig
 from runtime.core.transcript import Transcript
 from runtime.definitions.loader import DefinitionLoader, DefinitionNotFound
 from runtime.delegation.delegate import Delegate, PendingHandoff, attachment_refs
@@ -56,6 +63,10 @@ if TYPE_CHECKING:
     from runtime.delegation.delegate import ChildRunner
 
 logger = logging.getLogger("runtime.loop.session")
+# Spec 0.2.0: session endings that start the exchange count again (reference §4.3).
+EXCHANGES_RESET = frozenset(
+    {"session_stop", "session_fail", "state_stop_session", "max_session_turns"}
+)
 
 
 class Session:
@@ -133,11 +144,16 @@ class Session:
 
     async def _env_ready(self) -> StepOutcome:
         """Fail before the first model request when a tool's required env value is missing."""
-        if self.agent.type != "dual_ai" and self._out_of_turns("a"):
-            limit = self.agent.side_a.max_turns
+        human = self.agent.human_side()
+        if human is not None and self._out_of_turns(other(human)):
+            ai = other(human)
+            limit = self._config(ai).max_turns
             text = f"This conversation reached its limit of {limit} turns (maxTurns)."
-            self._tail.created.append(self._said("a", text, "max_side_turns"))
+            self._tail.created.append(self._said(ai, text, "max_side_turns"))
             return Finished("max_side_turns", text)
+        waiting = self._awaiting_human() or self._exchange_cap()
+        if waiting is not None:
+            return waiting
         needs = await needed_env(self.defs, self.deps.registry, self.agent)
         missing = await missing_required(self.deps.store, self.thread.id, needs)
         if not missing:
@@ -149,6 +165,9 @@ class Session:
     async def _step(self) -> StepOutcome:
         if self._tool_rows:
             return await self._queued_tool(self._tool_rows.pop(0))
+        waiting = self._awaiting_human() or self._exchange_cap()
+        if waiting is not None:
+            return waiting
         scope = await self._scope()
         if await self._immediate(scope):
             return Continue()  # a bootstrap pass: the step ends once children are started
@@ -237,9 +256,9 @@ class Session:
             return Finished(stop.reason, stop.detail, stop.value)
         if handoff is not None:
             return Continue()
-        dual = self.agent.type == "dual_ai"
+        dual = self.agent.human_side() is None
         forced, self.control.forced_side = self.control.forced_side, None
-        if forced is not None and dual:  # spec: forceTurn has no effect on ai_human agents
+        if forced is not None and dual:  # spec: forceTurn has no effect with a person's side
             return self._forced(scope.side, forced)
         if stop is None and (has_turn_condition(self._config(scope.side)) or not dual):
             return Continue()
@@ -247,11 +266,18 @@ class Session:
             scope.side, stop.reason if stop else "every_step", stop.value if stop else None
         )
         if not dual:
+            # The AI's turn is done: the session ends and waits for the person.
             assert stop is not None
             return Finished(stop.reason, stop.detail, stop.value)
-        if self.progress.turns >= session_turn_cap(self.agent.max_session_turns):
+        # 0.1.0 counts each side's turn; 0.2.0 counts exchanges (here, and as a step starts).
+        if self.agent.spec == SPEC_0_1 and self.progress.turns >= session_turn_cap(
+            self.agent.max_session_turns
+        ):
             cap = session_turn_cap(self.agent.max_session_turns)
             return Finished("max_session_turns", f"Reached max session turns ({cap})")
+        capped = self._exchange_cap()  # before "both sides stopped", as 0.1.0's cap
+        if capped is not None:
+            return capped
         spent: list[Side] = [s for s in ("a", "b") if self._out_of_turns(s)]
         if both_sides_stopped(self.progress.turn_outcomes, spent):
             return Finished("both_sides_stopped", "Both sides reached their max steps or turns")
@@ -267,9 +293,56 @@ class Session:
         """The side's completed turns that ``maxTurns`` counts: in the session for dual_ai; for
         ai_human, whose session is one turn of side A, in the whole conversation."""
         taken = self.progress.side_turns.get(side, 0)
-        if self.agent.type != "dual_ai":
+        if self.agent.human_side() is not None:
             taken += self.thread.execution_state.turns.get(side, 0)
         return taken
+
+    # --- a person's side, and 0.2.0's exchange cap ---------------------------------------
+
+    def _awaiting_human(self) -> Finished | None:
+        """The side to act is a person (spec 0.2.0: the message came from the AI's side, or
+        a person is on side A and the thread starts there): nothing runs until they write."""
+        side = self.progress.side
+        if self.agent.human_side() != side:
+            return None
+        return Finished("awaiting_human", f"Waiting for the person on side {side.upper()}")
+
+    def _exchanges(self) -> int:
+        """Spec 0.2.0: the exchanges completed since the count last started, the fewer turns
+        of the two sides (a person's message is their side's turn)."""
+        kept = self.thread.execution_state.exchanges
+        return min(
+            kept.get(side, 0)
+            + self.progress.side_turns.get(side, 0)
+            + self.progress.human_turns.get(side, 0)
+            for side in ("a", "b")
+        )
+
+    def _exchange_cap(self) -> Finished | None:
+        """Spec 0.2.0's ``maxSessionTurns``, on every kind of agent, checked as a step starts:
+        reaching it ends the session (and starts the count again), never the thread."""
+        if self.agent.spec != SPEC_0_2 or self.agent.max_session_turns is None:
+            return None
+        cap = session_turn_cap(self.agent.max_session_turns)
+        if self._exchanges() < cap:
+            return None
+        human = self.agent.human_side()
+        if human is not None:  # a person wrote and waits: say why no answer comes
+            text = (
+                f"This conversation reached its limit of {cap} exchanges (maxSessionTurns); "
+                "send your message again to go on."
+            )
+            self._tail.created.append(self._said(other(human), text, "max_session_turns"))
+        return Finished("max_session_turns", f"Reached max session turns ({cap} exchanges)")
+
+    def _count_people(self, messages: list[Message]) -> None:
+        """Spec 0.2.0: messages from a person count one turn of their side (once per side
+        for each batch that arrives)."""
+        human = self.agent.human_side()
+        if self.agent.spec != SPEC_0_2 or human is None:
+            return
+        if any(side_of(m) == human and m.role in ("user", "assistant") for m in messages):
+            self.progress.human_turns[human] = self.progress.human_turns.get(human, 0) + 1
 
     def _forced(self, side: Side, forced: Side) -> StepOutcome:
         if forced != side:
@@ -327,7 +400,7 @@ class Session:
     async def _scope(self) -> Scope:
         side = self.progress.side
         config = self._config(side)
-        prompt = await self.defs.prompt(config.prompt)
+        prompt = await self.defs.prompt(config.prompt or "")
         hooks = self.hooks_for(prompt)
         self.control.side, self.control.prompt_name = side, prompt.name
         self.control.session_tools = {
@@ -388,7 +461,9 @@ class Session:
             session_start=self.progress.started_at,
             turn_start=self.progress.turn_started_at,
             side=scope.side,
-            perspective=self.agent.type == "dual_ai",
+            # Each side sees itself as the assistant, except an AI side A with a person on
+            # side B, whose stored roles already say so.
+            perspective=self.agent.human_side() != "b",
         )
 
     def file_reader(self) -> ReadFile:
@@ -433,7 +508,7 @@ class Session:
         # Counted before this step's ``_count_step``; turns are counted when they end.
         if self.progress.turn_steps != 0 or self._turns_taken(scope.side) != limit - 1:
             return None
-        where = "session" if self.agent.type == "dual_ai" else "conversation"
+        where = "session" if self.agent.human_side() is None else "conversation"
         return (
             f"Turn budget: this is your last turn ({limit} of {limit}) in this {where}. "
             "Make it count; you will not be called again after this turn."
@@ -559,7 +634,8 @@ class Session:
     def _follow_drained(self, drained: list[Message]) -> None:
         """Queued messages drained into the thread decide who acts next (user → A, assistant → B)."""
         self._tool_rows += [m for m in drained if QUEUED_TOOL_CALL in m.metadata]
-        if not drained or self.agent.type != "dual_ai":
+        self._count_people(drained)
+        if not drained or (self.agent.spec == SPEC_0_1 and self.agent.type != "dual_ai"):
             return
         side: Side = "b" if drained[0].role == "assistant" else "a"
         if side != self.progress.side:
@@ -584,7 +660,10 @@ class Session:
     async def start(self, inbound: Message | None) -> None:
         """Commit the session's start: the inbound message (if any), the progress, and the
         clearing of a stop this session resumes from."""
-        prompt = await self.defs.prompt(self._config(self.progress.side).prompt)
+        config = self._config(self.progress.side)
+        if config.prompt is None:  # a person's side: the hooks are the AI side's
+            config = self._config(other(self.progress.side))
+        prompt = await self.defs.prompt(config.prompt or "")
         if inbound is not None:
             inbound = await self.hooks_for(prompt).before_create_message(self.state, inbound)
         newest = self.transcript.messages[-1] if self.transcript.messages else None
@@ -603,6 +682,8 @@ class Session:
         batch.drain = inbound is None
         result = await self.recorder.commit(batch, self.hooks_for(prompt), self.state)
         self._stop_pending = result.stopped  # pressed while the session was starting
+        if inbound is not None:
+            self._count_people([inbound])
         if inbound is not None and QUEUED_TOOL_CALL in inbound.metadata:
             self._tool_rows.append(inbound)  # a host that starts sessions from the queue's head
         if inbound is None and result.drained:
@@ -710,6 +791,12 @@ class Session:
         state = self.thread.execution_state.model_copy(deep=True)
         for side, count in p.side_turns.items():
             state.turns[side] = state.turns.get(side, 0) + count
+        if self.agent.spec == SPEC_0_2:
+            state.exchanges = (
+                {}
+                if p.stop_reason in EXCHANGES_RESET
+                else {s: state.exchanges.get(s, 0) + self._session_turns(s) for s in ("a", "b")}
+            )
         state.last_session_id, state.last_stop_reason = p.session_id, p.stop_reason
         state.last_stopped_by = p.stopped_by
         ending = Batch(progress=p, thread=ThreadUpdate(execution_state=state))
@@ -718,6 +805,9 @@ class Session:
         self.control.abort_signal.set()
         self.recorder.emit(telemetry("stopped", reason=outcome.reason, side=p.side))
         return result_of(self.thread.id, p, final_text(self.transcript, p.side))
+
+    def _session_turns(self, side: Side) -> int:
+        return self.progress.side_turns.get(side, 0) + self.progress.human_turns.get(side, 0)
 
     def _hooks_now(self) -> HookRunner | None:
         prompt = self.control.prompt_name

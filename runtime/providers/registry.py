@@ -144,7 +144,12 @@ def _factory(
         key = key_resolver(
             provider, env_lookup, environ, base_url=model.base_url, key_rule=key_rule
         )
-        return chosen.for_model(model, client=client, api_key=key, **options)
+        caps = model.capabilities
+        # A model that says supportsStreaming: false is asked for one whole reply (spec 0.2.0).
+        wanted = (
+            {**options, "stream": False} if caps and caps.supports_streaming is False else options
+        )
+        return chosen.for_model(model, client=client, api_key=key, **wanted)
 
     return build
 

@@ -31,6 +31,7 @@ step meets the same scripted responses as an uninterrupted one.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -40,7 +41,14 @@ from runtime.core.messages import Message, new_id
 from runtime.core.progress import SessionProgress
 from runtime.core.spec import ModelDefinition
 from runtime.deps import Deps
-from runtime.providers.base import ImageDelta, Provider, ProviderError, ProviderRequest
+from runtime.providers.adapter import joined_text
+from runtime.providers.base import (
+    CONTEXT_TOO_LONG,
+    ImageDelta,
+    Provider,
+    ProviderError,
+    ProviderRequest,
+)
 from runtime.providers.errors import PartialResponseError
 from runtime.providers.retry import (
     AttemptContext,
@@ -54,6 +62,7 @@ from runtime.providers.retry import (
     next_rung,
     run_with_fallbacks,
 )
+from runtime.providers.test_provider import estimate_tokens
 from runtime.step.llm import (
     LLMReply,
     OnImage,
@@ -107,8 +116,28 @@ class LadderOutcome:
 
 
 def tools_allowed(model: ModelDefinition) -> bool:
-    """Whether a model takes tools (its capabilities do not say it cannot)."""
-    return model.capabilities is None or model.capabilities.function_calling is not False
+    """Whether a model takes tools (its capabilities do not say ``supportsToolCalls: false``,
+    0.1.0: ``functionCalling: false``)."""
+    return model.capabilities is None or model.capabilities.tool_calls is not False
+
+
+def over_context(model: ModelDefinition, request: ProviderRequest) -> ProviderError | None:
+    """The error of a request larger than the model's ``maxContextTokens`` says it takes
+    (spec 0.2.0), estimated at four characters a token before it is sent: not retried, so
+    the next fallback, if any, answers instead."""
+    limit = model.capabilities.max_context_tokens if model.capabilities else None
+    if limit is None:
+        return None
+    texts = [request.system, *(joined_text(m.get("content")) for m in request.messages)]
+    texts += [json.dumps(t.parameters) + t.name + t.description for t in request.tools]
+    size = sum(estimate_tokens(text) for text in texts) + (request.max_output_tokens or 0)
+    if size <= limit:
+        return None
+    return ProviderError(
+        f"The request (about {size} tokens with the reply) is more than model "
+        f"'{model.name}' takes (maxContextTokens {limit}); it was not sent.",
+        CONTEXT_TOO_LONG,
+    )
 
 
 class AttemptLadder:
@@ -196,6 +225,9 @@ class AttemptLadder:
             if frame is not None:
                 self.recorder.emit(frame)
 
+        too_long = over_context(ctx.model, self.current.request)
+        if too_long is not None:
+            raise too_long
         try:
             return await run_attempt(
                 provider, self.current.request, on_text, on_reasoning, on_image, on_provider_tool

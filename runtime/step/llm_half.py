@@ -156,6 +156,7 @@ class Stepper:
         never use), and the images it can take (placeholders without vision, downsampled
         to its vendor's limits)."""
         replays = self.deps.providers.replays(model)
+        caps = model.capabilities
         return replace(
             request,
             messages=await fit_for_model(request.messages, model),
@@ -163,6 +164,8 @@ class Stepper:
             model_name=model.name,
             tools=[t.schema for t in scope.tools.values()] if tools_allowed(model) else [],
             sequence=await self._sequence(scope.thread.id, model.name) if replays else None,
+            # The model's ``maxOutputTokens`` caps each reply it gives (spec 0.2.0).
+            max_output_tokens=caps.max_output_tokens if caps else None,
         )
 
     def _env(self, scope: Scope) -> EnvLookup:

@@ -189,8 +189,9 @@ async def resolve_attachments(
 
 
 def supports_vision(model: ModelDefinition) -> bool:
-    """Images are sent unless the model's capabilities say ``vision: false`` (the reference)."""
-    return not (model.capabilities is not None and model.capabilities.vision is False)
+    """Images are sent unless the model's capabilities say ``supportsImages: false`` (0.1.0:
+    ``vision: false``), as the reference decides."""
+    return not (model.capabilities is not None and model.capabilities.images is False)
 
 
 def vision_placeholder(part: dict[str, Any]) -> str:

@@ -326,9 +326,9 @@ class MemoryStore:
 
     def _definition_env(self, agent_name: str, prompt: str | None, name: str) -> EnvEntry | None:
         agent = self._agents.get(agent_name)
-        if agent and agent.tenvs and agent.tenvs.get(name) is not None:
-            return EnvEntry(str(agent.tenvs[name]), "secret", "agent")
-        definition = self._prompts.get(prompt or (agent.side_a.prompt if agent else ""))
+        if agent and agent.env and agent.env.get(name) is not None:
+            return EnvEntry(str(agent.env[name]), "secret", "agent")
+        definition = self._prompts.get(prompt or (agent.main_prompt() if agent else ""))
         if definition and definition.env and definition.env.get(name) is not None:
             return EnvEntry(str(definition.env[name]), "secret", "prompt")
         return None
@@ -344,7 +344,7 @@ class MemoryStore:
             for name, (value, kind) in env.items()
             if kind == "secret"
         ]
-        envs = [a.tenvs for a in self._agents.values()] + [p.env for p in self._prompts.values()]
+        envs = [a.env for a in self._agents.values()] + [p.env for p in self._prompts.values()]
         for env in envs:
             pairs += [("", str(value)) for value in (env or {}).values() if value is not None]
         return pairs

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from runtime.core.spec import PromptIncludePart
+from runtime.core.spec import PromptIncludePart, PromptVariable
 
 if TYPE_CHECKING:
     from runtime.core.spec import AgentDefinition, PromptDefinition
@@ -169,6 +169,7 @@ class EnvNeed:
     tool: str
     prompt: str
     via_agent: str | None = None  # set when reached through an agent used as a tool
+    declared_by: str = "tool"  # "prompt": the prompt's own ``variables`` (spec 0.2.0)
 
 
 class DeclaringTool(Protocol):
@@ -196,7 +197,7 @@ async def needed_env(
     seen: set[tuple[str, frozenset[str]]] = set()
     empty: frozenset[str] = frozenset()
     todo: list[tuple[str, str | None, frozenset[str]]] = [
-        (s.prompt, None, empty) for s in agent.sides().values()
+        (prompt, None, empty) for prompt in agent.side_prompts()
     ]
     while todo:
         name, via, given = todo.pop()
@@ -207,6 +208,11 @@ async def needed_env(
         if prompt is None:
             continue
         todo += [(p, via, given) for p in _includes(prompt)]
+        needs += [
+            EnvNeed(_declared(v), name, name, via, "prompt")
+            for v in prompt.variables or []
+            if v.name not in given
+        ]
         for entry in prompt.tools or []:
             if not isinstance(entry, str) and entry.optional:
                 continue  # behind an optional gate: absent unless its env enables it
@@ -221,8 +227,14 @@ async def needed_env(
                 todo.append((tool, via, passed))
             elif tool not in seen_agents and (child := await defs.find_agent(tool)):
                 seen_agents.add(tool)
-                todo += [(s.prompt, via or tool, passed) for s in child.sides().values()]
+                todo += [(p, via or tool, passed) for p in child.side_prompts()]
     return needs
+
+
+def _declared(variable: PromptVariable) -> VariableDefinition:
+    return VariableDefinition(
+        variable.name, variable.type, variable.required, variable.description, variable.scoped
+    )
 
 
 def _includes(prompt: PromptDefinition) -> list[str]:
@@ -248,5 +260,5 @@ async def missing_required(store: Store, thread_id: str, needs: list[EnvNeed]) -
 
 def missing_env_message(missing: list[EnvNeed]) -> str:
     """``Missing required env value "X" (needed by tool "t")``, one clause per value."""
-    parts = [f'"{m.variable.name}" (needed by tool "{m.tool}")' for m in missing]
+    parts = [f'"{m.variable.name}" (needed by {m.declared_by} "{m.tool}")' for m in missing]
     return "Missing required env value" + ("s " if len(parts) > 1 else " ") + ", ".join(parts)

@@ -165,7 +165,7 @@ async def resolve(
 async def _agent_tool(
     defs: DefinitionLoader, agent: AgentDefinition, entry: ToolConfig
 ) -> OfferedTool | None:
-    first = await defs.find_prompt(agent.side_a.prompt)
+    first = await defs.find_prompt(agent.main_prompt())
     title = agent.title or agent.name
     subagent = entry.blocking is not None
     if agent.expose_as_tool or subagent:

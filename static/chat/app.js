@@ -223,8 +223,9 @@ async function loadAgents() {
     showError('No agents are available yet. Ask an administrator to create one in the studio.');
     return;
   }
+  // Agents with primary: false (spec 0.2.0) are reached through other agents, not picked.
   select.replaceChildren(
-    ...page.agents.map((a) => {
+    ...page.agents.filter((a) => a.primary !== false).map((a) => {
       const option = document.createElement('option');
       option.value = a.name;
       option.textContent = a.type === 'dual_ai' ? `${a.title} (two AIs)` : a.title;
@@ -284,7 +285,9 @@ async function send() {
       await startThread();
       startedHere = true;
     }
-    const json = { role: 'user', content };
+    // A person on side A (spec 0.2.0) writes as side A, whose stored role is "assistant".
+    const role = page.agent?.side_a_backing === 'human' ? 'assistant' : 'user';
+    const json = { role, content };
     if (files.length) json.attachments = files.map(({ name, mimeType, data }) => ({ name, mimeType, data }));
     input.value = '';
     page.pendingFiles = [];

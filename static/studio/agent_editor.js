@@ -1,5 +1,5 @@
-// Agent editor: the Side B section only matters for AI <-> AI agents, so it is hidden while
-// Type is "AI <-> human" (unless it holds an error the person must see). Each side's stop
+// Agent editor: the Side B section only matters when side B is an AI (AI <-> AI agents, or
+// the person on side A), so it is hidden otherwise (unless it holds an error to see). Each side's stop
 // tool and end-session tool are suggested from the tools that side's prompt really has.
 (function () {
   "use strict";
@@ -51,15 +51,19 @@
   }
   function start() {
     const type = document.getElementById("id_type");
+    const person = document.getElementById("id_human_side");
     const prompt = document.getElementById("id_side_b_prompt");
     if (type && prompt) {
       const section = prompt.closest("fieldset");
       if (section) {
+        // Side B is an AI in AI <-> AI agents and when the person is side A (spec 0.2.0).
         const sync = function () {
           const hasError = section.querySelector(".errorlist") !== null;
-          section.hidden = type.value !== "dual_ai" && !hasError;
+          const personFirst = person !== null && person.value === "a";
+          section.hidden = type.value !== "dual_ai" && !personFirst && !hasError;
         };
         type.addEventListener("change", sync);
+        if (person) person.addEventListener("change", sync);
         sync();
       }
     }

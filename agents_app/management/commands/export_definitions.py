@@ -6,12 +6,14 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents_app.services.definition_files import DefinitionFilesInvalid, definitions_export
+from runtime.core.spec import SPEC_0_2, SPEC_VERSIONS
 
 
 class Command(BaseCommand):
     help = (
-        "Export every agent, prompt and model to DIR/{models,prompts,agents}/<name>.json. "
-        "Only those files are written; secret env values are written as null."
+        "Export every agent, prompt and model to DIR/{models,prompts,agents}/<name>.json, "
+        "written for spec 0.2.0 (--spec 0.1.0 for the older shape). Only those files are "
+        "written; secret env values are written as null."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -21,10 +23,19 @@ class Command(BaseCommand):
             action="store_true",
             help="Also write every saved version to DIR/.history/<kind>/<name>.json.",
         )
+        parser.add_argument(
+            "--spec",
+            choices=SPEC_VERSIONS,
+            default=SPEC_0_2,
+            help="The spec generation to write (default 0.2.0). A definition the chosen one "
+            "cannot express is refused with the reason, and nothing is written.",
+        )
 
     def handle(self, *args: Any, directory: Path, **options: Any) -> None:
         try:
-            report = definitions_export(directory=directory, history=options["history"])
+            report = definitions_export(
+                directory=directory, history=options["history"], spec=options["spec"]
+            )
         except DefinitionFilesInvalid as exc:
             for line in exc.errors:
                 self.stderr.write(line)
@@ -40,7 +51,8 @@ class Command(BaseCommand):
         total = len(report.created) + len(report.updated) + len(report.unchanged)
         self.stdout.write(
             self.style.SUCCESS(
-                f"Exported {total} definitions to {directory}: {len(report.created)} created, "
+                f"Exported {total} definitions (spec {options['spec']}) to {directory}: "
+                f"{len(report.created)} created, "
                 f"{len(report.updated)} updated, {len(report.unchanged)} unchanged."
             )
         )

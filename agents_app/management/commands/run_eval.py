@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -13,14 +14,15 @@ from agents_app.bridge import async_commit
 from agents_app.errors import DomainError
 from agents_app.models import EvalRun, ThreadSession
 from agents_app.orchestration.eval_runs import advance, run_start
-from agents_app.services import evals
+from agents_app.services import eval_files, evals
+from agents_app.templatetags.people_format import money_fine
 from studio.event_loop import new_loop
 
 
 def _version(text: str) -> tuple[str, int]:
     key, _, number = text.partition("=")
     if not key or not number.isdigit():
-        raise CommandError(f"--pin takes KIND/NAME=NUMBER (prompts/support-prompt=4), not {text!r}")
+        raise CommandError(f"--pin takes NAME=NUMBER (support-prompt=4), not {text!r}")
     return key, int(number)
 
 
@@ -38,14 +40,23 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dataset", required=True)
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--dataset", help="the name of a dataset stored in the studio")
+        source.add_argument(
+            "--dataset-file",
+            type=Path,
+            metavar="FILE",
+            help="a dataset file (JSON, docs/observability.md): imported first, so a fresh "
+            "database and a repository are enough",
+        )
         parser.add_argument("--agent", required=True)
         parser.add_argument(
             "--pin",
             action="append",
             default=[],
-            metavar="KIND/NAME=N",
-            help="a definition version to run on, e.g. prompts/support-prompt=4 (repeat; the rest: newest)",
+            metavar="NAME=N",
+            help="a definition version to run on, e.g. support-prompt=4 or "
+            "prompts/support-prompt=4 (repeat; the rest: newest)",
         )
         parser.add_argument("--concurrency", type=int, default=4)
         parser.add_argument("--threshold", type=float, default=1.0, help="0 to 1 (default 1: all)")
@@ -67,9 +78,10 @@ class Command(BaseCommand):
         if not 0 <= options["threshold"] <= 1:
             raise CommandError("--threshold must be from 0 to 1")
         versions = dict(_version(v) for v in options["pin"])
+        dataset = options["dataset"] or self._import(options["dataset_file"])
         try:
             run = run_start(
-                dataset=options["dataset"],
+                dataset=dataset,
                 agent=options["agent"],
                 user=None,
                 versions=versions,
@@ -94,6 +106,17 @@ class Command(BaseCommand):
             else:
                 time.sleep(0.5)  # the workers run the sessions; look again shortly
         self._report(run, options["threshold"])
+
+    def _import(self, file: Path) -> str:
+        """The dataset file, read into the database; the dataset's name."""
+        try:
+            dataset, counts = eval_files.import_text(file.read_bytes())
+        except OSError as exc:
+            raise CommandError(f"Cannot read {file}: {exc.strerror}") from None
+        except DomainError as exc:
+            raise CommandError(f"{file}: {exc.message}") from None
+        self.stdout.write(f"Dataset {dataset.name} from {file}: {eval_files.counts_text(counts)}")
+        return dataset.name
 
     def _run_sessions_here(self, run: EvalRun) -> None:
         """No executor configured: run the run's queued sessions in this process, on one
@@ -123,7 +146,7 @@ class Command(BaseCommand):
         done = summary["done"] or 0
         rate = summary["pass_rate"] or 0.0
         line = (
-            f"{summary['passed']}/{summary['cases']} passed ({rate:.0%}), cost ${summary['cost']:.6f}"
+            f"{summary['passed']}/{summary['cases']} passed ({rate:.0%}), cost {money_fine(summary['cost'])}"
             f", threshold {threshold:.0%}"
         )
         if run.status == EvalRun.Status.CANCELLED or done < summary["cases"] or rate < threshold:

@@ -108,7 +108,7 @@ def test_the_studio_creates_a_trigger_shows_its_url_once_and_revokes_it(
         "template": "Order {{ id }}",
     }
     refused = admin_client.post(add, {**form, "secret_env": "NO_SUCH_SECRET"})
-    assert "no env value named NO_SUCH_SECRET" in refused.content.decode()
+    assert "There is no secret named NO_SUCH_SECRET" in refused.content.decode()
     assert not Trigger.objects.exists()
     created = admin_client.post(add, {**form, "secret_env": ""}, follow=True).content.decode()
     found = re.search(r"/api/inbound/(trg_[A-Za-z0-9_\-]+)", created)

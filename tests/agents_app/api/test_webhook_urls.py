@@ -94,7 +94,7 @@ def test_a_refused_webhook_url_is_a_form_error_in_the_studio(
     """The API's sentence, on the form's URL field (Django's own check said only "Enter a
     valid URL." or let the URL through)."""
     data = fill(
-        read_form(admin_client, ADD), url=url, secret_env="HOOK_SECRET", events='["session.failed"]'
+        read_form(admin_client, ADD), url=url, secret_env="HOOK_SECRET", events=["session.failed"]
     )
     response = post(admin_client, ADD, data)
     assert response.status_code == 200, response.status_code  # the form again, not a 500

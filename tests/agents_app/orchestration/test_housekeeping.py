@@ -31,7 +31,7 @@ def test_the_purge_task_deletes_expired_tickets_and_the_session_sweep_does_not(
     recent = _ticket(alice, expired_minutes_ago=1)
     assert sessions_sweep() == []
     assert WebSocketTicket.objects.count() == 2  # the session sweep only sweeps sessions
-    assert tasks.purge_expired() == {"tickets": 1, "idempotency_keys": 0}
+    assert tasks.purge_expired() == {"tickets": 1, "idempotency_keys": 0, "audit_events": 0}
     assert [str(pk) for pk in WebSocketTicket.objects.values_list("pk", flat=True)] == [recent]
 
 

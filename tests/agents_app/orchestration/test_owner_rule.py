@@ -529,6 +529,7 @@ def test_the_migration_encrypts_the_env_values_of_existing_schedules() -> None:
 
     define_agent("helper")
     owner = _ann()
+    agent_id = Agent.objects.get(name="helper").pk  # read with today's model, before going back
     call_command("migrate", "agents_app", "0019", verbosity=0)
     try:
         with connection.cursor() as cursor:
@@ -543,7 +544,7 @@ def test_the_migration_encrypts_the_env_values_of_existing_schedules() -> None:
                     json.dumps({"OLD_TOKEN": "old-planted-value"}),
                     datetime.now(UTC),
                     datetime.now(UTC),
-                    Agent.objects.get(name="helper").pk,
+                    agent_id,
                     owner.pk,
                 ],
             )

@@ -200,7 +200,7 @@ def test_the_studio_shows_the_next_five_runs_before_saving(admin_client: Any) ->
     first = admin_client.post("/admin/agents_app/schedule/add/", form)
     assert first.status_code == 200 and not Schedule.objects.exists()
     page = first.content.decode()
-    assert page.count("09:00:00 CE") == 5 and "Save again to confirm" in page
+    assert page.count("09:00</li>") == 5 and "save again" in page
     previewed = first.context["adminform"].form.data["previewed"]
     saved = admin_client.post("/admin/agents_app/schedule/add/", {**form, "previewed": previewed})
     assert saved.status_code == 302, saved.content.decode()[-2000:]

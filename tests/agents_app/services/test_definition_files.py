@@ -254,7 +254,8 @@ def test_rich_definitions_round_trip_through_files(tmp_path: Path) -> None:
 
 def test_export_holds_every_field_as_the_spec_writes_it(tmp_path: Path) -> None:
     run("import_definitions", str(write_tree(tmp_path / "src", RICH)))
-    run("export_definitions", str(tmp_path / "out"))
+    # RICH is written for spec 0.1.0; export writes 0.2.0 unless asked (issue #54).
+    run("export_definitions", "--spec", "0.1.0", str(tmp_path / "out"))
     for rel, expected in RICH.items():
         assert json.loads((tmp_path / "out" / rel).read_text()) == expected, rel
 
@@ -272,8 +273,8 @@ def test_demo_round_trips(tmp_path: Path) -> None:
 
 def test_export_is_pretty_stable_json_with_a_trailing_newline(tmp_path: Path) -> None:
     run("import_definitions", str(write_tree(tmp_path / "src", RICH)))
-    run("export_definitions", str(tmp_path / "a"))
-    run("export_definitions", str(tmp_path / "b"))
+    run("export_definitions", "--spec", "0.1.0", str(tmp_path / "a"))
+    run("export_definitions", "--spec", "0.1.0", str(tmp_path / "b"))
     assert read_tree(tmp_path / "a") == read_tree(tmp_path / "b")
     text = (tmp_path / "a" / "agents" / "plain_agent.json").read_text()
     assert text == (
@@ -324,7 +325,7 @@ def test_secret_env_values_are_exported_as_null_and_null_keeps_them(tmp_path: Pa
         "agents/plain_agent.json": {**RICH["agents/plain_agent.json"], "tenvs": {"TIER": "gold"}},
     }
     run("import_definitions", str(write_tree(tmp_path / "src", files)))
-    run("export_definitions", str(tmp_path / "out"))
+    run("export_definitions", "--spec", "0.1.0", str(tmp_path / "out"))
     exported = read_tree(tmp_path / "out")
     assert "s3cret" not in "".join(exported.values())
     assert "gold" not in "".join(exported.values())

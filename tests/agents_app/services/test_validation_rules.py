@@ -270,8 +270,9 @@ def test_side_prompt_must_exist(db: Any) -> None:
 
 
 def test_side_b_of_an_ai_human_agent_is_refused() -> None:
-    # Side B of an ai_human agent was stored and never read (issue #38 item 5).
-    assert errors("agents", agent(sideB={"prompt": "nope"})) == {
+    # Side B of an ai_human agent was stored and never read (issue #38 item 5). Typed: a
+    # side B without ``type`` is spec 0.2.0's second AI (issue #54).
+    assert errors("agents", agent(type="ai_human", sideB={"prompt": "nope"})) == {
         "sideB": "Side B applies only to dual_ai agents (in an ai_human agent side B is the "
         "person); remove it, or set type to dual_ai."
     }

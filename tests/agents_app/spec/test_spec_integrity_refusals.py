@@ -146,6 +146,8 @@ def test_spec_item5_included_providers_refused_on_a_non_openrouter_model(tmp_pat
 def test_spec_item5_max_session_turns_and_side_b_refused_on_ai_human(tmp_path: Path) -> None:
     agent = {
         "name": "a",
+        # Typed: without ``type`` these sides are spec 0.2.0's two AIs (issue #54).
+        "type": "ai_human",
         "sideA": {"prompt": "p"},
         "sideB": {"prompt": "p"},
         "maxSessionTurns": 4,

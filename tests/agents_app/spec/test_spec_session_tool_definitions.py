@@ -67,7 +67,8 @@ def test_spec_session_tools_and_subagent_options_import_store_and_export(tmp_pat
     )
     side = agent_definition(Agent.objects.get(name="child")).side_a
     assert side.session_stop is not None and side.session_stop.attachments_property == "files"
-    run("export_definitions", str(tmp_path / "out"))
+    # The files are written for spec 0.1.0; export writes 0.2.0 unless asked (issue #54).
+    run("export_definitions", "--spec", "0.1.0", str(tmp_path / "out"))
     for rel in ("agents/child.json", "prompts/parent_prompt.json"):
         assert json.loads((tmp_path / "out" / rel).read_text()) == TREE[rel], rel
 

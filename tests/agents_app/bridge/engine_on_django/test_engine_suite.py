@@ -4,6 +4,7 @@
 # Provider-run tools over the real adapters (the vendor is a replay server on 127.0.0.1).
 from tests.runtime.core.test_env_refs import *  # noqa: F403
 from tests.runtime.core.test_redaction_gaps import *  # noqa: F403
+from tests.runtime.definitions.test_spec_0_2_0_definitions import *  # noqa: F403
 from tests.runtime.delegation.test_spec_agents_as_tools import *  # noqa: F403
 from tests.runtime.delegation.test_spec_subagents import *  # noqa: F403
 from tests.runtime.loop.test_spec_stop_conditions import *  # noqa: F403
