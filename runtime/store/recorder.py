@@ -261,6 +261,11 @@ class Recorder:
         merged = Batch()
         for part in parts:
             merged = merged.merge(part.batch)
+        # A failed step's detail may quote a vendor's error, which may quote the refused key:
+        # the session row keeps it redacted like every stored text.
+        progress = merged.progress
+        if progress is not None and progress.stop_detail and self.redactor:
+            progress.stop_detail = self.redactor.text(progress.stop_detail)
         commit = Commit(
             messages=messages,
             logs=logs,

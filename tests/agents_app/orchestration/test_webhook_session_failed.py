@@ -92,7 +92,11 @@ def test_a_session_whose_model_request_failed_sends_its_reason_in_session_failed
 
     _run_session(session)
 
-    assert ThreadSession.objects.get(pk=session.pk).status == "failed"
+    row = ThreadSession.objects.get(pk=session.pk)
+    assert row.status == "failed"
+    # The session row keeps the failure's detail redacted too (its progress and its error).
+    assert "[REDACTED" in json.dumps(row.progress) and PLANTED not in json.dumps(row.progress)
+    assert PLANTED not in row.error
     deadline = time.monotonic() + 30  # the delivery is sent by a thread after the commit
     while not receiver.bodies:
         assert time.monotonic() < deadline, WebhookDelivery.objects.values("status", "error")
