@@ -68,22 +68,12 @@ def test_the_sessions_sweep_expires_tool_waits_in_both_modes(settings: Any) -> N
     )
     assert periodic.SESSIONS["agents_app.sweep_sessions"] is periodic.sessions_tick
     settings.STUDIO_SESSION_SWEEP_SECONDS = 0.05
-    loop = asyncio.new_event_loop()
-    runner = threading.Thread(target=loop.run_forever, daemon=True)
-    runner.start()
-    sweep = asyncio.run_coroutine_threadsafe(executor._sweep_forever(executor.inprocess), loop)
-    try:
-        for _ in range(200):
-            row.refresh_from_db()
-            if waits.decision_of(row) is not None:
-                break
-            threading.Event().wait(0.05)
-    finally:
-        sweep.cancel()
-        with contextlib.suppress(BaseException):  # cancelled, as asked
-            sweep.result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        runner.join(10)
+
+    def expired() -> bool:
+        row.refresh_from_db()
+        return waits.decision_of(row) is not None
+
+    _run_until(executor._sweep_forever(executor.inprocess), expired)
     assert waits.decision_of(row) == waits.expired(), "the in-process sweep left the wait"
 
 
@@ -95,20 +85,31 @@ def test_the_embedded_loop_applies_retention(settings: Any) -> None:
     agent = make_agent()
     old = make_threads(agent, 2, idle_days=90)
     recent = make_threads(agent, 1, idle_days=1)
-    loop = asyncio.new_event_loop()
-    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    gone = lambda: not Thread.objects.filter(pk__in=[t.pk for t in old]).exists()  # noqa: E731
+    _run_until(embedded_automation.run_forever(), gone)
+    assert not Thread.objects.filter(pk__in=[t.pk for t in old]).exists()
+    assert Thread.objects.filter(pk=recent[0].pk).exists()
+
+
+def _run_until(sweeps: Any, done: Any, bound: float = 10.0) -> None:
+    """Run ``sweeps`` on a loop of its own until ``done()`` holds (or ``bound`` seconds, a
+    bound on waiting, not a timing requirement), then cancel it and let it finish."""
+    stop = threading.Event()
+
+    async def run() -> None:
+        task = asyncio.ensure_future(sweeps)
+        await asyncio.to_thread(stop.wait, bound + 5)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    runner = threading.Thread(target=lambda: asyncio.run(run()), name="periodic-test")
     runner.start()
-    running = asyncio.run_coroutine_threadsafe(embedded_automation.run_forever(), loop)
     try:
-        for _ in range(200):
-            if not Thread.objects.filter(pk__in=[t.pk for t in old]).exists():
+        for _ in range(int(bound / 0.05)):
+            if done():
                 break
             threading.Event().wait(0.05)
     finally:
-        running.cancel()
-        with contextlib.suppress(BaseException):  # cancelled, as asked
-            running.result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        runner.join(10)
-    assert not Thread.objects.filter(pk__in=[t.pk for t in old]).exists()
-    assert Thread.objects.filter(pk=recent[0].pk).exists()
+        stop.set()
+        runner.join(bound)
