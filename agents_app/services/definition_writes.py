@@ -48,6 +48,23 @@ _READ_ONLY: dict[str, set[str]] = {
 _SIDE_RENAMES = {"agent_prompt": "prompt", "agent_prompt_name": "prompt"}
 
 
+def _refuse_parent_hooks(body: dict[str, Any]) -> None:
+    """The listing sends ``parentHooks: []`` and a studio echoes it back (dropped as a listing
+    field); a non-empty one asks for something we do not run, so it is refused, never
+    dropped (spec 0.2.0 row A7)."""
+    for key in ("parentHooks", "parent_hooks"):
+        if body.get(key):
+            raise DefinitionRejected(
+                [
+                    DefinitionError(
+                        key,
+                        "parent hooks (a child agent's hooks run on its parents' sides) are "
+                        "not supported yet: send an empty list",
+                    )
+                ]
+            )
+
+
 class DefinitionRejected(Exception):
     """Validation failed; ``field_errors`` maps a field path to its message."""
 
@@ -104,6 +121,8 @@ def current_definition(kind: Kind, name: str) -> dict[str, Any]:
 
 
 def _from_body(kind: Kind, body: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    if kind == "agents":
+        _refuse_parent_hooks(body)
     # ``{"definition": {...}}`` alone is our camelCase form. A studio page sends back the
     # whole GET shape, ``definition`` included: its snake_case fields carry the edits then.
     edits = set(body) - _READ_ONLY[kind] - {"name"}

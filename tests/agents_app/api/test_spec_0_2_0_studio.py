@@ -270,3 +270,19 @@ def test_B1_the_reference_prompt_editor_reads_and_writes_variables(
     assert saved.status_code == 200, saved.content
     assert saved.json()["prompt"]["variables"] == declared
     assert Prompt.objects.get(name="p").variables == declared
+
+
+def test_A7_parent_hooks_are_refused_not_dropped(as_: Any, ops: Any, prompt: Prompt) -> None:
+    """The listing sends ``parentHooks: []`` and an editor echoes it (accepted); hooks asked
+    for are something we do not run yet: refused with a sentence naming the field."""
+    client = as_(ops)
+    body = {"name": "child", "side_a_agent_prompt": "p", "parent_hooks": []}
+    assert client.post_json("/api/agents", body).status_code == 201
+    hooks = [{"hook": "redact_pii", "reason": "The parent must redact.", "stage": "before_parent"}]
+    for key in ("parentHooks", "parent_hooks"):
+        refused = client.put(
+            "/api/agents/child", {**body, key: hooks}, content_type="application/json"
+        )
+        assert refused.status_code == 400, refused.content
+        assert "parent hooks" in refused.content.decode() and key in refused.content.decode()
+    assert Agent.objects.filter(name="child").count() == 1
