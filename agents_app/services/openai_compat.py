@@ -426,15 +426,9 @@ def _chat_content(value: Any, param: str, files: _Files) -> tuple[str, list[NewA
         return "", []
     if isinstance(value, str):
         return _text(value, param), []
-    if not isinstance(value, list):
-        raise invalid(f"{param}: expected a string or a list of content parts", param)
-    if len(value) > MAX_PARTS:
-        raise invalid(f"{param}: at most {MAX_PARTS} parts", param)
     texts: list[str] = []
     attachments: list[NewAttachment] = []
-    for index, raw in enumerate(value):
-        where = f"{param}.{index}"
-        part = _object(raw, where)
+    for where, part in _parts(value, param):
         kind = part.get("type")
         if kind == "text":
             texts.append(_text(part.get("text"), f"{where}.text"))
@@ -452,6 +446,16 @@ def _chat_content(value: Any, param: str, files: _Files) -> tuple[str, list[NewA
                 f"{where}.type",
             )
     return _joined(texts, param), attachments
+
+
+def _parts(value: Any, param: str) -> list[tuple[str, dict[str, Any]]]:
+    """A content list's parts with their places (``messages.0.content.1``), checked to be a
+    list of at most ``MAX_PARTS`` objects: the prelude of both APIs' content parsers."""
+    if not isinstance(value, list):
+        raise invalid(f"{param}: expected a string or a list of content parts", param)
+    if len(value) > MAX_PARTS:
+        raise invalid(f"{param}: at most {MAX_PARTS} parts", param)
+    return [(f"{param}.{i}", _object(raw, f"{param}.{i}")) for i, raw in enumerate(value)]
 
 
 def _joined(texts: list[str], param: str) -> str:
@@ -577,15 +581,9 @@ def _input_item(raw: Any, param: str, files: _Files) -> Said:
 def _input_content(value: Any, param: str, files: _Files) -> tuple[str, list[NewAttachment]]:
     if isinstance(value, str):
         return _text(value, param), []
-    if not isinstance(value, list):
-        raise invalid(f"{param}: expected a string or a list of content parts", param)
-    if len(value) > MAX_PARTS:
-        raise invalid(f"{param}: at most {MAX_PARTS} parts", param)
     texts: list[str] = []
     attachments: list[NewAttachment] = []
-    for index, raw in enumerate(value):
-        where = f"{param}.{index}"
-        part = _object(raw, where)
+    for where, part in _parts(value, param):
         kind = part.get("type")
         if kind in _INPUT_TEXT:
             texts.append(_text(part.get("text"), f"{where}.text"))
