@@ -14,13 +14,14 @@ class AgentsAppConfig(AppConfig):
 
         from agents_app import checks  # noqa: F401  (registers the start-up checks)
         from agents_app.db import message_counts
-        from agents_app.services import offboarding, socket_credentials
+        from agents_app.services.access import socket_credentials
+        from agents_app.services.automation import offboarding
 
         self._install_session_starter()
         self._configure_egress()
         # Traces, when the operator points OTEL_EXPORTER_OTLP_ENDPOINT somewhere: before the
         # first request builds the middleware chain, so the Django instrumentation is in it.
-        from agents_app import telemetry
+        from agents_app.base import telemetry
 
         telemetry.configure()
         post_migrate.connect(
@@ -40,7 +41,7 @@ class AgentsAppConfig(AppConfig):
             dispatch_uid="agents_app.offboarding",
         )
         # The audit log: every change to configuration, access and accounts (docs/identity.md).
-        from agents_app.services import audit
+        from agents_app.services.access import audit
 
         audit.connect()
 
@@ -59,8 +60,8 @@ class AgentsAppConfig(AppConfig):
 
     @staticmethod
     def _install_session_starter() -> None:
-        from agents_app import dispatch
+        from agents_app.base import dispatch
         from agents_app.orchestration import executor
 
-        # Services say which session should run; the executor runs it (agents_app/dispatch.py).
+        # Services say which session should run; the executor runs it (agents_app/base/dispatch.py).
         dispatch.install(executor.dispatch)

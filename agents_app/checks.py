@@ -10,7 +10,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 @register()
 def check_encryption_keyring(app_configs: Any = None, **kwargs: Any) -> list[Error]:
-    from agents_app.encryption import keyring
+    from agents_app.base.encryption import keyring
 
     try:
         keyring()
@@ -21,7 +21,7 @@ def check_encryption_keyring(app_configs: Any = None, **kwargs: Any) -> list[Err
 
 @register()
 def check_code_registry(app_configs: Any = None, **kwargs: Any) -> list[Error]:
-    from agents_app.code_registry import get_registry
+    from agents_app.base.code_registry import get_registry
     from runtime.tools.registry import RegistryError
 
     try:
@@ -41,7 +41,7 @@ def check_code_registry(app_configs: Any = None, **kwargs: Any) -> list[Error]:
 def check_fault_points(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     from django.conf import settings
 
-    from agents_app.faults import POINTS
+    from agents_app.base.faults import POINTS
 
     unknown = sorted(set(settings.STUDIO_FAULT_POINTS) - POINTS)
     if not unknown:
@@ -57,7 +57,7 @@ def check_fault_points(app_configs: Any = None, **kwargs: Any) -> list[Error]:
 
 @register()
 def check_retention_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
-    from agents_app.services.retention import policy_problems, settings_policy
+    from agents_app.services.operations.retention import policy_problems, settings_policy
 
     return [
         Error(

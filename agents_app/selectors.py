@@ -2,7 +2,7 @@
 
 The API, the consumers and the thread endpoints resolve every thread through
 ``access_thread``, so "who may see what" is decided here once, by the permission model in
-``agents_app.permissions``: a thread's owner may do anything with it; others need the
+``agents_app.base.permissions``: a thread's owner may do anything with it; others need the
 ``view``/``change``/``delete`` thread permission for the action (ownerless threads need it
 too). Being staff grants nothing by itself.
 """
@@ -30,10 +30,18 @@ from django.db.models import (
 )
 
 from agents_app import wire
+from agents_app.base.errors import THREAD_FORBIDDEN, Forbidden, NotFound
+from agents_app.base.permissions import (
+    AGENTS_VIEW,
+    ThreadAction,
+    may,
+    may_see_all_threads,
+    may_use_thread,
+    route_thread_action,
+)
 from agents_app.db import page_reads
 from agents_app.db.raw_sql import db_datetime, db_uuid, row_by_uuid
 from agents_app.db.thread_search import match_snippets, threads_matching
-from agents_app.errors import THREAD_FORBIDDEN, Forbidden, NotFound
 from agents_app.models import (
     Agent,
     EnvValue,
@@ -46,14 +54,7 @@ from agents_app.models import (
     ThreadSession,
     ThreadValue,
 )
-from agents_app.permissions import (
-    AGENTS_VIEW,
-    ThreadAction,
-    may,
-    may_see_all_threads,
-    may_use_thread,
-    route_thread_action,
-)
+from agents_app.models.timestamps import now_us
 from agents_app.reasoning import thread_shows_reasoning
 from runtime.core.messages import Message as EngineMessage
 
@@ -264,6 +265,8 @@ THREAD_ITEM_FIELDS = (
     "agent__description",
     "agent__icon",
     "agent__side_a_prompt_id",
+    "agent__side_a_handler",
+    "agent__side_b_handler",
     "origin_agent__name",
 )
 
@@ -494,7 +497,7 @@ class LogQuery:
     message_ids: list[str] | None = None
 
 
-# What the stop's tidy-up writes on a request a person stopped (services/sessions.py).
+# What the stop's tidy-up writes on a request a person stopped (services/sessions/lifecycle.py).
 STOPPED_LOG_TYPE = "stopped"
 
 
@@ -770,3 +773,24 @@ def thread_env_types(thread: Thread) -> dict[str, str]:
         .order_by("key")
         .values_list("key", "value_type")
     )
+
+
+def spend_since(start: datetime, *, threads_of: Q | None = None) -> Decimal:
+    """Total cost (USD) of the logs written since ``start`` (in the threads ``threads_of``
+    selects, e.g. ``Q(owner_id=…)``; all threads when ``None``).
+
+    Log has no index on ``created_at`` alone; its (thread, created_at) index serves this
+    instead. A log is written inside a session, and releasing a session stamps its
+    thread's ``last_activity_at`` (an indexed column), so every log since ``start``
+    belongs to a thread active since then or to a session still running.
+    """
+    threads = (
+        Thread.objects.filter(threads_of or Q())
+        .filter(Q(last_activity_at__gte=start) | Q(sessions__status__in=ACTIVE_SESSION))
+        .values("pk")
+    )
+    start_us = int(start.timestamp() * 1_000_000)
+    total = Log.objects.filter(
+        thread__in=threads, created_at__gte=start_us, created_at__lte=now_us()
+    ).aggregate(total=Sum("cost_total"))["total"]
+    return total or Decimal(0)

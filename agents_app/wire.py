@@ -12,8 +12,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from agents_app.base.icons import configured_origin, icon_url
 from agents_app.db import rows
-from agents_app.icons import configured_origin, icon_url
 from agents_app.models import (
     Agent,
     Log,
@@ -167,14 +167,19 @@ def message_frame(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def side_backings(agent: Agent) -> tuple[str, str]:
-    return _backings(agent.type, agent.side_a_human)
+    return _backings(agent.type, agent.side_a_human, (agent.side_a_handler, agent.side_b_handler))
 
 
-def _backings(kind: str, side_a_human: bool = False) -> tuple[str, str]:
-    """Who is on each side: a prompt or a person (spec 0.2.0 may put the person on side A)."""
+def _backings(
+    kind: str, side_a_human: bool = False, handlers: tuple[str, str] = ("", "")
+) -> tuple[str, str]:
+    """Who is on each side: a prompt, a person (spec 0.2.0 may put the person on side A) or
+    a handler (spec 0.2.0: code takes the side's turns)."""
     if side_a_human:
-        return "human", "prompt"
-    return "prompt", ("prompt" if kind == Agent.Type.DUAL_AI else "human")
+        a, b = "human", "prompt"
+    else:
+        a, b = "prompt", ("prompt" if kind == Agent.Type.DUAL_AI else "human")
+    return ("handler" if handlers[0] else a), ("handler" if handlers[1] else b)
 
 
 def agent_summary(agent: Agent, origin: str | None = None) -> dict[str, Any]:
@@ -186,6 +191,7 @@ def agent_summary(agent: Agent, origin: str | None = None) -> dict[str, Any]:
         agent.icon,
         origin,
         agent.side_a_human,
+        (agent.side_a_handler, agent.side_b_handler),
     )
 
 
@@ -197,8 +203,9 @@ def _agent_summary(
     icon: str,
     origin: str | None,
     side_a_human: bool = False,
+    handlers: tuple[str, str] = ("", ""),
 ) -> dict[str, Any]:
-    a, b = _backings(kind, side_a_human)
+    a, b = _backings(kind, side_a_human, handlers)
     return {
         "name": name,
         "title": title or name,
@@ -229,6 +236,8 @@ def thread_item(row: Thread, executing: bool, origin: str | None = None) -> dict
             "agent__description": agent.description,
             "agent__icon": agent.icon,
             "agent__side_a_prompt_id": agent.side_a_prompt_id,
+            "agent__side_a_handler": agent.side_a_handler,
+            "agent__side_b_handler": agent.side_b_handler,
             "origin_agent__name": row.origin_agent.name,
         },
         executing,
@@ -259,7 +268,8 @@ def thread_item_of_values(v: dict[str, Any], executing: bool, origin: str | None
             v["agent__description"],
             v["agent__icon"],
             origin,
-            v.get("agent__side_a_prompt_id", 0) is None,
+            v.get("agent__side_a_prompt_id", 0) is None and not v.get("agent__side_a_handler"),
+            (v.get("agent__side_a_handler") or "", v.get("agent__side_b_handler") or ""),
         ),
     }
 
@@ -298,8 +308,8 @@ def thread_detail(
             "side_b_label": agent.side_b_label or None,
             "side_a_agent_prompt": agent.side_a_prompt.name if agent.side_a_prompt else None,
             "side_b_agent_prompt": agent.side_b_prompt.name if agent.side_b_prompt else None,
-            "side_a_handler": None,
-            "side_b_handler": None,
+            "side_a_handler": agent.side_a_handler or None,
+            "side_b_handler": agent.side_b_handler or None,
             "feedback_reasons": list(agent.feedback_reasons),  # ours (docs/observability.md)
             "tool_activity": agent.tool_activity or None,  # ours (docs/chat.md)
         },

@@ -80,7 +80,7 @@ async def bench(
 
     from agents_app.bridge.store import DjangoStore
     from agents_app.broadcast.events import ChannelsSink, LiveSink
-    from agents_app.services.definition_saves import save_definitions
+    from agents_app.services.definitions.saves import save_definitions
     from runtime.engine import Engine
     from runtime.tools.registry import Registry
 

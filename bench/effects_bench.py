@@ -99,7 +99,7 @@ def seed(pending: int) -> str:
     from django.db import connection
 
     from agents_app.models import Agent, Thread
-    from agents_app.services.definition_saves import save_definitions
+    from agents_app.services.definitions.saves import save_definitions
     from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 
     model = ModelDefinition(name="bench-model", provider="test", model="x")
@@ -178,7 +178,7 @@ def explain(sql: str) -> str:
 def query_bench(thread_id: str, runs: int) -> None:
     from django.db import connection
 
-    from agents_app.services import effects as svc
+    from agents_app.services.sessions import effects as svc
 
     [exists_sql] = captured_sql(svc.effects_due_exist)
     claim_sqls = captured_sql(lambda: svc.effects_claim(owner="bench", limit=50))

@@ -125,7 +125,7 @@ def services_seconds() -> float:
 
 
 SEED = """
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(name="clocked", provider="test", model="clocked-{rate}x{tokens}")
 prompt = PromptDefinition(name="streamer-prompt", model="clocked", prompt="Stream.")

@@ -1,9 +1,9 @@
 """The public extension API: everything code in an agents folder imports.
 
-Tools, hooks, effects, thread endpoints and controllers written in Python import from here,
-and this module's names are a contract: the engine's packages may move (issue #53 moved
-them once and broke every agents folder), this module keeps the same names. The older
-paths (``runtime.registry``, ``runtime.controllers``, ``runtime.results``,
+Tools, hooks, effects, thread endpoints, controllers and side handlers written in Python
+import from here, and this module's names are a contract: the engine's packages may move
+(issue #53 moved them once and broke every agents folder), this module keeps the same
+names. The older paths (``runtime.registry``, ``runtime.controllers``, ``runtime.results``,
 ``runtime.memory_store``, from before the layout step) keep working with a
 ``DeprecationWarning``; ``runtime.tools.registry`` and ``runtime.tools.controllers``, which
 the docs named after it, keep working too. docs/writing-tools-hooks.md lists the names.
@@ -14,6 +14,7 @@ from __future__ import annotations
 from runtime.core.results import ToolResult, failure, success
 from runtime.state import EnvNotFound, ThreadState
 from runtime.tools.controllers import ControllerDefinition, define_controller
+from runtime.tools.handlers import HandlerDefinition, HandlerError, define_handler
 from runtime.tools.registry import (
     DefineToolOptions,
     DuplicateDefinitionError,
@@ -37,6 +38,8 @@ __all__ = [
     "EffectDefinition",
     "EndpointDefinition",
     "EnvNotFound",
+    "HandlerDefinition",
+    "HandlerError",
     "HookDefinition",
     "Registry",
     "RegistryError",
@@ -45,6 +48,7 @@ __all__ = [
     "ToolResult",
     "define_controller",
     "define_effect",
+    "define_handler",
     "define_hook",
     "define_thread_endpoint",
     "define_tool",

@@ -317,6 +317,10 @@ class ThreadState:
             return self
         return self._with(env_overlay={**self._env_overlay, **values})
 
+    def with_hooks(self, hooks: HookRunner) -> ThreadState:
+        """A view whose writes run ``hooks`` (a handler side's: the agent's hooks)."""
+        return self._with(hooks=hooks)
+
     def for_prompt(self, prompt_name: str, hooks: HookRunner) -> ThreadState:
         """A view for code running under another prompt (sub-prompts)."""
         execution = self.execution

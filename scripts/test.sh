@@ -21,8 +21,11 @@ echo "== import contracts"; .venv/bin/lint-imports
 echo "== mypy"; .venv/bin/mypy runtime agents_app studio
 echo "== migrations"; .venv/bin/python manage.py makemigrations --check --dry-run >/dev/null
 echo "== pytest"
+# On both cores (pytest-xdist): each worker has its own test database, stacks and Redis
+# databases; a test file is one unit of work, the slow folders go first (docs/testing.md).
+# PYTEST_WORKERS=0 runs everything in this one process (a debugger, pdb).
 set +e
-.venv/bin/pytest -q -p no:cacheprovider "$@"
+.venv/bin/pytest -q -p no:cacheprovider -n "${PYTEST_WORKERS:-2}" --dist loadgroup "$@"
 status=$?
 set -e
 # pytest exits 5 when it collected nothing: that is a failure of the suite, not a pass.

@@ -94,7 +94,7 @@ class StudioAdminSite(admin.AdminSite):
 
         return super().index(request, {**dashboard_context(request), **(extra_context or {})})
 
-    # The sign-in form counts attempts like the API's login (agents_app.services.limits).
+    # The sign-in form counts attempts like the API's login (agents_app.services.access.limits).
     @property
     def login_form(self) -> Any:  # type: ignore[override]
         from agents_app.forms.login import AdminLoginForm

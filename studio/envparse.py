@@ -45,7 +45,7 @@ def envlist(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in envstr(name, default).split(",") if item.strip()]
 
 
-# --- limits (agents_app.services.limits) ------------------------------------------------------
+# --- limits (agents_app.services.access.limits) ------------------------------------------------------
 _RATE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 

@@ -3,7 +3,7 @@
 Daphne creates its loop (and Twisted's reactor on it) when ``daphne.server`` is first
 imported, before any of our code runs; this entry point sets the loop policy first
 (``studio/event_loop.py``), then hands over to Daphne's own command line, whose access log
-shows trigger tokens redacted (``agents_app.telemetry.redact_trigger_tokens``).
+shows trigger tokens redacted (``agents_app.base.telemetry.redact_trigger_tokens``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def main() -> None:
     from daphne.cli import CommandLineInterface
     from daphne.server import Server
 
-    from agents_app.telemetry import redact_trigger_tokens
+    from agents_app.base.telemetry import redact_trigger_tokens
 
     class RedactingServer(Server):
         def log_action(self, protocol: str, action: str, details: dict[str, Any]) -> None:

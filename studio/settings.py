@@ -15,7 +15,7 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from agents_app.periodic_jobs import beat_schedule
+from agents_app.base.periodic_jobs import beat_schedule
 from studio import event_loop as _event_loop
 from studio import process_tuning as _process_tuning
 from studio.devsecrets import load_or_create
@@ -64,7 +64,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Outages (database, broker) raised by a view: 503 + Retry-After; JSON for API clients.
-    "agents_app.overload.OverloadMiddleware",
+    "agents_app.base.overload.OverloadMiddleware",
 ]
 
 ROOT_URLCONF = "studio.urls"
@@ -287,13 +287,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS.update(
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_DEFAULT_QUEUE = envstr("CELERY_QUEUE", "celery")
 
-# --- posting under faults and overload (agents_app/overload.py, docs/operating.md) ---------
+# --- posting under faults and overload (agents_app/base/overload.py, docs/operating.md) ---------
 # Seconds a client is told to wait (Retry-After) when the database or the broker is down
 # or out of connections; and how long an Idempotency-Key is remembered.
 STUDIO_OVERLOAD_RETRY_AFTER_SECONDS = envint("STUDIO_OVERLOAD_RETRY_AFTER_SECONDS", 2)
 STUDIO_IDEMPOTENCY_KEY_HOURS = envint("STUDIO_IDEMPOTENCY_KEY_HOURS", 24)
 
-# --- sessions (agents_app.services.sessions, agents_app.orchestration.runner) -------------------------
+# --- sessions (agents_app.services.sessions.lifecycle, agents_app.orchestration.runner) -------------------------
 # The owner of a running session refreshes its heartbeat this often; a session whose
 # heartbeat is older than STALE is resumed by the sweep (every SWEEP seconds).
 STUDIO_SESSION_HEARTBEAT_SECONDS = envint("STUDIO_SESSION_HEARTBEAT_SECONDS", 5)
@@ -311,7 +311,7 @@ STUDIO_CLIENT_TOOL_TIMEOUT_SECONDS = envint("STUDIO_CLIENT_TOOL_TIMEOUT_SECONDS"
 # A queued session nobody claimed (its task was lost) is dispatched again after this.
 STUDIO_SESSION_REDISPATCH_SECONDS = envint("STUDIO_SESSION_REDISPATCH_SECONDS", 120)
 # Tests only: named points where the database connection is broken on purpose
-# ("name" or "name:count"; agents_app/faults.py). Empty in production.
+# ("name" or "name:count"; agents_app/base/faults.py). Empty in production.
 STUDIO_FAULT_POINTS: dict[str, int] = {}
 for _point in envlist("STUDIO_FAULT_POINTS"):
     _name, _, _count = _point.partition(":")
@@ -369,7 +369,7 @@ STUDIO_PROVIDER_FACTORIES = dict(
     item.split("=", 1) for item in envlist("STUDIO_PROVIDER_FACTORIES") if "=" in item
 )
 
-# --- effects (agents_app.services.effects, agents_app.orchestration.effect_runner; docs/effects.md) -------
+# --- effects (agents_app.services.sessions.effects, agents_app.orchestration.effect_runner; docs/effects.md) -------
 # Beat sends a sweep tick this often; each tick claims due effects (SELECT … FOR UPDATE
 # SKIP LOCKED) and runs them, polling every POLL ms for about one interval. No task is
 # ever sent with a countdown/eta: the database row is the schedule.
@@ -393,7 +393,7 @@ CELERY_IMPORTS = ["agents_app.tasks.effect_tasks"]
 # --- evals (agents_app/orchestration/eval_runs.py; docs/observability.md) ----------------------------------
 # How often beat asks a worker to advance the running eval runs.
 STUDIO_EVAL_TICK_SECONDS = envint("STUDIO_EVAL_TICK_SECONDS", 2)
-# Expired WebSocket tickets and idempotency keys (agents_app.services.housekeeping).
+# Expired WebSocket tickets and idempotency keys (agents_app.services.operations.housekeeping).
 STUDIO_PURGE_SECONDS = envint("STUDIO_PURGE_SECONDS", 60)
 
 # --- recurring schedules (agents_app.orchestration.schedule_runner; docs/automation.md) ------------------
@@ -427,7 +427,7 @@ if envstr("STUDIO_WEBHOOK_ALLOW_PRIVATE", ""):
 # How often due retries are sent (beat's webhooks_tick; the embedded sweep in embedded mode).
 STUDIO_WEBHOOK_SWEEP_SECONDS = envint("STUDIO_WEBHOOK_SWEEP_SECONDS", 5)
 
-# --- limits, quotas and budgets (agents_app.services.limits; docs/operating.md, Security) ----
+# --- limits, quotas and budgets (agents_app.services.access.limits; docs/operating.md, Security) ----
 # Counters live in the shared cache, so every web process sees the same counts: Redis (the
 # broker's server, its own key prefix) with REDIS_URL, else this process's memory (embedded).
 CACHES: dict[str, dict[str, Any]] = {
@@ -451,7 +451,7 @@ if STUDIO_TRUSTED_PROXY_COUNT < 1:
 # Failed sign-ins (API and both HTML forms together), per client address and per account.
 STUDIO_LOGIN_RATE_PER_ADDRESS = envrate("STUDIO_LOGIN_RATE_PER_ADDRESS", "10/5m")
 STUDIO_LOGIN_RATE_PER_ACCOUNT = envrate("STUDIO_LOGIN_RATE_PER_ACCOUNT", "25/15m")
-# Bearer tokens from the JSON login (agents_app/services/login_tokens.py): how long they live.
+# Bearer tokens from the JSON login (agents_app/services/access/login_tokens.py): how long they live.
 STUDIO_LOGIN_TOKEN_SECONDS = envint("STUDIO_LOGIN_TOKEN_SECONDS", 12 * 3600)
 # Requests per user (all credentials together) and per API key; the studio's "Usage limits"
 # override them per user or per key. "N/<k><s|m|h|d>", or "off".
@@ -476,7 +476,7 @@ STUDIO_BUDGET_SESSION_ESTIMATE_USD = (
 )
 # --- end limits -------------------------------------------------------------------------------
 
-# --- retention (agents_app.services.retention; docs/operating.md, "Retention") -------------
+# --- retention (agents_app.services.operations.retention; docs/operating.md, "Retention") -------------
 # Days to keep each kind of activity; 0 keeps it forever (the default: nothing is deleted
 # unless an operator asks). The studio's retention page overrides each one.
 STUDIO_RETENTION_THREAD_DAYS = envint("STUDIO_RETENTION_THREAD_DAYS", 0)
@@ -507,7 +507,7 @@ LOGGING = {
 # It turns on the defaults below (the ones `manage.py check --deploy` asks for); each can
 # still be set on its own.
 STUDIO_HTTPS = envbool("STUDIO_HTTPS", False)
-# Reply texts on the model spans of traces (agents_app/telemetry.py), redacted as logs are.
+# Reply texts on the model spans of traces (agents_app/base/telemetry.py), redacted as logs are.
 STUDIO_TRACE_CONTENT = envbool("STUDIO_TRACE_CONTENT", False)
 SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", STUDIO_HTTPS)
 CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", STUDIO_HTTPS)
@@ -531,7 +531,7 @@ STUDIO_CSP = envstr(
 STUDIO_CSP_REPORT_ONLY = envbool("STUDIO_CSP_REPORT_ONLY", False)
 # The site's public origin (https://studio.example.com): agent icons given as absolute
 # paths are returned as full URLs against it (agents-spec §8.2). Unset: the origin of
-# each HTTP request; WebSocket frames then keep the path (agents_app.icons).
+# each HTTP request; WebSocket frames then keep the path (agents_app.base.icons).
 STUDIO_PUBLIC_URL = envstr("STUDIO_PUBLIC_URL", "")
 # Longer URLs get a JSON 414 (agents_app.web.url_length); Daphne cuts at 16 KB anyway.
 STUDIO_MAX_URL_BYTES = envint("STUDIO_MAX_URL_BYTES", 8192)
@@ -585,5 +585,5 @@ TEMPLATES[0]["OPTIONS"]["context_processors"].append(  # type: ignore[index]
 )
 # --- end identity ------------------------------------------------------------------------
 
-# --- periodic work (agents_app/periodic_jobs.py: beat's entries and the embedded loop's) ---
+# --- periodic work (agents_app/base/periodic_jobs.py: beat's entries and the embedded loop's) ---
 CELERY_BEAT_SCHEDULE = beat_schedule(globals())

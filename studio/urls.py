@@ -6,7 +6,7 @@ from django.views.generic import RedirectView
 from agents_app.api import api, not_found_view
 
 # JSON for API clients, 503 + Retry-After for outages, whatever escaped the middleware.
-handler500 = "agents_app.overload.server_error"
+handler500 = "agents_app.base.overload.server_error"
 
 urlpatterns = [
     path("admin/", admin.site.urls),

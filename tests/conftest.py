@@ -28,6 +28,31 @@ def pytest_configure(config: pytest.Config) -> None:
     Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` (scripts/test.sh): a test file per unit of work, ``xdist_group``
+    marks honoured, slow folders handed out first (``tests/parallel.py``)."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from tests.parallel import FileScheduling
+
+    return FileScheduling(config, log)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``@pytest.mark.postgresql("why")``: a test of something only PostgreSQL has (row locks
+    between connections, ``SKIP LOCKED``, its index kinds, its error codes) is skipped with
+    that reason when the suite runs on SQLite (``DATABASE_URL=sqlite:///…``), not failed."""
+    marker = item.get_closest_marker("postgresql")
+    if marker is None:
+        return
+    from django.conf import settings
+
+    if "postgresql" not in settings.DATABASES["default"]["ENGINE"]:
+        reason = marker.args[0] if marker.args else "needs PostgreSQL"
+        pytest.skip(f"PostgreSQL only: {reason}")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Any:
     """After every test that touched the database, the kept message counts still equal
@@ -124,7 +149,7 @@ def no_lingering_effect_sweeper() -> Any:
 def fresh_pin_cache() -> Any:
     """Each test starts with no cached session pins: ids and timestamps of rolled-back
     rows may repeat between tests, so a stamp from another test could match."""
-    from agents_app.services import definition_versions
+    from agents_app.services.definitions import versions as definition_versions
 
     definition_versions.clear_pin_cache()
     yield

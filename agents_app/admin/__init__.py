@@ -1,7 +1,7 @@
 """The studio's admin, one module per concept; importing this package registers them all.
 
 Admin classes stay thin: forms (``agents_app.forms``) build and validate definitions
-through ``agents_app.services.definitions``; engine-written rows are read-only.
+through ``agents_app.services.definitions.rows``; engine-written rows are read-only.
 """
 
 from agents_app.admin import (  # noqa: F401 (imported to register)

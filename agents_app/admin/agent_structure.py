@@ -15,7 +15,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from agents_app.models import Agent
-from agents_app.services.agent_structure import Node, Ref, agent_structure
+from agents_app.pages.agent_structure import Node, Ref, agent_structure
 
 _CHANGE_PAGES = {
     "agent": "admin:agents_app_agent_change",

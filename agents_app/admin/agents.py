@@ -13,7 +13,7 @@ from agents_app.admin.versions import VersionedAdmin
 from agents_app.forms import AgentForm
 from agents_app.forms.agents import SIDE_FIELDS
 from agents_app.models import Agent, PromptTool
-from agents_app.services.variable_scan import agent_env_levels
+from agents_app.pages.variable_scan import agent_env_levels
 
 
 def _side(side: str) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ from django.template.response import TemplateResponse
 
 from agents_app.admin.read_only import ReadOnlyAdmin
 from agents_app.models import ApiKey, WebSocketTicket
-from agents_app.services.api_keys import ApiKeyNameInvalid, api_key_create, api_key_revoke
+from agents_app.services.access.api_keys import ApiKeyNameInvalid, api_key_create, api_key_revoke
 
 
 class ApiKeyAddForm(forms.Form):

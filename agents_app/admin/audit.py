@@ -22,7 +22,7 @@ from django.utils.html import format_html, format_html_join
 
 from agents_app.admin.read_only import ReadOnlyAdmin
 from agents_app.models import AuditEvent, ScimToken
-from agents_app.services import audit, scim
+from agents_app.services.access import audit, scim
 
 
 def _shown(value: Any) -> str:
@@ -47,6 +47,18 @@ def change_lines(changes: dict[str, Any]) -> list[tuple[str, str]]:
     return lines
 
 
+def _cut(text: str, size: int) -> str:
+    return text if len(text) <= size else text[: size - 1] + "…"
+
+
+def _coded(lines: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Each change's value: JSON (a definition's part) as code, plain values as they are."""
+    return [
+        (name, format_html("<code>{}</code>", v) if "{" in v or "[" in v else v)
+        for name, v in lines
+    ]
+
+
 @admin.register(AuditEvent)
 class AuditEventAdmin(ReadOnlyAdmin):
     empty_help = (
@@ -61,7 +73,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
         "target_type",
         "target",
         "summary",
-        "source",
+        "shown_source",
     )
     list_filter = ("actor_kind", "action", "target_type", ("at", admin.DateFieldListFilter))
     search_fields = ("actor", "target", "target_id", "source")
@@ -70,7 +82,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
         "at",
         "actor_kind",
         "actor",
-        "source",
+        "shown_source",
         "action",
         "target_type",
         "target_id",
@@ -90,11 +102,16 @@ class AuditEventAdmin(ReadOnlyAdmin):
     def has_module_permission(self, request: HttpRequest) -> bool:
         return self.has_view_permission(request)
 
+    # An audit record names the stored fields exactly (what an auditor searches for): the
+    # names, JSON values and commands are shown as code, not as the studio's own words.
     @admin.display(description="What changed")
     def summary(self, obj: AuditEvent) -> str:
         lines = change_lines(obj.changes)
-        text = "; ".join(f"{n}: {v}" for n, v in lines[:3])
-        return text[:120] + ("…" if len(text) > 120 or len(lines) > 3 else "")
+        shown = [(n, _cut(v, 40)) for n, v in lines[:3]]
+        more = "…" if len(lines) > 3 else ""
+        return format_html(
+            "{}{}", format_html_join("; ", "<code>{}</code>: {}", _coded(shown)), more
+        )
 
     @admin.display(description="What changed")
     def changed(self, obj: AuditEvent) -> str:
@@ -103,8 +120,14 @@ class AuditEventAdmin(ReadOnlyAdmin):
             return "–"
         return format_html(
             "<table class='audit-changes'><tbody>{}</tbody></table>",
-            format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", lines),
+            format_html_join("", "<tr><th><code>{}</code></th><td>{}</td></tr>", _coded(lines)),
         )
+
+    @admin.display(description="Source", ordering="source")
+    def shown_source(self, obj: AuditEvent) -> str:
+        if obj.source.startswith("manage.py"):
+            return format_html("<code>{}</code>", obj.source)
+        return obj.source or "–"
 
     def get_urls(self) -> list[URLPattern]:
         export = path(

@@ -24,8 +24,8 @@ from agents_app.admin.charts import (
     horizontal_bars,
     stacked_bars,
 )
-from agents_app.errors import Invalid
-from agents_app.services.usage_charts import (
+from agents_app.base.errors import Invalid
+from agents_app.pages.usage_charts import (
     DEFAULT_DAYS,
     DateRange,
     DayUsage,

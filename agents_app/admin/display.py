@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib import admin
+from django.utils.html import format_html
 
 
 def from_us(microseconds: int | None) -> datetime | None:
@@ -27,6 +28,21 @@ def excerpt(text: str | None, length: int = 80) -> str:
 
 def json_excerpt(value: Any, length: int = 80) -> str:
     return excerpt(json.dumps(value, ensure_ascii=False), length)
+
+
+def json_block(value: Any) -> str:
+    """A stored JSON record on a detail page: a code block (what the engine or a tool wrote,
+    for whoever debugs it), never running text a person is meant to read."""
+    if value in (None, {}, []):
+        return "–"
+    text = json.dumps(value, ensure_ascii=False, indent=2)
+    return format_html('<pre class="studio-log">{}</pre>', text)
+
+
+def verbatim(text: str) -> str:
+    """Words quoted from a conversation (a person's, a model's or a tool's), as they were:
+    marked so, since they are not the studio's own words (the page walk's exception)."""
+    return format_html("<span data-verbatim>{}</span>", text) if text else "–"
 
 
 class OrderColumn:

@@ -20,12 +20,11 @@ from django.urls import path, reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
-from agents_app.errors import DomainError
+from agents_app.base.errors import DomainError
 from agents_app.models import Agent, Prompt
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services import definition_drafts as drafts
-from agents_app.services import definition_versions as versions
-from agents_app.services.definition_diff import changed_count, side_by_side
+from agents_app.pages.definition_diff import changed_count, side_by_side
+from agents_app.services.definitions import drafts, versions
 
 
 class PromptDraftAdmin:

@@ -1,7 +1,7 @@
 """Scheduled effects across all threads: filter by status, effect and thread; cancel or run now.
 
 Rows are never edited by hand (the sweep relies on its claims). The two actions go
-through the same services as the API (``agents_app.services.effects``): cancel
+through the same services as the API (``agents_app.services.sessions.effects``): cancel
 turns pending runs into ``user_canceled``; run now executes a pending run in the
 request, or replays a finished one as a new run linked to it.
 """
@@ -15,10 +15,10 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from agents_app.admin.read_only import ReadOnlyAdmin
-from agents_app.errors import DomainError
+from agents_app.base.errors import DomainError
 from agents_app.models import ScheduledEffect
 from agents_app.orchestration.effect_runner import effect_run
-from agents_app.services.effects import effect_cancel
+from agents_app.services.sessions.effects import effect_cancel
 
 # Run now executes handlers inside the request: keep one action's work bounded.
 MAX_RUN_NOW = 20

@@ -21,7 +21,7 @@ from django.utils.formats import date_format
 from django.utils.html import format_html
 from django.utils.timezone import localtime
 
-from agents_app.encryption import DecryptionError
+from agents_app.base.encryption import DecryptionError
 from agents_app.forms import (
     AgentEnvValueForm,
     EnvValueAdminForm,
@@ -31,7 +31,7 @@ from agents_app.forms import (
 )
 from agents_app.forms.definition_check import release_unique_values
 from agents_app.models import EnvValue
-from agents_app.services import offboarding
+from agents_app.services.automation import offboarding
 
 
 def value_display(env: EnvValue) -> str:

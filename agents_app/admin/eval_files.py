@@ -14,9 +14,9 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 
-from agents_app.errors import DomainError
+from agents_app.base.errors import DomainError
 from agents_app.models import EvalDataset
-from agents_app.services import eval_files
+from agents_app.services.evals import files as eval_files
 
 
 class DatasetFileForm(forms.Form):

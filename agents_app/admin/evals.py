@@ -19,13 +19,14 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from agents_app.admin.change_context import ChangeContextMixin
+from agents_app.admin.display import json_block, verbatim
 from agents_app.admin.eval_files import DatasetFilesMixin
 from agents_app.admin.read_only import ReadOnlyAdmin
-from agents_app.errors import DomainError
+from agents_app.base.errors import DomainError
 from agents_app.forms.evals import CaseForm, RunForm
 from agents_app.models import EvalCase, EvalDataset, EvalResult, EvalRun
 from agents_app.orchestration.eval_runs import run_cancel, run_start
-from agents_app.services import evals
+from agents_app.services.evals import checks as evals
 from agents_app.templatetags.people_format import duration, money_fine
 
 
@@ -184,6 +185,27 @@ class EvalRunAdmin(ChangeContextMixin, admin.ModelAdmin):
 class EvalResultAdmin(ReadOnlyAdmin):
     list_display = ("run", "case", "status", "score", "shown_cost", "shown_time", "thread_link")
     list_filter = ("status", "run")
+    # The result's page in human formats (issue #55: never a cost of 0.00000000).
+    fields = (
+        "run",
+        "case",
+        "status",
+        "score",
+        "shown_answer",
+        "shown_checks",
+        "shown_cost",
+        "shown_time",
+        "thread_link",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="Answer")
+    def shown_answer(self, obj: EvalResult) -> str:
+        return verbatim(obj.answer)
+
+    @admin.display(description="Checks")
+    def shown_checks(self, obj: EvalResult) -> str:
+        return json_block(obj.checks)
 
     @admin.display(description="Cost", ordering="cost")
     def shown_cost(self, obj: EvalResult) -> str:

@@ -13,10 +13,10 @@ from django.utils.html import format_html
 
 from agents_app.admin.display import excerpt
 from agents_app.admin.read_only import ReadOnlyAdmin
-from agents_app.errors import DomainError
+from agents_app.base.errors import DomainError
 from agents_app.models import EvalDataset, Feedback
-from agents_app.services import evals
-from agents_app.services import feedback as feedback_service
+from agents_app.services.evals import checks as evals
+from agents_app.services.threads import feedback as feedback_service
 
 FROM_FEEDBACK = "From feedback"
 

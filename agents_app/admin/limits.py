@@ -7,7 +7,7 @@ from django.contrib import admin
 
 from agents_app.forms.limits import SpendBudgetForm, UsageLimitForm
 from agents_app.models import SpendBudget, UsageLimit
-from agents_app.services import limits
+from agents_app.services.access import limits
 
 
 @admin.register(UsageLimit)

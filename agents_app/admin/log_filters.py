@@ -61,6 +61,14 @@ class EndedFilter(_CodeFilter):
     field = "finish_reason"
 
 
+class StopReasonFilter(_CodeFilter):
+    """A session list's "why it ended", in words (issue #55: never ``stop_on_response``)."""
+
+    title = "why it ended"
+    parameter_name = "ended"
+    field = "stop_reason"
+
+
 class FinishedFilter(admin.SimpleListFilter):
     title = "outcome"
     parameter_name = "finished"

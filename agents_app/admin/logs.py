@@ -21,6 +21,7 @@ from agents_app.selectors import STOPPED_LOG_TYPE, log_stopped, with_stops
 from agents_app.templatetags.people_format import (
     REASONS,
     duration,
+    failed_words,
     local_time,
     money,
     money_fine,
@@ -157,7 +158,7 @@ class LogAdmin(ReadOnlyAdmin):
         # A failure says so in words (its type in the tooltip); otherwise why it finished.
         if obj.error or obj.error_type:
             code = obj.error_type or "error"
-            words = REASONS.get(code, "Failed")
+            words = REASONS.get(code) or failed_words(_masker(obj)(obj.error))
             status = f" ({obj.status_code})" if obj.status_code else ""
             return format_html(
                 '<span class="studio-failed" title="{}">✗ {}{}</span>', code, words, status

@@ -11,10 +11,10 @@ from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from agents_app.errors import Invalid
+from agents_app.base.errors import Invalid
 from agents_app.forms.mcp_servers import McpServerForm
 from agents_app.models import McpServer
-from agents_app.services.mcp_servers import mcp_server_probe, mcp_server_refresh
+from agents_app.services.definitions.mcp_servers import mcp_server_probe, mcp_server_refresh
 
 
 @admin.register(McpServer)

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from django.contrib import admin
 
-from agents_app.admin.display import excerpt, from_us
+from agents_app.admin.display import excerpt, from_us, verbatim
 from agents_app.admin.read_only import ReadOnlyAdmin
 from agents_app.admin.threads import tool_summary
 from agents_app.models import Message, QueuedMessage
@@ -26,7 +26,7 @@ class MessageAdmin(ReadOnlyAdmin):
 
     @admin.display(description="Content")
     def text(self, obj: Message) -> str:
-        return excerpt(obj.content, 100)
+        return verbatim(excerpt(obj.content, 100))
 
     @admin.display(description="Tool")
     def tools(self, obj: Message) -> str:
@@ -47,4 +47,4 @@ class QueuedMessageAdmin(ReadOnlyAdmin):
 
     @admin.display(description="Content")
     def text(self, obj: QueuedMessage) -> str:
-        return excerpt(obj.content, 100)
+        return verbatim(excerpt(obj.content, 100))

@@ -17,8 +17,8 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
-from agents_app.errors import DomainError
-from agents_app.services import model_catalog
+from agents_app.base.errors import DomainError
+from agents_app.services.definitions import model_catalog
 
 
 class ModelPickerWidget(forms.TextInput):

@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from agents_app.selectors import agents_for
-from agents_app.services import offboarding, owner_rights
+from agents_app.services.automation import offboarding, owner_rights
 
 
 class OwnedAdminMixin:

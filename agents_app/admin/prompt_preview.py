@@ -12,7 +12,7 @@ from django.http import HttpRequest, JsonResponse, QueryDict
 from django.views.decorators.http import require_POST
 
 from agents_app.models import Prompt
-from agents_app.services.prompt_preview import DraftPart, prompt_preview
+from agents_app.pages.prompt_preview import DraftPart, prompt_preview
 
 PARTS_PREFIX = "parts"  # the Parts inline's formset prefix (PromptPart.prompt's related_name)
 MAX_PARTS = 200

@@ -24,7 +24,7 @@ from agents_app.forms import (
 )
 from agents_app.forms.suggestions import callables
 from agents_app.models import Prompt, PromptPart, PromptTool
-from agents_app.services.provider_tools import options_by_model
+from agents_app.services.definitions.provider_tools import options_by_model
 
 
 class PromptPartInline(OrderColumn, admin.TabularInline):

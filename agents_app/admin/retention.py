@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from agents_app.models import RetentionPolicy
-from agents_app.services.retention import (
+from agents_app.services.operations.retention import (
     Policy,
     effective_policy,
     policy_problems,

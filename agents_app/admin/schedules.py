@@ -14,12 +14,12 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from agents_app.admin.owned import OwnedAdminMixin
-from agents_app.errors import DomainError
+from agents_app.base.errors import DomainError
 from agents_app.forms.schedules import ScheduleForm
 from agents_app.models import Schedule, ScheduleRun
 from agents_app.orchestration.schedule_runner import run_start
-from agents_app.services import schedule_timing, schedules
-from agents_app.services.sessions import owner_id
+from agents_app.services.automation import schedule_timing, schedules
+from agents_app.services.sessions.lifecycle import owner_id
 
 # The form's fields that change what a run posts, or where (services.schedules.schedule_saved_in_studio).
 OWNER_FIELDS = ("agent", "message", "target", "upload", "drop_files", "env_lines")

@@ -6,18 +6,20 @@ comes from plain functions (``services.dashboard``, the code registry).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
 from django.contrib.admin import AdminSite
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path
+from django.urls import NoReverseMatch, URLPattern, path, reverse
 
 from agents_app.admin.dashboard_charts import charts_context
-from agents_app.code_registry import get_registry
-from agents_app.services import feedback
-from agents_app.services.dashboard import dashboard_summary
+from agents_app.base.code_registry import get_registry
+from agents_app.pages.attention import needs_attention, shortcuts
+from agents_app.pages.dashboard import dashboard_summary
+from agents_app.services.threads import feedback
 
 CATALOG_SECTIONS = (
     ("tools", "Tools", "Code tools a prompt can offer the model. Add one to a prompt by name."),
@@ -30,8 +32,40 @@ CATALOG_SECTIONS = (
 )  # fmt: skip
 
 
+# The models the dashboard's first screen links to (shortcuts and attention items).
+LINKED = (
+    "agent", "prompt", "languagemodel", "envvalue", "schedule", "trigger",
+    "webhooksubscription", "evaldataset", "mcpserver", "thread", "threadsession",
+    "spendbudget", "scheduledeffect",
+)  # fmt: skip
+
+
+def admin_links(request: HttpRequest) -> dict[str, str]:
+    """``key`` → changelist, ``key_add`` → add form (with the right), ``key_change`` → change
+    page with ``{pk}``, for the models this person may view."""
+    user = request.user
+    url: dict[str, str] = {}
+    for key in LINKED:
+        if not user.has_perm(f"agents_app.view_{key}"):
+            continue
+        url[key] = reverse(f"admin:agents_app_{key}_changelist")
+        url[f"{key}_change"] = reverse(f"admin:agents_app_{key}_change", args=["00000000"]).replace(
+            "00000000", "{pk}"
+        )
+        if user.has_perm(f"agents_app.add_{key}"):
+            with contextlib.suppress(NoReverseMatch):  # a read-only list: no add form
+                url[f"{key}_add"] = reverse(f"admin:agents_app_{key}_add")
+    return url
+
+
 def dashboard_context(request: HttpRequest) -> dict[str, Any]:
-    context = {"dashboard": dashboard_summary(), "charts": charts_context(request)}
+    url = admin_links(request)
+    context = {
+        "dashboard": dashboard_summary(),
+        "charts": charts_context(request),
+        "shortcuts": shortcuts(url),
+        "attention": needs_attention(url),
+    }
     if request.user.has_perm("agents_app.view_feedback"):
         context["by_version"] = feedback.summary_by_version()
     return context

@@ -18,12 +18,12 @@ from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, path, reverse
 from django.views.decorators.http import require_POST
 
-from agents_app.errors import DomainError
+from agents_app.base.errors import DomainError
 from agents_app.models import ScheduledEffect, Thread
 from agents_app.orchestration.effect_runner import effect_run
-from agents_app.services import tool_waits
-from agents_app.services.effects import effect_cancel
-from agents_app.services.sessions import thread_continue, thread_stop
+from agents_app.services.sessions import tool_waits
+from agents_app.services.sessions.effects import effect_cancel
+from agents_app.services.sessions.lifecycle import thread_continue, thread_stop
 
 ThreadAction = Callable[[HttpRequest, Thread], str]
 

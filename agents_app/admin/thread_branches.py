@@ -15,8 +15,8 @@ from django.urls import path
 
 from agents_app.admin.change_context import ChangeContextMixin
 from agents_app.models import Thread
-from agents_app.services import branches
-from agents_app.services.branches_view import tree_view
+from agents_app.pages.branches_view import tree_view
+from agents_app.services.threads import branches
 
 
 def _activate(request: HttpRequest, thread: Thread, message_id: Any) -> str:

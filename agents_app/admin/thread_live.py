@@ -19,10 +19,10 @@ from django.urls import URLPattern, path, reverse
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
-from agents_app.errors import DomainError
+from agents_app.base.errors import DomainError
 from agents_app.models import Thread
-from agents_app.services.inspector_panels import inspector_panels
-from agents_app.services.log_inspector import log_inspection
+from agents_app.pages.inspector_panels import inspector_panels
+from agents_app.pages.log_inspector import log_inspection
 
 NO_VIEW = "You do not have permission to look at threads."
 

@@ -12,8 +12,9 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from agents_app.admin.display import excerpt, from_us, json_excerpt, short_id
+from agents_app.admin.display import excerpt, from_us, json_block, json_excerpt, short_id
 from agents_app.admin.env import ThreadEnvValueInline
+from agents_app.admin.log_filters import StopReasonFilter
 from agents_app.admin.read_only import ReadOnlyAdmin, ReadOnlyInline
 from agents_app.admin.thread_actions import ThreadActionsMixin
 from agents_app.admin.thread_branches import ThreadBranchesMixin
@@ -26,8 +27,8 @@ from agents_app.models import (
     ThreadSession,
     ThreadValue,
 )
-from agents_app.services.thread_inspector import thread_inspection
-from agents_app.services.threads import thread_delete
+from agents_app.pages.thread_inspector import thread_inspection
+from agents_app.services.threads.changes import thread_delete
 from agents_app.templatetags.people_format import local_time, reason, worker
 
 
@@ -190,10 +191,33 @@ class ThreadSessionAdmin(ReadOnlyAdmin):
         "shown_started",
         "shown_ended",
     )
-    list_filter = ("status", "stop_reason", "side")
+    list_filter = ("status", StopReasonFilter, "side")
     search_fields = ("id", "thread__id", "owner", "stop_reason")
     list_select_related = ("thread__agent",)
     ordering = ("-created_at",)
+    # The session's page: its fields in words; the progress record is a code block (what the
+    # engine stored, for whoever debugs it), never running text.
+    fields = (
+        "thread",
+        "status",
+        "side",
+        "shown_owner",
+        "shown_stop_reason",
+        "error",
+        "shown_started",
+        "shown_ended",
+        "shown_progress",
+        "shown_versions",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="Progress (as the engine stored it)")
+    def shown_progress(self, obj: ThreadSession) -> str:
+        return json_block(obj.progress)
+
+    @admin.display(description="Definition versions it ran on")
+    def shown_versions(self, obj: ThreadSession) -> str:
+        return json_block(obj.definition_versions)
 
     @admin.display(description="Session", ordering="id")
     def short(self, obj: ThreadSession) -> str:

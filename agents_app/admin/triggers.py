@@ -13,9 +13,10 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
 from agents_app.admin.owned import OwnedAdminMixin
-from agents_app.errors import DomainError
+from agents_app.base.errors import DomainError
 from agents_app.models import Trigger
-from agents_app.services import trigger_examples, triggers
+from agents_app.pages import trigger_examples
+from agents_app.services.automation import triggers
 
 TEMPLATE_MISSING = (
     "Write the message the agent receives, with {{ field }} where a field of the request goes."

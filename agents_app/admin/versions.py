@@ -21,10 +21,10 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
 from agents_app.admin.change_context import ChangeContextMixin
-from agents_app.errors import Invalid, NotFound
-from agents_app.services import definition_saves
-from agents_app.services import definition_versions as versions
-from agents_app.services.definition_diff import changed_count, side_by_side
+from agents_app.base.errors import Invalid, NotFound
+from agents_app.pages.definition_diff import changed_count, side_by_side
+from agents_app.services.definitions import saves as definition_saves
+from agents_app.services.definitions import versions
 
 NOTE_FIELDSET = (
     "Save",

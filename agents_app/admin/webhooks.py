@@ -12,11 +12,11 @@ from django.utils.html import format_html
 
 from agents_app.admin.owned import OwnedAdminMixin
 from agents_app.admin.read_only import ReadOnlyAdmin
-from agents_app.errors import DomainError
+from agents_app.base.errors import DomainError
 from agents_app.forms.webhooks import EVENT_WORDS, WebhookSubscriptionForm, events_in_words
 from agents_app.models import WebhookDelivery, WebhookSubscription
 from agents_app.orchestration.webhook_runner import enqueue
-from agents_app.services import owner_rights, webhooks
+from agents_app.services.automation import owner_rights, webhooks
 
 
 @admin.register(WebhookSubscription)

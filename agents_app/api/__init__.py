@@ -46,9 +46,9 @@ from agents_app.api import (
 from agents_app.api.limits import install_limit_handler
 from agents_app.api.parser import StrictParser, UnstorableTextError
 from agents_app.api.security import AUTHENTICATORS
-from agents_app.errors import DomainError
-from agents_app.overload import log_overload, overload_reason, overload_response
-from agents_app.storable_text import SURROGATE_ERROR
+from agents_app.base.errors import DomainError
+from agents_app.base.overload import log_overload, overload_reason, overload_response
+from agents_app.base.storable_text import SURROGATE_ERROR
 
 logger = logging.getLogger("agents_app.api")
 
@@ -171,7 +171,7 @@ ROUTERS: list[tuple[str, Router]] = [
 ]
 for _prefix, _router in ROUTERS:
     api.add_router(_prefix, _router)
-# Every route passes its rule from agents_app.permissions.API_ROUTES (and the app refuses
+# Every route passes its rule from agents_app.base.permissions.API_ROUTES (and the app refuses
 # to start when a route has none).
 route_rules.install(ROUTERS, AUTH)
 

@@ -5,7 +5,7 @@ the session cookie; unsafe requests then send ``X-CSRFToken``). A client without
 header (the reference studio, scripts) gets a short-lived bearer token instead
 (``services.login_tokens``) and no cookie. Programs may also use API keys. Failed logins
 are limited per client address and per account, in counters the HTML sign-in forms share
-(``agents_app.services.limits``).
+(``agents_app.services.access.limits``).
 """
 
 from __future__ import annotations
@@ -26,11 +26,12 @@ from agents_app.api.instance_responses import AuthConfigOut, CsrfOut, LoginOut, 
 from agents_app.api.limits import limited
 from agents_app.api.responses import MeOut, SuccessOut, TicketOut
 from agents_app.api.schemas import ERRORS
-from agents_app.errors import Forbidden, Invalid
+from agents_app.base.errors import Forbidden, Invalid
 from agents_app.models import ApiKey
-from agents_app.services import instance_info, limits, login_tokens, socket_credentials, tickets
-from agents_app.services.api_keys import _hash as key_hash
-from agents_app.services.api_keys import api_key_revoke
+from agents_app.services.access import limits, login_tokens, socket_credentials, tickets
+from agents_app.services.access.api_keys import _hash as key_hash
+from agents_app.services.access.api_keys import api_key_revoke
+from agents_app.services.operations import instance_info
 
 router = Router(tags=["auth"])
 

@@ -1,5 +1,5 @@
 """Conversations as trees (issue #41): edit, regenerate, switch the active path, fork, and
-the tree itself. Thin: the rules live in ``agents_app.services.branches``."""
+the tree itself. Thin: the rules live in ``agents_app.services.threads.branches``."""
 
 from __future__ import annotations
 
@@ -22,9 +22,10 @@ from agents_app.api.responses import (
     ThreadForkedOut,
 )
 from agents_app.api.schemas import ERRORS, IdempotencyKey, refuse_unsupported
-from agents_app.services import branches, owner_rights
-from agents_app.services.idempotency import idempotency_request
-from agents_app.services.messages import CONTENT_MAX, NewAttachment
+from agents_app.services.automation import owner_rights
+from agents_app.services.threads import branches
+from agents_app.services.threads.idempotency import idempotency_request
+from agents_app.services.threads.messages import CONTENT_MAX, NewAttachment
 
 router = Router(tags=["branches"])
 

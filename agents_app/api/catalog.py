@@ -32,15 +32,15 @@ from agents_app.api.definition_responses import (
     ToolOneOut,
 )
 from agents_app.api.schemas import ERRORS
-from agents_app.code_registry import get_registry
-from agents_app.errors import NotFound
-from agents_app.icons import icon_url, request_origin
+from agents_app.base.code_registry import get_registry
+from agents_app.base.errors import NotFound
+from agents_app.base.icons import icon_url, request_origin
+from agents_app.base.permissions import AGENTS_VIEW, may
 from agents_app.models import Agent, LanguageModel, Prompt
-from agents_app.permissions import AGENTS_VIEW, may
+from agents_app.pages import model_curl
 from agents_app.reasoning import agent_returns_reasoning
 from agents_app.selectors import agents_for
-from agents_app.services import definitions as defs
-from agents_app.services import model_curl
+from agents_app.services.definitions import rows as defs
 from runtime.tools.registry import args_json_schema
 
 router = Router(tags=["catalog"])
@@ -88,8 +88,10 @@ def _agent(row: Agent, staff: bool, origin: str | None) -> dict[str, Any]:
             {
                 "side_a_label": row.side_a_label or None,
                 "side_a_agent_prompt": row.side_a_prompt.name if row.side_a_prompt else None,
+                "side_a_handler": row.side_a_handler or None,
                 "side_b_label": row.side_b_label or None,
                 "side_b_agent_prompt": row.side_b_prompt.name if row.side_b_prompt else None,
+                "side_b_handler": row.side_b_handler or None,
                 "max_session_turns": row.max_session_turns,
                 "expose_as_tool": row.expose_as_tool,
                 "definition": defs.agent_definition(row).dump(),
@@ -271,6 +273,6 @@ def hook_list(request: HttpRequest) -> dict[str, Any]:
 
 @router.get("/handlers", response={200: HandlersOut, **ERRORS}, summary="Side handlers (staff)")
 def handler_list(request: HttpRequest) -> dict[str, Any]:
-    """Handler-backed sides (spec 0.2.0) are coming: until then the list is empty, and a
-    definition naming a handler is refused at save time (``runtime.definitions.validation``)."""
-    return {"handlers": []}
+    """The side handlers (spec 0.2.0 ``defineHandler``) a side may name, by name."""
+    handlers = sorted(get_registry().handlers.values(), key=lambda h: h.name)
+    return {"handlers": [{"name": h.name, "description": h.description} for h in handlers]}

@@ -20,10 +20,10 @@ from ninja.errors import AuthenticationError, HttpError
 
 from agents_app.api.endpoints import METHODS, TIMEOUT_SECONDS, harden_endpoint, to_response
 from agents_app.api.security import AUTHENTICATORS
-from agents_app.code_registry import get_registry
-from agents_app.endpoint_routes import resolve_controller
-from agents_app.errors import NotFound
-from agents_app.services.definitions import all_definitions
+from agents_app.base.code_registry import get_registry
+from agents_app.base.endpoint_routes import resolve_controller
+from agents_app.base.errors import NotFound
+from agents_app.services.definitions.rows import all_definitions
 from runtime.tools.controllers import ControllerContext, ControllerDefinition
 from runtime.tools.registry import call_maybe_async
 

@@ -17,8 +17,8 @@ from agents_app.api.definition_responses import (
     RejectedOut,
 )
 from agents_app.api.schemas import ERRORS
-from agents_app.errors import Invalid
-from agents_app.services.definition_writes import (
+from agents_app.base.errors import Invalid
+from agents_app.services.definitions.writes import (
     DefinitionRejected,
     Kind,
     definition_delete,

@@ -23,9 +23,9 @@ from ninja.errors import HttpError
 from agents_app import selectors
 from agents_app.api.authed import AuthedRequest
 from agents_app.api.file_responses import INLINE_TYPES, harden
-from agents_app.code_registry import get_registry
-from agents_app.endpoint_routes import resolve
-from agents_app.errors import NotFound
+from agents_app.base.code_registry import get_registry
+from agents_app.base.endpoint_routes import resolve
+from agents_app.base.errors import NotFound
 from agents_app.orchestration.engines import with_engine
 from runtime.engine import Engine
 from runtime.tools.registry import EndpointDefinition, call_maybe_async

@@ -17,7 +17,7 @@ from agents_app.api.authed import AuthedRequest
 from agents_app.api.responses import SuccessOut
 from agents_app.api.schemas import ERRORS
 from agents_app.models import EnvValue
-from agents_app.services.env import EnvPatch, env_apply
+from agents_app.services.env.writes import EnvPatch, env_apply
 
 router = Router(tags=["env"])
 

@@ -16,11 +16,11 @@ from agents_app.api.automation_responses import (
     EvalRunsOut,
 )
 from agents_app.api.schemas import ERRORS
-from agents_app.errors import NotFound
+from agents_app.base.errors import NotFound
 from agents_app.models import EvalDataset, EvalRun
 from agents_app.orchestration.eval_runs import run_cancel, run_start
 from agents_app.selectors import parse_uuid
-from agents_app.services import evals
+from agents_app.services.evals import checks as evals
 
 router = Router(tags=["evals"])
 

@@ -19,11 +19,12 @@ from agents_app.api.run_responses import (
     ToolResultOut,
 )
 from agents_app.api.schemas import ERRORS
-from agents_app.errors import Invalid, NotFound
+from agents_app.base.errors import Invalid, NotFound
+from agents_app.base.storable_text import describe_unstorable, find_unstorable
 from agents_app.orchestration import effect_runner
-from agents_app.services import client_bridge, sessions, tool_waits
-from agents_app.services import effects as effect_service
-from agents_app.storable_text import describe_unstorable, find_unstorable
+from agents_app.services.sessions import client_bridge, tool_waits
+from agents_app.services.sessions import effects as effect_service
+from agents_app.services.sessions import lifecycle as sessions
 
 router = Router(tags=["execution"])
 

@@ -10,7 +10,7 @@ from agents_app import selectors
 from agents_app.api.authed import AuthedRequest
 from agents_app.api.responses import FeedbackSetOut, FeedbackWithdrawnOut
 from agents_app.api.schemas import ERRORS
-from agents_app.services import feedback as feedback_service
+from agents_app.services.threads import feedback as feedback_service
 
 router = Router(tags=["feedback"])
 

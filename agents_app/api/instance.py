@@ -15,9 +15,9 @@ from agents_app.api.instance_responses import (
     WarningsOut,
 )
 from agents_app.api.schemas import ERRORS
-from agents_app.errors import NotFound
-from agents_app.services import instance_info
-from agents_app.services.provider_tools import provider_tools
+from agents_app.base.errors import NotFound
+from agents_app.services.definitions.provider_tools import provider_tools
+from agents_app.services.operations import instance_info
 
 router = Router(tags=["instance"])
 

@@ -17,9 +17,9 @@ from agents_app.api.authed import AuthedRequest
 from agents_app.api.limits import limited
 from agents_app.api.responses import SuccessOut
 from agents_app.api.schemas import ERRORS
-from agents_app.errors import Invalid, NotFound
+from agents_app.base.errors import Invalid, NotFound
 from agents_app.models import ApiKey
-from agents_app.services.api_keys import ApiKeyNameInvalid, api_key_create, api_key_revoke
+from agents_app.services.access.api_keys import ApiKeyNameInvalid, api_key_create, api_key_revoke
 
 router = Router(tags=["api-keys"])
 
@@ -51,7 +51,7 @@ def key_list(request: AuthedRequest) -> dict[str, Any]:
 )
 @limited("api_key_create")
 def key_create(request: AuthedRequest, payload: KeyIn) -> Status:
-    # An API key never gets here: the route's rule is InPerson (agents_app.permissions).
+    # An API key never gets here: the route's rule is InPerson (agents_app.base.permissions).
     try:
         row, raw = api_key_create(user=request.auth, name=payload.name)
     except ApiKeyNameInvalid as exc:

@@ -17,8 +17,8 @@ from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 
 from agents_app.api.authed import AuthedRequest
-from agents_app.errors import RateLimited
-from agents_app.services import limits
+from agents_app.base.errors import RateLimited
+from agents_app.services.access import limits
 
 
 def limited(action: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -16,8 +16,9 @@ from agents_app.api.run_responses import (
     ThreadRevivedOut,
 )
 from agents_app.api.schemas import ERRORS, id_list
-from agents_app.errors import Invalid
-from agents_app.services import instance_info, thread_revive
+from agents_app.base.errors import Invalid
+from agents_app.services.operations import instance_info
+from agents_app.services.threads import revive as thread_revive
 from runtime.providers.inspect import CannotRender, render_as
 
 router = Router(tags=["logs"])

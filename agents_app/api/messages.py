@@ -14,10 +14,11 @@ from agents_app.api.limits import limited
 from agents_app.api.redacting import redacts_thread_data, request_redactors
 from agents_app.api.responses import MessagePageOut, MessageQueuedOut, SuccessOut
 from agents_app.api.schemas import ERRORS, IdempotencyKey, id_list
-from agents_app.services import branches, feedback, owner_rights
-from agents_app.services import messages as message_service
-from agents_app.services.idempotency import idempotency_request
-from agents_app.services.messages import CONTENT_MAX, NewAttachment
+from agents_app.services.automation import owner_rights
+from agents_app.services.threads import branches, feedback
+from agents_app.services.threads import messages as message_service
+from agents_app.services.threads.idempotency import idempotency_request
+from agents_app.services.threads.messages import CONTENT_MAX, NewAttachment
 
 router = Router(tags=["messages"])
 

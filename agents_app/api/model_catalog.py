@@ -24,8 +24,8 @@ from agents_app.api.definition_responses import (
     ProviderModelsOut,
 )
 from agents_app.api.schemas import ERRORS, ErrorOut
-from agents_app.errors import Invalid
-from agents_app.services import model_catalog as catalog
+from agents_app.base.errors import Invalid
+from agents_app.services.definitions import model_catalog as catalog
 from runtime.providers.discovery import ModelCapabilityHints, ProviderModelInfo
 
 router = Router(tags=["catalog"])

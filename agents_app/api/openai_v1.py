@@ -10,7 +10,7 @@ after the wait; here the wait is a coroutine on the server's loop. The app appli
 gates itself: ``ALLOWED_HOSTS``, the API key (``Authorization: Bearer``, the thread API's
 keys and login tokens, with its per-key limits), the body size, storable text.
 
-Thin: the request becomes an ``Ask`` (``services/openai_compat.py``), the turn is opened and
+Thin: the request becomes an ``Ask`` (``services/doors/openai_compat.py``), the turn is opened and
 posted (``orchestration/openai_turns.py``), and this module waits. It joins the thread's
 live frames before the post, relays the reply's chunks as they stream, and reads the stored
 rows when a reply or the session ends (and every ``POLL_SECONDS`` besides): frames the
@@ -35,15 +35,16 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
 from agents_app.api import openai_wire as wire
+from agents_app.base.overload import overload_reason, retry_after
+from agents_app.base.storable_text import describe_unstorable, find_unstorable
 from agents_app.broadcast.events import thread_group
 from agents_app.broadcast.listening import keep_listening
 from agents_app.broadcast.live_frames import THREAD_FRAME, THREAD_FRAMES, frame_of, meta_of
 from agents_app.orchestration.openai_turns import Opened, Turn, turn_open, turn_post, turn_stop
-from agents_app.overload import overload_reason, retry_after
 from agents_app.selectors import agents_for
-from agents_app.services.api_keys import api_key_in_use
-from agents_app.services.login_tokens import TOKEN_PREFIX, login_token_user
-from agents_app.services.openai_compat import (
+from agents_app.services.access.api_keys import api_key_in_use
+from agents_app.services.access.login_tokens import TOKEN_PREFIX, login_token_user
+from agents_app.services.doors.openai_compat import (
     THREAD_HEADER,
     Ask,
     OpenAIError,
@@ -54,8 +55,7 @@ from agents_app.services.openai_compat import (
     turn_state,
     turn_usage,
 )
-from agents_app.services.redaction import Redactor, thread_redactor
-from agents_app.storable_text import describe_unstorable, find_unstorable
+from agents_app.services.env.redaction import Redactor, thread_redactor
 
 logger = logging.getLogger("agents_app.api.openai_v1")
 

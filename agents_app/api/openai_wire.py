@@ -14,7 +14,7 @@ import orjson
 
 from agents_app.models import Agent
 from agents_app.orchestration.openai_turns import Turn
-from agents_app.services.openai_compat import (
+from agents_app.services.doors.openai_compat import (
     OpenAIError,
     Usage,
     completion_id,

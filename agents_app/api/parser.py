@@ -1,7 +1,7 @@
 """The request parser: JSON bodies and query strings with only text PostgreSQL can store.
 
 NUL characters and lone UTF-16 surrogates would fail deep in a write (a 500); refusing
-them at the edge gives a 400 that names the field (``agents_app.storable_text``).
+them at the edge gives a 400 that names the field (``agents_app.base.storable_text``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from django.utils.datastructures import MultiValueDict
 from ninja.errors import HttpError
 from ninja.parser import Parser
 
-from agents_app.storable_text import NUL_ERROR, describe_unstorable, find_unstorable
+from agents_app.base.storable_text import NUL_ERROR, describe_unstorable, find_unstorable
 
 __all__ = ["NUL_ERROR", "StrictParser", "UnstorableTextError", "check_storable", "has_nul"]
 

@@ -16,7 +16,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from ninja.decorators import decorate_view
 
-from agents_app.services.redaction import RedactorCache
+from agents_app.services.env.redaction import RedactorCache
 
 
 def request_redactors(request: HttpRequest) -> RedactorCache:

@@ -19,8 +19,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 from ninja import Router
 
-from agents_app.errors import Forbidden
-from agents_app.permissions import (
+from agents_app.base.errors import Forbidden
+from agents_app.base.permissions import (
     API_ROUTES,
     InPerson,
     Perm,
@@ -142,7 +142,7 @@ def install(
             operation.view_func = _guard(rule, operation.view_func)
     if missing:
         raise ImproperlyConfigured(
-            "API routes without a usable rule in agents_app.permissions.API_ROUTES: "
+            "API routes without a usable rule in agents_app.base.permissions.API_ROUTES: "
             + ", ".join(missing)
         )
 

@@ -17,12 +17,12 @@ from agents_app.api.automation_responses import (
     SchedulesOut,
 )
 from agents_app.api.schemas import ERRORS
-from agents_app.errors import NotFound
+from agents_app.base.errors import NotFound
 from agents_app.models import Schedule
 from agents_app.orchestration.schedule_runner import run_start
 from agents_app.selectors import parse_uuid
-from agents_app.services import owner_rights, schedules
-from agents_app.services.sessions import owner_id
+from agents_app.services.automation import owner_rights, schedules
+from agents_app.services.sessions.lifecycle import owner_id
 
 router = Router(tags=["schedules"])
 

@@ -7,7 +7,7 @@ from typing import Any
 from ninja import Schema
 from ninja.params import HeaderEx, P
 
-from agents_app.errors import Invalid
+from agents_app.base.errors import Invalid
 
 
 class ErrorOut(Schema):

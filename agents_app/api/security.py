@@ -19,8 +19,8 @@ from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
 from agents_app.api.authed import AuthedRequest
-from agents_app.services.api_keys import api_key_in_use
-from agents_app.services.login_tokens import TOKEN_PREFIX, login_token_user
+from agents_app.services.access.api_keys import api_key_in_use
+from agents_app.services.access.login_tokens import TOKEN_PREFIX, login_token_user
 
 
 class ApiKeyAuth(HttpBearer):

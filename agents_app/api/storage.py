@@ -33,11 +33,12 @@ from agents_app.api.storage_responses import (
     ValuePageOut,
     ValueSetOut,
 )
-from agents_app.errors import Invalid, NotFound
+from agents_app.base.errors import Invalid, NotFound
+from agents_app.base.storable_text import describe_unstorable, find_unstorable
 from agents_app.models import Thread, ThreadFile
-from agents_app.services import thread_files, thread_values
-from agents_app.services.thread_values import KEY_MAX
-from agents_app.storable_text import describe_unstorable, find_unstorable
+from agents_app.services.threads import files as thread_files
+from agents_app.services.threads import values as thread_values
+from agents_app.services.threads.values import KEY_MAX
 from runtime.core.mime_types import essence
 from runtime.store import file_images
 
@@ -132,7 +133,7 @@ def value_delete(
 
 
 # --- fs ------------------------------------------------------------------------------------
-# The service does the work (agents_app/services/thread_files.py); these views parse and shape.
+# The service does the work (agents_app/services/threads/files.py); these views parse and shape.
 
 
 class FsRootQuery(Schema):

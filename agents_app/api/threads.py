@@ -25,14 +25,14 @@ from agents_app.api.responses import (
     ThreadUpdatedOut,
 )
 from agents_app.api.schemas import ERRORS, ErrorOut, IdempotencyKey, refuse_unsupported
-from agents_app.errors import Invalid
-from agents_app.icons import request_origin
+from agents_app.base.errors import Invalid
+from agents_app.base.icons import request_origin
 from agents_app.models import Thread
 from agents_app.orchestration.thread_creation import thread_create_once
-from agents_app.services import threads as thread_service
-from agents_app.services.env import EnvPatch
-from agents_app.services.idempotency import idempotency_request
-from agents_app.services.subagents import subagent_registry
+from agents_app.services.env.writes import EnvPatch
+from agents_app.services.sessions.subagents import subagent_registry
+from agents_app.services.threads import changes as thread_service
+from agents_app.services.threads.idempotency import idempotency_request
 
 router = Router(tags=["threads"])
 

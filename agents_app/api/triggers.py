@@ -15,11 +15,11 @@ from agents_app.api.automation_responses import (
 )
 from agents_app.api.responses import TriggerFiredOut
 from agents_app.api.schemas import ERRORS, ErrorOut
-from agents_app.errors import NotFound
+from agents_app.base.errors import NotFound
 from agents_app.models import Trigger
 from agents_app.orchestration.trigger_fire import fire
 from agents_app.selectors import parse_uuid
-from agents_app.services import owner_rights, triggers
+from agents_app.services.automation import owner_rights, triggers
 
 router = Router(tags=["triggers"])
 inbound = Router(tags=["triggers"])

@@ -12,7 +12,7 @@ from agents_app import selectors
 from agents_app.api.authed import AuthedRequest
 from agents_app.api.definition_responses import VariablesOut
 from agents_app.api.schemas import ERRORS
-from agents_app.services.variable_scan import agent_variables, prompt_variables, tool_variables
+from agents_app.pages.variable_scan import agent_variables, prompt_variables, tool_variables
 
 router = Router(tags=["catalog"])
 

@@ -15,11 +15,11 @@ from agents_app.api.automation_responses import (
     SubscriptionsOut,
 )
 from agents_app.api.schemas import ERRORS
-from agents_app.errors import NotFound
+from agents_app.base.errors import NotFound
 from agents_app.models import WebhookDelivery, WebhookSubscription
 from agents_app.orchestration.webhook_runner import enqueue
 from agents_app.selectors import parse_uuid
-from agents_app.services import owner_rights, webhooks
+from agents_app.services.automation import owner_rights, webhooks
 
 router = Router(tags=["webhooks"])
 

@@ -1,6 +1,6 @@
 """The file-system part of ``DjangoStore`` (see ``runtime/store/protocol.py``, "files").
 
-A thin async face over ``agents_app.services.thread_files``: each call runs the
+A thin async face over ``agents_app.services.threads.files``: each call runs the
 service in a worker thread. Streams cross the boundary one chunk at a time, so a
 large file is never held whole: writes store each chunk blob as it fills, reads
 fetch one blob piece per ``await``.
@@ -13,7 +13,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from agents_app.services import thread_files as service
+from agents_app.services.threads import files as service
 from runtime.store import files as fs
 from runtime.store.protocol import (
     FileChunk,

@@ -14,7 +14,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from agents_app.services import definition_versions as versions
+from agents_app.services.definitions import versions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition
 from runtime.store.protocol import Commit
 

@@ -19,12 +19,12 @@ from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from agents_app.base.encryption import decrypt, encrypt
 from agents_app.bridge import async_commit, fast_commit
 from agents_app.bridge.files import FileStoreMixin
 from agents_app.db import page_reads, rows
 from agents_app.db.raw_sql import db_uuid, row_by_uuid
 from agents_app.db.thread_records import CHILDREN, RECORD, record_from
-from agents_app.encryption import decrypt, encrypt
 from agents_app.models import (
     Agent,
     EnvValue,
@@ -39,9 +39,9 @@ from agents_app.models import (
     ThreadValue,
 )
 from agents_app.models.timestamps import now_us
-from agents_app.services import definitions as defs
-from agents_app.services import effects as effect_service
-from agents_app.services.redaction import secret_values_for_thread
+from agents_app.services.definitions import rows as defs
+from agents_app.services.env.redaction import secret_values_for_thread
+from agents_app.services.sessions import effects as effect_service
 from runtime.core import waits
 from runtime.core.messages import Message as EngineMessage
 from runtime.core.progress import SessionProgress
@@ -632,7 +632,7 @@ def _definition_names(kind: DefinitionKind) -> list[str]:
     return sorted(_KIND_MODELS[kind].objects.values_list("name", flat=True))
 
 
-# --- effects (rows and transitions: agents_app.services.effects) -------------------------------
+# --- effects (rows and transitions: agents_app.services.sessions.effects) -------------------------------
 
 
 def _ms(value: datetime | None) -> int | None:

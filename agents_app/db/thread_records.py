@@ -1,7 +1,7 @@
 """The engine's ``ThreadRecord`` of a thread, read with one fixed statement.
 
 The engine's store reads it (``bridge/store.py``: a thread, a parent's children) and so does
-a session start's queue read (``services/sessions.py``), which takes the record with it so
+a session start's queue read (``services/sessions/lifecycle.py``), which takes the record with it so
 the engine does not read the thread again. One column list, one builder.
 """
 

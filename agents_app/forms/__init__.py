@@ -2,7 +2,7 @@
 
 Definition forms (models, prompts, agents) build a spec definition object from
 their cleaned data and inline rows, validate it with
-``agents_app.services.definitions`` and attach each error to the field or row it
+``agents_app.services.definitions.rows`` and attach each error to the field or row it
 is about (``definition_check``). Env value forms are write-only for secrets.
 """
 

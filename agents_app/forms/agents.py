@@ -14,15 +14,15 @@ from agents_app.forms.definition_check import (
     without_none,
 )
 from agents_app.forms.fields import CommaSeparatedField, LinesField, SuggestionsInput
-from agents_app.forms.suggestions import callable_names, hooks_help
+from agents_app.forms.suggestions import callable_names, handler_names, hooks_help
 from agents_app.models import Agent
-from agents_app.models.agents import ToolActivity
+from agents_app.models.agents import AgentState, ToolActivity
 from runtime.core.spec import MAX_SESSION_TURNS_CAP, AgentDefinition
 from runtime.definitions.validation import DefinitionError
 
 _NEEDS_0_2 = "%s needs spec 0.2.0: choose it under Spec (max session turns then counts exchanges)."
 
-SIDE_FIELDS = ("label", "prompt", "stop_on_response", "stop_tool", "stop_tool_response_property",
+SIDE_FIELDS = ("label", "prompt", "handler", "stop_on_response", "stop_tool", "stop_tool_response_property",
                "max_steps", "max_turns", "end_session_tool")  # fmt: skip
 
 
@@ -32,6 +32,9 @@ def _side_help(side: str) -> dict[str, str]:
     return {
         f"side_{side}_label": "A name for this side shown in conversations (optional).",
         f"side_{side}_prompt": f"The prompt {who} runs on: its instructions, model and tools.",
+        f"side_{side}_handler": "Spec 0.2.0: code takes this side's turns instead of a model "
+        "(a side handler, defined in code under agents/handlers/): it is handed each message the "
+        "side receives, once. Leave Prompt empty and the stop conditions below unset.",
         f"side_{side}_stop_on_response": "End this side's turn as soon as the model answers "
         "with text and calls no tool. Untick to let it keep working until another stop "
         "condition below is met.",
@@ -41,10 +44,12 @@ def _side_help(side: str) -> dict[str, str]:
         "result holds the outcome of the turn. Required when a stop tool is set.",
         f"side_{side}_max_steps": "How many steps this side may take in one session (a step "
         "is one model request plus the tools it called). When they are used its turn ends "
-        "(in an ai_human agent: the reply ends); in a dual_ai session each later turn of this "
+        "(in an AI ↔ human agent: the reply ends); in an AI ↔ AI session each later turn of "
+        "this "
         "side is one step. Empty: no limit. Must be 1 or more.",
-        f"side_{side}_max_turns": "How many turns this side may take: in a dual_ai session, "
-        "after that many turns it takes no more; in an ai_human agent, counted over the whole "
+        f"side_{side}_max_turns": "How many turns this side may take: in an AI ↔ AI "
+        "session, after that many turns it takes no more; in an AI ↔ human agent, counted "
+        "over the whole "
         "conversation. Empty: no limit. Must be 1 or more.",
         f"side_{side}_end_session_tool": "End the whole session (not only the turn) when the "
         "model calls this tool.",
@@ -55,6 +60,7 @@ def _side_labels(side: str) -> dict[str, str]:
     return {
         f"side_{side}_label": "Label",
         f"side_{side}_prompt": "Prompt",
+        f"side_{side}_handler": "Handler",
         f"side_{side}_stop_on_response": "Stop on response",
         f"side_{side}_stop_tool": "Stop tool",
         f"side_{side}_stop_tool_response_property": "Stop tool response property",
@@ -150,7 +156,8 @@ class AgentForm(DefinitionForm):
             f"{MAX_SESSION_TURNS_CAP} (a hard maximum).",
             "mid_run_messages": "What a message posted while a session runs does: read at "
             "the next step (default), wait and run as a new turn after the session, stop the "
-            "session (keeping what it wrote) and answer it, or be refused (409).",
+            "session (keeping what it wrote) and answer it, or be refused (the person is told to "
+            "send it again once the reply is complete; API clients get HTTP 409).",
             "state": "A draft is for staff only: try it under Try this agent on this page while "
             "people using the chat don't see it. Publish it when it is ready.",
             "audience_groups": "Who sees this agent in the chat once published. None ticked: "
@@ -169,10 +176,15 @@ class AgentForm(DefinitionForm):
                 for s in ("a", "b")
                 for f in ("stop_tool", "end_session_tool")
             },
+            **{f"side_{s}_handler": SuggestionsInput(handler_names) for s in ("a", "b")},
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if not self.instance.pk and "state" not in (kwargs.get("initial") or {}):
+            # A new agent starts as a draft: staff try it before the chat offers it to anyone
+            # (the model's default, published, is what a definition file without a state means).
+            self.initial["state"] = AgentState.DRAFT
         if self.instance.pk:  # a declared field: Django fills only model fields from the row
             self.fields["tool_activity"].initial = self.instance.tool_activity
             self.fields["human_side"].initial = "a" if self.instance.side_a_human else "b"
@@ -184,6 +196,9 @@ class AgentForm(DefinitionForm):
     def _side(self, side: str) -> dict[str, Any] | None:
         cd = self.cleaned_data
         prompt = cd.get(f"side_{side}_prompt")
+        handler = cd.get(f"side_{side}_handler") or None
+        if handler is not None:
+            return self._coded(side, handler)
         if prompt is None:
             return None
         return without_none(
@@ -199,6 +214,24 @@ class AgentForm(DefinitionForm):
                 "endSessionTool": cd.get(f"side_{side}_end_session_tool") or None,
             }
         )
+
+    def _coded(self, side: str, handler: str) -> dict[str, Any]:
+        """A handler's side: the handler, its label, and whatever else was filled in
+        (validation says a handler's side takes none of it, rather than dropping it)."""
+        cd = self.cleaned_data
+        prompt = cd.get(f"side_{side}_prompt")
+        filled = {
+            "prompt": prompt.name if prompt is not None else None,
+            "stopTool": cd.get(f"side_{side}_stop_tool") or None,
+            "stopToolResponseProperty": cd.get(f"side_{side}_stop_tool_response_property") or None,
+            "maxSteps": cd.get(f"side_{side}_max_steps"),
+            "maxTurns": cd.get(f"side_{side}_max_turns"),
+            "endSessionTool": cd.get(f"side_{side}_end_session_tool") or None,
+            "label": cd.get(f"side_{side}_label") or None,
+        }
+        if cd.get(f"side_{side}_stop_on_response") is False:
+            filled["stopOnResponse"] = False
+        return without_none({**filled, "handler": handler})
 
     def _person(self, side: str) -> dict[str, Any]:
         """A person's side: its label, and whatever else was filled in (validation says a
@@ -237,6 +270,10 @@ class AgentForm(DefinitionForm):
             errors.append(DefinitionError("humanSide", _NEEDS_0_2 % "A person on side A"))
         if cd.get("primary") is False:
             errors.append(DefinitionError("primary", _NEEDS_0_2 % "Leaving it out of the picker"))
+        for side in ("a", "b"):
+            if cd.get(f"side_{side}_handler"):
+                path = f"side{side.upper()}.handler"
+                errors.append(DefinitionError(path, _NEEDS_0_2 % "A handler on a side"))
         return errors
 
     def definition_data(self, rows: Mapping[str, DefinitionRowsFormSet]) -> dict[str, Any]:
@@ -271,5 +308,7 @@ class AgentForm(DefinitionForm):
                 "sideB": "side_b_prompt",
                 "sideA.human": "human_side",
                 "sideB.human": "human_side",
+                "sideA.handler": "side_a_handler",
+                "sideB.handler": "side_b_handler",
             }
         )

@@ -1,6 +1,6 @@
 """Validate a whole definition (form fields plus inline rows) and put each error where it belongs.
 
-Validation itself lives in ``agents_app.services.definitions`` (and ``runtime.definitions.validation``);
+Validation itself lives in ``agents_app.services.definitions.rows`` (and ``runtime.definitions.validation``);
 this module only builds the definition from form input and routes every
 ``DefinitionError`` (spec camelCase paths such as ``sideA.maxSteps``, ``tools.2``,
 ``prompt.0.prompt``) to the field or inline row it is about.
@@ -26,7 +26,7 @@ from django.db.models import Model
 from django.forms.models import BaseInlineFormSet, BaseModelFormSet
 from pydantic import BaseModel
 
-from agents_app.services.definitions import AnyDefinition, build_catalog, validate_definition
+from agents_app.services.definitions.rows import AnyDefinition, build_catalog, validate_definition
 from runtime.core.spec import ModelDefinition, PromptDefinition
 from runtime.definitions.validation import Catalog, DefinitionError, parse
 

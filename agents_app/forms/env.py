@@ -14,7 +14,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.forms.models import BaseInlineFormSet
 
-from agents_app.encryption import DecryptionError
+from agents_app.base.encryption import DecryptionError
 from agents_app.models import EnvValue
 
 SECRET = EnvValue.Type.SECRET

@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from agents_app.storable_text import find_unstorable
+from agents_app.base.storable_text import find_unstorable
 
 
 class CommaSeparatedField(forms.CharField):

@@ -30,12 +30,14 @@ from runtime.definitions.validation import (
     parse,
 )
 
+# The admin renders help texts as HTML: the example and the field names are code.
 SCRIPT_HELP = (
     "Test provider only. A JSON list of scripted replies: a thread's first request to this "
-    'model gets the first item, and so on. Example: [{"content": "Hello!"}, '
-    '{"toolCalls": [{"name": "lookup_order", "arguments": {"order_id": "A-1"}}]}]. '
-    "Item fields: content, toolCalls, reasoningContent, finishReason, usage, error, "
-    "delayMs, expectInput."
+    'model gets the first item, and so on. Example: <code>[{"content": "Hello!"}, '
+    '{"toolCalls": [{"name": "lookup_order", "arguments": {"order_id": "A-1"}}]}]</code>. '
+    "Item fields: <code>content</code>, <code>toolCalls</code>, <code>reasoningContent</code>, "
+    "<code>finishReason</code>, <code>usage</code>, <code>error</code>, <code>delayMs</code>, "
+    "<code>expectInput</code>."
 )
 
 

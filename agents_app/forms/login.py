@@ -14,8 +14,8 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.http import HttpResponse
 
-from agents_app.errors import RateLimited
-from agents_app.services import limits
+from agents_app.base.errors import RateLimited
+from agents_app.services.access import limits
 
 
 class LimitedLoginMixin:

@@ -8,7 +8,7 @@ from django import forms
 
 from agents_app.forms.fields import CommaSeparatedField, KeyValueLinesField
 from agents_app.models import McpServer
-from agents_app.services.mcp_servers import server_errors
+from agents_app.services.definitions.mcp_servers import server_errors
 from runtime.definitions.validation import parse
 from runtime.mcp.servers import McpServerDefinition
 

@@ -25,7 +25,7 @@ from agents_app.forms.fields import (
 )
 from agents_app.forms.suggestions import callable_names, hooks_help
 from agents_app.models import Prompt, PromptPart, PromptTool
-from agents_app.services.definitions import prompt_definition
+from agents_app.services.definitions.rows import prompt_definition
 from runtime.core.spec import PromptDefinition, PromptIncludePart
 from runtime.definitions.validation import Catalog, DefinitionError, find_cycle
 

@@ -1,11 +1,12 @@
-"""Names the studio suggests while typing (tool, prompt, agent and hook names)."""
+"""Names the studio suggests while typing (tool, prompt, agent, hook and handler names)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from agents_app.models import Agent, LanguageModel, Prompt
-from agents_app.services import definitions, mcp_servers
+from agents_app.services.definitions import mcp_servers
+from agents_app.services.definitions import rows as definitions
 from runtime.core.spec import ModelDefinition
 from runtime.providers.offers import provider_offers
 
@@ -26,7 +27,7 @@ def _short(text: str, length: int = 90) -> str:
 
 def callables() -> list[Callable]:
     """Code tools, MCP servers' tools, prompts and agents with their descriptions, in that order."""
-    from agents_app.code_registry import get_registry
+    from agents_app.base.code_registry import get_registry
 
     code = definitions.registered_code_names()
     registered = get_registry().tools
@@ -81,6 +82,14 @@ def callable_names() -> list[tuple[str, str]]:
         (c.name, f"{c.kind}: {_short(c.description)}" if c.description else c.kind)
         for c in callables()
     ]
+
+
+def handler_names() -> list[tuple[str, str]]:
+    """(name, description) of the side handlers registered in code (``define_handler``)."""
+    from agents_app.base.code_registry import get_registry
+
+    handlers = sorted(get_registry().handlers.values(), key=lambda h: h.name)
+    return [(h.name, _short(h.description)) for h in handlers]
 
 
 def hook_names() -> list[str]:

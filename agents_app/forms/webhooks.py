@@ -11,10 +11,10 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from agents_app.errors import DomainError
+from agents_app.base.errors import DomainError
 from agents_app.models import EnvValue, WebhookSubscription
 from agents_app.models.webhooks import EVENTS
-from agents_app.services import webhooks
+from agents_app.services.automation import webhooks
 
 # Each event as a person would name it, and when it is sent (docs/automation.md, "Webhooks").
 EVENT_WORDS: dict[str, tuple[str, str]] = {

@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest
 
-from agents_app.services import identity
+from agents_app.services.access import identity
 
 
 def studio_oidc(request: HttpRequest) -> dict[str, Any]:

@@ -29,8 +29,8 @@ from django.views.decorators.http import require_GET, require_POST
 from joserfc.errors import JoseError
 from requests import RequestException
 
-from agents_app.services import audit, identity, oidc_client
-from agents_app.services.identity import SignInRefused
+from agents_app.services.access import audit, identity, oidc_client
+from agents_app.services.access.identity import SignInRefused
 
 logger = logging.getLogger("agents_app.identity.oidc")
 BACKEND = "django.contrib.auth.backends.ModelBackend"

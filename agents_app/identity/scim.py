@@ -17,8 +17,8 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from agents_app.services import audit, oidc_client, scim
-from agents_app.services.scim import ScimError
+from agents_app.services.access import audit, oidc_client, scim
+from agents_app.services.access.scim import ScimError
 
 logger = logging.getLogger("agents_app.identity.scim")
 CONTENT_TYPE = "application/scim+json"

@@ -31,16 +31,16 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from agents_app.errors import DomainError
+from agents_app.base.errors import DomainError
+from agents_app.base.storable_text import describe_unstorable, find_unstorable
 from agents_app.mcp_endpoint.hosts import host_allowed, origin_allowed, request_host, scope_headers
 from agents_app.models import Thread
 from agents_app.orchestration.agent_calls import Ask, agent_ask, ask_progress, exposed_agents
 from agents_app.selectors import access_thread, agents_for
-from agents_app.services import limits
-from agents_app.services.api_keys import api_key_in_use
-from agents_app.services.messages import CONTENT_MAX
-from agents_app.services.sessions import thread_stop
-from agents_app.storable_text import describe_unstorable, find_unstorable
+from agents_app.services.access import limits
+from agents_app.services.access.api_keys import api_key_in_use
+from agents_app.services.sessions.lifecycle import thread_stop
+from agents_app.services.threads.messages import CONTENT_MAX
 
 logger = logging.getLogger("agents_app.mcp_endpoint.server")
 USER_KEY = "studio.user"

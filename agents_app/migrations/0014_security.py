@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
 
     operations = [
         # The egress key rule: the instance key goes to a foreign base URL only when a
-        # superuser says so (runtime/core/egress.py, agents_app/services/model_catalog.py).
+        # superuser says so (runtime/core/egress.py, agents_app/services/definitions/model_catalog.py).
         migrations.AddField(
             model_name="languagemodel",
             name="send_instance_key_to_base_url",
@@ -20,7 +20,7 @@ class Migration(migrations.Migration):
             ),
         ),
         # WebSocket tickets remember the credential that minted them (sockets follow their
-        # credentials: agents_app/services/socket_credentials.py).
+        # credentials: agents_app/services/access/socket_credentials.py).
         migrations.AddField(
             model_name="websocketticket",
             name="credential",

@@ -9,7 +9,7 @@ from django.db import migrations, models
 
 def seal_schedule_env(apps, schema_editor):
     """A schedule's env values were kept in clear in its row: encrypted like every env value."""
-    from agents_app.encryption import encrypt
+    from agents_app.base.encryption import encrypt
 
     Schedule = apps.get_model("agents_app", "Schedule")
     for row in Schedule.objects.exclude(env={}).only("pk", "env"):
@@ -21,7 +21,7 @@ def seal_schedule_env(apps, schema_editor):
 
 
 def open_schedule_env(apps, schema_editor):
-    from agents_app.encryption import decrypt
+    from agents_app.base.encryption import decrypt
 
     Schedule = apps.get_model("agents_app", "Schedule")
     for row in Schedule.objects.exclude(env_ciphertext="").only("pk", "env_ciphertext"):

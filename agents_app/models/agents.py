@@ -12,12 +12,13 @@ class ToolActivity(models.TextChoices):
 
 
 class MidRunMessages(models.TextChoices):
-    """The policy for a message that arrives while the thread's session runs."""
+    """The policy for a message that arrives while the thread's session runs (labels in the
+    studio's words: what the person chatting sees happen)."""
 
-    QUEUE = "queue", "Queue: read at the session's next step"
-    ENQUEUE = "enqueue", "Enqueue: a new turn after the session ends"
-    INTERRUPT = "interrupt", "Interrupt: stop the session, then answer"
-    REJECT = "reject", "Reject: answer 409"
+    QUEUE = "queue", "Queue: the agent reads it at its next step"
+    ENQUEUE = "enqueue", "Enqueue: answered after the current reply"
+    INTERRUPT = "interrupt", "Interrupt: the current reply stops, then the agent answers"
+    REJECT = "reject", "Refuse: the person is asked to send it again after the reply"
 
 
 class AgentState(models.TextChoices):
@@ -83,10 +84,12 @@ class Agent(models.Model):
     )
 
     side_a_label = models.CharField(max_length=100, blank=True)
-    # Empty: a person is on side A (spec 0.2.0).
+    # Empty (and no handler): a person is on side A (spec 0.2.0).
     side_a_prompt = models.ForeignKey(
         Prompt, on_delete=models.PROTECT, related_name="side_a_of", null=True, blank=True
     )
+    # Spec 0.2.0: the side handler (``define_handler``) that takes side A's turns, or "".
+    side_a_handler = models.CharField(max_length=128, blank=True)
     side_a_stop_on_response = models.BooleanField(default=True)
     side_a_stop_tool = models.CharField(max_length=200, blank=True)
     side_a_stop_tool_response_property = models.CharField(max_length=128, blank=True)
@@ -100,6 +103,7 @@ class Agent(models.Model):
     side_b_prompt = models.ForeignKey(
         Prompt, on_delete=models.PROTECT, related_name="side_b_of", null=True, blank=True
     )
+    side_b_handler = models.CharField(max_length=128, blank=True)
     side_b_stop_on_response = models.BooleanField(default=True)
     side_b_stop_tool = models.CharField(max_length=200, blank=True)
     side_b_stop_tool_response_property = models.CharField(max_length=128, blank=True)
@@ -115,11 +119,13 @@ class Agent(models.Model):
     class Meta:
         ordering = ["name"]
         constraints = [
-            # A person may take one side, never both: some side runs a prompt.
+            # A person may take one side, never both: some side runs a prompt or a handler.
             models.CheckConstraint(
                 condition=models.Q(side_a_prompt__isnull=False)
-                | models.Q(side_b_prompt__isnull=False),
-                name="agent_has_an_ai_side",
+                | models.Q(side_b_prompt__isnull=False)
+                | ~models.Q(side_a_handler="")
+                | ~models.Q(side_b_handler=""),
+                name="agent_has_a_side_no_person_takes",
             )
         ]
 
@@ -128,4 +134,4 @@ class Agent(models.Model):
 
     @property
     def side_a_human(self) -> bool:
-        return self.side_a_prompt_id is None
+        return self.side_a_prompt_id is None and not self.side_a_handler

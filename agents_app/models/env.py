@@ -10,7 +10,7 @@ from agents_app.models.threads import Thread
 
 
 class EnvValue(models.Model):
-    """An env value at one scope, encrypted at rest (AES-256-GCM, see ``agents_app.encryption``).
+    """An env value at one scope, encrypted at rest (AES-256-GCM, see ``agents_app.base.encryption``).
 
     Resolution order: thread → agent → prompt → user → instance. ``secret`` values
     are write-only everywhere outside the engine.
@@ -95,12 +95,12 @@ class EnvValue(models.Model):
 
     @property
     def value(self) -> str:
-        from agents_app.encryption import decrypt
+        from agents_app.base.encryption import decrypt
 
         return decrypt(self.ciphertext)
 
     @value.setter
     def value(self, plaintext: str) -> None:
-        from agents_app.encryption import encrypt
+        from agents_app.base.encryption import encrypt
 
         self.ciphertext = encrypt(plaintext)

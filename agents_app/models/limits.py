@@ -2,7 +2,7 @@
 
 The defaults live in settings (``STUDIO_RATE_*``, ``STUDIO_BUDGET_*``); a row here replaces
 the default for one user, one API key or one agent. The counting itself is in
-``agents_app.services.limits`` (the shared cache for requests, the logs for spend).
+``agents_app.services.access.limits`` (the shared cache for requests, the logs for spend).
 """
 
 from __future__ import annotations

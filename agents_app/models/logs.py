@@ -9,12 +9,13 @@ from agents_app.models.timestamps import now_us
 
 
 class Log(models.Model):
-    """One LLM request attempt or one tool call."""
+    """One LLM request attempt, one tool call, a runtime event or one side handler call."""
 
     class Kind(models.TextChoices):
         LLM = "llm", "LLM request"
         TOOL = "tool", "Tool call"
         SYSTEM = "system", "Runtime event"
+        HANDLER = "handler_execution", "Side handler call"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # No index of its own: ``log_thread_time`` (thread, created_at) serves lookups by thread,
@@ -24,7 +25,7 @@ class Log(models.Model):
     )
     # The message that started the turn (the reference's "root" message id); plain id to avoid a cycle.
     message_id = models.UUIDField(null=True, blank=True)
-    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.LLM)
+    kind = models.CharField(max_length=32, choices=Kind.choices, default=Kind.LLM)
     parent = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="children"
     )

@@ -7,7 +7,7 @@ class RetentionPolicy(models.Model):
     """How long activity is kept: one row (pk 1), edited in the studio.
 
     Each period is in days; empty means "use the server setting" (``STUDIO_RETENTION_*``),
-    0 means keep forever. ``agents_app.services.retention`` applies it; the last
+    0 means keep forever. ``agents_app.services.operations.retention`` applies it; the last
     columns are its bookkeeping, never edited by hand.
     """
 

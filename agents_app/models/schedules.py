@@ -66,13 +66,13 @@ class Schedule(models.Model):
 
     @property
     def env(self) -> dict[str, str]:
-        from agents_app.encryption import decrypt
+        from agents_app.base.encryption import decrypt
 
         return dict(json.loads(decrypt(self.env_ciphertext))) if self.env_ciphertext else {}
 
     @env.setter
     def env(self, values: dict[str, str]) -> None:
-        from agents_app.encryption import encrypt
+        from agents_app.base.encryption import encrypt
 
         self.env_ciphertext = encrypt(json.dumps(values)) if values else ""
         self.env_names = sorted(values or {})

@@ -12,7 +12,7 @@ class ThreadValue(models.Model):
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="values")
     key = models.CharField(max_length=512)
     value = models.JSONField(null=True)  # as shown: secrets redacted
-    # The value as setValue got it, when it held a secret: encrypted JSON (agents_app.encryption),
+    # The value as setValue got it, when it held a secret: encrypted JSON (agents_app.base.encryption),
     # so getValue returns it exactly while it is never in clear at rest. Empty: ``value`` is it.
     sealed = models.TextField(blank=True, default="")
     updated_at = models.BigIntegerField(default=now_us)

@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agents_app.errors import Invalid, NotFound
+from agents_app.base.errors import Invalid, NotFound
 from agents_app.models import Agent, Message, QueuedMessage, Thread, ThreadSession
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.selectors import access_thread, agents_for
-from agents_app.services.messages import message_post
+from agents_app.services.threads.messages import message_post
 
 ACTIVE = (ThreadSession.Status.QUEUED, ThreadSession.Status.RUNNING)
 

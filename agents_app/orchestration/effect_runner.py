@@ -34,13 +34,13 @@ from typing import Any
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
 
-from agents_app import faults
+from agents_app.base import faults
 from agents_app.bridge.store import effect_record
 from agents_app.broadcast.events import LiveSink
 from agents_app.models import ScheduledEffect
 from agents_app.orchestration.db_retry import CONNECTION_ERRORS, OutageLog, drop_broken_connections
 from agents_app.orchestration.engines import build_engine
-from agents_app.services import effects as effect_service
+from agents_app.services.sessions import effects as effect_service
 from runtime.effects import describe_error, is_permanent, run_effect
 from runtime.engine import Engine
 

@@ -1,5 +1,5 @@
 """The embedded mode's beat for automation: without Celery there is no beat, so the jobs
-``agents_app/periodic_jobs.py`` homes here (due schedule runs, webhook retries, the
+``agents_app/base/periodic_jobs.py`` homes here (due schedule runs, webhook retries, the
 expired-row purge, retention) run on the in-process executor's loop
 (docs/automation.md, "Embedded mode").
 
@@ -22,8 +22,8 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 
+from agents_app.base.periodic_jobs import JOBS, PeriodicJob
 from agents_app.orchestration.periodic import AUTOMATION
-from agents_app.periodic_jobs import JOBS, PeriodicJob
 
 logger = logging.getLogger("agents_app.schedules")
 

@@ -15,14 +15,14 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from agents_app import faults
+from agents_app.base import faults
+from agents_app.base.code_registry import get_registry
 from agents_app.bridge import async_commit
 from agents_app.bridge.store import DjangoStore
 from agents_app.broadcast.events import LiveSink
-from agents_app.code_registry import get_registry
-from agents_app.services.mcp_servers import DjangoMcpServers
-from agents_app.services.model_catalog import key_withheld
-from agents_app.services.subagents import DjangoHost
+from agents_app.services.definitions.mcp_servers import DjangoMcpServers
+from agents_app.services.definitions.model_catalog import key_withheld
+from agents_app.services.sessions.subagents import DjangoHost
 from runtime.deps import Limits
 from runtime.engine import Engine
 from runtime.mcp.client import McpConnector

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from agents_app.errors import Invalid, NotFound
+from agents_app.base.errors import Invalid, NotFound
 from agents_app.models import (
     Agent,
     EvalDataset,
@@ -34,10 +34,13 @@ from agents_app.models import (
 from agents_app.models.timestamps import now_us
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.selectors import is_offered
-from agents_app.services import definition_versions, eval_pins, evals, owner_rights
-from agents_app.services.messages import message_post
-from agents_app.services.redaction import redact_for_thread
-from agents_app.services.sessions import thread_stop
+from agents_app.services.automation import owner_rights
+from agents_app.services.definitions import versions as definition_versions
+from agents_app.services.env.redaction import redact_for_thread
+from agents_app.services.evals import checks as evals
+from agents_app.services.evals import pins as eval_pins
+from agents_app.services.sessions.lifecycle import thread_stop
+from agents_app.services.threads.messages import message_post
 
 logger = logging.getLogger("agents_app.evals")
 

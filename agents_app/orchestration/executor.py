@@ -24,7 +24,7 @@ from asgiref.sync import sync_to_async
 from celery import current_app
 from django.conf import settings
 
-from agents_app.task_names import RUN_SESSION
+from agents_app.base.task_names import RUN_SESSION
 from runtime.core import tracing
 from studio.event_loop import new_loop
 
@@ -102,7 +102,7 @@ def _log_failure(future: Future[Any]) -> None:
 
 
 async def _sweep_forever(executor: InProcessExecutor) -> None:
-    """The ``sessions`` jobs of ``agents_app/periodic_jobs.py`` (no beat here): sessions to
+    """The ``sessions`` jobs of ``agents_app/base/periodic_jobs.py`` (no beat here): sessions to
     run again, tool waits that ran out, eval runs to advance."""
     from agents_app.orchestration.periodic import SESSIONS, sessions_tick
     from agents_app.orchestration.runner import run_session_job
@@ -134,7 +134,7 @@ def dispatch(session_id: str) -> None:
         # Sent by name: the task's module (agents_app.tasks.session_tasks) imports this one, and the
         # dispatch needs only the broker. A short publish retry: this runs after a
         # request's commit, and with the broker down the session waits for the sweep anyway
-        # (agents_app/dispatch.py); kombu's default policy (3 retries) held each request
+        # (agents_app/base/dispatch.py); kombu's default policy (3 retries) held each request
         # 0.6 s, this one 0.02 s (connection refused).
         current_app.send_task(RUN_SESSION, (session_id,), retry=True, retry_policy=_PUBLISH_RETRY)
     elif mode == "inprocess":

@@ -16,19 +16,21 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents_app.errors import DomainError, NotFound
+from agents_app.base.errors import DomainError, NotFound
 from agents_app.models import Agent, Thread
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.selectors import access_thread, offered_agent
-from agents_app.services import limits, owner_rights, sessions
-from agents_app.services.messages import message_post
-from agents_app.services.openai_compat import (
+from agents_app.services.access import limits
+from agents_app.services.automation import owner_rights
+from agents_app.services.doors.openai_compat import (
     Ask,
     OpenAIError,
     from_domain,
     history_write,
     previous_check,
 )
+from agents_app.services.sessions import lifecycle as sessions
+from agents_app.services.threads.messages import message_post
 
 BUSY = (
     "The agent is still answering in this thread (or waits for a tool call to be decided): "

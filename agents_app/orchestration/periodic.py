@@ -1,4 +1,4 @@
-"""What each periodic job does (``agents_app/periodic_jobs.py`` declares them), for the
+"""What each periodic job does (``agents_app/base/periodic_jobs.py`` declares them), for the
 Celery tasks and the embedded mode alike: both call these functions, so a job cannot do one
 thing on beat and another on the embedded loop."""
 
@@ -8,10 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 from agents_app.orchestration import eval_runs, schedule_runner, webhook_runner
-from agents_app.services.housekeeping import expired_purge
-from agents_app.services.retention import retention_apply
-from agents_app.services.sessions import owner_id, sessions_sweep
-from agents_app.services.tool_waits import expire_due
+from agents_app.services.operations.housekeeping import expired_purge
+from agents_app.services.operations.retention import retention_apply
+from agents_app.services.sessions.lifecycle import owner_id, sessions_sweep
+from agents_app.services.sessions.tool_waits import expire_due
 
 
 def sessions_tick() -> list[str]:

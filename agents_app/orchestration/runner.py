@@ -26,7 +26,7 @@ import httpx
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from agents_app import faults
+from agents_app.base import faults
 from agents_app.bridge import fast_commit
 from agents_app.bridge.pinned import PinnedDefinitions
 from agents_app.bridge.store import DjangoStore
@@ -43,9 +43,9 @@ from agents_app.orchestration.db_retry import (
 from agents_app.orchestration.engines import build_engine
 from agents_app.orchestration.start_gate import StartSlot, start_gate
 from agents_app.selectors import activity_frame, thread_activity
-from agents_app.services import sessions
-from agents_app.services.redaction import redact_for_thread
-from agents_app.services.sessions import Claim
+from agents_app.services.env.redaction import redact_for_thread
+from agents_app.services.sessions import lifecycle as sessions
+from agents_app.services.sessions.lifecycle import Claim
 from agents_app.wire import RESUME_MARK
 from runtime.core import egress, tracing
 from runtime.core.outcomes import SessionResult

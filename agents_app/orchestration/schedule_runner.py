@@ -17,14 +17,14 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 
-from agents_app.errors import DomainError
+from agents_app.base.errors import DomainError
 from agents_app.models import Schedule, ScheduleRun
 from agents_app.orchestration import webhook_runner
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services import owner_rights
-from agents_app.services import schedules as schedule_service
-from agents_app.services.owner_rights import OwnerRefused
-from agents_app.services.sessions import owner_id
+from agents_app.services.automation import owner_rights
+from agents_app.services.automation import schedules as schedule_service
+from agents_app.services.automation.owner_rights import OwnerRefused
+from agents_app.services.sessions.lifecycle import owner_id
 
 logger = logging.getLogger("agents_app.schedules")
 

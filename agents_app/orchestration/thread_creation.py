@@ -2,7 +2,7 @@
 the services check before and record after (``services.threads``).
 
 This lives outside ``services`` because it drives the engine: services decide, the
-orchestration (this module, the runner, the executors) runs; see ``agents_app/dispatch.py``.
+orchestration (this module, the runner, the executors) runs; see ``agents_app/base/dispatch.py``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from asgiref.sync import async_to_sync
 from agents_app import wire
 from agents_app.models import Agent, Thread
 from agents_app.orchestration.engines import with_engine
-from agents_app.services import threads as thread_service
-from agents_app.services.idempotency import (
+from agents_app.services.threads import changes as thread_service
+from agents_app.services.threads.idempotency import (
     Answer,
     IdempotencyRequest,
     idempotent_complete,

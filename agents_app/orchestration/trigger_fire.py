@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from agents_app.models import Trigger
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services import messages as message_service
-from agents_app.services import owner_rights, triggers
+from agents_app.services.automation import owner_rights, triggers
+from agents_app.services.threads import messages as message_service
 
 logger = logging.getLogger("agents_app.triggers")
 

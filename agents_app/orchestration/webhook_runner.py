@@ -20,9 +20,9 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from agents_app.base.task_names import WEBHOOK_DELIVER
 from agents_app.models import Thread
-from agents_app.services import webhooks
-from agents_app.task_names import WEBHOOK_DELIVER
+from agents_app.services.automation import webhooks
 from runtime.core import egress
 
 logger = logging.getLogger("agents_app.webhooks")

@@ -32,10 +32,10 @@ from urllib.parse import parse_qs
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
+from agents_app.base.errors import DomainError
 from agents_app.broadcast.live_frames import frame_of
-from agents_app.errors import DomainError
 from agents_app.models import Thread
-from agents_app.services import client_bridge
+from agents_app.services.sessions import client_bridge
 from agents_app.sockets.consumers import PINGS, _ThreadSocket
 
 CLOSE_UNRESPONSIVE = 4408

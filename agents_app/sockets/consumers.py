@@ -32,17 +32,20 @@ from channels.sessions import CookieMiddleware, InstanceSessionWrapper, SessionM
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 
+from agents_app.base.errors import DomainError
+from agents_app.base.permissions import ThreadAction, may_see_all_threads
 from agents_app.broadcast import catch_up
 from agents_app.broadcast.events import REGISTRY_ALL, logs_group, registry_user_group, thread_group
 from agents_app.broadcast.listening import keep_listening
 from agents_app.broadcast.live_frames import THREAD_FRAMES, encode, frame_of, meta_of, text_of
-from agents_app.errors import DomainError
-from agents_app.permissions import ThreadAction, may_see_all_threads
 from agents_app.selectors import access_thread
-from agents_app.services.api_keys import api_key_in_use
-from agents_app.services.login_tokens import TOKEN_PREFIX, login_token_user, token_session_key
-from agents_app.services.redaction import RedactorCache
-from agents_app.services.socket_credentials import (
+from agents_app.services.access.api_keys import api_key_in_use
+from agents_app.services.access.login_tokens import (
+    TOKEN_PREFIX,
+    login_token_user,
+    token_session_key,
+)
+from agents_app.services.access.socket_credentials import (
     CLOSE_REVOKED,
     REVOKED_ERROR,
     SocketCredential,
@@ -51,7 +54,8 @@ from agents_app.services.socket_credentials import (
     session_credential,
     user_sockets_group,
 )
-from agents_app.services.tickets import ticket_open
+from agents_app.services.access.tickets import ticket_open
+from agents_app.services.env.redaction import RedactorCache
 from agents_app.sockets.consumer_loop import dispatch_from
 from agents_app.sockets.socket_db import socket_db
 

@@ -2,7 +2,7 @@
 
 ``session_tasks`` (sessions, the sweep, purges, evals), ``effect_tasks`` (scheduled effects,
 schedules, webhooks), ``retention_tasks`` (the retention beat). Task names are explicit
-(``name=`` on each task, the shared ones in ``agents_app.task_names``), so moving a module
+(``name=`` on each task, the shared ones in ``agents_app.base.task_names``), so moving a module
 never renames a task.
 
 May import: ``orchestration`` and everything below it. Nothing imports a task module back.

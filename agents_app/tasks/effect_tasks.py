@@ -12,7 +12,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from agents_app.task_names import WEBHOOK_DELIVER
+from agents_app.base.task_names import WEBHOOK_DELIVER
 
 
 @shared_task(name="agents_app.effects_tick", acks_late=False, ignore_result=True)

@@ -1,4 +1,4 @@
-"""The retention beat task (thin: the work is in ``agents_app.services.retention``).
+"""The retention beat task (thin: the work is in ``agents_app.services.operations.retention``).
 
 Beat sends it every ``STUDIO_RETENTION_INTERVAL_SECONDS``; a run stops after
 ``STUDIO_RETENTION_MAX_SECONDS`` and the next one continues. A duplicated or

@@ -16,7 +16,7 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_process_init, worker_ready, worker_shutdown
 
-from agents_app.task_names import RUN_SESSION
+from agents_app.base.task_names import RUN_SESSION
 from runtime.core import tracing
 from studio.event_loop import new_loop
 

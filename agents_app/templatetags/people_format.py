@@ -75,6 +75,15 @@ REASONS = {
     "auth": "Refused: the key was not accepted",
     "network": "Could not reach the provider",
     "budget": "The spend budget is used up",
+    # A failed request's type (runtime.providers.base.ERROR_CODES and the engine's own).
+    "authentication": "Refused: the API key was missing or not accepted",
+    "overloaded": "The provider was overloaded",
+    "context_too_long": "The conversation was too long for the model",
+    "invalid_request": "The provider refused the request",
+    "unknown": "The provider answered with an error",
+    "hook_error": "A hook failed",
+    "tool_execution_error": "The tool failed",
+    "tool_error": "The tool failed",
     # Why a session ended (runtime.core.progress.StopReason).
     "stop_on_response": "Answered",
     "stop_tool": "Called its stop tool",
@@ -91,7 +100,9 @@ REASONS = {
     "awaiting_human": "Waiting for the person's reply",
     "both_sides_stopped": "Both sides stopped",
     "awaiting_tool": "Waiting for a decision on a tool call",
+    "handler_idle": "Both handler sides had nothing to answer",
     "every_step": "One step per turn",
+    "handler_turn": "Its handler answered",
 }
 # Below a millionth of a dollar, digits say nothing a person can use.
 MICRO = Decimal("0.000001")
@@ -177,12 +188,26 @@ def zoned(when: datetime, zone: str) -> str:
     return local.strftime("%a %-d %b %Y %H:%M")
 
 
+def reason_words(code: str) -> str:
+    """A stored reason code in words, as plain text (a sentence's part, a tooltip)."""
+    return REASONS.get(code, code.replace("_", " ").capitalize())
+
+
 def reason(code: str | None) -> str:
     """A stored reason code in words, the code itself in a tooltip."""
     if not code:
         return "–"
-    words = REASONS.get(code, code.replace("_", " ").capitalize())
-    return format_html('<span title="{}">{}</span>', code, words)
+    return format_html('<span title="{}">{}</span>', code, reason_words(code))
+
+
+def failed_words(error: str | None, size: int = 60) -> str:
+    """A failure with no known type, in a few words: the start of its error's first line
+    ("Failed: could not reach the provider"), never a bare "Failed"."""
+    first = (error or "").strip().splitlines()[0] if (error or "").strip() else ""
+    if not first:
+        return "Failed, with no error recorded"
+    cut = first if len(first) <= size else first[: size - 1].rstrip() + "…"
+    return f"Failed: {cut}"
 
 
 def plural(count: int, noun: str, nouns: str | None = None) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 
-from agents_app.services import audit
+from agents_app.services.access import audit
 
 
 class AuditContextMiddleware:

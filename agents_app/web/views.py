@@ -13,7 +13,7 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.csrf import ensure_csrf_cookie
 
 from agents_app.forms.login import ChatLoginForm, mark_throttled
-from agents_app.services import identity, oidc_client
+from agents_app.services.access import identity, oidc_client
 from agents_app.web.page import chat_context
 
 # The studio's "Try this agent" panel frames /chat/?embed=1 from the same origin; the sign-in

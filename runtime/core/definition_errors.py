@@ -41,6 +41,9 @@ class Catalog:
     agents: set[str] = field(default_factory=set)
     tools: set[str] = field(default_factory=set)
     hooks: set[str] = field(default_factory=set)
+    # Side handlers (``define_handler``) a side may be backed by; unchecked like tools and
+    # hooks when ``strict_code_names`` is False.
+    handlers: set[str] = field(default_factory=set)
     prompt_includes: dict[str, list[str]] = field(default_factory=dict)
     model_fallbacks: dict[str, list[str]] = field(default_factory=dict)
     # When False, unknown tool/hook names are accepted (code may not be loaded, e.g. import on CI).

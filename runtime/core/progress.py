@@ -30,11 +30,13 @@ StopReason = Literal[
     "awaiting_human",
     "both_sides_stopped",
     "awaiting_tool",  # parked: a tool call waits for approval or the client (not finished)
+    "handler_idle",  # spec 0.2.0: two handler sides and nothing for either to answer
 ]
 STOP_REASONS: tuple[str, ...] = StopReason.__args__  # type: ignore[attr-defined]
-# Why a turn ended: a stop reason, or "every_step" for a dual_ai side with no turn
-# condition (no stopOnResponse, no stopTool), whose turn is one step long.
-TurnReason = StopReason | Literal["every_step"]
+# Why a turn ended: a stop reason, "every_step" for a dual_ai side with no turn condition
+# (no stopOnResponse, no stopTool), whose turn is one step long, or "handler_turn" for a
+# handler side that answered what it received.
+TurnReason = StopReason | Literal["every_step", "handler_turn"]
 
 
 class _Model(BaseModel):
@@ -128,6 +130,9 @@ class ThreadExecutionState(_Model):
     # Spec 0.2.0 ``maxSessionTurns``: each side's turns since the exchange count started
     # (kept across sessions; a session ending by a session tool, a stop or the cap resets it).
     exchanges: dict[str, int] = Field(default_factory=dict)
+    # Spec 0.2.0 handler sides: by side, the ``created_at`` (µs) of the last message handed to
+    # its handler. Advanced and committed before each call, so no message is handed twice.
+    handler_watermarks: dict[str, int] = Field(default_factory=dict)
     last_session_id: str | None = None
     last_stop_reason: StopReason | None = None
     last_stopped_by: Side | None = None

@@ -138,7 +138,7 @@ LEDGER: dict[str, dict[str, Row]] = {
             f"run (each lists its own) are refused, from either side ({_IMPORT_API_STUDIO})",
         ),
         "env": _h(
-            "agents_app.services.definitions (the agent env tier), runtime.store (resolve_env)",
+            "agents_app.services.definitions.rows (the agent env tier), runtime.store (resolve_env)",
             _SPEC2_FILES + "test_A8_agent_env_and_its_old_name_tenvs_fill_the_agent_tier",
             "spec 0.2.0's name; exported as env (0.1.0 export: tenvs)",
         ),
@@ -157,29 +157,29 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         **{
             key: _h(
-                "agents_app.services.definitions (stored as written, exported)",
+                "agents_app.services.definitions.rows (stored as written, exported)",
                 _SPEC2_FILES + "test_A9_packaging_metadata_is_kept_through_import_and_export",
                 "spec 0.2.0 packaging metadata; the engine does not read it",
             )
             for key in ("packageName", "version", "author", "license")
         },
         "feedbackReasons": _h(
-            "agents_app.services.feedback",
+            "agents_app.services.threads.feedback",
             _AA
             + "admin/test_admin_agents.py::test_feedback_reasons_survive_a_studio_save_and_are_edited_there",
         ),
         "midRunMessages": _h(
-            "agents_app.services.definitions → consumer policy",
+            "agents_app.services.definitions.rows → consumer policy",
             _AA
             + "orchestration/test_mid_run_messages.py::test_the_policy_round_trips_through_definitions_and_refuses_unknown_values",
         ),
         "state": _h(
-            "agents_app.services.definitions (draft/published)",
+            "agents_app.services.definitions.rows (draft/published)",
             _AA
             + "orchestration/test_agent_publishing.py::test_state_and_audience_round_trip_and_default_to_published_for_everyone",
         ),
         "audience": _h(
-            "agents_app.services.definitions (who may start it)",
+            "agents_app.services.definitions.rows (who may start it)",
             _AA
             + "orchestration/test_agent_publishing.py::test_state_and_audience_round_trip_and_default_to_published_for_everyone",
         ),
@@ -195,11 +195,11 @@ LEDGER: dict[str, dict[str, Row]] = {
             _SPEC2_RT + "test_A2_a_person_on_side_a_writes_first_and_the_ai_answers_as_side_b",
             "spec 0.2.0; both sides human refused; a person's side takes only a label",
         ),
-        "handler": _r(
-            "runtime.definitions.validation._backing_rules",
-            _SPEC2_STUDIO + "test_A1_a_handler_backed_side_is_refused_by_import_and_the_api",
-            "handler-backed sides are not available yet (import and definition API; the "
-            "studio offers no handler)",
+        "handler": _h(
+            "runtime.loop.handler_turn (once per received message, at most once; a "
+            "registered handler only: runtime.definitions.validation._handler_rules)",
+            _RT + "loop/test_handler_sides.py::test_a3_handler_side_takes_each_inbound_message_once",
+            "spec 0.2.0 defineHandler; a handler's side takes only a label",
         ),
         "label": _h(
             "agents_app.admin.agent_structure, chat side labels",
@@ -263,7 +263,7 @@ LEDGER: dict[str, dict[str, Row]] = {
     },
     "PromptVariable": {
         key: _h(
-            "agents_app.services.variable_scan (/api/variables/*), runtime.tools.tool_env "
+            "agents_app.pages.variable_scan (/api/variables/*), runtime.tools.tool_env "
             "(required ones checked before the first request)",
             test,
         )
@@ -368,7 +368,7 @@ LEDGER: dict[str, dict[str, Row]] = {
             _STOPS + "test_spec_5_4_budget_warning_can_be_turned_off_by_the_prompt",
         ),
         "variables": _h(
-            "agents_app.services.variable_scan, runtime.tools.tool_env.needed_env",
+            "agents_app.pages.variable_scan, runtime.tools.tool_env.needed_env",
             _SPEC2_FILES
             + "test_B1_prompt_variables_are_stored_exported_and_listed_by_the_variable_scans",
             "spec 0.2.0",

@@ -209,8 +209,10 @@ def _generation_rules(agent: AgentDefinition) -> list[DefinitionError]:
     return []
 
 
-def _backing_rules(side: SideConfig, key: str, label: str) -> list[DefinitionError]:
-    """Exactly one backing; a person's side takes only a label; handlers are not here yet."""
+def _backing_rules(
+    side: SideConfig, key: str, label: str, catalog: Catalog | None
+) -> list[DefinitionError]:
+    """Exactly one backing; a person's or a handler's side takes only a label."""
     named = [
         what
         for what, given in (
@@ -221,14 +223,6 @@ def _backing_rules(side: SideConfig, key: str, label: str) -> list[DefinitionErr
         if given
     ]
     errs: list[DefinitionError] = []
-    if side.handler is not None:
-        errs.append(
-            DefinitionError(
-                f"{key}.handler",
-                f"Handler-backed sides are not available yet: back {label} with a prompt or "
-                "human: true.",
-            )
-        )
     if len(named) > 1:
         errs.append(
             DefinitionError(
@@ -237,12 +231,14 @@ def _backing_rules(side: SideConfig, key: str, label: str) -> list[DefinitionErr
                 f"{' and '.join(named)}.",
             )
         )
-    if side.human:
+    if side.handler is not None:
+        errs += _handler_rules(side.handler, key, catalog)
+    if side.human or side.handler is not None:
+        who = "a person's side (a person" if side.human else "a handler's side (code"
         errs += [
             DefinitionError(
                 f"{key}.{prop}",
-                f"{prop} does nothing on a person's side (a person takes no model steps); "
-                "remove it.",
+                f"{prop} does nothing on {who} takes no model steps); remove it.",
             )
             for prop in side.dump()
             if prop not in ("human", "label", "prompt", "handler")
@@ -251,12 +247,29 @@ def _backing_rules(side: SideConfig, key: str, label: str) -> list[DefinitionErr
     return errs
 
 
+def _handler_rules(name: str, key: str, catalog: Catalog | None) -> list[DefinitionError]:
+    """A handler side names a handler this instance has (``define_handler`` in
+    ``agents/handlers/``); unchecked when the code is not loaded (``strict_code_names``)."""
+    if not name.strip():
+        return [DefinitionError(f"{key}.handler", "Handler needs the name of a side handler.")]
+    if catalog is None or not catalog.strict_code_names or name in catalog.handlers:
+        return []
+    known = ", ".join(sorted(catalog.handlers)) or "none"
+    return [
+        DefinitionError(
+            f"{key}.handler",
+            f"No side handler named '{name}' is registered (define it with define_handler in "
+            f"agents/handlers/; registered: {known}).",
+        )
+    ]
+
+
 def _sides_rules(agent: AgentDefinition, catalog: Catalog | None) -> list[DefinitionError]:
     errs: list[DefinitionError] = []
     for key, label, side in (("sideA", "Side A", agent.side_a), ("sideB", "Side B", agent.side_b)):
         if side is None:
             continue
-        errs += _backing_rules(side, key, label)
+        errs += _backing_rules(side, key, label, catalog)
         # A side B given to an ai_human agent (0.1.0) is still stored, so its prompt must
         # exist too.
         if not side.human and side.handler is None:

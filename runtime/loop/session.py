@@ -32,6 +32,7 @@ from runtime.definitions.loader import DefinitionLoader, DefinitionNotFound
 from runtime.delegation.delegate import Delegate, PendingHandoff, attachment_refs
 from runtime.delegation.subagents import arguments_text, initial_arguments
 from runtime.deps import Deps
+from runtime.loop.handler_turn import HandlerTurn
 from runtime.loop.stops import (
     CallResult,
     Continue,
@@ -168,6 +169,8 @@ class Session:
         waiting = self._awaiting_human() or self._exchange_cap()
         if waiting is not None:
             return waiting
+        if self._config(self.progress.side).backing == "handler":
+            return await self._handler_turn(self.progress.side)
         scope = await self._scope()
         if await self._immediate(scope):
             return Continue()  # a bootstrap pass: the step ends once children are started
@@ -541,6 +544,59 @@ class Session:
 
         return progress
 
+    # --- a handler's side (spec 0.2.0) ------------------------------------------------------
+
+    def _handler_hooks(self) -> HookRunner:
+        """A side without a prompt runs the agent's hooks."""
+        if "" not in self._hooks:
+            ids = hook_ids(None, self.agent.hooks)
+            self._hooks[""] = HookRunner(self.deps.registry, ids, self._hook_failed)
+        return self._hooks[""]
+
+    async def _handler_turn(self, side: Side) -> StepOutcome:
+        """The side's handler answers what it received (``runtime.loop.handler_turn``); a
+        turn is counted when it received something, then the other side acts."""
+        name = self._config(side).handler or ""
+        handler = self.deps.registry.handlers.get(name)
+        if handler is None:
+            return Finished(
+                "step_error", f"Side {side.upper()}'s handler {name!r} is not registered"
+            )
+        self.control.side, self.control.prompt_name = side, ""
+        self._count_step(side)
+        hooks = self._handler_hooks()
+        turn = HandlerTurn(
+            self.deps,
+            self.thread,
+            self.transcript,
+            self.recorder,
+            self.control,
+            self.state.with_hooks(hooks),
+            hooks,
+        )
+        delivered = await turn.run(side, handler)
+        if delivered.aborted:
+            return Finished("aborted_by_user")
+        if self.control.stop_requested is not None:
+            value = self.control.stop_requested or None
+            self._record_turn(side, "state_stop_session", value)
+            return Finished("state_stop_session", None, value)
+        if delivered.count:
+            self._record_turn(side, "handler_turn", None)
+        sibling = other(side)
+        if not delivered.count and self._config(sibling).backing == "handler":
+            return Finished("handler_idle", "No inbound messages for handler-backed sides")
+        if self.progress.steps >= self._max_total_steps():
+            return Finished("max_total_steps", f"Maximum steps reached ({self._max_total_steps()})")
+        # A person's side next: the next step parks the session as ``awaiting_human``.
+        self._switch(sibling)
+        batch = Batch(progress=self.progress, drain=True)
+        result = await self.recorder.commit(batch, hooks, self.state)
+        if result.stopped:
+            return Finished("aborted_by_user")
+        self._follow_drained(result.drained)
+        return Continue()
+
     # --- special endings ---------------------------------------------------------------------
 
     async def _blocked(self, scope: Scope, blocked: HookBlocked) -> StepOutcome:
@@ -660,12 +716,9 @@ class Session:
     async def start(self, inbound: Message | None) -> None:
         """Commit the session's start: the inbound message (if any), the progress, and the
         clearing of a stop this session resumes from."""
-        config = self._config(self.progress.side)
-        if config.prompt is None:  # a person's side: the hooks are the AI side's
-            config = self._config(other(self.progress.side))
-        prompt = await self.defs.prompt(config.prompt or "")
+        hooks = await self._start_hooks()
         if inbound is not None:
-            inbound = await self.hooks_for(prompt).before_create_message(self.state, inbound)
+            inbound = await hooks.before_create_message(self.state, inbound)
         newest = self.transcript.messages[-1] if self.transcript.messages else None
         root = inbound or newest
         self.progress.root_message_id = root.id if root else None
@@ -680,7 +733,7 @@ class Session:
             self.thread.stopped = False
         # Without an inbound message the session starts from the queue (a woken thread).
         batch.drain = inbound is None
-        result = await self.recorder.commit(batch, self.hooks_for(prompt), self.state)
+        result = await self.recorder.commit(batch, hooks, self.state)
         self._stop_pending = result.stopped  # pressed while the session was starting
         if inbound is not None:
             self._count_people([inbound])
@@ -691,6 +744,15 @@ class Session:
             self.progress.root_message_id = first.id
             self.progress.started_at = self.progress.turn_started_at = first.created_at
             self._follow_drained(result.drained)
+
+    async def _start_hooks(self) -> HookRunner:
+        """The hooks the inbound message goes through: the acting side's prompt's, else the
+        other side's (the acting side is a person or a handler), else the agent's."""
+        for side in (self.progress.side, other(self.progress.side)):
+            name = self._config(side).prompt
+            if name:
+                return self.hooks_for(await self.defs.prompt(name))
+        return self._handler_hooks()
 
     async def _resume(self) -> StepOutcome:
         """Finish whatever the last run left open; ``Continue`` when the loop can go on."""
@@ -754,6 +816,11 @@ class Session:
         logs = await self.deps.store.list_logs(
             self.thread.id, LogQuery(limit=50, order="desc", kind="llm")
         )
+        if self.agent.backing("a") == "handler" or self.agent.backing("b") == "handler":
+            # A handler call the session died in: its message is never handed over again.
+            logs += await self.deps.store.list_logs(
+                self.thread.id, LogQuery(limit=10, order="desc", kind="handler_execution")
+            )
         stale_logs = [interrupted_log(log) for log in logs if not log.is_complete]
         stale_rows = [
             m.copy(status="failed")

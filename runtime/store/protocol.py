@@ -29,7 +29,8 @@ from runtime.core.messages import Message, Role
 from runtime.core.progress import SessionProgress, ThreadExecutionState
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition
 
-LogKind = Literal["llm", "tool", "system"]
+# ``handler_execution``: one message handed to a side handler (spec 0.2.0, the reference's kind).
+LogKind = Literal["llm", "tool", "system", "handler_execution"]
 EnvType = Literal["text", "secret"]
 EnvSource = Literal["thread", "agent", "prompt", "user", "instance"]
 DefinitionKind = Literal["agent", "prompt", "model"]

@@ -1,9 +1,10 @@
 """Code-defined parts: tools, hooks, effects and thread endpoints written in Python.
 
 Define them with ``define_tool``, ``define_hook``, ``define_effect`` and
-``define_thread_endpoint`` (each usable as a call or as a decorator) in modules
-under ``agents/tools/``, ``agents/hooks/``, ``agents/effects/`` and
-``agents/api/`` of a project folder or package; ``discover`` imports those
+``define_thread_endpoint`` (each usable as a call or as a decorator), and side handlers
+with ``define_handler`` (``runtime.tools.handlers``), in modules under ``agents/tools/``,
+``agents/hooks/``, ``agents/effects/``, ``agents/api/`` and ``agents/handlers/`` of a
+project folder or package; ``discover`` imports those
 modules and collects every definition into a ``Registry``. Two definitions
 with the same name are an error at start-up, never a silent override.
 """
@@ -28,6 +29,7 @@ from pydantic import BaseModel
 from runtime.core.tool_names import validate_tool_name
 from runtime.definitions.validation import HOOK_NAMES
 from runtime.tools.controllers import ControllerDefinition
+from runtime.tools.handlers import HandlerDefinition
 from runtime.tools.tool_env import DeclarationError, VariableDefinition, parse_declarations
 
 AnyFn = Callable[..., Any]
@@ -161,7 +163,12 @@ class EndpointDefinition:
 
 
 AnyDefinition = (
-    ToolDefinition | HookDefinition | EffectDefinition | EndpointDefinition | ControllerDefinition
+    ToolDefinition
+    | HookDefinition
+    | EffectDefinition
+    | EndpointDefinition
+    | ControllerDefinition
+    | HandlerDefinition
 )
 
 
@@ -345,7 +352,7 @@ def define_thread_endpoint(
 
 
 class Registry:
-    """Registered tools, hooks, effects and endpoints, by name."""
+    """Registered tools, hooks, effects, endpoints and side handlers, by name."""
 
     def __init__(self, *definitions: AnyDefinition) -> None:
         self.tools: dict[str, ToolDefinition] = {}
@@ -353,11 +360,14 @@ class Registry:
         self.effects: dict[str, EffectDefinition] = {}
         self.endpoints: dict[str, EndpointDefinition] = {}
         self.controllers: dict[str, ControllerDefinition] = {}
+        self.handlers: dict[str, HandlerDefinition] = {}
         self.add(*definitions)
 
     def add(self, *definitions: AnyDefinition, origin: str = "") -> Registry:
         """Register definitions; a second definition with a taken name raises."""
         for item in definitions:
+            if isinstance(item, HandlerDefinition):
+                item = item.located(getattr(item.execute, "__name__", ""))
             table, key = self._slot(item)
             if key in table:
                 where = f" (in {origin})" if origin else ""
@@ -373,6 +383,8 @@ class Registry:
             return self.hooks, item.id
         if isinstance(item, EffectDefinition):
             return self.effects, item.name
+        if isinstance(item, HandlerDefinition):
+            return self.handlers, item.name
         if isinstance(item, ControllerDefinition):
             return self.controllers, f"{item.method or 'GET'} {item.route or '/' + item.name}"
         return self.endpoints, f"{item.method or 'GET'} {item.route or '/' + item.name}"
@@ -402,6 +414,9 @@ class Registry:
                 }
                 for c in self.controllers.values()
             ],
+            "handlers": [
+                {"name": h.name, "description": h.description} for h in self.handlers.values()
+            ],
         }
 
 
@@ -417,6 +432,7 @@ KINDS: dict[str, type] = {
     "effects": EffectDefinition,
     "api": EndpointDefinition,
     "controllers": ControllerDefinition,
+    "handlers": HandlerDefinition,
 }
 
 
@@ -425,7 +441,8 @@ def discover(
     packages: Iterable[str] = (),
     registry: Registry | None = None,
 ) -> Registry:
-    """Import the ``agents/{tools,hooks,effects,api}`` modules of project folders and packages.
+    """Import the ``agents/{tools,hooks,effects,api,controllers,handlers}`` modules of
+    project folders and packages.
 
     A folder may be the project root (containing ``agents/``) or the ``agents``
     folder itself; a package is a dotted name whose ``agents`` subpackage holds
@@ -490,6 +507,8 @@ def _collect(
         seen.add(id(value))
         if isinstance(value, EndpointDefinition | ControllerDefinition):
             value = value.located(*endpoint_route(relative))
+        elif isinstance(value, HandlerDefinition):
+            value = value.located(relative.removesuffix(".py").replace("/", "."))
         registry.add(value, origin=origin)
 
 

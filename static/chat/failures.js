@@ -21,13 +21,32 @@ const PLATFORM_REASONS = {
 };
 
 export const stoppedByUser = (m) => Boolean(m && m.metadata?.stopped_by_user && m.role !== 'system');
+// A stop the agent's "interrupt" policy made for a newer message (services/sessions/lifecycle.py
+// stop_cleanup marks it): the person sent a message, they did not press Stop.
+export const interruptedByMessage = (m) => Boolean(m && m.metadata?.interrupted_by_message);
 
-// The sentence for a failed row: {text, code}.
-export function failureReason(message) {
+// What the stop notice (the system row a stop leaves) says.
+export function stopNotice(message) {
+  if (interruptedByMessage(message)) return 'You sent a new message, so the agent stopped its reply to read it.';
+  return message.content || '';
+}
+
+// No key at all is not a refused key: the platform sent nothing (no HTTP status). Staff are told
+// which env value to set; a person chatting is not shown the names of secret values.
+function missingKey(error, staff) {
+  if (!staff) return 'This agent’s AI service has no API key set up yet, so there is no reply. Ask an administrator to add it.';
+  const name = /\bSet ([A-Z][A-Z0-9_]*)\b/.exec(error.message || '');
+  const what = name ? `Set ${name[1]}` : 'Set the service’s API key';
+  return `No API key is set for this agent’s AI service, so there is no reply. ${what} as an env value in the studio (Env values), for the instance or this agent.`;
+}
+
+// The sentence for a failed row: {text, code}. `staff` may be told what to configure.
+export function failureReason(message, { staff = false } = {}) {
   const error = message?.metadata?.error;
   if (!error || typeof error !== 'object') return { text: 'This reply could not be finished, so there is no reply.', code: '' };
   if (PLATFORM_REASONS[error.vendor_code]) return { text: PLATFORM_REASONS[error.vendor_code], code: error.vendor_code };
   if (error.status === 402) return { text: 'The AI service account is out of credit, so there is no reply.', code: error.code || '' };
+  if (error.code === 'authentication' && !error.status) return { text: missingKey(error, staff), code: 'missing_key' };
   return { text: REASONS[error.code] || FALLBACK, code: error.code || '' };
 }
 
@@ -41,11 +60,13 @@ export function failureState(message) {
 // The note under a failed or stopped assistant row. `logUrl` (staff only) links the request's log.
 export function outcomeNote(message, { logUrl = null } = {}) {
   if (stoppedByUser(message)) {
-    const words = message.content ? 'You stopped this reply here.' : 'You stopped this reply before it started.';
+    const words = interruptedByMessage(message)
+      ? 'This reply stopped here because you sent a new message.'
+      : message.content ? 'You stopped this reply here.' : 'You stopped this reply before it started.';
     return el('p', { className: 'msg-outcome stopped', role: 'note', text: words });
   }
   if (message.status !== 'failed') return null;
-  const { text, code } = failureReason(message);
+  const { text, code } = failureReason(message, { staff: Boolean(logUrl) });
   const note = el('p', { className: 'msg-outcome failure', role: 'note' }, el('span', { className: 'failure-reason', title: code ? `Error code: ${code}` : null, text }));
   if (logUrl && message.log_id) note.append(' ', el('a', { className: 'failure-log', href: logUrl(message.log_id), target: '_top', text: 'See the log' }));
   return note;

@@ -1,7 +1,8 @@
 // Model editor: the form shows what the chosen provider reads. Test opens its "scripted
 // replies" section and hides what it never reads (the base URL, OpenAI's API choice,
 // OpenRouter's providers); OpenAI's and OpenRouter's own sections show only for them (issue
-// #40 item 11). A Test model's provider model id is optional ("scripted" when left empty).
+// #40 item 11). A Test model's provider model id is optional ("scripted" when left empty), and
+// it has no vendor to list models or test a connection against: those buttons hide (#55 item 9).
 (function () {
   "use strict";
   function section(title) {
@@ -30,6 +31,17 @@
       show(section("Test provider"), chosen === "test");
       for (const name of ["base_url", "send_instance_key_to_base_url"]) {
         show(row(name), chosen !== "test");
+      }
+      const picker = document.querySelector(".studio-model-picker");
+      if (picker) {
+        for (const part of picker.querySelectorAll(".studio-test-connection, .studio-picker-open")) {
+          show(part, chosen !== "test");
+        }
+        if (chosen === "test") {
+          for (const part of picker.querySelectorAll(".studio-connection-result, .studio-picker-panel")) {
+            show(part, false);
+          }
+        }
       }
     }
     provider.addEventListener("change", sync);

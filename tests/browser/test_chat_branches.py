@@ -22,7 +22,7 @@ expect.set_options(timeout=15_000)
 
 REPLIES = ["Paris, of course.", "Rome.", "Madrid.", "Madrid, Spain's capital.", "Lyon?"]
 DEFINE = """
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(name="brancher-model", provider="test", model="scripted",
                         script=[{{"content": text}} for text in {replies!r}])

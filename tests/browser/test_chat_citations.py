@@ -99,7 +99,7 @@ def vendor() -> Iterator[ReplayServer]:
 
 def _define(site: Site, base_url: str) -> str:
     site.python(
-        "from agents_app.services.definition_saves import save_definitions\n"
+        "from agents_app.services.definitions.saves import save_definitions\n"
         "from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, "
         "SideConfig\n"
         f"model = ModelDefinition(name='cite-model', provider='anthropic', model='claude-x', "

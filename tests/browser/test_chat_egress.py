@@ -16,7 +16,7 @@ from tests.browser.support import Site, call_api, chat_login, shot
 expect.set_options(timeout=15_000)
 ENV = "/api/envs/instance"
 DEFINE = """
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(name="elsewhere-model", provider="openai", model="gpt-4o-mini",
                         base_url={base_url!r})

@@ -32,7 +32,7 @@ print(thread.pk)
 """
 
 THINKER = """
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(name="thinker-model", provider="test", model="scripted", script=[
     {"content": "The answer is 42.", "reasoning_content": "Six times seven is forty-two."}])

@@ -20,7 +20,7 @@ REPLY = "I can see a red square on a white background."
 
 # A test-provider model that fails the request unless it carries exactly one PNG image.
 DEFINE = f"""
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(
     name="vision_model", provider="test", model="scripted",
@@ -168,7 +168,7 @@ def _artist_definitions() -> str:
     image.save(out, format="PNG")
     picture = base64.b64encode(out.getvalue()).decode()
     return f"""
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(
     name="artist_model", provider="test", model="scripted",

@@ -21,7 +21,7 @@ expect.set_options(timeout=20_000)
 # About 25 s at 6 characters every 60 ms: long enough to join in the middle.
 REPLY = " ".join(f"Word{i}" for i in range(400))
 DEFINE = f"""
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(name="joiner-model", provider="test", model="scripted",
                         script=[{{"content": {REPLY!r}}}] * 20,

@@ -27,7 +27,7 @@ AGENTS = {
     "key-refused": {"error": {"message": "Incorrect API key provided", "status": 401}},
 }
 DEFINE = """
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 items = []
 for name, script, streaming in {specs!r}:

@@ -27,7 +27,7 @@ PAYLOAD = "\n\n".join(
 
 # The scripted model answers with the payload: a reply is rendered as markdown, the riskier path.
 DEFINE_AGENT = f"""
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(name="xss-model", provider="test", model="scripted",
     script=[{{"content": {json.dumps(PAYLOAD)}}}], streaming={{"chunkSize": 7, "chunkDelayMs": 10}})

@@ -14,7 +14,7 @@ from tests.browser.support import ADMIN_PASSWORD, Site, admin_login, call_api, c
 expect.set_options(timeout=20_000)
 
 QUIET = """
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, SideConfig
 agent = AgentDefinition(name="quiet_support", title="Quiet support", tool_activity="hidden",
                         side_a=SideConfig(prompt="support_prompt", max_steps=10))
@@ -23,7 +23,7 @@ save_definitions([("agent", agent)], strict_code_names=False)
 DEFINITION = """
 import json
 from agents_app.models import Agent
-from agents_app.services.definitions import agent_definition
+from agents_app.services.definitions.rows import agent_definition
 print(json.dumps(agent_definition(Agent.objects.get(name="quiet_support")).dump()))
 """
 ANSWER = "Is there anything else I can do"

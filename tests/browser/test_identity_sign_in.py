@@ -303,7 +303,7 @@ def test_scim_provisions_the_person_and_deactivation_closes_their_socket_and_key
     raw_key = (
         sso.python(
             "from django.contrib.auth.models import User\n"
-            "from agents_app.services.api_keys import api_key_create\n"
+            "from agents_app.services.access.api_keys import api_key_create\n"
             "print(api_key_create(user=User.objects.get(username='gail@example.com'), name='robot')[1])"
         )
         .strip()

@@ -108,7 +108,7 @@ def test_a_schema_the_builder_cannot_show_is_left_as_json(site: Site, page: Page
 
 
 DEFINE_SEARCHING_PROMPT = """
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import ModelDefinition, PromptDefinition
 model = ModelDefinition(name="claude_for_options", provider="anthropic", model="claude-sonnet-4-5")
 prompt = PromptDefinition.model_validate(

@@ -12,8 +12,8 @@ expect.set_options(timeout=20_000)
 
 SETUP = """
 from agents_app.models import EvalDataset
-from agents_app.services import evals
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.evals import checks as evals
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 save_definitions([("model", ModelDefinition(name=n, provider="test", model="scripted",
     script=[{"content": t}])) for n, t in (("shop-old", "Your order A-1001 shipped."),

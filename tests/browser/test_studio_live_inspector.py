@@ -31,7 +31,7 @@ REPLY = " ".join(
 KEY = f"sk-inspector-{uuid.uuid4().hex}"
 
 DEFINE = f"""
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(
     name="slow_model", provider="test", model="scripted", input_price=2000, output_price=4000,
@@ -235,7 +235,7 @@ def _camel(prop: str) -> str:
 
 
 FAILING = """
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(
     name="refused_model", provider="test", model="scripted",

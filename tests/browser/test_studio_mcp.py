@@ -30,7 +30,7 @@ def mcp_server() -> Iterator[HttpMcpServer]:
 def _seed(site: Site) -> None:
     site.python(
         "from agents_app.models import EnvValue\n"
-        "from agents_app.services.definition_saves import save_definitions\n"
+        "from agents_app.services.definitions.saves import save_definitions\n"
         "from runtime.core.spec import ModelDefinition\n"
         "row = EnvValue(scope='instance', key='BROWSER_MCP_TOKEN', value_type='secret')\n"
         f"row.value = {CANARY!r}\n"

@@ -13,7 +13,7 @@ expect.set_options(timeout=20_000)
 
 SETUP = """
 from django.contrib.auth.models import Group, User
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 save_definitions([
     ("model", ModelDefinition(name="preview-model", provider="test", model="scripted",

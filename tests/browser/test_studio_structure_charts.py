@@ -19,7 +19,7 @@ expect.set_options(timeout=15_000)
 # sequence) and is retried on the same model: 3 of 6 requests fail.
 SETUP = """
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 reply = {"content": "Charted.", "usage": {"promptTokens": 1200, "completionTokens": 300},
          "delayMs": 120}
 overloaded = {"error": {"message": "Overloaded", "status": 503}}

@@ -17,8 +17,8 @@ django.setup()
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.contrib.auth.models import Permission  # noqa: E402
 
-from agents_app.services.api_keys import api_key_create  # noqa: E402
-from agents_app.services.definition_saves import save_definitions  # noqa: E402
+from agents_app.services.access.api_keys import api_key_create  # noqa: E402
+from agents_app.services.definitions.saves import save_definitions  # noqa: E402
 from runtime.core.spec import (  # noqa: E402
     AgentDefinition,
     ModelDefinition,
@@ -193,7 +193,7 @@ def seed() -> dict[str, object]:
     User = get_user_model()
     keys = {}
     # ops is the operator: staff holding every permission of the studio's app (being staff
-    # alone grants nothing since the one permission model, agents_app/permissions.py). Not a
+    # alone grants nothing since the one permission model, agents_app/base/permissions.py). Not a
     # superuser: the browser stack's load_demo creates its superuser "admin" only when none
     # exists.
     for name, staff in (("alice", False), ("bob", False), ("charlie", False), ("ops", True)):

@@ -1,7 +1,8 @@
 """A real stack for integration tests: PostgreSQL database, Redis, Daphne, Celery workers.
 
 Each run creates its own database (``studio_it_<random>``), uses its own Redis
-database number, Celery queue and channel-layer prefix, so runs never share state.
+database number (from its xdist worker's share, ``tests/parallel.py``), Celery queue and
+channel-layer prefix, so runs never share state.
 The database is a copy of a template (``CREATE DATABASE ... TEMPLATE``): migrating from
 zero and seeding took most of a stack's start-up, so both happen once, in templates named
 for a hash of what they hold (``template_database``), and every stack copies the result.
@@ -16,7 +17,6 @@ import functools
 import hashlib
 import json
 import os
-import random
 import signal
 import socket
 import sqlite3
@@ -33,6 +33,8 @@ from urllib.parse import urlsplit
 
 import httpx
 import psycopg
+
+from tests.parallel import redis_database
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -372,7 +374,7 @@ class Stack:
     def __post_init__(self) -> None:
         redis_base = self.redis_base or os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
         parts = urlsplit(redis_base)
-        self.redis_url = f"{parts.scheme}://{parts.netloc}/{random.randint(1, 15)}"
+        self.redis_url = f"{parts.scheme}://{parts.netloc}/{redis_database()}"
         admin = urlsplit(PG_ADMIN_URL)
         netloc = (
             f"{self.db_owner}@{admin.hostname}:{admin.port or 5432}"

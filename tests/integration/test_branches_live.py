@@ -26,7 +26,7 @@ REPLIES = [
     {"content": "fifth answer"},
 ]
 DEFINE = f"""
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 model = ModelDefinition(name="{AGENT}-model", provider="test", model="scripted",
                         script={REPLIES!r})

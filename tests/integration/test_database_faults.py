@@ -1,6 +1,6 @@
 """Database errors under a real Celery worker: no thread is left stuck.
 
-One worker runs with every fault point of the claim path armed (``agents_app/faults.py``:
+One worker runs with every fault point of the claim path armed (``agents_app/base/faults.py``:
 each terminates the real backend of the connection in use, once); another test kills the
 worker's database connections from outside while a request is in flight. Either way the
 session is answered, later messages too, and stop and continue work.

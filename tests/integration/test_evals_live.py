@@ -16,7 +16,7 @@ CASES = 6
 SETUP = f"""
 from django.contrib.auth import get_user_model
 from agents_app.models import EvalDataset
-from agents_app.services import evals
+from agents_app.services.evals import checks as evals
 from agents_app.orchestration.eval_runs import run_start
 dataset = EvalDataset.objects.create(name="live-set")
 for i in range({CASES}):

@@ -105,7 +105,7 @@ def test_reject_answers_409_and_the_session_goes_on(stack: Stack, worker: Any) -
             f"/api/threads/{thread_id}/messages", json={"content": "are you done?"}
         )
         assert answer.status_code == 409
-        assert "refuses messages while a session runs" in answer.json()["error"]
+        assert "takes no new message until it has finished" in answer.json()["error"]
         watch.until(lambda f: f["type"] == "stopped", "the session's end")
     assert messages(stack, thread_id) == [
         ("user", "completed", "one"),

@@ -22,7 +22,7 @@ SLOW_REPLY_MS = 15_000
 
 def _slow_agent(root: Path) -> Path:
     """A scripted agent whose reply takes SLOW_REPLY_MS: a session to keep running."""
-    from agents_app.services.definition_files import definition_json
+    from agents_app.services.definitions.files import definition_json
     from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 
     model = ModelDefinition(

@@ -101,3 +101,20 @@ def test_a_tool_written_against_the_old_path_still_registers(tmp_path: Path) -> 
     with pytest.warns(DeprecationWarning, match="runtime.registry.define_tool moved"):
         registry = runtime.extend.discover(folders=[tmp_path])
     assert "ping" in registry.tools
+
+
+def test_define_handler_is_public_and_discovered_from_agents_handlers(tmp_path: Path) -> None:
+    """Spec 0.2.0 ``defineHandler``: named after its file, as the reference names it."""
+    assert {"define_handler", "HandlerDefinition", "HandlerError"} <= set(runtime.extend.__all__)
+    handlers = tmp_path / "agents" / "handlers"
+    handlers.mkdir(parents=True)
+    (handlers / "echo.py").write_text(
+        "from runtime.extend import define_handler\n\n"
+        "handler = define_handler({\n"
+        "    'description': 'Says it back.',\n"
+        "    'execute': lambda state, message: message.content,\n"
+        "})\n"
+    )
+    (handlers / "_private.py").write_text("raise RuntimeError('never imported')\n")
+    registry = runtime.extend.discover(folders=[tmp_path])
+    assert registry.catalog()["handlers"] == [{"name": "echo", "description": "Says it back."}]

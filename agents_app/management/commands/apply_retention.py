@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agents_app.services.retention import retention_apply
+from agents_app.services.operations.retention import retention_apply
 
 
 class Command(BaseCommand):

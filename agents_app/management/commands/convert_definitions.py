@@ -5,8 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agents_app.services.definition_convert import definitions_convert
-from agents_app.services.definition_files import DefinitionFilesInvalid
+from agents_app.services.definitions.convert import definitions_convert
+from agents_app.services.definitions.files import DefinitionFilesInvalid
 from runtime.core.spec import SPEC_0_2, SPEC_VERSIONS
 
 

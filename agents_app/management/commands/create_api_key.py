@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agents_app.services.api_keys import ApiKeyNameInvalid, api_key_create
+from agents_app.services.access.api_keys import ApiKeyNameInvalid, api_key_create
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agents_app.services.definition_files import DefinitionFilesInvalid, definitions_export
+from agents_app.services.definitions.files import DefinitionFilesInvalid, definitions_export
 from runtime.core.spec import SPEC_0_2, SPEC_VERSIONS
 
 

@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents_app.models import EvalDataset
-from agents_app.services import eval_files
+from agents_app.services.evals import files as eval_files
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agents_app.services.health import ROLES, Unhealthy, check_role
+from agents_app.services.operations.health import ROLES, Unhealthy, check_role
 
 
 class Command(BaseCommand):

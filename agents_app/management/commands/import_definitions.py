@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agents_app.services.definition_files import DefinitionFilesInvalid, definitions_import
+from agents_app.services.definitions.files import DefinitionFilesInvalid, definitions_import
 
 
 class Command(BaseCommand):

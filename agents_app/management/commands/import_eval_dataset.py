@@ -5,8 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agents_app.errors import DomainError
-from agents_app.services import eval_files
+from agents_app.base.errors import DomainError
+from agents_app.services.evals import files as eval_files
 
 
 class Command(BaseCommand):

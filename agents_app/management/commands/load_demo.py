@@ -4,12 +4,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agents_app.services.definition_files import DefinitionFilesInvalid
-from agents_app.services.demo import (
+from agents_app.services.definitions.demo import (
     ADMIN_PASSWORD_ENV,
     demo_admin_ensure,
     demo_definitions_load,
 )
+from agents_app.services.definitions.files import DefinitionFilesInvalid
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from agents_app.services.redaction_backfill import redact_typed_text
+from agents_app.services.env.redaction_backfill import redact_typed_text
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from agents_app.services.env_keys import MissingKeys, env_reencrypt
+from agents_app.services.env.keys import MissingKeys, env_reencrypt
 
 
 class Command(BaseCommand):

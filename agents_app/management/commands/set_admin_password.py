@@ -9,7 +9,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from agents_app.services.demo import ADMIN_USERNAME, admin_password_set
+from agents_app.services.definitions.demo import ADMIN_USERNAME, admin_password_set
 
 
 class Command(BaseCommand):

@@ -23,8 +23,8 @@ from agents_app.models import (
     ThreadSession,
     WebSocketTicket,
 )
-from agents_app.services.api_keys import api_key_create
-from agents_app.services.thread_inspector import MAX_MESSAGES
+from agents_app.pages.thread_inspector import MAX_MESSAGES
+from agents_app.services.access.api_keys import api_key_create
 from tests.agents_app.api.api_support import client_for
 
 pytestmark = pytest.mark.django_db

@@ -9,9 +9,13 @@ from django.test import Client
 from django.urls import reverse
 
 from agents_app.models import Agent, EnvValue, LanguageModel, Prompt
-from agents_app.services import definition_saves
-from agents_app.services import definitions as definition_services
-from agents_app.services.definitions import agent_definition, build_catalog, validate_definition
+from agents_app.services.definitions import rows as definition_services
+from agents_app.services.definitions import saves as definition_saves
+from agents_app.services.definitions.rows import (
+    agent_definition,
+    build_catalog,
+    validate_definition,
+)
 from tests.agents_app.admin.admin_pages import errors_of, fill, post, read_form, set_rows
 
 ADD = reverse("admin:agents_app_agent_add")

@@ -10,7 +10,11 @@ from django.test import Client
 from django.urls import reverse
 
 from agents_app.models import LanguageModel, ModelFallback
-from agents_app.services.definitions import build_catalog, model_definition, validate_definition
+from agents_app.services.definitions.rows import (
+    build_catalog,
+    model_definition,
+    validate_definition,
+)
 from tests.agents_app.admin.admin_pages import errors_of, fill, post, read_form, set_rows
 
 ADD = reverse("admin:agents_app_languagemodel_add")

@@ -10,10 +10,14 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.html import escape
 
-from agents_app.code_registry import get_registry
+from agents_app.base.code_registry import get_registry
 from agents_app.models import Agent, EnvValue, LanguageModel, Prompt, PromptPart, PromptTool
-from agents_app.services import definitions as definition_services
-from agents_app.services.definitions import build_catalog, prompt_definition, validate_definition
+from agents_app.services.definitions import rows as definition_services
+from agents_app.services.definitions.rows import (
+    build_catalog,
+    prompt_definition,
+    validate_definition,
+)
 from tests.agents_app.admin.admin_pages import (
     change_row,
     errors_of,

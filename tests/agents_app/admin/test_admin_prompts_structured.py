@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from agents_app.models import LanguageModel, ModelFallback, Prompt, PromptTool
-from agents_app.services import definitions as definition_services
+from agents_app.services.definitions import rows as definition_services
 from tests.agents_app.admin.admin_pages import errors_of, post, read_form, set_rows
 from tests.agents_app.admin.test_admin_prompts import ADD, add_form, change_url
 

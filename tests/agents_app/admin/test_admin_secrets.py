@@ -39,7 +39,7 @@ from agents_app.models import (
     ThreadValue,
     WebSocketTicket,
 )
-from agents_app.services.api_keys import api_key_create
+from agents_app.services.access.api_keys import api_key_create
 from tests.agents_app.admin.admin_pages import change_row, fill, post, read_form
 
 pytestmark = pytest.mark.django_db

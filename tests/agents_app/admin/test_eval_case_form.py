@@ -14,9 +14,9 @@ from django.test import Client
 
 from agents_app.forms.evals import parse_pins
 from agents_app.models import EvalCase, EvalDataset, EvalRun
-from agents_app.services import evals
-from agents_app.services.definition_saves import save_definitions
-from agents_app.services.eval_words import check_problems, message_problems
+from agents_app.services.definitions.saves import save_definitions
+from agents_app.services.evals import checks as evals
+from agents_app.services.evals.words import check_problems, message_problems
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 from tests.agents_app.admin.admin_pages import errors_of, fill, post, read_form, set_rows
 

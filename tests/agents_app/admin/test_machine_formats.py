@@ -24,7 +24,7 @@ from agents_app.models import (
     ThreadSession,
 )
 from agents_app.models.timestamps import now_us
-from agents_app.services import evals
+from agents_app.services.evals import checks as evals
 from agents_app.templatetags.people_format import money_fine, per_million, reason, worker
 
 pytestmark = pytest.mark.django_db

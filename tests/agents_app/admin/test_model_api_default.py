@@ -11,7 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from agents_app.models import LanguageModel
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import ModelDefinition
 from tests.agents_app.admin.admin_pages import errors_of, fill, post, read_form
 from tests.agents_app.api.api_support import as_  # noqa: F401 (fixture)

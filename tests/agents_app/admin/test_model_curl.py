@@ -19,7 +19,7 @@ from django.test import Client
 from django.urls import reverse
 
 from agents_app.models import LanguageModel
-from agents_app.services import definition_saves
+from agents_app.services.definitions import saves as definition_saves
 from runtime.core.spec import ModelDefinition
 from tests.agents_app.admin.admin_pages import errors_of, fill, post, read_form
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)

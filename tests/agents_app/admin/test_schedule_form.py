@@ -12,8 +12,8 @@ import pytest
 from django.test import Client
 
 from agents_app.models import Agent, Schedule, ScheduleRun
-from agents_app.services import schedule_timing as timing
-from agents_app.services.schedules import ScheduleSpec
+from agents_app.services.automation import schedule_timing as timing
+from agents_app.services.automation.schedules import ScheduleSpec
 from tests.agents_app.admin.admin_pages import errors_of, fill, post, read_form
 from tests.agents_app.api.api_support import define_agent
 

@@ -13,9 +13,9 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from agents_app.errors import Invalid
+from agents_app.base.errors import Invalid
 from agents_app.models import Agent, LanguageModel, Log, Prompt, Thread, ThreadSession
-from agents_app.services.usage_charts import (
+from agents_app.pages.usage_charts import (
     DateRange,
     latency_percentiles_portable,
     latency_percentiles_postgres,
@@ -217,4 +217,6 @@ def test_a_first_visit_shows_no_empty_charts(admin_client: Client) -> None:
     page = admin_client.get("/admin/").content.decode()
     assert 'id="usage-empty"' in page and "nothing to chart yet" in page
     assert 'id="chart-' not in page and '<svg class="studio-chart-svg"' not in page
-    assert page.index('id="usage-empty"') < page.index('id="studio-shortcuts"')
+    # Issue #55 item 7: what to do comes first, the figures after it.
+    assert page.index('id="studio-shortcuts"') < page.index('id="usage-empty"')
+    assert page.index('id="studio-attention"') < page.index('id="usage-empty"')

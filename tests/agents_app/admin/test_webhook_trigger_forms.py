@@ -14,7 +14,7 @@ import pytest
 from django.test import Client
 
 from agents_app.models import Agent, EnvValue, Trigger, WebhookSubscription
-from agents_app.services.trigger_examples import curl_example, example_body
+from agents_app.pages.trigger_examples import curl_example, example_body
 from runtime.core import egress
 from tests.agents_app.admin.admin_pages import errors_of, fill, post, read_form
 from tests.agents_app.api.api_support import define_agent

@@ -12,8 +12,8 @@ import pytest
 from django.test import Client
 
 from agents_app.models import Thread
-from agents_app.services.api_keys import api_key_create
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.access.api_keys import api_key_create
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 
 

@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from agents_app.models import ApiKey, WebSocketTicket
-from agents_app.services.tickets import ticket_consume
+from agents_app.services.access.tickets import ticket_consume
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 from tests.agents_app.api.api_support import ApiClient
 
@@ -270,7 +270,7 @@ def test_the_key_and_its_user_from_the_fixed_statement_equal_the_orms(alice: Any
     from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
 
-    from agents_app.services.api_keys import api_key_create, api_key_in_use
+    from agents_app.services.access.api_keys import api_key_create, api_key_in_use
 
     alice.last_login = timezone.now()
     alice.save()

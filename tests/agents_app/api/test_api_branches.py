@@ -21,7 +21,7 @@ from PIL import Image
 
 from agents_app.models import Log, Message, Thread, ThreadMessageCount, ThreadSession
 from agents_app.orchestration.runner import run_session_job
-from agents_app.services.api_keys import api_key_create
+from agents_app.services.access.api_keys import api_key_create
 from studio.asgi import application
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 from tests.agents_app.api.api_support import define_agent

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from django.http import HttpResponse
 
-from agents_app.code_registry import reset_registry
-from agents_app.endpoint_routes import resolve
+from agents_app.base.code_registry import reset_registry
+from agents_app.base.endpoint_routes import resolve
 from runtime.tools.registry import Registry, define_thread_endpoint
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 

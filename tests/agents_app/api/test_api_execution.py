@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 from pydantic import BaseModel
 
-from agents_app.code_registry import reset_registry
+from agents_app.base.code_registry import reset_registry
 from agents_app.models import Log, Message, QueuedMessage, ScheduledEffect, Thread, ThreadSession
 from runtime.tools.registry import Registry, define_effect
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)

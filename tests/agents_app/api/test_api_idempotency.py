@@ -131,7 +131,7 @@ def test_idempotency_keys_are_forgotten_after_their_retention(
 
     from django.utils import timezone
 
-    from agents_app.services.idempotency import idempotency_keys_purge
+    from agents_app.services.threads.idempotency import idempotency_keys_purge
 
     settings.STUDIO_IDEMPOTENCY_KEY_HOURS = 24
     thread = thread_of(alice)
@@ -175,7 +175,7 @@ def test_thread_creation_key_in_progress_is_a_409_and_a_stale_one_is_taken_over(
 
     from agents_app.api.threads import ThreadIn
     from agents_app.models import Thread
-    from agents_app.services.idempotency import PENDING, idempotency_request
+    from agents_app.services.threads.idempotency import PENDING, idempotency_request
 
     request = idempotency_request(alice, "create-2", ThreadIn(agent_id=agent).model_dump())
     assert request is not None

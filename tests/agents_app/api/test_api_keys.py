@@ -14,7 +14,7 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from agents_app.models import ApiKey
-from agents_app.services.api_keys import (
+from agents_app.services.access.api_keys import (
     ApiKeyNameInvalid,
     api_key_authenticate,
     api_key_create,

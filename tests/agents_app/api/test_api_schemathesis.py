@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from werkzeug.test import Client as WsgiClient
 
-from agents_app.services.api_keys import api_key_create
+from agents_app.services.access.api_keys import api_key_create
 from studio.wsgi import application
 from tests.agents_app.api.api_support import _api_hosts, define_agent  # noqa: F401
 
@@ -106,7 +106,7 @@ def _assert_surrogates_refused(case: Any, headers: dict[str, str]) -> None:
 def _refused_by_its_rule(response: Any) -> bool:
     """The route's rule refused the caller before the body was read (an API key creating a
     key): nothing of the body was looked at, so no text error is owed."""
-    from agents_app.permissions import API_ROUTES, InPerson
+    from agents_app.base.permissions import API_ROUTES, InPerson
 
     refusals = {r.refusal for r in API_ROUTES.values() if isinstance(r, InPerson)}
     return response.status_code == 403 and json.loads(response.get_data())["error"] in refusals

@@ -23,8 +23,8 @@ from agents_app.models import Log, Message, QueuedMessage, Thread, ThreadSession
 from agents_app.models.timestamps import now_us
 from agents_app.orchestration.runner import ClaimedStore, SessionLost, run_session_job
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services import messages as message_service
-from agents_app.services import sessions
+from agents_app.services.sessions import lifecycle as sessions
+from agents_app.services.threads import messages as message_service
 from runtime.core.messages import Message as EngineMessage
 from runtime.core.messages import new_id
 from runtime.core.progress import SessionProgress

@@ -9,7 +9,7 @@ import pytest
 
 from agents_app.db.thread_search import snippet
 from agents_app.models import Message, Thread
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 from tests.agents_app.api.api_support import define_agent

@@ -14,10 +14,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from agents_app.base import spreadsheets
 from agents_app.models import Message
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services import feedback as feedback_service
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
+from agents_app.services.threads import feedback as feedback_service
 from runtime.core.spec import AgentDefinition
 from tests.agents_app.api.api_support import _api_hosts, define_agent  # noqa: F401
 
@@ -64,7 +65,7 @@ def test_every_csv_cell_a_spreadsheet_would_run_is_neutralised() -> None:
         assert row["user"].startswith("'") and row["user"][1:-1] in FORMULAS
         assert row["score"] == "-1"  # a number the export writes stays a number
         texts = [cell for column, cell in row.items() if column != "score"]
-        assert not [t for t in texts if t.startswith(feedback_service.FORMULA_STARTS)], row
+        assert not [t for t in texts if t.startswith(spreadsheets.FORMULA_STARTS)], row
     assert {r["reason"] for r in rows} == {"'" + f for f in FORMULAS}
 
 
@@ -76,14 +77,14 @@ def test_every_csv_export_goes_through_the_one_neutralising_writer() -> None:
         for path in app.rglob("*.py")
         if re.search(r"csv\.(writer|DictWriter)\(", path.read_text())
     ]
-    assert writers == ["services/feedback.py"]
-    source = (app / "services" / "feedback.py").read_text()
+    assert writers == ["base/spreadsheets.py"]
+    source = (app / "base" / "spreadsheets.py").read_text()
     assert source.count("csv.writer(") == 1 and "csv.DictWriter(" not in source
     assert "csv.writer(" in source[source.index("def csv_text(") :]
 
 
 def test_spreadsheet_cell() -> None:
-    cell = feedback_service.spreadsheet_cell
+    cell = spreadsheets.spreadsheet_cell
     assert [cell(f) for f in FORMULAS] == ["'" + f for f in FORMULAS]
     assert cell("Too long") == "Too long" and cell("") == "" and cell(None) == ""
     assert cell(-1) == -1 and cell(2.5) == 2.5

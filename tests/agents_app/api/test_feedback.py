@@ -23,9 +23,9 @@ from agents_app.models import (
 )
 from agents_app.orchestration.runner import run_session_job
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services import feedback as feedback_service
-from agents_app.services import messages as message_service
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
+from agents_app.services.threads import feedback as feedback_service
+from agents_app.services.threads import messages as message_service
 from runtime.core.spec import AgentDefinition
 from tests.agents_app.api.api_support import _api_hosts, client_for, define_agent  # noqa: F401
 

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from agents_app.models import QueuedMessage, ThreadFile
-from agents_app.services.thread_files import file_bytes
+from agents_app.services.threads.files import file_bytes
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 
 pytestmark = pytest.mark.django_db

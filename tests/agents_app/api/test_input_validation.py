@@ -19,8 +19,8 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from agents_app.api import api
+from agents_app.base.storable_text import NUL_ERROR, SURROGATE_ERROR
 from agents_app.models import EnvValue, Thread, ThreadValue
-from agents_app.storable_text import NUL_ERROR, SURROGATE_ERROR
 from studio.asgi import application
 from tests.agents_app.api.api_support import _api_hosts, client_for, define_agent  # noqa: F401
 
@@ -252,7 +252,7 @@ async def test_a_non_uuid_thread_id_on_a_websocket_is_closed_with_4404(
     from asgiref.sync import sync_to_async
     from django.contrib.auth import get_user_model
 
-    from agents_app.services.api_keys import api_key_create
+    from agents_app.services.access.api_keys import api_key_create
 
     @sync_to_async
     def key() -> str:

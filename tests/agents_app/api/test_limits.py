@@ -6,6 +6,7 @@ alice and bob are ordinary users; ops is staff.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from decimal import Decimal
@@ -15,10 +16,10 @@ import pytest
 from django.db import connection, connections
 from django.test import Client, RequestFactory
 
-from agents_app.errors import RateLimited
+from agents_app.base.errors import RateLimited
 from agents_app.models import Log, QueuedMessage, SpendBudget, ThreadSession, UsageLimit
-from agents_app.services import limits
-from agents_app.services.api_keys import api_key_create
+from agents_app.services.access import limits
+from agents_app.services.access.api_keys import api_key_create
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 from tests.agents_app.api.api_support import ApiClient, define_agent
 
@@ -343,8 +344,11 @@ def test_user_budget_exceeded_stops_new_sessions_while_others_continue(
     ThreadSession.objects.filter(thread=alices).update(status=ThreadSession.Status.COMPLETED)
     spend(alices, "0.40")
     refused = post(as_(alice), alices, "more")
-    wait = assert_429(refused, "monthly spend budget of $1.00 for user alice", "$1.00 spent")
+    wait = assert_429(refused, "monthly spend budget of $1.00 for the account alice", "$1.00 spent")
     assert wait <= 31 * 86400
+    # Dates as people write them, never ISO (issue #55 item 8).
+    assert not re.search(r"\d{4}-\d\d-\d\d", refused.json()["error"]), refused.json()["error"]
+    assert "at midnight" in refused.json()["error"]
     assert not QueuedMessage.objects.filter(thread=alices, content="more").exists()
     assert ThreadSession.objects.filter(thread=alices).count() == 1
     assert_429(as_(alice).post_json(f"/api/threads/{alices.pk}/continue"), "budget")
@@ -359,7 +363,7 @@ def test_settings_default_budget_and_studio_exemption(
     spend(alices, "2.50")
     spend(bobs, "2.50")
     SpendBudget.objects.create(user=bob, monthly_limit_usd=None)  # bob is exempt
-    assert_429(post(as_(alice), alices), "$2.00 for user alice")
+    assert_429(post(as_(alice), alices), "$2.00 for the account alice")
     assert post(as_(bob), bobs).status_code == 202
 
 
@@ -372,7 +376,9 @@ def test_agent_budget_stops_that_agent_only(as_: Any, alice: Any, thread_of: Any
     others = Agent.objects.get(name="other").threads.get(pk=others_response.json()["threadId"])
     SpendBudget.objects.create(agent=helpers.agent, monthly_limit_usd=Decimal("0.50"))
     spend(helpers, "0.50")
-    assert_429(post(as_(alice), helpers), "for agent 'helper'")
+    # The agent's title, as the chat shows it, not its internal name (issue #55 item 8).
+    Agent.objects.filter(pk=helpers.agent_id).update(title="Order helper")
+    assert_429(post(as_(alice), helpers), "for the agent “Order helper”")
     assert post(as_(alice), others).status_code == 202
 
 
@@ -474,7 +480,7 @@ def test_budget_reservation_is_atomic(
 ) -> None:
     """$3 budget, $2 spent, three posts at once to three idle threads: one session starts,
     the other two are refused (the first one's estimate, $1 by default, takes the rest)."""
-    from agents_app.services import sessions
+    from agents_app.services.sessions import lifecycle as sessions
 
     if connections["default"].vendor != "postgresql":
         # SQLite serializes writers, so three posts cannot race; the gate names each by
@@ -520,7 +526,9 @@ def test_budget_reservation_is_atomic(
     assert statuses == [202, 429, 429], [a.content for a in answers.values()]
     assert ThreadSession.objects.count() == 1
     for refused in (a for a in answers.values() if a.status_code == 429):
-        wait = assert_429(refused, "$3.00 for user alice is taken", "1 session still running")
+        wait = assert_429(
+            refused, "$3.00 for the account alice is taken", "1 session still running"
+        )
         assert wait == limits.RUNNING_RETRY_SECONDS
 
 

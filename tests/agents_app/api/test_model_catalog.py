@@ -18,7 +18,7 @@ import pytest
 from django.core.cache import cache
 
 from agents_app.models import EnvValue, LanguageModel
-from agents_app.services import model_catalog
+from agents_app.services.definitions import model_catalog
 from runtime.core import egress
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 from tests.runtime.providers.recordings import cassette, raw

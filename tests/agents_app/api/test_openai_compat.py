@@ -41,8 +41,8 @@ from agents_app.models import (
     UsageLimit,
 )
 from agents_app.orchestration import executor
-from agents_app.services.api_keys import api_key_create
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.access.api_keys import api_key_create
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, PromptDefinition, SideConfig
 from tests.agents_app.api.api_support import define_agent, scripted_model
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from agents_app.permissions import API_ROUTES, Perm, ThreadRule
+from agents_app.base.permissions import API_ROUTES, Perm, ThreadRule
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "operating.md"
 # Asked by the studio (admin pages, sockets), not by an /api/ route.

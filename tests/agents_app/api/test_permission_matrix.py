@@ -3,7 +3,7 @@
 Every ``/api/`` route × superuser, staff without permissions, staff holding the route's one
 permission, staff holding another permission (the MCP manager), the thread's owner, another
 user and anonymous: who is refused and who is let through follows
-``agents_app.permissions.API_ROUTES`` alone. A new route is in the matrix the moment it is
+``agents_app.base.permissions.API_ROUTES`` alone. A new route is in the matrix the moment it is
 mounted (and the app refuses to start if it has no rule).
 """
 
@@ -21,9 +21,17 @@ from django.contrib.auth.models import Permission
 
 from agents_app.api import ROUTERS
 from agents_app.api.route_rules import route_paths
-from agents_app.errors import THREAD_FORBIDDEN
+from agents_app.base.errors import THREAD_FORBIDDEN
+from agents_app.base.permissions import (
+    API_ROUTES,
+    InPerson,
+    Perm,
+    Public,
+    Rule,
+    SignedIn,
+    ThreadRule,
+)
 from agents_app.models import Thread
-from agents_app.permissions import API_ROUTES, InPerson, Perm, Public, Rule, SignedIn, ThreadRule
 from tests.agents_app.api.api_support import ApiClient, client_for, define_agent
 
 SERVED = sorted({(method, path) for method, path, _ in route_paths(ROUTERS)})

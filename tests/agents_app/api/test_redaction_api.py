@@ -17,8 +17,8 @@ from django.test.utils import CaptureQueriesContext
 from agents_app.broadcast.events import asend_thread_frames
 from agents_app.models import Log, Message, ThreadValue
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services import thread_files
-from agents_app.services.api_keys import api_key_create
+from agents_app.services.access.api_keys import api_key_create
+from agents_app.services.threads import files as thread_files
 from runtime.store.events import event
 from studio.asgi import application
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)

@@ -141,8 +141,8 @@ def test_definition_writes_are_staff_only(as_: Any, alice: Any) -> None:
 
 @pytest.mark.django_db
 def test_an_agent_s_variables_say_where_each_is_defined(as_: Any, ops: Any) -> None:
-    from agents_app.services import definition_saves
-    from agents_app.services.env import EnvPatch, env_apply
+    from agents_app.services.definitions import saves as definition_saves
+    from agents_app.services.env.writes import EnvPatch, env_apply
     from runtime.core.spec import (
         AgentDefinition,
         ModelDefinition,

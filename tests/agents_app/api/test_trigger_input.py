@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agents_app.models import Thread, Trigger
-from agents_app.services.messages import CONTENT_MAX
+from agents_app.services.threads.messages import CONTENT_MAX
 from tests.agents_app.api.api_support import ApiClient, _api_hosts, client_for, define_agent  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from agents_app import telemetry
+from agents_app.base import telemetry
 from tests.agents_app.api.api_support import ApiClient, _api_hosts, client_for, define_agent  # noqa: F401
 from tests.integration.stack import DAPHNE, ROOT, free_port, wait_until
 from tests.integration.test_traces import Receiver

@@ -14,9 +14,9 @@ import pytest
 from django.http import HttpResponse, StreamingHttpResponse
 from PIL import Image
 
-from agents_app.code_registry import reset_registry
+from agents_app.base.code_registry import reset_registry
 from agents_app.models import ThreadFile
-from agents_app.services import thread_files
+from agents_app.services.threads import files as thread_files
 from runtime.tools.registry import Registry, define_thread_endpoint
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 

@@ -16,9 +16,9 @@ from channels.layers import get_channel_layer
 from django.utils import timezone
 from pydantic import BaseModel
 
+from agents_app.base.code_registry import reset_registry
 from agents_app.broadcast.events import thread_group
 from agents_app.broadcast.live_frames import frame_of
-from agents_app.code_registry import reset_registry
 from agents_app.models import Agent, LanguageModel, Prompt, ScheduledEffect, Thread
 from runtime.tools.registry import Registry, define_effect
 

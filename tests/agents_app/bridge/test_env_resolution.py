@@ -13,8 +13,8 @@ from django.contrib.auth import get_user_model
 
 from agents_app.bridge.store import DjangoStore
 from agents_app.models import Agent, EnvValue, Prompt, Thread
-from agents_app.services import definitions as defs
-from agents_app.services.redaction import RedactingSink, redact_for_thread
+from agents_app.services.definitions import rows as defs
+from agents_app.services.env.redaction import RedactingSink, redact_for_thread
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 from runtime.engine import Engine
 from runtime.state import EnvNotFound
@@ -121,7 +121,7 @@ def test_missing_value_raises_naming_the_key_and_no_other_value(thread_id: str) 
     assert async_to_sync(state.env_type)("ABSENT") == "secret"
 
 
-# --- agents_app.services.redaction ----------------------------------------------------------
+# --- agents_app.services.env.redaction ----------------------------------------------------------
 
 
 def test_redact_for_thread_covers_every_level_but_names_only_the_owners(thread_id: str) -> None:

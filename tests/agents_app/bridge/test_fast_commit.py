@@ -11,7 +11,7 @@ from psycopg import _queries as psycopg_queries
 
 from agents_app.bridge import fast_commit, store
 from agents_app.models import Log, Message, Thread, ThreadSession
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.messages import Message as EngineMessage
 from runtime.core.messages import new_id
 from runtime.core.progress import SessionProgress

@@ -111,7 +111,7 @@ async def test_replaced_and_deleted_files_leave_no_blobs(thread_id: str, media: 
 
 async def test_deleting_a_thread_deletes_its_chunk_blobs(thread_id: str, media: Path) -> None:
     from agents_app.models import Thread
-    from agents_app.services.threads import thread_delete
+    from agents_app.services.threads.changes import thread_delete
 
     store = DjangoStore()
     await store.write_file(thread_id, "/big.bin", os.urandom(4 * MiB), "application/octet-stream")

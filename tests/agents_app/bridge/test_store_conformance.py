@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from agents_app.bridge.store import DjangoStore
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.messages import Clock, Message, new_id
 from runtime.core.progress import SessionProgress
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from agents_app.bridge.store import DjangoStore
 from agents_app.models import Message, ThreadSession
-from agents_app.services import definitions as defs
+from agents_app.services.definitions import rows as defs
 from runtime.core import waits
 from runtime.core.spec import (
     AgentDefinition,
@@ -94,10 +94,10 @@ def test_spec_rejection_reason_reaches_the_model_over_the_database() -> None:
 
 
 def test_inspector_lists_the_waiting_call_and_a_second_decision_is_a_conflict() -> None:
-    from agents_app.errors import Conflict
+    from agents_app.base.errors import Conflict
     from agents_app.models import Thread
-    from agents_app.services import tool_waits
-    from agents_app.services.thread_inspector import thread_inspection
+    from agents_app.pages.thread_inspector import thread_inspection
+    from agents_app.services.sessions import tool_waits
 
     engine, _, thread_id = _engine(requires_approval=True)
     async_to_sync(engine.run_session)(thread_id, message=NewMessage("clean"))
@@ -114,7 +114,7 @@ def test_inspector_lists_the_waiting_call_and_a_second_decision_is_a_conflict() 
 
 def test_stop_while_parked_answers_the_call_and_stops_the_session() -> None:
     from agents_app.models import Thread
-    from agents_app.services.sessions import thread_stop
+    from agents_app.services.sessions.lifecycle import thread_stop
 
     engine, _, thread_id = _engine(requires_approval=True)
     async_to_sync(engine.run_session)(thread_id, message=NewMessage("clean"))

@@ -19,8 +19,8 @@ from django.db import connection
 from agents_app.bridge.store import DjangoStore
 from agents_app.models import EnvValue, Message, QueuedMessage, Thread, ThreadValue
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services.api_keys import api_key_create
-from agents_app.services.messages import message_post
+from agents_app.services.access.api_keys import api_key_create
+from agents_app.services.threads.messages import message_post
 from runtime.core.redaction import Redactor
 from runtime.engine import Engine
 from runtime.store.events import ListSink

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agents_app.db.composed import Part, Select
-from agents_app.services.limits import budget_part
+from agents_app.services.access.limits import budget_part
 
 
 def test_parts_are_read_back_by_name_whatever_their_neighbours_hold() -> None:

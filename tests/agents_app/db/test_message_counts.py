@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from agents_app import selectors
 from agents_app.db import message_counts, page_reads
 from agents_app.models import Message, Thread, ThreadMessageCount
-from agents_app.services.batched_delete import Batches, delete_rows
+from agents_app.services.threads.batched_delete import Batches, delete_rows
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 from tests.agents_app.process.manage_support import manage as run_manage
 

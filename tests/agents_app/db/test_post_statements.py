@@ -22,8 +22,9 @@ from django.test.utils import CaptureQueriesContext
 
 from agents_app.models import Agent, SpendBudget, Thread, ThreadSession, UsageLimit
 from agents_app.models.agents import MidRunMessages
-from agents_app.services import limits, sessions
-from agents_app.services.api_keys import api_key_create
+from agents_app.services.access import limits
+from agents_app.services.access.api_keys import api_key_create
+from agents_app.services.sessions import lifecycle as sessions
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 
 pytestmark = pytest.mark.django_db
@@ -202,7 +203,7 @@ def test_the_usage_limits_of_a_request_are_read_with_a_fixed_statement(
 def test_a_post_stamps_its_thread_with_a_fixed_statement(
     thread_of: Any, alice: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agents_app.services.messages import message_post
+    from agents_app.services.threads.messages import message_post
 
     updates = _compiled(monkeypatch, SQLUpdateCompiler)
     thread = thread_of(alice)
@@ -271,7 +272,7 @@ def test_a_posts_inserts_are_fixed_statements(
     thread_of: Any, alice: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from agents_app.models import QueuedMessage
-    from agents_app.services.messages import message_post
+    from agents_app.services.threads.messages import message_post
 
     thread = thread_of(alice)
     inserts = _compiled(monkeypatch, SQLInsertCompiler)

@@ -16,8 +16,9 @@ from django.test import Client
 from django.utils import timezone
 
 from agents_app.models import Agent, AuditEvent, Schedule, ScimToken
-from agents_app.services import schedules, scim
-from agents_app.services.api_keys import api_key_create
+from agents_app.services.access import scim
+from agents_app.services.access.api_keys import api_key_create
+from agents_app.services.automation import schedules
 from tests.agents_app.api.api_support import ApiClient, define_agent
 
 pytestmark = pytest.mark.django_db

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Group, Permission, User
 
-from agents_app.errors import NotFound
+from agents_app.base.errors import NotFound
 from agents_app.models import Agent
 from agents_app.orchestration.agent_calls import agent_ask, exposed_agents
-from agents_app.services.definition_saves import save_definitions
-from agents_app.services.definitions import all_definitions
+from agents_app.services.definitions.rows import all_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, PromptDefinition, SideConfig
 from tests.agents_app.api.api_support import scripted_model
 

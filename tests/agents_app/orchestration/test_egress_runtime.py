@@ -18,8 +18,8 @@ from asgiref.sync import sync_to_async
 from agents_app.models import EnvValue, LanguageModel, McpServer, Message, Thread, ThreadSession
 from agents_app.orchestration.runner import run_session_job
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services import messages as message_service
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
+from agents_app.services.threads import messages as message_service
 from runtime.core import egress
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 from runtime.mcp.client import POOL

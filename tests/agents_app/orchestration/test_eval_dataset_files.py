@@ -17,7 +17,8 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from agents_app.models import EvalCase, EvalDataset, EvalResult
-from agents_app.services import eval_files, evals
+from agents_app.services.evals import checks as evals
+from agents_app.services.evals import files as eval_files
 from tests.agents_app.api.api_support import _api_hosts  # noqa: F401 (executor off: run_eval runs)
 from tests.agents_app.orchestration.test_evals import _oracle
 

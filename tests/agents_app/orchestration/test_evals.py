@@ -8,10 +8,10 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from agents_app.errors import Invalid
+from agents_app.base.errors import Invalid
 from agents_app.models import EvalDataset, EvalResult, EvalRun, Log
-from agents_app.services import evals
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
+from agents_app.services.evals import checks as evals
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 from tests.agents_app.api.api_support import _api_hosts  # noqa: F401 (executor off: run_eval runs)
 

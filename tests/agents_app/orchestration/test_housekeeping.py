@@ -10,8 +10,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from agents_app.models import WebSocketTicket
-from agents_app.services.sessions import sessions_sweep
-from agents_app.services.tickets import ticket_create
+from agents_app.services.access.tickets import ticket_create
+from agents_app.services.sessions.lifecycle import sessions_sweep
 from agents_app.tasks import session_tasks as tasks
 
 

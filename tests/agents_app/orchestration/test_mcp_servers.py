@@ -15,19 +15,19 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import override_settings
 
-from agents_app.errors import Invalid
+from agents_app.base.errors import Invalid
 from agents_app.models import EnvValue, Log, McpServer, Message, ThreadSession
 from agents_app.orchestration.runner import run_session_job
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services import messages as message_service
-from agents_app.services.definition_files import (
+from agents_app.services.definitions.files import (
     DefinitionFilesInvalid,
     definitions_export,
     definitions_import,
 )
-from agents_app.services.definition_saves import save_definitions
-from agents_app.services.definitions import DefinitionsInvalid
-from agents_app.services.mcp_servers import mcp_server_refresh, mcp_server_save
+from agents_app.services.definitions.mcp_servers import mcp_server_refresh, mcp_server_save
+from agents_app.services.definitions.rows import DefinitionsInvalid
+from agents_app.services.definitions.saves import save_definitions
+from agents_app.services.threads import messages as message_service
 from runtime.core.spec import AgentDefinition, PromptDefinition, SideConfig
 from runtime.mcp.client import POOL
 from runtime.mcp.servers import McpServerDefinition, wire_name

@@ -18,8 +18,8 @@ from pydantic import ValidationError
 from agents_app.models import Agent, Message, QueuedMessage, ThreadSession
 from agents_app.orchestration.runner import run_session_job
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services.definition_saves import save_definitions
-from agents_app.services.definitions import all_definitions
+from agents_app.services.definitions.rows import all_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, PromptDefinition, SideConfig
 from tests.agents_app.api.api_support import _api_hosts, client_for, scripted_model  # noqa: F401
 from tests.agents_app.api.test_api_sessions import Listener, wait_for
@@ -182,7 +182,7 @@ async def test_reject_answers_409_and_stores_nothing(alice: Any) -> None:
     thread, client = await _setup(alice, "reject", [{"content": "done", "delayMs": 400}])
     answer, frames = await _run_with_post(thread, client, "are you done?")
     assert answer.status_code == 409
-    assert "refuses messages while a session runs" in answer.json()["error"]
+    assert "takes no new message until it has finished" in answer.json()["error"]
     assert await _transcript(thread) == [
         ("user", "completed", "first"),
         ("assistant", "completed", "done"),

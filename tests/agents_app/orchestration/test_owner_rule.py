@@ -29,7 +29,8 @@ from agents_app.models import (
 )
 from agents_app.orchestration import eval_runs, schedule_runner
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services import evals, schedules, webhooks
+from agents_app.services.automation import schedules, webhooks
+from agents_app.services.evals import checks as evals
 from tests.agents_app.api.api_support import ApiClient, _api_hosts, client_for, define_agent  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)

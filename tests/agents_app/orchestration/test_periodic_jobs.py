@@ -1,4 +1,4 @@
-"""Periodic work is declared once (issue #53, ``agents_app/periodic_jobs.py``): beat's
+"""Periodic work is declared once (issue #53, ``agents_app/base/periodic_jobs.py``): beat's
 schedule is the table, every job has a Celery task and exactly one home in embedded mode,
 and the jobs the embedded mode skipped before (tool-wait expiry, retention) run there."""
 
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from django.conf import settings
 
+from agents_app.base.periodic_jobs import JOBS
 from agents_app.models import Message, Thread
 from agents_app.orchestration import embedded_automation, executor, periodic
-from agents_app.periodic_jobs import JOBS
 from runtime.core import waits
 from tests.agents_app.services.retention_support import make_agent, make_threads
 

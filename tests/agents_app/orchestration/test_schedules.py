@@ -12,8 +12,8 @@ from django.db import connection
 
 from agents_app.models import Message, QueuedMessage, Schedule, ScheduleRun, Thread
 from agents_app.orchestration import schedule_runner
-from agents_app.services import schedules
-from agents_app.services.schedules import ScheduleSpec
+from agents_app.services.automation import schedules
+from agents_app.services.automation.schedules import ScheduleSpec
 from tests.agents_app.api.api_support import _api_hosts, client_for, define_agent  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -254,7 +254,7 @@ def test_a_run_carries_the_schedules_attachments_and_env(alice: Any) -> None:
 def test_bad_schedule_attachments_are_refused_naming_the_item(
     alice: Any, attachments: list[dict[str, Any]], error: str
 ) -> None:
-    from agents_app.errors import Invalid
+    from agents_app.base.errors import Invalid
 
     with pytest.raises(Invalid, match=error):
         _schedule(alice, attachments=attachments)

@@ -1,5 +1,5 @@
 """Claiming a session and deciding what it starts with: each one fixed statement (issue #21),
-with the rules the ORM version had (``agents_app/services/sessions.py``)."""
+with the rules the ORM version had (``agents_app/services/sessions/lifecycle.py``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from agents_app import wire
 from agents_app.models import QueuedMessage, Thread, ThreadSession
-from agents_app.services import sessions
+from agents_app.services.sessions import lifecycle as sessions
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 
 pytestmark = pytest.mark.django_db

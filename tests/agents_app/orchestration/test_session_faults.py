@@ -1,6 +1,6 @@
 """A database error at any point of a claimed session leaves no thread stuck.
 
-Each fault is real: at the named point (``agents_app/faults.py``) the connection's server
+Each fault is real: at the named point (``agents_app/base/faults.py``) the connection's server
 process is terminated with ``pg_terminate_backend``, so the next statement fails with
 psycopg's own error, as after a database restart. The runner must then release or hand
 back the claim, stop the heartbeat, and the session must still be answered (by the job's
@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents_app import faults
+from agents_app.base import faults
 from agents_app.models import Message, ThreadSession
 from agents_app.orchestration import runner
 from agents_app.orchestration.runner import run_session_job
-from agents_app.services import sessions
+from agents_app.services.sessions import lifecycle as sessions
 from tests.agents_app.api.api_support import _api_hosts  # noqa: F401
 from tests.agents_app.api.test_api_sessions import (
     _active_session,

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from agents_app.models import ThreadSession
 from agents_app.orchestration.runner import run_session_job
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services import messages as message_service
+from agents_app.services.threads import messages as message_service
 from runtime.core import tracing
 from tests.agents_app.api.api_support import _api_hosts, define_agent  # noqa: F401
 

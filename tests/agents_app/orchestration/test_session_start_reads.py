@@ -28,8 +28,8 @@ from agents_app.db import page_reads, thread_records
 from agents_app.models import Thread, ThreadSession
 from agents_app.orchestration import runner
 from agents_app.orchestration.runner import run_session_job
-from agents_app.services import messages as message_service
-from agents_app.services import sessions
+from agents_app.services.sessions import lifecycle as sessions
+from agents_app.services.threads import messages as message_service
 from runtime.core.progress import SessionProgress
 from runtime.store.protocol import Commit, MessageQuery
 from tests.agents_app.api.api_support import _api_hosts  # noqa: F401

@@ -1,5 +1,5 @@
 """What a worker's supervisor asks the database twice a second and every heartbeat: which of
-its threads are stopped, and which sessions it still holds (``services/sessions.py``; one
+its threads are stopped, and which sessions it still holds (``services/sessions/lifecycle.py``; one
 fixed statement each on PostgreSQL, the ORM elsewhere; both must answer alike)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from agents_app.models import Thread, ThreadSession
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services import sessions
+from agents_app.services.sessions import lifecycle as sessions
 from tests.agents_app.api.api_support import define_agent
 
 pytestmark = pytest.mark.django_db

@@ -1,5 +1,5 @@
 """The periodic sweeps live through a database outage: a killed backend
-(``pg_terminate_backend``, agents_app/faults.py) costs them one tick and one concise warning,
+(``pg_terminate_backend``, agents_app/base/faults.py) costs them one tick and one concise warning,
 never a dead connection kept for ever or a traceback on every tick."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from agents_app import faults
+from agents_app.base import faults
 from agents_app.models import ScheduledEffect, Thread
 from agents_app.orchestration import effect_runner
 from agents_app.tasks import session_tasks as tasks

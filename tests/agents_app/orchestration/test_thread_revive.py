@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from agents_app import dispatch
+from agents_app.base import dispatch
 from agents_app.models import ThreadSession
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 

@@ -24,7 +24,7 @@ import pytest
 from agents_app.models import EnvValue, WebhookDelivery
 from agents_app.orchestration import embedded_automation, periodic, schedule_runner, webhook_runner
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services import webhooks
+from agents_app.services.automation import webhooks
 from tests.agents_app.api.api_support import _api_hosts, client_for, define_agent  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -18,7 +18,7 @@ from agents_app.bridge import async_commit
 from agents_app.models import EnvValue, ThreadSession, WebhookDelivery
 from agents_app.orchestration.runner import run_session_job
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services import messages as message_service
+from agents_app.services.threads import messages as message_service
 from tests.agents_app.api.api_support import _api_hosts, client_for, define_agent  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)

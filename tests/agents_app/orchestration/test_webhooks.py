@@ -17,14 +17,14 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from agents_app.base.errors import Invalid
 from agents_app.bridge import async_commit
-from agents_app.errors import Invalid
 from agents_app.models import EnvValue, WebhookDelivery
 from agents_app.orchestration import webhook_runner
 from agents_app.orchestration.runner import run_session_job
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services import messages as message_service
-from agents_app.services import schedules, webhooks
+from agents_app.services.automation import schedules, webhooks
+from agents_app.services.threads import messages as message_service
 from runtime.core import egress
 from tests.agents_app.api.api_support import _api_hosts, define_agent  # noqa: F401
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.test import override_settings
 
-from agents_app import code_registry
+from agents_app.base import code_registry
 from agents_app.checks import check_code_registry, check_encryption_keyring
 
 

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from agents_app.code_registry import get_registry, reset_registry
+from agents_app.base.code_registry import get_registry, reset_registry
 from agents_app.models import (
     Agent,
     EnvValue,
@@ -23,7 +23,7 @@ from agents_app.models import (
     ScheduledEffect,
     Thread,
 )
-from agents_app.services.agent_structure import Node, agent_structure
+from agents_app.pages.agent_structure import Node, agent_structure
 from runtime.tools.registry import Registry, define_hook, define_tool
 
 pytestmark = pytest.mark.django_db

@@ -25,8 +25,8 @@ from agents_app.models import (
     SpendBudget,
 )
 from agents_app.models.audit import AuditLogIsAppendOnly
-from agents_app.services import audit, scim
-from agents_app.services.api_keys import api_key_create
+from agents_app.services.access import audit, scim
+from agents_app.services.access.api_keys import api_key_create
 from tests.agents_app.api.api_support import client_for, define_agent
 
 pytestmark = pytest.mark.django_db

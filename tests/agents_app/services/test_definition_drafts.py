@@ -8,11 +8,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from agents_app.errors import Conflict, Invalid
+from agents_app.base.errors import Conflict, Invalid
 from agents_app.models import DefinitionDraft, Prompt, Thread, ThreadSession
-from agents_app.services import definition_drafts as drafts
-from agents_app.services import definition_versions as versions
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions import drafts, versions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 from tests.agents_app.api.api_support import _api_hosts  # noqa: F401
 

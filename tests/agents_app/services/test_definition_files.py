@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from agents_app.code_registry import reset_registry
+from agents_app.base.code_registry import reset_registry
 from agents_app.management.commands.import_definitions import Command as ImportCommand
 from agents_app.models import (
     Agent,
@@ -23,7 +23,7 @@ from agents_app.models import (
     PromptPart,
     PromptTool,
 )
-from agents_app.services.demo import DEMO_DIR
+from agents_app.services.definitions.demo import DEMO_DIR
 from runtime.tools.registry import Registry, define_hook, define_tool
 
 pytestmark = pytest.mark.django_db

@@ -11,13 +11,13 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from agents_app.errors import Invalid
+from agents_app.base.errors import Invalid
 from agents_app.models import Agent, DefinitionVersion, Prompt, Thread, ThreadSession
-from agents_app.services import definition_saves
-from agents_app.services import definition_versions as versions
-from agents_app.services.definition_diff import changed_count, readable_lines, side_by_side
-from agents_app.services.definition_files import definitions_export, definitions_import
-from agents_app.services.definition_saves import save_definitions
+from agents_app.pages.definition_diff import changed_count, readable_lines, side_by_side
+from agents_app.services.definitions import saves as definition_saves
+from agents_app.services.definitions import versions
+from agents_app.services.definitions.files import definitions_export, definitions_import
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 from tests.agents_app.admin.admin_pages import fill, post, read_form
 from tests.agents_app.api.api_support import _api_hosts, as_, client_for  # noqa: F401

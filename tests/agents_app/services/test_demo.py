@@ -12,8 +12,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from agents_app.models import Agent, LanguageModel, Prompt
-from agents_app.services.definitions import agent_definition, all_definitions
-from agents_app.services.demo import DEMO_DIR
+from agents_app.services.definitions.demo import DEMO_DIR
+from agents_app.services.definitions.rows import agent_definition, all_definitions
 from runtime.tools.registry import discover
 
 pytestmark = pytest.mark.django_db

@@ -15,10 +15,10 @@ from asgiref.sync import async_to_sync
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from agents_app.errors import Conflict
+from agents_app.base.errors import Conflict
 from agents_app.models import ScheduledEffect, Thread, ThreadValue
 from agents_app.orchestration.effect_runner import Sweeper, drain_for, effect_run
-from agents_app.services import effects as svc
+from agents_app.services.sessions import effects as svc
 from tests.agents_app.bridge.effects_support import *  # noqa: F403  (fixtures)
 from tests.agents_app.bridge.effects_support import Frames, flaky_failures, make_effect
 

@@ -16,11 +16,11 @@ import httpx
 import pytest
 from django.contrib.auth.models import Permission
 
-from agents_app.errors import Invalid
+from agents_app.base.errors import Invalid
 from agents_app.models import EnvValue, LanguageModel, McpServer
-from agents_app.services import model_catalog
-from agents_app.services.mcp_servers import mcp_server_refresh
-from agents_app.services.model_catalog import CatalogUnavailable
+from agents_app.services.definitions import model_catalog
+from agents_app.services.definitions.mcp_servers import mcp_server_refresh
+from agents_app.services.definitions.model_catalog import CatalogUnavailable
 from runtime.core import egress
 
 PLANTED_KEY = "sk-planted-instance-key-0123456789"
@@ -322,7 +322,7 @@ def test_mcp_test_connection_refuses_a_server_on_loopback_by_default(
 def test_prompt_preview_does_not_show_instance_values_the_actor_cannot_read(
     make_user: Any,
 ) -> None:
-    from agents_app.services.prompt_preview import DraftPart, prompt_preview
+    from agents_app.pages.prompt_preview import DraftPart, prompt_preview
 
     row = EnvValue(scope="instance", key="REGION_NOTE", value_type="text")
     row.value = PLANTED_SECRET
@@ -340,7 +340,7 @@ def test_prompt_preview_does_not_show_instance_values_the_actor_cannot_read(
 
 
 def test_moving_a_blessed_base_url_takes_the_instance_key_rule_back(make_user: Any) -> None:
-    from agents_app.services.definitions import model_definition, model_from_definition
+    from agents_app.services.definitions.rows import model_definition, model_from_definition
 
     model = _model("https://llm.internal.example/v1", blessed=True)
     # Someone who may change models (not a superuser) points it at their own listener.

@@ -18,10 +18,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from agents_app.errors import Invalid
+from agents_app.base.errors import Invalid
 from agents_app.models import EnvValue, Thread, WebhookDelivery
 from agents_app.orchestration import webhook_runner
-from agents_app.services import webhooks
+from agents_app.services.automation import webhooks
 from runtime.core import egress
 from tests.agents_app.api.api_support import define_agent
 from tests.agents_app.services.test_egress import Listener
@@ -136,7 +136,7 @@ def test_the_old_webhook_switch_is_refused_not_ignored() -> None:
 def test_discovery_says_the_egress_policy_refused_a_loopback_base_url(
     receiver: Listener, make_user: Any
 ) -> None:
-    from agents_app.services import model_catalog
+    from agents_app.services.definitions import model_catalog
 
     egress.configure([])
     own = EnvValue(scope="user", user=make_user("ops", staff=True), key="OPENAI_API_KEY")

@@ -9,7 +9,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
-from agents_app.encryption import DecryptionError, decrypt, encrypt, key_id_of
+from agents_app.base.encryption import DecryptionError, decrypt, encrypt, key_id_of
 from agents_app.models import EnvValue
 
 

@@ -16,7 +16,7 @@ from asgiref.sync import async_to_sync
 
 from agents_app.models import Log, Message, Thread, ThreadSession
 from agents_app.orchestration.runner import run_session_job
-from agents_app.services.definition_saves import save_definitions
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, PromptDefinition, SideConfig
 from runtime.step.history import MISSING_RESULT
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)

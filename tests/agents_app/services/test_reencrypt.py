@@ -12,8 +12,8 @@ from asgiref.sync import async_to_sync
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 
+from agents_app.base.encryption import key_id_of
 from agents_app.bridge.store import DjangoStore
-from agents_app.encryption import key_id_of
 from agents_app.models import EnvValue, ThreadValue
 from agents_app.orchestration.thread_creation import thread_create
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
@@ -95,7 +95,7 @@ def test_a_schedules_env_values_are_reencrypted_and_still_reach_its_runs(alice: 
     """Issue #52: a schedule's env values are sealed with the env keyring, so rotation moves
     them to the newest key and the old key can go."""
     from agents_app.models import Schedule
-    from agents_app.services import schedules
+    from agents_app.services.automation import schedules
 
     define_agent("helper")
     with override_settings(STUDIO_ENCRYPTION_KEYS=OLD):

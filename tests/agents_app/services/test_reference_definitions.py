@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from agents_app.models import Agent, Prompt, PromptTool
-from agents_app.services import definition_saves
-from agents_app.services.env import EnvPatch, env_apply
+from agents_app.services.definitions import saves as definition_saves
+from agents_app.services.env.writes import EnvPatch, env_apply
 from runtime.core.spec import (
     AgentDefinition,
     ModelDefinition,

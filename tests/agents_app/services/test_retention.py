@@ -24,8 +24,8 @@ from agents_app.models import (
     ThreadSession,
     ThreadValue,
 )
-from agents_app.services import thread_files
-from agents_app.services.retention import retention_apply
+from agents_app.services.operations.retention import retention_apply
+from agents_app.services.threads import files as thread_files
 from tests.agents_app.services.retention_support import (
     NOW,
     Statements,
@@ -180,7 +180,7 @@ def test_retention_on_100k_rows_deletes_what_is_old_in_bounded_batches_without_b
 
 
 def test_a_thread_whose_session_starts_during_retention_is_kept(policy: Any) -> None:
-    from agents_app.services.messages import message_post
+    from agents_app.services.threads.messages import message_post
 
     policy.STUDIO_EXECUTOR = "none"
     policy.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}

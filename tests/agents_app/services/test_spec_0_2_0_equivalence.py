@@ -20,11 +20,11 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.core.management import call_command
 
-from agents_app.code_registry import reset_registry
+from agents_app.base.code_registry import reset_registry
 from agents_app.models import Agent, Message, ThreadSession
 from agents_app.orchestration.runner import run_session_job
-from agents_app.services.definitions import agent_definition
-from agents_app.services.demo import DEMO_DIR
+from agents_app.services.definitions.demo import DEMO_DIR
+from agents_app.services.definitions.rows import agent_definition
 from runtime.core.spec import AgentDefinition
 from runtime.tools.registry import Registry, define_hook, define_tool
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)

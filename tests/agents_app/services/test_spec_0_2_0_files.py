@@ -17,7 +17,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from agents_app.models import Agent, EnvValue, LanguageModel, Prompt
-from agents_app.services.definitions import agent_definition
+from agents_app.services.definitions.rows import agent_definition
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 
 pytestmark = pytest.mark.django_db

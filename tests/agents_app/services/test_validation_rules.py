@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from agents_app.code_registry import reset_registry
+from agents_app.base.code_registry import reset_registry
 from agents_app.models import Agent, LanguageModel, Prompt
-from agents_app.services.definition_saves import save_definitions
-from agents_app.services.definitions import DefinitionsInvalid
+from agents_app.services.definitions.rows import DefinitionsInvalid
+from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import PromptDefinition
 from runtime.definitions.validation import Catalog, parse_and_validate, validate_prompt
 from runtime.tools.registry import Registry, define_tool
@@ -457,7 +457,7 @@ SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "require
 
 def test_spec_response_schema_is_imported_and_exported(db: Any) -> None:
     save(model(capabilities={"structuredOutputs": True}), prompt(responseSchema=SCHEMA))
-    from agents_app.services.definitions import prompt_definition
+    from agents_app.services.definitions.rows import prompt_definition
 
     assert prompt_definition(Prompt.objects.get()).dump()["responseSchema"] == SCHEMA
 

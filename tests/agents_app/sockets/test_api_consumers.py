@@ -15,8 +15,8 @@ from django.contrib.auth import get_user_model
 from agents_app.broadcast.events import thread_group
 from agents_app.broadcast.live_frames import frames_event
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services.api_keys import api_key_create
-from agents_app.services.tickets import ticket_create
+from agents_app.services.access.api_keys import api_key_create
+from agents_app.services.access.tickets import ticket_create
 from studio.asgi import application
 from tests.agents_app.api.api_support import _api_hosts, define_agent  # noqa: F401
 

@@ -19,7 +19,7 @@ from django.contrib.auth import get_user_model
 
 from agents_app.models import ApiKey
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services.api_keys import api_key_create
+from agents_app.services.access.api_keys import api_key_create
 from studio.asgi import application
 from tests.agents_app.api.api_support import ApiClient, _api_hosts, define_agent  # noqa: F401
 

@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services.api_keys import api_key_create
+from agents_app.services.access.api_keys import api_key_create
 from studio.asgi import application
 from tests.agents_app.api.api_support import _api_hosts, define_agent  # noqa: F401
 

@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from agents_app.code_registry import reset_registry
+from agents_app.base.code_registry import reset_registry
 from agents_app.models import Agent
-from agents_app.services.definition_files import (
+from agents_app.services.definitions.files import (
     DefinitionFilesInvalid,
     definitions_export,
     definitions_import,
 )
-from agents_app.services.definitions import agent_definition
+from agents_app.services.definitions.rows import agent_definition
 from runtime.definitions.source import SourceError, read_ts_definition
 from runtime.tools.registry import Registry, define_tool
 

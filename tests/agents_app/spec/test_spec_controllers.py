@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from agents_app.code_registry import reset_registry
+from agents_app.base.code_registry import reset_registry
 from runtime.tools.registry import discover
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 

@@ -17,7 +17,7 @@ from django.core.management import call_command
 from agents_app.models import McpServer, Message, ThreadSession
 from agents_app.orchestration.runner import run_session_job
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services import messages as message_service
+from agents_app.services.threads import messages as message_service
 from runtime.mcp.client import POOL
 from tests.agents_app.api.api_support import _api_hosts, scripted_model  # noqa: F401
 from tests.mcp_servers.processes import HttpMcpServer

@@ -16,7 +16,7 @@ from django.test import Client
 from django.urls import reverse
 
 from agents_app.models import Agent, LanguageModel, Prompt
-from agents_app.services import definitions as definition_services
+from agents_app.services.definitions import rows as definition_services
 from tests.agents_app.admin.admin_pages import errors_of, fill, post, read_form, set_rows
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 from tests.agents_app.spec.refusals import import_refused as _import

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agents_app.models import Agent, PromptTool
-from agents_app.services.definitions import agent_definition
+from agents_app.services.definitions.rows import agent_definition
 from runtime.core.spec import AgentDefinition
 from runtime.definitions.validation import parse_and_validate
 from tests.agents_app.services.test_definition_files import import_fails, run, write_tree

@@ -12,10 +12,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from agents_app.code_registry import reset_registry
+from agents_app.base.code_registry import reset_registry
 from agents_app.models import Agent
-from agents_app.services import definition_saves
-from agents_app.services.env import EnvPatch, env_apply
+from agents_app.services.definitions import saves as definition_saves
+from agents_app.services.env.writes import EnvPatch, env_apply
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 from runtime.tools.registry import Registry, define_tool
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)

@@ -48,7 +48,7 @@ def test_spec_tool_name_prompt_listing_a_prompt_with_a_dotted_name_is_refused_at
     found = errors("prompts", listing)
     assert RULE in found["tools.0"] and RULE in found["tools.1"]
     # Through the file import too: the whole batch is refused, nothing is saved.
-    from agents_app.services.definition_files import DefinitionFilesInvalid, definitions_import
+    from agents_app.services.definitions.files import DefinitionFilesInvalid, definitions_import
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -133,10 +133,10 @@ def test_A1_a_side_backed_twice_or_a_persons_side_with_settings_is_refused() -> 
     assert found["sideB.maxSteps"] == (
         "maxSteps does nothing on a person's side (a person takes no model steps); remove it."
     )
-    handler = _errors("agents", {"name": "a", "sideA": {"prompt": "p"}, "sideB": {"handler": "h"}})
-    assert handler == {
-        "sideB.handler": "Handler-backed sides are not available yet: back Side B with a "
-        "prompt or human: true."
+    coded = {"name": "a", "sideA": {"prompt": "p"}, "sideB": {"handler": "h", "maxSteps": 3}}
+    assert _errors("agents", coded) == {
+        "sideB.maxSteps": "maxSteps does nothing on a handler's side (code takes no model "
+        "steps); remove it."
     }
 
 

@@ -21,7 +21,7 @@ from agents_app.bridge.store import DjangoStore  # noqa: E402
 from agents_app.models import EnvValue, Thread  # noqa: E402
 from agents_app.models import Message as MessageRow  # noqa: E402
 from agents_app.models import QueuedMessage as QueuedMessageRow  # noqa: E402
-from agents_app.services import definitions as defs  # noqa: E402
+from agents_app.services.definitions import rows as defs  # noqa: E402
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition  # noqa: E402
 from runtime.store.protocol import NewThread, ThreadRecord  # noqa: E402
 from tests.runtime.conftest import *  # noqa: E402,F403  (the engine suite's fixtures and helpers)

@@ -7,6 +7,7 @@ from tests.runtime.core.test_redaction_gaps import *  # noqa: F403
 from tests.runtime.definitions.test_spec_0_2_0_definitions import *  # noqa: F403
 from tests.runtime.delegation.test_spec_agents_as_tools import *  # noqa: F403
 from tests.runtime.delegation.test_spec_subagents import *  # noqa: F403
+from tests.runtime.loop.test_handler_sides import *  # noqa: F403
 from tests.runtime.loop.test_spec_stop_conditions import *  # noqa: F403
 from tests.runtime.providers.conftest import client, replay  # noqa: E402,F401
 from tests.runtime.providers.test_provider_tools_engine import *  # noqa: E402,F403

@@ -1,0 +1,4 @@
+"""Other protocols' doors onto the same threads (the OpenAI-compatible API, A2A): turning
+their requests into posts and their answers into our reads. May import every other
+service package; nothing imports them but the API.
+"""

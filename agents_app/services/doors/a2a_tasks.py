@@ -1,0 +1,461 @@
+"""A2A tasks (``/a2a``, docs/api.md "A2A"): what a task is here, read and decided.
+
+A task is one session of a thread (``ThreadSession``: its id is the task's id); its
+``contextId`` is the thread. This module reads a task as the protocol sees it
+(``task_view``: its state, the user message that started it, the agent's replies, the
+files the session wrote) and takes the decisions a client may make on it: answer a tool
+call that waits for approval (``task_answer``), stop it (``task_cancel``). It runs
+nothing: new turns go through the OpenAI door's own orchestration
+(``orchestration/openai_turns.py``), so publishing, audience, limits and budgets are the
+thread API's, and the edge (``api/a2a_v1.py``) speaks the wire.
+
+Every refusal is an ``A2AError``: a JSON-RPC error code, the sentence the client reads,
+and the HTTP status (200 for a JSON-RPC error, as the protocol's binding answers them;
+401 and 404 only where the request never reaches an agent).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from agents_app.base.code_registry import get_registry
+from agents_app.base.errors import DomainError, NotFound, RateLimited
+from agents_app.models import Agent, Message, Prompt, Thread, ThreadFile, ThreadSession
+from agents_app.selectors import access_thread
+from agents_app.services.doors.openai_compat import OpenAIError
+from agents_app.services.env.redaction import thread_redactor
+from agents_app.services.sessions import lifecycle as sessions
+from agents_app.services.sessions import tool_waits
+from agents_app.services.threads.files import file_bytes
+from runtime.core import waits
+
+# JSON-RPC's codes, and A2A's (a2a-sdk's ``JSON_RPC_ERROR_CODE_MAP``).
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+TASK_NOT_FOUND = -32001
+TASK_NOT_CANCELABLE = -32002
+PUSH_NOT_SUPPORTED = -32003
+UNSUPPORTED_OPERATION = -32004
+CONTENT_TYPE_NOT_SUPPORTED = -32005
+EXTENDED_CARD_NOT_CONFIGURED = -32007
+VERSION_NOT_SUPPORTED = -32009
+# Ours, in JSON-RPC's range for server errors (A2A names none for these).
+LIMIT_REACHED = -32050  # a usage limit or a spending budget (``data.retryAfter``)
+CONFLICT = -32051  # the thread is busy, terminated, or the call was decided already
+NOT_AUTHENTICATED = -32052  # HTTP 401
+AGENT_NOT_FOUND = -32053  # HTTP 404
+FORBIDDEN = -32054  # the caller may read the task but not act on it
+
+INLINE_MAX = 1_000_000  # bytes of a file artifact sent inline; larger ones by URL
+INLINE_TOTAL = 4_000_000  # ... and of all a task's file artifacts together
+MAX_FILE_ARTIFACTS = 100  # files listed per task (a thread may hold thousands)
+ANSWER_ARTIFACT = "answer"
+APPROVE_WORDS = frozenset({"approve", "approved", "yes", "y", "ok", "allow", "run it"})
+
+State = Literal[
+    "submitted", "working", "input-required", "completed", "canceled", "failed", "rejected"
+]
+FINAL_STATES = frozenset({"completed", "canceled", "failed", "rejected"})
+
+
+class A2AError(Exception):
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        *,
+        http_status: int = 200,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.http_status = http_status
+        self.data = data
+
+
+def invalid_params(message: str) -> A2AError:
+    return A2AError(INVALID_PARAMS, message)
+
+
+def task_not_found(task_id: str) -> A2AError:
+    return A2AError(TASK_NOT_FOUND, f"Task not found: {task_id[:100]}")
+
+
+def from_openai(exc: OpenAIError) -> A2AError:
+    """A refusal of the turn orchestration the OpenAI door shares, in A2A's terms."""
+    if exc.status == 429:
+        return A2AError(
+            LIMIT_REACHED,
+            exc.message,
+            data={"reason": "LIMIT_REACHED", "retryAfter": exc.retry_after},
+        )
+    if exc.status in (409, 423):
+        return A2AError(CONFLICT, exc.message, data={"reason": exc.code or "CONFLICT"})
+    if exc.status in (400, 403, 404, 413, 422):
+        return A2AError(INVALID_PARAMS, exc.message)
+    return A2AError(INTERNAL_ERROR, exc.message)
+
+
+def from_domain(exc: DomainError) -> A2AError:
+    if isinstance(exc, RateLimited):
+        return A2AError(LIMIT_REACHED, exc.message, data={"retryAfter": exc.retry_after})
+    if exc.status in (409, 423):
+        return A2AError(CONFLICT, exc.message)
+    if exc.status == 403:
+        return A2AError(FORBIDDEN, exc.message)
+    return A2AError(INVALID_PARAMS, exc.message)
+
+
+# --- a task ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Said:
+    """A message of the task: the user's that started it, or one of the agent's replies."""
+
+    id: str
+    role: Literal["user", "agent"]
+    text: str
+    files: list[str] = field(default_factory=list)  # the user's attachments, by name
+
+
+@dataclass(frozen=True)
+class FileArtifact:
+    path: str
+    name: str
+    mime_type: str
+    size: int
+    data: bytes | None  # inline when at most INLINE_MAX bytes; else read by URL
+
+
+@dataclass(frozen=True)
+class Waiting:
+    tool_call_id: str
+    tool: str
+    kind: str
+    arguments: Any
+
+
+@dataclass(frozen=True)
+class TaskView:
+    id: str
+    context_id: str
+    state: State
+    timestamp: datetime
+    question: Said | None
+    replies: list[Said]
+    files: list[FileArtifact]
+    waiting: list[Waiting]
+    detail: str  # why it failed or was stopped; what it waits for
+
+    @property
+    def answer(self) -> str:
+        """The task's text: its replies, apart by a blank line (as ``/v1`` joins them)."""
+        return "\n\n".join(r.text for r in self.replies if r.text)
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL_STATES
+
+    @property
+    def interrupted(self) -> bool:
+        """Final, or waiting for the client: a stream of the task ends here."""
+        return self.final or self.state == "input-required"
+
+
+def task_of(
+    task_id: str, user: Any, agent_name: str, *, action: Literal["view", "change"] = "view"
+) -> ThreadSession:
+    """The session ``task_id`` of a thread of ``agent_name`` that ``user`` may ``action``;
+    ``A2AError(TASK_NOT_FOUND)`` otherwise (another person's task is not confirmed to exist).
+    """
+    try:
+        pk = uuid.UUID(task_id)
+    except (ValueError, TypeError, AttributeError):
+        raise task_not_found(str(task_id)) from None
+    session = ThreadSession.objects.filter(pk=pk).select_related("thread__agent").first()
+    if session is None or session.thread.agent.name != agent_name:
+        raise task_not_found(task_id)
+    try:
+        access_thread(str(session.thread_id), user, action="view")
+    except DomainError:
+        raise task_not_found(task_id) from None
+    if action != "view":
+        try:
+            access_thread(str(session.thread_id), user, action=action)
+        except DomainError as exc:
+            raise A2AError(FORBIDDEN, exc.message) from None
+    return session
+
+
+def task_session(thread_id: str, question_id: str) -> ThreadSession:
+    """The session a just-posted message started (or, when another started first, the
+    thread's active one, which takes the message before its next step)."""
+    thread = Thread(pk=thread_id)
+    row = ThreadSession.objects.filter(thread_id=thread_id, root_message_id=question_id).first()
+    row = row or sessions.active_session(thread) or sessions.parked_session(thread)
+    if row is None:  # a session that ended at once leaves its row: read above
+        raise A2AError(INTERNAL_ERROR, "The message was posted but no session took it.")
+    return row
+
+
+def _state(session: ThreadSession, waiting: list[Waiting]) -> State:
+    status = session.status
+    if status == ThreadSession.Status.QUEUED:
+        return "submitted" if session.started_at is None else "working"
+    if status == ThreadSession.Status.RUNNING:
+        return "working"
+    if status == ThreadSession.Status.PARKED:
+        return "input-required" if waiting else "working"
+    if status == ThreadSession.Status.COMPLETED:
+        return "completed"
+    if status == ThreadSession.Status.STOPPED:
+        return "canceled"
+    return "failed"
+
+
+def task_view(session_id: str) -> TaskView:
+    """The task as it stands (stored rows only, redacted as the thread API answers)."""
+    session = ThreadSession.objects.get(pk=session_id)
+    thread_id = str(session.thread_id)
+    redactor = thread_redactor(thread_id)
+    question = (
+        Message.objects.filter(thread_id=thread_id, pk=session.root_message_id).first()
+        if session.root_message_id
+        else None
+    )
+    since = question.created_at if question is not None else None
+    rows = Message.objects.filter(
+        thread_id=thread_id,
+        depth=0,
+        role=Message.Role.ASSISTANT,
+        status=Message.Status.COMPLETED,
+        abandoned=False,
+        silent=False,
+    )
+    if since is not None:
+        rows = rows.filter(created_at__gt=since)
+        following = _next_question(thread_id, since)
+        if following is not None:
+            rows = rows.filter(created_at__lt=following)
+    replies = [
+        Said(str(r.pk), "agent", redactor.text(r.content or ""))
+        for r in rows.order_by("created_at").only("id", "content")
+    ]
+    waiting = _waiting(thread_id) if session.status == ThreadSession.Status.PARKED else []
+    state = _state(session, waiting)
+    return TaskView(
+        id=str(session.pk),
+        context_id=thread_id,
+        state=state,
+        timestamp=session.ended_at or session.started_at or session.created_at,
+        question=_question(question, redactor) if question is not None else None,
+        replies=replies,
+        files=_files(session),
+        waiting=waiting,
+        detail=_detail(session, state, waiting),
+    )
+
+
+def _next_question(thread_id: str, since: int) -> int | None:
+    value: int | None = (
+        Message.objects.filter(
+            thread_id=thread_id, depth=0, role=Message.Role.USER, created_at__gt=since
+        )
+        .order_by("created_at")
+        .values_list("created_at", flat=True)
+        .first()
+    )
+    return value
+
+
+def _question(row: Message, redactor: Any) -> Said:
+    names = [str(a.get("name") or "") for a in row.attachments or [] if isinstance(a, dict)]
+    return Said(str(row.pk), "user", redactor.text(row.content or ""), names)
+
+
+def _waiting(thread_id: str) -> list[Waiting]:
+    out = []
+    for row in tool_waits.waiting_rows(thread_id).order_by("created_at"):
+        wait = row.metadata[waits.WAIT_KEY]
+        out.append(
+            Waiting(
+                str(row.tool_call_id),
+                str(wait.get("tool") or row.name),
+                str(wait.get("kind")),
+                wait.get("arguments"),
+            )
+        )
+    return out
+
+
+def _files(session: ThreadSession) -> list[FileArtifact]:
+    """The files the session wrote: changed since it was created, the user's attachments
+    left out. (A later session of the thread that rewrites a file changes what an
+    earlier task shows: the thread keeps one copy of each path.) Their bytes come inline
+    up to ``INLINE_MAX`` each and ``INLINE_TOTAL`` in all; the rest by URL."""
+    rows = ThreadFile.objects.filter(
+        thread_id=session.thread_id, is_directory=False, updated_at__gte=session.created_at
+    ).exclude(path__startswith="/attachments/")
+    if session.ended_at is not None:
+        rows = rows.filter(updated_at__lte=session.ended_at)
+    out = []
+    budget = INLINE_TOTAL
+    for row in rows.order_by("path")[:MAX_FILE_ARTIFACTS]:
+        inline = row.size <= min(INLINE_MAX, budget)
+        budget -= row.size if inline else 0
+        data = file_bytes(row) if inline else None
+        out.append(FileArtifact(row.path, row.name, row.mime_type, row.size, data))
+    return out
+
+
+def _detail(session: ThreadSession, state: State, waiting: list[Waiting]) -> str:
+    if state == "input-required":
+        calls = ", ".join(f"{w.tool} ({w.tool_call_id})" for w in waiting)
+        if all(w.kind == "approval" for w in waiting):
+            return (
+                f"The agent waits for approval to run {calls}. Reply in this task: "
+                '"approve" lets it run; any other reply refuses it, and the agent reads your '
+                'reply as the reason (or send a data part {"approve": true|false, "reason": '
+                '"…"}).'
+            )
+        return (
+            f"The agent waits for {calls}, a tool its own client runs; A2A cannot answer it. "
+            f"Answer it in the studio (thread {session.thread_id})."
+        )
+    if state == "failed":
+        return f"The agent's session failed: {session.error or 'no reason recorded'}"
+    if state == "canceled":
+        return "The task was canceled before the agent finished."
+    return ""
+
+
+# --- decisions ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A client's reply to a task in ``input-required``."""
+
+    approve: bool
+    reason: str
+    tool_call_id: str | None = None
+
+
+def answer_of(text: str, data: dict[str, Any] | None) -> Answer:
+    """A reply's decision: a data part ``{approve, reason?, toolCallId?}``, else its text
+    ("approve" and the like approve; anything else refuses, with the text as the reason)."""
+    if data is not None:
+        approve = data.get("approve")
+        if not isinstance(approve, bool):
+            raise invalid_params('message: a data part that answers a task needs "approve": bool')
+        reason = data.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            raise invalid_params("message: the data part's reason must be a string")
+        call = data.get("toolCallId")
+        if call is not None and not isinstance(call, str):
+            raise invalid_params("message: the data part's toolCallId must be a string")
+        return Answer(approve, (reason or "").strip() or ("" if approve else "Refused"), call)
+    words = text.strip()
+    if not words:
+        raise invalid_params("message: the task waits for an answer; the message has no text")
+    if words.lower().rstrip(".!") in APPROVE_WORDS:
+        return Answer(True, "")
+    return Answer(False, words)
+
+
+def task_answer(session: ThreadSession, user: Any, answer: Answer) -> None:
+    """Decide the calls the task waits for (one, with ``answer.tool_call_id``); the session
+    resumes once none waits (``tool_waits.resume_parked``)."""
+    view = task_view(str(session.pk))
+    if view.state != "input-required":
+        raise _not_waiting(view)
+    calls = [w for w in view.waiting if answer.tool_call_id in (None, w.tool_call_id)]
+    if not calls:
+        raise invalid_params(f"toolCallId: no call {answer.tool_call_id} waits in this task")
+    if any(w.kind != "approval" for w in calls):
+        raise A2AError(UNSUPPORTED_OPERATION, view.detail)
+    thread = access_thread(str(session.thread_id), user, action="change")
+    for call in calls:
+        decision = waits.approval(answer.approve, answer.reason[: tool_waits.MAX_REASON])
+        try:
+            tool_waits.tool_call_decide(thread, call.tool_call_id, decision)
+        except DomainError as exc:
+            raise from_domain(exc) from exc
+
+
+def _not_waiting(view: TaskView) -> A2AError:
+    if view.final:
+        return A2AError(
+            UNSUPPORTED_OPERATION,
+            f"Task {view.id} is {view.state}: a finished task takes no more messages. Send "
+            f"the next message with contextId {view.context_id} (and no taskId): it "
+            "continues the conversation as a new task.",
+        )
+    return A2AError(
+        CONFLICT,
+        f"Task {view.id} is {view.state}, not waiting for input: wait for it to finish "
+        "(tasks/get, or resubscribe), then send the next message with its contextId.",
+    )
+
+
+def task_cancel(session: ThreadSession, user: Any) -> None:
+    """Stop the task's session (the thread's stop: at its next safe point)."""
+    view = task_view(str(session.pk))
+    if view.final:
+        raise A2AError(
+            TASK_NOT_CANCELABLE, f"Task {view.id} is {view.state}: there is nothing to cancel."
+        )
+    try:
+        thread = access_thread(str(session.thread_id), user, action="change")
+        sessions.thread_stop(thread=thread)
+    except NotFound:
+        raise task_not_found(view.id) from None
+    except DomainError as exc:
+        raise from_domain(exc) from exc
+
+
+def still_running(session_id: str) -> bool:
+    return ThreadSession.objects.filter(
+        pk=session_id,
+        status__in=(ThreadSession.Status.QUEUED, ThreadSession.Status.RUNNING),
+    ).exists()
+
+
+# --- the Agent Card's skills -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+
+
+def agent_skills(agent: Agent) -> list[Skill]:
+    """What the agent can do, from the tools of its first side's prompt: code tools by
+    their description, prompts and agents used as tools by theirs. An agent with no tool
+    is one skill: answering, as its description says."""
+    prompt = agent.side_a_prompt
+    names = (
+        list(prompt.tool_entries.order_by("position").values_list("name", flat=True))
+        if prompt is not None
+        else []
+    )
+    registry = get_registry().tools
+    prompts = dict(Prompt.objects.filter(name__in=names).values_list("name", "tool_description"))
+    agents = dict(Agent.objects.filter(name__in=names).values_list("name", "tool_description"))
+    skills = []
+    for name in dict.fromkeys(names):
+        described = registry[name].description if name in registry else None
+        described = described or prompts.get(name) or agents.get(name) or f"The tool {name}."
+        skills.append(Skill(name, described))
+    if not skills:
+        skills.append(Skill(agent.name, agent.description or agent.title or agent.name))
+    return skills

@@ -1,0 +1,3 @@
+"""Running the instance: housekeeping and retention sweeps, health, instance information.
+May import: ``threads``, ``access``.
+"""

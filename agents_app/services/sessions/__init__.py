@@ -1,0 +1,4 @@
+"""Sessions in the database: request, claim, heartbeat, release, stop and continue;
+scheduled effects, subagent bookkeeping, tool waits and client-side tool answers.
+May import: ``access`` (budgets), ``env``.
+"""
