@@ -6,7 +6,7 @@
 1. Creates a throw-away PostgreSQL database (``BENCH_POSTGRES_URL``, default the local
    server), migrates it, and fills ``agents_app_scheduledeffect`` with ``--pending``
    pending runs due over the next day plus as many finished ones (history). Times the
-   sweep's queries exactly as ``services.effects`` sends them (captured from the ORM):
+   sweep's queries exactly as ``services.sessions.effects`` sends them (captured from the ORM):
    the due check, the claim's ``SELECT … FOR UPDATE SKIP LOCKED`` (with and without
    due rows) and the recovery query, and prints ``EXPLAIN ANALYZE`` of the claim.
 2. Starts a private ``redis-server``, ``--workers`` Celery workers and Celery beat with

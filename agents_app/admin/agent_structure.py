@@ -1,4 +1,4 @@
-"""The agent's Structure page: a drawing of what it can reach (``services.agent_structure``).
+"""The agent's Structure page: a drawing of what it can reach (``pages.agent_structure``).
 
 The service builds the tree as plain data; this module only resolves each node's link to
 the editor it names and renders ``admin/agents_app/agent/structure.html``.

@@ -1,4 +1,4 @@
-"""The dashboard's charts: figures from ``services.usage_charts``, drawn by ``admin.charts``.
+"""The dashboard's charts: figures from ``pages.usage_charts``, drawn by ``admin.charts``.
 
 The date range comes from the page's GET parameters ``from`` and ``to`` (``YYYY-MM-DD``);
 a range that makes no sense is explained in words and the default (the last 14 days) is

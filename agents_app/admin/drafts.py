@@ -1,7 +1,7 @@
 """Trying a prompt edit before saving it: the prompt's "Try a draft" page.
 
 Opened from an agent's "Try this agent" panel (``?agent=<name>``): the prompt's text in a
-box; "Try this draft" stores the draft (``services.definition_drafts``), creates a thread
+box; "Try this draft" stores the draft (``services.definitions.drafts``), creates a thread
 of that agent tagged ``draft`` whose sessions use the draft, and frames its chat; "Save
 this draft" saves it, with a note, as the prompt's next version.
 """

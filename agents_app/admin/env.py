@@ -243,7 +243,7 @@ if admin.site.is_registered(User):
 @admin.register(User)
 class StudioUserAdmin(EnvOwnerAdminMixin, UserAdmin):
     """Django's user admin plus the user's own env values ("my variables"); deactivating a
-    user says what of theirs stopped (``services.offboarding``)."""
+    user says what of theirs stopped (``services.automation.offboarding``)."""
 
     inlines = [UserEnvValueInline]
 

@@ -1,6 +1,6 @@
 """Eval datasets as files in the studio (issue #55): "Download as a file" on a dataset's page
 and "Upload a dataset file" on the list, the same JSON ``manage.py export_eval_dataset`` writes
-and ``import_eval_dataset`` / ``run_eval --dataset-file`` read (``services.eval_files``)."""
+and ``import_eval_dataset`` / ``run_eval --dataset-file`` read (``services.evals.files``)."""
 
 from __future__ import annotations
 

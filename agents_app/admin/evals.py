@@ -1,5 +1,5 @@
 """Evals in the studio: datasets and their cases, runs (start, watch, cancel) and the
-comparison of two runs side by side (``services.evals``, ``eval_runs``).
+comparison of two runs side by side (``services.evals.checks``, ``eval_runs``).
 
 A case's messages and checks are validated by the same functions the API and ``run_eval``
 use, so the studio cannot save a check the scorer would not understand.

@@ -1,5 +1,5 @@
 """Feedback on replies: a filterable list, each row opening the thread's inspector at the
-rated reply, a CSV export of what the filters show (``services.feedback``)."""
+rated reply, a CSV export of what the filters show (``services.threads.feedback``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The model editor's picker and "Test connection": two JSON views over
-``services.model_catalog``, and the widget that puts them beside the model id field.
+``services.definitions.model_catalog``, and the widget that puts them beside the model id field.
 
 The browser sends the provider, the (unsaved) base URL and a search; the server resolves
 the key (the signed-in user's env value, the instance's, the process environment) and

@@ -1,8 +1,8 @@
 """Automation people own (schedules, triggers, webhook subscriptions) in the studio.
 
-Each row acts as its owner (``services.owner_rights``): a person sees and manages their own;
+Each row acts as its owner (``services.automation.owner_rights``): a person sees and manages their own;
 holders of the kind's ``manage_others_…`` permission see everyone's and may hand a row to
-someone else (the Owner field, which only they can change: ``services.offboarding.hand_over``
+someone else (the Owner field, which only they can change: ``services.automation.offboarding.hand_over``
 says what a hand-over resets). The agent picker offers what the person may use, as the chat
 does."""
 

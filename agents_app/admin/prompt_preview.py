@@ -1,7 +1,7 @@
 """The prompt editor's preview endpoint: the change form's fields in, the rendered text out.
 
 The page posts the whole (unsaved) form; only the name, the System prompt text and the
-Parts rows are read. Rendering is ``services.prompt_preview``.
+Parts rows are read. Rendering is ``pages.prompt_preview``.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from agents_app.orchestration.schedule_runner import run_start
 from agents_app.services.automation import schedule_timing, schedules
 from agents_app.services.sessions.lifecycle import owner_id
 
-# The form's fields that change what a run posts, or where (services.schedules.schedule_saved_in_studio).
+# The form's fields that change what a run posts, or where (services.automation.schedules.schedule_saved_in_studio).
 OWNER_FIELDS = ("agent", "message", "target", "upload", "drop_files", "env_lines")
 RUN_STATUS: dict[str, str] = {
     ScheduleRun.Status.CLAIMED: "Starting",

@@ -1,7 +1,7 @@
 """Studio pages that belong to no single model: the dashboard context and the code catalog.
 
 ``studio.admin_site.StudioAdminSite`` mounts these (``get_urls``, ``index``); the data
-comes from plain functions (``services.dashboard``, the code registry).
+comes from plain functions (``pages.dashboard``, the code registry).
 """
 
 from __future__ import annotations

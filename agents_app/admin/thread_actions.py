@@ -2,7 +2,7 @@
 approve or reject a tool call that waits.
 
 Each is a POST to a small view that calls the same service as the API
-(``services.sessions``, ``services.effects``, ``services.tool_waits``). A form post gets
+(``services.sessions.lifecycle``, ``services.sessions.effects``, ``services.sessions.tool_waits``). A form post gets
 the outcome as an admin message and returns to the thread page; the live inspector's
 script asks with ``Accept: application/json`` and gets ``{"message"}`` or ``{"error"}``.
 """

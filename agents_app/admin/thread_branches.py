@@ -1,5 +1,5 @@
 """The thread inspector's conversation tree (issue #41): the tree beside the messages, and a
-button that makes another version the active path (``services.branches.active_set``, as
+button that makes another version the active path (``services.threads.branches.active_set``, as
 ``PUT /api/threads/{id}/active`` does; refused while a session runs).
 
 A mixin for the thread ModelAdmin placed before ``ThreadActionsMixin``, whose ``_wrap``

@@ -72,8 +72,8 @@ class SessionInline(ReadOnlyInline):
 @admin.register(Thread)
 class ThreadAdmin(ThreadBranchesMixin, ThreadLiveInspectorMixin, ThreadActionsMixin, ReadOnlyAdmin):
     """The thread inspector: the change page shows the conversation, its logs, cost,
-    effects, values, files and env (``services.thread_inspector``), with stop, continue
-    and delete (``services.sessions``, ``services.threads``); "Open live" leads to the live
+    effects, values, files and env (``pages.thread_inspector``), with stop, continue
+    and delete (``services.sessions.lifecycle``, ``services.threads.changes``); "Open live" leads to the live
     inspector (``thread_live``), where the conversation and its requests stream in."""
 
     inlines = [SessionInline, ThreadEnvValueInline]

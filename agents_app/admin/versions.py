@@ -4,8 +4,8 @@ diff of two versions and "Restore this version".
 ``VersionedAdmin`` is mixed into the agent, prompt and model admins. Their forms save the
 rows themselves (the parent row, then the inline rows), so the version is recorded in
 ``save_related``, once everything of the save is written: the one place every admin save
-passes. The pages are thin: data from ``services.definition_versions`` and
-``services.definition_diff``.
+passes. The pages are thin: data from ``services.definitions.versions`` and
+``pages.definition_diff``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Our pages log in with a Django session (``POST /api/auth/login`` with ``X-CSRFToken`` sets
 the session cookie; unsafe requests then send ``X-CSRFToken``). A client without the CSRF
 header (the reference studio, scripts) gets a short-lived bearer token instead
-(``services.login_tokens``) and no cookie. Programs may also use API keys. Failed logins
+(``services.access.login_tokens``) and no cookie. Programs may also use API keys. Failed logins
 are limited per client address and per account, in counters the HTML sign-in forms share
 (``agents_app.services.access.limits``).
 """

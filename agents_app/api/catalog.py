@@ -4,7 +4,7 @@ studio editor's writes are in ``definition_writes``).
 ``GET /api/agents`` is open to every authenticated user (authoring fields for
 staff only); the rest is staff only, as in the reference. Shapes follow the
 reference's snake_case listing; staff also get ``definition``, the spec's
-camelCase definition object from ``services.definitions`` (secret env values
+camelCase definition object from ``services.definitions.rows`` (secret env values
 withheld as null).
 """
 

@@ -1,5 +1,5 @@
 """Recurring schedules over HTTP: create, list, preview, pause, resume, run now, delete
-(docs/automation.md, "Schedules"). Thin: ``services.schedules`` decides."""
+(docs/automation.md, "Schedules"). Thin: ``services.automation.schedules`` decides."""
 
 from __future__ import annotations
 

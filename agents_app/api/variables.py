@@ -1,6 +1,6 @@
 """``GET /api/variables/{agents,prompts,tools}/{name}``: the env values an agent (a prompt, a
 code tool) needs and where each is set
-(a minimal version of the reference's variable scan; see ``services.variable_scan``)."""
+(a minimal version of the reference's variable scan; see ``pages.variable_scan``)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ runner or the engine (an import-linter contract in ``pyproject.toml`` keeps it s
 
 A starter that fails (the broker is down, a full queue) is logged and swallowed: the session
 row is already committed, so the write succeeded and the client must hear so. Nothing is lost:
-the periodic sweep (``services.sessions.sessions_sweep``) dispatches every queued session
+the periodic sweep (``services.sessions.lifecycle.sessions_sweep``) dispatches every queued session
 whose task never arrived, after ``STUDIO_SESSION_REDISPATCH_SECONDS``.
 """
 

@@ -77,7 +77,7 @@ SESSION_UPDATE = ("status", "side", "progress", "stop_reason")
 _SESSION_DEFAULTS = {"owner": "''", "error": "''", "created_at": "now()"}
 
 # The conversation tree's columns (issue #41): set on insert (``follows`` by the database
-# trigger when NULL), then only by ``services.branches``; an engine upsert never moves a row.
+# trigger when NULL), then only by ``services.threads.branches``; an engine upsert never moves a row.
 TREE_COLUMNS = ("follows", "abandoned")
 # Updated on conflict: everything but the key, the owning thread and the tree's columns.
 MESSAGE_UPDATE = tuple(c for c in MESSAGE_COLUMNS[2:] if c not in TREE_COLUMNS)

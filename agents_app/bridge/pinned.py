@@ -2,7 +2,7 @@
 
 ``PinnedDefinitions`` is mixed into the store a claimed session writes through
 (``runner.ClaimedStore``): the first definition the engine asks for fixes the session's
-versions (``services.definition_versions.session_pins``: its agent and everything that
+versions (``services.definitions.versions.session_pins``: its agent and everything that
 agent can reach), and every later read, also after a park or on another worker, returns
 those versions. Each log row the session commits names them (``Log.definition_versions``).
 A name the pins do not hold (not reachable when the session started) is read as saved now.

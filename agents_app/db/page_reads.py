@@ -80,7 +80,7 @@ def _engine_message(row: tuple[Any, ...]) -> EngineMessage:
 
 
 # Every read here is of the active path (issue #41): rows on abandoned branches are kept
-# but only ``services.branches`` reads them.
+# but only ``services.threads.branches`` reads them.
 def _where(include_silent: bool) -> str:
     return "thread_id = %s AND abandoned = %s AND depth <= %s" + (
         "" if include_silent else " AND silent = %s"

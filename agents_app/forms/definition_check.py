@@ -217,7 +217,7 @@ class DefinitionForm(forms.ModelForm):
 
     definition_model: ClassVar[type[BaseModel]]
 
-    # Not a column: the note of the version this save records (services.definition_versions).
+    # Not a column: the note of the version this save records (services.definitions.versions).
     change_note = forms.CharField(
         label="Change note",
         required=False,

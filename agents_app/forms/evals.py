@@ -99,7 +99,7 @@ PIN_LINE = re.compile(r"^\s*([A-Za-z0-9_./:\-]+)\s*(?:=|:|\s+v(?:ersion)?\s*)\s*
 def parse_pins(text: str) -> dict[str, int]:
     """``support-prompt = 4`` per line (or ``prompts/support-prompt: 4``, ``… v4``, or the
     API's JSON object) → ``{"support-prompt": 4}``; kinds are resolved against the agent when
-    the run starts (``services.eval_pins``)."""
+    the run starts (``services.evals.pins``)."""
     text = text.strip()
     if not text:
         return {}

@@ -299,7 +299,7 @@ class LanguageModelForm(DefinitionForm):
     def save(self, commit: bool = True) -> Any:
         d: ModelDefinition | None = self.definition
         if d is not None:
-            # Stored exactly as services.definitions.model_from_definition stores them.
+            # Stored exactly as services.definitions.rows.model_from_definition stores them.
             self.instance.capabilities = d.capabilities.dump() if d.capabilities else {}
             self.instance.streaming = d.streaming.dump() if d.streaming else None
             self.instance.api = d.api or ""

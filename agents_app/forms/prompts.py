@@ -229,7 +229,7 @@ class PromptForm(DefinitionForm):
     def save(self, commit: bool = True) -> Any:
         d: PromptDefinition | None = self.definition
         if d is not None:
-            # Stored exactly as services.definitions.prompt_from_definition stores it.
+            # Stored exactly as services.definitions.rows.prompt_from_definition stores it.
             self.instance.reasoning = d.reasoning.dump() if d.reasoning else None
         return super().save(commit)
 

@@ -1,5 +1,5 @@
 """The schedule form: the timing chosen from presets ("every weekday at 09:00") with cron and
-an interval kept for "Advanced" (``services.schedule_timing``), every mistake reported at
+an interval kept for "Advanced" (``services.automation.schedule_timing``), every mistake reported at
 once on its own field in words, and the next five runs shown for confirmation before the
 first save of a new or changed timing (``preview``: the admin draws it as a neutral box,
 not as an error)."""

@@ -3,6 +3,6 @@
 ``scim.py`` (SCIM 2.0 at ``/scim/v2/``), ``context.py`` (what the sign-in pages show).
 
 An edge like ``web/`` and ``api/``: imports services, the models and the leaves, never its
-sibling edges. The decisions (which account, which groups) live in ``services.identity`` and
-``services.scim``; this package checks the protocols and shapes the answers.
+sibling edges. The decisions (which account, which groups) live in ``services.access.identity`` and
+``services.access.scim``; this package checks the protocols and shapes the answers.
 """

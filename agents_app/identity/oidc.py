@@ -6,7 +6,7 @@ takes the code back: Authlib checks the ``state`` against the session, exchanges
 (with the client secret and the PKCE verifier) and verifies the ID token against the
 provider's published keys, issuer, audience, expiry and the ``nonce``; anything wrong stops
 the sign-in with a page that says what. The verified claims (with the userinfo endpoint's,
-for the same ``sub``) go to ``services.identity.oidc_sign_in``, which finds or makes the
+for the same ``sub``) go to ``services.access.identity.oidc_sign_in``, which finds or makes the
 account and sets its groups. ``/oidc/logout/`` (POST) signs out here and at the provider
 (RP-initiated logout with the ID token as hint).
 """

@@ -4,7 +4,7 @@
 Authenticated by a SCIM token (``Authorization: Bearer scim_…``) an administrator creates in
 the studio (People and access → SCIM tokens); no cookies, so no CSRF. Bodies are JSON
 (``application/scim+json`` or ``application/json``); answers are ``application/scim+json``;
-errors are SCIM error objects. What each operation does is ``services.scim``'s.
+errors are SCIM error objects. What each operation does is ``services.access.scim``'s.
 """
 
 from __future__ import annotations

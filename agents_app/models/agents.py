@@ -65,7 +65,7 @@ class Agent(models.Model):
     description = models.TextField(blank=True)
     icon = models.CharField(max_length=500, blank=True)
     tags = models.JSONField(default=list, blank=True)
-    # Reasons offered when a person rates a reply (list of short strings; services.feedback).
+    # Reasons offered when a person rates a reply (list of short strings; services.threads.feedback).
     feedback_reasons = models.JSONField(default=list, blank=True)
     hooks = models.JSONField(default=list, blank=True)
     # What a message posted while a session runs does (docs/automation.md, "Mid-run messages").

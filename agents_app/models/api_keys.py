@@ -35,7 +35,7 @@ class WebSocketTicket(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)
-    # The credential that minted it (``services.socket_credentials``: ``key:<id>`` or
+    # The credential that minted it (``services.access.socket_credentials``: ``key:<id>`` or
     # ``session:<session key>``): the socket it opens closes when that credential is revoked.
     credential = models.CharField(max_length=100, blank=True, default="")
 

@@ -1,7 +1,7 @@
 """The audit log: who changed what, when, from where (docs/identity.md, "The audit log").
 
 Append-only: a row is never updated, and only the retention purge deletes rows
-(``services.audit.purge_expired``). The ORM refuses both (``AuditEventQuerySet``,
+(``services.access.audit.purge_expired``). The ORM refuses both (``AuditEventQuerySet``,
 ``AuditEvent.save``/``delete``), and on PostgreSQL a trigger refuses them too unless the
 purge's transaction says it is the purge. The actor is kept as text and an id, never as a
 foreign key: deleting a user must not rewrite the history of what they did.
@@ -25,7 +25,7 @@ class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
 
     def delete(self) -> tuple[int, dict[str, int]]:
         raise AuditLogIsAppendOnly(
-            "Audit events are deleted only by their retention (services.audit.purge_expired)."
+            "Audit events are deleted only by their retention (services.access.audit.purge_expired)."
         )
 
     def _purge(self) -> tuple[int, dict[str, int]]:

@@ -10,7 +10,7 @@ from agents_app.models.threads import Thread
 
 
 class EvalDataset(models.Model):
-    """A named list of cases an agent version is measured on (services.evals)."""
+    """A named list of cases an agent version is measured on (services.evals.checks)."""
 
     name = models.CharField(max_length=128, unique=True)
     description = models.TextField(blank=True)
@@ -25,7 +25,7 @@ class EvalCase(models.Model):
 
     ``messages``: [{role: "user" | "assistant", content}], the last one the user's (sent as a
     post; the others stored first as the thread's history). ``checks``: a list of
-    ``services.evals.Check`` objects (contains, matches, json_schema, tool_called,
+    ``services.evals.checks.Check`` objects (contains, matches, json_schema, tool_called,
     tool_not_called, stop_reason, judge)."""
 
     dataset = models.ForeignKey(EvalDataset, on_delete=models.CASCADE, related_name="cases")
@@ -65,7 +65,7 @@ class EvalRun(models.Model):
     agent = models.CharField(max_length=128)
     # {"agents/<name>": 3, "prompts/<name>": 5, …}: versions asked for (the rest: newest at start).
     versions = models.JSONField(default=dict, blank=True)
-    # The pins every case's session runs on (services.definition_versions.Pins.as_json()).
+    # The pins every case's session runs on (services.definitions.versions.Pins.as_json()).
     pins = models.JSONField(default=dict, blank=True)
     label = models.CharField(max_length=200, blank=True)
     concurrency = models.PositiveSmallIntegerField(default=4)

@@ -10,7 +10,7 @@ from agents_app.models.messages import Message
 
 
 class Feedback(models.Model):
-    """One person's rating of one assistant reply (services.feedback; docs/observability.md).
+    """One person's rating of one assistant reply (services.threads.feedback; docs/observability.md).
 
     Kept with the agent and the definition versions that produced the reply (copied from
     the reply's request log), so the dashboard can compare versions after they change. It

@@ -93,14 +93,14 @@ class Message(models.Model):
         ordering = ["created_at"]
         indexes = [
             models.Index(fields=["thread", "tool_call_id"], name="message_thread_toolcall"),
-            # The sweep's expiry scan of waiting tool calls (services.tool_waits.expire_due):
+            # The sweep's expiry scan of waiting tool calls (services.sessions.tool_waits.expire_due):
             # partial, so it holds only the few pending tool rows.
             models.Index(
                 fields=["created_at"],
                 name="message_pending_tool",
                 condition=models.Q(status="pending", role="tool"),
             ),
-            # The alternatives of a message (``services.branches``): the other children of
+            # The alternatives of a message (``services.threads.branches``): the other children of
             # its parent are abandoned rows, so this partial index holds only those and
             # costs the engine's inserts nothing.
             models.Index(

@@ -1,7 +1,7 @@
 """Recurring schedules of an agent and their runs (docs/automation.md, "Schedules").
 
 The ``Schedule`` row is the schedule: its ``next_run_at`` is claimed by a conditional
-UPDATE (``services.schedules``), so no beat entry exists per schedule.
+UPDATE (``services.automation.schedules``), so no beat entry exists per schedule.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class Schedule(models.Model):
     # them); the names alone are kept in clear for the pages and the API.
     env_ciphertext = models.TextField(blank=True, editable=False)
     env_names = models.JSONField(default=list, blank=True, editable=False)
-    # Files each run's message carries: [{name, mimeType, data (base64)}] (services.schedules).
+    # Files each run's message carries: [{name, mimeType, data (base64)}] (services.automation.schedules).
     attachments = models.JSONField(default=list, blank=True)
     target = models.CharField(max_length=16, choices=Target.choices, default=Target.NEW_THREAD)
     standing_thread = models.ForeignKey(

@@ -24,7 +24,7 @@ class ThreadSession(models.Model):
         STOPPED = "stopped"
         FAILED = "failed"
         # A tool call waits for approval or the client; no worker holds it, the sweep leaves
-        # it alone, and the decision (``services.tool_waits``) queues it again.
+        # it alone, and the decision (``services.sessions.tool_waits``) queues it again.
         PARKED = "parked"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -39,7 +39,7 @@ class ThreadSession(models.Model):
     stop_reason = models.CharField(max_length=64, blank=True)
     # The definition versions this session runs on, fixed when it starts (so an edit made
     # while it runs applies from the next session): {"agents": {name: number}, "prompts":
-    # {...}, "models": {...}, "drafts": {"prompts/<name>": draft id}}. services.definition_versions.
+    # {...}, "models": {...}, "drafts": {"prompts/<name>": draft id}}. services.definitions.versions.
     definition_versions = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

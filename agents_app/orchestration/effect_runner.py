@@ -1,6 +1,6 @@
 """Running claimed effect runs: the sweep loop shared by Celery ticks and the embedded sweeper.
 
-``drain(window)`` claims due runs (``services.effects.effects_claim``: ``FOR UPDATE
+``drain(window)`` claims due runs (``services.sessions.effects.effects_claim``: ``FOR UPDATE
 SKIP LOCKED``) and runs each one as an asyncio task on one engine (one
 ``LiveSink``), polling for newly due runs every ``STUDIO_EFFECT_POLL_MS`` until
 ``window`` seconds have passed, then waits for the runs it started. While it

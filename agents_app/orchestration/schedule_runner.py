@@ -1,4 +1,4 @@
-"""Running recurring schedules (the orchestration; decisions are in ``services.schedules``).
+"""Running recurring schedules (the orchestration; decisions are in ``services.automation.schedules``).
 
 A sweep (``schedules_tick`` from beat, every ``STUDIO_SCHEDULE_SWEEP_MS``) claims due
 schedules for about one interval, polling every ``STUDIO_SCHEDULE_POLL_MS``, and starts

@@ -1,5 +1,5 @@
 """Creating a thread: the engine runs it (so the agent's ``after_thread_created`` hooks run),
-the services check before and record after (``services.threads``).
+the services check before and record after (``services.threads.changes``).
 
 This lives outside ``services`` because it drives the engine: services decide, the
 orchestration (this module, the runner, the executors) runs; see ``agents_app/base/dispatch.py``.
@@ -53,7 +53,7 @@ def thread_create(
 
 def thread_create_once(*, idempotency: IdempotencyRequest | None, **fields: Any) -> Answer:
     """``thread_create`` behind an ``Idempotency-Key`` (user-wide): a retry with the same key
-    gets the first answer and creates nothing (``services.idempotency``, reservations)."""
+    gets the first answer and creates nothing (``services.threads.idempotency``, reservations)."""
     if idempotency is not None:
         replay = idempotent_reserve(idempotency, operation="thread_create")
         if replay is not None:

@@ -1,5 +1,5 @@
 """Firing an inbound trigger: check, render, then start a thread with the message (the
-orchestration: thread creation runs the agent's hooks; ``services.triggers`` decides)."""
+orchestration: thread creation runs the agent's hooks; ``services.automation.triggers`` decides)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sending webhook deliveries (the orchestration; ``services.webhooks`` decides).
+"""Sending webhook deliveries (the orchestration; ``services.automation.webhooks`` decides).
 
 A delivery is sent by a Celery task enqueued after its row commits
 (``agents_app.webhook_deliver``), so a session never waits on a receiver; retries are

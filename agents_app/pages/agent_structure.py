@@ -142,6 +142,10 @@ class _Builder:
     def side_node(self, agent: Agent, side: str, prompt: Prompt | None) -> Node:
         label = getattr(agent, f"side_{side}_label")
         node = Node("side", f"Side {side.upper()}", "Side", detail=label)
+        handler = getattr(agent, f"side_{side}_handler")
+        if handler:  # spec 0.2.0: code, not a model, takes this side's turns
+            node.notes.append(f"The side handler {handler} answers each message it receives.")
+            return node
         stops = []
         if getattr(agent, f"side_{side}_stop_on_response"):
             stops.append("a text answer")

@@ -1,7 +1,7 @@
 """Everything the thread inspector page shows about one thread, bounded and redacted.
 
 Stored rows are already redacted by the engine; every text here also passes through the
-thread's redactor (``services.redaction``) as a second line of defence, since a secret
+thread's redactor (``services.env.redaction``) as a second line of defence, since a secret
 changed after a message was stored would otherwise still be in it.
 """
 
@@ -61,7 +61,7 @@ class Inspection:
     files: list[ThreadFile]
     env: list[EnvValue]
     session: ThreadSession | None
-    # Tool calls waiting for approval or the client (services.tool_waits), arguments redacted.
+    # Tool calls waiting for approval or the client (services.sessions.tool_waits), arguments redacted.
     pending_calls: list[dict[str, Any]] = field(default_factory=list)
 
 

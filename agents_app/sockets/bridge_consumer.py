@@ -1,7 +1,7 @@
 """``WS /api/threads/{id}/bridge``: the reference's client bridge (tools run in the client).
 
 On connect the socket gets ``{"type": "bridge_ready", …}`` and then one ``tool_request``
-frame per call of the thread waiting for the client (``services.client_bridge``), each
+frame per call of the thread waiting for the client (``services.sessions.client_bridge``), each
 with a fresh ``deliveryToken``; calls parked later are delivered as their
 ``tool_call_waiting`` event or pending ``message_data`` frame passes on the thread's
 group (and on the client's pings, should the layer have dropped that frame). The client

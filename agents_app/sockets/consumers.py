@@ -9,7 +9,7 @@ Refusals happen after the handshake: the socket is accepted, gets one
 ``4000 + status`` (4401 no credentials, 4403 someone else's thread, 4404 unknown
 thread), because browsers cannot read the HTTP status of a refused handshake.
 
-Sockets follow their credentials (``services.socket_credentials``): each joins the group
+Sockets follow their credentials (``services.access.socket_credentials``): each joins the group
 of the credential it was opened with, and closes with the same 4401 (after an error
 frame saying so) when that key is revoked or that session signs out.
 """
@@ -218,7 +218,7 @@ class _FollowsCredential(AsyncWebsocketConsumer):
         return False
 
     async def credential_revoked(self, event: dict[str, Any]) -> None:
-        """``credential.revoked`` (``services.socket_credentials``): an error frame, then 4401."""
+        """``credential.revoked`` (``services.access.socket_credentials``): an error frame, then 4401."""
         await self.send(text_data=encode({"type": "error", "error": REVOKED_ERROR, "status": 401}))
         await self.close(code=CLOSE_REVOKED)
 

@@ -105,7 +105,7 @@ def sweep_sessions() -> int:
 
 @shared_task(name="agents_app.purge_expired", ignore_result=True)
 def purge_expired() -> dict[str, int]:
-    """Expired WebSocket tickets and idempotency keys (``services.housekeeping``)."""
+    """Expired WebSocket tickets and idempotency keys (``services.operations.housekeeping``)."""
     from agents_app.orchestration.periodic import AUTOMATION
 
     return AUTOMATION["agents_app.purge_expired"]()  # type: ignore[no-any-return]

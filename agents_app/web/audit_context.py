@@ -1,5 +1,5 @@
 """Who is changing things: the request being served, for the audit log
-(``services.audit``). After authentication, so the studio's person is known; the API's
+(``services.access.audit``). After authentication, so the studio's person is known; the API's
 credential (``request.auth``, ``api_key_id``) is read when an event is written."""
 
 from __future__ import annotations

@@ -198,7 +198,8 @@ LEDGER: dict[str, dict[str, Row]] = {
         "handler": _h(
             "runtime.loop.handler_turn (once per received message, at most once; a "
             "registered handler only: runtime.definitions.validation._handler_rules)",
-            _RT + "loop/test_handler_sides.py::test_a3_handler_side_takes_each_inbound_message_once",
+            _RT
+            + "loop/test_handler_sides.py::test_a3_handler_side_takes_each_inbound_message_once",
             "spec 0.2.0 defineHandler; a handler's side takes only a label",
         ),
         "label": _h(

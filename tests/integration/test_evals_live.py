@@ -57,7 +57,7 @@ def test_an_eval_run_completes_once_through_a_worker_kill(stack: Stack, worker) 
             " ON r.thread_id = s.thread_id WHERE r.run_id = %s AND s.status = 'running'"
             " AND s.owner LIKE %s",
             run_id,
-            f"%:{doomed.popen.pid}:%",  # services.sessions.owner_id: host:pid:suffix
+            f"%:{doomed.popen.pid}:%",  # services.sessions.lifecycle.owner_id: host:pid:suffix
         )
         return rows[0][0] > 0
 

@@ -72,7 +72,7 @@ def test_a_task_a_killed_worker_received_but_never_claimed_is_dispatched_again(
         timeout=60,
     )
     [(owner,)] = stack.sql("SELECT owner FROM agents_app_threadsession WHERE id = %s", session_id)
-    assert f":{rescuer.popen.pid}:" in owner  # services.sessions.owner_id: host:pid:suffix
+    assert f":{rescuer.popen.pid}:" in owner  # sessions.lifecycle.owner_id: host:pid:suffix
     # The sweep dispatched it (it returns how many sessions it sent again).
     log = rescuer.log.read_text(errors="replace")
     assert re.search(r"agents_app\.sweep_sessions\[[^]]+\] succeeded in [0-9.e-]+s: 1\b", log), log

@@ -10,13 +10,13 @@ each person sees. What a SCIM client does here:
 - deactivates it (``active: false``): the account can no longer sign in; its cookie
   sessions and login tokens end (a new unusable password changes the session hash every
   one is checked against), its API keys stop (keys of inactive accounts are refused), and
-  ``services.offboarding`` pauses what runs as it and closes its sockets,
+  ``services.automation.offboarding`` pauses what runs as it and closes its sockets,
 - deletes it: deactivated as above, renamed so the name is free again, and no longer seen
   over SCIM; its threads and automation stay for an administrator to hand over,
 - creates, renames, fills and deletes groups; memberships change at once, and with them
   the agents each member is offered.
 
-Every change is recorded in the audit log as the SCIM token's (``services.audit``).
+Every change is recorded in the audit log as the SCIM token's (``services.access.audit``).
 """
 
 from __future__ import annotations
@@ -298,7 +298,7 @@ def _save_user(user: Any, link: IdentityLink, active: bool | None) -> None:
             user.set_unusable_password()
     try:
         with transaction.atomic():
-            user.save()  # post_save: an account left inactive is offboarded (services.offboarding)
+            user.save()  # post_save: an account left inactive is offboarded (services.automation.offboarding)
     except IntegrityError:
         raise ScimError(409, f"userName {user.get_username()!r} is taken", "uniqueness") from None
     link.user = user

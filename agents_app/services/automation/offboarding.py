@@ -5,7 +5,7 @@ running stops here too: their schedules pause, their triggers and webhook subscr
 disabled, and their open sockets close. Each keeps the reason, which the studio lists, and
 an admin hands it to someone else (``hand_over``); only the new owner's resume (schedules)
 or the hand-over itself (triggers, subscriptions) turns it on again. The owner rule
-(``services.owner_rights``) refuses an inactive owner at every act as well, so a
+(``services.automation.owner_rights``) refuses an inactive owner at every act as well, so a
 deactivation that bypassed this (a bulk ``UPDATE``) still stops everything.
 """
 

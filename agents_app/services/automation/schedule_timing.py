@@ -2,7 +2,7 @@
 or interval stored behind them (docs/studio.md, "Schedules").
 
 A preset is turned into the same ``ScheduleSpec`` the API takes, so the runner, the
-validation and the DST rules stay those of ``services.schedules``; a stored spec is read
+validation and the DST rules stay those of ``services.automation.schedules``; a stored spec is read
 back into its preset when it is one (so editing a schedule shows the choice it was made
 with), else it is "advanced" (cron or an interval as written). Descriptions of cron
 expressions come from cronsim's own ``explain`` (the library that computes the times),

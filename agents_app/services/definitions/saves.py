@@ -1,11 +1,12 @@
 """A definition save: validate a batch against the database plus the batch, write it all or
 nothing, and record each changed agent, prompt and model as its next version.
 
-Every writer goes through ``save_definitions``: the admin studio, the HTTP API
-(``definition_writes``), ``import_definitions`` (``definition_files``), the demo, saved drafts
-and restores (``restore``: an old version saved again). It builds on ``definitions`` (rows ↔
-definitions, validation) and ``definition_versions`` (the version records); neither imports
-it back.
+The HTTP API (``writes``), ``import_definitions`` (``files``), the demo, saved drafts and
+restores (``restore``: an old version saved again) go through ``save_definitions``. The
+studio's forms validate the same definition with the same rules (``forms.definition_check``)
+and let the admin write the rows, recording the version in ``admin.versions`` (issue #53: to be
+brought onto this path). It builds on ``rows`` (rows ↔ definitions, validation) and
+``versions`` (the version records); neither imports it back.
 """
 
 from __future__ import annotations

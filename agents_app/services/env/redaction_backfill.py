@@ -1,7 +1,7 @@
 """Redact what users typed before typed text was redacted on write (``redact_typed_text``).
 
-Message posts, edits and KV values are redacted when written (``services.messages``,
-``services.thread_values``); rows stored earlier may still hold a secret in clear: the
+Message posts, edits and KV values are redacted when written (``services.threads.messages``,
+``services.threads.values``); rows stored earlier may still hold a secret in clear: the
 thread list's preview, queued messages, stored messages and KV values. This walks the
 threads in primary-key batches, one redactor per thread, and rewrites only rows that change,
 each thread in its own short transaction (sessions are never blocked for long).

@@ -1,4 +1,4 @@
-"""The dashboard's chart figures (services.usage_charts), computed in the database and
+"""The dashboard's chart figures (pages.usage_charts), computed in the database and
 checked against figures computed here from the seeded rows; and the dashboard page."""
 
 from __future__ import annotations

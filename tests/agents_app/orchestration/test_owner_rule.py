@@ -1,5 +1,5 @@
 """Issue #52: a schedule, a trigger, a webhook subscription and an eval run each act as their
-owner, with the owner's rights as they are at that moment (``services.owner_rights``).
+owner, with the owner's rights as they are at that moment (``services.automation.owner_rights``).
 
 Each test reads the edge a user sees: the thread that was or was not created, the run's
 recorded reason, the API's answer, the row in the database read directly."""

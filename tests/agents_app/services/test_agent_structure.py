@@ -1,4 +1,4 @@
-"""The Structure page's tree (services.agent_structure) and the page that draws it."""
+"""The Structure page's tree (pages.agent_structure) and the page that draws it."""
 
 from __future__ import annotations
 
