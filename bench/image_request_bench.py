@@ -38,11 +38,11 @@ from PIL import Image  # noqa: E402
 from runtime.core.messages import Message  # noqa: E402
 from runtime.core.spec import ModelDefinition  # noqa: E402
 from runtime.providers.adapter import HTTPAdapter, encode_body, strip_inline_data  # noqa: E402
-from runtime.providers.anthropic import AnthropicProvider  # noqa: E402
+from runtime.providers.anthropic.provider import AnthropicProvider  # noqa: E402
 from runtime.providers.base import ProviderRequest  # noqa: E402
-from runtime.providers.google import GoogleProvider  # noqa: E402
-from runtime.providers.openai import OpenAIProvider  # noqa: E402
-from runtime.providers.openai_responses import OpenAIResponsesProvider  # noqa: E402
+from runtime.providers.google.provider import GoogleProvider  # noqa: E402
+from runtime.providers.openai.chat_completions import OpenAIProvider  # noqa: E402
+from runtime.providers.openai.responses import OpenAIResponsesProvider  # noqa: E402
 from runtime.step.history import Window, select_rows, to_llm_messages  # noqa: E402
 from runtime.step.media import fit_for_model, resolve_attachments  # noqa: E402
 from runtime.store.memory import MemoryStore  # noqa: E402

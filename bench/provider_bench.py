@@ -29,11 +29,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from runtime.providers.adapter import HTTPAdapter  # noqa: E402
-from runtime.providers.anthropic import AnthropicProvider  # noqa: E402
+from runtime.providers.anthropic.provider import AnthropicProvider  # noqa: E402
 from runtime.providers.base import ProviderRequest, TextDelta  # noqa: E402
-from runtime.providers.google import GoogleProvider  # noqa: E402
-from runtime.providers.openai import OpenAIProvider  # noqa: E402
-from runtime.providers.openrouter import OpenRouterProvider  # noqa: E402
+from runtime.providers.google.provider import GoogleProvider  # noqa: E402
+from runtime.providers.openai.chat_completions import OpenAIProvider  # noqa: E402
+from runtime.providers.openrouter.provider import OpenRouterProvider  # noqa: E402
 from tests.runtime.providers import recordings  # noqa: E402
 
 KEY = "sk-bench"

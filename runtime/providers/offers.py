@@ -14,10 +14,10 @@ from jsonschema import Draft202012Validator
 
 from runtime.core.provider_tools import ProviderToolOffer
 from runtime.core.spec import ModelDefinition
-from runtime.providers.offers_anthropic import anthropic_offers
-from runtime.providers.offers_google import google_offers
-from runtime.providers.offers_openai import openai_offers
-from runtime.providers.offers_openrouter import openrouter_offers
+from runtime.providers.anthropic.offers import anthropic_offers
+from runtime.providers.google.offers import google_offers
+from runtime.providers.openai.offers import openai_offers
+from runtime.providers.openrouter.offers import openrouter_offers
 
 OfferLookup = Callable[[ModelDefinition], dict[str, ProviderToolOffer]]
 

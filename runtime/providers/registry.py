@@ -23,13 +23,13 @@ import httpx
 from runtime.core.spec import ModelDefinition
 from runtime.providers import ProviderRegistry
 from runtime.providers.adapter import HTTPAdapter, KeyResolver
-from runtime.providers.anthropic import AnthropicProvider
+from runtime.providers.anthropic.provider import AnthropicProvider
 from runtime.providers.base import INVALID_REQUEST, Provider, ProviderFactory, ProviderRequest
 from runtime.providers.errors import AdapterError
-from runtime.providers.google import GoogleProvider
-from runtime.providers.openai import OpenAIProvider
-from runtime.providers.openai_responses import OpenAIResponsesProvider
-from runtime.providers.openrouter import OpenRouterProvider
+from runtime.providers.google.provider import GoogleProvider
+from runtime.providers.openai.chat_completions import OpenAIProvider
+from runtime.providers.openai.responses import OpenAIResponsesProvider
+from runtime.providers.openrouter.provider import OpenRouterProvider
 from runtime.providers.test_provider import TestProvider
 from runtime.store.protocol import EnvEntry
 

@@ -260,7 +260,7 @@ def task_view(session_id: str) -> TaskView:
         replies=replies,
         files=_files(session),
         waiting=waiting,
-        detail=_detail(session, state, waiting),
+        detail=redactor.text(_detail(session, state, waiting)),
     )
 
 

@@ -9,7 +9,7 @@ import httpx
 
 from runtime.core.provider_tools import CitationsFound, ProviderToolDone, WebSearchDone
 from runtime.providers.base import ImageDelta
-from runtime.providers.openai_responses import OpenAIResponsesProvider
+from runtime.providers.openai.responses import OpenAIResponsesProvider
 
 from . import recordings
 from .conftest import PLANTED_KEY

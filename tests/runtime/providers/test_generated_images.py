@@ -17,7 +17,7 @@ from typing import Any
 
 from runtime.core.spec import ModelDefinition
 from runtime.providers.base import ImageDelta
-from runtime.providers.openrouter import OpenRouterProvider
+from runtime.providers.openrouter.provider import OpenRouterProvider
 from runtime.providers.registry import KEY_NAMES, install
 from runtime.store.protocol import LogQuery
 from tests.runtime.conftest import World, agent, prompt

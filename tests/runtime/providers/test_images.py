@@ -17,10 +17,10 @@ import pytest
 
 from runtime.core.spec import ModelCapabilities, ModelDefinition
 from runtime.engine import NewMessage
-from runtime.providers.anthropic import AnthropicProvider
-from runtime.providers.google import GoogleProvider
-from runtime.providers.openai import OpenAIProvider
-from runtime.providers.openrouter import OpenRouterProvider
+from runtime.providers.anthropic.provider import AnthropicProvider
+from runtime.providers.google.provider import GoogleProvider
+from runtime.providers.openai.chat_completions import OpenAIProvider
+from runtime.providers.openrouter.provider import OpenRouterProvider
 from runtime.providers.registry import KEY_NAMES, install
 from runtime.store.protocol import LogQuery
 from tests.runtime.conftest import World, agent, prompt

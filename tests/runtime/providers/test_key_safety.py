@@ -12,13 +12,13 @@ import pytest
 from runtime.core.spec import ModelDefinition
 from runtime.providers import ProviderRegistry
 from runtime.providers.adapter import wire_request
-from runtime.providers.anthropic import AnthropicProvider
+from runtime.providers.anthropic.provider import AnthropicProvider
 from runtime.providers.base import ProviderError
 from runtime.providers.errors import AdapterError
-from runtime.providers.google import GoogleProvider
-from runtime.providers.openai import OpenAIProvider
-from runtime.providers.openai_responses import OpenAIResponsesProvider
-from runtime.providers.openrouter import OpenRouterProvider
+from runtime.providers.google.provider import GoogleProvider
+from runtime.providers.openai.chat_completions import OpenAIProvider
+from runtime.providers.openai.responses import OpenAIResponsesProvider
+from runtime.providers.openrouter.provider import OpenRouterProvider
 from runtime.providers.registry import install, key_resolver, store_env_lookup
 from runtime.providers.retry import RetryPolicy, stream_with_fallbacks
 from runtime.providers.test_provider import TestProvider

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from runtime.core.spec import ReasoningConfig
-from runtime.providers.anthropic import AnthropicProvider
+from runtime.providers.anthropic.provider import AnthropicProvider
 from runtime.providers.base import ToolSchema
 from runtime.providers.errors import AdapterError
 

@@ -11,7 +11,7 @@ import pytest
 from runtime.core.spec import ReasoningConfig
 from runtime.providers.base import ToolSchema
 from runtime.providers.errors import AdapterError
-from runtime.providers.google import GoogleProvider
+from runtime.providers.google.provider import GoogleProvider
 
 from . import recordings
 from .conftest import PLANTED_KEY

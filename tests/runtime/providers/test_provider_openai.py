@@ -10,7 +10,7 @@ import pytest
 from runtime.core.spec import ReasoningConfig
 from runtime.providers.base import ToolSchema
 from runtime.providers.errors import AdapterError
-from runtime.providers.openai import OpenAIProvider
+from runtime.providers.openai.chat_completions import OpenAIProvider
 
 from . import recordings
 from .conftest import PLANTED_KEY

@@ -255,7 +255,7 @@ async def test_text_and_summary_sent_only_in_the_finished_item_are_not_lost(clie
 
 
 def test_stored_items_go_back_only_to_the_model_that_produced_them():
-    from runtime.providers.responses_request import input_items
+    from runtime.providers.openai.responses_request import input_items
 
     reasoning = {"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "enc"}
     answer = {

@@ -240,7 +240,7 @@ async def test_streamed_image_generation(client, replay):
 
 
 async def test_chat_search_model_sends_web_search_options_and_reads_url_citations(client, replay):
-    from runtime.providers.openai import OpenAIProvider
+    from runtime.providers.openai.chat_completions import OpenAIProvider
 
     from .conftest import PLANTED_KEY
 
@@ -268,7 +268,7 @@ async def test_chat_search_model_sends_web_search_options_and_reads_url_citation
 
 def test_provider_tools_offered_per_openai_api():
     from runtime.core.spec import ModelDefinition
-    from runtime.providers.offers_openai import openai_offers
+    from runtime.providers.openai.offers import openai_offers
 
     def offers(**kw: object) -> list[str]:
         return sorted(openai_offers(ModelDefinition(name="m", provider="openai", **kw)))
@@ -288,7 +288,7 @@ def test_provider_tools_offered_per_openai_api():
 
 
 def test_native_forms_of_the_options():
-    from runtime.providers.offers_openai import chat_web_search_options, responses_tool
+    from runtime.providers.openai.offers import chat_web_search_options, responses_tool
 
     where = {"country": "FR", "city": "Paris"}
     search = ProviderToolChoice(

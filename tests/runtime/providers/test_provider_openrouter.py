@@ -10,7 +10,7 @@ import pytest
 from runtime.core.spec import ModelDefinition, ReasoningConfig
 from runtime.providers.base import ToolSchema
 from runtime.providers.errors import AdapterError
-from runtime.providers.openrouter import OpenRouterProvider
+from runtime.providers.openrouter.provider import OpenRouterProvider
 
 from . import recordings
 from .conftest import PLANTED_KEY

@@ -13,7 +13,7 @@ from runtime.core.provider_tools import (
     WebSearchDone,
 )
 from runtime.core.spec import ReasoningConfig
-from runtime.providers.anthropic import AnthropicProvider
+from runtime.providers.anthropic.provider import AnthropicProvider
 
 from . import recordings
 from .conftest import PLANTED_KEY
@@ -207,7 +207,7 @@ def test_web_search_options_are_checked_against_the_offer():
 
 
 def test_user_location_goes_out_with_its_kind():
-    from runtime.providers.anthropic_server_tools import server_tools
+    from runtime.providers.anthropic.server_tools import server_tools
 
     [tool] = server_tools([ProviderToolChoice("web_search", {"user_location": {"city": "Paris"}})])
     assert tool["user_location"] == {"type": "approximate", "city": "Paris"}

@@ -13,8 +13,8 @@ from runtime.core.provider_tools import (
     ProviderToolDone,
     WebSearchDone,
 )
-from runtime.providers.google import GoogleProvider
-from runtime.providers.google_server_tools import byte_to_char
+from runtime.providers.google.provider import GoogleProvider
+from runtime.providers.google.server_tools import byte_to_char
 
 from . import recordings
 from .conftest import PLANTED_KEY

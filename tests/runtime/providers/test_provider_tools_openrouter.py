@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.core.provider_tools import CitationsFound, ProviderToolChoice, ProviderToolDone
-from runtime.providers.openrouter import OpenRouterProvider
+from runtime.providers.openrouter.provider import OpenRouterProvider
 
 from . import recordings
 from .conftest import PLANTED_KEY

@@ -33,7 +33,7 @@ from runtime.providers.adapter import (
     tool_choice_name,
 )
 from runtime.providers.base import ProviderRequest, ToolSchema
-from runtime.providers.offers_openai import responses_includes, responses_tool
+from runtime.providers.openai.offers import responses_includes, responses_tool
 
 # Model ids that reason (their reasoning items round-trip; others refuse the include).
 _REASONING_MODEL = re.compile(r"^(openai/)?(o\d|gpt-5|codex)")

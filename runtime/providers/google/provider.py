@@ -56,7 +56,7 @@ from runtime.providers.base import (
     ToolCallStart,
     Usage,
 )
-from runtime.providers.google_server_tools import GeminiToolLog, echo_parts, gemini_tools
+from runtime.providers.google.server_tools import GeminiToolLog, echo_parts, gemini_tools
 from runtime.providers.sse import SSEEvent
 
 FINISH_REASONS: dict[str, FinishReason] = {

@@ -14,9 +14,9 @@ from typing import Any
 
 from runtime.providers.adapter import PreparedRequest, StreamParser
 from runtime.providers.base import ProviderRequest, StreamEvent
-from runtime.providers.openai import OpenAIProvider
-from runtime.providers.responses_request import responses_body
-from runtime.providers.responses_stream import ResponsesStreamParser, parse_response
+from runtime.providers.openai.chat_completions import OpenAIProvider
+from runtime.providers.openai.responses_request import responses_body
+from runtime.providers.openai.responses_stream import ResponsesStreamParser, parse_response
 
 
 class OpenAIResponsesProvider(OpenAIProvider):

@@ -3,7 +3,7 @@
 ``web_search`` is the ``web_search_20250305`` server tool, ``code_execution`` the
 ``code_execution_20260120`` one (bash and file tools in a sandbox container); both are
 sent with the prompt's options in the Messages API's own names
-(``runtime.providers.anthropic_server_tools``).
+(``runtime.providers.anthropic.server_tools``).
 """
 
 from __future__ import annotations

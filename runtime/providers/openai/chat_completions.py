@@ -49,8 +49,8 @@ from runtime.providers.base import (
     ToolSchema,
     Usage,
 )
-from runtime.providers.offers_openai import chat_web_search_options
-from runtime.providers.openai_tool_items import citations
+from runtime.providers.openai.offers import chat_web_search_options
+from runtime.providers.openai.tool_items import citations
 from runtime.providers.sse import SSEEvent
 
 FINISH_REASONS: dict[str, FinishReason] = {
@@ -421,7 +421,7 @@ class OpenAIProvider(HTTPAdapter):
         if request.reasoning is not None and request.reasoning.effort:
             body["reasoning_effort"] = request.reasoning.effort
         search = chat_web_search_options(request.provider_tools)
-        if search is not None:  # search models only (runtime.providers.offers_openai)
+        if search is not None:  # search models only (runtime.providers.openai.offers)
             body["web_search_options"] = search
         headers = self.base_headers()
         if streaming:

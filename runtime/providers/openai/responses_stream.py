@@ -28,8 +28,8 @@ from runtime.providers.base import (
     ToolCallStart,
     Usage,
 )
-from runtime.providers.openai import token_usage
-from runtime.providers.openai_tool_items import TOOL_ITEMS, citations, tool_item_events
+from runtime.providers.openai.chat_completions import token_usage
+from runtime.providers.openai.tool_items import TOOL_ITEMS, citations, tool_item_events
 from runtime.providers.sse import SSEEvent
 
 VENDOR = "OpenAI"

@@ -11,7 +11,7 @@ Wire notes (fixtures under /work/shared/fixtures/providers/anthropic):
   (cumulative usage, stop reason) and ``message_stop``, the terminal event;
   tool arguments are ``input_json_delta`` fragments, ``""`` alone meaning ``{}``;
 - server tools (``provider:web_search``, ``provider:code_execution``) are recorded and
-  their blocks sent back next turn (``runtime.providers.anthropic_server_tools``).
+  their blocks sent back next turn (``runtime.providers.anthropic.server_tools``).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from runtime.providers.adapter import (
     provider_data,
     tool_choice_name,
 )
-from runtime.providers.anthropic_server_tools import (
+from runtime.providers.anthropic.server_tools import (
     ServerToolLog,
     echo_blocks,
     is_server_block,

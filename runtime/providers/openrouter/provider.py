@@ -13,7 +13,7 @@ Differences from OpenAI that matter here (fixtures under .../openrouter):
 - an error mid-stream is a chunk with a top-level ``error`` (HTTP status 200);
 - ``: OPENROUTER PROCESSING`` comment lines are keep-alives;
 - ``provider:web_search`` is its ``openrouter:web_search`` server tool; the pages come
-  back as ``url_citation`` annotations (``runtime.providers.openrouter_server_tools``).
+  back as ``url_citation`` annotations (``runtime.providers.openrouter.server_tools``).
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ from runtime.providers.adapter import (
     provider_data,
 )
 from runtime.providers.base import ImageDelta, ProviderRequest, ReasoningDelta, StreamEvent
-from runtime.providers.openai import (
+from runtime.providers.openai.chat_completions import (
     ChatStreamParser,
     chat_body,
     chat_history,
     chat_message,
     parse_chat_completion,
 )
-from runtime.providers.openrouter_server_tools import Annotations, openrouter_tools
+from runtime.providers.openrouter.server_tools import Annotations, openrouter_tools
 
 
 def routing(included_providers: list[str] | None) -> dict[str, Any] | None:
