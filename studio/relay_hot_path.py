@@ -26,7 +26,7 @@ registers itself as a streaming producer on every connection, sockets included),
 connections closing keep Twisted's path unchanged, and so does any error (the buffered
 path then reports it as Twisted does).
 
-**Kept only where the service bench shows it** (issue #37; docs/operating.md, "Library
+**Kept only where the service bench shows it** (issue #37; docs/scaling.md, "Library
 patches measured one by one"): each patch below names the version it was written for in
 ``PATCHES``, and ``tests/agents_app/sockets/test_relay_hot_path.py`` fails when the installed
 version differs, so an upgrade is a conscious step. Two earlier patches were dropped: with

@@ -326,7 +326,7 @@ STUDIO_LIVE_CHUNK_FRAMES_PER_SECOND = envint("STUDIO_LIVE_CHUNK_FRAMES_PER_SECON
 STUDIO_WEB_VIEW_CONCURRENCY = envint("STUDIO_WEB_VIEW_CONCURRENCY", 2)
 STUDIO_WEB_VIEW_WAIT_MS = envint("STUDIO_WEB_VIEW_WAIT_MS", 5000)
 # A thread's token chunks merge into one frame per this many milliseconds (0: off);
-# clients receive the same text in the same order (docs/operating.md, "Streaming at scale").
+# clients receive the same text in the same order (docs/scaling.md, "Streaming at scale").
 STUDIO_STREAM_COALESCE_MS = envint("STUDIO_STREAM_COALESCE_MS", 40)
 if STUDIO_STREAM_COALESCE_MS < 0:
     raise ImproperlyConfigured("STUDIO_STREAM_COALESCE_MS must be 0 (off) or more")
@@ -406,7 +406,7 @@ STUDIO_SCHEDULE_STALE_SECONDS = envint("STUDIO_SCHEDULE_STALE_SECONDS", 60)
 # a schedule every second would start 86,400 threads a day.
 STUDIO_SCHEDULE_MIN_INTERVAL_SECONDS = envint("STUDIO_SCHEDULE_MIN_INTERVAL_SECONDS", 60)
 
-# --- egress policy (runtime/core/egress.py; docs/operating.md, Egress policy) --------------------
+# --- egress policy (runtime/core/egress.py; docs/security.md, Egress policy) --------------------
 # Hosts or CIDRs that model base URLs, discovery, MCP servers and webhook receivers may reach
 # although they are loopback, private, link-local or metadata addresses (self-hosted vendors,
 # MCP servers or receivers on a private network). Empty: only public addresses.
@@ -422,12 +422,12 @@ STUDIO_WEBHOOK_GIVE_UP_SECONDS = envint("STUDIO_WEBHOOK_GIVE_UP_SECONDS", 86400)
 if envstr("STUDIO_WEBHOOK_ALLOW_PRIVATE", ""):
     raise ImproperlyConfigured(
         "STUDIO_WEBHOOK_ALLOW_PRIVATE is gone: list a private webhook receiver's host or CIDR "
-        "in STUDIO_EGRESS_ALLOW instead (docs/operating.md, Egress policy)"
+        "in STUDIO_EGRESS_ALLOW instead (docs/security.md, Egress policy)"
     )
 # How often due retries are sent (beat's webhooks_tick; the embedded sweep in embedded mode).
 STUDIO_WEBHOOK_SWEEP_SECONDS = envint("STUDIO_WEBHOOK_SWEEP_SECONDS", 5)
 
-# --- limits, quotas and budgets (agents_app.services.access.limits; docs/operating.md, Security) ----
+# --- limits, quotas and budgets (agents_app.services.access.limits; docs/security.md, Security) ----
 # Counters live in the shared cache, so every web process sees the same counts: Redis (the
 # broker's server, its own key prefix) with REDIS_URL, else this process's memory (embedded).
 CACHES: dict[str, dict[str, Any]] = {
@@ -502,7 +502,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
 }
 
-# --- security: HTTPS, cookies, HSTS, CSP, URL length (docs/operating.md, "Security") -----
+# --- security: HTTPS, cookies, HSTS, CSP, URL length (docs/security.md, "Security") -----
 # STUDIO_HTTPS=true: the site is reached over HTTPS only (directly or through a TLS proxy).
 # It turns on the defaults below (the ones `manage.py check --deploy` asks for); each can
 # still be set on its own.

@@ -47,6 +47,13 @@ def change_lines(changes: dict[str, Any]) -> list[tuple[str, str]]:
     return lines
 
 
+def _command_as_code(text: str) -> str:
+    """A ``manage.py`` command (the actor or source of a change made from the shell) as code."""
+    if text.startswith("manage.py"):
+        return format_html("<code>{}</code>", text)
+    return text or "–"
+
+
 def _cut(text: str, size: int) -> str:
     return text if len(text) <= size else text[: size - 1] + "…"
 
@@ -68,7 +75,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
     )
     list_display = (
         "at",
-        "actor",
+        "shown_actor",
         "action",
         "target_type",
         "target",
@@ -81,7 +88,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
     fields = (
         "at",
         "actor_kind",
-        "actor",
+        "shown_actor",
         "shown_source",
         "action",
         "target_type",
@@ -125,9 +132,11 @@ class AuditEventAdmin(ReadOnlyAdmin):
 
     @admin.display(description="Source", ordering="source")
     def shown_source(self, obj: AuditEvent) -> str:
-        if obj.source.startswith("manage.py"):
-            return format_html("<code>{}</code>", obj.source)
-        return obj.source or "–"
+        return _command_as_code(obj.source)
+
+    @admin.display(description="Actor", ordering="actor")
+    def shown_actor(self, obj: AuditEvent) -> str:
+        return _command_as_code(obj.actor)
 
     def get_urls(self) -> list[URLPattern]:
         export = path(

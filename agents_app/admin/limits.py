@@ -1,5 +1,5 @@
 """Usage limits and spend budgets: the studio's overrides of the ``STUDIO_RATE_*`` and
-``STUDIO_BUDGET_*`` settings (docs/operating.md, "Limits, quotas and budgets")."""
+``STUDIO_BUDGET_*`` settings (docs/security.md, "Limits, quotas and budgets")."""
 
 from __future__ import annotations
 

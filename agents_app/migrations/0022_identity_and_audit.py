@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 
 # The audit log is append-only in the database too (PostgreSQL): no UPDATE ever, and DELETE
-# only in a transaction that set ``studio.audit_purge`` (services.audit.purge_expired).
+# only in a transaction that set ``studio.audit_purge`` (services.access.audit.purge_expired).
 APPEND_ONLY = """
 CREATE OR REPLACE FUNCTION agents_app_audit_append_only() RETURNS trigger AS $$
 BEGIN

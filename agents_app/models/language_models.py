@@ -51,7 +51,7 @@ class LanguageModel(models.Model):
     base_url = models.URLField(
         blank=True, help_text="Override the provider's API base URL (proxies, compatible servers)."
     )
-    # The egress key rule (docs/operating.md): the instance's key for the provider goes to a
+    # The egress key rule (docs/security.md): the instance's key for the provider goes to a
     # base URL off the vendor's own host only when a superuser ticked this.
     send_instance_key_to_base_url = models.BooleanField(
         default=False,

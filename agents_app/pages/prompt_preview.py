@@ -68,7 +68,7 @@ def _env_shown(name: str, prompt_name: str, user: Any = None) -> str:
         and user is not None
         and not may_read_instance_env(user)
     ):
-        # Secrets resolve with the actor's rights (docs/operating.md, Egress policy).
+        # Secrets resolve with the actor's rights (docs/security.md, Egress policy).
         return f"[{name}: an instance value you may not read]"
     if row.value_type == EnvValue.Type.SECRET:
         return f"[secret {name}]"

@@ -7,7 +7,7 @@ with its operations, features and introspection objects, all of which point at e
 so when the thread ends they are garbage the reference counts cannot free. A burst of posts
 left ~180 such objects per request for the garbage collector, and its full collections
 stop the whole process (every socket it relays) for tens of milliseconds at a few hundred
-sockets (issue #21, "Tenth round" in docs/operating.md).
+sockets (issue #21, "Tenth round" in bench/history.md).
 
 ``PooledRequestsHandler`` keeps ``STUDIO_WEB_REQUEST_THREADS`` one-thread executors. A request
 takes one for its whole life, so its synchronous parts still run one at a time on one

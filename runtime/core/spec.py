@@ -689,9 +689,14 @@ class AgentDefinition(Definition):
         return "b" if self.human_side() == "a" else "a"
 
     def main_prompt(self) -> str:
-        """The prompt of ``first_ai_side`` (empty when the definition names none)."""
-        config = self.side(self.first_ai_side())
-        return (config.prompt or "") if config is not None else ""
+        """The prompt of ``first_ai_side``, else the other side's (a handler on the first
+        side); empty when the definition names none."""
+        first = self.first_ai_side()
+        for key in (first, "b" if first == "a" else "a"):
+            config = self.side(key)
+            if config is not None and config.prompt:
+                return config.prompt
+        return ""
 
     def dump(self) -> dict[str, Any]:
         out = super().dump()

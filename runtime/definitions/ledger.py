@@ -425,7 +425,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "maxTokens": Row(
             HONOURED,
-            "runtime.providers.anthropic/google/openrouter; OpenAI: runtime.definitions.entry_rules.reasoning_option_errors",
+            "runtime.providers.anthropic.provider/google/openrouter; OpenAI: runtime.definitions.entry_rules.reasoning_option_errors",
             _REFUSALS + "test_spec_item6_reasoning_options_a_provider_never_reads_are_refused",
             "refused on OpenAI models (import, definition API and studio)",
         ),
@@ -436,7 +436,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "include": Row(
             HONOURED,
-            "runtime.providers.anthropic/openrouter (reasoning kept in history, thinking on); OpenAI/Google: runtime.definitions.entry_rules.reasoning_option_errors",
+            "runtime.providers.anthropic.provider/openrouter (reasoning kept in history, thinking on); OpenAI/Google: runtime.definitions.entry_rules.reasoning_option_errors",
             _REFUSALS + "test_spec_item6_reasoning_options_a_provider_never_reads_are_refused",
             "refused on OpenAI and Google models (import, definition API and studio)",
         ),
@@ -577,7 +577,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "includedProviders": Row(
             HONOURED,
-            "runtime.providers.openrouter; others: runtime.definitions.entry_rules.model_option_errors",
+            "runtime.providers.openrouter.provider; others: runtime.definitions.entry_rules.model_option_errors",
             _RT
             + "providers/test_provider_openrouter.py::test_routing_preferences_and_reported_usage",
             f"OpenRouter only; refused elsewhere ({_IMPORT_API_STUDIO})",
@@ -614,7 +614,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "api": Row(
             HONOURED,
-            "runtime.providers.openai (chat vs responses)",
+            "runtime.providers.openai.chat_completions (chat vs responses)",
             _RT + "definitions/test_model_api_rules.py::test_api_is_for_openai_models_only",
             f"OpenAI only; refused elsewhere ({_IMPORT_API_STUDIO})",
         ),

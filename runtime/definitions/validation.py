@@ -46,7 +46,7 @@ from runtime.definitions.entry_rules import (
 )
 from runtime.mcp.servers import reference_errors
 from runtime.providers.offers import option_errors, provider_offers
-from runtime.providers.offers_openai import is_search_model
+from runtime.providers.openai.offers import is_search_model
 
 MAX_PRICE = 1_000_000
 # Text limits mirror the database columns (agents_app.models), so that a definition that

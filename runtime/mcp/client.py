@@ -145,7 +145,7 @@ class Connection:
         if s.transport == "http":
             timeout = httpx.Timeout(30.0, read=max(300.0, s.timeout_ms / 1000))
             async with (
-                # The egress policy checks the server's address (docs/operating.md).
+                # The egress policy checks the server's address (docs/security.md).
                 egress.client(headers=self.headers or None, timeout=timeout) as client,
                 streamable_http_client(s.url, http_client=client) as streams,
             ):

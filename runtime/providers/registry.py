@@ -7,7 +7,7 @@ adapter: first through ``env_lookup`` (the engine's thread → agent → prompt 
 user → instance chain, e.g. ``store_env_lookup(store)``), then the process
 environment.
 
-``key_rule`` (the egress key rule, docs/operating.md) is asked with the key's tier before it
+``key_rule`` (the egress key rule, docs/security.md) is asked with the key's tier before it
 goes to a model's base URL; when it gives a reason, nothing is sent and the
 step fails with that reason (``vendor_code`` ``key_withheld``).
 """

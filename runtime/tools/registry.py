@@ -339,7 +339,7 @@ def define_thread_endpoint(
     (``agents/api/invoke.post.py`` → ``POST /invoke``; ``files/[id].py`` →
     ``GET /files/{id}``) unless given here. Routing itself lives in the web layer.
     ``active_content=True`` sends the handler's responses without the safe defaults
-    for user content (see docs/operating.md, "Serving user files").
+    for user content (see docs/security.md, "Serving user files").
     """
 
     def build(target: AnyFn) -> EndpointDefinition:

@@ -371,7 +371,7 @@ def budget_check(
     and per agent serializes these checks until that transaction ends, and the sessions of
     the scope still running count ``STUDIO_BUDGET_SESSION_ESTIMATE_USD`` each on top of
     the spend. So concurrent starts overspend by at most one session's estimate (issue #36
-    item 7; docs/operating.md, "Budgets"). ``limits``: ``budgets`` of the thread, when the
+    item 7; docs/security.md, "Budgets"). ``limits``: ``budgets`` of the thread, when the
     caller read them already."""
     user_limit, agent_limit = (
         budgets(thread.owner_id, thread.agent_id) if limits is None else limits

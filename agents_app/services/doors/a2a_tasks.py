@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from django.db.models import Q
+
 from agents_app.base.code_registry import get_registry
 from agents_app.base.errors import DomainError, NotFound, RateLimited
 from agents_app.models import Agent, Message, Prompt, Thread, ThreadFile, ThreadSession
@@ -459,3 +461,67 @@ def agent_skills(agent: Agent) -> list[Skill]:
     if not skills:
         skills.append(Skill(agent.name, agent.description or agent.title or agent.name))
     return skills
+
+
+# --- listing -----------------------------------------------------------------------------------
+
+MAX_PAGE = 100  # A2A's page size limit
+DEFAULT_PAGE = 50
+
+# The sessions' statuses behind each state a client may filter on.
+_STATUSES: dict[str, tuple[str, ...]] = {
+    "submitted": (ThreadSession.Status.QUEUED,),
+    "working": (ThreadSession.Status.QUEUED, ThreadSession.Status.RUNNING),
+    "input-required": (ThreadSession.Status.PARKED,),
+    "completed": (ThreadSession.Status.COMPLETED,),
+    "canceled": (ThreadSession.Status.STOPPED,),
+    "failed": (ThreadSession.Status.FAILED,),
+    "rejected": (),
+}
+
+
+@dataclass(frozen=True)
+class TaskPage:
+    views: list[TaskView]
+    total: int
+    next_offset: int | None
+
+
+def task_list(
+    user: Any,
+    agent_name: str,
+    *,
+    context_id: str | None,
+    state: State | None,
+    after: datetime | None,
+    size: int,
+    offset: int,
+) -> TaskPage:
+    """The caller's tasks with this agent, newest first: the sessions of their threads of
+    it (of the one thread ``context_id``, which they may view)."""
+    sessions_qs = ThreadSession.objects.filter(thread__agent__name=agent_name)
+    if context_id is not None:
+        try:
+            access_thread(context_id, user, action="view")
+        except DomainError:
+            raise invalid_params(f"contextId: no context {context_id[:100]} of yours") from None
+        sessions_qs = sessions_qs.filter(thread_id=context_id)
+    else:
+        sessions_qs = sessions_qs.filter(thread__owner=user)
+    if state is not None:
+        sessions_qs = sessions_qs.filter(status__in=_STATUSES[state])
+    if after is not None:
+        sessions_qs = sessions_qs.filter(
+            Q(ended_at__gt=after) | Q(ended_at__isnull=True, created_at__gt=after)
+        )
+    total = sessions_qs.count()
+    ids = list(
+        sessions_qs.order_by("-created_at", "-pk").values_list("pk", flat=True)[
+            offset : offset + size
+        ]
+    )
+    views = [task_view(str(pk)) for pk in ids]
+    if state is not None:  # queued splits into submitted and working
+        views = [v for v in views if v.state == state]
+    following = offset + size if offset + size < total else None
+    return TaskPage(views, total, following)

@@ -1,4 +1,4 @@
-"""docs/operating.md's permission table matches ``permissions.API_ROUTES`` (issue #36: the
+"""docs/security.md's permission table matches ``permissions.API_ROUTES`` (issue #36: the
 security section names the permission each capability needs): every permission a route asks
 for is in the table, and the table names no permission the routes do not use (the studio-only
 ones listed below aside)."""
@@ -10,15 +10,15 @@ from pathlib import Path
 
 from agents_app.base.permissions import API_ROUTES, Perm, ThreadRule
 
-DOC = Path(__file__).resolve().parents[3] / "docs" / "operating.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "security.md"
 # Asked by the studio (admin pages, sockets), not by an /api/ route.
 STUDIO_ONLY = {"view_mcpserver", "change_mcpserver"}
 
 
 def _section() -> str:
     text = DOC.read_text(encoding="utf-8")
-    start = text.index("### Permissions: one model")
-    return text[start : text.index("\n### ", start + 1)]
+    start = text.index("## Permissions: one model")
+    return text[start : text.index("\n## ", start + 1)]
 
 
 def test_the_permission_table_names_every_permission_a_route_needs() -> None:
