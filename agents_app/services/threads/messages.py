@@ -105,12 +105,7 @@ def message_post(
     writes nothing (``Unprocessable`` if it came with another body). ``redactor``: the
     thread's, when the caller loaded it already (the API's response redaction shares it).
     """
-    if role not in ROLES:
-        raise Invalid("role must be one of: user, assistant, system")
-    if not content.strip() and not attachments:
-        raise Invalid("Message content or attachments required")
-    if len(content) > CONTENT_MAX:
-        raise Invalid(f"Message content is longer than {CONTENT_MAX} characters")
+    _check_post(role, content, attachments)
     # Stored (and previewed, and broadcast) redacted like the engine's own writes: a secret
     # the user typed is never kept in clear, not even while the message waits in the queue.
     redactor = thread_redactor(str(thread.pk)) if redactor is None else redactor
@@ -124,10 +119,53 @@ def message_post(
             return Posted(replay.status_code, replay.response, replayed=True)
     if locked.terminated_at is not None:
         raise Locked(f"Thread is terminated (terminated_at={wire.micros(locked.terminated_at)})")
-    state = read.state
-    idle = not state.active
+    idle = not read.state.active
     if idle:
         limits.budget_check(locked, limits=read.budgets)  # an idle thread's post starts one
+    queued = QueuedMessage(
+        thread=locked,
+        role=role,
+        content=content,
+        attachments=_store_attachments(locked, attachments) or None,
+        silent=silent,
+        metadata=_arrival_metadata(read, role=role, idle=idle),
+    )
+    insert_row(queued)
+    _touch(locked, role, content, silent)
+    if idle:
+        sessions.session_request(
+            locked,
+            side="b" if role == "assistant" else "a",
+            root_message_id=queued.pk,
+            state=read.state,
+        )
+    _announce_post(locked, queued)
+    posted = Posted(202, wire.message_queued(queued.pk))
+    if idempotency is not None:
+        idempotent_record(
+            idempotency,
+            thread=locked,
+            operation="message_post",
+            status_code=posted.status_code,
+            response=posted.response,
+        )
+    return posted
+
+
+def _check_post(role: str, content: str, attachments: list[NewAttachment] | None) -> None:
+    if role not in ROLES:
+        raise Invalid("role must be one of: user, assistant, system")
+    if not content.strip() and not attachments:
+        raise Invalid("Message content or attachments required")
+    if len(content) > CONTENT_MAX:
+        raise Invalid(f"Message content is longer than {CONTENT_MAX} characters")
+
+
+def _arrival_metadata(read: sessions.PostRead, *, role: str, idle: bool) -> dict[str, Any]:
+    """What a post carries into the queue, by the agent's mid-run policy while a session runs:
+    queued for the running session, refused, kept for a session of its own, or interrupting
+    the running one (which is asked to stop here, at its next safe point)."""
+    locked = read.thread
     metadata: dict[str, Any] = {}
     policy = MidRunMessages.QUEUE if idle else read.mid_run
     if policy == MidRunMessages.REJECT:
@@ -141,20 +179,11 @@ def message_post(
     if (role == "user" and (idle or locked.stopped)) or policy == MidRunMessages.INTERRUPT:
         # A user message resumes a stopped thread (the reference clears the flag for it).
         metadata[wire.RESUME_MARK] = wire.RESUME_VALUE
-    queued = QueuedMessage(
-        thread=locked,
-        role=role,
-        content=content,
-        attachments=_store_attachments(locked, attachments or []) or None,
-        silent=silent,
-        metadata=metadata,
-    )
-    insert_row(queued)
-    _touch(locked, role, content, silent)
-    if idle:
-        sessions.session_request(
-            locked, side="b" if role == "assistant" else "a", root_message_id=queued.pk, state=state
-        )
+    return metadata
+
+
+def _announce_post(locked: Thread, queued: QueuedMessage) -> None:
+    """After the commit: the provisional row to the thread's sockets, its activity to lists."""
     frame = wire.message_frame(wire.queued_wire(queued))
     activity = {
         "type": "thread_activity",
@@ -162,22 +191,12 @@ def message_post(
         "last_activity_at": wire.seconds(locked.last_activity_at),
         "executing": True,
     }
-    if role == "user" and not silent:
+    if queued.role == "user" and not queued.silent:
         activity["last_message_preview"] = locked.last_message_preview
         activity["last_message_at"] = wire.seconds(locked.last_message_at)
     transaction.on_commit(
         lambda: send_thread_and_registry(str(locked.pk), [frame], activity, locked.owner_id)
     )
-    posted = Posted(202, wire.message_queued(queued.pk))
-    if idempotency is not None:
-        idempotent_record(
-            idempotency,
-            thread=locked,
-            operation="message_post",
-            status_code=posted.status_code,
-            response=posted.response,
-        )
-    return posted
 
 
 # Read by the person chatting (the chat shows a refusal's text as it is): what happened and
