@@ -180,6 +180,42 @@ def registry_line(child: ThreadRecord) -> str:
     return f"- {child.id}: {child.relationship or child.agent_name} — {status} ({label})"
 
 
+@dataclass(frozen=True, slots=True)
+class CreateRequest:
+    """``subagent_create``'s arguments, checked."""
+
+    name: str
+    relation: Relationship
+    message: str
+    arguments: dict[str, Any]
+    attachments: Any
+
+
+def create_request(relations: dict[str, Relationship], args: dict[str, Any]) -> CreateRequest | str:
+    """The checked arguments of a ``subagent_create`` call, or what is wrong with them in
+    words the model can act on (the agent's name may be left out when there is one)."""
+    name = args.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return "subagent_create requires name."
+    agent_name = args.get("agent")
+    if len(relations) == 1 and agent_name is None:
+        agent_name = next(iter(relations))
+    relation = relations.get(agent_name) if isinstance(agent_name, str) else None
+    if relation is None:
+        known = ", ".join(sorted(relations))
+        return f"subagent_create: unknown agent {agent_name!r}. Available: {known}."
+    message = args.get("message")
+    if not isinstance(message, str) or not message.strip():
+        return "subagent_create requires message."
+    arguments = args.get("arguments") or {}
+    if not isinstance(arguments, dict):
+        return "subagent_create: arguments must be an object."
+    problem = schema_problem(relation.schema, arguments)
+    if problem:
+        return f"subagent_create arguments failed validation: {problem}"
+    return CreateRequest(name.strip(), relation, message, arguments, args.get("attachments"))
+
+
 class Subagents:
     """The subagent half of an engine: lifecycle tools, spawning, settling, queueing."""
 
@@ -343,53 +379,17 @@ class Subagents:
         slot: Slot,
     ) -> ToolResult:
         """Create a resumable child, send it its first message, run or start it."""
-        name = args.get("name")
-        if not isinstance(name, str) or not name.strip():
-            return failure("subagent_create requires name.")
-        agent_name = args.get("agent")
-        if len(relations) == 1 and agent_name is None:
-            agent_name = next(iter(relations))
-        relation = relations.get(agent_name) if isinstance(agent_name, str) else None
-        if relation is None:
-            known = ", ".join(sorted(relations))
-            return failure(f"subagent_create: unknown agent {agent_name!r}. Available: {known}.")
-        message = args.get("message")
-        if not isinstance(message, str) or not message.strip():
-            return failure("subagent_create requires message.")
-        arguments = args.get("arguments") or {}
-        if not isinstance(arguments, dict):
-            return failure("subagent_create: arguments must be an object.")
-        problem = schema_problem(relation.schema, arguments)
-        if problem:
-            return failure(f"subagent_create arguments failed validation: {problem}")
-        parent = scope.thread
+        request = create_request(relations, args)
+        if isinstance(request, str):
+            return failure(request)
+        relation, parent = request.relation, scope.thread
         key = KEY + call["id"]
         child_id = await self.deps.store.get_value(parent.id, key)
         if child_id is None:
-            limit = relation.resumable.max_instances
-            children = await self.deps.store.list_children(parent.id)
-            live = [
-                c
-                for c in children
-                if c.relationship == relation.agent.name and c.child_status != "terminated"
-            ]
-            if limit == 1 and relation.entry.blocking and len(live) == 1:
-                # The reference's "create-or-continue": the one instance gets the message.
-                slot.subagent_id = live[0].id
-                attachments = await self._copy_attachments(
-                    parent.id, live[0].id, args.get("attachments")
-                )
-                role = SubagentLink.of(live[0]).receiving_role()
-                return await self._run_blocking(
-                    live[0], call["id"], "create", message, role, attachments
-                )
-            if limit is not None and len(live) >= limit:
-                return failure(
-                    f"Subagent instance limit reached for {relation.agent.name} "
-                    f"(maxInstances: {limit}, active: {len(live)}). "
-                    "Use subagent_message to talk to an existing instance."
-                )
-            child_id = new_id()
+            taken = await self._new_instance(scope, request, call, slot)
+            if not isinstance(taken, str):
+                return taken
+            child_id = taken
             await self.deps.store.set_value(parent.id, key, child_id)
         link = SubagentLink(
             blocking=bool(relation.entry.blocking),
@@ -397,23 +397,52 @@ class Subagents:
             receives_messages=relation.resumable.receives_messages,
             owner_side=scope.side,
             tool_call_id=call["id"],
-            arguments=arguments,
+            arguments=request.arguments,
         ).with_options(relation.entry)
         env, missing = await self.scoped_env(scope, relation.entry)
         if missing:
             return failure(missing_env_text(relation.agent.name, missing))
         slot.subagent_id = child_id
         child = await self._ensure_child(
-            scope, relation.agent.name, child_id, name.strip(), link, env
+            scope, relation.agent.name, child_id, request.name, link, env
         )
-        await self.seed_arguments(child.id, call["id"], arguments)
+        await self.seed_arguments(child.id, call["id"], request.arguments)
         role = link.receiving_role()
-        attachments = await self._copy_attachments(parent.id, child.id, args.get("attachments"))
-        text = message
+        attachments = await self._copy_attachments(parent.id, child.id, request.attachments)
+        text = request.message
         if link.blocking:
             return await self._run_blocking(child, call["id"], "create", text, role, attachments)
         await self._send(child, call["id"], "create", text, role, attachments)
         return success(f"The subagent was initiated successfully. Reference: {child.id}")
+
+    async def _new_instance(
+        self, scope: Scope, request: CreateRequest, call: ToolCall, slot: Slot
+    ) -> str | ToolResult:
+        """A new child's id, within the relationship's ``maxInstances``; or the answer when
+        the reference's "create-or-continue" gives the message to the one blocking instance,
+        or when the limit is reached."""
+        relation, parent = request.relation, scope.thread
+        limit = relation.resumable.max_instances
+        children = await self.deps.store.list_children(parent.id)
+        live = [
+            c
+            for c in children
+            if c.relationship == relation.agent.name and c.child_status != "terminated"
+        ]
+        if limit == 1 and relation.entry.blocking and len(live) == 1:
+            slot.subagent_id = live[0].id
+            attachments = await self._copy_attachments(parent.id, live[0].id, request.attachments)
+            role = SubagentLink.of(live[0]).receiving_role()
+            return await self._run_blocking(
+                live[0], call["id"], "create", request.message, role, attachments
+            )
+        if limit is not None and len(live) >= limit:
+            return failure(
+                f"Subagent instance limit reached for {relation.agent.name} "
+                f"(maxInstances: {limit}, active: {len(live)}). "
+                "Use subagent_message to talk to an existing instance."
+            )
+        return new_id()
 
     async def message(
         self, scope: Scope, call: ToolCall, args: dict[str, Any], slot: Slot
