@@ -1,5 +1,6 @@
 """ASGI entry point: HTTP through Django (``/mcp`` through the MCP SDK, ``/v1`` through the
-OpenAI-compatible API's own app, ``/a2a`` through the A2A door's), WebSockets through Channels.
+OpenAI-compatible API's own app, ``/a2a`` through the A2A door's, ``/ag-ui`` through the
+AG-UI door's), WebSockets through Channels.
 
 WebSockets authenticate with a ticket, an API key or the session cookie
 (``agents_app.sockets.consumers.websocket_auth``). ``LoopCapture`` tells the in-process
@@ -27,6 +28,7 @@ check_server_loop()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from agents_app.api.a2a_v1 import with_a2a  # noqa: E402
+from agents_app.api.ag_ui_v1 import with_ag_ui  # noqa: E402
 from agents_app.api.openai_v1 import with_openai  # noqa: E402
 from agents_app.mcp_endpoint.server import with_mcp  # noqa: E402
 from agents_app.orchestration.executor import LoopCapture  # noqa: E402
@@ -35,7 +37,7 @@ from agents_app.sockets.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": LoopCapture(with_mcp(with_openai(with_a2a(django_asgi_app)))),
+        "http": LoopCapture(with_mcp(with_openai(with_a2a(with_ag_ui(django_asgi_app))))),
         "websocket": LoopCapture(websocket_auth(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -1,6 +1,6 @@
 """Following an A2A task (``/a2a``): the wait of a send, and the events of a stream or a
-resubscribe, over ``/v1``'s wait (``openai_v1.Frames`` and ``_follow``: the thread's live
-frames for the text as it streams, its stored rows for the truth).
+resubscribe, over the doors' shared wait (``door_support.Frames`` and ``follow``: the thread's
+live frames for the text as it streams, its stored rows for the truth).
 
 docs/api.md, "A2A", has the table of which frame becomes which event.
 """
@@ -17,7 +17,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 
 from agents_app.api import a2a_wire as wire
-from agents_app.api.openai_v1 import ClientGone, Frames, _follow
+from agents_app.api.door_support import ClientGone, Frames, follow
 from agents_app.base.overload import overload_reason
 from agents_app.models import ThreadSession
 from agents_app.orchestration.openai_turns import Turn
@@ -79,11 +79,11 @@ async def follow_task(
 ) -> bool:
     """Wait for the task's session to end or park; ``False`` when
     ``STUDIO_OPENAI_WAIT_SECONDS`` ran out first. ``ClientGone`` when the client left."""
-    # ``_follow`` reads a turn's thread and question: the task's.
+    # ``follow`` reads a turn's thread and question: the task's.
     ask = ask_of(agent, started.thread_id, Said("user", ""))
     turn = Turn(started.thread_id, started.question_id, agent, 0, ask)
     redactor = await db(thread_redactor)(started.thread_id) if delta is not None else None
-    state = await _follow(turn, frames, gone, redactor, delta, heartbeat=heartbeat)
+    state = await follow(turn, frames, gone, redactor, delta, heartbeat=heartbeat)
     return state is not None
 
 

@@ -9,8 +9,8 @@ An ASGI app in front of Django beside ``/v1``, for ``/v1``'s reasons (a send wai
 agent's session on the server's loop, not in a view's thread), and as thin: a new task is a
 turn of the OpenAI door's orchestration (``orchestration/openai_turns.py``: the agent
 offered to the caller now, the thread theirs, usage limits and budgets), a task is read and
-decided by ``services/doors/a2a_tasks.py``, and followed by ``a2a_streams.py`` with ``/v1``'s
-wait (its ``Frames`` and ``_follow``: live chunks, stored rows as the truth). Both need the API key (the card too:
+decided by ``services/doors/a2a_tasks.py``, and followed by ``a2a_streams.py`` with the
+doors' shared wait (``door_support``: live chunks, stored rows as the truth). Both need the API key (the card too:
 an agent is offered to people, and a caller who may not use it gets 404 for its card as for
 its endpoint). Unlike ``/v1``, a client that goes away does not stop its task: A2A's tasks
 outlive their connection (``SubscribeToTask`` follows them again, ``CancelTask`` stops them).
@@ -31,15 +31,17 @@ from django.conf import settings
 from agents_app.api import a2a_streams as streams
 from agents_app.api import a2a_wire as wire
 from agents_app.api.a2a_streams import Started
-from agents_app.api.openai_v1 import (
+from agents_app.api.door_support import (
+    BodyTooLarge,
     Caller,
     ClientGone,
     Frames,
-    _authenticate,
-    _body,
-    _disconnect,
-    _host_allowed,
-    _post,
+    authenticate,
+    host_allowed,
+    post_turn,
+    read_body,
+    request_headers,
+    wait_for_disconnect,
 )
 from agents_app.base.storable_text import find_unstorable
 from agents_app.models import Agent
@@ -99,15 +101,13 @@ def _auth_header(exc: A2AError) -> list[tuple[bytes, bytes]]:
 
 
 async def _serve(scope: dict[str, Any], receive: Receive, send: Send) -> None:
-    headers = {
-        k.decode("latin1").lower(): v.decode("latin1") for k, v in scope.get("headers") or []
-    }
-    if not _host_allowed(headers):
+    headers = request_headers(scope)
+    if not host_allowed(headers):
         raise A2AError(
             tasks.INVALID_REQUEST, "Invalid Host header (not in ALLOWED_HOSTS)", http_status=400
         )
     name, rest = _split(scope["path"])
-    caller = await db(_authenticate)(headers.get("authorization", ""))
+    caller = await db(authenticate)(headers.get("authorization", ""))
     if caller is None:
         raise A2AError(
             tasks.NOT_AUTHENTICATED,
@@ -171,8 +171,8 @@ def _skill(skill: tasks.Skill, agent: Agent) -> dict[str, Any]:
 
 async def _read(receive: Receive) -> Any:
     try:
-        data = await _body(receive)
-    except OpenAIError as exc:  # the body's size limit
+        data = await read_body(receive)
+    except BodyTooLarge as exc:
         raise A2AError(tasks.INVALID_REQUEST, exc.message, http_status=413) from None
     try:
         body = json.loads(data)
@@ -260,7 +260,7 @@ async def _dispatch(call: Call, method: str, params: Any) -> None:
 async def _send(call: Call, params: wire.SendParams) -> None:
     sent = wire.sent_of(params)
     frames = Frames(get_channel_layer())
-    gone = asyncio.ensure_future(_disconnect(call.receive))
+    gone = asyncio.ensure_future(wait_for_disconnect(call.receive))
     try:
         started = await _start(call, params, sent, frames)
         config = params.configuration
@@ -298,7 +298,7 @@ async def _start(call: Call, params: wire.SendParams, sent: wire.Sent, frames: F
             user=call.caller.user, api_key_id=call.caller.api_key_id, ask=ask
         )
         await frames.join(opened.thread_id)
-        turn = await _post(opened, call.caller)
+        turn = await post_turn(opened, call.caller)
     except OpenAIError as exc:
         if exc.param == "X-Thread-Id":
             raise tasks.invalid_params(
@@ -362,7 +362,7 @@ async def _cancel(call: Call, params: wire.TaskParams) -> None:
 async def _stream(call: Call, params: wire.SendParams) -> None:
     sent = wire.sent_of(params)
     frames = Frames(get_channel_layer())
-    gone = asyncio.ensure_future(_disconnect(call.receive))
+    gone = asyncio.ensure_future(wait_for_disconnect(call.receive))
     try:
         # Refusals come before the stream, as one JSON-RPC error.
         started = await _start(call, params, sent, frames)
@@ -375,7 +375,7 @@ async def _stream(call: Call, params: wire.SendParams) -> None:
 async def _subscribe(call: Call, params: wire.TaskParams) -> None:
     session = await db(tasks.task_of)(params.id, call.caller.user, call.agent.name)
     frames = Frames(get_channel_layer())
-    gone = asyncio.ensure_future(_disconnect(call.receive))
+    gone = asyncio.ensure_future(wait_for_disconnect(call.receive))
     try:
         await frames.join(str(session.thread_id))  # before the read: no frame falls between
         await _streamed(call, Started.of(session), frames, gone)

@@ -563,7 +563,10 @@ class Session:
                 "step_error", f"Side {side.upper()}'s handler {name!r} is not registered"
             )
         self.control.side, self.control.prompt_name = side, ""
-        self._count_step(side)
+        # Not a model step of the side (no maxSteps, no step frames), but a pass of the loop:
+        # the session's step ceiling counts it, as the reference's loop does.
+        self.progress.steps += 1
+        self.control.step_count = self.progress.steps
         hooks = self._handler_hooks()
         turn = HandlerTurn(
             self.deps,

@@ -52,7 +52,8 @@ export function failureReason(message, { staff = false } = {}) {
 
 // What the state line says after a failed reply (the next message asks again).
 export function failureState(message) {
-  const { text } = failureReason(message);
+  const { text, code } = failureReason(message);
+  if (code === 'missing_key') return text; // it already says who can fix it
   const retry = message?.metadata?.error?.retryable ? ' Send a message to try again.' : ' Ask an administrator if it keeps happening.';
   return text + retry;
 }

@@ -6,7 +6,7 @@ import { api, fileUrl, threadPath } from './api.js';
 import { el } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { linkCitations, markCitations, sourcesList } from './citations.js';
-import { outcomeNote, stopNotice, stoppedByUser } from './failures.js';
+import { interruptedByMessage, outcomeNote, stopNotice, stoppedByUser } from './failures.js';
 import { feedbackBar, rateable } from './feedback.js';
 import { branchBar } from './branches.js';
 import { hiddenStep, toolsView } from './tool_activity.js';
@@ -158,7 +158,9 @@ function messageBlock(ctx, message, results) {
   const streaming = message.status === 'pending' && !human && !message.metadata?.queued;
   if (message.role === 'system') {
     const stopped = message.metadata?.stopped_by_user;
-    return el('div', { className: `notice${stopped ? ' notice-stopped' : ''}`, 'data-message-id': message.id, role: 'note' }, stopped ? stopNotice(message) : message.content || '');
+    // A newer message that cut the reply short is no alarm: the neutral notice, not the red one.
+    const kind = stopped ? (interruptedByMessage(message) ? ' notice-interrupted' : ' notice-stopped') : '';
+    return el('div', { className: `notice${kind}`, 'data-message-id': message.id, role: 'note' }, stopped ? stopNotice(message) : message.content || '');
   }
   if (message.role === 'tool') return el('div', { className: 'msg msg-tool', 'data-message-id': message.id }, toolBlock(ctx, null, message));
   const side = ctx.dual && message.side && !human ? ` side-${message.side}` : '';

@@ -40,7 +40,9 @@ def test_chat_page_shows_the_budget_refusal(page: Page, site: Site) -> None:
         box.fill("Hello?")
         box.press("Enter")
         error = page.locator("#page-error")
-        expect(error).to_contain_text("monthly spend budget of $0.00 for the account charlie is used up")
+        expect(error).to_contain_text(
+            "monthly spend budget of $0.00 for the account charlie is used up"
+        )
         expect(box).to_have_value("Hello?")  # kept, to send again later
         # The chat the refused first message started is removed, not left empty in the list.
         expect(page).to_have_url(re.compile(r"/chat/\?agent="))

@@ -28,7 +28,7 @@ def test_a_non_developer_builds_an_agent_and_chats_with_it(site: Site, page: Pag
     admin_login(page, site)
 
     # 1. A test model answering from a script (the only JSON typed is the script itself).
-    page.get_by_role("link", name="Add a model").click()
+    page.get_by_role("link", name="Add to Models").click()  # the dashboard's Set up tiles
     page.locator("#id_name").fill("helper_model")
     page.locator("#id_provider").select_option(label="Test (scripted, no API key)")
     page.locator("#id_model").fill("scripted-helper")
@@ -45,7 +45,7 @@ def test_a_non_developer_builds_an_agent_and_chats_with_it(site: Site, page: Pag
 
     # 2. A prompt on that model, chosen from a list; the preview shows the system prompt.
     page.goto(f"{site.url}/admin/")
-    page.get_by_role("link", name="Add a prompt").click()
+    page.get_by_role("link", name="Add to Prompts").click()
     page.locator("#id_name").fill("helper_prompt")
     # The editor opens on its Instructions tab; the model is on the Model tab.
     page.locator("#id_text").fill("You help people find their way.")
@@ -58,7 +58,7 @@ def test_a_non_developer_builds_an_agent_and_chats_with_it(site: Site, page: Pag
 
     # 3. An agent whose side A runs that prompt, picked from a list.
     page.goto(f"{site.url}/admin/")
-    page.get_by_role("link", name="Add an agent").click()
+    page.get_by_role("link", name="Add to Agents").click()
     page.locator("#id_name").fill("helper_agent")
     page.locator("#id_title").fill("Studio helper")
     page.locator("#id_side_a_prompt").select_option(label="helper_prompt")
@@ -77,6 +77,9 @@ def test_a_non_developer_builds_an_agent_and_chats_with_it(site: Site, page: Pag
     panel = page.locator("#try-agent")
     panel.scroll_into_view_if_needed()
     chat = page.frame_locator("#try-agent iframe")
+    # The chat's script is ready once it has chosen the agent: a Send before that submits the
+    # bare form (a navigation to /chat/?, which then offers the first agent instead).
+    expect(chat.locator("#agent-select")).to_have_value("helper_agent")
     chat.locator("#composer-input").fill("Hello, who are you?")
     chat.get_by_role("button", name="Send").click()
     transcript = chat.locator("#transcript")

@@ -54,7 +54,7 @@ def test_add_an_mcp_server_tick_its_tool_and_chat_with_an_agent_that_calls_it(
 
     # 1. The server: URL and a header whose credential is an env value, then the test.
     page.goto(f"{site.url}/admin/")
-    page.get_by_role("link", name="Add an MCP server").click()
+    page.get_by_role("link", name="Add to MCP servers").click()
     page.locator("#id_name").fill("webtools")
     page.locator("#id_url").fill(mcp_server.url)
     page.locator("#id_headers").fill("Authorization=Bearer ${BROWSER_MCP_TOKEN}")

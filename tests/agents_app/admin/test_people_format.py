@@ -50,3 +50,18 @@ def test_relative_times_read_right_past_and_future(delta: timedelta, text: str) 
 
 def test_a_missing_time_is_a_dash() -> None:
     assert ago_text(None, NOW) == "–"
+
+
+def test_a_failure_says_what_failed_in_a_few_words() -> None:
+    """Issue #55 item 8: the Logs list never says a bare "Failed"."""
+    from agents_app.templatetags.people_format import REASONS, failed_words, reason_words
+
+    assert failed_words("could not reach the provider\ntraceback…") == (
+        "Failed: could not reach the provider"
+    )
+    assert failed_words("x" * 100).endswith("…") and len(failed_words("x" * 100)) == 68
+    assert failed_words("") == "Failed, with no error recorded"
+    for code in ("authentication", "overloaded", "context_too_long", "invalid_request"):
+        assert code in REASONS  # every provider error code has its words
+    assert reason_words("hook_error") == "A hook failed"
+    assert reason_words("brand_new_code") == "Brand new code"

@@ -1,18 +1,16 @@
 """The A2A door (``/a2a``, docs/api.md "A2A"), called the way other agents call it: the
 a2a-sdk's own client (protocol 1.0, JSON-RPC) against a real server.
 
-A uvicorn server in a thread of this process serves ``studio.asgi.application`` (the
-production composition) on the test's database, as ``test_openai_compat`` does; sessions
-run on its loop (the in-process executor). The agents are scripted (the ``test`` provider).
+A uvicorn server in a thread of this process (``door_server``) serves
+``studio.asgi.application`` (the production composition) on the test's database, as
+``test_openai_compat`` does; sessions run on its loop (the in-process executor). The agents are scripted (the ``test`` provider).
 alice and bob are plain users.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import threading
 import time
 from collections.abc import Iterator
 from decimal import Decimal
@@ -20,7 +18,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.client.errors import A2AClientError, AgentCardResolutionError
 from a2a.types.a2a_pb2 import (
@@ -37,62 +34,23 @@ from a2a.types.a2a_pb2 import (
     TaskState,
 )
 from a2a.utils.errors import InvalidParamsError, TaskNotCancelableError, TaskNotFoundError
-from asgiref.sync import sync_to_async
 from django.contrib.auth.models import Group
-from django.db import connections
 from pydantic import BaseModel
 
 from agents_app.base.code_registry import reset_registry
-from agents_app.bridge import async_commit
 from agents_app.models import Agent, SpendBudget, Thread, ThreadSession, UsageLimit
 from agents_app.models import Message as Row
-from agents_app.orchestration import executor
 from agents_app.services.access.api_keys import api_key_create
 from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, PromptDefinition, SideConfig, ToolConfig
 from runtime.providers.test_provider import TestScript
 from runtime.tools.registry import Registry, define_tool
 from tests.agents_app.api.api_support import define_agent
+from tests.agents_app.api.door_server import *  # noqa: F403  (fixtures: server, _sessions_run)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
 WAIT = 20  # seconds a client waits for one answer here
-
-
-@pytest.fixture(scope="module")
-def server(django_db_setup: Any) -> Iterator[str]:
-    """``studio.asgi.application`` on a free port, with an in-process executor of its own."""
-    with pytest.MonkeyPatch.context() as patch:
-        fresh = executor.InProcessExecutor()
-        patch.setattr(executor, "inprocess", fresh)
-        from studio.asgi import application
-
-        config = uvicorn.Config(
-            application, host="127.0.0.1", port=0, lifespan="off", log_level="warning"
-        )
-        running = uvicorn.Server(config)
-        thread = threading.Thread(target=running.run, name="a2a-server", daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 20
-        while not running.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.05)
-        port = running.servers[0].sockets[0].getsockname()[1]
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            with contextlib.suppress(Exception):
-                loop = fresh.loop()
-                asyncio.run_coroutine_threadsafe(async_commit.close(), loop).result(10)
-            running.should_exit = True
-            thread.join(15)
-            asyncio.run(sync_to_async(connections.close_all)())
-
-
-@pytest.fixture(autouse=True)
-def _sessions_run(settings: Any) -> None:
-    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
-    settings.STUDIO_EXECUTOR = "inprocess"
 
 
 def key_of(user: Any) -> str:

@@ -1,9 +1,9 @@
 """The OpenAI-compatible API (``/v1``, docs/api.md "OpenAI-compatible API"), called the way
 its users call it: OpenAI's own Python client against a real server.
 
-A uvicorn server in a thread of this process serves ``studio.asgi.application`` (the
-production composition: ``/v1`` in front of Django) on the test's database; sessions run
-on its loop (the in-process executor), their frames on the in-memory channel layer. The
+A uvicorn server in a thread of this process (``door_server``, shared by the doors' tests)
+serves ``studio.asgi.application`` (the production composition: ``/v1`` in front of Django)
+on the test's database; sessions run on its loop (the in-process executor), their frames on the in-memory channel layer. The
 agents are scripted (the ``test`` provider); ``expectInput`` makes a scripted reply fail
 unless the model was sent what the test says (an image, a tool's result, the history).
 alice and bob are plain users; ops is staff.
@@ -11,26 +11,18 @@ alice and bob are plain users; ops is staff.
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import contextlib
 import io
-import threading
 import time
-from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
 import httpx
 import openai
 import pytest
-import uvicorn
-from asgiref.sync import sync_to_async
 from django.contrib.auth.models import Group
-from django.db import connections
 from PIL import Image
 
-from agents_app.bridge import async_commit
 from agents_app.models import (
     Agent,
     Message,
@@ -40,56 +32,15 @@ from agents_app.models import (
     ThreadSession,
     UsageLimit,
 )
-from agents_app.orchestration import executor
 from agents_app.services.access.api_keys import api_key_create
 from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, PromptDefinition, SideConfig
 from tests.agents_app.api.api_support import define_agent, scripted_model
+from tests.agents_app.api.door_server import *  # noqa: F403  (fixtures: server, _sessions_run)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
 WAIT = 20  # seconds a client waits for one answer here
-
-
-@pytest.fixture(scope="module")
-def server(django_db_setup: Any) -> Iterator[str]:
-    """``studio.asgi.application`` on a free port, with an in-process executor of its own
-    (a loop another test module started must not run these sessions)."""
-    with pytest.MonkeyPatch.context() as patch:
-        fresh = executor.InProcessExecutor()
-        patch.setattr(executor, "inprocess", fresh)
-        from studio.asgi import application
-
-        config = uvicorn.Config(
-            application, host="127.0.0.1", port=0, lifespan="off", log_level="warning"
-        )
-        running = uvicorn.Server(config)
-        thread = threading.Thread(target=running.run, name="openai-api-server", daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 20
-        while not running.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.05)
-        port = running.servers[0].sockets[0].getsockname()[1]
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            # What the server's requests and sessions left open, as close_thread_connections
-            # closes an async test's: the engine's commit connection of the server's loop,
-            # and the connection of asgiref's one shared sync thread (a later test without
-            # database access would otherwise meet it in close_old_connections).
-            with contextlib.suppress(Exception):
-                loop = fresh.loop()
-                asyncio.run_coroutine_threadsafe(async_commit.close(), loop).result(10)
-            running.should_exit = True
-            thread.join(15)
-            asyncio.run(sync_to_async(connections.close_all)())
-
-
-@pytest.fixture(autouse=True)
-def _sessions_run(settings: Any) -> None:
-    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
-    settings.STUDIO_EXECUTOR = "inprocess"
 
 
 def client_of(server: str, user: Any) -> openai.OpenAI:

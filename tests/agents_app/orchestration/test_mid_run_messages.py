@@ -176,6 +176,23 @@ async def test_interrupt_stops_the_session_keeping_its_output_then_answers(
     stopped = [i for i, f in enumerate(frames) if f["type"] == "stopped"]
     assert len(stopped) == 2  # the interrupted session's end, then the answer's
     assert not await sync_to_async(QueuedMessage.objects.exists)()
+    # The stop notice says a newer message cut the reply, not a person's Stop (the chat's
+    # words, issue #55 item 8).
+    notice = await sync_to_async(
+        lambda: Message.objects.get(thread=thread, role="system").metadata
+    )()
+    assert notice == {"stopped_by_user": True, "interrupted_by_message": True}
+
+
+async def test_a_stop_with_no_interrupting_message_is_a_persons_stop(alice: Any) -> None:
+    from agents_app.services.sessions.lifecycle import stop_cleanup
+
+    thread, _ = await _setup(alice, "interrupt", [LOOKUP])
+    await sync_to_async(stop_cleanup)(str(thread.pk), key=None)
+    notice = await sync_to_async(
+        lambda: Message.objects.get(thread=thread, role="system").metadata
+    )()
+    assert notice == {"stopped_by_user": True}
 
 
 async def test_reject_answers_409_and_stores_nothing(alice: Any) -> None:

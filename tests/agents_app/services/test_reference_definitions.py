@@ -214,7 +214,8 @@ def test_every_route_the_reference_studio_reads_answers(as_: Any, ops: Any) -> N
     for path, response in answers.items():
         if "icon" not in path:
             json.loads(response.content)  # JSON, never an HTML page
-    assert answers["/api/handlers"].json() == {"handlers": []}  # handler sides are not ours
+    # The repository's sample side handler (tests/agents_app/api/test_handler_sides.py).
+    assert [h["name"] for h in answers["/api/handlers"].json()["handlers"]] == ["order_desk"]
     assert answers["/api/variables/prompts/p1"].json() == {"variables": []}  # test provider
     missing = client.get("/api/variables/tools/no-such-tool")
     assert missing.status_code == 404 and missing.json()["error"] == "Tool not found: no-such-tool"
