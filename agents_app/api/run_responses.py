@@ -79,7 +79,7 @@ class LogOut(Out):
     attempt: Int
     error: StrOrNull
     error_type: StrOrNull
-    error_origin: Null
+    error_origin: StrOrNull
     finish_reason: StrOrNull
     cost_total: Number
     input_tokens: IntOrNull
