@@ -110,9 +110,13 @@ class LanguageModelAdmin(VersionedAdmin, admin.ModelAdmin):
         prices = (obj.input_price, obj.output_price)
         return " / ".join(per_million(p).removesuffix(" per million tokens") for p in prices)
 
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        obj.egress_approved = bool(request.user.is_superuser)
-        super().save_model(request, obj, form, change)
+    def save_row_only(self, request: HttpRequest, form: Any, row: Any) -> None:
+        # Only a superuser's form shows the box (``get_readonly_fields``); their consent
+        # covers the base URL they saw, which the definition save has just written.
+        if "send_instance_key_to_base_url" in form.cleaned_data:
+            row.send_instance_key_to_base_url = form.cleaned_data["send_instance_key_to_base_url"]
+            row.egress_approved = bool(request.user.is_superuser)
+            row.save(update_fields=["send_instance_key_to_base_url"])
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         # Where the instance's key may go is a superuser's decision (egress key rule).

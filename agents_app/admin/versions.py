@@ -1,11 +1,13 @@
 """Versions in the studio: the "Change note" on save, a definition's history, a side-by-side
 diff of two versions and "Restore this version".
 
-``VersionedAdmin`` is mixed into the agent, prompt and model admins. Their forms save the
-rows themselves (the parent row, then the inline rows), so the version is recorded in
-``save_related``, once everything of the save is written: the one place every admin save
-passes. The pages are thin: data from ``services.definitions.versions`` and
-``pages.definition_diff``.
+``VersionedAdmin`` is mixed into the agent, prompt and model admins. Their forms build and
+validate the definition (``forms.definition_check.DefinitionForm.clean``); the save is
+``services.definitions.saves.studio_save``, the same ``save_definitions`` every writer goes
+through, which also records the version. Django's admin writes nothing itself here: what a form
+holds beside the definition (env values, a model's key permissions) is written inside that
+save's transaction, before the version is recorded. The pages are thin: data from
+``services.definitions.versions`` and ``pages.definition_diff``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from django.views.decorators.http import require_POST
 
 from agents_app.admin.change_context import ChangeContextMixin
 from agents_app.base.errors import Invalid, NotFound
+from agents_app.forms.definition_check import DefinitionRowsFormSet
 from agents_app.pages.definition_diff import changed_count, side_by_side
 from agents_app.services.definitions import saves as definition_saves
 from agents_app.services.definitions import versions
@@ -52,15 +55,38 @@ class VersionedAdmin(ChangeContextMixin):
             fieldsets.append(NOTE_FIELDSET)
         return fieldsets
 
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        """Nothing is written yet: ``save_related`` saves it all at once, with the rows."""
+
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
-        super().save_related(request, form, formsets, change)  # type: ignore[misc]
-        versions.record(
+        obj = form.instance
+        # The definition's own rows (parts, tool entries, fallbacks) are in the definition;
+        # the other inlines (env values) are the studio's to write.
+        extras = [fs for fs in formsets if not isinstance(fs, DefinitionRowsFormSet)]
+        for formset in formsets:
+            if isinstance(formset, DefinitionRowsFormSet):
+                # Writes nothing; fills in what changed, for the admin's history message.
+                formset.save(commit=False)
+
+        def write_extras() -> None:
+            row = self.model.objects.get(name=form.definition.name)
+            obj.pk, obj._state.adding, obj._state.db = row.pk, False, row._state.db
+            self.save_row_only(request, form, row)
+            for formset in extras:
+                self.save_formset(request, form, formset, change)  # type: ignore[attr-defined]
+
+        definition_saves.studio_save(
             self.version_kind,
-            form.instance.name,
+            form.definition,
+            renamed_from=form.original_name,
             author=request.user,
             note=form.cleaned_data.get("change_note") or "",
-            source="admin",
+            after_write=write_extras,
         )
+
+    def save_row_only(self, request: HttpRequest, form: Any, row: Any) -> None:
+        """Columns a form sets that are not part of the definition (``LanguageModelAdmin``:
+        who may send the instance's key where)."""
 
     def change_context(self, request: HttpRequest, obj: Any) -> dict[str, Any]:
         return {

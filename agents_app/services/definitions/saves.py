@@ -1,17 +1,16 @@
 """A definition save: validate a batch against the database plus the batch, write it all or
 nothing, and record each changed agent, prompt and model as its next version.
 
-The HTTP API (``writes``), ``import_definitions`` (``files``), the demo, saved drafts and
-restores (``restore``: an old version saved again) go through ``save_definitions``. The
-studio's forms validate the same definition with the same rules (``forms.definition_check``)
-and let the admin write the rows, recording the version in ``admin.versions`` (issue #53: to be
-brought onto this path). It builds on ``rows`` (rows ↔ definitions, validation) and
-``versions`` (the version records); neither imports it back.
+Every writer goes through ``save_definitions``: the studio's forms (``studio_save``), the
+HTTP API (``writes``), ``import_definitions`` (``files``), the demo, saved drafts and restores
+(``restore``: an old version saved again); tests/agents_app/services/test_one_save_path.py
+holds it. It builds on ``rows`` (rows ↔ definitions, validation) and ``versions`` (the
+version records); neither imports it back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,13 +58,16 @@ def save_definitions(
     author: Any = None,
     note: str = "",
     source: str = "import",
+    after_write: Callable[[], None] | None = None,
 ) -> SaveReport:
     """Validate every definition against the database plus the batch, then save all or nothing.
 
     ``items`` pairs a source label (a file path, a form) with a definition. Raises
     ``DefinitionsInvalid`` with every error of every item; nothing is written then.
     Each agent, prompt and model that changed gets its next version (``author``, ``note``,
-    ``source``: see ``definition_versions``), in the same transaction.
+    ``source``: see ``definition_versions``), in the same transaction. ``after_write`` runs
+    in that transaction once the rows are written and before the versions are recorded: the
+    studio saves there what a form holds beside the definition (``studio_save``).
     """
     defs = [d for _, d in items]
     catalog = build_catalog(defs, strict_code_names=strict_code_names)
@@ -100,6 +102,8 @@ def save_definitions(
             link_prompt_parts(p)
         for a in agents:
             agent_from_definition(a)
+        if after_write is not None:
+            after_write()
         definition_versions.record_many(
             [("models", d.name) for d in models_]
             + [("prompts", d.name) for d in prompts]
@@ -143,3 +147,62 @@ def restore(kind: str, name: str, number: int, *, author: Author = None) -> Defi
     newest = latest(kind, name)
     assert newest is not None
     return newest
+
+
+# What a definition holds that the studio's forms do not show, kept as stored when the form
+# leaves it unset: packaging metadata and prompt variables come from files, provider tools
+# from the API; a form that does not show a field must not erase it.
+KEPT_FROM_ROW: dict[str, tuple[str, ...]] = {
+    "agents": ("package_name", "version", "author", "license"),
+    "prompts": ("variables",),
+    "models": ("provider_tools",),
+}
+ROW_MODELS: dict[str, type[Agent] | type[Prompt] | type[LanguageModel]] = {
+    "agents": Agent,
+    "prompts": Prompt,
+    "models": LanguageModel,
+}
+
+
+def studio_save(
+    kind: str,
+    definition: AgentDefinition | PromptDefinition | ModelDefinition,
+    *,
+    renamed_from: str | None,
+    author: Author,
+    note: str,
+    after_write: Callable[[], None] | None = None,
+) -> SaveReport:
+    """A studio form's save, through ``save_definitions`` like every other writer.
+
+    The form built ``definition`` from its fields and rows and validated it (its ``clean``).
+    A rename moves the row first, so references (foreign keys) follow it. What the form does
+    not show is kept as stored (``KEPT_FROM_ROW``); env values are kept too (secrets never
+    reach a form): the studio's env rows are written by ``after_write``.
+    """
+    with transaction.atomic():
+        rows = ROW_MODELS[kind].objects
+        if renamed_from and renamed_from != definition.name:
+            rows.filter(name=renamed_from).update(name=definition.name)
+        stored = current_dump(kind, definition.name)
+        if stored is not None:
+            definition = _with_kept_values(kind, definition, parse_definition(kind, stored))
+        return save_definitions(
+            [(f"{kind}/{definition.name}", definition)],
+            author=author,
+            note=note,
+            source=DefinitionVersion.Source.ADMIN,
+            after_write=after_write,
+        )
+
+
+def _with_kept_values(kind: str, definition: Any, stored: Any) -> Any:
+    kept = {
+        field: getattr(stored, field)
+        for field in KEPT_FROM_ROW[kind]
+        if getattr(definition, field) is None and getattr(stored, field) is not None
+    }
+    env = getattr(stored, "env", None)
+    if env and getattr(definition, "env", None) is None:
+        kept["env"] = dict.fromkeys(env)  # null keeps each value as stored
+    return definition.model_copy(update=kept) if kept else definition
