@@ -364,7 +364,7 @@ def log_item(row: Log, *, stopped: bool = False) -> dict[str, Any]:
         "attempt": row.attempt,
         "error": row.error or None,
         "error_type": row.error_type or None,
-        "error_origin": None,
+        "error_origin": row.error_origin or None,
         "finish_reason": row.finish_reason or None,
         "cost_total": float(row.cost_total),
         "input_tokens": row.input_tokens,

@@ -25,6 +25,7 @@ from agents_app.admin.charts import (
     stacked_bars,
 )
 from agents_app.base.errors import Invalid
+from agents_app.base.people_format import plural, usd, whole
 from agents_app.pages.usage_charts import (
     DEFAULT_DAYS,
     DateRange,
@@ -36,7 +37,6 @@ from agents_app.pages.usage_charts import (
     sessions_by_day,
     usage_by_day,
 )
-from agents_app.templatetags.people_format import plural, usd, whole
 
 OTHER = "other"
 QUICK_RANGES = (7, 14, 30, 90)

@@ -23,11 +23,11 @@ from agents_app.admin.display import json_block, verbatim
 from agents_app.admin.eval_files import DatasetFilesMixin
 from agents_app.admin.read_only import ReadOnlyAdmin
 from agents_app.base.errors import DomainError
+from agents_app.base.people_format import duration, money_fine
 from agents_app.forms.evals import CaseForm, RunForm
 from agents_app.models import EvalCase, EvalDataset, EvalResult, EvalRun
 from agents_app.orchestration.eval_runs import run_cancel, run_start
 from agents_app.services.evals import checks as evals
-from agents_app.templatetags.people_format import duration, money_fine
 
 
 class CaseInline(admin.StackedInline):

@@ -13,9 +13,9 @@ from django.urls import path
 from agents_app.admin.display import OrderColumn
 from agents_app.admin.model_picker import ModelPickerWidget, discover_view, test_connection_view
 from agents_app.admin.versions import VersionedAdmin
+from agents_app.base.people_format import per_million
 from agents_app.forms import LanguageModelForm, ModelFallbackForm, ModelFallbackFormSet
 from agents_app.models import LanguageModel, ModelFallback
-from agents_app.templatetags.people_format import per_million
 
 
 class ModelFallbackInline(OrderColumn, admin.TabularInline):

@@ -9,8 +9,8 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from agents_app.base.people_format import REASONS
 from agents_app.selectors import STOPPED_LOG_TYPE, cut_short_by_a_stop, stopped_by_a_person
-from agents_app.templatetags.people_format import REASONS
 
 
 def _words(code: str) -> str:

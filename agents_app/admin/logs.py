@@ -16,9 +16,7 @@ from agents_app.admin.env import secret_masker
 from agents_app.admin.log_filters import EndedFilter, ErrorFilter, FinishedFilter
 from agents_app.admin.log_sources import provider_tools_html, sources_html
 from agents_app.admin.read_only import ReadOnlyAdmin
-from agents_app.models import Log
-from agents_app.selectors import STOPPED_LOG_TYPE, log_stopped, with_stops
-from agents_app.templatetags.people_format import (
+from agents_app.base.people_format import (
     REASONS,
     duration,
     failed_words,
@@ -27,6 +25,8 @@ from agents_app.templatetags.people_format import (
     money_fine,
     reason,
 )
+from agents_app.models import Log
+from agents_app.selectors import STOPPED_LOG_TYPE, log_stopped, with_stops
 
 
 def _masker(obj: Log) -> Callable[[str], str]:

@@ -19,6 +19,7 @@ from agents_app.admin.read_only import ReadOnlyAdmin, ReadOnlyInline
 from agents_app.admin.thread_actions import ThreadActionsMixin
 from agents_app.admin.thread_branches import ThreadBranchesMixin
 from agents_app.admin.thread_live import ThreadLiveInspectorMixin
+from agents_app.base.people_format import local_time, reason, worker
 from agents_app.models import (
     Message,
     Thread,
@@ -29,7 +30,6 @@ from agents_app.models import (
 )
 from agents_app.pages.thread_inspector import thread_inspection
 from agents_app.services.threads.changes import thread_delete
-from agents_app.templatetags.people_format import local_time, reason, worker
 
 
 def tool_summary(obj: Message) -> str:

@@ -40,6 +40,7 @@ from agents_app.api import (
     storage,
     threads,
     triggers,
+    user_values,
     variables,
     webhooks,
 )
@@ -149,6 +150,7 @@ definition_writes.register(catalog.router)
 ROUTERS: list[tuple[str, Router]] = [
     ("/auth", auth.router),
     ("/api-keys", keys.router),
+    ("/users/me", user_values.router),
     ("", env.router),
     ("", model_catalog.router),
     ("", catalog.router),

@@ -107,6 +107,10 @@ API_ROUTES: dict[tuple[str, str], Rule] = {
         "for a login token) to create one."
     ),
     ("DELETE", "/api-keys/{key_id}"): _SIGNED,
+    # Your own account-wide values (spec 0.2.0 user KV): always the caller's.
+    ("GET", "/users/me/kv"): _SIGNED,
+    ("POST", "/users/me/kv"): _SIGNED,
+    ("DELETE", "/users/me/kv"): _SIGNED,
     ("GET", "/envs/instance"): Perm(ENV_VIEW),
     ("PATCH", "/envs/instance"): Perm(ENV_CHANGE),
     ("GET", "/users/me/env"): _SIGNED,

@@ -168,6 +168,7 @@ def log_values(thread_id: str, x: LogRecord) -> dict[str, Any]:
         "time_to_first_token_ms": x.time_to_first_token_ms,
         "error": x.error or "",
         "error_type": x.error_type,
+        "error_origin": x.error_origin,
         "is_complete": x.is_complete,
         "definition_versions": x.definition_versions,
         "created_at": x.created_at,

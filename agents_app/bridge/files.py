@@ -96,6 +96,9 @@ class FileStoreMixin:
     async def remove_dir(self, thread_id: str, path: str) -> bool:
         return await sync_to_async(service.remove)(thread_id, path, directory_only=True)
 
+    async def move_file(self, thread_id: str, src: str, dst: str) -> FileRecord:
+        return await sync_to_async(service.move)(thread_id, src, dst)
+
     async def make_dir(self, thread_id: str, path: str) -> FileRecord:
         made, _ = await sync_to_async(service.make_dir)(thread_id, path)
         return made

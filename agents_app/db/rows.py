@@ -62,6 +62,7 @@ LOG_FIELDS = [
     "time_to_first_token_ms",
     "error",
     "error_type",
+    "error_origin",
     "is_complete",
     "created_at",
     "definition_versions",

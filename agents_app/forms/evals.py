@@ -14,12 +14,12 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from agents_app.base.errors import DomainError
+from agents_app.base.people_format import REASONS
 from agents_app.forms.fields import PrettyJSONField
 from agents_app.models import Agent, EvalCase, EvalRun
 from agents_app.services.definitions import versions as definition_versions
 from agents_app.services.evals import pins as eval_pins
 from agents_app.services.evals.words import check_problems, env_problems, message_problems
-from agents_app.templatetags.people_format import REASONS
 from runtime.core.progress import STOP_REASONS
 
 

@@ -18,11 +18,11 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from agents_app.base.errors import DomainError
+from agents_app.base.people_format import duration
 from agents_app.forms.fields import KeyValueLinesField
 from agents_app.models import Schedule
 from agents_app.services.automation import schedule_timing as timing
 from agents_app.services.automation import schedules
-from agents_app.templatetags.people_format import duration
 
 CONFIRM = "confirm"
 # cronsim's refusals, saying which field and what it takes.

@@ -2,7 +2,7 @@
 
 Dependency direction (a module may import only those to its right):
 threads/messages/logs/values/files/effects/sessions/idempotency/versions → agents → prompts → language_models;
-env → agents, prompts, threads; api_keys, retention, mcp_servers, audit, identity → (nothing); feedback, evals → messages, threads, agents; limits → agents, api_keys.
+env → agents, prompts, threads; api_keys, user_values, retention, mcp_servers, audit, identity → (nothing); feedback, evals → messages, threads, agents; limits → agents, api_keys.
 
 Timestamps follow the reference wire format where it is fixed to a column:
 message and log times are integer microseconds; everything else is a datetime
@@ -30,6 +30,7 @@ from agents_app.models.schedules import Schedule, ScheduleRun
 from agents_app.models.sessions import ThreadSession
 from agents_app.models.threads import Thread
 from agents_app.models.triggers import Trigger
+from agents_app.models.user_values import UserValue
 from agents_app.models.values import ThreadValue
 from agents_app.models.versions import DefinitionDraft, DefinitionKind, DefinitionVersion
 from agents_app.models.webhooks import WebhookDelivery, WebhookSubscription
@@ -73,6 +74,7 @@ __all__ = [
     "ThreadSession",
     "ThreadValue",
     "Trigger",
+    "UserValue",
     "WebhookDelivery",
     "WebhookSubscription",
     "UsageLimit",

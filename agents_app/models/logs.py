@@ -62,6 +62,9 @@ class Log(models.Model):
     time_to_first_token_ms = models.PositiveIntegerField(null=True, blank=True)
     error = models.TextField(blank=True)
     error_type = models.CharField(max_length=64, blank=True)
+    # spec 0.2.0 ErrorOrigin: runtime, provider:<name>, tool:<name>, hook:<id> (a tool name
+    # is at most 200 characters, a hook id as long as a tool's; "" without an error).
+    error_origin = models.CharField(max_length=255, blank=True, default="")
     is_complete = models.BooleanField(default=False)
     # Which definition versions the request ran on: {"agents/<name>": 3, "prompts/<name>": 2,
     # "models/<name>": 1} ("draft" for a draft being tried). Null when not recorded.

@@ -120,7 +120,7 @@ class ScheduleRun(models.Model):
 
     def __str__(self) -> str:
         # Titled in words in the schedule's own zone: "Run of Tue 3 Dec 09:00 (Europe/Paris)".
-        from agents_app.templatetags.people_format import zoned
+        from agents_app.base.people_format import zoned
 
         zone = self.schedule.timezone
         kind = "Run by hand," if self.manual else "Run of"

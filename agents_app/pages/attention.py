@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from django.db.models import Q
 from django.utils import timezone
 
+from agents_app.base.people_format import money, reason_words
 from agents_app.models import (
     Agent,
     EnvValue,
@@ -32,7 +33,6 @@ from agents_app.models import (
     WebhookSubscription,
 )
 from agents_app.services.access.limits import agent_spend, user_spend
-from agents_app.templatetags.people_format import money, reason_words
 
 # Attention items shown per kind; the item's link leads to the full, filtered list.
 SHOWN = 3

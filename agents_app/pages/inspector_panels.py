@@ -17,11 +17,11 @@ from urllib.parse import quote
 from django.utils import timezone
 
 from agents_app import selectors
+from agents_app.base.people_format import ago_text, usd
 from agents_app.models import ScheduledEffect, Thread, ThreadFile, ThreadSession, ThreadValue
 from agents_app.services.env.redaction import thread_redactor
 from agents_app.services.sessions import tool_waits
 from agents_app.services.sessions.lifecycle import active_session, parked_session
-from agents_app.templatetags.people_format import ago_text, usd
 
 MAX_ROWS = 100
 # An effect's status as a person says it (the model's choice labels are developer words).

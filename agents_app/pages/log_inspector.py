@@ -13,9 +13,9 @@ import json
 from typing import Any
 
 from agents_app import selectors, wire
+from agents_app.base.people_format import usd
 from agents_app.models import Log, Thread
 from agents_app.services.env.redaction import thread_redactor
-from agents_app.templatetags.people_format import usd
 from runtime.providers.curl import curl_command, wire_of
 from runtime.providers.inspect import CannotRender
 from runtime.providers.registry import ADAPTERS

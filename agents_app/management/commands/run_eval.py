@@ -11,12 +11,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
 from agents_app.base.errors import DomainError
+from agents_app.base.people_format import money_fine
 from agents_app.bridge import async_commit
 from agents_app.models import EvalRun, ThreadSession
 from agents_app.orchestration.eval_runs import advance, run_start
 from agents_app.services.evals import checks as evals
 from agents_app.services.evals import files as eval_files
-from agents_app.templatetags.people_format import money_fine
 from studio.event_loop import new_loop
 
 

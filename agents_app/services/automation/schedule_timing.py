@@ -18,8 +18,8 @@ from zoneinfo import ZoneInfo
 
 from cronsim import CronSim, CronSimError
 
+from agents_app.base.people_format import zoned
 from agents_app.services.automation.schedules import ScheduleSpec
-from agents_app.templatetags.people_format import zoned
 
 MINUTES, HOURS, DAILY, WEEKDAYS, WEEKLY, MONTHLY, ADVANCED = (
     "minutes",

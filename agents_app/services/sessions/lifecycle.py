@@ -324,7 +324,7 @@ def stop_cleanup(
     # A request a person stopped is no failure of the model's: no error, so no chart or
     # list counts it as one.
     Log.objects.filter(thread_id=thread_id, is_complete=False).update(
-        is_complete=True, error="", error_type=STOPPED_LOG_TYPE
+        is_complete=True, error="", error_type=STOPPED_LOG_TYPE, error_origin=""
     )
     created_at = _next_created_at(thread_id)
     for caller, call in _open_tool_calls(thread_id):
@@ -410,7 +410,7 @@ def _keep_stopped_replies(
     logs = [row.log_id for row in kept if row.log_id]
     if logs:
         Log.objects.filter(thread_id=thread_id, pk__in=logs, error_type="interrupted").update(
-            error="", error_type=STOPPED_LOG_TYPE
+            error="", error_type=STOPPED_LOG_TYPE, error_origin=""
         )
     return kept
 

@@ -288,6 +288,28 @@ def make_dir(thread_id: str, path: str) -> tuple[FileRecord, bool]:
 
 
 @transaction.atomic
+def move(thread_id: str, src: str, dst: str) -> FileRecord:
+    """Move a file or a directory with its entries (``Store.move_file``). Only paths change:
+    the blobs are named apart from paths, so nothing is copied."""
+    check_thread(thread_id)
+    fs.check_move(src, dst)
+    moving = ThreadFile.objects.select_for_update().filter(thread_id=thread_id)
+    rows = list(moving.filter(Q(path=src) | Q(path__startswith=src + "/")))
+    if not any(row.path == src for row in rows):
+        raise FileNotFoundError(f"No such file or directory: {src}")
+    if ThreadFile.objects.filter(thread_id=thread_id, path=dst).exists():
+        raise FileExistsError(f"Destination already exists: {dst}")
+    # Nothing under ``dst`` can exist either: every entry's parents are rows, so the unique
+    # (thread, path) constraint holds for the one UPDATE below.
+    _ensure_dirs(thread_id, posixpath.dirname(dst))
+    for row in rows:
+        row.path = fs.moved_path(row.path, src, dst)
+        row.name = posixpath.basename(row.path)
+    ThreadFile.objects.bulk_update(rows, ["path", "name"])
+    return record(next(row for row in rows if row.path == dst))
+
+
+@transaction.atomic
 def remove(thread_id: str, path: str, *, directory_only: bool = False) -> bool:
     """Delete a file or an empty directory; ``False`` when nothing was there."""
     check_thread(thread_id)

@@ -12,6 +12,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from agents_app.base.people_format import money_fine, per_million, reason, worker
 from agents_app.models import (
     Agent,
     EvalDataset,
@@ -25,7 +26,6 @@ from agents_app.models import (
 )
 from agents_app.models.timestamps import now_us
 from agents_app.services.evals import checks as evals
-from agents_app.templatetags.people_format import money_fine, per_million, reason, worker
 
 pytestmark = pytest.mark.django_db
 

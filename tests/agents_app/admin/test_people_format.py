@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from agents_app.templatetags.people_format import ago_text, usd
+from agents_app.base.people_format import ago_text, usd
 
 NOW = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)
 
@@ -54,7 +54,7 @@ def test_a_missing_time_is_a_dash() -> None:
 
 def test_a_failure_says_what_failed_in_a_few_words() -> None:
     """Issue #55 item 8: the Logs list never says a bare "Failed"."""
-    from agents_app.templatetags.people_format import REASONS, failed_words, reason_words
+    from agents_app.base.people_format import REASONS, failed_words, reason_words
 
     assert failed_words("could not reach the provider\ntraceback…") == (
         "Failed: could not reach the provider"
