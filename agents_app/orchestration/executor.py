@@ -61,6 +61,11 @@ class InProcessExecutor:
                 self._own.start()
             return self._loop
 
+    def running_loop(self) -> asyncio.AbstractEventLoop | None:
+        """The loop sessions run on, if one is running (to close what lives on it)."""
+        loop = self._loop
+        return loop if loop is not None and loop.is_running() else None
+
     def submit(self, coro: Any) -> Future[Any]:
         loop = self.loop()
         if loop not in self._sweeping:

@@ -10,33 +10,23 @@ is owned by a live worker.
 from __future__ import annotations
 
 import asyncio
-import threading
 from typing import Any
 
 from celery import shared_task
 from celery.signals import worker_process_init, worker_ready, worker_shutdown
 
 from agents_app.base.task_names import RUN_SESSION
+from agents_app.orchestration.executor import inprocess, run_detached
 from runtime.core import tracing
-from studio.event_loop import new_loop
-
-_loop: asyncio.AbstractEventLoop | None = None
-_loop_lock = threading.Lock()
 
 
 def worker_loop() -> asyncio.AbstractEventLoop:
-    """This process's session loop (started lazily, after any fork)."""
-    global _loop
-    with _loop_lock:
-        if _loop is None or _loop.is_closed():
-            _loop = new_loop()
-            threading.Thread(target=_loop.run_forever, name="studio-sessions", daemon=True).start()
-        return _loop
+    """This process's session loop: the in-process executor's own (started lazily, after any
+    fork), so a worker and an embedded server run sessions on the same kind of loop."""
+    return inprocess.loop()
 
 
 def run_on_worker_loop(coro: Any) -> Any:
-    from agents_app.orchestration.executor import run_detached
-
     return run_detached(coro, worker_loop()).result()
 
 
@@ -55,10 +45,11 @@ def warm_up(**_: Any) -> None:
 @worker_shutdown.connect
 def close_mcp_connections(**_: Any) -> None:
     """Close this worker's MCP connections on their loop (a stdio server is a child process)."""
-    if _loop is not None and _loop.is_running():
+    loop = inprocess.running_loop()
+    if loop is not None:
         from runtime.mcp.client import POOL
 
-        asyncio.run_coroutine_threadsafe(POOL.aclose(), _loop).result(timeout=20)
+        asyncio.run_coroutine_threadsafe(POOL.aclose(), loop).result(timeout=20)
 
 
 @shared_task(name=RUN_SESSION, acks_late=True)
