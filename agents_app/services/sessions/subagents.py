@@ -14,8 +14,9 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 
-from agents_app.models import QueuedMessage, Thread
+from agents_app.models import QueuedMessage, Thread, ThreadSession
 from agents_app.services.sessions import lifecycle as sessions
 from agents_app.wire import micros
 
@@ -42,21 +43,40 @@ class DjangoHost:
 
 
 def subagent_registry(thread: Thread) -> list[dict[str, Any]]:
-    """The parent's registry in the reference's shape, plus ``name`` and ``createdAt`` (µs)."""
-    children = Thread.objects.select_related("agent").filter(parent=thread).order_by("created_at")
-    return [
-        {
-            "id": str(c.pk),
-            "reference": str(c.pk),
-            "relationship": c.relationship or c.agent.name,
-            "agent_name": c.agent.name,
-            "title": c.agent.title or c.agent.name,
-            "name": c.display_name or c.agent.name,
-            "threadName": c.display_name or None,
-            "status": c.child_status or "running",
-            "blocking": (c.subagent_config or {}).get("blocking"),
-            "resumable": (c.subagent_config or {}).get("resumable"),
-            "createdAt": micros(c.created_at),
-        }
-        for c in children
-    ]
+    """The parent's registry in the reference's shape (spec 0.2.0: ``owner``, the parent's side
+    that owns the relationship, ``initialArguments``, and ``awaiting_human`` for a child whose
+    last session parked for a person), plus ``name`` and ``createdAt`` (µs)."""
+    last_stop = (
+        ThreadSession.objects.filter(thread_id=OuterRef("pk"))
+        .order_by("-created_at")
+        .values("stop_reason")[:1]
+    )
+    children = (
+        Thread.objects.select_related("agent")
+        .filter(parent=thread)
+        .annotate(last_stop=Subquery(last_stop))
+        .order_by("created_at")
+    )
+    return [_entry(c) for c in children]
+
+
+def _entry(c: Any) -> dict[str, Any]:
+    link = c.subagent_config or {}
+    status = c.child_status or "running"
+    if status in ("running", "idle") and c.last_stop == "awaiting_human":
+        status = "awaiting_human"
+    return {
+        "id": str(c.pk),
+        "reference": str(c.pk),
+        "relationship": c.relationship or c.agent.name,
+        "agent_name": c.agent.name,
+        "title": c.agent.title or c.agent.name,
+        "name": c.display_name or c.agent.name,
+        "threadName": c.display_name or None,
+        "status": status,
+        "owner": link.get("owner_side"),
+        "initialArguments": link.get("arguments") or {},
+        "blocking": link.get("blocking"),
+        "resumable": link.get("resumable"),
+        "createdAt": micros(c.created_at),
+    }

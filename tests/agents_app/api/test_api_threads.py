@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agents_app.models import EnvValue, Log, Message, Thread
+from agents_app.models import EnvValue, Log, Message, Thread, ThreadSession
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 from tests.agents_app.api.api_support import define_agent
 
@@ -252,6 +252,32 @@ def test_subagents_lists_children(as_: Any, alice: Any, thread_of: Any) -> None:
     [entry] = as_(alice).get(f"/api/threads/{root.pk}/subagents").json()["subagents"]
     assert entry["agent_name"] == "helper" and entry["threadName"] == "Researcher"
     assert entry["status"] == "idle"
+
+
+def test_i5_registry_entries_carry_owner_initial_arguments_and_awaiting_human(
+    as_: Any, alice: Any, thread_of: Any
+) -> None:
+    root = thread_of(alice)
+    child = Thread.objects.create(
+        agent=root.agent,
+        origin_agent=root.agent,
+        owner=alice,
+        parent=root,
+        child_status="idle",
+        subagent_config={"blocking": False, "owner_side": "b", "arguments": {"topic": "tides"}},
+    )
+    plain = Thread.objects.create(
+        agent=root.agent, origin_agent=root.agent, owner=alice, parent=root
+    )
+    ThreadSession.objects.create(thread=child, status="completed", stop_reason="awaiting_human")
+    ThreadSession.objects.create(thread=plain, status="completed", stop_reason="stop_on_response")
+    entries = as_(alice).get(f"/api/threads/{root.pk}/subagents").json()["subagents"]
+    by_id = {e["id"]: e for e in entries}
+    assert by_id[str(child.pk)]["owner"] == "b"
+    assert by_id[str(child.pk)]["initialArguments"] == {"topic": "tides"}
+    assert by_id[str(child.pk)]["status"] == "awaiting_human"
+    assert (by_id[str(plain.pk)]["owner"], by_id[str(plain.pk)]["initialArguments"]) == (None, {})
+    assert by_id[str(plain.pk)]["status"] == "running"
 
 
 def test_cost_sums_the_subtree(as_: Any, alice: Any, thread_of: Any) -> None:
