@@ -32,6 +32,14 @@
       for (const name of ["base_url", "send_instance_key_to_base_url"]) {
         show(row(name), chosen !== "test");
       }
+      // The provider model id: optional for Test, and said so where the vendors' examples stood.
+      const modelHelp = document.querySelector("#id_model_helptext div, #id_model_helptext");
+      if (modelHelp) {
+        if (!modelHelp.dataset.vendorText) modelHelp.dataset.vendorText = modelHelp.textContent;
+        modelHelp.textContent = chosen === "test"
+          ? "Optional for a Test model: a label of your own (\u201cscripted\u201d when left empty). It answers from the script below."
+          : modelHelp.dataset.vendorText;
+      }
       const picker = document.querySelector(".studio-model-picker");
       if (picker) {
         for (const part of picker.querySelectorAll(".studio-test-connection, .studio-picker-open")) {

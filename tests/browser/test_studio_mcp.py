@@ -96,6 +96,8 @@ def test_add_an_mcp_server_tick_its_tool_and_chat_with_an_agent_that_calls_it(
     expect(page.locator(".messagelist .success")).to_contain_text("was added successfully")
     page.locator("#try-agent").scroll_into_view_if_needed()
     chat = page.frame_locator("#try-agent iframe")
+    # Ready once the chat's script has chosen the agent (a Send before that submits the bare form).
+    expect(chat.locator("#agent-select")).to_have_value("mcp_agent")
     chat.locator("#composer-input").fill("Please call the echo tool.")
     chat.get_by_role("button", name="Send").click()
     expect(chat.locator("#transcript")).to_contain_text(REPLY, timeout=30_000)

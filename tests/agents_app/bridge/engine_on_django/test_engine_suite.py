@@ -20,6 +20,7 @@ from tests.runtime.store.test_files_store import *  # noqa: F403
 from tests.runtime.store.test_store_protocol import *  # noqa: F403
 from tests.runtime.test_logs_and_events import *  # noqa: F403
 from tests.runtime.test_resume import *  # noqa: F403
+from tests.runtime.test_spec_0_2_0_hooks_and_state import *  # noqa: F403
 from tests.runtime.test_spec_agentbuilder_sides import *  # noqa: F403
 from tests.runtime.test_spec_definitions_and_types import *  # noqa: F403
 from tests.runtime.test_spec_engine_rules import *  # noqa: F403
