@@ -9,6 +9,7 @@ in snake_case: ``state.get_messages``, ``state.inject_message``,
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
 import json
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
@@ -56,6 +57,7 @@ from runtime.store.protocol import (
     ReaddirResult,
     ThreadRecord,
     UserRecord,
+    UserValuePage,
 )
 from runtime.store.recorder import Batch, Recorder
 from runtime.store.storable import storable, storable_text
@@ -74,6 +76,10 @@ def json_only(what: str, value: Any) -> None:
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{what} must be JSON-serializable: {exc}") from None
 
+
+# The reference's user KV limits (key length, page size).
+USER_KEY_MAX = 512
+USER_LIST_MAX = 500
 
 # The env tiers whose values outrank a prompt's (and its tool entries') values.
 _OUTRANK_PROMPT = ("thread", "agent")
@@ -355,6 +361,22 @@ class ThreadState:
     def parent_id(self) -> str | None:
         """The parent thread (for child threads)."""
         return self._thread.parent_id
+
+    @property
+    def prompt_name(self) -> str | None:
+        """The prompt this state runs under (``None`` for a state at rest without one)."""
+        return self._prompt_name
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """The arguments this thread was created with (spec 0.2.0 ``state.arguments``): a
+        subagent child's ``subagent_create`` ``arguments`` (or an agent tool's initial
+        arguments), kept for the child's life; ``{}`` for a thread created without any.
+        A copy: changing it changes nothing stored."""
+        # The link's stored ``arguments`` (``runtime.delegation.link.SubagentLink``, a layer
+        # above this one, so read as the stored JSON it documents).
+        stored = (self._thread.subagent or {}).get("arguments")
+        return copy.deepcopy(stored) if isinstance(stored, dict) else {}
 
     # --- messages ---------------------------------------------------------------------
 
@@ -658,6 +680,40 @@ class ThreadState:
         """Durable values whose key starts with ``prefix``."""
         return await self._deps.store.list_values(self.thread_id, prefix)
 
+    # --- user values (spec 0.2.0 user KV) -------------------------------------------------
+    # The thread owner's account-wide values: what agents remember about a person across
+    # threads. A thread without an owner has none (``LookupError``).
+
+    def _owner(self) -> str:
+        if self._thread.user_id is None:
+            raise LookupError("This thread has no owner, so it has no user values.")
+        return self._thread.user_id
+
+    async def get_user_value(self, key: str) -> Any:
+        """The owner's value under ``key`` exactly as set, or ``None``."""
+        return await self._deps.store.get_user_value(self._owner(), storable_text(key))
+
+    async def set_user_value(self, key: str, value: Any) -> None:
+        """Store an account-wide value of the owner (``None`` deletes it); JSON only. Shown
+        redacted like ``set_value``'s (``/api/users/me/kv``), returned exactly here."""
+        owner, key = self._owner(), storable_text(key)
+        if not 1 <= len(key) <= USER_KEY_MAX:
+            raise ValueError(f"A user value's key is 1 to {USER_KEY_MAX} characters.")
+        exact = None
+        if value is not None:
+            json_only(f"setUserValue('{key}') value", value)
+            exact = storable(value)
+            value = storable((await self._recorder.ready()).data(value))
+            exact = None if exact == value else exact
+        await self._deps.store.set_user_value(owner, key, value, exact)
+
+    async def list_user_values(
+        self, prefix: str = "", limit: int = 100, offset: int = 0
+    ) -> UserValuePage:
+        """The owner's values whose key starts with ``prefix``, by key (``limit`` 1–500)."""
+        limit = max(1, min(limit, USER_LIST_MAX))
+        return await self._deps.store.list_user_values(self._owner(), prefix, limit, max(0, offset))
+
     # --- env --------------------------------------------------------------------------
 
     async def env(self, name: str) -> str:
@@ -739,7 +795,8 @@ class ThreadState:
 
     # --- files ------------------------------------------------------------------------
     # Paths are normalized here (``FilePathError``, a ``ValueError``, for traversal); every
-    # change is announced as a ``file_created`` / ``file_updated`` / ``file_deleted`` event.
+    # change is announced as a ``file_created`` / ``file_updated`` / ``file_deleted`` /
+    # ``file_moved`` event.
 
     async def write_file(
         self,
@@ -858,6 +915,27 @@ class ThreadState:
     async def rmdir_file(self, path: str) -> bool:
         """Spec ``rmdirFile`` (alias of ``rmdir``)."""
         return await self.rmdir(path)
+
+    async def move_file(self, src: str, dst: str) -> FileRecord:
+        """Move a file or a directory (with its entries) to ``dst`` (spec 0.2.0 ``moveFile``);
+        its record there. Missing parents of ``dst`` are created. Refused, with nothing
+        changed: a missing ``src`` (``FileNotFoundError``), an existing ``dst``
+        (``FileExistsError``), a path outside the thread's tree, the root, or a directory
+        into itself (``FilePathError``). Announced as ``file_moved`` ``{from, path, file}``,
+        then ``file_deleted`` and ``file_created`` as the reference does."""
+        source, target = normalize_path(src), normalize_path(dst)
+        record = await self._deps.store.move_file(self.thread_id, source, target)
+        wire = files.file_wire(record)
+        self.emit("file_moved", {"from": source, "path": record.path, "file": wire})
+        self.emit("file_deleted", {"path": source})
+        self.emit("file_created", {"path": record.path, "file": wire})
+        return record
+
+    async def rename_file(self, path: str, new_name: str) -> FileRecord:
+        """Rename an entry within its directory (spec 0.2.0 ``renameFile``): ``move_file``
+        to ``new_name``, which must be one path segment (``FilePathError`` otherwise)."""
+        source = normalize_path(path)
+        return await self.move_file(source, files.rename_target(source, new_name))
 
     async def get_file_stats(self) -> FileStats:
         """File count, directory count and total size of the files."""

@@ -68,12 +68,18 @@ class InPerson:
 
 @dataclass(frozen=True)
 class Perm:
-    """One Django permission (``app_label.codename``)."""
+    """One Django permission (``app_label.codename``), and ``also`` those a studio page asks
+    for together with it (uploading an eval dataset file adds and changes datasets)."""
 
     codename: str
+    also: tuple[str, ...] = ()
+
+    @property
+    def codenames(self) -> tuple[str, ...]:
+        return (self.codename, *self.also)
 
     def describe(self) -> str:
-        return f"permission {self.codename}"
+        return "permission " + " and ".join(self.codenames)
 
 
 @dataclass(frozen=True)
@@ -151,6 +157,11 @@ API_ROUTES: dict[tuple[str, str], Rule] = {
     ("GET", "/variables/tools/{name}"): Perm(PROMPTS_VIEW),
     # Evals (docs/observability.md): the studio's eval permissions.
     ("GET", "/evals/datasets"): Perm("agents_app.view_evaldataset"),
+    ("GET", "/evals/datasets/{name}/file"): Perm("agents_app.view_evaldataset"),
+    # As the studio's "Upload a dataset file": it may create a dataset or change one.
+    ("POST", "/evals/datasets/file"): Perm(
+        "agents_app.add_evaldataset", also=("agents_app.change_evaldataset",)
+    ),
     ("POST", "/evals/runs"): Perm("agents_app.add_evalrun"),
     ("GET", "/evals/runs"): Perm("agents_app.view_evalrun"),
     ("GET", "/evals/runs/{run_id}"): Perm("agents_app.view_evalrun"),

@@ -65,6 +65,9 @@ HOOK_NAMES = (
     "after_thread_created",
     "after_subagent_created",
     "after_system_message",
+    # spec 0.2.0: observational, beside the events of the same names
+    "tool_call_started",
+    "tool_call_done",
 )
 
 

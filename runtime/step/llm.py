@@ -34,6 +34,7 @@ from runtime.providers.base import (
     Usage,
 )
 from runtime.providers.pricing import cost_of
+from runtime.store.error_origin import provider_origin
 from runtime.store.protocol import LogRecord
 from runtime.store.storable import SeenPrefix
 
@@ -316,6 +317,7 @@ def failed_log(
         log,
         error=truncate_error(error.message),
         error_type=error.code,
+        error_origin=provider_origin(log.provider),
         status_code=error.status,
         latency_ms=latency_ms,
         is_complete=True,
@@ -329,6 +331,7 @@ def interrupted_log(log: LogRecord) -> LogRecord:
         log,
         error="Request did not complete (the session was interrupted)",
         error_type="interrupted",
+        error_origin="runtime",
         is_complete=True,
     )
 

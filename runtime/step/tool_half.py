@@ -1,10 +1,11 @@
 """The tool half of a step: run the calls of an assistant message and store each result.
 
-Per call: ``tool_started`` telemetry and a ``tool_call_started`` event; the
+Per call: ``tool_started`` telemetry, a ``tool_call_started`` event and hook; the
 call is dispatched (native tool, sub-prompt, agent, handoff, stop tool);
-argument errors and exceptions become error results the model sees; then
-``after_tool_call_success``/``_failure``, ``before_store_tool_result``, new
-attachments stored under ``/attachments/``, ``before_create_message``; the
+argument errors and exceptions become error results the model sees; then the
+``tool_call_done`` event and hook, ``after_tool_call_success``/``_failure``,
+``before_store_tool_result``, new attachments stored under ``/attachments/``,
+``before_create_message``; the
 result row and a tool log are committed together. Calls run one by one, or
 concurrently when the prompt sets ``parallelToolCalls``; either way results
 are stored in call order. The last result is not committed here: it goes out
@@ -35,6 +36,7 @@ from runtime.definitions.loader import DefinitionLoader
 from runtime.deps import Deps
 from runtime.state import ExecutionControl, ThreadState
 from runtime.step.llm_half import INVALID_RESPONSE_TOOL, Scope
+from runtime.store.error_origin import tool_origin
 from runtime.store.events import event, telemetry
 from runtime.store.protocol import LogRecord, is_commit_failure
 from runtime.store.recorder import Batch, Recorder
@@ -274,6 +276,7 @@ class ToolRunner:
             )
         self.recorder.emit(telemetry("tool_started", tool=name))
         self.recorder.emit(event("tool_call_started", {"id": call["id"], "name": name}))
+        await scope.hooks.tool_call_started(state, call)
         started = time.perf_counter()
         signal = state.execution.abort_signal if state.execution is not None else None
         watch = asyncio.create_task(self._watch_stop(scope.thread.id, signal)) if signal else None
@@ -293,6 +296,7 @@ class ToolRunner:
             event("tool_call_done", {"id": call["id"], "name": name, "status": result.status})
         )
         self.recorder.emit(telemetry("tool_completed", tool=name, status=result.status))
+        await scope.hooks.tool_call_done(state, call, result)
         result = await scope.hooks.after_tool_call(state, call, result)
         result, returned = await self._session_tool(scope, call, result, state)
         result = await scope.hooks.before_store_tool_result(state, call, result)
@@ -480,6 +484,7 @@ class ToolRunner:
             response_body=result.to_dict() | {"stack": None},
             error=result.error or "" if not result.ok else "",
             error_type="" if result.ok else "tool_execution_error",
+            error_origin="" if result.ok else tool_origin(call["function"]["name"]),
             latency_ms=int((time.perf_counter() - started) * 1000),
             is_complete=True,
             created_at=self.deps.clock.now(),

@@ -229,6 +229,6 @@ def log_data(log: LogRecord) -> Frame:
         provider_tools=provider_tools_called(log.response_body),
         actual_provider=None,
         standard_agents_router_used=False,
-        error_origin=None,
+        error_origin=log.error_origin or None,
     )
     return {"type": "log_data", "log_id": log.id, "data": data}

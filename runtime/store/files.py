@@ -275,6 +275,28 @@ def file_wire(record: FileRecord) -> dict[str, Any]:
     }
 
 
+def check_move(src: str, dst: str) -> None:
+    """``FilePathError`` for a move no store makes: of the root, onto it, or into itself
+    (both paths normalized; what exists is the store's to check)."""
+    if ROOT in (src, dst):
+        raise FilePathError("The root directory cannot be moved or replaced.")
+    if is_under(dst, src):
+        raise FilePathError(f"Cannot move {src} into itself ({dst}).")
+
+
+def moved_path(path: str, src: str, dst: str) -> str:
+    """Where ``path`` (``src`` or inside it) lands when ``src`` moves to ``dst``."""
+    return dst + path[len(src) :]
+
+
+def rename_target(path: str, new_name: str) -> str:
+    """The path of ``path`` renamed to ``new_name`` in the same directory; a name that is
+    not one plain segment (a ``/``, ``..``) is refused, so a rename never moves."""
+    if not new_name or new_name in (".", "..") or "/" in new_name or "\\" in new_name:
+        raise FilePathError(f"A new name is one path segment, not {new_name!r}.")
+    return normalize_path(posixpath.join(posixpath.dirname(path), new_name))
+
+
 def is_under(path: str, directory: str) -> bool:
     """Whether ``path`` is ``directory`` or inside it (both normalized)."""
     return directory == ROOT or path == directory or path.startswith(directory + "/")

@@ -42,6 +42,8 @@ from runtime.store.protocol import (
     ThreadRecord,
     ThreadUpdate,
     UserRecord,
+    UserValueEntry,
+    UserValuePage,
 )
 
 Definition = AgentDefinition | PromptDefinition | ModelDefinition
@@ -84,6 +86,8 @@ class MemoryStore:
         self._models: dict[str, ModelDefinition] = {}
         self.user_env: dict[str, dict[str, tuple[str, EnvType]]] = defaultdict(dict)
         self.instance_env: dict[str, tuple[str, EnvType]] = {}
+        # user id → key → (shown value, updated_at ms, exact form or None)
+        self.user_values: dict[str, dict[str, tuple[Any, int, Any]]] = defaultdict(dict)
         self.effects: dict[str, EffectRun] = {}  # every run, by id (tests inspect it)
 
     # --- helpers for tests (not part of the protocol) ---------------------------------
@@ -379,6 +383,34 @@ class MemoryStore:
         values = self._data(thread_id).values
         return {k: _exact(v) for k, v in sorted(values.items()) if k.startswith(prefix)}
 
+    # --- user values -------------------------------------------------------------------
+
+    async def get_user_value(self, user_id: str, key: str) -> Any:
+        """A user's value exactly as set, or ``None``."""
+        found = self.user_values[user_id].get(key)
+        return _exact(found) if found else None
+
+    async def set_user_value(self, user_id: str, key: str, value: Any, exact: Any = None) -> int:
+        """Store or delete a user's value."""
+        values = self.user_values[user_id]
+        updated_at = time.time_ns() // 1_000_000
+        if value is None:
+            values.pop(key, None)
+        else:
+            values[key] = (copy.deepcopy(value), updated_at, copy.deepcopy(exact))
+        return updated_at
+
+    async def list_user_values(
+        self, user_id: str, prefix: str = "", limit: int = 100, offset: int = 0
+    ) -> UserValuePage:
+        """A user's values by key prefix, a page of them."""
+        found = sorted((k, v) for k, v in self.user_values[user_id].items() if k.startswith(prefix))
+        entries = [
+            UserValueEntry(key, _exact(stored), stored[1])
+            for key, stored in found[offset : offset + limit]
+        ]
+        return UserValuePage(entries, len(found))
+
     # --- files -------------------------------------------------------------------------
 
     #: Chunk size and size limit (class-wide; tests may set them on an instance).
@@ -481,6 +513,22 @@ class MemoryStore:
         if found is not None and found.data is not None:
             raise NotADirectoryError(f"Not a directory: {path}")
         return await self.delete_file(thread_id, path)
+
+    async def move_file(self, thread_id: str, src: str, dst: str) -> FileRecord:
+        """Move a file or directory (and its entries)."""
+        fs.check_move(src, dst)
+        files = self._data(thread_id).files
+        if src not in files:
+            raise FileNotFoundError(f"No such file or directory: {src}")
+        if dst in files:
+            raise FileExistsError(f"Destination already exists: {dst}")
+        self._ensure_dirs(files, posixpath.dirname(dst))
+        for path in [p for p in files if fs.is_under(p, src)]:
+            entry = files.pop(path)
+            entry.record.path = fs.moved_path(path, src, dst)
+            entry.record.name = posixpath.basename(entry.record.path)
+            files[entry.record.path] = entry
+        return copy.deepcopy(files[dst].record)
 
     async def make_dir(self, thread_id: str, path: str) -> FileRecord:
         """Create a directory (and its parents)."""

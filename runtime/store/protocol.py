@@ -141,6 +141,9 @@ class LogRecord:
     time_to_first_token_ms: int | None = None
     error: str = ""
     error_type: str = ""
+    # spec 0.2.0 ``ErrorOrigin``: ``runtime``, ``provider:<name>``, ``tool:<name>``,
+    # ``hook:<id>`` ("" without an error; ``runtime.store.error_origin``).
+    error_origin: str = ""
     is_complete: bool = False
     created_at: int = 0
     # The definition versions the request ran on, when the store knows them
@@ -232,6 +235,23 @@ class UserRecord:
     username: str
     email: str = ""
     is_admin: bool = False
+
+
+@dataclass(slots=True)
+class UserValueEntry:
+    """One account-wide value of a user (spec 0.2.0 user KV); ``updated_at`` in ms."""
+
+    key: str
+    value: Any
+    updated_at: int
+
+
+@dataclass(slots=True)
+class UserValuePage:
+    """A page of a user's values, by key, and how many match in all."""
+
+    entries: list[UserValueEntry]
+    total: int
 
 
 @dataclass(slots=True)
@@ -534,6 +554,22 @@ class Store(Protocol):
         """All values whose key starts with ``prefix`` (each as ``get_value`` returns it)."""
         ...
 
+    # user values (spec 0.2.0 user KV: account-wide, per user; never another user's) ---------
+    async def get_user_value(self, user_id: str, key: str) -> Any:
+        """A user's value exactly as set (``None`` when unset)."""
+        ...
+
+    async def set_user_value(self, user_id: str, key: str, value: Any, exact: Any = None) -> int:
+        """Store a user's value (``None`` deletes) as ``set_value`` stores a thread's (``value``
+        shown, ``exact`` kept sealed when it differs); the write's time in ms."""
+        ...
+
+    async def list_user_values(
+        self, user_id: str, prefix: str = "", limit: int = 100, offset: int = 0
+    ) -> UserValuePage:
+        """A user's values whose key starts with ``prefix``, by key, exactly as set."""
+        ...
+
     # files --------------------------------------------------------------------------
     # Paths are already normalized (``runtime.store.files.normalize_path``). Files above the
     # store's chunk size (``runtime.store.files.CHUNK_SIZE`` unless configured) are stored and
@@ -586,6 +622,16 @@ class Store(Protocol):
         """Delete an empty directory; ``False`` when nothing was there.
 
         ``NotADirectoryError`` for a file, ``DirectoryNotEmptyError`` when it has entries.
+        """
+        ...
+
+    async def move_file(self, thread_id: str, src: str, dst: str) -> FileRecord:
+        """Move a file or a directory (with its entries) to ``dst``; its record at ``dst``.
+
+        Parents of ``dst`` are created. ``FileNotFoundError`` when ``src`` is missing,
+        ``FileExistsError`` when ``dst`` exists (nothing is replaced), ``FilePathError``
+        for the root or a directory into itself (``runtime.store.files.check_move``),
+        ``NotADirectoryError`` when a parent of ``dst`` is a file.
         """
         ...
 

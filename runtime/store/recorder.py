@@ -31,6 +31,7 @@ from runtime.core.messages import Clock, Message
 from runtime.core.progress import SessionProgress
 from runtime.core.redaction import Redactor, current_redactor, install_log_filter
 from runtime.core.transcript import Transcript
+from runtime.store.error_origin import with_origin
 from runtime.store.events import EventSink, log_data, message_data
 from runtime.store.protocol import (
     COMMIT_FAILED,
@@ -257,7 +258,7 @@ class Recorder:
         # completed version share a request body holding the whole history, checked once,
         # and only in its messages that the previous request did not already hold.
         newest_logs = _newest({x.id: x for p in parts for x in p.batch.logs})
-        logs = [self._storable_log(self.redact_log(x)) for x in newest_logs]
+        logs = [self._storable_log(self.redact_log(with_origin(x))) for x in newest_logs]
         merged = Batch()
         for part in parts:
             merged = merged.merge(part.batch)

@@ -1,10 +1,12 @@
-"""Running the spec's twelve hooks with their signatures and return semantics.
+"""Running the spec's fourteen hooks with their signatures and return semantics.
 
 A ``HookRunner`` is built for one prompt: its ``hooks`` list (or the agent's
 when the prompt lists none), resolved against the registry by hook id, in list
 order. A hook that raises is reported through ``on_error`` and skipped; the
 one exception is ``HookBlocked`` from ``prefilter_llm_history``, which stops
-the session before any spend (stop reason ``hook_blocked``).
+the session before any spend (stop reason ``hook_blocked``). A hook that declares
+one more parameter than its hook's arguments also gets the hook execution context
+(``runtime.tools.hook_context``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from runtime.core.messages import Message, ToolCall, message_from_dict
 from runtime.core.results import ToolResult, normalize, result_from_dict
 from runtime.store.protocol import is_commit_failure
+from runtime.tools.hook_context import HookExecutionContext, HookIds, context_for, takes_context
 from runtime.tools.registry import HookDefinition, Registry, call_maybe_async
 
 logger = logging.getLogger("runtime.tools.hooks")
@@ -31,9 +34,11 @@ class HookBlocked(Exception):
     block = True
 
 
-def hook_ids(prompt_hooks: Sequence[str] | None, agent_hooks: Sequence[str] | None) -> list[str]:
-    """The prompt's hook ids, or the agent's when the prompt declares none."""
-    return list(prompt_hooks or agent_hooks or [])
+def hook_ids(prompt_hooks: Sequence[str] | None, agent_hooks: Sequence[str] | None) -> HookIds:
+    """The prompt's hook ids, or the agent's when the prompt declares none (and which)."""
+    if prompt_hooks:
+        return HookIds(list(prompt_hooks), "prompt")
+    return HookIds(list(agent_hooks or []), "agent")
 
 
 class HookRunner:
@@ -53,6 +58,17 @@ class HookRunner:
                 continue
             self._by_hook.setdefault(definition.hook, []).append(definition)
         self._on_error = on_error
+        self._source = ids.kind if isinstance(ids, HookIds) else "prompt"
+
+    def context(self, state: Any) -> HookExecutionContext:
+        """Why these hooks run, for ``state`` (the prompt or agent it runs under)."""
+        prompt = getattr(state, "prompt_name", None) or ""
+        return context_for(self._source, prompt, getattr(state, "agent_id", ""))
+
+    async def _call(self, definition: HookDefinition, state: Any, *args: Any) -> Any:
+        if takes_context(definition.fn, definition.hook):
+            return await call_maybe_async(definition.fn, state, *args, self.context(state))
+        return await call_maybe_async(definition.fn, state, *args)
 
     def active(self, hook: str) -> bool:
         """Whether any hook of that name will run."""
@@ -63,7 +79,7 @@ class HookRunner:
         out = []
         for definition in self._by_hook.get(hook, ()):
             try:
-                out.append((definition, await call_maybe_async(definition.fn, *args)))
+                out.append((definition, await self._call(definition, *args)))
             except HookBlocked:
                 raise
             except Exception as exc:  # a hook must never break the session
@@ -76,7 +92,7 @@ class HookRunner:
         """Thread ``value`` through each implementation; ``None`` keeps the previous value."""
         for definition in self._by_hook.get(hook, ()):
             try:
-                returned = await call_maybe_async(definition.fn, state, *extra, value)
+                returned = await self._call(definition, state, *extra, value)
             except HookBlocked:
                 raise
             except Exception as exc:
@@ -93,7 +109,7 @@ class HookRunner:
         if self._on_error is not None:
             await call_maybe_async(self._on_error, definition.id, exc)
 
-    # --- the twelve hooks ------------------------------------------------------------
+    # --- the fourteen hooks ----------------------------------------------------------
 
     async def filter_messages(self, state: Any, messages: list[Message]) -> list[Message]:
         """Rows from storage → rows to build the request from."""
@@ -152,6 +168,18 @@ class HookRunner:
             return result
         replaced = await self._chain(hook, state, result, tool_call)
         return normalize(replaced)
+
+    async def tool_call_started(
+        self, state: Any, tool_call: ToolCall, progress: Any = None
+    ) -> None:
+        """Notification as a call starts (spec 0.2.0; ``progress``: its progress argument)."""
+        if self.active("tool_call_started"):
+            await self._each("tool_call_started", state, tool_call, progress)
+
+    async def tool_call_done(self, state: Any, tool_call: ToolCall, result: ToolResult) -> None:
+        """Notification as a call has its result, before the result hooks (spec 0.2.0)."""
+        if self.active("tool_call_done"):
+            await self._each("tool_call_done", state, tool_call, result)
 
     async def after_thread_created(self, state: Any) -> None:
         """Notification on a new thread, before anything runs on it."""

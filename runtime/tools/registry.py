@@ -107,7 +107,7 @@ class ToolDefinition:
 
 @dataclass(frozen=True)
 class HookDefinition:
-    """A hook implementation: ``hook`` is one of the twelve hook names, ``id`` what prompts list."""
+    """A hook implementation: ``hook`` is one of the fourteen hook names, ``id`` what prompts list."""
 
     id: str
     hook: str
@@ -293,7 +293,7 @@ def define_hook(
     """Define a hook: ``define_hook(name, fn)``, ``define_hook({hook, id, execute})``,
     ``define_hook(hook=…, id=…, execute=…)`` or ``@define_hook(name)``.
 
-    ``name`` is one of the twelve hook names; the id (default: the function's
+    ``name`` is one of the fourteen hook names (``HOOK_NAMES``); the id (default: the function's
     name) is what a prompt's or agent's ``hooks`` list refers to.
     """
     if isinstance(hook, Mapping):
