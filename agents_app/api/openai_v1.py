@@ -106,7 +106,11 @@ async def _serve(scope: dict[str, Any], receive: Receive, send: Send) -> None:
             code="invalid_api_key",
         )
     if route == "models":
-        agents = await db(lambda: list(agents_for(caller.user).order_by("name")))()
+        # A picker: agents marked not primary (spec 0.2.0) stay addressable by name but
+        # are not listed, as in the chat's picker.
+        agents = await db(
+            lambda: list(agents_for(caller.user).filter(primary=True).order_by("name"))
+        )()
         await _json(send, 200, wire.models(agents))
         return
     if route.startswith("models/"):

@@ -95,6 +95,10 @@ def test_models_are_the_agents_the_key_s_user_is_offered(server: str, alice: Any
     assert sorted(m.id for m in client_of(server, bob).models.list().data) == ["beta", "helper"]
 
     assert client_of(server, alice).models.retrieve("helper").id == "helper"
+    define_agent("worker")  # spec 0.2.0 primary: false: not listed, still addressable
+    Agent.objects.filter(name="worker").update(primary=False)
+    assert [m.id for m in client_of(server, alice).models.list().data] == ["helper"]
+    assert client_of(server, alice).models.retrieve("worker").id == "worker"
     with pytest.raises(openai.NotFoundError) as refused:
         client_of(server, alice).models.retrieve("secret")
     assert _error(refused.value)["code"] == "model_not_found"
