@@ -8,6 +8,7 @@ use, so the studio cannot save a check the scorer would not understand.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
@@ -24,6 +25,7 @@ from agents_app.admin.eval_files import DatasetFilesMixin
 from agents_app.admin.read_only import ReadOnlyAdmin
 from agents_app.base.errors import DomainError
 from agents_app.base.people_format import duration, money_fine
+from agents_app.forms.eval_pins import LIST_BUTTON
 from agents_app.forms.evals import CaseForm, RunForm
 from agents_app.models import EvalCase, EvalDataset, EvalResult, EvalRun
 from agents_app.orchestration.eval_runs import run_cancel, run_start
@@ -67,6 +69,10 @@ class EvalRunAdmin(ChangeContextMixin, admin.ModelAdmin):
     actions = ["compare_two", "cancel_runs"]
     change_form_template = "admin/agents_app/evalrun/change_form.html"
 
+    class Media:
+        js = ("studio/eval_pins.js",)  # lists the new agent's definitions when it changes
+        css = {"all": ("studio/people_forms.css",)}
+
     def get_form(
         self, request: HttpRequest, obj: Any = None, change: bool = False, **kw: Any
     ) -> Any:
@@ -76,7 +82,7 @@ class EvalRunAdmin(ChangeContextMixin, admin.ModelAdmin):
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
-            return ("dataset", "agent", "pins", "label", "concurrency")
+            return ("dataset", "agent", "pin_list", "pins", "label", "concurrency")
         return (
             "dataset",
             "agent",
@@ -108,6 +114,12 @@ class EvalRunAdmin(ChangeContextMixin, admin.ModelAdmin):
         obj.pk = started.pk
 
     def add_view(self, request: HttpRequest, form_url: str = "", extra_context: Any = None) -> Any:
+        if request.method == "POST" and LIST_BUTTON in request.POST:
+            # "List what the chosen agent uses": the same form again, for that agent, with
+            # what was typed kept (the admin reads a new form's initial values from the query).
+            kept = {k: request.POST.get(k, "") for k in ("dataset", "agent", "label", "pins")}
+            kept["concurrency"] = request.POST.get("concurrency", "")
+            return HttpResponseRedirect(f"{request.path}?{urlencode(kept)}")
         try:
             return super().add_view(request, form_url, extra_context)
         except ValidationError as exc:

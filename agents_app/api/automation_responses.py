@@ -121,6 +121,15 @@ class DatasetOut(Out):
     cases: Int
 
 
+class DatasetImportOut(Out):
+    """A dataset file imported: the dataset as it is now and how many cases changed."""
+
+    dataset: DatasetOut
+    added: Int
+    updated: Int
+    removed: Int
+
+
 class DatasetsOut(Out):
     datasets: list[DatasetOut]
 

@@ -1,26 +1,30 @@
-"""Evals over HTTP: datasets, runs (start, watch, cancel) and the comparison of two runs."""
+"""Evals over HTTP: datasets and their files, runs (start, watch, cancel) and the comparison
+of two runs. A dataset file goes through ``services.evals.files``, as the studio's upload and
+``manage.py import_eval_dataset`` do: one reader, one set of refusals for the three doors."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Field, Query, Router, Schema
 from ninja.responses import Status
 
 from agents_app.api.authed import AuthedRequest
 from agents_app.api.automation_responses import (
+    DatasetImportOut,
     DatasetsOut,
     EvalCompareOut,
     EvalRunOneOut,
     EvalRunsOut,
 )
 from agents_app.api.schemas import ERRORS
-from agents_app.base.errors import NotFound
+from agents_app.base.errors import Invalid, NotFound
 from agents_app.models import EvalDataset, EvalRun
 from agents_app.orchestration.eval_runs import run_cancel, run_start
 from agents_app.selectors import parse_uuid
 from agents_app.services.evals import checks as evals
+from agents_app.services.evals import files as eval_files
 
 router = Router(tags=["evals"])
 
@@ -33,6 +37,12 @@ class RunIn(Schema):
     )
     concurrency: int = Field(4, ge=1, le=50)
     label: str = Field("", max_length=200)
+
+
+class FileQuery(Schema):
+    format: Literal["json", "jsonl"] = Field(
+        "json", description="json: one object; jsonl: the head, then one case a line"
+    )
 
 
 class CompareQuery(Schema):
@@ -57,6 +67,80 @@ def dataset_list(request: HttpRequest) -> dict[str, Any]:
             for d in rows
         ]
     }
+
+
+@router.get(
+    "/datasets/{name}/file",
+    response={200: None, **ERRORS},
+    summary="Download a dataset as a file",
+    openapi_extra={
+        "responses": {
+            200: {
+                "description": "The dataset file (docs/observability.md, Dataset files)",
+                "content": {"application/json": {}, "application/jsonl": {}},
+            }
+        }
+    },
+)
+def dataset_file(request: HttpRequest, name: str, params: Query[FileQuery]) -> HttpResponse:
+    dataset = EvalDataset.objects.filter(name=name).first()
+    if dataset is None:
+        raise NotFound(f"Eval dataset not found: {name}")
+    lines = params.format == "jsonl"
+    response = HttpResponse(
+        eval_files.dataset_lines(dataset) if lines else eval_files.dataset_text(dataset),
+        content_type=f"application/{'jsonl' if lines else 'json'}; charset=utf-8",
+    )
+    filename = eval_files.file_name(dataset, "jsonl" if lines else "json")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@router.post(
+    "/datasets/file",
+    response={200: DatasetImportOut, **ERRORS},
+    summary="Create or replace a dataset from a file",
+    openapi_extra={
+        "requestBody": {
+            "content": {
+                "application/json": {"schema": {"type": "object"}},
+                "application/jsonl": {"schema": {"type": "string"}},
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {"file": {"type": "string", "format": "binary"}},
+                        "required": ["file"],
+                    }
+                },
+            }
+        }
+    },
+)
+def dataset_file_import(request: HttpRequest) -> dict[str, Any]:
+    dataset, counts = eval_files.import_text(_file_body(request))
+    return {
+        "dataset": {
+            "name": dataset.name,
+            "description": dataset.description,
+            "cases": dataset.cases.count(),
+        },
+        **counts,
+    }
+
+
+def _file_body(request: HttpRequest) -> bytes:
+    """The file as a form upload named ``file``, or the raw body (JSON or JSON Lines)."""
+    if request.content_type == "multipart/form-data":
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise Invalid("Send the dataset file as the form field named file.")
+        return upload.read(eval_files.MAX_BYTES + 1)
+    if not request.body:
+        raise Invalid(
+            "Send the dataset file: as the body (JSON or JSON Lines) or as a form upload "
+            "named file."
+        )
+    return request.body
 
 
 @router.post("/runs", response={202: EvalRunOneOut, **ERRORS}, summary="Start an eval run")

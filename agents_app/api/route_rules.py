@@ -46,7 +46,7 @@ def route_paths(routers: Iterable[tuple[str, Router]]) -> list[tuple[str, str, A
 
 def refusal(rule: Perm) -> Forbidden:
     # The reference's words first (its clients match on them), then which permission.
-    return Forbidden(f"Forbidden: Admin access required (permission {rule.codename})")
+    return Forbidden(f"Forbidden: Admin access required ({rule.describe()})")
 
 
 class PermissionGate:
@@ -60,7 +60,7 @@ class PermissionGate:
 
     def __call__(self, request: HttpRequest) -> Any:
         user = self.inner(request)
-        if user and not may(user, self.rule.codename):
+        if user and not all(may(user, codename) for codename in self.rule.codenames):
             raise refusal(self.rule)
         return user
 

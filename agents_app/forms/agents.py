@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django import forms
+from django.utils.html import format_html
 
 from agents_app.forms.definition_check import (
     DefinitionForm,
@@ -54,6 +55,19 @@ def _side_help(side: str) -> dict[str, str]:
         f"side_{side}_end_session_tool": "End the whole session (not only the turn) when the "
         "model calls this tool.",
     }
+
+
+def subagents_summary(stored: list[dict[str, Any]]) -> str:
+    """A side's stored relationships in one line of plain text (escaped where rendered)."""
+    parts = []
+    for r in stored:
+        name, agent = r.get("as") or r.get("agent"), r.get("agent")
+        options = [k for k in ("blocking", "immediate", "hidden") if r.get(k) is True]
+        if r.get("maxInstances"):
+            options.append(f"max {r['maxInstances']}")
+        head = f"{name} → {agent}" if name != agent else str(agent)
+        parts.append(head + (f" ({', '.join(options)})" if options else ""))
+    return "; ".join(parts)
 
 
 def _side_labels(side: str) -> dict[str, str]:
@@ -188,10 +202,23 @@ class AgentForm(DefinitionForm):
         if self.instance.pk:  # a declared field: Django fills only model fields from the row
             self.fields["tool_activity"].initial = self.instance.tool_activity
             self.fields["human_side"].initial = "a" if self.instance.side_a_human else "b"
+        for s in ("a", "b"):
+            stored = self._stored_subagents(s)
+            if stored:  # read-only here: set through import or the API (docs/subagents.md)
+                field = self.fields[f"side_{s}_prompt"]
+                field.help_text = format_html(
+                    "{} Subagents of this side (spec 0.2.0; set through import or the API, "
+                    "kept when this form saves): {}",
+                    field.help_text,
+                    subagents_summary(stored),
+                )
         self.fields["hooks"].help_text = hooks_help(
             "Code hooks that run for this agent's prompts that list none of their own (a "
             "prompt's hooks replace the agent's); hooks none of its prompts would run are refused."
         )
+
+    def _stored_subagents(self, side: str) -> list[dict[str, Any]]:
+        return list(getattr(self.instance, f"side_{side}_subagents", None) or [])
 
     def _side(self, side: str) -> dict[str, Any] | None:
         cd = self.cleaned_data
@@ -212,6 +239,9 @@ class AgentForm(DefinitionForm):
                 "maxSteps": cd.get(f"side_{side}_max_steps"),
                 "maxTurns": cd.get(f"side_{side}_max_turns"),
                 "endSessionTool": cd.get(f"side_{side}_end_session_tool") or None,
+                # Not edited here, but validated with the rest (a side that becomes a
+                # person's, or a switch to 0.1.0, is refused while it has subagents).
+                "subagents": self._stored_subagents(side) or None,
             }
         )
 
@@ -228,6 +258,7 @@ class AgentForm(DefinitionForm):
             "maxTurns": cd.get(f"side_{side}_max_turns"),
             "endSessionTool": cd.get(f"side_{side}_end_session_tool") or None,
             "label": cd.get(f"side_{side}_label") or None,
+            "subagents": self._stored_subagents(side) or None,
         }
         if cd.get(f"side_{side}_stop_on_response") is False:
             filled["stopOnResponse"] = False
@@ -236,7 +267,7 @@ class AgentForm(DefinitionForm):
     def _person(self, side: str) -> dict[str, Any]:
         """A person's side: its label, and whatever else was filled in (validation says a
         person's side takes none of it, rather than dropping it)."""
-        filled = self._side(side) or {}
+        filled = self._side(side) or {"subagents": self._stored_subagents(side) or None}
         if filled.get("stopOnResponse") is True:
             filled.pop("stopOnResponse")
         label = self.cleaned_data.get(f"side_{side}_label") or None

@@ -2,7 +2,9 @@
 as rows (``static/studio/eval_cases.js`` draws them over the JSON, which stays the value the
 form posts), and every mistake is a sentence that names the message or the check
 ("Check 1: the text to look for is required"), never ``checks.0.contains.text: Field
-required``. An eval run's versions are written as lines (``support-prompt = 4``)."""
+required``. An eval run's versions are chosen from a list (``forms.eval_pins``: a select
+per definition the agent uses) or, as an advanced option, written as lines
+(``support-prompt = 4``); both end as the same ``{"prompts/support-prompt": 4}``."""
 
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ from django.core.exceptions import ValidationError
 
 from agents_app.base.errors import DomainError
 from agents_app.base.people_format import REASONS
+from agents_app.forms.eval_pins import Listed, PinListField, PinSelects, chosen_numbers
 from agents_app.forms.fields import PrettyJSONField
 from agents_app.models import Agent, EvalCase, EvalRun
+from agents_app.pages.eval_pin_choices import definitions_of
 from agents_app.services.definitions import versions as definition_versions
 from agents_app.services.evals import pins as eval_pins
 from agents_app.services.evals.words import check_problems, env_problems, message_problems
@@ -127,15 +131,24 @@ def parse_pins(text: str) -> dict[str, int]:
     return pins
 
 
+def _sentence(exc: DomainError) -> str:
+    why = exc.message.removeprefix("versions: ")
+    return why[:1].upper() + why[1:] + "."
+
+
 class RunForm(forms.ModelForm):
     agent = forms.ChoiceField(choices=())
+    pin_list = PinListField(
+        label="Versions",
+        help_text="Leave each at “current” to run everything as saved now; choose an older "
+        "version to try it (each definition's Versions page shows what changed).",
+    )
     pins = forms.CharField(
         required=False,
-        label="Versions",
-        help_text="Leave empty to run everything at its newest version. To try older ones, "
-        "write one per line: a prompt's, model's or agent's name, “=” and its version number, "
-        "like support-prompt = 4 (each definition's Versions page lists its numbers).",
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 50}),
+        label="Versions as text (advanced)",
+        help_text="Or write them, one per line: a prompt's, model's or agent's name, “=” and "
+        "its version number, like support-prompt = 4.",
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 50}),
     )
 
     class Meta:
@@ -146,20 +159,62 @@ class RunForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         agent = self.fields["agent"]
         assert isinstance(agent, forms.ChoiceField)
-        agent.choices = [(a, a) for a in Agent.objects.values_list("name", flat=True)]
+        names = list(Agent.objects.order_by("name").values_list("name", flat=True))
+        agent.choices = [(a, a) for a in names]
+        # The selects list what the agent on the form uses: the one posted, else the one
+        # asked for (``?agent=``), else the first the agent select shows.
+        wanted = self.data.get("agent") if self.is_bound else self.initial.get("agent")
+        listed = wanted if wanted in names else (names[0] if names else "")
+        self.pin_choices = definitions_of(listed) if listed else []
+        self.fields["pin_list"].widget = PinSelects(listed, self.pin_choices)
 
     def clean_pins(self) -> dict[str, int]:
         return parse_pins(self.cleaned_data.get("pins") or "")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        agent, pins = data.get("agent"), data.get("pins")
-        if agent and pins:
+        agent = data.get("agent")
+        if not agent:
+            return data
+        from_list = self._listed_pins(agent, data.get("pin_list"))
+        from_text: dict[str, int] = {}
+        if data.get("pins"):
             # The run checks them again when it starts; here the reason lands on the field.
             try:
-                data["pins"] = eval_pins.resolve(agent, pins)
-                definition_versions.pins_at(agent, data["pins"])
+                from_text = eval_pins.resolve(agent, data["pins"])
+                definition_versions.pins_at(agent, from_text)
             except DomainError as exc:
-                why = exc.message.removeprefix("versions: ")
-                self.add_error("pins", why[:1].upper() + why[1:] + ".")
+                self.add_error("pins", _sentence(exc))
+        for key in sorted(set(from_list) & set(from_text)):
+            if from_list[key] != from_text[key]:
+                self.add_error(
+                    "pins",
+                    f"{key} is version {from_list[key]} in the list and {from_text[key]} "
+                    "here: keep one.",
+                )
+        data["pins"] = {**from_list, **from_text}
         return data
+
+    def _listed_pins(self, agent: str, listed: Listed | None) -> dict[str, int]:
+        """The versions chosen in the selects, checked as the text's are."""
+        labels = {c.key: c.label for c in self.pin_choices}
+        listed = listed or Listed(agent="", pins={})
+        numbers, problems = chosen_numbers(listed, labels)
+        for problem in problems:
+            self.add_error("pin_list", problem)
+        if not numbers:
+            return {}
+        if listed["agent"] != agent:
+            self.add_error(
+                "pin_list",
+                f"These versions were listed for agent {listed['agent']}, not {agent}: "
+                "choose them again below.",
+            )
+            return {}
+        try:
+            resolved = eval_pins.resolve(agent, numbers)
+            definition_versions.pins_at(agent, resolved)
+        except DomainError as exc:
+            self.add_error("pin_list", _sentence(exc))
+            return {}
+        return resolved

@@ -10,6 +10,9 @@ tool here), and JSON is what the API already speaks. The file::
      "cases": [{"name": "…", "messages": [{"role": "user", "content": "…"}],
                 "checks": [{"type": "contains", "text": "…"}], "env": {…}, "notes": "…"}]}
 
+or the same as JSON Lines (``file_lines``: the head on the first line, a case a line); a
+reader takes either, told apart by the first line.
+
 Importing a file over an existing dataset of the same name makes the dataset what the file
 says: cases are matched by name (updated in place, so earlier runs keep their results),
 new ones are added and the ones the file no longer has are deleted."""
@@ -22,8 +25,9 @@ from typing import Any
 from django.db import transaction
 
 from agents_app.base.errors import Invalid
-from agents_app.base.storable_text import find_unstorable
+from agents_app.base.storable_text import describe_unstorable, find_unstorable
 from agents_app.models import EvalCase, EvalDataset
+from agents_app.services.evals import file_lines
 from agents_app.services.evals.words import check_problems, env_problems, message_problems
 
 FORMAT = "standard-agents/eval-dataset"
@@ -57,9 +61,14 @@ def dataset_text(dataset: EvalDataset) -> str:
     return json.dumps(dataset_data(dataset), ensure_ascii=False, indent=2) + "\n"
 
 
-def file_name(dataset: EvalDataset) -> str:
+def dataset_lines(dataset: EvalDataset) -> str:
+    """The dataset as JSON Lines: the head, then a case a line."""
+    return file_lines.to_lines(dataset_data(dataset))
+
+
+def file_name(dataset: EvalDataset, suffix: str = "json") -> str:
     safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in dataset.name)
-    return f"{safe or 'dataset'}.eval.json"
+    return f"{safe or 'dataset'}.eval.{suffix}"
 
 
 def read_file(raw: bytes | str) -> dict[str, Any]:
@@ -67,7 +76,10 @@ def read_file(raw: bytes | str) -> dict[str, Any]:
     if len(raw) > MAX_BYTES:
         raise Invalid(f"The file is larger than {MAX_BYTES // 2**20} MiB.")
     try:
-        data = json.loads(raw)
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        data = (
+            file_lines.from_lines(text) if file_lines.looks_like_lines(text) else json.loads(text)
+        )
     except (ValueError, UnicodeDecodeError) as exc:
         where = (
             f" (line {exc.lineno}, column {exc.colno})"
@@ -75,6 +87,10 @@ def read_file(raw: bytes | str) -> dict[str, Any]:
             else ""
         )
         raise Invalid(f"This is not a JSON dataset file{where}: {exc}") from None
+    head = {k: v for k, v in data.items() if k != "cases"} if isinstance(data, dict) else data
+    unstorable = find_unstorable(head)  # in a case, the case's check below names it
+    if unstorable:
+        raise Invalid(describe_unstorable(unstorable).replace("Invalid request", "The file", 1))
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise Invalid(f'This is not an eval dataset file: it needs "format": "{FORMAT}".')
     if data.get("version") != VERSION:

@@ -25,7 +25,7 @@ def test_the_permission_table_names_every_permission_a_route_needs() -> None:
     needed = set()
     for rule in API_ROUTES.values():
         if isinstance(rule, Perm):
-            needed.add(rule.codename.split(".", 1)[1])
+            needed.update(codename.split(".", 1)[1] for codename in rule.codenames)
         elif isinstance(rule, ThreadRule):
             needed.add(f"{rule.action}_thread")
     named = set(re.findall(r"`((?:view|add|change|delete)_[a-z]+)`", _section()))

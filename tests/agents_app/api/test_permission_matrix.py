@@ -72,7 +72,7 @@ class Persona:
 def personas_for(rule: Rule) -> list[Persona]:
     own_perm: tuple[str, ...] = ()
     if isinstance(rule, Perm):
-        own_perm = (rule.codename,)
+        own_perm = rule.codenames
     elif isinstance(rule, ThreadRule):
         own_perm = (f"agents_app.{rule.action}_thread",)
     return [
@@ -96,7 +96,7 @@ def expected_allowed(rule: Rule, persona: Persona) -> bool:
     if persona.superuser or isinstance(rule, SignedIn):
         return True
     if isinstance(rule, Perm):
-        return rule.codename in persona.perms
+        return set(rule.codenames) <= set(persona.perms)
     return persona.owner or f"agents_app.{rule.action}_thread" in persona.perms
 
 

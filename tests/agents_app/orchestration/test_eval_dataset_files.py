@@ -78,6 +78,26 @@ def test_export_and_import_round_trip(tmp_path: Path) -> None:
     assert again == first.read_text()
 
 
+def test_json_lines_round_trip_through_the_commands(tmp_path: Path) -> None:
+    dataset = EvalDataset.objects.create(name="oracle-set", description="Questions with answers")
+    for case in CASES:
+        evals.case_save(dataset=dataset, **case)
+    as_json, _ = _call("export_eval_dataset", "oracle-set")
+    lines = tmp_path / "oracle-set.eval.jsonl"
+    assert (
+        _call("export_eval_dataset", "oracle-set", "--format", "jsonl", "--out", str(lines))[1]
+        is None
+    )
+    rows = [json.loads(line) for line in lines.read_text().splitlines()]
+    assert rows[0]["name"] == "oracle-set" and "cases" not in rows[0] and rows[1:] == CASES
+    dataset.delete()
+    out, error = _call("import_eval_dataset", str(lines))
+    assert error is None and "2 cases added" in out
+    assert _call("export_eval_dataset", "oracle-set")[0] == as_json
+    lines.write_text(lines.read_text() + "{not json\n")
+    assert f"{lines}: Line 4 is not JSON" in str(_call("import_eval_dataset", str(lines))[1])
+
+
 def test_a_file_over_a_dataset_makes_it_hold_the_files_cases(tmp_path: Path) -> None:
     _oracle()
     dataset = EvalDataset.objects.create(name="oracle-set")
