@@ -92,6 +92,9 @@ def _agent(row: Agent, staff: bool, origin: str | None) -> dict[str, Any]:
                 "side_b_label": row.side_b_label or None,
                 "side_b_agent_prompt": row.side_b_prompt.name if row.side_b_prompt else None,
                 "side_b_handler": row.side_b_handler or None,
+                # Spec 0.2.0 relationships as written (camelCase SubagentRelationship).
+                "side_a_subagents": list(row.side_a_subagents or []),
+                "side_b_subagents": list(row.side_b_subagents or []),
                 "max_session_turns": row.max_session_turns,
                 "expose_as_tool": row.expose_as_tool,
                 "definition": defs.agent_definition(row).dump(),

@@ -98,6 +98,8 @@ class Agent(models.Model):
     side_a_end_session_tool = models.CharField(max_length=200, blank=True)
     # Spec SessionToolConfig: {"sessionStop"|"sessionFail"|"sessionStatus": SessionToolBinding}.
     side_a_session_tools = models.JSONField(default=dict, blank=True)
+    # Spec 0.2.0 ``sideX.subagents``: SubagentRelationship objects as written (camelCase).
+    side_a_subagents = models.JSONField(default=list, blank=True)
 
     side_b_label = models.CharField(max_length=100, blank=True)
     side_b_prompt = models.ForeignKey(
@@ -112,6 +114,8 @@ class Agent(models.Model):
     side_b_end_session_tool = models.CharField(max_length=200, blank=True)
     # Spec SessionToolConfig: {"sessionStop"|"sessionFail"|"sessionStatus": SessionToolBinding}.
     side_b_session_tools = models.JSONField(default=dict, blank=True)
+    # Spec 0.2.0 ``sideX.subagents``: SubagentRelationship objects as written (camelCase).
+    side_b_subagents = models.JSONField(default=list, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

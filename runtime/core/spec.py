@@ -471,6 +471,35 @@ def agentbuilder_side(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+class SubagentRelationship(Definition):
+    """Spec 0.2.0 ``SubagentRelationship``: an agent this side may start as child threads.
+
+    ``as`` names the relationship (what the model passes to ``subagent_create``; default
+    the agent's name), ``description`` replaces the child's ``toolDescription`` there,
+    ``blocking`` defaults to false. ``immediate`` is ``true`` only here (the reference's
+    object form and the ``init*Property`` options are refused at save time,
+    ``runtime.definitions.side_subagents``)."""
+
+    agent: str
+    as_: str | None = Field(default=None, alias="as")
+    description: str | None = None
+    blocking: bool = False
+    max_instances: int | None = Field(default=None, ge=1)
+    immediate: bool | dict[str, Any] | None = None
+    optional: str | None = None
+    scoped_env: list[str] | None = None
+    hidden: bool | None = None
+    parent_communication: Literal["implicit", "explicit"] | None = None
+    init_user_message_property: str | None = None
+    init_attachments_property: str | None = None
+    init_agent_name_property: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The relationship's name: what the model calls it and the registry shows."""
+        return self.as_ or self.agent
+
+
 class SideConfig(Definition):
     # Exactly one backing: ``prompt`` (an AI), ``human: true`` (a person) or ``handler``
     # (code; spec 0.2.0, refused at save until handlers exist). ``prompt`` is required
@@ -492,6 +521,8 @@ class SideConfig(Definition):
     session_stop: SessionToolBinding | None = None
     session_fail: SessionToolBinding | None = None
     session_status: SessionToolBinding | None = None
+    # Spec 0.2.0: the agents this side may start as children (``docs/subagents.md``).
+    subagents: list[SubagentRelationship] | None = None
 
     def session_tools(self) -> dict[str, SessionToolBinding]:
         """The side's session tools by kind (``session_stop``, ``session_fail``, ``session_status``)."""
@@ -512,6 +543,8 @@ class SideConfig(Definition):
         out = super().dump()
         if self.prompt is None:
             out.pop("prompt", None)
+        if self.subagents is not None:
+            out["subagents"] = [r.dump() for r in self.subagents]
         return out
 
     @model_validator(mode="before")
@@ -533,7 +566,7 @@ AGENT_0_2_ONLY = {
     "author": "author",
     "license": "license",
 }
-SIDE_0_2_ONLY = ("human", "handler")
+SIDE_0_2_ONLY = ("human", "handler", "subagents")
 
 
 def _given(data: dict[str, Any], *keys: str) -> bool:

@@ -14,6 +14,8 @@ What differs (docs/definitions.md, "Two generations"):
   0.1.0 and exchanges (a turn of each side) in 0.2.0, so N turns are N/2 exchanges;
 - prompts: ``tenvs`` is ``env``; ``exposeAsTool`` is dropped (every prompt is a tool);
   ``variables`` exist in 0.2.0 only;
+- subagents: 0.1.0 prompt tool entries (``blocking``/``resumable``), 0.2.0 ``sideX.subagents``;
+  the move spans files (``runtime.definitions.subagent_moves``, to 0.2.0 only);
 - models: ``vision``/``functionCalling``/``structuredOutputs`` are ``supportsImages``/
   ``supportsToolCalls``/``supportsJsonMode``; four capabilities exist in 0.2.0 only.
 """
@@ -116,6 +118,15 @@ def agent_to_0_1(data: dict[str, Any]) -> Converted:
     changes: list[str] = []
     spec, _ = agent_generation(out)
     if spec == SPEC_0_2:
+        for key in ("sideA", "sideB"):
+            side = out.get(key)
+            if isinstance(side, dict) and side.get("subagents"):
+                raise NotExpressible(
+                    f"{key}.subagents",
+                    "0.1.0 declares subagents in the prompt's tools (blocking/resumable "
+                    "entries), which every agent running that prompt shares; move them there "
+                    "by hand, or keep this file in 0.2.0.",
+                )
         out, changes = _sides_to_type(out)
     if "env" in out:
         if "tenvs" in out:

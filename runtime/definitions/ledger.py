@@ -62,6 +62,10 @@ _SPEC2_RT = _RT + "definitions/test_spec_0_2_0_definitions.py::"
 _SPEC2_FILES = _AA + "services/test_spec_0_2_0_files.py::"
 _SPEC2_STUDIO = _AA + "api/test_spec_0_2_0_studio.py::"
 _SPEC2_VENDOR = _RT + "providers/test_spec_0_2_0_capabilities.py::"
+_SIDE_SUB = _RT + "delegation/test_spec_0_2_0_side_subagents.py::"
+_SIDE_SUB_AA = _AA + "services/test_spec_0_2_0_side_subagents.py::"
+_SIDE_SUB_REFUSED = _SIDE_SUB_AA + "test_a4_what_cannot_run_is_refused_at_import_naming_the_field"
+_SIDE_SUB_RULES = "runtime.definitions.side_subagents"
 _ENTRY_REFUSED = (
     _REFUSALS + "test_spec_item5_entry_options_refused_identically_by_import_api_and_studio"
 )
@@ -245,6 +249,79 @@ LEDGER: dict[str, dict[str, Row]] = {
             "runtime.step.tool_half",
             _SESSION_TOOLS
             + "test_spec_session_status_tool_sets_parent_registry_status_without_ending",
+        ),
+        "subagents": _h(
+            "runtime.loop.session._scope → runtime.delegation.subagents.lifecycle_tools (built "
+            "per side at run time); stored in Agent.side_X_subagents",
+            _SIDE_SUB_AA + "test_a4_side_subagents_import_export_and_list_as_written",
+            "spec 0.2.0; refused on a person's or handler's side; 0.1.0 subagent entries in a "
+            f"prompt written in 0.2.0 are refused ({_IMPORT_API_STUDIO})",
+        ),
+    },
+    "SubagentRelationship": {
+        "agent": _h(
+            "runtime.delegation.subagents.relationships; exposeAsTool targets only ("
+            + _SIDE_SUB_RULES
+            + ")",
+            _SIDE_SUB + "test_a4_side_subagents_give_this_agent_s_side_the_lifecycle_tools",
+            f"spec 0.2.0; a target without exposeAsTool is refused ({_IMPORT_API_STUDIO})",
+        ),
+        "as": _h(
+            "runtime.delegation.subagents (the relationship's name: subagent_create's agent, "
+            "the registry's relationship)",
+            _SIDE_SUB + "test_a5_blocking_defaults_to_false_and_as_names_the_relationship",
+        ),
+        "description": _h(
+            "runtime.delegation.subagents._create_schema (replaces the child's toolDescription)",
+            _SIDE_SUB + "test_a4_side_subagents_give_this_agent_s_side_the_lifecycle_tools",
+        ),
+        "blocking": _h(
+            "runtime.delegation.subagents (default false)",
+            _SIDE_SUB + "test_a5_blocking_true_waits_for_the_answer",
+        ),
+        "maxInstances": _h(
+            "runtime.delegation.subagents._new_instance",
+            _SIDE_SUB + "test_a5_max_instances_at_the_top_level",
+        ),
+        "immediate": _h(
+            "runtime.delegation.subagents.spawn_immediate; the object form refused by "
+            + _SIDE_SUB_RULES,
+            _SIDE_SUB
+            + "test_a4_hidden_relationship_is_not_offered_to_create_but_starts_immediately",
+            f"true only; {{nameEnv, descriptionEnv, scopedEnv}} refused ({_IMPORT_API_STUDIO})",
+        ),
+        "optional": _h(
+            "runtime.delegation.subagents.relationships",
+            _SIDE_SUB + "test_a4_optional_relationship_exists_only_when_its_env_is_true",
+        ),
+        "scopedEnv": _h(
+            "runtime.delegation.subagents.scoped_env",
+            _SIDE_SUB + "test_a4_scoped_env_and_explicit_parent_communication",
+        ),
+        "hidden": _h(
+            "runtime.delegation.subagents.lifecycle_tools (not offered to subagent_create, "
+            "left out of the listing)",
+            _SIDE_SUB
+            + "test_a4_hidden_relationship_is_not_offered_to_create_but_starts_immediately",
+        ),
+        "parentCommunication": _h(
+            "runtime.delegation.subagents._settle",
+            _SIDE_SUB + "test_a4_scoped_env_and_explicit_parent_communication",
+        ),
+        "initUserMessageProperty": _r(
+            _SIDE_SUB_RULES,
+            _SIDE_SUB_REFUSED,
+            f"subagent_create's own message argument is the first message ({_IMPORT_API_STUDIO})",
+        ),
+        "initAttachmentsProperty": _r(
+            _SIDE_SUB_RULES,
+            _SIDE_SUB_REFUSED,
+            f"subagent_create's own attachments argument carries the files ({_IMPORT_API_STUDIO})",
+        ),
+        "initAgentNameProperty": _r(
+            _SIDE_SUB_RULES,
+            _SIDE_SUB_REFUSED,
+            f"subagent_create's own name argument is the child's name ({_IMPORT_API_STUDIO})",
         ),
     },
     "SessionToolBinding": {

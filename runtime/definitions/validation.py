@@ -44,6 +44,7 @@ from runtime.definitions.entry_rules import (
     reasoning_option_errors,
     tool_entry_option_errors,
 )
+from runtime.definitions.side_subagents import old_subagent_entry_errors, side_subagent_errors
 from runtime.mcp.servers import reference_errors
 from runtime.providers.offers import option_errors, provider_offers
 from runtime.providers.openai.offers import is_search_model
@@ -330,6 +331,7 @@ def validate_agent(agent: AgentDefinition, catalog: Catalog | None = None) -> li
         )
     errs += _hook_rules(agent.hooks, catalog)
     errs += agent_option_errors(agent, catalog)
+    errs += side_subagent_errors(agent, catalog)
     return errs
 
 
@@ -405,6 +407,7 @@ def validate_prompt(
             errs += _tool_name_rule(f"tools.{i}", name)
     errs += _hook_rules(prompt.hooks, catalog)
     errs += prompt_hooks_errors(prompt, catalog)
+    errs += old_subagent_entry_errors(prompt)
     errs += _prompt_lengths(prompt)
     errs += tool_env_credential_errors(prompt)
     errs += provider_tool_errors(prompt, catalog)

@@ -35,15 +35,17 @@ class SubagentLink(BaseModel):
     arguments: dict[str, Any] | None = None  # the initial arguments the child was told
     parent_communication: Literal["implicit", "explicit"] | None = None
     hidden: bool | None = None  # kept out of the ``subagents`` listing
+    # A 0.2.0 side relationship's child: a persistent thread whose every end settles ``idle``.
+    persistent: bool | None = None
 
     @classmethod
     def of(cls, child: ThreadRecord) -> SubagentLink:
         """The child's stored link (an empty one when the thread has none)."""
         return cls.model_validate(child.subagent or {})
 
-    def with_options(self, entry: ToolConfig) -> SubagentLink:
+    def with_options(self, entry: ToolConfig, *, persistent: bool = False) -> SubagentLink:
         """This link plus the relationship options the tool entry sets (only those it sets)."""
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {"persistent": True} if persistent else {}
         if entry.parent_communication:
             options["parent_communication"] = entry.parent_communication
         if entry.hidden:

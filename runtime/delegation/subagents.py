@@ -45,7 +45,14 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from runtime.core import env_refs
 from runtime.core.messages import Message, NewMessage, Role, Side, new_id, now_ms
 from runtime.core.results import ToolResult, failure, success
-from runtime.core.spec import AgentDefinition, PromptDefinition, ResumableConfig, ToolConfig
+from runtime.core.spec import (
+    AgentDefinition,
+    PromptDefinition,
+    ResumableConfig,
+    SideConfig,
+    SubagentRelationship,
+    ToolConfig,
+)
 from runtime.definitions.loader import DefinitionLoader
 from runtime.delegation.link import SubagentLink
 from runtime.providers.base import ToolSchema
@@ -151,16 +158,41 @@ def is_resumable(entry: ToolConfig) -> bool:
 
 @dataclass(slots=True)
 class Relationship:
-    """A resumable subagent relationship of a prompt."""
+    """A resumable subagent relationship: of a prompt (0.1.0 tool entry) or of the acting
+    side (0.2.0 ``sideX.subagents``, ``from_side``), under its name (``as``, else the agent's)."""
 
     agent: AgentDefinition
     entry: ToolConfig
     schema: dict[str, Any] | None  # the child's side-A requiredSchema
+    name: str = ""
+    description: str | None = None  # replaces the child's toolDescription (0.2.0 ``description``)
+    from_side: bool = False
+
+    def __post_init__(self) -> None:
+        self.name = self.name or self.agent.name
 
     @property
     def resumable(self) -> ResumableConfig:
         assert isinstance(self.entry.resumable, ResumableConfig)
         return self.entry.resumable
+
+
+def side_entry(relationship: SubagentRelationship) -> ToolConfig:
+    """A 0.2.0 side relationship as the 0.1.0 tool entry the engine runs: resumable (every
+    child is a persistent, addressable thread), ``blocking`` false unless it says true,
+    ``maxInstances`` moved into ``resumable``; the child's side A receives its messages."""
+    return ToolConfig(
+        name=relationship.agent,
+        blocking=relationship.blocking,
+        resumable=ResumableConfig(
+            receives_messages="side_a", max_instances=relationship.max_instances
+        ),
+        immediate=relationship.immediate is True or None,
+        optional=relationship.optional,
+        scoped_env=relationship.scoped_env,
+        hidden=relationship.hidden,
+        parent_communication=relationship.parent_communication,
+    )
 
 
 def message_id_for(call_id: str, purpose: str) -> str:
@@ -310,12 +342,17 @@ class Subagents:
     # --- the tools a prompt offers ---------------------------------------------------
 
     async def relationships(
-        self, defs: DefinitionLoader, prompt: PromptDefinition, env: EnvLookup
+        self,
+        defs: DefinitionLoader,
+        prompt: PromptDefinition,
+        env: EnvLookup,
+        side: SideConfig | None = None,
     ) -> dict[str, Relationship]:
-        """The prompt's resumable relationships by agent name (``optional`` gates applied)."""
+        """The resumable relationships of the prompt's entries and of the acting side's
+        ``subagents`` (0.2.0), by relationship name (``optional`` gates applied)."""
         out: dict[str, Relationship] = {}
-        for entry in prompt.tools or []:
-            if isinstance(entry, str) or not is_resumable(entry):
+        for name, entry, declared in relationship_entries(prompt, side):
+            if not is_resumable(entry):
                 continue
             if entry.optional and (await env(entry.optional) or "").strip().lower() not in TRUTHY:
                 continue
@@ -323,7 +360,14 @@ class Subagents:
             if agent is None:
                 continue
             first = await defs.find_prompt(agent.main_prompt())
-            out[agent.name] = Relationship(agent, entry, first.required_schema if first else None)
+            out[name] = Relationship(
+                agent,
+                entry,
+                first.required_schema if first else None,
+                name=name,
+                description=declared.description if declared else None,
+                from_side=declared is not None,
+            )
         return out
 
     async def lifecycle_tools(
@@ -332,15 +376,23 @@ class Subagents:
         thread: ThreadRecord,
         prompt: PromptDefinition,
         env: EnvLookup,
+        side: SideConfig | None = None,
     ) -> dict[str, OfferedTool]:
-        """``subagent_create``, ``subagents`` and (while a child lives) ``subagent_message``."""
-        relations = await self.relationships(defs, prompt, env)
+        """``subagent_create``, ``subagents`` and (while a child lives) ``subagent_message``.
+
+        ``side`` is the acting side of *this* agent: its relationships are built here, per
+        run, so a prompt shared by several agents offers each one its own."""
+        relations = await self.relationships(defs, prompt, env, side)
         if not relations:
             return {}
-        tools = {
-            SUBAGENT_CREATE: self._offer(SUBAGENT_CREATE, _create_schema(relations), relations),
-            SUBAGENTS: self._offer(SUBAGENTS, _LIST_SCHEMA, relations),
-        }
+        # A hidden side relationship is not the model's to create (immediate or code only).
+        creatable = {k: r for k, r in relations.items() if not (r.from_side and r.entry.hidden)}
+        tools = {}
+        if creatable:
+            tools[SUBAGENT_CREATE] = self._offer(
+                SUBAGENT_CREATE, _create_schema(creatable), creatable
+            )
+        tools[SUBAGENTS] = self._offer(SUBAGENTS, _LIST_SCHEMA, creatable)
         children = await self.deps.store.list_children(thread.id)
         if any(c.child_status != "terminated" for c in children):
             tools[SUBAGENT_MESSAGE] = self._offer(SUBAGENT_MESSAGE, _MESSAGE_SCHEMA, relations)
@@ -398,13 +450,13 @@ class Subagents:
             owner_side=scope.side,
             tool_call_id=call["id"],
             arguments=request.arguments,
-        ).with_options(relation.entry)
+        ).with_options(relation.entry, persistent=relation.from_side)
         env, missing = await self.scoped_env(scope, relation.entry)
         if missing:
             return failure(missing_env_text(relation.agent.name, missing))
         slot.subagent_id = child_id
         child = await self._ensure_child(
-            scope, relation.agent.name, child_id, request.name, link, env
+            scope, relation.agent.name, child_id, request.name, link, env, relation.name
         )
         await self.seed_arguments(child.id, call["id"], request.arguments)
         role = link.receiving_role()
@@ -427,7 +479,7 @@ class Subagents:
         live = [
             c
             for c in children
-            if c.relationship == relation.agent.name and c.child_status != "terminated"
+            if c.relationship == relation.name and c.child_status != "terminated"
         ]
         if limit == 1 and relation.entry.blocking and len(live) == 1:
             slot.subagent_id = live[0].id
@@ -438,7 +490,7 @@ class Subagents:
             )
         if limit is not None and len(live) >= limit:
             return failure(
-                f"Subagent instance limit reached for {relation.agent.name} "
+                f"Subagent instance limit reached for {relation.name} "
                 f"(maxInstances: {limit}, active: {len(live)}). "
                 "Use subagent_message to talk to an existing instance."
             )
@@ -527,7 +579,9 @@ class Subagents:
 
     # --- immediate relationships ---------------------------------------------------------
 
-    async def spawn_immediate(self, scope: Scope, env: EnvLookup, flow_id: str) -> bool:
+    async def spawn_immediate(
+        self, scope: Scope, env: EnvLookup, flow_id: str, side: SideConfig | None = None
+    ) -> bool:
         """Start the acting side's ``immediate`` relationships; whether any child was started.
 
         The session calls it at most once per agent and side per flow, and only while the
@@ -536,8 +590,8 @@ class Subagents:
         back as a delivery. Ids derive from the flow, so a resumed flow starts nothing twice.
         """
         started = False
-        for entry in scope.prompt.tools or []:
-            if isinstance(entry, str) or not entry.immediate or not is_subagent_entry(entry):
+        for name, entry, declared in relationship_entries(scope.prompt, side):
+            if not entry.immediate or not is_subagent_entry(entry):
                 continue
             if entry.optional and (await env(entry.optional) or "").strip().lower() not in TRUTHY:
                 continue
@@ -545,15 +599,13 @@ class Subagents:
             if agent is None:
                 continue
             resumable = entry.resumable if isinstance(entry.resumable, ResumableConfig) else None
-            key = f"{KEY}immediate.{flow_id}.{scope.side}.{agent.name}"
+            key = f"{KEY}immediate.{flow_id}.{scope.side}.{name}"
             child_id = await self.deps.store.get_value(scope.thread.id, key)
             if child_id is None:
                 limit = resumable.max_instances if resumable else None
                 children = await self.deps.store.list_children(scope.thread.id)
                 live = [
-                    c
-                    for c in children
-                    if c.relationship == agent.name and c.child_status != "terminated"
+                    c for c in children if c.relationship == name and c.child_status != "terminated"
                 ]
                 if limit is not None and len(live) >= limit:
                     continue
@@ -566,14 +618,14 @@ class Subagents:
                 owner_side=scope.side,
                 tool_call_id=None,
                 immediate=True,
-            ).with_options(entry)
+            ).with_options(entry, persistent=declared is not None)
             scoped, missing = await self.scoped_env(scope, entry)
             if missing:
                 # No tool call to fail: the worker log says why the child did not start.
                 logger.warning("%s", missing_env_text(agent.name, missing))
                 continue
             child = await self._ensure_child(
-                scope, agent.name, child_id, agent.title or agent.name, link, scoped
+                scope, agent.name, child_id, agent.title or agent.name, link, scoped, name
             )
             boot = message_id_for(key, "boot")
             if not await self._known(child.id, boot):
@@ -624,6 +676,7 @@ class Subagents:
         name: str,
         link: SubagentLink,
         env: dict[str, str] | None = None,
+        relationship: str | None = None,
     ) -> ThreadRecord:
         existing = await self.deps.store.get_thread(child_id)
         if existing is not None:
@@ -635,7 +688,7 @@ class Subagents:
             env=env,
             thread_id=child_id,
             display_name=name,
-            relationship=agent,
+            relationship=relationship or agent,
             child_status="running",
             subagent=link,
         )
@@ -834,8 +887,10 @@ class Subagents:
         current = await self.deps.store.get_thread(child.id)
         if current is None or current.terminated or current.child_status == "terminated":
             return  # a terminated child reports nothing any more
-        status = status_text(status) if status else ("idle" if ok else "failed")
         link = SubagentLink.of(child)
+        # 0.2.0 children are persistent threads: any end leaves them ``idle`` (reference
+        # subagent-reconcile), the delivery still says whether it failed.
+        status = status_text(status) if status else ("idle" if ok or link.persistent else "failed")
         delivered = False
         explicit = link.parent_communication == "explicit"
         if link.says_non_blocking() and notify and not explicit:
@@ -967,6 +1022,24 @@ def _ids(child: ThreadRecord) -> dict[str, Any]:
     }
 
 
+def _relation_text(r: Relationship) -> str:
+    a = r.agent
+    return r.description or a.tool_description or a.description or a.title or a.name
+
+
+def relationship_entries(
+    prompt: PromptDefinition, side: SideConfig | None
+) -> list[tuple[str, ToolConfig, SubagentRelationship | None]]:
+    """Every subagent relationship the acting side has: the prompt's 0.1.0 entries (by agent
+    name) and the side's 0.2.0 ``subagents`` (by ``as``), with the side's declaration."""
+    out: list[tuple[str, ToolConfig, SubagentRelationship | None]] = [
+        (entry.name, entry, None) for entry in prompt.tools or [] if not isinstance(entry, str)
+    ]
+    for declared in (side.subagents if side is not None else None) or []:
+        out.append((declared.name, side_entry(declared), declared))
+    return out
+
+
 def _json(value: Any) -> str:
     import json
 
@@ -983,10 +1056,7 @@ def _create_schema(relations: dict[str, Relationship]) -> tuple[str, dict[str, A
         if only.schema:
             arguments = dict(only.schema)
     names = sorted(relations)
-    lines = [
-        f"- {r.agent.name}: {r.agent.tool_description or r.agent.description or r.agent.title or r.agent.name}"
-        for r in relations.values()
-    ]
+    lines = [f"- {name}: {_relation_text(r)}" for name, r in relations.items()]
     schema = {
         "type": "object",
         "properties": {

@@ -412,7 +412,7 @@ class Session:
         tools = await self.tools_for(prompt, config)
         # Subagent lifecycle tools depend on the registry, so they are resolved every step.
         lifecycle = await self.subagents.lifecycle_tools(
-            self.defs, self.thread, prompt, self._env_lookup(prompt.name)
+            self.defs, self.thread, prompt, self._env_lookup(prompt.name), config
         )
         return Scope(
             thread=self.thread,
@@ -637,7 +637,9 @@ class Session:
         ):
             return False
         env = self._env_lookup(scope.prompt.name)
-        return await self.subagents.spawn_immediate(scope, env, self.progress.session_id)
+        return await self.subagents.spawn_immediate(
+            scope, env, self.progress.session_id, self._config(scope.side)
+        )
 
     async def _hand_off(self, handoff: PendingHandoff) -> None:
         """Switch the thread to another agent; its side A acts next (no turn is counted)."""

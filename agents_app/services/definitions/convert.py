@@ -20,9 +20,10 @@ from agents_app.services.definitions.files import (
     _scan,
     definition_json,
 )
-from runtime.core.spec import SpecVersion
+from runtime.core.spec import SPEC_0_2, SpecVersion
 from runtime.definitions.generations import NotExpressible, convert
 from runtime.definitions.source import SourceError
+from runtime.definitions.subagent_moves import Moves, apply_to_agent, apply_to_prompt, plan_moves
 from runtime.definitions.validation import parse_and_validate
 from runtime.mcp.servers import parse_server
 
@@ -60,37 +61,59 @@ def _same_definition(kind: str, before: Any, after: dict[str, Any], target: Spec
         return False
 
 
-def _convert_file(
-    kind: str, path: Path, target: SpecVersion, report: ConvertReport, errors: list[str]
-) -> None:
+def _read(kind: str, path: Path, errors: list[str]) -> dict[str, Any] | None:
     label = f"{kind}/{path.name}"
-    if path.suffix == ".ts":
-        report.skipped.append(
-            f"{label}: left as is (TypeScript files are read, not rewritten; "
-            "export_definitions writes them as JSON)."
-        )
-        return
     try:
         data = _parse_text(kind, path, path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, SourceError) as exc:
         errors.append(f"{label}: cannot be read ({exc}).")
-        return
+        return None
     if not isinstance(data, dict):
         errors.append(f"{label}: A definition must be a JSON object.")
-        return
+        return None
+    return data
+
+
+def _moves(read: list[tuple[str, Path, dict[str, Any]]]) -> Moves:
+    """0.1.0 prompt-entry subagents moved onto the sides that run those prompts (to 0.2.0)."""
+    named = {
+        kind: {str(d.get("name")): d for k, _, d in read if k == kind}
+        for kind in ("prompts", "agents")
+    }
+    return plan_moves(named["prompts"], named["agents"])
+
+
+def _convert_file(
+    kind: str,
+    path: Path,
+    data: dict[str, Any],
+    target: SpecVersion,
+    moves: Moves,
+    report: ConvertReport,
+    errors: list[str],
+) -> None:
+    label = f"{kind}/{path.name}"
     try:
         converted, changes = convert(kind, data, target)
     except NotExpressible as exc:
         errors.append(f"{label}: {exc}")
         return
-    if not changes:
+    # The generation's spelling must load the same (checked below); a move across files
+    # changes what each file holds on purpose, so it is applied after the check.
+    name = str(data.get("name"))
+    moved = moves.changes.get((kind, name), [])
+    if not changes and not moved:
         report.unchanged.append(label)
         return
     if not _same_definition(kind, data, converted, target):
         errors.append(f"{label}: the converted file would load differently; left as is.")
         return
+    if kind == "prompts" and name in moves.drops:
+        converted = apply_to_prompt(converted, moves.drops[name])
+    if kind == "agents" and name in moves.adds:
+        converted = apply_to_agent(converted, moves.adds[name])
     text = json.dumps(converted, indent=2, ensure_ascii=False) + "\n"
-    report.changed.append(FileChange(label, changes, text))
+    report.changed.append(FileChange(label, changes + moved, text))
 
 
 def definitions_convert(*, directory: Path, target: SpecVersion, write: bool) -> ConvertReport:
@@ -100,8 +123,19 @@ def definitions_convert(*, directory: Path, target: SpecVersion, write: bool) ->
     scan = _scan(directory)
     report = ConvertReport()
     errors = list(scan.errors)
+    read: list[tuple[str, Path, dict[str, Any]]] = []
     for kind, path in scan.files:
-        _convert_file(kind, path, target, report, errors)
+        if path.suffix == ".ts":
+            report.skipped.append(
+                f"{kind}/{path.name}: left as is (TypeScript files are read, not rewritten; "
+                "export_definitions writes them as JSON)."
+            )
+        elif (data := _read(kind, path, errors)) is not None:
+            read.append((kind, path, data))
+    moves = _moves(read) if target == SPEC_0_2 else Moves()
+    report.skipped += moves.kept
+    for kind, path, data in read:
+        _convert_file(kind, path, data, target, moves, report, errors)
     if errors:
         raise DefinitionFilesInvalid(errors)
     if write:

@@ -44,6 +44,7 @@ from runtime.core.spec import (
     ResumableConfig,
     SessionToolBinding,
     SideConfig,
+    SubagentRelationship,
     ToolConfig,
     ToolEntry,
 )
@@ -349,6 +350,10 @@ def _side_definition(a: Agent, side: str) -> SideConfig | None:
         max_turns=getattr(a, f"side_{side}_max_turns"),
         end_session_tool=getattr(a, f"side_{side}_end_session_tool") or None,
         **_session_tools(getattr(a, f"side_{side}_session_tools")),
+        subagents=[
+            SubagentRelationship.model_validate(r) for r in getattr(a, f"side_{side}_subagents")
+        ]
+        or None,
     )
 
 
@@ -586,6 +591,7 @@ def _side_fields(side: str, cfg: SideConfig | None) -> dict[str, Any]:
         f"side_{side}_max_turns": cfg.max_turns if cfg else None,
         f"side_{side}_end_session_tool": cfg.end_session_tool or "" if cfg else "",
         f"side_{side}_session_tools": session_tools_column(cfg),
+        f"side_{side}_subagents": [r.dump() for r in cfg.subagents or []] if cfg else [],
     }
 
 

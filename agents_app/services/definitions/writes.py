@@ -147,8 +147,10 @@ def _from_body(kind: Kind, body: dict[str, Any], base: dict[str, Any]) -> dict[s
         elif kind == "agents" and key[:7] in ("side_a_", "side_b_"):
             side = data.setdefault(key[:6], {}) or {}
             field = key[7:]
-            if field in ("handler", "subagents") and not value:
-                continue  # only empty: no handler named, side subagents unknown
+            if field == "handler" and not value:
+                continue  # only empty: no handler named
+            if field == "subagents" and not value and not side.get("subagents"):
+                continue  # none sent, none stored (a 0.1.0 agent stays 0.1.0); [] clears
             code = side.get("handler") is not None and field != "handler"
             if (side.get("human") or code) and agent_fields.echoed(field, value):
                 continue  # a person's or handler's side: every field comes back, unset
