@@ -118,11 +118,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every browser test is ``browser`` and ``integration``, and under xdist they all go to
-    one worker (``xdist_group``): one site and one chromium for the lot, instead of one per
-    worker each starting a stack (``tests/parallel.py``)."""
     for item in items:
         if "tests/browser/" in str(item.fspath):
             item.add_marker(pytest.mark.browser)
             item.add_marker(pytest.mark.integration)
-            item.add_marker(pytest.mark.xdist_group("browser"))
