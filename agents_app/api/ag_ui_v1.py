@@ -39,9 +39,11 @@ from agents_app.api.door_support import (
     db,
     follow,
     host_allowed,
+    mounted,
     post_turn,
     read_body,
     request_headers,
+    send_json,
     stop_or_log,
     wait_for_disconnect,
 )
@@ -225,31 +227,16 @@ async def _streamed(
 
 
 async def _error(send: Send, error: OpenAIError) -> None:
-    data = wire.encode(error.body())
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(data)).encode()),
-        (b"cache-control", b"no-store"),
-    ]
+    headers: list[tuple[bytes, bytes]] = []
     if error.retry_after is not None:
         headers.append((b"retry-after", str(error.retry_after).encode()))
     if error.status == 401:
         headers.append((b"www-authenticate", b"Bearer"))
     if error.status == 405:
         headers.append((b"allow", b"POST"))
-    await send({"type": "http.response.start", "status": error.status, "headers": headers})
-    await send({"type": "http.response.body", "body": data})
+    await send_json(send, error.status, wire.encode(error.body()), headers)
 
 
 def with_ag_ui(django_app: Any, prefix: str = PREFIX) -> Any:
-    """An ASGI app serving ``prefix`` (and everything under it) with the AG-UI door,
-    everything else with ``django_app``."""
-
-    async def route(scope: Any, receive: Any, send: Any) -> None:
-        path = scope.get("path", "") if scope["type"] == "http" else ""
-        if path == prefix or path.startswith(prefix + "/"):
-            await app(scope, receive, send)
-        else:
-            await django_app(scope, receive, send)
-
-    return route
+    """``django_app`` with this door in front of it at ``prefix``."""
+    return mounted(prefix, app, django_app)

@@ -337,3 +337,32 @@ class Frames:
             with contextlib.suppress(Exception):
                 await self.layer.group_discard(self.group, self.channel)
             self.group = None
+
+
+async def send_json(
+    send: Any, status: int, data: bytes, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """One whole JSON answer (``data`` already encoded by the door's wire module), never
+    cached: every door answers a person's own data."""
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(data)).encode()),
+        (b"cache-control", b"no-store"),
+        *(extra or []),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
+
+
+def mounted(prefix: str, door: Any, django_app: Any) -> Any:
+    """An ASGI app serving ``prefix`` (and everything under it) with ``door``, everything
+    else with ``django_app`` (how studio/asgi.py puts each door in front of Django)."""
+
+    async def route(scope: Any, receive: Any, send: Any) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path == prefix or path.startswith(prefix + "/"):
+            await door(scope, receive, send)
+        else:
+            await django_app(scope, receive, send)
+
+    return route

@@ -39,9 +39,11 @@ from agents_app.api.door_support import (
     db,
     follow,
     host_allowed,
+    mounted,
     post_turn,
     read_body,
     request_headers,
+    send_json,
     stop_or_log,
     wait_for_disconnect,
 )
@@ -354,15 +356,7 @@ class ResponsesStream:
 async def _json(
     send: Send, status: int, body: Any, extra: list[tuple[bytes, bytes]] | None = None
 ) -> None:
-    data = wire.encode(body)
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(data)).encode()),
-        (b"cache-control", b"no-store"),
-        *(extra or []),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": data})
+    await send_json(send, status, wire.encode(body), extra)
 
 
 async def _error(send: Send, error: OpenAIError, turn: Turn | None = None) -> None:
@@ -382,14 +376,5 @@ async def _error(send: Send, error: OpenAIError, turn: Turn | None = None) -> No
 
 
 def with_openai(django_app: Any, prefix: str = PREFIX) -> Any:
-    """An ASGI app serving ``prefix`` (and everything under it) with the OpenAI-compatible
-    API, everything else with ``django_app``."""
-
-    async def route(scope: Any, receive: Any, send: Any) -> None:
-        path = scope.get("path", "") if scope["type"] == "http" else ""
-        if path == prefix or path.startswith(prefix + "/"):
-            await app(scope, receive, send)
-        else:
-            await django_app(scope, receive, send)
-
-    return route
+    """``django_app`` with this door in front of it at ``prefix``."""
+    return mounted(prefix, app, django_app)
