@@ -256,7 +256,7 @@ def test_scim_provisions_the_person_and_deactivation_closes_their_socket_and_key
 
     raw_token = (
         sso.python(
-            "from agents_app.services import scim\n"
+            "from agents_app.services.access import scim\n"
             "from django.contrib.auth.models import User\n"
             "print(scim.token_create(name='okta', by=User.objects.get(username='ops'))[1])"
         )
