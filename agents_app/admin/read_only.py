@@ -5,7 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.db import models
 from django.http import HttpRequest
+
+from agents_app.admin.display import json_block
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -18,6 +21,33 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     list_per_page = 50
     # Whether an operator may delete rows (with everything that cascades from them).
     deletable = False
+
+    def __init__(self, model: Any, admin_site: Any) -> None:
+        super().__init__(model, admin_site)
+        # A stored JSON record (a message's metadata, a session's progress) is shown as a code
+        # block on the detail page, never as running text a person is meant to read.
+        self._json_fields = {
+            f.name: f"{f.name}_as_json"
+            for f in model._meta.fields
+            if isinstance(f, models.JSONField) and not hasattr(self, f"{f.name}_as_json")
+        }
+        for name, shown in self._json_fields.items():
+            setattr(self, shown, self._json_display(name))
+
+    def _json_display(self, name: str) -> Any:
+        def shown(obj: Any) -> str:
+            return json_block(getattr(obj, name))
+
+        shown.short_description = self.model._meta.get_field(name).verbose_name  # type: ignore[attr-defined]
+        return shown
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = super().get_fields(request, obj)
+        shown = [self._json_fields.get(f, f) if isinstance(f, str) else f for f in fields]
+        return list(dict.fromkeys(shown))  # the JSON ones are also among the read-only fields
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return (*super().get_readonly_fields(request, obj), *self._json_fields.values())
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

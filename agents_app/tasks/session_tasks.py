@@ -52,7 +52,7 @@ def close_mcp_connections(**_: Any) -> None:
         asyncio.run_coroutine_threadsafe(POOL.aclose(), loop).result(timeout=20)
 
 
-@shared_task(name=RUN_SESSION, acks_late=True)
+@shared_task(name=RUN_SESSION, acks_late=True, ignore_result=True)
 def run_session(session_id: str) -> None:
     """Claim and run a session (then the thread's next queued messages)."""
     from agents_app.orchestration.runner import run_session_job
@@ -76,7 +76,7 @@ def _sweep_outage() -> Any:
     return _sweep_outage_log
 
 
-@shared_task(name="agents_app.sweep_sessions")
+@shared_task(name="agents_app.sweep_sessions", ignore_result=True)
 def sweep_sessions() -> int:
     """Re-dispatch sessions whose worker died and queued sessions whose task was lost."""
     from agents_app.orchestration.db_retry import CONNECTION_ERRORS
@@ -102,7 +102,7 @@ def purge_expired() -> dict[str, int]:
     return AUTOMATION["agents_app.purge_expired"]()  # type: ignore[no-any-return]
 
 
-@shared_task(name="agents_app.evals_tick")
+@shared_task(name="agents_app.evals_tick", ignore_result=True)
 def evals_tick() -> int:
     """Advance the running eval runs (agents_app/orchestration/eval_runs.py): score finished cases, start
     pending ones. Any worker may take a tick; the database decides who does what."""

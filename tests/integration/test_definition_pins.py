@@ -68,7 +68,8 @@ def _define(stack: Stack) -> None:
                 "tools": ["pin-helper"],
             },
         ),
-        ("agents", {"name": "pin-agent", "sideA": {"prompt": "pin-main"}}),
+        # New agents start as drafts (issue #55): this one is offered to alice.
+        ("agents", {"name": "pin-agent", "state": "published", "sideA": {"prompt": "pin-main"}}),
     ]
     for kind, body in bodies:
         response = ops.post(f"/api/{kind}", json={"definition": body})

@@ -94,7 +94,10 @@ def _define(stack: Stack, vendor: str, base_url: str) -> str:
             "/api/prompts",
             json={"name": name, "model": name, "prompt": "Search when asked.", "tools": [entry]},
         ),
-        ops.post("/api/agents", json={"name": name, "sideA": {"prompt": name}}),
+        # New agents start as drafts (issue #55): published, so the chat may use it.
+        ops.post(
+            "/api/agents", json={"name": name, "state": "published", "sideA": {"prompt": name}}
+        ),
     ]
     for response in written:
         assert response.status_code == 201, response.text

@@ -349,3 +349,16 @@ def test_by_error_lists_interrupted_only_when_no_person_stopped_it(
     assert "?error=interrupted" in staff.get(url).content.decode()
     # Choosing it finds the worker's death only.
     assert staff.get(url + "?error=interrupted").context["cl"].result_count == 1
+
+
+def test_a_read_only_record_shows_its_json_as_a_code_block(staff: Client, thread: Thread) -> None:
+    # The page walk found a message's metadata shown as running text (issue #55).
+    message = Message.objects.create(
+        thread=thread, role="user", content="Hi", metadata={"forked_from": "3f537c64"}
+    )
+    url = reverse("admin:agents_app_message_change", args=[message.pk])
+    page = staff.get(url).content.decode()
+    block = page.index('<pre class="studio-log">')
+    assert page.index("forked_from", block) < page.index("</pre>", block)
+    assert page.count("forked_from") == 1
+    assert page.count(">Metadata:<") == 1
