@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -92,3 +95,25 @@ def test_each_worker_draws_redis_databases_from_a_share_of_its_own(monkeypatch: 
     assert not drawn["gw0"] & drawn["gw1"]
     assert drawn["gw0"] | drawn["gw1"] <= set(range(1, 16))
     assert 0 not in drawn["gw0"] | drawn["gw1"]  # TEST_REDIS_URL's, the unit tests'
+
+
+def test_every_collected_test_has_a_node_id_of_its_own() -> None:
+    # xdist schedules by node id: two tests with one id run once between them.
+    listed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/agents_app/api/test_api_schemathesis.py",
+        ],  # fmt: skip
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    ids = [line for line in listed.splitlines() if "::" in line]
+    assert len(ids) > 100 and len(set(ids)) == len(ids), ids[:3]
