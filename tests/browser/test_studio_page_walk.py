@@ -17,8 +17,9 @@ values (tooltips, ``datetime``) are for machines and for whoever searches for th
 Deliberate exceptions to the snake_case rule, each with its reason:
 - names people gave their own definitions and data (agents, prompts, models and their
   provider model ids, MCP servers, env values, eval datasets and cases, schedules, users,
-  thread names, tags), also of rows deleted since, which the history pages (recent actions,
-  the audit log) still name: identifiers they chose and search by, not codes of ours;
+  thread names, tags), also of rows deleted or renamed since, which the history pages
+  (recent actions, the audit log) and the logs behind the usage charts still name:
+  identifiers they chose and search by, not codes of ours;
 - names from the code registry (tools, hooks, effects, thread endpoints): what a prompt
   lists by name, documented in the code catalog;
 - tokens that are part of a URL, a path or a file name (a ``/`` or a ``.ext`` in the word):
@@ -89,9 +90,10 @@ for items in get_registry().catalog().values():
 # Names of rows deleted since (by this site's other tests) live on in the history pages.
 import re
 from django.contrib.admin.models import LogEntry
-from agents_app.models import AuditEvent
+from agents_app.models import AuditEvent, Log
 for text in [*LogEntry.objects.values_list("object_repr", flat=True),
-             *AuditEvent.objects.values_list("target", flat=True)]:
+             *AuditEvent.objects.values_list("target", flat=True),
+             *Log.objects.values_list("model", flat=True).distinct()]:
     names.update(re.findall(r"[\w.-]+", str(text)))
 print(json.dumps(sorted(names)))
 """
