@@ -22,6 +22,7 @@ Deliberate exceptions to the snake_case rule, each with its reason:
   identifiers they chose and search by, not codes of ours;
 - names from the code registry (tools, hooks, effects, thread endpoints): what a prompt
   lists by name, documented in the code catalog;
+- such a name shortened with an ellipsis to fit a narrow place (a chart's label);
 - tokens that are part of a URL, a path or a file name (a ``/`` or a ``.ext`` in the word):
   an address is copied as it is;
 - words quoted from a conversation (``[data-verbatim]``: a message's content, an eval's
@@ -139,6 +140,13 @@ def _seed(site: Site) -> dict[str, Any]:
     return {"thread": thread_id}
 
 
+def _cut_name(match: re.Match[str], allowed: set[str]) -> bool:
+    """A name shortened to fit (``debate_con_m…`` for ``debate_con_model``) is still the name."""
+    if not match.string[match.end() : match.end() + 1] == "…":
+        return False
+    return any(name.startswith(match.group(0)) for name in allowed)
+
+
 def _offences(texts: list[str], allowed: set[str]) -> list[str]:
     found = []
     for text in texts:
@@ -147,7 +155,7 @@ def _offences(texts: list[str], allowed: set[str]) -> list[str]:
             for match in pattern.finditer(text):
                 found.append(f"{rule}: {match.group(0)!r} in {text[:120]!r}")
         for match in SNAKE.finditer(text):
-            if match.group(0) not in allowed:
+            if match.group(0) not in allowed and not _cut_name(match, allowed):
                 found.append(f"snake_case: {match.group(0)!r} in {text[:120]!r}")
     return found
 
