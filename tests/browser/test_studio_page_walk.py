@@ -142,7 +142,7 @@ def _seed(site: Site) -> dict[str, Any]:
 
 def _cut_name(match: re.Match[str], allowed: set[str]) -> bool:
     """A name shortened to fit (``debate_con_m…`` for ``debate_con_model``) is still the name."""
-    if not match.string[match.end() : match.end() + 1] == "…":
+    if match.string[match.end() : match.end() + 1] != "…":
         return False
     return any(name.startswith(match.group(0)) for name in allowed)
 
