@@ -19,6 +19,12 @@ class AgentsAppConfig(AppConfig):
 
         self._install_session_starter()
         self._configure_egress()
+        # Provider names in definitions are checked against agents/providers/ too: the
+        # rules ask for the code registry (discovered lazily) before they read the names.
+        from agents_app.base.code_registry import get_registry
+        from runtime.providers.compatible import catalog as provider_catalog
+
+        provider_catalog.set_loader(get_registry)
         # Traces, when the operator points OTEL_EXPORTER_OTLP_ENDPOINT somewhere: before the
         # first request builds the middleware chain, so the Django instrumentation is in it.
         from agents_app.base import telemetry

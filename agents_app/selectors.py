@@ -369,28 +369,43 @@ def thread_activity(thread_id: Any) -> dict[str, Any] | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    owner_id, last_activity_at, executing = row
-    return activity_frame(thread_id, owner_id, db_datetime(last_activity_at), bool(executing))
+    owner_id, last_activity_at, executing, last_message_at = row
+    return activity_frame(
+        thread_id,
+        owner_id,
+        db_datetime(last_activity_at),
+        bool(executing),
+        db_datetime(last_message_at),
+    )
 
 
 def activity_frame(
-    thread_id: Any, owner_id: Any, last_activity_at: datetime | None, executing: bool
+    thread_id: Any,
+    owner_id: Any,
+    last_activity_at: datetime | None,
+    executing: bool,
+    last_message_at: datetime | None = None,
 ) -> dict[str, Any]:
     """The ``thread_activity`` registry frame (``owner_id`` is popped by the sender: it
-    chooses the owner's group and is not sent)."""
-    return {
+    chooses the owner's group and is not sent). ``last_message_at`` (spec 0.2.0's unread
+    rule: a user's visible post or a visible terminal reply) when the thread has one and
+    the caller read it."""
+    frame = {
         "type": "thread_activity",
         "threadId": str(thread_id),
         "executing": executing,
         "last_activity_at": wire.seconds(last_activity_at),
         "owner_id": owner_id,
     }
+    if last_message_at is not None:
+        frame["last_message_at"] = wire.seconds(last_message_at)
+    return frame
 
 
 _ACTIVITY_SQL = (
     f"SELECT t.owner_id, t.last_activity_at, EXISTS (SELECT 1 FROM "
-    f"{ThreadSession._meta.db_table} s WHERE s.thread_id = t.id AND s.status IN (%s, %s)) "
-    f"FROM {Thread._meta.db_table} t WHERE t.id = %s"
+    f"{ThreadSession._meta.db_table} s WHERE s.thread_id = t.id AND s.status IN (%s, %s)), "
+    f"t.last_message_at FROM {Thread._meta.db_table} t WHERE t.id = %s"
 )
 
 
@@ -627,6 +642,7 @@ def thread_cost(thread: Thread) -> dict[str, Any]:
         output=Sum("cost_output"),
         requests=Count("id"),
         messages=Count("message_id", distinct=True),
+        unknown=Count("id", filter=Q(cost_known=False)),
     )
     total = _f(sums["total"])
     return {
@@ -643,6 +659,8 @@ def thread_cost(thread: Thread) -> dict[str, Any]:
         "avgCostPerMessageByModel": by_model_avg,
         "threads": per_thread,
         "truncated": truncated,
+        # Ours: requests whose model had no known price; the sums above leave them out.
+        "unknownCostRequests": sums["unknown"],
     }
 
 

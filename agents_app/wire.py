@@ -366,7 +366,8 @@ def log_item(row: Log, *, stopped: bool = False) -> dict[str, Any]:
         "error_type": row.error_type or None,
         "error_origin": row.error_origin or None,
         "finish_reason": row.finish_reason or None,
-        "cost_total": float(row.cost_total),
+        # None: no price was known for the model (never a silent 0; docs/providers.md).
+        "cost_total": float(row.cost_total) if row.cost_known else None,
         "input_tokens": row.input_tokens,
         "cached_tokens": row.cached_tokens,
         "output_tokens": row.output_tokens,
@@ -395,9 +396,9 @@ def log_detail(
     data.update(
         {
             "status_code": row.status_code,
-            "cost_input": float(row.cost_input),
-            "cost_cached": float(row.cost_cached),
-            "cost_output": float(row.cost_output),
+            "cost_input": float(row.cost_input) if row.cost_known else None,
+            "cost_cached": float(row.cost_cached) if row.cost_known else None,
+            "cost_output": float(row.cost_output) if row.cost_known else None,
             "cost_router_fee": 0.0,
             "request_body": _json_text(row.request_body, redact),
             "response_body": _json_text(row.response_body, redact),

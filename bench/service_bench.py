@@ -275,6 +275,18 @@ def start_profiles(stack: Stack, folder: Path | None, label: str, seconds: float
     ]
 
 
+async def cprofile_mark(folder: Path, what: str, label: str) -> None:
+    """Ask every process of the stack (``bench/cprofile_hook``) to clear its profile or to
+    write it; a dump waits until the server and the worker wrote theirs."""
+    (folder / f"{what}-{label}").touch()
+    if what == "reset":
+        await asyncio.sleep(0.5)  # the hook looks every 0.1 s
+        return
+    deadline = time.monotonic() + 30
+    while len(list(folder.glob(f"{label}-*.tottime.txt"))) < 2 and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+
+
 async def run_level(
     stack: Stack,
     sessions: int,
@@ -284,6 +296,7 @@ async def run_level(
     label: str = "",
     seconds: float = 0,
     http_concurrency: int = HTTP_CONCURRENCY,
+    cprofile: Path | None = None,
 ) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=400, max_keepalive_connections=400)
     async with httpx.AsyncClient(
@@ -357,8 +370,12 @@ async def run_level(
         sampler = asyncio.create_task(sample_memory())
         cpu_sampler = asyncio.create_task(sample_cpu())
         spies = start_profiles(stack, profile, label, seconds)
+        if cprofile is not None:
+            await cprofile_mark(cprofile, "reset", label)
         go.set()
         done, pending = await asyncio.wait(tasks, timeout=timeout)
+        if cprofile is not None:
+            await cprofile_mark(cprofile, "dump", label)
         elapsed = time.monotonic() - started
         # The clients share the machine: a saturated client adds its own queueing to every
         # figure, so its share is printed beside the server's.
@@ -500,6 +517,13 @@ def main() -> None:
         action="store_true",
         help="per second: tokens, p50 and p99 latency, and the cores each part used",
     )
+    parser.add_argument(
+        "--cprofile",
+        type=Path,
+        default=None,
+        help="cProfile every thread of the server and the worker during each level, into DIR "
+        "(bench/cprofile_hook; no py-spy needed)",
+    )
     args = parser.parse_args()
     if args.profile and not (Path(sys.executable).parent / "py-spy").exists():
         # Not a locked dependency: `uv sync` (scripts/install.sh) removes it from .venv.
@@ -527,6 +551,12 @@ def main() -> None:
     for item in args.env:
         name, _, value = item.partition("=")
         stack.env[name.strip()] = value
+    if args.cprofile is not None:
+        args.cprofile = args.cprofile.resolve()
+        args.cprofile.mkdir(parents=True, exist_ok=True)
+        hook = ROOT / "bench" / "cprofile_hook"
+        stack.env["PYTHONPATH"] = f"{stack.env['PYTHONPATH']}{os.pathsep}{hook}"
+        stack.env["START_CPROFILE_DIR"] = str(args.cprofile)
     stack.start()
     try:
         stack.run(
@@ -544,7 +574,11 @@ def main() -> None:
             stack.worker(f"bench{n}") for n in range(args.workers)
         ]
         for worker in stack.bench_workers:  # type: ignore[attr-defined]
-            wait_until(lambda w=worker: "ready" in w.log.read_text(), "the worker to start")
+            wait_until(
+                lambda w=worker: "ready" in w.log.read_text(),
+                "the worker to start",
+                timeout=180 if args.cprofile else 30,  # profiled, its start-up is slower
+            )
         print(
             f"machine: {len(os.sched_getaffinity(0))} cores, speed probe {speed_probe_ms():.0f} ms; "
             f"{args.rate} tokens/s per session for {args.seconds}s ({tokens} tokens); "
@@ -574,6 +608,7 @@ def main() -> None:
                     label=f"{args.server}-{level}",
                     seconds=args.profile_seconds or args.seconds,
                     http_concurrency=args.http_concurrency,
+                    cprofile=args.cprofile,
                 )
             )
             print(

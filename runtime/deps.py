@@ -12,6 +12,7 @@ from runtime.providers import ProviderRegistry
 from runtime.providers.retry import RetryPolicy, Sleep
 from runtime.store.events import EventSink, NullSink
 from runtime.store.protocol import Store
+from runtime.tools.a2a_tools import A2aAgents
 from runtime.tools.registry import Registry
 
 # The reference's limits (``runtime.loop.stops`` checks them).
@@ -54,3 +55,5 @@ class Deps:
     sleep: Sleep = asyncio.sleep
     # ``mcp:<server>/<tool>`` tools; without it such names resolve to nothing.
     mcp: McpTools | None = None
+    # ``a2a:<name>`` tools (remote A2A agents); without it such names resolve to nothing.
+    a2a: A2aAgents | None = None

@@ -34,6 +34,7 @@ from runtime.store.events import EventSink, NullSink, queued_data
 from runtime.store.protocol import MessageQuery, NewThread, QueuedMessage, Store, ThreadRecord
 from runtime.store.recorder import Recorder
 from runtime.store.storable import storable
+from runtime.tools.a2a_tools import A2aAgents
 from runtime.tools.hooks import HookRunner, hook_ids
 from runtime.tools.registry import Registry
 
@@ -62,12 +63,14 @@ class Engine:
         sleep: Sleep | None = None,
         subagent_host: SubagentHost | None = None,
         mcp: McpTools | None = None,
+        a2a: A2aAgents | None = None,
     ) -> None:
         """``sleep`` replaces ``asyncio.sleep`` for the waits between LLM attempts (tests).
 
         ``subagent_host`` starts sessions of threads this engine does not run itself
         (non-blocking subagents, woken parents); without one, queued messages wait.
-        ``mcp`` resolves and runs ``mcp:<server>/<tool>`` tools (``runtime.mcp.servers``).
+        ``mcp`` resolves and runs ``mcp:<server>/<tool>`` tools (``runtime.mcp.servers``);
+        ``a2a`` resolves and runs ``a2a:<name>`` tools (``runtime.tools.a2a_tools``).
         """
         self.deps = Deps(
             store=store,
@@ -78,6 +81,7 @@ class Engine:
             limits=limits or Limits(),
             sleep=sleep or asyncio.sleep,
             mcp=mcp,
+            a2a=a2a,
         )
         self.subagents = Subagents(self, subagent_host or NullHost())
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from runtime.core.results import ToolResult, failure, success
 from runtime.state import EnvNotFound, ThreadState
+from runtime.store.protocol import ThreadUser
 from runtime.tools.controllers import ControllerDefinition, define_controller
 from runtime.tools.handlers import HandlerDefinition, HandlerError, define_handler
 from runtime.tools.registry import (
@@ -23,6 +24,7 @@ from runtime.tools.registry import (
     HookDefinition,
     Registry,
     RegistryError,
+    ThreadEndpointAuth,
     ToolDefinition,
     define_effect,
     define_hook,
@@ -43,7 +45,9 @@ __all__ = [
     "HookDefinition",
     "Registry",
     "RegistryError",
+    "ThreadEndpointAuth",
     "ThreadState",
+    "ThreadUser",
     "ToolDefinition",
     "ToolResult",
     "define_controller",

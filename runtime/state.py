@@ -56,7 +56,7 @@ from runtime.store.protocol import (
     QueuedMessage,
     ReaddirResult,
     ThreadRecord,
-    UserRecord,
+    ThreadUser,
     UserValuePage,
 )
 from runtime.store.recorder import Batch, Recorder
@@ -766,8 +766,10 @@ class ThreadState:
             raise EnvNotFound(f"Instance environment variable not found: {name}")
         return entry.value
 
-    async def user(self) -> UserRecord | None:
-        """The thread's owner (spec ``user()``), or ``None`` for a thread without one."""
+    async def user(self) -> ThreadUser | None:
+        """The thread's owner (spec 0.2.0 ``user()``: a ``ThreadUser`` with ``id``,
+        ``username``, ``role``, ``permissions``, ``email``, ``display_name``, ``avatar_url``;
+        ``is_admin`` kept), or ``None`` for a thread without one."""
         if self._thread.user_id is None:
             return None
         return await self._deps.store.get_user(self._thread.user_id)

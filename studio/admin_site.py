@@ -21,6 +21,7 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("agents_app", "prompt"),
             ("agents_app", "languagemodel"),
             ("agents_app", "mcpserver"),
+            ("agents_app", "a2aagent"),
             ("agents_app", "envvalue"),
             ("agents_app", "retentionpolicy"),
         ],

@@ -5,6 +5,7 @@ through ``agents_app.services.definitions.rows``; engine-written rows are read-o
 """
 
 from agents_app.admin import (  # noqa: F401 (imported to register)
+    a2a_agents,
     agents,
     api_keys,
     audit,

@@ -7,12 +7,14 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 
+from agents_app.admin.agent_connect import AgentConnectMixin
 from agents_app.admin.agent_structure import AgentStructureMixin
 from agents_app.admin.env import AgentEnvValueInline, EnvOwnerAdminMixin
 from agents_app.admin.versions import VersionedAdmin
 from agents_app.forms import AgentForm
 from agents_app.forms.agents import SIDE_FIELDS
 from agents_app.models import Agent, PromptTool
+from agents_app.pages.agent_structure import parent_hooks_in_words
 from agents_app.pages.variable_scan import agent_env_levels
 
 
@@ -21,7 +23,9 @@ def _side(side: str) -> tuple[str, ...]:
 
 
 @admin.register(Agent)
-class AgentAdmin(AgentStructureMixin, VersionedAdmin, EnvOwnerAdminMixin, admin.ModelAdmin):
+class AgentAdmin(
+    AgentConnectMixin, AgentStructureMixin, VersionedAdmin, EnvOwnerAdminMixin, admin.ModelAdmin
+):
     version_kind = "agents"
     form = AgentForm
     inlines = [AgentEnvValueInline]
@@ -29,7 +33,9 @@ class AgentAdmin(AgentStructureMixin, VersionedAdmin, EnvOwnerAdminMixin, admin.
     change_form_template = "admin/agents_app/agent/editor.html"
 
     class Media:
-        js = ("studio/agent_editor.js",)  # shows Side B only for AI <-> AI agents
+        # Side B shown only when an AI takes it; each side's subagent rows (add-row, spec).
+        js = ("studio/agent_editor.js", "studio/side_subagents.js")
+        css = {"all": ("studio/side_subagents.css",)}
 
     def change_context(self, request: HttpRequest, obj: Agent) -> dict[str, Any]:
         # The read-only "Env values this agent needs" panel (names and levels, never values).
@@ -100,11 +106,18 @@ class AgentAdmin(AgentStructureMixin, VersionedAdmin, EnvOwnerAdminMixin, admin.
                 "fields": _side("b"),
             },
         ),
-        ("As a tool", {"fields": ("expose_as_tool", "tool_description")}),
+        ("As a tool", {"fields": ("expose_as_tool", "tool_description", "parent_hooks_shown")}),
         ("In the chat", {"fields": ("tool_activity", "feedback_reasons")}),
         ("Automation", {"fields": ("mid_run_messages",)}),
         ("Advanced", {"classes": ("collapse",), "fields": ("hooks",)}),
     ]
+
+    # Spec 0.2.0 ``parentHooks`` come from files and the API; the studio shows them, in words.
+    readonly_fields = ("parent_hooks_shown",)
+
+    @admin.display(description="Hooks required on its parents (parentHooks)")
+    def parent_hooks_shown(self, obj: Agent) -> str:
+        return parent_hooks_in_words(obj.parent_hooks) if obj.pk else ""
 
 
 def side_prompt_tools() -> dict[str, list[str]]:

@@ -35,6 +35,7 @@ from agents_app.pages.usage_charts import (
     parse_range,
     series,
     sessions_by_day,
+    unknown_cost_requests,
     usage_by_day,
 )
 
@@ -187,6 +188,7 @@ def charts_context(request: HttpRequest) -> dict[str, Any]:
             "spend": sum((r.cost for r in by_model), Decimal(0)),
             "tokens": sum(r.tokens for r in by_model),
             "requests": requests,
+            "unknown_cost_requests": unknown_cost_requests(rng),
         },
         "empty": requests == 0,
         # Side by side per metric: spend by model | by agent, then tokens, then requests.

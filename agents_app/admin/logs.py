@@ -28,6 +28,9 @@ from agents_app.base.people_format import (
 from agents_app.models import Log
 from agents_app.selectors import STOPPED_LOG_TYPE, log_stopped, with_stops
 
+# A request whose model had no known price (docs/providers.md "Cost"): never "$0".
+UNKNOWN_COST = "unknown"
+
 
 def _masker(obj: Log) -> Callable[[str], str]:
     # One masker per page: it decrypts every stored secret once.
@@ -167,7 +170,7 @@ class LogAdmin(ReadOnlyAdmin):
 
     @admin.display(description="Cost", ordering="cost_total")
     def shown_cost(self, obj: Log) -> str:
-        return money(obj.cost_total)
+        return money(obj.cost_total) if obj.cost_known else UNKNOWN_COST
 
     @admin.display(description="Latency", ordering="latency_ms")
     def shown_latency(self, obj: Log) -> str:
@@ -180,19 +183,19 @@ class LogAdmin(ReadOnlyAdmin):
     # The detail's costs: a request costs fractions of a cent, so significant digits.
     @admin.display(description="Input")
     def shown_cost_input(self, obj: Log) -> str:
-        return money_fine(obj.cost_input)
+        return money_fine(obj.cost_input) if obj.cost_known else UNKNOWN_COST
 
     @admin.display(description="Cached input")
     def shown_cost_cached(self, obj: Log) -> str:
-        return money_fine(obj.cost_cached)
+        return money_fine(obj.cost_cached) if obj.cost_known else UNKNOWN_COST
 
     @admin.display(description="Output")
     def shown_cost_output(self, obj: Log) -> str:
-        return money_fine(obj.cost_output)
+        return money_fine(obj.cost_output) if obj.cost_known else UNKNOWN_COST
 
     @admin.display(description="Total")
     def shown_cost_total(self, obj: Log) -> str:
-        return money_fine(obj.cost_total)
+        return money_fine(obj.cost_total) if obj.cost_known else UNKNOWN_COST
 
     @admin.display(description="Complete")
     def shown_complete(self, obj: Log) -> str:

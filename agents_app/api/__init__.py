@@ -147,7 +147,19 @@ definition_writes.register(catalog.router)
 # Mount order matters: model_catalog before catalog (its /models/{name} routes would
 # otherwise take /models/available); user-defined thread endpoints after the built-in
 # thread routes (they take whatever path those left); controllers (define_controller) last.
+# The thread routes come first: Django tries the patterns in this order, and a conversation
+# start (create a thread, post to it) tried 87 patterns before its own (issue #58, 2.5% of
+# the server's CPU per start). No other router has a path starting with /threads, so none
+# is shadowed (test_the_thread_routes_are_tried_first).
 ROUTERS: list[tuple[str, Router]] = [
+    ("/threads", threads.router),
+    ("/threads", messages.router),
+    ("/threads", branches.router),
+    ("/threads", execution.router),
+    ("/threads", logs.router),
+    ("/threads", storage.router),
+    ("/threads", feedback.router),
+    ("/threads", endpoints.router),
     ("/auth", auth.router),
     ("/api-keys", keys.router),
     ("/users/me", user_values.router),
@@ -161,14 +173,6 @@ ROUTERS: list[tuple[str, Router]] = [
     ("/webhooks", webhooks.router),
     ("/triggers", triggers.router),
     ("/inbound", triggers.inbound),
-    ("/threads", threads.router),
-    ("/threads", messages.router),
-    ("/threads", branches.router),
-    ("/threads", execution.router),
-    ("/threads", logs.router),
-    ("/threads", storage.router),
-    ("/threads", feedback.router),
-    ("/threads", endpoints.router),
     ("", controllers.router),
 ]
 for _prefix, _router in ROUTERS:

@@ -71,7 +71,8 @@ def _agent(row: Agent, staff: bool, origin: str | None) -> dict[str, Any]:
         "icon": icon_url(row.icon, origin),
         # Spec 0.2.0: false keeps it out of the chat's agent picker (listed, still reachable).
         "primary": row.primary,
-        "parentHooks": [],
+        # Spec 0.2.0: the hooks this agent requires on its parents, as written (camelCase).
+        "parentHooks": list(row.parent_hooks or []),
         "created_at": wire.seconds(row.created_at),
         "packed": False,
         # The chat page offers "Show reasoning" only for agents whose replies carry it.

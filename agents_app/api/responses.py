@@ -27,6 +27,8 @@ Object = Annotated[Any, WithJsonSchema(_OBJECT)]
 Objects = Annotated[Any, WithJsonSchema({"type": "array", "items": _OBJECT})]
 Strings = Annotated[Any, WithJsonSchema({"type": "array", "items": {"type": "string"}})]
 Number = Annotated[Any, WithJsonSchema({"type": "number"})]
+# A cost: null when no price was known for the model (docs/providers.md "Cost").
+NumberOrNull = Annotated[Any, WithJsonSchema({"anyOf": [{"type": "number"}, _NULL]})]
 IntOrNull = Annotated[Any, WithJsonSchema({"anyOf": [{"type": "integer"}, _NULL]})]
 Null = Annotated[Any, WithJsonSchema(_NULL)]
 # Any JSON value (a stored value, a timestamp whose encoding the route does not fix).
@@ -121,6 +123,7 @@ class ThreadCostOut(Out):
     avgCostPerMessageByModel: Object
     threads: Objects
     truncated: Bool
+    unknownCostRequests: Int
 
 
 class ThreadPageOut(Out):

@@ -9,6 +9,7 @@ from agents_app.api.responses import (
     IntOrNull,
     Null,
     Number,
+    NumberOrNull,
     Object,
     Objects,
     Out,
@@ -81,7 +82,7 @@ class LogOut(Out):
     error_type: StrOrNull
     error_origin: StrOrNull
     finish_reason: StrOrNull
-    cost_total: Number
+    cost_total: NumberOrNull
     input_tokens: IntOrNull
     cached_tokens: IntOrNull
     output_tokens: IntOrNull
@@ -103,9 +104,9 @@ class LogPageOut(Out):
 
 class LogDetailOut(LogOut):
     status_code: IntOrNull
-    cost_input: Number
-    cost_cached: Number
-    cost_output: Number
+    cost_input: NumberOrNull
+    cost_cached: NumberOrNull
+    cost_output: NumberOrNull
     cost_router_fee: Number
     request_body: StrOrNull
     response_body: StrOrNull

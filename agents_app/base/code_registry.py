@@ -14,6 +14,7 @@ from pathlib import Path
 from django.apps import apps
 from django.conf import settings
 
+from runtime.providers.registry import discover_providers
 from runtime.tools.registry import Registry, discover
 
 _lock = threading.Lock()
@@ -23,6 +24,8 @@ _registry: Registry | None = None
 def load_registry() -> Registry:
     folders = [Path(p) for p in settings.STUDIO_AGENTS_DIRS if Path(p).exists()]
     packages = [cfg.name for cfg in apps.get_app_configs() if not cfg.name.startswith("django.")]
+    # ``define_provider`` files (agents/providers/) are found with the rest of the code.
+    discover_providers(folders, replace=True)
     return discover(folders=folders, packages=packages)
 
 

@@ -51,7 +51,7 @@ from agents_app.models import Log
 from agents_app.models import Message as MessageRow
 from runtime.core.messages import Message
 from runtime.core.progress import SessionProgress
-from runtime.store.protocol import Commit, LogRecord, ThreadUpdate
+from runtime.store.protocol import Commit, LogRecord, ThreadUpdate, lands_visible_reply
 
 
 def _columns(model: type[Model]) -> tuple[str, ...]:
@@ -164,6 +164,7 @@ def log_values(thread_id: str, x: LogRecord) -> dict[str, Any]:
         "cost_cached": _cost(x.cost_cached),
         "cost_output": _cost(x.cost_output),
         "cost_total": _cost(x.cost_total),
+        "cost_known": x.cost_known,
         "latency_ms": x.latency_ms,
         "time_to_first_token_ms": x.time_to_first_token_ms,
         "error": x.error or "",
@@ -303,6 +304,9 @@ def statement(
         params.append(Jsonb([session_values(thread_id, commit.progress)]))
     stopped = "(SELECT stopped FROM agents_app_thread WHERE id = %s)"
     sets, set_params = _thread_update(commit.thread) if commit.thread else ([], [])
+    if lands_visible_reply(commit.messages):
+        # The unread rule (spec 0.2.0): part of this statement, not one of its own.
+        sets.append("last_message_at = now()")
     if sets:
         owned = f" AND {_OWNED}" if fenced else ""
         ctes.append(

@@ -23,6 +23,7 @@ from agents_app.base.encryption import decrypt, encrypt
 from agents_app.bridge import async_commit, fast_commit
 from agents_app.bridge.files import FileStoreMixin
 from agents_app.bridge.user_values import UserValueStoreMixin
+from agents_app.bridge.users import thread_user
 from agents_app.db import page_reads, rows
 from agents_app.db.raw_sql import db_uuid, row_by_uuid
 from agents_app.db.thread_records import CHILDREN, RECORD, record_from
@@ -63,6 +64,7 @@ from runtime.store.protocol import (
     ThreadRecord,
     ThreadUpdate,
     UserRecord,
+    lands_visible_reply,
 )
 from runtime.store.protocol import QueuedMessage as EngineQueued
 
@@ -218,14 +220,7 @@ def _get_user(user_id: str) -> UserRecord | None:
         user = get_user_model().objects.filter(pk=user_id).first()
     except (ValueError, ValidationError):
         return None
-    if user is None:
-        return None
-    return UserRecord(
-        id=str(user.pk),
-        username=user.get_username(),
-        email=getattr(user, "email", "") or "",
-        is_admin=bool(getattr(user, "is_staff", False)),
-    )
+    return None if user is None else thread_user(user)
 
 
 def _get_message(thread_id: str, message_id: str) -> EngineMessage | None:
@@ -310,8 +305,9 @@ def _save_progress(thread_id: str, progress: SessionProgress) -> None:
     )
 
 
-def _update_thread(thread_id: str, update: ThreadUpdate) -> None:
-    fields: dict[str, Any] = {}
+def _update_thread(thread_id: str, update: ThreadUpdate | None, reply_landed: bool) -> None:
+    fields: dict[str, Any] = {"last_message_at": timezone.now()} if reply_landed else {}
+    update = update or ThreadUpdate()
     if update.agent_name is not None:
         fields["agent"] = Agent.objects.get(name=update.agent_name)
     if update.stopped is not None:
@@ -408,8 +404,7 @@ def _commit_orm(
             _update_claimed(thread_id, commit, claimed)
         elif commit.progress is not None:
             _save_progress(thread_id, commit.progress)
-        if commit.thread is not None:
-            _update_thread(thread_id, commit.thread)
+        _update_thread(thread_id, commit.thread, lands_visible_reply(commit.messages))
         drained = _drain_queue(thread_id) if commit.drain_queue else []
         stopped = Thread.objects.filter(pk=thread_id).values_list("stopped", flat=True).first()
     if stopped is None:

@@ -58,6 +58,7 @@ LOG_FIELDS = [
     "cost_cached",
     "cost_output",
     "cost_total",
+    "cost_known",
     "latency_ms",
     "time_to_first_token_ms",
     "error",

@@ -8,6 +8,12 @@ from typing import Any
 from django import forms
 from django.utils.html import format_html
 
+from agents_app.forms.agent_subagents import (
+    SIDES,
+    SubagentFormSet,
+    route_subagent_errors,
+    side_formset,
+)
 from agents_app.forms.definition_check import (
     DefinitionForm,
     DefinitionRowsFormSet,
@@ -202,14 +208,20 @@ class AgentForm(DefinitionForm):
         if self.instance.pk:  # a declared field: Django fills only model fields from the row
             self.fields["tool_activity"].initial = self.instance.tool_activity
             self.fields["human_side"].initial = "a" if self.instance.side_a_human else "b"
-        for s in ("a", "b"):
+        # Each side's relationships as rows (templates/admin/agents_app/agent/subagents.html).
+        self.subagent_sets: dict[str, SubagentFormSet] = {
+            s: side_formset(s, self.data if self.is_bound else None, self._stored_subagents(s))
+            for s in SIDES
+        }
+        for s in SIDES:
             stored = self._stored_subagents(s)
-            if stored:  # read-only here: set through import or the API (docs/subagents.md)
+            if stored:
                 field = self.fields[f"side_{s}_prompt"]
                 field.help_text = format_html(
-                    "{} Subagents of this side (spec 0.2.0; set through import or the API, "
-                    "kept when this form saves): {}",
+                    "{} Subagents of this side (spec 0.2.0; edited under Subagents of side "
+                    "{} below): {}",
                     field.help_text,
+                    s.upper(),
                     subagents_summary(stored),
                 )
         self.fields["hooks"].help_text = hooks_help(
@@ -219,6 +231,37 @@ class AgentForm(DefinitionForm):
 
     def _stored_subagents(self, side: str) -> list[dict[str, Any]]:
         return list(getattr(self.instance, f"side_{side}_subagents", None) or [])
+
+    def subagents_enabled(self) -> bool:
+        """Whether the page offers the rows: spec 0.2.0 as the form shows it now."""
+        return bool(self["spec_version"].value() == Agent.Spec.V0_2)
+
+    def _subagents(self, side: str) -> list[dict[str, Any]] | None:
+        """The side's relationships: the posted rows, or the stored ones when none were
+        posted. Validated with the rest, so a side that becomes a person's is refused while
+        it has some; posted rows on a 0.1.0 agent are refused by ``extra_errors``."""
+        formset = self.subagent_sets[side]
+        if not formset.posted:
+            return self._stored_subagents(side) or None
+        if self.cleaned_data.get("spec_version") != Agent.Spec.V0_2:
+            return None
+        return formset.relationships() or None
+
+    def clean(self) -> dict[str, Any]:
+        # Rows are well-formed before the definition rules run, as the form's own fields are.
+        for side, formset in self.subagent_sets.items():
+            if formset.posted and not formset.is_valid():
+                self.add_error(
+                    None,
+                    f"Side {side.upper()}'s subagents: correct the rows marked under "
+                    f"Subagents of side {side.upper()}.",
+                )
+        return super().clean()
+
+    def locate_errors(
+        self, errors: list[DefinitionError], defn: Any, catalog: Any
+    ) -> list[DefinitionError]:
+        return route_subagent_errors(errors, self.subagent_sets)
 
     def _side(self, side: str) -> dict[str, Any] | None:
         cd = self.cleaned_data
@@ -239,9 +282,7 @@ class AgentForm(DefinitionForm):
                 "maxSteps": cd.get(f"side_{side}_max_steps"),
                 "maxTurns": cd.get(f"side_{side}_max_turns"),
                 "endSessionTool": cd.get(f"side_{side}_end_session_tool") or None,
-                # Not edited here, but validated with the rest (a side that becomes a
-                # person's, or a switch to 0.1.0, is refused while it has subagents).
-                "subagents": self._stored_subagents(side) or None,
+                "subagents": self._subagents(side),
             }
         )
 
@@ -258,7 +299,7 @@ class AgentForm(DefinitionForm):
             "maxTurns": cd.get(f"side_{side}_max_turns"),
             "endSessionTool": cd.get(f"side_{side}_end_session_tool") or None,
             "label": cd.get(f"side_{side}_label") or None,
-            "subagents": self._stored_subagents(side) or None,
+            "subagents": self._subagents(side),
         }
         if cd.get(f"side_{side}_stop_on_response") is False:
             filled["stopOnResponse"] = False
@@ -267,7 +308,7 @@ class AgentForm(DefinitionForm):
     def _person(self, side: str) -> dict[str, Any]:
         """A person's side: its label, and whatever else was filled in (validation says a
         person's side takes none of it, rather than dropping it)."""
-        filled = self._side(side) or {"subagents": self._stored_subagents(side) or None}
+        filled = self._side(side) or {"subagents": self._subagents(side)}
         if filled.get("stopOnResponse") is True:
             filled.pop("stopOnResponse")
         label = self.cleaned_data.get(f"side_{side}_label") or None
@@ -305,7 +346,11 @@ class AgentForm(DefinitionForm):
             if cd.get(f"side_{side}_handler"):
                 path = f"side{side.upper()}.handler"
                 errors.append(DefinitionError(path, _NEEDS_0_2 % "A handler on a side"))
-        return errors
+            formset = self.subagent_sets[side]
+            if formset.posted and formset.relationships():
+                path = f"side{side.upper()}.subagents"
+                errors.append(DefinitionError(path, _NEEDS_0_2 % "Starting subagents from a side"))
+        return route_subagent_errors(errors, self.subagent_sets)
 
     def definition_data(self, rows: Mapping[str, DefinitionRowsFormSet]) -> dict[str, Any]:
         cd = self.cleaned_data

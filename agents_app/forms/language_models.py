@@ -10,6 +10,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from pydantic import ValidationError as PydanticValidationError
 
+from agents_app.base.code_registry import get_registry
 from agents_app.forms.definition_check import (
     DefinitionForm,
     DefinitionRowsFormSet,
@@ -29,6 +30,7 @@ from runtime.definitions.validation import (
     new_model_api,
     parse,
 )
+from runtime.providers.registry import known_providers, provider_label
 
 # The admin renders help texts as HTML: the example and the field names are code.
 SCRIPT_HELP = (
@@ -48,6 +50,17 @@ API_HELP = (
     "the one search-preview models use). Empty: Responses for a new OpenAI model; a model "
     "saved before this choice existed keeps Chat Completions."
 )
+
+
+def provider_choices(current: str = "") -> list[tuple[str, str]]:
+    """Every provider a model may name (native, OpenAI-compatible, ``define_provider``
+    definitions, test); a stored unknown name stays listed so the page shows it (saving it
+    is refused by the save rules with a sentence)."""
+    get_registry()  # discovers agents/providers/ with the rest of the code
+    names = list(known_providers())
+    if current and current not in names:
+        names.append(current)
+    return [(name, provider_label(name)) for name in names]
 
 
 def _float(value: Decimal | None) -> float | None:
@@ -169,6 +182,13 @@ class LanguageModelForm(DefinitionForm):
         # false leaves the box unticked.
         for name, said in _CAPABILITY_BOXES.items():
             self.fields[f"capabilities_{name}"].initial = getattr(caps, said) is not False
+        if "provider" in self.fields and not self.fields["provider"].disabled:
+            field = self.fields["provider"]
+            self.fields["provider"] = forms.ChoiceField(
+                choices=provider_choices(self.instance.provider if self.instance.pk else ""),
+                label=field.label,
+                help_text=field.help_text,
+            )
         # A Test model never reads a provider model id: "scripted" when left empty.
         if "model" in self.fields:  # absent on a view-only page
             self.fields["model"].required = False

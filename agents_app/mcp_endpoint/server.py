@@ -226,21 +226,24 @@ class McpApp:
     def __init__(self) -> None:
         self.manager: StreamableHTTPSessionManager | None = None
         self._started: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def _ensure_running(self) -> StreamableHTTPSessionManager:
-        if self._started is None:
-            self._started = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        if self._started is None or self._loop is not loop:
+            # A server has one loop for its life; a process that serves on a new loop (the
+            # tests' live servers, one per module) needs a manager running on that loop.
+            self._loop, self._started = loop, asyncio.Event()
             self.manager = StreamableHTTPSessionManager(app=server, stateless=True)
-            asyncio.get_running_loop().create_task(self._hold(self.manager))
+            loop.create_task(self._hold(self.manager, self._started))
         await self._started.wait()
         assert self.manager is not None
         return self.manager
 
-    async def _hold(self, manager: StreamableHTTPSessionManager) -> None:
+    async def _hold(self, manager: StreamableHTTPSessionManager, started: asyncio.Event) -> None:
         async with manager.run():
-            assert self._started is not None
-            self._started.set()
-            await asyncio.Event().wait()  # for the life of the process
+            started.set()
+            await asyncio.Event().wait()  # for the life of the loop
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         refusal = _gate(scope)

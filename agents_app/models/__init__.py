@@ -2,13 +2,14 @@
 
 Dependency direction (a module may import only those to its right):
 threads/messages/logs/values/files/effects/sessions/idempotency/versions → agents → prompts → language_models;
-env → agents, prompts, threads; api_keys, user_values, retention, mcp_servers, audit, identity → (nothing); feedback, evals → messages, threads, agents; limits → agents, api_keys.
+env → agents, prompts, threads; api_keys, user_values, retention, mcp_servers, a2a_agents, audit, identity → (nothing); feedback, evals → messages, threads, agents; limits → agents, api_keys.
 
 Timestamps follow the reference wire format where it is fixed to a column:
 message and log times are integer microseconds; everything else is a datetime
 and is converted at the API edge (threads: seconds, effects: milliseconds).
 """
 
+from agents_app.models.a2a_agents import A2aAgent
 from agents_app.models.agents import Agent
 from agents_app.models.api_keys import ApiKey, WebSocketTicket
 from agents_app.models.audit import AuditEvent
@@ -36,6 +37,7 @@ from agents_app.models.versions import DefinitionDraft, DefinitionKind, Definiti
 from agents_app.models.webhooks import WebhookDelivery, WebhookSubscription
 
 __all__ = [
+    "A2aAgent",
     "Agent",
     "ApiKey",
     "AuditEvent",

@@ -56,6 +56,9 @@ class Agent(models.Model):
     primary = models.BooleanField(default=True)
     # Spec 0.2.0 packaging metadata {packageName, version, author, license}, as written.
     packaging = models.JSONField(default=dict, blank=True)
+    # Spec 0.2.0 ``parentHooks``: ParentHookRequirement objects as written (camelCase), the
+    # hooks this agent requires on the sides of agents that start it (runtime.tools.parent_hooks).
+    parent_hooks = models.JSONField(default=list, blank=True)
     max_session_turns = models.IntegerField(null=True, blank=True)
     expose_as_tool = models.BooleanField(default=False)
     tool_description = models.TextField(blank=True)

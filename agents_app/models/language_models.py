@@ -5,6 +5,7 @@ from typing import Any
 from django.db import models
 
 from runtime.core.spec import ModelCapabilities, ScriptedResponse, StreamingSimulation
+from runtime.providers.registry import provider_label
 
 
 class LanguageModel(models.Model):
@@ -18,7 +19,10 @@ class LanguageModel(models.Model):
         TEST = "test", "Test (scripted, no API key)"
 
     name = models.CharField(max_length=128, unique=True)
-    provider = models.CharField(max_length=16, choices=Provider.choices)
+    # No fixed choices: OpenAI-compatible vendors and ``define_provider`` definitions
+    # (agents/providers/) are names too; the save rules refuse an unknown one with a
+    # sentence (runtime.definitions.validation.validate_model), the form offers the known.
+    provider = models.CharField(max_length=64)
     model = models.CharField("provider model id", max_length=200)
     included_providers = models.JSONField(
         default=list,
@@ -94,6 +98,10 @@ class LanguageModel(models.Model):
                 if fields is not None:
                     kwargs["update_fields"] = {*fields, "send_instance_key_to_base_url"}
         super().save(*args, **kwargs)
+
+    def get_provider_display(self) -> str:
+        """The provider as people read it (Django's name for a choices field's label)."""
+        return provider_label(self.provider)
 
     def capabilities_obj(self) -> ModelCapabilities:
         return ModelCapabilities.model_validate(self.capabilities or {})

@@ -57,6 +57,10 @@ class Log(models.Model):
     cost_cached = models.DecimalField(max_digits=18, decimal_places=12, default=0)
     cost_output = models.DecimalField(max_digits=18, decimal_places=12, default=0)
     cost_total = models.DecimalField(max_digits=18, decimal_places=12, default=0)
+    # False: the model had no prices, the vendor reported none and the kept table has no
+    # entry (runtime.providers.pricing); the amounts above are then 0 for want of a price,
+    # shown as "unknown" and counted as nothing in sums (docs/providers.md "Cost").
+    cost_known = models.BooleanField(default=True, db_default=True)
 
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
     time_to_first_token_ms = models.PositiveIntegerField(null=True, blank=True)

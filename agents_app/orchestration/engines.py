@@ -22,6 +22,7 @@ from agents_app.bridge.store import DjangoStore
 from agents_app.broadcast.events import LiveSink
 from agents_app.services.definitions.mcp_servers import DjangoMcpServers
 from agents_app.services.definitions.model_catalog import key_withheld
+from agents_app.services.doors.a2a_client import DjangoA2aAgents
 from agents_app.services.sessions.subagents import DjangoHost
 from runtime.deps import Limits
 from runtime.engine import Engine
@@ -70,6 +71,7 @@ def build_engine(
         providers=provider_registry(store, http),
         subagent_host=DjangoHost(),
         mcp=McpConnector(DjangoMcpServers()),
+        a2a=DjangoA2aAgents(),
         limits=Limits(tool_wait_seconds=settings.STUDIO_TOOL_WAIT_SECONDS),
     )
 

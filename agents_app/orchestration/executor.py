@@ -25,6 +25,7 @@ from celery import current_app
 from django.conf import settings
 
 from agents_app.base.task_names import RUN_SESSION
+from agents_app.orchestration.session_publish import direct_publisher
 from runtime.core import tracing
 from studio.event_loop import new_loop
 
@@ -136,6 +137,13 @@ def dispatch(session_id: str) -> None:
     """Start (or resume) a session somewhere; duplicates are harmless (the claim decides)."""
     mode = settings.STUDIO_EXECUTOR
     if mode == "celery":
+        # One LPUSH on a kept Redis client where it can (orchestration/session_publish.py:
+        # kombu builds a client per publish); with tracing on, Celery's publish signals
+        # carry the trace context, so Celery publishes.
+        publisher = None if tracing.enabled() else direct_publisher(current_app)
+        if publisher is not None:
+            publisher.publish(RUN_SESSION, (session_id,))
+            return
         # Sent by name: the task's module (agents_app.tasks.session_tasks) imports this one, and the
         # dispatch needs only the broker. A short publish retry: this runs after a
         # request's commit, and with the broker down the session waits for the sweep anyway

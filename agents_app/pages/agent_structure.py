@@ -137,6 +137,7 @@ class _Builder:
         for side, prompt in sides:
             node.children.append(self.side_node(agent, side, prompt))
         node.children += self.hook_nodes(agent.hooks, "agent")
+        node.children += self.parent_hook_nodes(agent)
         return node
 
     def side_node(self, agent: Agent, side: str, prompt: Prompt | None) -> Node:
@@ -178,7 +179,32 @@ class _Builder:
                     "the prompt's tools to say when to call it."
                 )
         node.children.append(self.prompt_node(prompt, label="Prompt"))
+        node.children += self.side_subagent_nodes(agent, side)
         return node
+
+    def side_subagent_nodes(self, agent: Agent, side: str) -> list[Node]:
+        """Spec 0.2.0 relationships of this side (``sideX.subagents``), each its agent."""
+        out = []
+        for relationship in getattr(agent, f"side_{side}_subagents") or []:
+            name = str(relationship.get("agent", ""))
+            target = self.agents.get(name)
+            label = f"Subagent (side {side.upper()})"
+            if target is None:
+                node = Node("agent", name, label)
+                node.warnings.append(f"No agent is called {name}.")
+                out.append(node)
+                continue
+            node = self.agent_node(target, label=label)
+            alias = relationship.get("as")
+            said = relationship.get("description") or target.tool_description
+            node.detail = f"as {alias}: {said}" if alias else said
+            options = [k for k in ("blocking", "immediate", "hidden") if relationship.get(k)]
+            if relationship.get("maxInstances"):
+                options.append(f"at most {relationship['maxInstances']} at once")
+            if options:
+                node.notes.append("Relationship: " + ", ".join(options) + ".")
+            out.append(node)
+        return out
 
     def offered_names(self, prompt: Prompt) -> set[str]:
         return {t.name for t in prompt.tool_entries.all()}
@@ -324,6 +350,26 @@ class _Builder:
             out.append(node)
         return out
 
+    def parent_hook_nodes(self, agent: Agent) -> list[Node]:
+        """Spec 0.2.0 ``parentHooks``: hooks this agent requires on every agent that starts it."""
+        out = []
+        for requirement in agent.parent_hooks or []:
+            hook_id = str(requirement.get("hook", ""))
+            node = Node(
+                "hook",
+                hook_id,
+                "Hook required on its parents",
+                detail=parent_hook_words(requirement),
+                ref=Ref("catalog", anchor="hooks"),
+            )
+            if hook_id not in self.registry.hooks:
+                node.warnings.append(
+                    f"No hook called {hook_id} is defined in code: every agent that starts "
+                    "this one fails its step until it is."
+                )
+            out.append(node)
+        return out
+
     def effect_nodes(self) -> list[Node]:
         names = (
             ScheduledEffect.objects.filter(thread__agent=self.agent)
@@ -345,6 +391,23 @@ class _Builder:
                 node.warnings.append(f"No effect called {name} is defined in code any more.")
             out.append(node)
         return out
+
+
+def parent_hook_words(requirement: dict[str, Any]) -> str:
+    """One ``parentHooks`` requirement in words: when it runs on the parent, and why."""
+    when = (
+        "before the parent's own hooks"
+        if requirement.get("stage") == "before_parent"
+        else "after the parent's own hooks"
+    )
+    return f"runs {when}: {requirement.get('reason', '')}"
+
+
+def parent_hooks_in_words(requirements: list[dict[str, Any]] | None) -> str:
+    """Every ``parentHooks`` requirement in words, one sentence each (the studio's agent page)."""
+    if not requirements:
+        return "None: agents that start this one run only their own hooks."
+    return " ".join(f"{r.get('hook', '')} {parent_hook_words(r)}." for r in requirements)
 
 
 def agent_structure(agent: Agent) -> Structure:

@@ -113,13 +113,7 @@ def log_inspection(thread: Thread, log_id: str, view: str | None = None) -> dict
             "view_note": note,
             "views": list(VIEWS) if row.provider not in ADAPTERS and row.kind == "llm" else [],
             "curl": curl,
-            "cost": {
-                "total": usd(row.cost_total),
-                "input": usd(row.cost_input),
-                "cached": usd(row.cost_cached),
-                "output": usd(row.cost_output),
-                "exact": f"{row.cost_total:.6f}",
-            },
+            "cost": _cost(row),
             "ladder": [
                 _rung(rung, row, ladder[i - 1] if i else None) for i, rung in enumerate(ladder)
             ],
@@ -129,3 +123,17 @@ def log_inspection(thread: Thread, log_id: str, view: str | None = None) -> dict
     # The ladder's errors and anything added later: the whole answer passes once more.
     redacted: dict[str, Any] = redactor.data(data)
     return redacted
+
+
+def _cost(row: Log) -> dict[str, str]:
+    """The log's amounts as people read them; "unknown" when no price was known for the
+    model (docs/providers.md "Cost"), never "$0.00"."""
+    if not row.cost_known:
+        return {k: "unknown" for k in ("total", "input", "cached", "output", "exact")}
+    return {
+        "total": usd(row.cost_total),
+        "input": usd(row.cost_input),
+        "cached": usd(row.cost_cached),
+        "output": usd(row.cost_output),
+        "exact": f"{row.cost_total:.6f}",
+    }

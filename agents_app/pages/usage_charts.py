@@ -149,6 +149,12 @@ def usage_by_day(rng: DateRange, by: GroupBy) -> list[DayUsage]:
     ]
 
 
+def unknown_cost_requests(rng: DateRange) -> int:
+    """Model requests in ``rng`` whose model had no known price: their cost is in no sum
+    (docs/providers.md "Cost"), so the page says how many there were."""
+    return _requests(rng).filter(cost_known=False).count()
+
+
 # --- per-model health -------------------------------------------------------------------
 
 

@@ -21,7 +21,7 @@ from agents_app.base.encryption import decrypt
 from agents_app.base.errors import NotFound
 from agents_app.models import Agent, EnvValue, Prompt, PromptPart, PromptTool, Thread
 from runtime.core.spec import PromptVariable
-from runtime.providers.registry import KEY_NAMES
+from runtime.providers.registry import provider_env, provider_env_names
 from runtime.tools.tool_env import VariableDefinition
 
 
@@ -65,10 +65,11 @@ def _walk_prompts(
             elif part.type == PromptPart.Kind.INCLUDE and part.include is not None:
                 todo.append(part.include)
         _prompt_needs(needs, p)
-        key = KEY_NAMES.get(p.model.provider)
-        if key:
-            need = needs.setdefault(key, _Need(description="Provider API key"))
-            need.secret = need.required = True
+        # The provider's key and config slots (a ``define_provider`` may read several).
+        for env, secret, required, description in provider_env(p.model.provider):
+            need = needs.setdefault(env, _Need(description=description))
+            need.secret = need.secret or secret
+            need.required = need.required or required
             need.add("model", p.model.name)
         # An entry behind an ``optional`` gate is absent unless its env enables it (as the runtime).
         entries = PromptTool.objects.filter(prompt=p, optional="").values_list("name", "env")
@@ -194,7 +195,7 @@ def _listed(
             item["defined"] = _defined(rows[0])
             if rows[0].value_type == EnvValue.Type.TEXT and not need.secret:
                 item["value"] = decrypt(rows[0].ciphertext)
-        elif prop in KEY_NAMES.values() and os.environ.get(prop):
+        elif prop in provider_env_names() and os.environ.get(prop):
             item["defined"] = {"type": "instance"}
         else:
             item["defined"] = False
@@ -216,7 +217,7 @@ def agent_env_levels(agent: Agent) -> list[dict[str, Any]]:
     for prop in sorted(needs):
         need = needs[prop]
         levels = {str(row.scope) for row in found.get(prop, [])}
-        if prop in KEY_NAMES.values() and os.environ.get(prop):
+        if prop in provider_env_names() and os.environ.get(prop):
             levels.add("instance")  # provider keys may come from the process environment
         out.append(
             {

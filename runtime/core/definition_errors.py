@@ -50,6 +50,8 @@ class Catalog:
     strict_code_names: bool = True
     # MCP server name → its tool names (None: not known yet). None: ``mcp:`` names unchecked.
     mcp_tools: dict[str, set[str] | None] | None = None
+    # Remote A2A agents' names (``a2a/<name>``). None: ``a2a:`` names unchecked.
+    a2a_agents: set[str] | None = None
     # Model name → its provider, and → its ``structuredOutputs`` capability (None: not said).
     model_providers: dict[str, str] = field(default_factory=dict)
     model_structured_outputs: dict[str, bool | None] = field(default_factory=dict)

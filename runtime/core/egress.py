@@ -39,6 +39,17 @@ OFFICIAL_HOSTS: dict[str, frozenset[str]] = {
     "google": frozenset({"generativelanguage.googleapis.com"}),
 }
 
+
+def register_official_hosts(provider: str, hosts: Iterable[str]) -> None:
+    """The vendor hosts of a provider added at start-up (the OpenAI-compatible vendors and
+    ``define_provider`` definitions, ``runtime.providers.registry.sync_defined``)."""
+    OFFICIAL_HOSTS[provider] = frozenset(h.lower().rstrip(".") for h in hosts)
+
+
+def forget_official_hosts(provider: str) -> None:
+    OFFICIAL_HOSTS.pop(provider, None)
+
+
 # Metadata services answer on these even where the ranges below would not say "private".
 _METADATA = frozenset(
     ipaddress.ip_address(a) for a in ("169.254.169.254", "169.254.170.2", "fd00:ec2::254")

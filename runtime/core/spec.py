@@ -24,7 +24,10 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-Provider = Literal["openai", "openrouter", "anthropic", "google", "test"]
+# A provider name: a native adapter, an OpenAI-compatible vendor, a ``define_provider``
+# definition or ``test``. Which names exist is known only once code is discovered, so the
+# save rules check it (``runtime.definitions.validation.validate_model``), not the shape.
+Provider = str
 PROVIDERS: tuple[str, ...] = ("openai", "openrouter", "anthropic", "google", "test")
 # Tools each provider runs itself are ``provider:<name>`` in a prompt's tools; what each
 # vendor offers is ``runtime.providers.offers`` (docs/providers.md#provider-tools).
@@ -565,6 +568,7 @@ AGENT_0_2_ONLY = {
     "version": "version",
     "author": "author",
     "license": "license",
+    "parentHooks": "parent_hooks",
 }
 SIDE_0_2_ONLY = ("human", "handler", "subagents")
 
@@ -599,6 +603,16 @@ def agent_generation(data: dict[str, Any]) -> tuple[SpecVersion, list[str]]:
     return SPEC_0_1, []
 
 
+class ParentHookRequirement(Definition):
+    """Spec 0.2.0 ``ParentHookRequirement``: a hook a child agent requires on every direct
+    parent side that declares it (``runtime.tools.parent_hooks``). ``stage`` unset runs it
+    after the parent's own hooks (the reference's default, ``after_parent``)."""
+
+    hook: str
+    reason: str
+    stage: Literal["before_parent", "after_parent"] | None = None
+
+
 class AgentDefinition(Definition):
     name: str
     title: str | None = None
@@ -627,6 +641,8 @@ class AgentDefinition(Definition):
     version: str | None = None
     author: str | None = None
     license: str | None = None
+    # Spec 0.2.0: hooks this agent (a subagent) requires on its parents' sides.
+    parent_hooks: list[ParentHookRequirement] | None = None
     # Ours: the reasons a person may pick when rating a reply (docs/observability.md).
     feedback_reasons: list[Annotated[str, Field(min_length=1, max_length=100)]] | None = Field(
         None, max_length=20

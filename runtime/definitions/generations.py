@@ -187,6 +187,13 @@ def _sides_to_type(data: dict[str, Any]) -> Converted:
     if "primary" in out:
         out.pop("primary")
         changes.append("primary: true removed (every 0.1.0 agent is primary)")
+    if out.get("parentHooks"):
+        raise NotExpressible(
+            "parentHooks",
+            "0.1.0 has no parentHooks: a child agent cannot require hooks on its parents "
+            "there; keep this agent in 0.2.0.",
+        )
+    out.pop("parentHooks", None)  # none required: nothing to say in 0.1.0
     for key in AGENT_0_2_ONLY:
         if key in out:
             raise NotExpressible(key, f"0.1.0 has no {key}.")

@@ -56,6 +56,7 @@ _TEST_PROVIDER = _RT + "providers/test_test_provider.py::"
 _IMAGES = _RT + "step/test_spec_images.py::"
 _VALIDATION = _AA + "services/test_validation_rules.py::"
 _MCP = _AA + "orchestration/test_mcp_servers.py::"
+_A2A = _AA + "api/test_a2a_client.py::"
 _THREADS = _AA + "api/test_api_threads.py::"
 _ENTRY_KINDS = "runtime.definitions.entry_rules.tool_entry_option_errors"
 _SPEC2_RT = _RT + "definitions/test_spec_0_2_0_definitions.py::"
@@ -66,6 +67,11 @@ _SIDE_SUB = _RT + "delegation/test_spec_0_2_0_side_subagents.py::"
 _SIDE_SUB_AA = _AA + "services/test_spec_0_2_0_side_subagents.py::"
 _SIDE_SUB_REFUSED = _SIDE_SUB_AA + "test_a4_what_cannot_run_is_refused_at_import_naming_the_field"
 _SIDE_SUB_RULES = "runtime.definitions.side_subagents"
+_PARENT_HOOKS_RT = _RT + "tools/test_spec_0_2_0_parent_hooks.py::"
+_PARENT_HOOKS_AA = _AA + "services/test_spec_0_2_0_parent_hooks.py::"
+_PARENT_HOOKS_REFUSED = (
+    _PARENT_HOOKS_AA + "test_A7_a_requirement_that_cannot_run_is_refused_at_import_naming_the_field"
+)
 _ENTRY_REFUSED = (
     _REFUSALS + "test_spec_item5_entry_options_refused_identically_by_import_api_and_studio"
 )
@@ -167,6 +173,16 @@ LEDGER: dict[str, dict[str, Row]] = {
             )
             for key in ("packageName", "version", "author", "license")
         },
+        "parentHooks": _h(
+            "runtime.tools.parent_hooks.required_hooks (each direct parent side that declares "
+            "the child), runtime.tools.hooks.HookRunner (the order); saved rules in "
+            "runtime.definitions.parent_hooks",
+            _PARENT_HOOKS_RT
+            + "test_A7_child_hooks_run_on_the_parent_side_around_its_own_hooks_with_source_child",
+            "spec 0.2.0; only with exposeAsTool; a hook not registered, repeated or without a "
+            f"reason is refused ({_IMPORT_API_STUDIO}); one gone from code later fails the "
+            "parent's step; listed as written; 0.1.0 export refuses it",
+        ),
         "feedbackReasons": _h(
             "agents_app.services.threads.feedback",
             _AA
@@ -256,6 +272,27 @@ LEDGER: dict[str, dict[str, Row]] = {
             _SIDE_SUB_AA + "test_a4_side_subagents_import_export_and_list_as_written",
             "spec 0.2.0; refused on a person's or handler's side; 0.1.0 subagent entries in a "
             f"prompt written in 0.2.0 are refused ({_IMPORT_API_STUDIO})",
+        ),
+    },
+    "ParentHookRequirement": {
+        "hook": _h(
+            "runtime.tools.parent_hooks (run on the parent's ThreadState with source: child)",
+            _PARENT_HOOKS_REFUSED,
+            f"must be registered, once per agent ({_IMPORT_API_STUDIO}); gone from code "
+            "later: the parent's step fails with a sentence",
+        ),
+        "reason": _h(
+            "agents_app.pages.agent_structure (shown on the agent and Structure pages)",
+            _PARENT_HOOKS_AA
+            + "test_A7_the_studio_shows_parent_hooks_in_words_and_a_form_save_keeps_them",
+            f"a blank reason is refused ({_IMPORT_API_STUDIO})",
+        ),
+        "stage": _h(
+            "runtime.tools.hooks.HookRunner (before_parent: before the parent's own hooks; "
+            "after_parent, the default: after them)",
+            _PARENT_HOOKS_RT
+            + "test_A7_child_hooks_run_on_the_parent_side_around_its_own_hooks_with_source_child",
+            "unset is after_parent, as in the reference",
         ),
     },
     "SubagentRelationship": {
@@ -944,6 +981,34 @@ LEDGER: dict[str, dict[str, Row]] = {
         "enabled": _h(
             "runtime.tools.toolset (disabled servers offer nothing)",
             _RT + "mcp/test_mcp_tools.py::test_unknown_or_disabled_server_tools_are_not_offered",
+        ),
+    },
+    "A2aAgentDefinition": {
+        "name": _h(
+            "runtime.tools.a2a_tools (a2a:<name>; the tool's name)",
+            _A2A
+            + "test_a_remote_agent_is_one_tool_its_answer_the_result_its_context_kept_per_thread",
+        ),
+        "url": _h(
+            "agents_app.services.doors.a2a_client (card, then its JSON-RPC endpoint)",
+            _A2A
+            + "test_a_remote_agent_is_one_tool_its_answer_the_result_its_context_kept_per_thread",
+        ),
+        "description": _h(
+            "agents_app.services.doors.a2a_client (the tool's description)",
+            _A2A + "test_failures_come_back_as_tool_errors_in_words",
+        ),
+        "headers": _h(
+            "agents_app.services.doors.a2a_client (${NAME} from env)",
+            _A2A + "test_failures_come_back_as_tool_errors_in_words",
+        ),
+        "timeoutMs": _h(
+            "agents_app.services.doors.a2a_client",
+            _A2A + "test_failures_come_back_as_tool_errors_in_words",
+        ),
+        "enabled": _h(
+            "runtime.tools.toolset (a disabled agent is not offered)",
+            _A2A + "test_failures_come_back_as_tool_errors_in_words",
         ),
     },
     "ThreadIn": {

@@ -17,12 +17,12 @@ from jsonschema.validators import validator_for
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
+from runtime.core import a2a_agents
 from runtime.core.definition_errors import Catalog, DefinitionError, check_name, parse
 from runtime.core.env_refs import LITERAL_CREDENTIAL, literal_credential
 from runtime.core.provider_tools import ProviderToolOffer
 from runtime.core.spec import (
     PROVIDER_TOOL_PREFIX,
-    PROVIDERS,
     SPEC_0_1,
     SPEC_0_2,
     AgentDefinition,
@@ -44,10 +44,12 @@ from runtime.definitions.entry_rules import (
     reasoning_option_errors,
     tool_entry_option_errors,
 )
+from runtime.definitions.parent_hooks import parent_hook_errors
 from runtime.definitions.side_subagents import old_subagent_entry_errors, side_subagent_errors
 from runtime.mcp.servers import reference_errors
 from runtime.providers.offers import option_errors, provider_offers
 from runtime.providers.openai.offers import is_search_model
+from runtime.providers.registry import known_providers
 
 MAX_PRICE = 1_000_000
 # Text limits mirror the database columns (agents_app.models), so that a definition that
@@ -332,6 +334,7 @@ def validate_agent(agent: AgentDefinition, catalog: Catalog | None = None) -> li
     errs += _hook_rules(agent.hooks, catalog)
     errs += agent_option_errors(agent, catalog)
     errs += side_subagent_errors(agent, catalog)
+    errs += parent_hook_errors(agent, catalog)
     return errs
 
 
@@ -360,6 +363,16 @@ def _mcp_rules(prompt: PromptDefinition, catalog: Catalog) -> list[DefinitionErr
     for i, name in enumerate(prompt.tool_names()):
         if name.startswith("mcp:"):
             errs += reference_errors(f"tools.{i}", name, catalog.mcp_tools)
+    return errs
+
+
+def _a2a_rules(prompt: PromptDefinition, catalog: Catalog) -> list[DefinitionError]:
+    if catalog.a2a_agents is None:
+        return []
+    errs: list[DefinitionError] = []
+    for i, name in enumerate(prompt.tool_names()):
+        if name.startswith(a2a_agents.PREFIX):
+            errs += a2a_agents.reference_errors(f"tools.{i}", name, catalog.a2a_agents)
     return errs
 
 
@@ -393,17 +406,20 @@ def validate_prompt(
                 )
             )
         errs += _mcp_rules(prompt, catalog)
+        errs += _a2a_rules(prompt, catalog)
         if catalog.strict_code_names:
             known = catalog.callables()
             for i, name in enumerate(prompt.tool_names()):
-                if name not in known and not name.startswith((PROVIDER_TOOL_PREFIX, "mcp:")):
+                if name not in known and not name.startswith(
+                    (PROVIDER_TOOL_PREFIX, "mcp:", "a2a:")
+                ):
                     errs.append(
                         DefinitionError(
                             f"tools.{i}", f"'{name}' is not a known tool, prompt or agent."
                         )
                     )
     for i, name in enumerate(prompt.tool_names()):
-        if not name.startswith(("provider:", "mcp:")):  # provider-executed; MCP names mapped
+        if not name.startswith(("provider:", "mcp:", "a2a:")):  # run elsewhere; names mapped
             errs += _tool_name_rule(f"tools.{i}", name)
     errs += _hook_rules(prompt.hooks, catalog)
     errs += prompt_hooks_errors(prompt, catalog)
@@ -603,12 +619,16 @@ def _wait_rules(prompt: PromptDefinition, catalog: Catalog | None) -> list[Defin
         what = None
         if name.startswith("provider:"):
             what = "a provider tool (it runs at the model's vendor)"
-        elif catalog is not None and name not in catalog.tools and not name.startswith("mcp:"):
+        elif (
+            catalog is not None
+            and name not in catalog.tools
+            and not name.startswith(("mcp:", "a2a:"))
+        ):
             if name in catalog.agents:
                 what = "an agent"
             elif name in catalog.prompts:
                 what = "a prompt"
-        if entry.client and name.startswith("mcp:"):
+        if entry.client and name.startswith(("mcp:", "a2a:")):
             what = "an MCP tool (the server runs it, not the client)"
         if what is not None:
             errs.append(
@@ -663,10 +683,10 @@ def _prompt_lengths(prompt: PromptDefinition) -> list[DefinitionError]:
 def validate_model(model: ModelDefinition, catalog: Catalog | None = None) -> list[DefinitionError]:
     errs = check_name(model.name)
     errs += _too_long([("model", model.model, 200), ("baseUrl", model.base_url, 200)])
-    if model.provider not in PROVIDERS:
-        errs.append(
-            DefinitionError("provider", f"Provider must be one of: {', '.join(PROVIDERS)}.")
-        )
+    known = known_providers()
+    if model.provider not in known:
+        listed = ", ".join(f"'{p}'" for p in known[:-1]) + f" or '{known[-1]}'"
+        errs.append(DefinitionError("provider", f"Provider must be one of: {listed}."))
     if not model.model.strip():
         errs.append(DefinitionError("model", "The provider's model id is required."))
     if (model.script or model.streaming) and model.provider != "test":

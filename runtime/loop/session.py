@@ -57,6 +57,7 @@ from runtime.store.events import telemetry
 from runtime.store.protocol import LogQuery, LogRecord, ThreadRecord, ThreadUpdate
 from runtime.store.recorder import Batch, Recorder
 from runtime.tools.hooks import HookBlocked, HookRunner, hook_ids
+from runtime.tools.parent_hooks import ParentHookMissing, RequiredHook, required_hooks
 from runtime.tools.tool_env import missing_env_message, missing_required, needed_env
 from runtime.tools.toolset import OfferedTool, init_paths, offered_tools
 
@@ -95,6 +96,7 @@ class Session:
         )
         self.tools.delegate = self.delegate
         self._hooks: dict[str, HookRunner] = {}
+        self._required: dict[str, list[RequiredHook]] = {}
         self._tail = Batch()  # writes that go out with the session's end
         self._stop_pending = False
         self._offered: dict[tuple[str, str | None], dict[str, OfferedTool]] = {}
@@ -404,6 +406,7 @@ class Session:
         side = self.progress.side
         config = self._config(side)
         prompt = await self.defs.prompt(config.prompt or "")
+        await self._require_parent_hooks(prompt, config)
         hooks = self.hooks_for(prompt)
         self.control.side, self.control.prompt_name = side, prompt.name
         self.control.session_tools = {
@@ -426,11 +429,23 @@ class Session:
         )
 
     def hooks_for(self, prompt: PromptDefinition) -> HookRunner:
-        """The hooks of ``prompt`` (the agent's when the prompt lists none), built once."""
+        """The hooks of ``prompt`` (the agent's when the prompt lists none), built once, with
+        those its side's children require (``_require_parent_hooks``)."""
         if prompt.name not in self._hooks:
             ids = hook_ids(prompt.hooks, self.agent.hooks)
-            self._hooks[prompt.name] = HookRunner(self.deps.registry, ids, self._hook_failed)
+            required = self._required.get(prompt.name, ())
+            self._hooks[prompt.name] = HookRunner(
+                self.deps.registry, ids, self._hook_failed, required
+            )
         return self._hooks[prompt.name]
+
+    async def _require_parent_hooks(self, prompt: PromptDefinition, config: SideConfig) -> None:
+        """Resolve once what the children of ``config``'s side require (spec 0.2.0
+        ``parentHooks``); a required hook gone from code fails the step (fails closed)."""
+        if prompt.name not in self._required:
+            self._required[prompt.name] = await required_hooks(
+                self.defs, self.deps.registry, prompt, config, self._env_lookup(prompt.name)
+            )
 
     async def tools_for(
         self, prompt: PromptDefinition, config: SideConfig | None
@@ -445,6 +460,7 @@ class Session:
                 config,
                 self._env_lookup(prompt.name),
                 self.deps.mcp,
+                self.deps.a2a,
             )
         return self._offered[key]
 
@@ -756,7 +772,15 @@ class Session:
         for side in (self.progress.side, other(self.progress.side)):
             name = self._config(side).prompt
             if name:
-                return self.hooks_for(await self.defs.prompt(name))
+                prompt = await self.defs.prompt(name)
+                try:
+                    await self._require_parent_hooks(prompt, self._config(side))
+                except ParentHookMissing:
+                    # The person's message is still stored; the step after it fails with
+                    # the sentence (``_scope``), so nothing runs without the required hook.
+                    ids = hook_ids(prompt.hooks, self.agent.hooks)
+                    return HookRunner(self.deps.registry, ids, self._hook_failed)
+                return self.hooks_for(prompt)
         return self._handler_hooks()
 
     async def _resume(self) -> StepOutcome:

@@ -66,6 +66,7 @@ from runtime.providers.test_provider import estimate_tokens
 from runtime.step.llm import (
     LLMReply,
     OnImage,
+    OnToolStream,
     ProviderToolEvent,
     failed_log,
     opened_log,
@@ -160,11 +161,12 @@ class AttemptLadder:
         prepare: Prepare,
         progress: OpenStepProgress,
         save_image: OnImage | None = None,
+        on_tool_stream: OnToolStream | None = None,
     ) -> None:
         self.deps, self.recorder = deps, recorder
         self.message, self.depth, self.chain, self.start = message, depth, chain, start
         self.prepare, self.progress = prepare, progress
-        self.save_image = save_image
+        self.save_image, self.on_tool_stream = save_image, on_tool_stream
         self.current = first
 
     async def run(self) -> LadderOutcome:
@@ -230,7 +232,13 @@ class AttemptLadder:
             raise too_long
         try:
             return await run_attempt(
-                provider, self.current.request, on_text, on_reasoning, on_image, on_provider_tool
+                provider,
+                self.current.request,
+                on_text,
+                on_reasoning,
+                on_image,
+                on_provider_tool,
+                self.on_tool_stream,
             )
         finally:
             for reasoning, stream in streams.items():

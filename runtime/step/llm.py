@@ -43,6 +43,8 @@ OnDelta = Callable[[str], None]
 OnImage = Callable[[ImageDelta], Awaitable[dict[str, Any] | None]]
 ProviderToolEvent = ProviderToolDone | WebSearchDone | CitationsFound
 OnProviderTool = Callable[[ProviderToolEvent], None]
+OnToolStream = Callable[[object], Awaitable[None]]
+TOOL_STREAM = (ToolCallStart, ToolCallDelta, ToolCallDone)
 
 
 @dataclass(slots=True)
@@ -142,12 +144,14 @@ async def run_attempt(
     on_reasoning: OnDelta = lambda _: None,
     on_image: OnImage | None = None,
     on_provider_tool: OnProviderTool | None = None,
+    on_tool_stream: OnToolStream | None = None,
 ) -> LLMReply:
     """Send one request and collect the streamed reply; raises ``ProviderError``.
 
     ``on_image`` stores each generated image as it arrives and returns its
     ``AttachmentRef`` (``None``: not stored); the refs end up in ``reply.images``.
-    ``on_provider_tool`` hears each provider-run tool, search and citation as it arrives.
+    ``on_provider_tool`` hears each provider-run tool, search and citation as it arrives;
+    ``on_tool_stream`` each tool-call event (start, argument delta, done) as it arrives.
     """
     started = time.perf_counter()
     collector = _Collector(on_text, on_reasoning)
@@ -165,6 +169,8 @@ async def run_attempt(
             ):
                 on_provider_tool(item)
             collector.feed(item)
+            if on_tool_stream is not None and isinstance(item, TOOL_STREAM):
+                await on_tool_stream(item)
     except ProviderError:
         raise
     except Exception as exc:  # an adapter bug must not look like a crash of the engine
@@ -273,6 +279,7 @@ def completed_log(log: LogRecord, model: ModelDefinition, reply: LLMReply) -> Lo
         cost_cached=cost.cached,
         cost_output=cost.output,
         cost_total=cost.total,
+        cost_known=cost.known,
         latency_ms=reply.latency_ms,
         time_to_first_token_ms=reply.ttft_ms,
         is_complete=True,

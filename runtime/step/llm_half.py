@@ -22,6 +22,7 @@ from runtime.core.messages import (
     MESSAGE_FIELDS,
     Message,
     Side,
+    ToolCall,
     make_tool_call,
     new_id,
     role_for_side,
@@ -46,7 +47,8 @@ from runtime.step.llm import LLMReply, completed_log, opened_log
 from runtime.step.media import fit_for_model
 from runtime.step.prompting import render_prompt
 from runtime.step.structured import SCHEMA_MISMATCH, answer_problem, retry_messages
-from runtime.store.events import telemetry
+from runtime.step.tool_progress import ProgressWatch, progress_argument
+from runtime.store.events import event, telemetry
 from runtime.store.protocol import LogRecord, ThreadRecord
 from runtime.store.recorder import Batch, Recorder
 from runtime.tools.hooks import HookRunner
@@ -73,6 +75,9 @@ class Scope:
     root_message_id: str | None = None
     parent_log_id: str | None = None
     log_id: str | None = None
+    # Calls whose ``tool_call_started`` fired while the model streamed them (a tool's
+    # ``progressArgument``): the tool half does not fire it again.
+    announced: set[str] = field(default_factory=set)
 
     @property
     def role(self) -> str:
@@ -307,8 +312,23 @@ class Stepper:
             prepare=prepare,
             progress=opened.progress,
             save_image=save_image,
+            on_tool_stream=self._progress_watch(scope),
         )
         return await ladder.run()
+
+    def _progress_watch(self, scope: Scope) -> Callable[[object], Awaitable[None]] | None:
+        """What reads the streamed tool calls when an offered tool names a progress argument."""
+        if not any(progress_argument(offered) for offered in scope.tools.values()):
+            return None
+
+        async def started(call: ToolCall, progress: Any) -> None:
+            data = {"id": call["id"], "name": call["function"]["name"], "progress": progress}
+            self.recorder.emit(event("tool_call_started", data))
+            await scope.hooks.tool_call_started(
+                scope.state.for_tool_call(call["id"]), call, progress
+            )
+
+        return ProgressWatch(scope.tools, scope.announced, started).feed
 
     async def _ask_again(
         self,

@@ -36,6 +36,7 @@ from runtime.definitions.loader import DefinitionLoader
 from runtime.deps import Deps
 from runtime.state import ExecutionControl, ThreadState
 from runtime.step.llm_half import INVALID_RESPONSE_TOOL, Scope
+from runtime.step.tool_progress import completed_argument, progress_argument
 from runtime.store.error_origin import tool_origin
 from runtime.store.events import event, telemetry
 from runtime.store.protocol import LogRecord, is_commit_failure
@@ -263,6 +264,20 @@ class ToolRunner:
             if thread is not None and thread.stopped:
                 signal.set()
 
+    async def _announce(
+        self, scope: Scope, state: ThreadState, offered: OfferedTool | None, call: ToolCall
+    ) -> None:
+        """``tool_call_started`` as the call starts to run; a tool with a progress argument
+        the stream never completed still gets it, from the whole arguments."""
+        data: dict[str, Any] = {"id": call["id"], "name": call["function"]["name"]}
+        progress = None
+        argument = progress_argument(offered)
+        if argument is not None:
+            progress = completed_argument(call["function"]["arguments"], argument, whole=True)[1]
+            data["progress"] = progress
+        self.recorder.emit(event("tool_call_started", data))
+        await scope.hooks.tool_call_started(state, call, progress)
+
     async def execute(self, scope: Scope, call: ToolCall, slot: Slot) -> Prepared:
         """Run one call and prepare its result row and log (not committed)."""
         name = call["function"]["name"]
@@ -275,8 +290,8 @@ class ToolRunner:
                 ("", v) for v in offered.entry.env.values() if not env_refs.references(v)
             )
         self.recorder.emit(telemetry("tool_started", tool=name))
-        self.recorder.emit(event("tool_call_started", {"id": call["id"], "name": name}))
-        await scope.hooks.tool_call_started(state, call)
+        if call["id"] not in scope.announced:  # else it fired while the model streamed it
+            await self._announce(scope, state, offered, call)
         started = time.perf_counter()
         signal = state.execution.abort_signal if state.execution is not None else None
         watch = asyncio.create_task(self._watch_stop(scope.thread.id, signal)) if signal else None

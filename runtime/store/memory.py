@@ -89,6 +89,8 @@ class MemoryStore:
         # user id → key → (shown value, updated_at ms, exact form or None)
         self.user_values: dict[str, dict[str, tuple[Any, int, Any]]] = defaultdict(dict)
         self.effects: dict[str, EffectRun] = {}  # every run, by id (tests inspect it)
+        # Accounts ``get_user`` knows in full (tests put them here); others are names only.
+        self.users: dict[str, UserRecord] = {}
 
     # --- helpers for tests (not part of the protocol) ---------------------------------
 
@@ -215,8 +217,11 @@ class MemoryStore:
         return EnvEntry(value, kind, "instance")
 
     async def get_user(self, user_id: str) -> UserRecord | None:
-        """Users are only names here: the id is the username."""
-        return UserRecord(id=user_id, username=user_id)
+        """A user put in ``users``, or one known only by name (the id is the username)."""
+        known = self.users.get(user_id)
+        if known is not None:
+            return copy.deepcopy(known)
+        return UserRecord(id=user_id, username=user_id, display_name=user_id)
 
     async def queue_message(self, thread_id: str, message: QueuedMessage) -> None:
         """Append to the queue."""

@@ -137,6 +137,8 @@ class LogRecord:
     cost_cached: float = 0.0
     cost_output: float = 0.0
     cost_total: float = 0.0
+    # False: no price was known (runtime.providers.pricing.Cost.known).
+    cost_known: bool = True
     latency_ms: int | None = None
     time_to_first_token_ms: int | None = None
     error: str = ""
@@ -227,14 +229,52 @@ FileType = Literal["file", "directory", "all"]
 FileSource = bytes | AsyncIterable[bytes]
 
 
+UserRole = Literal["admin", "user", "api"]
+
+
 @dataclass(slots=True)
-class UserRecord:
-    """The owner of a thread as ``state.user()`` returns it."""
+class ThreadUser:
+    """A person as agent code sees them (spec 0.2.0 ``ThreadUser``): the thread's owner from
+    ``state.user()``, a thread endpoint's caller. ``role`` is ``admin`` for staff accounts,
+    ``api`` for a caller that came with an API key, ``user`` otherwise; ``permissions`` the
+    account's permission names (``app_label.codename``), sorted; ``display_name`` the full
+    name, or the username when there is none; ``avatar_url`` ``None`` (no avatars here)."""
 
     id: str
     username: str
     email: str = ""
-    is_admin: bool = False
+    role: UserRole = "user"
+    permissions: list[str] = field(default_factory=list)
+    display_name: str = ""
+    avatar_url: str | None = None
+
+    @property
+    def is_admin(self) -> bool:
+        """The 0.1.0 field, kept for code written against it: ``role == "admin"``."""
+        return self.role == "admin"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec's JSON object (what a handler may return as it is)."""
+        return {
+            "id": self.id,
+            "username": self.username,
+            "role": self.role,
+            "permissions": list(self.permissions),
+            "email": self.email,
+            "display_name": self.display_name,
+            "avatar_url": self.avatar_url,
+        }
+
+    def __getitem__(self, key: str) -> Any:
+        # Code ported from the reference reads it as an object: ``user["role"]``.
+        data = self.to_dict()
+        if key not in data:
+            raise KeyError(key)
+        return data[key]
+
+
+# The name before spec 0.2.0; the same class.
+UserRecord = ThreadUser
 
 
 @dataclass(slots=True)
@@ -337,6 +377,24 @@ class Commit:
     progress: SessionProgress | None = None
     thread: ThreadUpdate | None = None
     drain_queue: bool = False
+
+
+def lands_visible_reply(messages: list[Message]) -> bool:
+    """Whether a commit stores a visible terminal assistant reply (spec 0.2.0's unread rule,
+    ``isVisibleTerminalAssistantMessage``): a top-level, not silent assistant row that
+    calls no tool and is done, with text or attachments (an answer, an attachment-only
+    reply) or a failure with text. Stores move the thread's ``last_message_at`` then (as a
+    user's non-empty post does), never for mid-turn tool steps, silent or sub-prompt rows."""
+    return any(_visible_terminal(m) for m in messages)
+
+
+def _visible_terminal(m: Message) -> bool:
+    if m.role != "assistant" or m.depth != 0 or m.silent or m.tool_calls:
+        return False
+    has_text = bool(m.content and m.content.strip())
+    if m.status == "failed":
+        return has_text
+    return m.status == "completed" and (has_text or bool(m.attachments))
 
 
 @dataclass(slots=True)

@@ -6,20 +6,25 @@ order. A hook that raises is reported through ``on_error`` and skipped; the
 one exception is ``HookBlocked`` from ``prefilter_llm_history``, which stops
 the session before any spend (stop reason ``hook_blocked``). A hook that declares
 one more parameter than its hook's arguments also gets the hook execution context
-(``runtime.tools.hook_context``).
+(``runtime.tools.hook_context``). Hooks a child agent requires (``parentHooks``,
+``runtime.tools.parent_hooks``) run around those: ``before_parent`` ones first, then the
+prompt's or agent's, then ``after_parent`` ones, each with the child's context.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.core.messages import Message, ToolCall, message_from_dict
 from runtime.core.results import ToolResult, normalize, result_from_dict
 from runtime.store.protocol import is_commit_failure
 from runtime.tools.hook_context import HookExecutionContext, HookIds, context_for, takes_context
 from runtime.tools.registry import HookDefinition, Registry, call_maybe_async
+
+if TYPE_CHECKING:
+    from runtime.tools.parent_hooks import RequiredHook
 
 logger = logging.getLogger("runtime.tools.hooks")
 ErrorReporter = Callable[[str, BaseException], Any]
@@ -49,25 +54,43 @@ class HookRunner:
         registry: Registry,
         ids: Sequence[str] = (),
         on_error: ErrorReporter | None = None,
+        required: Sequence[RequiredHook] = (),
     ) -> None:
-        self._by_hook: dict[str, list[HookDefinition]] = {}
+        # Each implementation with the context a child's requirement fixed (``None``: the
+        # prompt's or agent's, built from the state when called).
+        self._by_hook: dict[str, list[tuple[HookDefinition, HookExecutionContext | None]]] = {}
+        self._add(registry, [r for r in required if r.stage == "before_parent"])
         for hook_id in ids:
             definition = registry.hooks.get(hook_id)
             if definition is None:
                 logger.warning("Hook %r is listed but not registered; skipped", hook_id)
                 continue
-            self._by_hook.setdefault(definition.hook, []).append(definition)
+            self._by_hook.setdefault(definition.hook, []).append((definition, None))
+        self._add(registry, [r for r in required if r.stage != "before_parent"])
         self._on_error = on_error
         self._source = ids.kind if isinstance(ids, HookIds) else "prompt"
+
+    def _add(self, registry: Registry, required: Sequence[RequiredHook]) -> None:
+        for requirement in required:
+            # ``required_hooks`` checked each is registered; this registry is the same one.
+            definition = registry.hooks[requirement.hook_id]
+            self._by_hook.setdefault(definition.hook, []).append((definition, requirement.context))
 
     def context(self, state: Any) -> HookExecutionContext:
         """Why these hooks run, for ``state`` (the prompt or agent it runs under)."""
         prompt = getattr(state, "prompt_name", None) or ""
         return context_for(self._source, prompt, getattr(state, "agent_id", ""))
 
-    async def _call(self, definition: HookDefinition, state: Any, *args: Any) -> Any:
+    async def _call(
+        self,
+        entry: tuple[HookDefinition, HookExecutionContext | None],
+        state: Any,
+        *args: Any,
+    ) -> Any:
+        definition, fixed = entry
         if takes_context(definition.fn, definition.hook):
-            return await call_maybe_async(definition.fn, state, *args, self.context(state))
+            context = fixed if fixed is not None else self.context(state)
+            return await call_maybe_async(definition.fn, state, *args, context)
         return await call_maybe_async(definition.fn, state, *args)
 
     def active(self, hook: str) -> bool:
@@ -77,9 +100,10 @@ class HookRunner:
     async def _each(self, hook: str, *args: Any) -> list[tuple[HookDefinition, Any]]:
         """Call every ``hook`` implementation with ``args``; skip (and report) failures."""
         out = []
-        for definition in self._by_hook.get(hook, ()):
+        for entry in self._by_hook.get(hook, ()):
+            definition = entry[0]
             try:
-                out.append((definition, await self._call(definition, *args)))
+                out.append((definition, await self._call(entry, *args)))
             except HookBlocked:
                 raise
             except Exception as exc:  # a hook must never break the session
@@ -90,9 +114,10 @@ class HookRunner:
 
     async def _chain(self, hook: str, state: Any, value: Any, *extra: Any) -> Any:
         """Thread ``value`` through each implementation; ``None`` keeps the previous value."""
-        for definition in self._by_hook.get(hook, ()):
+        for entry in self._by_hook.get(hook, ()):
+            definition = entry[0]
             try:
-                returned = await self._call(definition, state, *extra, value)
+                returned = await self._call(entry, state, *extra, value)
             except HookBlocked:
                 raise
             except Exception as exc:

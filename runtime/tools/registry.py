@@ -12,6 +12,7 @@ with the same name are an error at start-up, never a silent override.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -35,6 +36,7 @@ from runtime.tools.tool_env import DeclarationError, VariableDefinition, parse_d
 AnyFn = Callable[..., Any]
 F = TypeVar("F", bound=AnyFn)
 HttpMethod = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
+EndpointAccess = Literal["public"]
 METHODS: tuple[str, ...] = ("get", "post", "put", "patch", "delete")
 EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -86,12 +88,28 @@ class ToolDefinition:
     fn: AnyFn
     # Env values the tool needs (spec ``variables``/``tenvs``); see runtime.tools.tool_env.
     variables: tuple[VariableDefinition, ...] = ()
+    # Spec 0.2.0 ``progressArgument``: the argument whose value ``tool_call_started`` carries
+    # as ``progress``, sent while the model still streams the rest (runtime.step.tool_progress).
+    progress_argument: str | None = None
 
     def __post_init__(self) -> None:
         # validateToolName: refused at definition time, so start-up names the file.
         problem = validate_tool_name(self.name)
         if problem is not None:
             raise RegistryError(f"define_tool: {problem}")
+        if self.progress_argument is not None:
+            self._check_progress_argument(self.progress_argument)
+
+    def _check_progress_argument(self, name: str) -> None:
+        """A progress argument the model can never send would silently never fire: refused."""
+        fields = self.args_model.model_fields if self.args_model is not None else {}
+        known = {field.alias or key for key, field in fields.items()}
+        if not isinstance(name, str) or name not in known:
+            offered = ", ".join(sorted(known)) or "none"
+            raise RegistryError(
+                f"define_tool {self.name}: progress_argument {name!r} is not one of the "
+                f"tool's arguments (it has: {offered})."
+            )
 
     @property
     def args_schema(self) -> dict[str, Any]:
@@ -151,6 +169,21 @@ class EndpointDefinition:
     # defaults for someone else's bytes (nosniff, a sandboxing CSP, attachment for active
     # types). Only for handlers that never echo user-controlled content as a document.
     active_content: bool = False
+    # Spec 0.2.0 ``access: 'public'``: anyone may call it, signed in or not; the handler
+    # learns who from its ``auth`` argument. ``None``: the thread's own access rule.
+    access: EndpointAccess | None = None
+
+    @property
+    def public(self) -> bool:
+        """Whether anonymous callers reach the handler."""
+        return self.access == "public"
+
+    @property
+    def takes_auth(self) -> bool:
+        """Whether the handler declares the spec 0.2.0 4th parameter (``auth``): handlers
+        written with three keep being called with three. A 4th parameter with a default
+        counts only when it is named ``auth`` (``n=…`` is a closure's value, not a slot)."""
+        return _takes_auth(self.fn)
 
     @property
     def description(self) -> str:
@@ -160,6 +193,28 @@ class EndpointDefinition:
     def located(self, method: str, route: str) -> EndpointDefinition:
         """A copy with the method and route derived from its file."""
         return dataclasses.replace(self, method=self.method or method, route=self.route or route)
+
+
+class ThreadEndpointAuth(TypedDict):
+    """A thread endpoint's 4th argument (spec 0.2.0 ``ThreadEndpointAuth``): who calls
+    (``None``: nobody signed in, a public endpoint) and whether they may use the thread."""
+
+    caller: Any  # runtime.store.protocol.ThreadUser | None (the store layer sits under tools)
+    threadAccess: bool
+
+
+@functools.lru_cache(maxsize=256)
+def _takes_auth(fn: AnyFn) -> bool:
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    positional = [p for p in parameters if p.kind in kinds]
+    if len(positional) < 4:
+        return False
+    fourth = positional[3]
+    return fourth.default is inspect.Parameter.empty or fourth.name == "auth"
 
 
 AnyDefinition = (
@@ -188,6 +243,7 @@ class DefineToolOptions(TypedDict, total=False):
     name: str
     variables: list[Any]
     tenvs: Any
+    progressArgument: str
 
 
 _OPTION_KEYS = frozenset(DefineToolOptions.__annotations__)
@@ -205,6 +261,7 @@ def define_tool(
     name: str | None = None,
     variables: list[Any] | None = None,
     tenvs: Any = None,
+    progress_argument: str | None = None,
 ) -> Callable[[AnyFn], ToolDefinition]: ...
 
 
@@ -217,6 +274,7 @@ def define_tool(
     name: str | None = None,
     variables: list[Any] | None = None,
     tenvs: Any = None,
+    progress_argument: str | None = None,
 ) -> ToolDefinition: ...
 
 
@@ -228,6 +286,7 @@ def define_tool(
     name: str | None = None,
     variables: list[Any] | None = None,
     tenvs: Any = None,
+    progress_argument: str | None = None,
 ) -> ToolDefinition: ...
 
 
@@ -239,6 +298,7 @@ def define_tool(
     name: str | None = None,
     variables: list[Any] | None = None,
     tenvs: Any = None,
+    progress_argument: str | None = None,
 ) -> Any:
     """Define a tool: ``define_tool(description, ArgsModel | None, fn)``.
 
@@ -246,6 +306,8 @@ def define_tool(
     ArgsModel)`` as a decorator, and the object form ``define_tool({"description": …,
     "args": …, "execute": fn, "variables": […], "tenvs": …})``. The name is ``name``
     or the function's name. ``variables``/``tenvs`` declare the env values it needs.
+    ``progress_argument`` (spec ``progressArgument``) names the argument that
+    ``tool_call_started`` carries as ``progress``, as soon as the model has streamed it.
     """
     if isinstance(description, Mapping):
         return _from_options(description)
@@ -259,7 +321,9 @@ def define_tool(
     def build(target: AnyFn) -> ToolDefinition:
         if args is not None and not _is_args_model(args):
             raise RegistryError("define_tool: args must be a pydantic model class or None")
-        return ToolDefinition(name or target.__name__, description, args, target, declared)
+        return ToolDefinition(
+            name or target.__name__, description, args, target, declared, progress_argument
+        )
 
     return build(fn) if fn is not None else build
 
@@ -280,6 +344,7 @@ def _from_options(options: Mapping[str, Any]) -> ToolDefinition:
         name=options.get("name"),
         variables=options.get("variables"),
         tenvs=options.get("tenvs"),
+        progress_argument=options.get("progressArgument"),
     )
 
 
@@ -332,18 +397,32 @@ def define_thread_endpoint(
     route: str | None = None,
     name: str | None = None,
     active_content: bool = False,
+    access: str | None = None,
 ) -> Any:
-    """Define a thread endpoint ``async handler(request, state, params)``.
+    """Define a thread endpoint ``async handler(request, state, params)``, or with a 4th
+    parameter ``auth`` (spec 0.2.0: ``{"caller": ThreadUser | None, "threadAccess": bool}``).
 
     The method and route come from the file name when discovered
     (``agents/api/invoke.post.py`` → ``POST /invoke``; ``files/[id].py`` →
     ``GET /files/{id}``) unless given here. Routing itself lives in the web layer.
     ``active_content=True`` sends the handler's responses without the safe defaults
-    for user content (see docs/security.md, "Serving user files").
+    for user content (see docs/security.md, "Serving user files"). ``access="public"``
+    lets anyone call it, signed in or not (``caller`` ``None``, ``threadAccess`` false).
     """
+    if access is not None and access != "public":
+        raise RegistryError(
+            f"define_thread_endpoint: access must be 'public' or left out, not {access!r}."
+        )
 
     def build(target: AnyFn) -> EndpointDefinition:
-        return EndpointDefinition(name or target.__name__, target, method, route, active_content)
+        return EndpointDefinition(
+            name or target.__name__,
+            target,
+            method,
+            route,
+            active_content,
+            "public" if access else None,
+        )
 
     return build(handler) if handler is not None else build
 

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
 
+from runtime.core.a2a_agents import agent_name
 from runtime.core.provider_tools import ProviderToolChoice
 from runtime.core.spec import (
     PROVIDER_TOOL_PREFIX,
@@ -35,6 +36,7 @@ from runtime.core.spec import (
 from runtime.definitions.loader import DefinitionLoader
 from runtime.mcp.servers import McpTools, split_name, wire_name
 from runtime.providers.base import ToolSchema
+from runtime.tools.a2a_tools import A2aAgents, a2a_tool
 from runtime.tools.registry import EMPTY_OBJECT_SCHEMA, Registry, ToolDefinition
 
 logger = logging.getLogger("runtime.tools.toolset")
@@ -66,6 +68,7 @@ async def offered_tools(
     side: SideConfig | None,
     env: EnvLookup,
     mcp: McpTools | None = None,
+    a2a: A2aAgents | None = None,
 ) -> dict[str, OfferedTool]:
     """The prompt's tools (plus the side's stop and end-session tools), by name."""
     out: dict[str, OfferedTool] = {}
@@ -76,7 +79,7 @@ async def offered_tools(
             continue
         if entry.name.startswith(PROVIDER_TOOL_PREFIX):
             continue  # the vendor runs it: sent as a ``ProviderToolChoice`` (provider_choices)
-        offered = await resolve(defs, registry, entry, mcp, env)
+        offered = await resolve(defs, registry, entry, mcp, env, a2a)
         if offered is None:
             logger.warning(
                 "Prompt %s lists tool %r, which resolves to nothing", prompt.name, entry.name
@@ -131,13 +134,24 @@ async def resolve(
     entry: ToolConfig,
     mcp: McpTools | None = None,
     env: EnvLookup | None = None,
+    a2a: A2aAgents | None = None,
 ) -> OfferedTool | None:
     """What a tool name means: native tool → prompt → agent; ``None`` when nothing matches.
 
     An ``mcp:<server>/<tool>`` name is an MCP server's tool; the model sees it as
-    ``<server>__<tool>`` (providers refuse ``:`` and ``/`` in tool names).
+    ``<server>__<tool>`` (providers refuse ``:`` and ``/`` in tool names). An
+    ``a2a:<name>`` name is a remote A2A agent, a native tool named ``<name>``
+    (``runtime.tools.a2a_tools``).
     """
     name = entry.name
+    remote = agent_name(name)
+    if remote is not None:
+        remote_info = await a2a.agent(remote, env) if a2a is not None else None
+        if a2a is None or remote_info is None:
+            return None
+        tool = a2a_tool(remote, remote_info, a2a)
+        schema = ToolSchema(tool.name, tool.description, tool.args_schema)
+        return OfferedTool(tool.name, "native", schema, entry, tool=tool)
     parts = split_name(name)
     if parts is not None:
         info = await mcp.tool(*parts, env=env) if mcp is not None else None

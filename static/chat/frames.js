@@ -64,6 +64,7 @@ export function applyFrame(frame, { transcript: t, state, onSettle, onResync }) 
 function applyEvent(t, frame) {
   const type = frame.eventType || '';
   if (type === 'message_deleted') t.remove(frame.data?.id);
+  else if (type === 'tool_call_progress' && !frame.depth) t.toolProgress(frame.data);
   else if (type === 'subagent_start' || type === 'subagent_end') t.addEvent(frame);
   else if (type === 'subagent_event' && SUBAGENT_INNER.has(frame.data?.innerEvent?.type)) {
     const inner = frame.data.innerEvent;

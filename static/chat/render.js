@@ -9,7 +9,7 @@ import { linkCitations, markCitations, sourcesList } from './citations.js';
 import { interruptedByMessage, outcomeNote, stopNotice, stoppedByUser } from './failures.js';
 import { feedbackBar, rateable } from './feedback.js';
 import { branchBar } from './branches.js';
-import { hiddenStep, toolsView } from './tool_activity.js';
+import { hiddenStep, progressNote, toolsView } from './tool_activity.js';
 
 
 // Today's messages show the time; older ones the date too (a thread can span days), and the
@@ -94,6 +94,8 @@ function toolBlock(ctx, call, result) {
   const state = waiting ? 'waiting' : !result || result.status === 'pending' ? 'running' : result.tool_status === 'error' ? 'error' : 'done';
   const label = { running: 'running…', error: 'failed', done: 'done', waiting: 'waiting for the client' }[state];
   const summary = [el('span', { className: 'tool-icon', 'aria-hidden': 'true', text: '⚙' }), ' Tool ', el('code', { text: name }), ' ', el('span', { className: `badge ${state}`, text: label })];
+  const progress = call ? progressNote(ctx, call, result) : null;
+  if (progress) summary.push(' ', progress);
   const body = el('div', { className: 'tool-body' });
   if (call) body.append(el('h4', { text: 'Arguments' }), el('pre', { className: 'tool-args', text: pretty(call.function?.arguments) }));
   if (result && result.status !== 'pending') body.append(el('h4', { text: state === 'error' ? 'Error' : 'Result' }), el('pre', { className: 'tool-result', text: pretty(result.content) }));
@@ -261,7 +263,7 @@ function layout(ctx) {
     }
     group = null;
     const m = item.message;
-    const calls = parseCalls(m).map((c) => results.get(c.id) || null);
+    const calls = parseCalls(m).map((c) => [results.get(c.id) || null, t.progress.get(c.id) || null]);
     blocks.push({ key: `m:${m.id}`, message: m, sig: JSON.stringify([m, t.streaming.get(m.id), t.reasoning.get(m.id), calls, ctx.showReasoning, ctx.dual, ctx.toolActivity]) });
   }
   return blocks.map((b) =>

@@ -13,6 +13,9 @@ export class Transcript {
     this.reasoning = new Map(); // message id -> reasoning streamed so far
     this.images = new Map(); // message id -> generated images shown before the message completes
     this.events = []; // live-only activity (subagent events), shown in activity groups
+    // tool call id -> the newest `tool_call_progress` of a running call (a remote A2A agent's
+    // status updates). Live only: the server keeps none of it, so a reload shows none.
+    this.progress = new Map();
     this.version = 0;
   }
 
@@ -27,6 +30,7 @@ export class Transcript {
       message = { ...message, content: null };
     }
     this.messages.set(message.id, message);
+    if (finished(message) && message.role === 'tool') this.progress.delete(message.tool_call_id);
     if (finished(message)) {
       this.streaming.delete(message.id);
       this.reasoning.delete(message.id);
@@ -69,6 +73,17 @@ export class Transcript {
       if (m && !ids.has(id) && m.created_at >= oldest) this.remove(id);
     }
     for (const row of rows) this.upsert(row);
+  }
+
+  // A late progress frame of a call whose result is already here says nothing new.
+  toolProgress(data) {
+    const id = data?.id;
+    if (typeof id !== 'string' || !id) return false;
+    const done = [...this.messages.values()].some((m) => m.role === 'tool' && m.tool_call_id === id && finished(m));
+    if (done) return false;
+    this.progress.set(id, { name: String(data.name ?? ''), state: String(data.state ?? ''), text: String(data.text ?? '') });
+    this.version += 1;
+    return true;
   }
 
   addEvent(event) {

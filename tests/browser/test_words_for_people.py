@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Locator, Page, expect
 
 from tests.browser.support import ADMIN_PASSWORD, Site, admin_login, chat_login, shot
@@ -55,13 +56,27 @@ def send(page: Page, text: str) -> None:
     box.press("Enter")
 
 
+def _scroll_to(target: Locator) -> None:
+    """Scroll to ``target``, again if the chat re-drew the message in between: a later frame
+    (the session's end, the thread's refresh) replaces the article, and Playwright's scroll
+    fails on the element it had found ("not attached to the DOM") instead of finding it anew."""
+    for attempt in range(5):
+        expect(target).to_be_attached()
+        try:
+            target.scroll_into_view_if_needed()
+            return
+        except PlaywrightError as exc:
+            if "not attached" not in str(exc) or attempt == 4:
+                raise
+
+
 def every_look(page: Page, name: str, target: Locator) -> None:
     """The same state at 1440 and 390 px, light and dark: still on screen, screenshotted."""
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
         for width in (1440, 390):
             page.set_viewport_size({"width": width, "height": 900 if width > 400 else 844})
-            target.scroll_into_view_if_needed()
+            _scroll_to(target)
             expect(target).to_be_visible()
             shot(page, f"{name}-{width}-{scheme}")
 

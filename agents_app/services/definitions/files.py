@@ -1,6 +1,6 @@
 """Agents, prompts and models as a directory of JSON files, so teams can keep them in git.
 
-Layout: ``<root>/{mcp,models,prompts,agents}/<name>.json``, one definition per file, each
+Layout: ``<root>/{mcp,a2a,models,prompts,agents}/<name>.json``, one definition per file, each
 holding the definition object exactly as the spec writes it (camelCase property names;
 an agent file holds what ``defineAgent`` takes). Agents, prompts and models may also be
 the reference's ``<name>.ts`` files (``export default defineAgent({...})``), read without
@@ -23,7 +23,14 @@ from typing import Any
 from django.db import DatabaseError
 from django.db.models import Model
 
-from agents_app.models import Agent, DefinitionVersion, LanguageModel, McpServer, Prompt
+from agents_app.models import (
+    A2aAgent,
+    Agent,
+    DefinitionVersion,
+    LanguageModel,
+    McpServer,
+    Prompt,
+)
 from agents_app.services.definitions.mcp_servers import list_for_import
 from agents_app.services.definitions.rows import (
     AnyDefinition,
@@ -33,6 +40,7 @@ from agents_app.services.definitions.rows import (
     validate_definition,
 )
 from agents_app.services.definitions.saves import SaveReport, save_definitions
+from runtime.core.a2a_agents import A2aAgentDefinition, parse_agent
 from runtime.core.spec import (
     SPEC_0_1,
     SPEC_0_2,
@@ -46,14 +54,15 @@ from runtime.definitions.source import DEFINE_FUNCTIONS, SourceError, read_ts_de
 from runtime.definitions.validation import DefinitionError, parse_and_validate
 from runtime.mcp.servers import McpServerDefinition, parse_server
 
-# Dependency order: prompts refer to models and MCP servers, agents to prompts.
-KINDS = ("mcp", "models", "prompts", "agents")
+# Dependency order: prompts refer to models, MCP servers and A2A agents, agents to prompts.
+KINDS = ("mcp", "a2a", "models", "prompts", "agents")
 # Version history in an export (hidden: ``_ignored`` skips it when the directory is imported).
 HISTORY_FOLDER = ".history"
 # Folders of the reference's agents/ layout that hold code, not definitions.
 CODE_FOLDERS = frozenset({"tools", "hooks", "effects", "handlers", "api", "__pycache__"})
 _KIND_MODELS: dict[str, type[Model]] = {
     "mcp": McpServer,
+    "a2a": A2aAgent,
     "models": LanguageModel,
     "prompts": Prompt,
     "agents": Agent,
@@ -97,7 +106,7 @@ def _scan(root: Path) -> _Scan:
     if not root.is_dir():
         raise DefinitionFilesInvalid([f"{root}: not a directory."])
     scan = _Scan()
-    expected = "definitions go in agents/, prompts/, models/ or mcp/"
+    expected = "definitions go in agents/, prompts/, models/, mcp/ or a2a/"
     for entry in sorted(root.iterdir()):
         if _ignored(entry) or (entry.is_dir() and entry.name in CODE_FOLDERS):
             continue
@@ -146,7 +155,13 @@ def _load(kind: str, path: Path) -> tuple[AnyDefinition | None, list[str]]:
         return None, [f"{label}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}."]
     except SourceError as exc:
         return None, [f"{label}: {exc}"]
-    defn, errs = parse_server(data) if kind == "mcp" else parse_and_validate(kind, data)
+    defn: Any
+    if kind == "mcp":
+        defn, errs = parse_server(data)
+    elif kind == "a2a":
+        defn, errs = parse_agent(data)
+    else:
+        defn, errs = parse_and_validate(kind, data)
     lines = [f"{label}: {e}" for e in errs]
     name = data.get("name") if isinstance(data, dict) else None
     if isinstance(name, str) and name and name != path.stem:
@@ -194,6 +209,9 @@ def _reference_errors(items: list[tuple[str, AnyDefinition]], scan: _Scan) -> li
         if kind == "mcp":
             assert catalog.mcp_tools is not None
             catalog.mcp_tools.setdefault(path.stem, set())
+        elif kind == "a2a":
+            assert catalog.a2a_agents is not None
+            catalog.a2a_agents.add(path.stem)
         else:
             getattr(catalog, kind).add(path.stem)
     errors = {label: validate_definition(d, catalog) for label, d in items}
@@ -286,6 +304,8 @@ def _kind(defn: AnyDefinition) -> str:
         return "agents"
     if isinstance(defn, PromptDefinition):
         return "prompts"
+    if isinstance(defn, A2aAgentDefinition):
+        return "a2a"
     return "models" if isinstance(defn, ModelDefinition) else "mcp"
 
 

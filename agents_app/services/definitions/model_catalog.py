@@ -24,17 +24,18 @@ from django.db.models import Q
 
 from agents_app.base.errors import DomainError, Invalid, NotFound
 from agents_app.models import EnvValue, LanguageModel
-from agents_app.services.operations.instance_info import PROVIDER_LABELS, is_provider
+from agents_app.services.operations.instance_info import is_provider, provider_display
 from runtime.core import egress
 from runtime.providers import discovery, errors
 from runtime.providers.base import Finish, ProviderRequest
+from runtime.providers.compatible.adapter import CompatibleProvider, slot_lookup_over
 from runtime.providers.discovery import (
     ModelCapabilityHints,
     ProviderModelInfo,
     ProviderModelsPage,
     ProviderModelsQuery,
 )
-from runtime.providers.registry import ADAPTERS, API_ADAPTERS, KEY_NAMES
+from runtime.providers.registry import ADAPTERS, API_ADAPTERS, KEY_NAMES, provider_definition
 
 CACHE_SECONDS = 3600
 CACHE_PREFIX = "model-catalog:v1"
@@ -60,6 +61,11 @@ def _provider_key(provider: str, user: Any) -> tuple[str | None, str]:
     name = KEY_NAMES.get(provider)
     if name is None:
         return None, ""
+    return _env_value(name, user)
+
+
+def _env_value(name: str, user: Any) -> tuple[str | None, str]:
+    """An env value outside a thread: the user's, the instance's, the process env's."""
     owner = Q(scope="user", user_id=getattr(user, "pk", None)) if user else Q(pk__in=[])
     rows = {
         r.scope: r for r in EnvValue.objects.filter(Q(key=name) & (owner | Q(scope="instance")))
@@ -109,7 +115,7 @@ def key_withheld(provider: str, source: str, base_url: str | None) -> str | None
 
 
 def _label(provider: str) -> str:
-    return PROVIDER_LABELS.get(provider, provider)
+    return provider_display(provider)
 
 
 def _check_provider(provider: str) -> None:
@@ -220,6 +226,12 @@ def list_provider_models(
     """Every model ``provider`` lists (from the cache unless ``refresh``)."""
     _check_provider(provider)
     base_url = clean_base_url(base_url)
+    if not discovery.can_list(provider, base_url):
+        raise Invalid(
+            f"{_label(provider)} cannot list its models here (its address needs a value "
+            "only a thread's env gives, or it has no model list): enter the provider model "
+            "id yourself."
+        )
     key, withheld = _require_key(provider, user, base_url)
     cache_key = _cache_key(provider, base_url, key)
     if not refresh:
@@ -306,8 +318,14 @@ def check_connection(
         key, withheld = _require_key(provider, user, base_url)
     except Invalid as exc:
         return {"ok": False, "message": exc.message}
+    definition = provider_definition(provider)
+    slots = {
+        slot.default_env: _env_value(slot.default_env, user)[0]
+        for slot in (definition.slots if definition is not None else ())
+        if slot.default_env and slot.name != "api_key"
+    }
     try:
-        async_to_sync(_one_token)(provider, model_id, key, base_url, api)
+        async_to_sync(_one_token)(provider, model_id, key, base_url, api, slots)
     except errors.AdapterError as exc:
         message = plain_error(provider, exc, key, base_url)
         return {"ok": False, "message": _with_reason(message, withheld)}
@@ -319,7 +337,12 @@ def check_connection(
 
 
 async def _one_token(
-    provider: str, model_id: str, key: str | None, base_url: str | None, api: str | None
+    provider: str,
+    model_id: str,
+    key: str | None,
+    base_url: str | None,
+    api: str | None,
+    slots: dict[str, str | None] | None = None,
 ) -> None:
     request = ProviderRequest(
         model=model_id,
@@ -331,7 +354,12 @@ async def _one_token(
     async with egress.client(timeout=TIMEOUT) as client:
         # The API the model will really use (OpenAI: Chat Completions or Responses).
         cls = API_ADAPTERS.get((provider, api or ""), ADAPTERS[provider])
-        adapter = cls(client, key, base_url, stream=False)
+        options: dict[str, Any] = {"stream": False}
+        if issubclass(cls, CompatibleProvider):  # its config slots, resolved as the key was
+            options["slot_lookup"] = slot_lookup_over(
+                None, {k: v for k, v in (slots or {}).items() if v}
+            )
+        adapter = cls(client, key, base_url, **options)
         finished = False
         async for event in adapter.stream(request):
             finished = finished or isinstance(event, Finish)

@@ -16,6 +16,7 @@ from typing import Any
 from django.contrib.auth.models import Group
 
 from agents_app.models import (
+    A2aAgent,
     Agent,
     EnvValue,
     LanguageModel,
@@ -25,11 +26,13 @@ from agents_app.models import (
     PromptPart,
     PromptTool,
 )
+from agents_app.services.definitions import a2a_agents as remote_agents
 from agents_app.services.definitions.mcp_servers import (
     mcp_catalog,
     server_definition,
     server_errors,
 )
+from runtime.core.a2a_agents import A2aAgentDefinition
 from runtime.core.provider_tools import ProviderToolOffer
 from runtime.core.spec import (
     AgentDefinition,
@@ -62,7 +65,9 @@ from runtime.definitions.validation import (
 from runtime.mcp.servers import McpServerDefinition
 from runtime.providers.offers import allowed_offers
 
-AnyDefinition = AgentDefinition | PromptDefinition | ModelDefinition | McpServerDefinition
+AnyDefinition = (
+    AgentDefinition | PromptDefinition | ModelDefinition | McpServerDefinition | A2aAgentDefinition
+)
 
 
 class DefinitionsInvalid(Exception):
@@ -102,6 +107,7 @@ def build_catalog(
         prompts=set(Prompt.objects.values_list("name", flat=True)),
         agents=set(Agent.objects.values_list("name", flat=True)),
         mcp_tools=mcp_catalog(d for d in extra if isinstance(d, McpServerDefinition)),
+        a2a_agents=remote_agents.a2a_catalog(d for d in extra if isinstance(d, A2aAgentDefinition)),
     )
     for name, agent_type, exposed, side_a, handler_a in Agent.objects.values_list(
         "name", "type", "expose_as_tool", "side_a_prompt_id", "side_a_handler"
@@ -232,6 +238,8 @@ def validate_definition(defn: AnyDefinition, catalog: Catalog) -> list[Definitio
     if isinstance(defn, McpServerDefinition):
         # Files are imported by an operator: only the instance's stdio setting applies.
         return server_errors(defn)
+    if isinstance(defn, A2aAgentDefinition):
+        return remote_agents.remote_errors(defn)
     return validate_model(defn, catalog)
 
 
@@ -399,6 +407,7 @@ def agent_definition(a: Agent) -> AgentDefinition:
             "version": packaging.get("version"),
             "author": packaging.get("author"),
             "license": packaging.get("license"),
+            "parent_hooks": list(a.parent_hooks) or None,
         }
         if v0_2
         else {"type": a.type}
@@ -428,6 +437,7 @@ def agent_definition(a: Agent) -> AgentDefinition:
 def all_definitions() -> dict[str, list[AnyDefinition]]:
     return {
         "mcp": [server_definition(r) for r in McpServer.objects.all()],
+        "a2a": [remote_agents.remote_definition(r) for r in A2aAgent.objects.all()],
         "models": [model_definition(m) for m in LanguageModel.objects.all()],
         "prompts": [prompt_definition(p) for p in Prompt.objects.select_related("model")],
         "agents": [
@@ -616,6 +626,7 @@ def agent_from_definition(d: AgentDefinition) -> Agent:
             "spec_version": d.spec,
             "primary": d.primary,
             "packaging": packaging_column(d),
+            "parent_hooks": [r.dump() for r in d.parent_hooks or []],
             "max_session_turns": d.max_session_turns,
             "expose_as_tool": d.expose_as_tool,
             "tool_description": d.tool_description or "",

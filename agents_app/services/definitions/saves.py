@@ -17,8 +17,16 @@ from typing import Any
 from django.db import transaction
 
 from agents_app.base.errors import Invalid
-from agents_app.models import Agent, DefinitionVersion, LanguageModel, McpServer, Prompt
+from agents_app.models import (
+    A2aAgent,
+    Agent,
+    DefinitionVersion,
+    LanguageModel,
+    McpServer,
+    Prompt,
+)
 from agents_app.services.definitions import versions as definition_versions
+from agents_app.services.definitions.a2a_agents import remote_from_definition
 from agents_app.services.definitions.mcp_servers import server_from_definition
 from agents_app.services.definitions.rows import (
     AnyDefinition,
@@ -38,6 +46,7 @@ from agents_app.services.definitions.versions import (
     parse_definition,
     version,
 )
+from runtime.core.a2a_agents import A2aAgentDefinition
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition
 from runtime.definitions.validation import DefinitionError
 from runtime.mcp.servers import McpServerDefinition
@@ -80,6 +89,7 @@ def save_definitions(
         raise DefinitionsInvalid(errors)
     existing = {
         **{("mcp", n): True for n in McpServer.objects.values_list("name", flat=True)},
+        **{("a2a", n): True for n in A2aAgent.objects.values_list("name", flat=True)},
         **{("models", n): True for n in LanguageModel.objects.values_list("name", flat=True)},
         **{("prompts", n): True for n in Prompt.objects.values_list("name", flat=True)},
         **{("agents", n): True for n in Agent.objects.values_list("name", flat=True)},
@@ -90,8 +100,11 @@ def save_definitions(
         prompts = [d for d in defs if isinstance(d, PromptDefinition)]
         agents = [d for d in defs if isinstance(d, AgentDefinition)]
         servers = [d for d in defs if isinstance(d, McpServerDefinition)]
+        remotes = [d for d in defs if isinstance(d, A2aAgentDefinition)]
         for server in servers:
             server_from_definition(server)
+        for remote in remotes:
+            remote_from_definition(remote)
         for m in models_:
             model_from_definition(m)
         for m in models_:
@@ -114,6 +127,7 @@ def save_definitions(
         )
     groups: tuple[tuple[str, Sequence[AnyDefinition]], ...] = (
         ("mcp", servers),
+        ("a2a", remotes),
         ("models", models_),
         ("prompts", prompts),
         ("agents", agents),
@@ -150,10 +164,10 @@ def restore(kind: str, name: str, number: int, *, author: Author = None) -> Defi
 
 
 # What a definition holds that the studio's forms do not show, kept as stored when the form
-# leaves it unset: packaging metadata and prompt variables come from files, provider tools
-# from the API; a form that does not show a field must not erase it.
+# leaves it unset: packaging metadata, parentHooks and prompt variables come from files,
+# provider tools from the API; a form that does not show a field must not erase it.
 KEPT_FROM_ROW: dict[str, tuple[str, ...]] = {
-    "agents": ("package_name", "version", "author", "license"),
+    "agents": ("package_name", "version", "author", "license", "parent_hooks"),
     "prompts": ("variables",),
     "models": ("provider_tools",),
 }

@@ -22,8 +22,14 @@ from agents_app.models import Agent, LanguageModel, Prompt, PromptPart, PromptTo
 from agents_app.services.definitions import agent_fields
 from agents_app.services.definitions import rows as defs
 from agents_app.services.definitions import saves as definition_saves
-from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition
-from runtime.definitions.generations import NotExpressible
+from runtime.core.spec import (
+    SPEC_0_1,
+    AgentDefinition,
+    ModelDefinition,
+    PromptDefinition,
+    agent_generation,
+)
+from runtime.definitions.generations import NotExpressible, agent_to_0_2
 from runtime.definitions.validation import DefinitionError, new_model_api, parse_and_validate
 
 Kind = Literal["agents", "prompts", "models"]
@@ -37,7 +43,7 @@ _READ_ONLY: dict[str, set[str]] = {
         "created_at",
         "definition",
         "packed",
-        "parentHooks",
+        "parentHooks",  # written by _parent_hooks, not as a plain field
         "parent_hooks",
         "default_prompt",
         "default_model",
@@ -49,21 +55,21 @@ _READ_ONLY: dict[str, set[str]] = {
 _SIDE_RENAMES = {"agent_prompt": "prompt", "agent_prompt_name": "prompt"}
 
 
-def _refuse_parent_hooks(body: dict[str, Any]) -> None:
-    """The listing sends ``parentHooks: []`` and a studio echoes it back (dropped as a listing
-    field); a non-empty one asks for something we do not run, so it is refused, never
-    dropped (spec 0.2.0 row A7)."""
-    for key in ("parentHooks", "parent_hooks"):
-        if body.get(key):
-            raise DefinitionRejected(
-                [
-                    DefinitionError(
-                        key,
-                        "parent hooks (a child agent's hooks run on its parents' sides) are "
-                        "not supported yet: send an empty list",
-                    )
-                ]
-            )
+def _parent_hooks(body: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    """``parentHooks`` (either spelling; spec 0.2.0 row A7): the listing sends it as written
+    and a studio echoes it. A list is written and ``[]`` clears stored ones; ``[]`` on an
+    agent with none changes nothing, so a 0.1.0 agent's echo leaves it in 0.1.0. Hooks given
+    to a 0.1.0 agent write it in 0.2.0, the only generation that has them."""
+    given = [body[key] for key in ("parentHooks", "parent_hooks") if key in body]
+    if not given:
+        return data
+    value = next((v for v in given if v), given[0])  # both sent: the one that says something
+    if value and data and agent_generation(data)[0] == SPEC_0_1:
+        stored = AgentDefinition.model_validate(data).dump()
+        data = agent_fields.snake(AgentDefinition.model_validate(agent_to_0_2(stored)[0]))
+    if value or data.get("parent_hooks"):
+        data["parent_hooks"] = value or None
+    return data
 
 
 class DefinitionRejected(Exception):
@@ -122,8 +128,6 @@ def current_definition(kind: Kind, name: str) -> dict[str, Any]:
 
 
 def _from_body(kind: Kind, body: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
-    if kind == "agents":
-        _refuse_parent_hooks(body)
     # ``{"definition": {...}}`` alone is our camelCase form. A studio page sends back the
     # whole GET shape, ``definition`` included: its snake_case fields carry the edits then.
     edits = set(body) - _READ_ONLY[kind] - {"name"}
@@ -136,7 +140,7 @@ def _from_body(kind: Kind, body: dict[str, Any], base: dict[str, Any]) -> dict[s
         body, base = agent_fields.studio_body(body, base)
     else:
         body = agent_fields.env_alias(body)
-    data = dict(base)
+    data = _parent_hooks(body, dict(base)) if kind == "agents" else dict(base)
     for key, value in body.items():
         if key in _READ_ONLY[kind]:
             continue

@@ -10,6 +10,7 @@ from typing import Any
 from django.utils import timezone
 
 from agents_app import wire
+from agents_app.base.code_registry import get_registry
 from agents_app.models import (
     EnvValue,
     LanguageModel,
@@ -19,8 +20,15 @@ from agents_app.models import (
     Thread,
     ThreadSession,
 )
-from runtime.providers.registry import ADAPTERS, KEY_NAMES
+from runtime.providers.registry import (
+    KEY_NAMES,
+    known_providers,
+    provider_definition,
+    provider_label,
+)
 
+# The native providers' labels as the reference studio shows them; the OpenAI-compatible
+# ones carry their own (``runtime.providers.registry.provider_label``).
 PROVIDER_LABELS = {
     "openai": "OpenAI",
     "openrouter": "OpenRouter",
@@ -28,6 +36,10 @@ PROVIDER_LABELS = {
     "google": "Google",
     "test": "Test (scripted)",
 }
+
+
+def provider_display(name: str) -> str:
+    return PROVIDER_LABELS.get(name) or provider_label(name)
 
 
 def auth_config() -> dict[str, Any]:
@@ -47,42 +59,72 @@ def instance_config() -> dict[str, Any]:
     return {"name": "Standard Agents Studio", "hosted": False, **auth_config()}
 
 
-def _instance_keys() -> set[str]:
+def _instance_keys(names: set[str]) -> set[str]:
     return set(
-        EnvValue.objects.filter(scope=EnvValue.Scope.INSTANCE, key__in=KEY_NAMES.values())
+        EnvValue.objects.filter(scope=EnvValue.Scope.INSTANCE, key__in=names)
         .values_list("key", flat=True)
         .distinct()
     )
 
 
+def _variables(name: str) -> list[dict[str, Any]]:
+    """A provider's config slots in the reference's ``variables`` shape: names, types and
+    constant defaults of non-secret slots, never a value read from the env."""
+    definition = provider_definition(name)
+    if definition is not None:
+        return [
+            {
+                "name": slot.default_env or slot.name,
+                "slot": slot.name,
+                "env": slot.default_env is not None,
+                "type": slot.type,
+                "required": slot.required,
+                "default": None if slot.type == "secret" else slot.default,
+                "description": slot.description,
+            }
+            for slot in definition.slots
+        ]
+    key = KEY_NAMES.get(name)
+    return [{"name": key, "type": "secret", "required": True}] if key else []
+
+
 def providers() -> list[dict[str, Any]]:
     """Every provider we can call, in the reference's shape; ``hasApiKey`` when an
-    instance-level value or the process environment holds its key (never the value)."""
-    stored = _instance_keys()
+    instance-level value or the process environment holds every required variable (never
+    a value): the native adapters, the OpenAI-compatible vendors, the ``define_provider``
+    definitions of agents/providers/, and test."""
+    get_registry()  # discovers agents/providers/
+    names = list(known_providers())
+    variables = {name: _variables(name) for name in names}
+    env_names = {v["name"] for vs in variables.values() for v in vs}
+    stored = _instance_keys(env_names)
     items = []
-    for name in [*ADAPTERS, "test"]:
-        key = KEY_NAMES.get(name)
-        has_key = key is None or key in stored or bool(os.environ.get(key))
+    for name in names:
+        needed = [v["name"] for v in variables[name] if v["required"] and v.get("default") is None]
+        has_key = all(key in stored or bool(os.environ.get(key)) for key in needed)
+        definition = provider_definition(name)
         items.append(
             {
                 "name": name,
-                "sdk": name,
-                "label": PROVIDER_LABELS[name],
+                "sdk": name if definition is None else "openai",
+                "label": provider_display(name),
                 "hasApiKey": has_key,
                 "hasDirectApiKey": has_key,
                 "configuredViaPlatform": False,
                 "configurationSource": "direct" if has_key else "missing",
-                "envKeys": [key] if key else [],
-                "variables": [{"name": key, "type": "secret", "required": True}] if key else [],
-                "isUserDefined": False,
+                "envKeys": [v["name"] for v in variables[name] if v.get("env", True)],
+                "variables": variables[name],
+                "isUserDefined": definition is not None and not definition.builtin,
                 "iconId": name,
+                "baseUrl": definition.base_url if definition is not None else None,
             }
         )
     return items
 
 
 def is_provider(name: str) -> bool:
-    return name in ADAPTERS or name == "test"
+    get_registry()
+    return name in known_providers()
 
 
 def warnings() -> list[dict[str, Any]]:

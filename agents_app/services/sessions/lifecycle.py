@@ -681,7 +681,8 @@ def session_start_read(thread_id: str) -> StartRead:
 # Fixed statements: every session ends through them on its worker's one database thread.
 # Touching the thread first locks its row until the commit, as ``lock_thread`` would.
 _RELEASE_TOUCH_SQL = (
-    f"UPDATE {Thread._meta.db_table} SET last_activity_at = %s WHERE id = %s RETURNING owner_id"
+    f"UPDATE {Thread._meta.db_table} SET last_activity_at = %s WHERE id = %s "
+    "RETURNING owner_id, last_message_at"
 )
 _RELEASE_END_SQL = (
     f"UPDATE {ThreadSession._meta.db_table} SET status = %s, ended_at = %s, error = %s "
@@ -735,7 +736,9 @@ def session_end(claim: Claim, *, status: str, error: str = "") -> Released:
         else:
             cursor.execute(_RELEASE_AFTER_SQL, [thread_pk, thread_pk, *ACTIVE_SESSION])
             queued, executing, webhooks = (bool(v) for v in cursor.fetchone())
-            activity = activity_frame(claim.thread_id, touched[0], now, executing)
+            activity = activity_frame(
+                claim.thread_id, touched[0], now, executing, db_datetime(touched[1])
+            )
             released = Released(None, activity, webhooks)
         if status == ThreadSession.Status.FAILED or not queued:
             return released  # the common end: nothing queued meanwhile

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 import httpx
 
+from runtime.providers.compatible import catalog as compatible
 from runtime.providers.discovery.paging import MAX_PER_PAGE, model_capabilities, models_page
 from runtime.providers.discovery.types import (
     ModelCapabilityHints,
@@ -23,6 +24,7 @@ from runtime.providers.discovery.types import (
 from runtime.providers.discovery.vendors import (
     LISTERS,
     ModelLister,
+    OpenAILister,
     OpenRouterLister,
     TestLister,
 )
@@ -37,11 +39,22 @@ __all__ = [
     "ProviderModelsQuery",
     "get_model_capabilities",
     "list_models",
+    "can_list",
     "lister",
     "model_capabilities",
     "models_page",
     "usd_per_million",
 ]
+
+
+def can_list(provider: str, base_url: str | None = None) -> bool:
+    """Whether ``provider``'s models can be listed: a native vendor, the scripted one, or an
+    OpenAI-compatible provider whose base URL needs no slot value (Workers AI's account id
+    is only known in a thread's env, unless the model's base URL holds it)."""
+    if provider in LISTERS:
+        return True
+    definition = compatible.definitions().get(provider)
+    return definition is not None and "{" not in (base_url or definition.base_url)
 
 
 def lister(
@@ -51,7 +64,16 @@ def lister(
     *,
     test_models: Iterable[str] = (),
 ) -> ModelLister:
-    """The lister for ``provider``; ``KeyError`` for a provider we cannot list."""
+    """The lister for ``provider``; ``KeyError`` for a provider we cannot list. An
+    OpenAI-compatible provider lists through ``GET {base}/models`` (its base URL, or the
+    definition's when no ``{slot}`` is left in it)."""
+    if not can_list(provider, base_url):
+        raise KeyError(provider)
+    definition = compatible.definitions().get(provider)
+    if definition is not None and provider not in LISTERS:
+        attrs = {"provider": provider, "vendor": definition.display}
+        compatible_lister = type(f"{provider.title()}Lister", (OpenAILister,), attrs)
+        return compatible_lister(client, base_url or definition.base_url)
     cls = LISTERS[provider]
     if cls is TestLister:
         return TestLister(model_ids=test_models)

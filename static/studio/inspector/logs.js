@@ -41,7 +41,8 @@ function numbers(log) {
   if (log.kind === 'llm') {
     bits.push(`${count(log.input_tokens)} in`);
     if (log.cached_tokens) bits.push(`${count(log.cached_tokens)} cached`);
-    bits.push(`${count(log.output_tokens)} out`, usd(log.cost_total));
+    // null: no price was known for the model (docs/providers.md "Cost"), never "$0.00".
+    bits.push(`${count(log.output_tokens)} out`, log.cost_total === null ? 'cost unknown' : usd(log.cost_total));
   }
   if (log.latency_ms !== null && log.latency_ms !== undefined) bits.push(duration(log.latency_ms));
   return bits.join(' · ');

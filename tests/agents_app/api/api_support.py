@@ -93,6 +93,17 @@ def anonymous() -> ApiClient:
     return ApiClient()
 
 
+@pytest.fixture(scope="module")
+def openapi_document(django_db_blocker: Any) -> dict[str, Any]:
+    """``GET /api/openapi.json`` as an anonymous client sees it, fetched once per module:
+    building the document takes about half a second, and the parametrized schema tests
+    (a hundred of them) only read it."""
+    with django_db_blocker.unblock():
+        response = ApiClient().get("/api/openapi.json")
+    assert response.status_code == 200, response.content
+    return response.json()  # type: ignore[no-any-return]
+
+
 @pytest.fixture
 def thread_of(as_: Any, agent: str) -> Any:
     """``thread_of(alice)`` → a new thread owned by alice (created over HTTP)."""
@@ -111,4 +122,4 @@ def _api_hosts(settings: Any) -> None:
     settings.STUDIO_EXECUTOR = "none"
 
 
-__all__ = ["_api_hosts", "agent", "anonymous", "as_", "thread_of"]
+__all__ = ["_api_hosts", "agent", "anonymous", "as_", "openapi_document", "thread_of"]

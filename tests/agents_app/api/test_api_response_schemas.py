@@ -132,9 +132,9 @@ TYPED_SHAPES = [
 
 @pytest.mark.parametrize(("method", "path", "status", "keys"), TYPED, ids=lambda v: str(v))
 def test_a_typed_route_shows_its_response_schema(
-    anonymous: Any, method: str, path: str, status: str, keys: list[str]
+    openapi_document: dict[str, Any], method: str, path: str, status: str, keys: list[str]
 ) -> None:
-    document = anonymous.get("/api/openapi.json").json()
+    document = openapi_document
     content = document["paths"][path][method]["responses"][status]["content"]
     ref = content["application/json"]["schema"]["$ref"]
     schema = document["components"]["schemas"][ref.rsplit("/", 1)[1]]
@@ -149,9 +149,9 @@ def _schema(document: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("method", "path", "status", "shapes"), TYPED_SHAPES, ids=str)
 def test_a_route_of_several_shapes_shows_each(
-    anonymous: Any, method: str, path: str, status: str, shapes: list[list[str]]
+    openapi_document: dict[str, Any], method: str, path: str, status: str, shapes: list[list[str]]
 ) -> None:
-    document = anonymous.get("/api/openapi.json").json()
+    document = openapi_document
     content = document["paths"][path][method]["responses"][status]["content"]
     options = [_schema(document, ref) for ref in content["application/json"]["schema"]["anyOf"]]
     assert [

@@ -239,17 +239,26 @@ def test_B1_the_reference_prompt_editor_reads_and_writes_variables(
     assert Prompt.objects.get(name="p").variables == declared
 
 
-def test_A7_parent_hooks_are_refused_not_dropped(as_: Any, ops: Any, prompt: Prompt) -> None:
-    """The listing sends ``parentHooks: []`` and an editor echoes it (accepted); hooks asked
-    for are something we do not run yet: refused with a sentence naming the field."""
+def test_A7_parent_hooks_on_an_agent_not_exposed_as_a_tool_are_refused_not_dropped(
+    as_: Any, ops: Any, prompt: Prompt
+) -> None:
+    """The listing sends ``parentHooks: []`` and an editor echoes it (accepted, the agent
+    stays 0.1.0); hooks asked for by an agent no parent can start as a subagent are refused
+    with a sentence naming the field (the rest of row A7:
+    tests/agents_app/services/test_spec_0_2_0_parent_hooks.py)."""
     client = as_(ops)
     body = {"name": "child", "side_a_agent_prompt": "p", "parent_hooks": []}
     assert client.post_json("/api/agents", body).status_code == 201
+    assert Agent.objects.get(name="child").spec_version == "0.1.0"
     hooks = [{"hook": "redact_pii", "reason": "The parent must redact.", "stage": "before_parent"}]
     for key in ("parentHooks", "parent_hooks"):
         refused = client.put(
-            "/api/agents/child", {**body, key: hooks}, content_type="application/json"
+            "/api/agents/child",
+            {**body, "side_b_backing": "human", key: hooks},
+            content_type="application/json",
         )
         assert refused.status_code == 400, refused.content
-        assert "parent hooks" in refused.content.decode() and key in refused.content.decode()
-    assert Agent.objects.filter(name="child").count() == 1
+        assert refused.json()["fieldErrors"]["parentHooks"].startswith(
+            "Only an agent other agents can start as a subagent (exposeAsTool: true)"
+        )
+    assert Agent.objects.get(name="child").parent_hooks == []

@@ -150,6 +150,8 @@ async def test_a_session_ends_with_three_statements_and_announces_what_they_read
         "threadId": str(thread.pk),
         "executing": False,
         "last_activity_at": wire.seconds(stored.last_activity_at),
+        # Spec 0.2.0's unread rule (#54 I1): read by the release's touch, no statement more.
+        "last_message_at": wire.seconds(stored.last_message_at),
     }
 
 

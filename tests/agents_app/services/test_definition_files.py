@@ -435,7 +435,8 @@ def test_unknown_provider_is_reported(tmp_path: Path) -> None:
     }
     assert import_fails(write_tree(tmp_path, files)) == [
         "models/backup_model.json: provider: Provider must be one of: 'openai', 'openrouter', "
-        "'anthropic', 'google' or 'test'."
+        "'anthropic', 'google', 'groq', 'xai', 'cerebras', 'deepinfra', 'novita', 'cloudflare' "
+        "or 'test'."
     ]
 
 

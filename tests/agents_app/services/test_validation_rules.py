@@ -340,7 +340,8 @@ def test_include_cycle_through_the_database_is_found(db: Any) -> None:
 
 def test_unknown_provider_is_rejected() -> None:
     assert errors("models", model(provider="openia")[1]) == {
-        "provider": "Provider must be one of: 'openai', 'openrouter', 'anthropic', 'google' or 'test'."
+        "provider": "Provider must be one of: 'openai', 'openrouter', 'anthropic', 'google', "
+        "'groq', 'xai', 'cerebras', 'deepinfra', 'novita', 'cloudflare' or 'test'."
     }
 
 

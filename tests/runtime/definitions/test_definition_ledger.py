@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from agents_app.api.threads import ThreadIn
+from runtime.core.a2a_agents import A2aAgentDefinition
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition
 from runtime.definitions.ledger import (
     DOC_BEGIN,
@@ -18,7 +19,14 @@ from runtime.definitions.ledger import (
 from runtime.mcp.servers import McpServerDefinition
 
 ROOT = Path(__file__).resolve().parents[3]
-ROOTS = [AgentDefinition, PromptDefinition, ModelDefinition, McpServerDefinition, ThreadIn]
+ROOTS = [
+    AgentDefinition,
+    PromptDefinition,
+    ModelDefinition,
+    McpServerDefinition,
+    A2aAgentDefinition,
+    ThreadIn,
+]
 DOC = ROOT / "docs" / "definitions.md"
 
 

@@ -29,6 +29,7 @@ from tests.runtime.test_subprompts import *  # noqa: F403
 from tests.runtime.test_thread_state import *  # noqa: F403
 from tests.runtime.test_unstorable_engine_text import *  # noqa: F403
 from tests.runtime.tools.test_hooks import *  # noqa: F403
+from tests.runtime.tools.test_spec_0_2_0_parent_hooks import *  # noqa: F403
 from tests.runtime.tools.test_spec_tool_env import *  # noqa: F403
 from tests.runtime.tools.test_tools import *  # noqa: F403
 

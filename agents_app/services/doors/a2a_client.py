@@ -1,0 +1,328 @@
+"""The A2A client: remote A2A agents (``A2aAgent`` rows) asked by the engine's ``a2a:<name>``
+tools (``runtime.tools.a2a_tools``; docs/api.md "A2A client").
+
+It speaks A2A's JSON-RPC binding with 0.3's method names (``message/stream``, or
+``message/send`` when the card says the agent does not stream), which 1.0 servers that keep
+0.3 clients (ours among them) and 0.3 servers both answer, with httpx directly: the a2a-sdk
+is a dev dependency here, and the wire is two methods. Every request goes through the egress
+policy (``runtime.core.egress``, checked on each request and redirect), header values are
+resolved from env values only when sent, and no error names a header's value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from asgiref.sync import async_to_sync, sync_to_async
+from django.utils import timezone
+
+from agents_app.models import A2aAgent
+from agents_app.services.definitions.a2a_agents import remote_definition
+from runtime.core import egress
+from runtime.core.a2a_agents import CARD_PATH, A2aAgentDefinition, card_url
+from runtime.core.env_refs import MissingReference, expand
+from runtime.tools.a2a_tools import A2aAgentInfo, A2aReply, A2aUnavailable, Progress
+
+EnvLookup = Callable[[str], Awaitable[str | None]]
+CARD_TIMEOUT_SECONDS = 15
+DESCRIPTION_MAX = 1024
+STREAM_METHOD, SEND_METHOD = "message/stream", "message/send"
+
+
+async def resolved_headers(d: A2aAgentDefinition, env: EnvLookup | None) -> dict[str, str]:
+    """``d``'s headers with each ``${NAME}`` filled in from env values."""
+
+    async def none(_: str) -> str | None:
+        return None
+
+    out = {}
+    for key, template in d.headers.items():
+        try:
+            out[key] = await expand(template, env or none)
+        except MissingReference as missing:
+            raise A2aUnavailable(
+                f"header {key} uses env value {missing.name}, which is not set for this thread"
+            ) from None
+    return out
+
+
+def _failure(d: A2aAgentDefinition, exc: Exception) -> A2aUnavailable:
+    """``exc`` in words a model and a person can act on (never a header's value)."""
+    host = egress.host_of(d.url)
+    if isinstance(exc, egress.EgressRefused):
+        return A2aUnavailable(f"the egress policy does not allow {host}: {exc}")
+    if isinstance(exc, httpx.HTTPStatusError):
+        return A2aUnavailable(f"{host} answered HTTP {exc.response.status_code}")
+    if isinstance(exc, httpx.TimeoutException):
+        return A2aUnavailable(f"{host} did not answer in time")
+    if isinstance(exc, httpx.TransportError):
+        return A2aUnavailable(f"could not connect to {host} ({type(exc).__name__})")
+    if isinstance(exc, ValueError):
+        return A2aUnavailable(f"{host} did not answer in A2A's JSON ({exc})")
+    return A2aUnavailable(str(exc))
+
+
+# --- the card ------------------------------------------------------------------------------
+
+
+async def fetch_card(d: A2aAgentDefinition, env: EnvLookup | None) -> dict[str, Any]:
+    """The remote Agent Card (``A2aUnavailable`` in words when it cannot be read)."""
+    headers = await resolved_headers(d, env)
+    try:
+        async with egress.client(timeout=CARD_TIMEOUT_SECONDS) as http:
+            response = await http.get(card_url(d.url), headers=headers)
+            response.raise_for_status()
+            card = response.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise _failure(d, exc) from None
+    if not isinstance(card, dict) or not isinstance(card.get("name"), str):
+        raise A2aUnavailable(f"{card_url(d.url)} is not an Agent Card (no name)")
+    return card
+
+
+def card_description(card: dict[str, Any]) -> str:
+    """What the model reads about a remote agent: its description, then its skills."""
+    lines = [str(card.get("description") or card.get("name") or "").strip()]
+    skills = [s for s in card.get("skills") or [] if isinstance(s, dict)]
+    if skills:
+        lines.append("Skills:")
+        for skill in skills:
+            name = str(skill.get("name") or skill.get("id") or "").strip()
+            about = str(skill.get("description") or "").strip()
+            lines.append(f"- {name}: {about}" if about and about != name else f"- {name}")
+    text = "\n".join(line for line in lines if line)
+    return text[: DESCRIPTION_MAX - 1] + "…" if len(text) > DESCRIPTION_MAX else text
+
+
+def card_endpoint(card: dict[str, Any] | None, d: A2aAgentDefinition) -> str:
+    """Where JSON-RPC goes: the card's JSON-RPC interface for 0.3 (then any JSON-RPC one,
+    then its ``url``), else the definition's URL without the card path."""
+    interfaces = [i for i in (card or {}).get("supportedInterfaces") or [] if isinstance(i, dict)]
+    jsonrpc = [i for i in interfaces if i.get("protocolBinding") == "JSONRPC" and i.get("url")]
+    for found in [i for i in jsonrpc if str(i.get("protocolVersion")).startswith("0.3")] + jsonrpc:
+        return str(found["url"])
+    if card and isinstance(card.get("url"), str) and card["url"]:
+        return str(card["url"])
+    return d.url.removesuffix(CARD_PATH) if d.url.endswith(CARD_PATH) else d.url
+
+
+def streams(card: dict[str, Any] | None) -> bool:
+    capabilities = (card or {}).get("capabilities") or {}
+    return bool(isinstance(capabilities, dict) and capabilities.get("streaming"))
+
+
+# --- one call ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Task:
+    """What the events of one call said, folded."""
+
+    state: str = "submitted"
+    context_id: str | None = None
+    task_id: str | None = None
+    status_text: str = ""
+    artifacts: dict[str, list[str]] = field(default_factory=dict)
+
+    def reply(self) -> A2aReply:
+        texts = ["".join(parts) for parts in self.artifacts.values() if "".join(parts).strip()]
+        text = "\n\n".join(texts) if texts and self.state == "completed" else self.status_text
+        return A2aReply(self.state, text, self.context_id, self.task_id)
+
+
+def _text(parts: Any) -> str:
+    if not isinstance(parts, list):
+        return ""
+    return "".join(str(p.get("text", "")) for p in parts if isinstance(p, dict) and "text" in p)
+
+
+def fold(task: _Task, result: Any, progress: Progress | None) -> None:
+    """One JSON-RPC result (a Task, a Message, a status or artifact update) into ``task``."""
+    if not isinstance(result, dict):
+        raise ValueError("a result that is not an object")
+    kind = result.get("kind")
+    task.context_id = result.get("contextId") or task.context_id
+    if kind == "message":
+        task.state, task.status_text = "completed", _text(result.get("parts"))
+        return
+    if kind in ("task", "status-update"):
+        task.task_id = result.get("id" if kind == "task" else "taskId") or task.task_id
+        status = result.get("status") or {}
+        task.state = str(status.get("state") or task.state)
+        said = _text((status.get("message") or {}).get("parts"))
+        task.status_text = said or task.status_text
+        if progress is not None and kind == "status-update":
+            progress(task.state, said)
+        for artifact in result.get("artifacts") or [] if kind == "task" else []:
+            task.artifacts[str(artifact.get("artifactId"))] = [_text(artifact.get("parts"))]
+        return
+    if kind == "artifact-update":
+        artifact = result.get("artifact") or {}
+        key = str(artifact.get("artifactId"))
+        text = _text(artifact.get("parts"))
+        if result.get("append"):
+            task.artifacts.setdefault(key, []).append(text)
+        else:
+            task.artifacts[key] = [text]
+        return
+    raise ValueError(f"a result of unknown kind {kind!r}")
+
+
+def _result(body: Any) -> Any:
+    if not isinstance(body, dict) or body.get("jsonrpc") != "2.0":
+        raise ValueError("not a JSON-RPC 2.0 response")
+    error = body.get("error")
+    if isinstance(error, dict):
+        raise A2aUnavailable(
+            f"it answered with JSON-RPC error {error.get('code')}: {error.get('message')}"
+        )
+    return body.get("result")
+
+
+async def _sse_data(response: httpx.Response) -> AsyncIterator[Any]:
+    data: list[str] = []
+    async for line in response.aiter_lines():
+        if line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+        elif not line and data:
+            yield json.loads("\n".join(data))
+            data = []
+    if data:
+        yield json.loads("\n".join(data))
+
+
+def request_body(
+    method: str, text: str, context_id: str | None, task_id: str | None
+) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "kind": "message",
+        "messageId": uuid.uuid4().hex,
+        "role": "user",
+        "parts": [{"kind": "text", "text": text}],
+    }
+    if context_id:
+        message["contextId"] = context_id
+    if task_id:
+        message["taskId"] = task_id
+    return {
+        "jsonrpc": "2.0",
+        "id": uuid.uuid4().hex,
+        "method": method,
+        "params": {"message": message},
+    }
+
+
+async def ask(
+    d: A2aAgentDefinition,
+    card: dict[str, Any] | None,
+    text: str,
+    *,
+    context_id: str | None,
+    task_id: str | None,
+    env: EnvLookup,
+    progress: Progress,
+) -> A2aReply:
+    """Send ``text`` and fold every event until the task finishes or needs input."""
+    method = STREAM_METHOD if streams(card) else SEND_METHOD
+    body = request_body(method, text, context_id, task_id)
+    headers = await resolved_headers(d, env)
+    task = _Task(context_id=context_id, task_id=task_id)
+    try:
+        async with asyncio.timeout(d.timeout_ms / 1000), egress.client(timeout=None) as http:
+            if method == SEND_METHOD:
+                response = await http.post(card_endpoint(card, d), json=body, headers=headers)
+                response.raise_for_status()
+                fold(task, _result(response.json()), progress)
+                return task.reply()
+            headers["Accept"] = "text/event-stream"
+            async with http.stream(
+                "POST", card_endpoint(card, d), json=body, headers=headers
+            ) as response:
+                response.raise_for_status()
+                async for event in _sse_data(response):
+                    fold(task, _result(event), progress)
+    except TimeoutError:
+        raise A2aUnavailable(
+            f"no answer within {d.timeout_ms / 1000:g} s (its task was {task.state})"
+        ) from None
+    except (httpx.HTTPError, ValueError) as exc:
+        raise _failure(d, exc) from None
+    return task.reply()
+
+
+# --- the engine's A2aAgents ----------------------------------------------------------------
+
+
+def _row(name: str) -> A2aAgent | None:
+    return A2aAgent.objects.filter(name=name, enabled=True).first()
+
+
+def _remember(name: str, card: dict[str, Any] | None, problem: str = "") -> None:
+    changes: dict[str, Any] = {"last_error": problem}
+    if card is not None:
+        changes |= {"card": card, "card_fetched_at": timezone.now()}
+    A2aAgent.objects.filter(name=name).update(**changes)
+
+
+class DjangoA2aAgents:
+    """``runtime.tools.a2a_tools.A2aAgents`` over the ``A2aAgent`` table: cards are fetched
+    on first use and cached on the row (the studio's "Fetch the card" refreshes them)."""
+
+    async def _card(
+        self, row: A2aAgent, d: A2aAgentDefinition, env: EnvLookup | None
+    ) -> dict[str, Any] | None:
+        if row.card is not None:
+            return dict(row.card)
+        try:
+            card = await fetch_card(d, env)
+        except A2aUnavailable as exc:
+            await sync_to_async(_remember)(d.name, None, f"Could not read the card: {exc}.")
+            return None
+        await sync_to_async(_remember)(d.name, card)
+        return card
+
+    async def agent(self, name: str, env: EnvLookup | None = None) -> A2aAgentInfo | None:
+        row = await sync_to_async(_row)(name)
+        if row is None:
+            return None
+        d = remote_definition(row)
+        card = None if d.description else await self._card(row, d, env)
+        described = d.description or (card_description(card) if card else "")
+        return A2aAgentInfo(name, described or f"Ask the remote agent {name} (A2A).")
+
+    async def send(
+        self,
+        name: str,
+        message: str,
+        *,
+        context_id: str | None,
+        task_id: str | None,
+        env: EnvLookup,
+        progress: Progress,
+    ) -> A2aReply:
+        row = await sync_to_async(_row)(name)
+        if row is None:
+            raise A2aUnavailable("it is no longer defined or is disabled")
+        d = remote_definition(row)
+        card = await self._card(row, d, env)
+        return await ask(
+            d, card, message, context_id=context_id, task_id=task_id, env=env, progress=progress
+        )
+
+
+def card_refresh(*, row: A2aAgent, env: EnvLookup | None = None) -> dict[str, Any]:
+    """Fetch the card now and cache it (the studio's button); ``A2aUnavailable`` in words."""
+    d = remote_definition(row)
+    try:
+        card = async_to_sync(fetch_card)(d, env)
+    except A2aUnavailable as exc:
+        _remember(d.name, None, f"Could not read the card: {exc}.")
+        raise
+    _remember(d.name, card)
+    return card
