@@ -451,6 +451,9 @@ if STUDIO_TRUSTED_PROXY_COUNT < 1:
 # Failed sign-ins (API and both HTML forms together), per client address and per account.
 STUDIO_LOGIN_RATE_PER_ADDRESS = envrate("STUDIO_LOGIN_RATE_PER_ADDRESS", "10/5m")
 STUDIO_LOGIN_RATE_PER_ACCOUNT = envrate("STUDIO_LOGIN_RATE_PER_ACCOUNT", "25/15m")
+# Calls of public thread endpoints (access="public") by callers nobody signed in, per client
+# address: such an endpoint runs engine code for anyone on the internet.
+STUDIO_PUBLIC_ENDPOINT_RATE_PER_ADDRESS = envrate("STUDIO_PUBLIC_ENDPOINT_RATE_PER_ADDRESS", "60/m")
 # Bearer tokens from the JSON login (agents_app/services/access/login_tokens.py): how long they live.
 STUDIO_LOGIN_TOKEN_SECONDS = envint("STUDIO_LOGIN_TOKEN_SECONDS", 12 * 3600)
 # Requests per user (all credentials together) and per API key; the studio's "Usage limits"

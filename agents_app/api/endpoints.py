@@ -37,6 +37,7 @@ from agents_app.base.endpoint_routes import resolve
 from agents_app.base.errors import Forbidden, NotFound
 from agents_app.bridge.users import thread_user
 from agents_app.orchestration.engines import with_engine
+from agents_app.services.access import limits
 from runtime.engine import Engine
 from runtime.tools.registry import EndpointDefinition, ThreadEndpointAuth, call_maybe_async
 
@@ -140,6 +141,8 @@ def _public_thread(request: AuthedRequest, thread_id: str) -> tuple[str, bool]:
 def serve(request: AuthedRequest, thread_id: str, rest: str) -> HttpResponseBase:
     found = resolve(get_registry(), request.method or "GET", rest)
     if found is not None and found[0].public:
+        if request.auth is ANONYMOUS:
+            limits.public_endpoint_call(request)
         pk, access = _public_thread(request, thread_id)
     else:
         pk, access = str(selectors.access_thread(thread_id, request.auth).pk), True

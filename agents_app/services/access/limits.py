@@ -196,6 +196,22 @@ def login_attempt(request: HttpRequest, username: str) -> Hit:
     return hit(buckets)
 
 
+def public_endpoint_call(request: HttpRequest) -> Hit:
+    """Count one call of a public thread endpoint by a caller nobody signed in, per client
+    address (IPv6 per /64). Raises ``RateLimited``; signed-in callers are counted by nothing
+    here (a public endpoint is no heavier for them than any other)."""
+    rate = settings.STUDIO_PUBLIC_ENDPOINT_RATE_PER_ADDRESS
+    if rate is None:
+        return hit([])
+    per = PERIOD_WORDS.get(rate[1], f"per {rate[1]} seconds")
+    words = (
+        f"Too many requests to public endpoints from your address: the limit is {rate[0]} "
+        f"{per}. Try again in {{wait}}."
+    )
+    address = _hashed(client_address(request))
+    return hit([Bucket("public-endpoint:address:" + address, rate, words)])
+
+
 # --- request rates per user and per API key ----------------------------------------------------
 
 

@@ -134,3 +134,21 @@ def test_H1_an_access_other_than_public_is_refused_when_defined() -> None:
     assert str(refused.value) == (
         "define_thread_endpoint: access must be 'public' or left out, not 'private'."
     )
+
+
+def test_H1_anonymous_calls_of_public_endpoints_are_limited_per_address(
+    as_: Any, alice: Any, thread_of: Any, anonymous: ApiClient, settings: Any
+) -> None:
+    # A public endpoint runs engine code for anyone who finds the URL: nobody signed in is
+    # counted per client address (STUDIO_PUBLIC_ENDPOINT_RATE_PER_ADDRESS, default 60/m).
+    settings.STUDIO_PUBLIC_ENDPOINT_RATE_PER_ADDRESS = (2, 60)
+    url = f"/api/threads/{thread_of(alice).pk}/peek"
+    assert [anonymous.get(url).status_code for _ in range(2)] == [200, 200]
+    refused = anonymous.get(url)
+    assert refused.status_code == 429, refused.content
+    assert refused.json()["error"].startswith(
+        "Too many requests to public endpoints from your address: the limit is 2 per minute."
+    )
+    assert int(refused["Retry-After"]) >= 1
+    # Signed-in callers are not counted by it.
+    assert [as_(alice).get(url).status_code for _ in range(3)] == [200, 200, 200]
