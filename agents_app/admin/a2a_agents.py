@@ -14,6 +14,7 @@ from agents_app.models import A2aAgent
 from agents_app.services.definitions.mcp_servers import studio_env_lookup
 from agents_app.services.definitions.saves import save_definitions
 from agents_app.services.doors.a2a_client import card_refresh
+from runtime.mcp.servers import McpConfigError
 from runtime.tools.a2a_tools import A2aUnavailable
 
 
@@ -52,13 +53,16 @@ class A2aAgentAdmin(admin.ModelAdmin):
         save_definitions([("studio", form.definition)], source="studio")
         obj.pk = A2aAgent.objects.get(name=form.definition.name).pk
 
-    @admin.action(description="Fetch the card of the selected agents")
+    # A fetch writes the cached card and sends the headers' values: those who may change
+    # remote agents, not those who may only view them.
+    @admin.action(description="Fetch the card of the selected agents", permissions=["change"])
     def fetch_cards(self, request: HttpRequest, queryset: QuerySet[A2aAgent]) -> None:
         env = studio_env_lookup(request.user)
         for row in queryset:
             try:
                 card = card_refresh(row=row, env=env)
-            except A2aUnavailable as exc:
+            except (A2aUnavailable, McpConfigError) as exc:  # McpConfigError: an env value
+                # this person may not read, refused in words by studio_env_lookup
                 self.message_user(
                     request, f"{row.name}: could not read the card: {exc}.", messages.ERROR
                 )

@@ -93,11 +93,19 @@ class ProgressWatch:
             return
         if isinstance(item, ToolCallDelta):
             name, pieces = self._calls.setdefault(item.id, ("", []))
+            if not self._watching(item.id, name):
+                # Joining every delta of every call would be quadratic in its arguments
+                # (a file's content in thousands of deltas): only watched calls keep them.
+                return
             pieces.append(item.delta)
             await self._check(item.id, name, "".join(pieces), whole=False)
         elif isinstance(item, ToolCallDone):
             self._calls[item.id] = (item.name, [item.arguments])
             await self._check(item.id, item.name, item.arguments, whole=True)
+
+    def _watching(self, call_id: str, name: str) -> bool:
+        """Whether a call still waits for its progress argument."""
+        return progress_argument(self.tools.get(name)) is not None and call_id not in self.announced
 
     async def _check(self, call_id: str, name: str, arguments: str, *, whole: bool) -> None:
         argument = progress_argument(self.tools.get(name))

@@ -36,6 +36,7 @@ export function applyFrame(frame, { transcript: t, state, onSettle, onResync }) 
       state.set('thinking');
       break;
     case 'stopped':
+      t.progress.clear(); // no call runs past its session's end, whatever its last update said
       state.sessionEnded(frame.reason, t);
       onSettle();
       break;

@@ -5,13 +5,18 @@ It speaks A2A's JSON-RPC binding with 0.3's method names (``message/stream``, or
 ``message/send`` when the card says the agent does not stream), which 1.0 servers that keep
 0.3 clients (ours among them) and 0.3 servers both answer, with httpx directly: the a2a-sdk
 is a dev dependency here, and the wire is two methods. Every request goes through the egress
-policy (``runtime.core.egress``, checked on each request and redirect), header values are
-resolved from env values only when sent, and no error names a header's value.
+policy (``runtime.core.egress``, checked on each request; redirects are not followed, a 3xx
+is an HTTP error), header values are resolved from env values only when sent, and no error,
+result, progress text or cached card holds a header's value or an env value it used: a
+remote server may echo what it was sent, so everything it says is redacted by those values.
+A remote answer is bounded in bytes (``REPLY_MAX_BYTES``, ``CARD_MAX_BYTES``) as well as
+in time (the definition's ``timeoutMs``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -27,63 +32,118 @@ from agents_app.services.definitions.a2a_agents import remote_definition
 from runtime.core import egress
 from runtime.core.a2a_agents import CARD_PATH, A2aAgentDefinition, card_url
 from runtime.core.env_refs import MissingReference, expand
+from runtime.core.redaction import Redactor
 from runtime.tools.a2a_tools import A2aAgentInfo, A2aReply, A2aUnavailable, Progress
 
 EnvLookup = Callable[[str], Awaitable[str | None]]
 CARD_TIMEOUT_SECONDS = 15
 DESCRIPTION_MAX = 1024
+# What one remote answer may weigh (decoded bytes, the whole stream): more is a tool error,
+# not memory spent on a server that never stops talking.
+REPLY_MAX_BYTES = 4 * 1024 * 1024
+CARD_MAX_BYTES = 512 * 1024
+# A live progress line in the chat, and a remote state's name, are short by nature.
+PROGRESS_TEXT_MAX = 2000
+STATE_MAX = 64
 STREAM_METHOD, SEND_METHOD = "message/stream", "message/send"
 
 
 async def resolved_headers(d: A2aAgentDefinition, env: EnvLookup | None) -> dict[str, str]:
     """``d``'s headers with each ``${NAME}`` filled in from env values."""
+    headers, _ = await _headers_and_redactor(d, env)
+    return headers
 
-    async def none(_: str) -> str | None:
-        return None
 
-    out = {}
+async def _headers_and_redactor(
+    d: A2aAgentDefinition, env: EnvLookup | None
+) -> tuple[dict[str, str], Redactor]:
+    """The resolved headers, and a redactor of every value they hold (each header's whole
+    value and each env value in it) for what the remote server says back."""
+    used: list[str] = []
+
+    async def lookup(name: str) -> str | None:
+        value = await env(name) if env is not None else None
+        if value:
+            used.append(value)
+        return value
+
+    out, secret = {}, []
     for key, template in d.headers.items():
         try:
-            out[key] = await expand(template, env or none)
+            before = len(used)
+            out[key] = await expand(template, lookup)
+            if len(used) > before:  # a literal header (no ${NAME}) is no secret
+                secret.append(out[key])
         except MissingReference as missing:
             raise A2aUnavailable(
                 f"header {key} uses env value {missing.name}, which is not set for this thread"
             ) from None
-    return out
+    # Unnamed markers: the remote's text reaches people who need not know the env names.
+    return out, Redactor(("", value) for value in [*used, *secret])
 
 
-def _failure(d: A2aAgentDefinition, exc: Exception) -> A2aUnavailable:
+def _failure(
+    d: A2aAgentDefinition, exc: Exception, redactor: Redactor | None = None
+) -> A2aUnavailable:
     """``exc`` in words a model and a person can act on (never a header's value)."""
+    said = _failure_words(d, exc)
+    return A2aUnavailable(redactor.text(said) if redactor is not None else said)
+
+
+def _failure_words(d: A2aAgentDefinition, exc: Exception) -> str:
     host = egress.host_of(d.url)
     if isinstance(exc, egress.EgressRefused):
-        return A2aUnavailable(f"the egress policy does not allow {host}: {exc}")
+        return f"the egress policy does not allow {host}: {exc}"
     if isinstance(exc, httpx.HTTPStatusError):
-        return A2aUnavailable(f"{host} answered HTTP {exc.response.status_code}")
+        return f"{host} answered HTTP {exc.response.status_code}"
     if isinstance(exc, httpx.TimeoutException):
-        return A2aUnavailable(f"{host} did not answer in time")
+        return f"{host} did not answer in time"
     if isinstance(exc, httpx.TransportError):
-        return A2aUnavailable(f"could not connect to {host} ({type(exc).__name__})")
+        return f"could not connect to {host} ({type(exc).__name__})"
+    if isinstance(exc, RecursionError):
+        return f"{host} did not answer in A2A's JSON (nested too deeply)"
     if isinstance(exc, ValueError):
-        return A2aUnavailable(f"{host} did not answer in A2A's JSON ({exc})")
-    return A2aUnavailable(str(exc))
+        return f"{host} did not answer in A2A's JSON ({exc})"
+    return str(exc)
 
 
 # --- the card ------------------------------------------------------------------------------
 
 
 async def fetch_card(d: A2aAgentDefinition, env: EnvLookup | None) -> dict[str, Any]:
-    """The remote Agent Card (``A2aUnavailable`` in words when it cannot be read)."""
-    headers = await resolved_headers(d, env)
+    """The remote Agent Card (``A2aUnavailable`` in words when it cannot be read), with any
+    header value it echoes redacted (it is cached, shown in the studio and told the model)."""
+    headers, redactor = await _headers_and_redactor(d, env)
     try:
-        async with egress.client(timeout=CARD_TIMEOUT_SECONDS) as http:
-            response = await http.get(card_url(d.url), headers=headers)
+        async with (
+            egress.client(timeout=CARD_TIMEOUT_SECONDS) as http,
+            http.stream("GET", card_url(d.url), headers=headers) as response,
+        ):
             response.raise_for_status()
-            card = response.json()
-    except (httpx.HTTPError, ValueError) as exc:
-        raise _failure(d, exc) from None
+            raw = await _bounded_body(response, d, CARD_MAX_BYTES)
+        card = json.loads(raw)
+    except (httpx.HTTPError, ValueError, RecursionError) as exc:
+        raise _failure(d, exc, redactor) from None
     if not isinstance(card, dict) or not isinstance(card.get("name"), str):
         raise A2aUnavailable(f"{card_url(d.url)} is not an Agent Card (no name)")
-    return card
+    redacted: dict[str, Any] = redactor.data(card)
+    return redacted
+
+
+async def _bounded_body(response: httpx.Response, d: A2aAgentDefinition, limit: int) -> bytes:
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > limit:
+            raise _too_large(d, limit)
+    return bytes(body)
+
+
+def _too_large(d: A2aAgentDefinition, limit: int) -> A2aUnavailable:
+    return A2aUnavailable(
+        f"{egress.host_of(d.url)} sent more than {limit // 1024} KiB in one answer, "
+        "more than an A2A call may read; the call was stopped"
+    )
 
 
 def card_description(card: dict[str, Any]) -> str:
@@ -142,28 +202,39 @@ def _text(parts: Any) -> str:
     return "".join(str(p.get("text", "")) for p in parts if isinstance(p, dict) and "text" in p)
 
 
+def _obj(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one: a remote's odd shapes are
+    read as missing fields, not a crash."""
+    return value if isinstance(value, dict) else {}
+
+
+def _id(value: Any, default: str | None) -> str | None:
+    return value if isinstance(value, str) and value else default
+
+
 def fold(task: _Task, result: Any, progress: Progress | None) -> None:
     """One JSON-RPC result (a Task, a Message, a status or artifact update) into ``task``."""
     if not isinstance(result, dict):
         raise ValueError("a result that is not an object")
     kind = result.get("kind")
-    task.context_id = result.get("contextId") or task.context_id
+    task.context_id = _id(result.get("contextId"), task.context_id)
     if kind == "message":
         task.state, task.status_text = "completed", _text(result.get("parts"))
         return
     if kind in ("task", "status-update"):
-        task.task_id = result.get("id" if kind == "task" else "taskId") or task.task_id
-        status = result.get("status") or {}
-        task.state = str(status.get("state") or task.state)
-        said = _text((status.get("message") or {}).get("parts"))
+        task.task_id = _id(result.get("id" if kind == "task" else "taskId"), task.task_id)
+        status = _obj(result.get("status"))
+        task.state = str(status.get("state") or task.state)[:STATE_MAX]
+        said = _text(_obj(status.get("message")).get("parts"))
         task.status_text = said or task.status_text
         if progress is not None and kind == "status-update":
-            progress(task.state, said)
-        for artifact in result.get("artifacts") or [] if kind == "task" else []:
+            progress(task.state, said[:PROGRESS_TEXT_MAX])
+        artifacts = result.get("artifacts") if kind == "task" else None
+        for artifact in map(_obj, artifacts if isinstance(artifacts, list) else []):
             task.artifacts[str(artifact.get("artifactId"))] = [_text(artifact.get("parts"))]
         return
     if kind == "artifact-update":
-        artifact = result.get("artifact") or {}
+        artifact = _obj(result.get("artifact"))
         key = str(artifact.get("artifactId"))
         text = _text(artifact.get("parts"))
         if result.get("append"):
@@ -171,7 +242,7 @@ def fold(task: _Task, result: Any, progress: Progress | None) -> None:
         else:
             task.artifacts[key] = [text]
         return
-    raise ValueError(f"a result of unknown kind {kind!r}")
+    raise ValueError(f"a result of unknown kind {str(kind)[:STATE_MAX]!r}")
 
 
 def _result(body: Any) -> Any:
@@ -185,14 +256,27 @@ def _result(body: Any) -> Any:
     return body.get("result")
 
 
-async def _sse_data(response: httpx.Response) -> AsyncIterator[Any]:
-    data: list[str] = []
-    async for line in response.aiter_lines():
-        if line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-        elif not line and data:
-            yield json.loads("\n".join(data))
-            data = []
+async def _sse_data(
+    response: httpx.Response, d: A2aAgentDefinition, limit: int
+) -> AsyncIterator[Any]:
+    """The JSON of each server-sent event, reading at most ``limit`` bytes in all (a line
+    that never ends is bounded too: lines are split here, not buffered by httpx)."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    received, pending, data = 0, "", []
+    async for chunk in response.aiter_bytes():
+        received += len(chunk)
+        if received > limit:
+            raise _too_large(d, limit)
+        *lines, pending = (pending + decoder.decode(chunk)).split("\n")
+        for line in (line.removesuffix("\r") for line in lines):
+            if line.startswith("data:"):
+                data.append(line[5:].removeprefix(" "))
+            elif not line and data:
+                yield json.loads("\n".join(data))
+                data = []
+    pending += decoder.decode(b"", final=True)
+    if pending.startswith("data:"):
+        data.append(pending[5:].removeprefix(" "))
     if data:
         yield json.loads("\n".join(data))
 
@@ -231,29 +315,39 @@ async def ask(
     """Send ``text`` and fold every event until the task finishes or needs input."""
     method = STREAM_METHOD if streams(card) else SEND_METHOD
     body = request_body(method, text, context_id, task_id)
-    headers = await resolved_headers(d, env)
+    headers, redactor = await _headers_and_redactor(d, env)
     task = _Task(context_id=context_id, task_id=task_id)
+
+    def redacted_progress(state: str, said: str) -> None:
+        progress(redactor.text(state), redactor.text(said))
+
+    if method == STREAM_METHOD:
+        headers["Accept"] = "text/event-stream"
     try:
-        async with asyncio.timeout(d.timeout_ms / 1000), egress.client(timeout=None) as http:
+        async with (
+            asyncio.timeout(d.timeout_ms / 1000),
+            egress.client(timeout=None) as http,
+            http.stream("POST", card_endpoint(card, d), json=body, headers=headers) as response,
+        ):
+            response.raise_for_status()
             if method == SEND_METHOD:
-                response = await http.post(card_endpoint(card, d), json=body, headers=headers)
-                response.raise_for_status()
-                fold(task, _result(response.json()), progress)
-                return task.reply()
-            headers["Accept"] = "text/event-stream"
-            async with http.stream(
-                "POST", card_endpoint(card, d), json=body, headers=headers
-            ) as response:
-                response.raise_for_status()
-                async for event in _sse_data(response):
-                    fold(task, _result(event), progress)
+                raw = await _bounded_body(response, d, REPLY_MAX_BYTES)
+                fold(task, _result(json.loads(raw)), redacted_progress)
+            else:
+                async for event in _sse_data(response, d, REPLY_MAX_BYTES):
+                    fold(task, _result(event), redacted_progress)
     except TimeoutError:
         raise A2aUnavailable(
-            f"no answer within {d.timeout_ms / 1000:g} s (its task was {task.state})"
+            f"no answer within {d.timeout_ms / 1000:g} s (its task was {redactor.text(task.state)})"
         ) from None
-    except (httpx.HTTPError, ValueError) as exc:
-        raise _failure(d, exc) from None
-    return task.reply()
+    except A2aUnavailable as exc:  # a JSON-RPC error's words are the remote's
+        raise A2aUnavailable(redactor.text(str(exc))) from None
+    except (httpx.HTTPError, ValueError, RecursionError) as exc:
+        raise _failure(d, exc, redactor) from None
+    reply = task.reply()
+    return A2aReply(
+        redactor.text(reply.state), redactor.text(reply.text), reply.context_id, reply.task_id
+    )
 
 
 # --- the engine's A2aAgents ----------------------------------------------------------------
