@@ -215,7 +215,7 @@ class AgentForm(DefinitionForm):
         }
         for s in SIDES:
             stored = self._stored_subagents(s)
-            if stored:
+            if stored and f"side_{s}_prompt" in self.fields:  # not on a view-only page
                 field = self.fields[f"side_{s}_prompt"]
                 field.help_text = format_html(
                     "{} Subagents of this side (spec 0.2.0; edited under Subagents of side "
@@ -234,7 +234,13 @@ class AgentForm(DefinitionForm):
 
     def subagents_enabled(self) -> bool:
         """Whether the page offers the rows: spec 0.2.0 as the form shows it now."""
+        if "spec_version" not in self.fields:  # a view-only page: as stored
+            return bool(self.instance.spec_version == Agent.Spec.V0_2)
         return bool(self["spec_version"].value() == Agent.Spec.V0_2)
+
+    def subagents_in_words(self) -> dict[str, str]:
+        """Each side's stored relationships in words, for a page that may only view them."""
+        return {s: subagents_summary(self._stored_subagents(s)) or "None" for s in SIDES}
 
     def _subagents(self, side: str) -> list[dict[str, Any]] | None:
         """The side's relationships: the posted rows, or the stored ones when none were

@@ -253,3 +253,25 @@ def test_a4_the_structure_page_shows_each_side_s_subagents(tmp_path: Path, staff
 
     assert "Subagent (side A)" in page
     assert "as researcher: Digs up sources" in page
+
+
+def test_a4_a_view_only_page_shows_the_relationships_in_words_without_rows(
+    tmp_path: Path, client: Client, make_user: Any
+) -> None:
+    from django.contrib.auth.models import Permission
+
+    boss = {**BOSS, "sideA": {"prompt": "boss_prompt", "subagents": [RELATIONSHIP]}}
+    _import(tmp_path, boss=boss)
+    viewer = make_user("viewer")
+    viewer.is_staff = True  # staff with only the view permissions, no group
+    viewer.save()
+    viewer.user_permissions.add(*Permission.objects.filter(codename__startswith="view_"))
+    client.force_login(viewer)
+
+    response = client.get(_url("boss"))
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Subagents of side A" in page
+    assert "researcher → helper (blocking, max 2)" in page
+    assert 'name="side_a_subagents-0-agent"' not in page  # nothing to fill in
