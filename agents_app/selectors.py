@@ -322,6 +322,7 @@ def thread_detail(thread: Thread, origin: str | None = None) -> dict[str, Any]:
     messages = Message.objects.filter(thread=thread).count()
     logs = Log.objects.filter(thread=thread).count()
     detail = wire.thread_detail(thread, messages, logs, origin)
+    detail["thread"]["executing"] = is_executing(thread.pk)
     detail["agent"]["reasoning"] = thread_shows_reasoning(thread)
     return detail
 

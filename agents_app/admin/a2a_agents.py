@@ -47,6 +47,13 @@ class A2aAgentAdmin(admin.ModelAdmin):
         fixed = ("name",) if obj is not None else ()
         return (*fixed, *self.readonly_fields)
 
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        # modelform_factory builds a new class per request: the actor is this request's user.
+        form = super().get_form(request, obj, change, **kwargs)
+        return type(form.__name__, (form,), {"actor": request.user})
+
     def save_model(self, request: HttpRequest, obj: A2aAgent, form: Any, change: bool) -> None:
         # The one save path: the same rules and writes as import and the other writers.
         assert form.definition is not None
@@ -64,7 +71,9 @@ class A2aAgentAdmin(admin.ModelAdmin):
             except (A2aUnavailable, McpConfigError) as exc:  # McpConfigError: an env value
                 # this person may not read, refused in words by studio_env_lookup
                 self.message_user(
-                    request, f"{row.name}: could not read the card: {exc}.", messages.ERROR
+                    request,
+                    f"{row.name}: could not read the card: {str(exc).rstrip('.')}.",
+                    messages.ERROR,
                 )
             else:
                 self.message_user(request, f"{row.name}: card of “{card.get('name')}” fetched.")

@@ -59,6 +59,9 @@ class ThreadFieldsOut(Out):
     parent: StrOrNull
     terminated: IntOrNull
     created_at: Int
+    # A session is queued or running now (ours, as in the thread list): a page opened
+    # mid-reply shows it working and offers Stop before the next frame arrives.
+    executing: Bool
 
 
 class ThreadAgentOut(Out):

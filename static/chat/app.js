@@ -126,13 +126,18 @@ function wireSearch() {
 
 // --- one thread ----------------------------------------------------------------------------
 
-async function reload() {
+// ``withActivity``: also ask whether a session runs now (on each socket open: what the
+// socket says from then on keeps the state right, so the flag is never stale for long).
+async function reload({ withActivity = false } = {}) {
   const known = [...page.transcript.messages.keys()];
   try {
-    const data = await api(`${threadPath(page.threadId)}/messages?limit=200&order=desc&depth=8`);
+    const [data, detail] = await Promise.all([
+      api(`${threadPath(page.threadId)}/messages?limit=200&order=desc&depth=8`),
+      withActivity ? api(threadPath(page.threadId)) : null,
+    ]);
     page.transcript.merge(data.messages, known);
     page.history.newestLoaded(data.hasMore);
-    state.fromTranscript(page.transcript);
+    state.fromTranscript(page.transcript, Boolean(detail?.thread?.executing));
     if (page.loadFailed) showError('');
     page.loadFailed = false;
   } catch (error) {
@@ -162,7 +167,7 @@ function openStream() {
     onOpen: () => {
       resolveOpen();
       state.connected();
-      reload(); // catches up on whatever happened while the socket was away
+      reload({ withActivity: true }); // catches up on whatever happened while the socket was away
     },
     onState: (s) => {
       if (s.kind === 'connecting') state.connecting();

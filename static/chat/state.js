@@ -73,7 +73,10 @@ export class StateBar {
     if (this.kind === 'connecting') this.set('idle');
   }
 
-  fromTranscript(transcript) {
+  // ``executing``: the thread's session is queued or running (the thread's own flag, read
+  // once the socket is open), so a page opened mid-reply shows it working with Stop even
+  // when the newest row says nothing of it (a tool call running, a session just queued).
+  fromTranscript(transcript, executing = false) {
     const top = transcript.ordered().filter((m) => !m.depth);
     this.hasMessages = top.length > 0;
     if (top.some(waits)) {
@@ -92,7 +95,7 @@ export class StateBar {
     else if (fromHuman(last) || top.length > settled.length) this.set('thinking');
     else if (stoppedByUser(last)) this.set('stopped');
     else if (last.status === 'failed') this.set('error', failureState(last));
-    else this.set('idle');
+    else this.set(executing ? 'thinking' : 'idle');
   }
 
   fromMessage(message) {

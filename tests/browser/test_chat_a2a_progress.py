@@ -203,6 +203,10 @@ def test_a_remote_agents_updates_replace_each_other_on_the_calls_line_as_text(
     # update live again.
     page.reload()
     expect(line).to_have_text("Using travel agent…")
+    # The thread's own flag says a session runs: the page says it works and offers Stop,
+    # though the newest row (the call, no result yet) says nothing of it.
+    expect(page.locator("#state")).to_have_attribute("data-state", "thinking")
+    expect(page.locator("#stop-button")).to_be_visible()
     travel.update("input-required", "Which day?\n  Morning   or evening?")
     expect(line).to_have_text(
         "Asking travel agent… needs more input: Which day? Morning or evening?"

@@ -20,7 +20,7 @@ def test_only_calls_waiting_for_their_progress_argument_keep_their_deltas() -> N
     fired: list[tuple[str, Any]] = []
 
     async def fire(call: Any, value: Any) -> None:
-        fired.append((call.id, value))
+        fired.append((call["id"], value))
 
     tools = {"write": _offered(None), "search": _offered("query")}
     watch = ProgressWatch(tools, set(), fire)

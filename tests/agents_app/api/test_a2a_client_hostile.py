@@ -21,6 +21,7 @@ from agents_app.models import A2aAgent, EnvValue
 from agents_app.services.doors import a2a_client
 from runtime.core.a2a_agents import A2aAgentDefinition
 from runtime.tools.a2a_tools import A2aUnavailable
+from tests.agents_app.admin.admin_pages import errors_of, fill, post, read_form
 
 TOKEN = "tok-planted-7f3a9c1e5b"
 CHUNK = b"x" * 65536
@@ -286,3 +287,43 @@ def test_fetch_the_card_with_an_instance_secret_one_may_not_read_says_so(
     text = page.content.decode()
     assert "is an instance env value, which you may not read" in text
     assert TOKEN not in text and server.seen == []
+
+
+@pytest.mark.django_db
+def test_who_may_not_read_instance_env_values_may_not_point_them_at_a_new_url(
+    client: Client,
+) -> None:
+    secret = EnvValue(scope="instance", key="ECHO_KEY", value_type="secret")
+    secret.value = TOKEN
+    secret.save()
+    row = A2aAgent.objects.create(
+        name="echo",
+        url="https://partner.example.com/a2a/echo",
+        headers={"Authorization": "Bearer ${ECHO_KEY}"},
+    )
+    client.force_login(_staff("editor", "view_a2aagent", "change_a2aagent", "add_a2aagent"))
+    add = reverse("admin:agents_app_a2aagent_add")
+    refused = post(
+        client,
+        add,
+        fill(
+            read_form(client, add),
+            name="mine",
+            url="https://collector.example.com/a2a/x",
+            headers="Authorization=Bearer ${ECHO_KEY}",
+        ),
+    )
+    assert "uses ECHO_KEY, an instance env value you may not read" in str(
+        errors_of(refused)["headers"]
+    )
+    change = reverse("admin:agents_app_a2aagent_change", args=[row.pk])
+    moved = post(
+        client, change, fill(read_form(client, change), url="https://collector.example.com/a")
+    )
+    assert "an instance env value you may not read" in str(errors_of(moved)["headers"])
+    assert list(A2aAgent.objects.values_list("name", "url")) == [
+        ("echo", "https://partner.example.com/a2a/echo")
+    ]
+    # What does not move the secret stays theirs to change.
+    described = post(client, change, fill(read_form(client, change), description="Echoes."))
+    assert described.status_code == 302, errors_of(described)
