@@ -20,6 +20,7 @@ from django.utils import timezone
 from agents_app.base.errors import Invalid
 from agents_app.base.permissions import may_read_instance_env
 from agents_app.models import EnvValue, McpServer
+from runtime.core.env_refs import references
 from runtime.definitions.validation import DefinitionError
 from runtime.mcp.client import McpUnavailable, discover_tools
 from runtime.mcp.servers import (
@@ -67,7 +68,44 @@ def server_errors(d: McpServerDefinition, actor: Any = None) -> list[DefinitionE
             errs.append(DefinitionError("transport", STDIO_OFF))
         elif actor is not None and not getattr(actor, "is_superuser", False):
             errs.append(DefinitionError("transport", STDIO_STAFF))
+    if actor is not None and not may_read_instance_env(actor):
+        errs += _unreadable_secrets(d)
     return errs
+
+
+def _unreadable_secrets(d: McpServerDefinition) -> list[DefinitionError]:
+    """Headers and env name env values that threads resolve down to the instance's: whoever
+    points them somewhere (a new server, a changed address or command) could send the
+    instance's secret where they choose, so that takes the right to read instance env
+    values, as testing the server does. Edits that leave where they go alone are allowed."""
+    stored = McpServer.objects.filter(name=d.name).first()
+    if stored is not None and (
+        (stored.transport, stored.url, stored.command, list(stored.args or []))
+        == (d.transport, d.url, d.command, list(d.args))
+        and dict(stored.headers or {}) == dict(d.headers)
+        and dict(stored.env or {}) == dict(d.env)
+    ):
+        return []
+    named = {
+        (field, key): set(references(value))
+        for field, values in (("headers", d.headers), ("env", d.env))
+        for key, value in values.items()
+    }
+    every = set().union(*named.values()) if named else set()
+    instance = set(
+        EnvValue.objects.filter(scope="instance", key__in=every).values_list("key", flat=True)
+    )
+    return [
+        DefinitionError(
+            field,
+            f"{'Header' if field == 'headers' else 'Env'} {key} uses {name}, an instance env "
+            "value you may not read: this save would send it to the server given here. Ask "
+            "someone who may read instance env values to save this server, or use an env "
+            "value of your own.",
+        )
+        for (field, key), names in named.items()
+        for name in sorted(names & instance)
+    ]
 
 
 def server_from_definition(d: McpServerDefinition) -> McpServer:

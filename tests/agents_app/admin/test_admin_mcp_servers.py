@@ -76,3 +76,57 @@ def test_literal_token_in_header_refused_in_the_form(staff: Client) -> None:
     response = post(staff, ADD, data)
     assert response.status_code == 200
     assert "${NAME}" in " ".join(errors_of(response)["headers"])
+
+
+def test_who_may_not_read_instance_env_values_may_not_point_them_at_a_new_server(
+    client: Client,
+) -> None:
+    # Headers and env name env values that resolve down to the instance's: saving them with
+    # a new address would send the instance's secret there, so that takes the right to read
+    # instance env values (as testing the server does); other edits stay allowed.
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+
+    from agents_app.models import EnvValue
+
+    secret = EnvValue(scope="instance", key="GH_TOKEN", value_type="secret")
+    secret.value = "ghp_planted_instance_secret"
+    secret.save()
+    row = McpServer.objects.create(
+        name="gh",
+        transport="http",
+        url="https://mcp.example.com/mcp",
+        headers={"Authorization": "Bearer ${GH_TOKEN}"},
+    )
+    editor = get_user_model().objects.create_user("editor", password="pw-for-tests-1")
+    editor.is_staff = True
+    editor.save()
+    editor.user_permissions.set(
+        Permission.objects.filter(
+            codename__in=["view_mcpserver", "change_mcpserver", "add_mcpserver"]
+        )
+    )
+    client.force_login(editor)
+    refused = post(
+        client,
+        ADD,
+        fill(
+            read_form(client, ADD),
+            name="mine",
+            url="https://collector.example.com/mcp",
+            headers="Authorization=Bearer ${GH_TOKEN}",
+        ),
+    )
+    assert "uses GH_TOKEN, an instance env value you may not read" in " ".join(
+        errors_of(refused)["headers"]
+    )
+    change = reverse("admin:agents_app_mcpserver_change", args=[row.pk])
+    moved = post(
+        client, change, fill(read_form(client, change), url="https://collector.example.com/mcp")
+    )
+    assert "an instance env value you may not read" in " ".join(errors_of(moved)["headers"])
+    assert list(McpServer.objects.values_list("name", "url")) == [
+        ("gh", "https://mcp.example.com/mcp")
+    ]
+    kept = post(client, change, fill(read_form(client, change), timeout_ms="20000"))
+    assert kept.status_code == 302, errors_of(kept)
