@@ -40,6 +40,7 @@ from agents_app.base.permissions import (
     route_thread_action,
 )
 from agents_app.db import page_reads
+from agents_app.db.expansions import log_descendant_ids, workblock_ids
 from agents_app.db.raw_sql import db_datetime, db_uuid, row_by_uuid
 from agents_app.db.thread_search import match_snippets, threads_matching
 from agents_app.models import (
@@ -421,6 +422,7 @@ class MessageQuery:
     include_silent: bool = False
     depth: int = 0
     ids: list[str] | None = None
+    include_workblocks: bool = False
 
 
 def _children_by_id(rows: list[Message] | list[EngineMessage]) -> dict[str, Thread]:
@@ -453,7 +455,7 @@ def message_page(thread: Thread, q: MessageQuery) -> tuple[list[dict[str, Any]],
     Queued messages (not stored yet) count as the newest rows, shown as ``pending``.
     """
     if q.ids is not None:
-        return _messages_by_ids(thread, q.ids)
+        return _messages_by_ids(thread, q.ids, workblocks=q.include_workblocks)
     # Plain SQL (``page_reads``): this is the request every chat page makes on open.
     scope: dict[str, Any] = {"depth": q.depth, "include_silent": q.include_silent}
     queued = [
@@ -483,8 +485,12 @@ def message_page(thread: Thread, q: MessageQuery) -> tuple[list[dict[str, Any]],
     return window, total, q.offset + len(window) < total
 
 
-def _messages_by_ids(thread: Thread, ids: list[str]) -> tuple[list[dict[str, Any]], int, bool]:
+def _messages_by_ids(
+    thread: Thread, ids: list[str], *, workblocks: bool = False
+) -> tuple[list[dict[str, Any]], int, bool]:
     pks = [pk for pk in (parse_uuid(i) for i in ids[:MAX_IDS]) if pk]
+    if workblocks:
+        pks = workblock_ids(thread.pk, pks)
     rows = list(Message.objects.filter(thread=thread, pk__in=pks).order_by("created_at"))
     queued = QueuedMessage.objects.filter(thread=thread, pk__in=pks).order_by("created_at")
     window = _message_dicts(rows) + [wire.queued_wire(r) for r in queued]
@@ -511,6 +517,11 @@ class LogQuery:
     order: Literal["asc", "desc"] = "asc"
     ids: list[str] | None = None
     message_ids: list[str] | None = None
+    # Spec 0.2.0 (I4): message ids grow to their work blocks; the selection takes in its
+    # descendant logs (``parent_log_id``) across ``threads`` (the thread and the descendant
+    # threads the caller may view: ``visible_subtree``), all of theirs when nothing narrows it.
+    include_workblocks: bool = False
+    threads: list[uuid.UUID] | None = None
 
 
 # What the stop's tidy-up writes on a request a person stopped (services/sessions/lifecycle.py).
@@ -559,17 +570,51 @@ def log_stopped(row: Log) -> bool:
 
 
 def log_page(thread: Thread, q: LogQuery) -> tuple[list[dict[str, Any]], int, bool]:
+    """A page of the thread's logs; with ``q.threads`` (``includeDescendants``) each row
+    also says which thread it is of (``thread_id``)."""
+    threads = q.threads or [thread.pk]
     qs = with_stops(Log.objects.filter(thread=thread))
+    narrowed = q.ids is not None or q.message_ids is not None
     if q.ids is not None:
         qs = qs.filter(pk__in=[p for p in (parse_uuid(i) for i in q.ids[:MAX_IDS]) if p])
     if q.message_ids is not None:
         pks = [p for p in (parse_uuid(i) for i in q.message_ids[:MAX_IDS]) if p]
+        if q.include_workblocks:
+            pks = workblock_ids(thread.pk, pks)
         qs = qs.filter(message_id__in=pks)
+    if q.threads is not None:
+        if narrowed:
+            seeds = qs.values_list("pk", flat=True)
+            picked = log_descendant_ids(threads, seeds)
+            qs = with_stops(Log.objects.filter(thread_id__in=threads, pk__in=picked))
+        else:
+            qs = with_stops(Log.objects.filter(thread_id__in=threads))
     total = qs.count()
     ordering = "created_at" if q.order == "asc" else "-created_at"
     rows = list(qs.order_by(ordering)[q.offset : q.offset + q.limit])
     items = [wire.log_item(r, stopped=log_stopped(r)) for r in rows]
+    if q.threads is not None:
+        for item, row in zip(items, rows, strict=True):
+            item["thread_id"] = str(row.thread_id)
     return items, total, q.offset + len(rows) < total
+
+
+def visible_subtree(thread: Thread, user: Any) -> list[uuid.UUID]:
+    """The thread and its descendant threads (subagent children, theirs…) ``user`` may
+    view, parents first, at most ``MAX_SUBTREE`` below it; a child the user may not view
+    hides its own descendants too."""
+    ordered = [thread.pk]
+    frontier = [thread.pk]
+    while frontier and len(ordered) <= MAX_SUBTREE:
+        rows = Thread.objects.filter(parent_id__in=frontier).order_by("created_at")
+        children = [
+            pk
+            for pk, owner_id in rows.values_list("pk", "owner_id")
+            if pk not in ordered and may_use_thread(user, owner_id, "view")
+        ]
+        ordered.extend(children)
+        frontier = children
+    return ordered[: MAX_SUBTREE + 1]
 
 
 def log_row(thread: Thread, log_id: str) -> Log:

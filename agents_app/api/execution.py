@@ -17,12 +17,14 @@ from agents_app.api.run_responses import (
     EffectPageOut,
     EffectRanOut,
     ToolResultOut,
+    VariablesAnswerOut,
+    VariablesRequestOut,
 )
 from agents_app.api.schemas import ERRORS
 from agents_app.base.errors import Invalid, NotFound
 from agents_app.base.storable_text import describe_unstorable, find_unstorable
 from agents_app.orchestration import effect_runner
-from agents_app.services.sessions import client_bridge, tool_waits
+from agents_app.services.sessions import client_bridge, tool_waits, variables_requests
 from agents_app.services.sessions import effects as effect_service
 from agents_app.services.sessions import lifecycle as sessions
 
@@ -100,6 +102,58 @@ def tool_result(request: AuthedRequest, thread_id: str) -> dict[str, Any]:
     call_id, decision = tool_waits.decision_from_body(body)
     thread = selectors.access_thread(thread_id, request.auth)
     return tool_waits.tool_call_decide(thread, call_id, decision)
+
+
+@router.get(
+    "/{thread_id}/variables/{request_id}",
+    response={200: VariablesRequestOut, **ERRORS},
+    summary="A variables request: the scoped env a subagent waits for (names, never values)",
+)
+def variables_request(request: AuthedRequest, thread_id: str, request_id: str) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)
+    return variables_requests.request_wire(thread, request_id)
+
+
+@router.post(
+    "/{thread_id}/variables/{request_id}",
+    response={200: VariablesAnswerOut, **ERRORS},
+    summary="Supply (or decline) a variables request's values; the waiting call resumes",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "values": {
+                                "type": "object",
+                                "additionalProperties": {"type": "string"},
+                            },
+                            "env": {
+                                "type": "object",
+                                "description": "the reference's name for values",
+                            },
+                            "types": {
+                                "type": "object",
+                                "additionalProperties": {"enum": ["text", "secret"]},
+                            },
+                            "decline": {"type": "boolean"},
+                            "reason": {"type": "string"},
+                        },
+                    }
+                }
+            },
+        }
+    },
+)
+def variables_answer(request: AuthedRequest, thread_id: str, request_id: str) -> dict[str, Any]:
+    body = tool_waits.parse_body(request.body)
+    found = find_unstorable(body)
+    if found:
+        raise Invalid(describe_unstorable(found))
+    thread = selectors.access_thread(thread_id, request.auth)
+    return variables_requests.request_answer(thread, request_id, body, request.auth)
 
 
 @router.post(

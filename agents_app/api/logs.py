@@ -30,6 +30,12 @@ class LogListQuery(Schema):
     order: Literal["asc", "desc"] = "asc"
     ids: str | None = Field(None, max_length=8000)
     messageIds: str | None = Field(None, max_length=8000)
+    includeWorkblocks: bool = Field(False, description="messageIds grow to their work blocks.")
+    includeDescendants: bool = Field(
+        False,
+        description="Add descendant logs (parent_log_id) and the logs of the descendant "
+        "threads the caller may view; each row then carries its thread_id.",
+    )
 
 
 @router.get("/{thread_id}/logs", response={200: LogPageOut, **ERRORS}, summary="Logs")
@@ -42,8 +48,19 @@ def log_list(request: AuthedRequest, thread_id: str, params: Query[LogListQuery]
         order=params.order,
         ids=id_list(params.ids),
         message_ids=id_list(params.messageIds),
+        include_workblocks=params.includeWorkblocks,
+        threads=selectors.visible_subtree(thread, request.auth)
+        if params.includeDescendants
+        else None,
     )
     logs, total, has_more = selectors.log_page(thread, query)
+    # The path's thread is redacted on the way out; a descendant's rows by its own secrets.
+    redactors = request_redactors(request)
+    for item in logs:
+        other = item.get("thread_id")
+        redactor = redactors.get(other) if other and other != str(thread.pk) else None
+        if redactor:
+            item.update(redactor.data(item))
     return {"logs": logs, "total": total, "hasMore": has_more}
 
 

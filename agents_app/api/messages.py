@@ -30,6 +30,9 @@ class MessageListQuery(Schema):
     includeSilent: bool = False
     depth: int = Field(0, ge=0, le=1000)
     ids: str | None = Field(None, max_length=8000, description="Comma-separated ids (≤200).")
+    includeWorkblocks: bool = Field(
+        False, description="With ids: each tool-involved message brings its whole work block."
+    )
 
 
 class AttachmentIn(Schema):
@@ -70,6 +73,7 @@ def message_list(
         include_silent=params.includeSilent,
         depth=params.depth,
         ids=id_list(params.ids),
+        include_workblocks=params.includeWorkblocks,
     )
     page, total, has_more = selectors.message_page(thread, query)
     feedback.attach_to_page(page, request.auth)

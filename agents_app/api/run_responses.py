@@ -25,6 +25,30 @@ class ToolResultOut(Out):
     status: Str
 
 
+class VariablesRequestOut(Out):
+    """A variables request: what it asks for (names, never values) and whether it was answered."""
+
+    request_id: Str
+    parent_thread_id: Str
+    child_thread_id: StrOrNull
+    agent_name: StrOrNull
+    registry_agent_name: StrOrNull
+    tool_call_id: StrOrNull
+    required: Value
+    missing: Value
+    status: Str
+    requested_at: IntOrNull
+    expires_at: IntOrNull
+
+
+class VariablesAnswerOut(Out):
+    """``success`` (values stored on the child, the call resumed) or ``resumed`` (declined)."""
+
+    request_id: Str
+    child_thread_id: Str
+    status: Str
+
+
 class EffectOut(Out):
     id: Str
     name: Str

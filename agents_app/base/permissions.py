@@ -215,6 +215,8 @@ API_ROUTES: dict[tuple[str, str], Rule] = {
     ("POST", "/threads/{thread_id}/stop"): _CHANGE,
     ("GET", "/threads/{thread_id}/pending-tool-calls"): _VIEW,
     ("POST", "/threads/{thread_id}/tool-result"): _CHANGE,
+    ("GET", "/threads/{thread_id}/variables/{request_id}"): _VIEW,
+    ("POST", "/threads/{thread_id}/variables/{request_id}"): _CHANGE,
     ("POST", "/threads/{thread_id}/continue"): _CHANGE,
     ("GET", "/threads/{thread_id}/effects"): _VIEW,
     ("POST", "/threads/{thread_id}/effects/{effect_id}/cancel"): _CHANGE,

@@ -23,7 +23,19 @@ from runtime.core.results import ToolResult, failure, success
 WAIT_KEY = "tool_wait"
 DEFAULT_WAIT_SECONDS = 1800  # the reference's parked-call TTL (30 min)
 STOPPED_TEXT = "Execution stopped by user"
-WaitKind = Literal["approval", "client"]
+WaitKind = Literal["approval", "client", "variables"]
+
+
+class ParkCall(Exception):
+    """Raised by a tool's handler when its call must wait for a person before it can run
+    (``subagent_create`` missing scoped env values: a variables request). The tool runner
+    stores the call's result row ``pending`` with ``details`` in its ``tool_wait`` object
+    and parks the session; the decided call runs the handler again. Where nothing can park
+    (a sub-prompt, ``invoke_tool``) the call fails with ``refusal`` instead."""
+
+    def __init__(self, kind: WaitKind, details: dict[str, Any], refusal: str) -> None:
+        super().__init__(refusal)
+        self.kind, self.details, self.refusal = kind, details, refusal
 
 
 def now_ms() -> int:
@@ -91,6 +103,16 @@ def client_result(ok: bool, result: Any = None, error: str | None = None) -> dic
     return {"type": "client_result", "ok": ok, "result": result, "error": error}
 
 
+def variables_supplied(names: list[str]) -> dict[str, Any]:
+    """A person supplied a variables request's values (the names only: values live in env)."""
+    return {"type": "variables_supplied", "names": names}
+
+
+def variables_declined(reason: str | None = None) -> dict[str, Any]:
+    """A person declined a variables request."""
+    return {"type": "declined", "reason": (reason or "").strip() or "No reason given"}
+
+
 def expired() -> dict[str, Any]:
     return {"type": "expired"}
 
@@ -102,12 +124,20 @@ def stopped() -> dict[str, Any]:
 def result_for(decision: dict[str, Any], wait: dict[str, Any]) -> ToolResult | None:
     """The result the model reads for a decided call; ``None`` when the call must run now."""
     kind = decision.get("type")
-    if kind == "approved":
-        return None
+    if kind in ("approved", "variables_supplied"):
+        return None  # the call runs (again) now
     if kind == "rejected":
         return failure(f"The user rejected this tool call: {decision.get('reason')}")
+    if kind == "declined":
+        agent = wait.get("agent_name") or "the subagent"
+        return failure(
+            f'The user declined to provide the scoped environment variables for "{agent}", '
+            f"so it was not created: {decision.get('reason')}"
+        )
     if kind == "expired":
-        who = "approval" if wait.get("kind") == "approval" else "the client's result"
+        who = {"approval": "approval", "variables": "the requested variables"}.get(
+            str(wait.get("kind")), "the client's result"
+        )
         return failure(f"The tool call timed out waiting for {who}.")
     if kind == "stopped":
         return failure(STOPPED_TEXT)

@@ -42,7 +42,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from runtime.core import env_refs
+from runtime.core import env_refs, waits
 from runtime.core.messages import Message, NewMessage, Role, Side, new_id, now_ms
 from runtime.core.results import ToolResult, failure, success
 from runtime.core.spec import (
@@ -451,13 +451,28 @@ class Subagents:
             tool_call_id=call["id"],
             arguments=request.arguments,
         ).with_options(relation.entry, persistent=relation.from_side)
-        env, missing = await self.scoped_env(scope, relation.entry)
-        if missing:
+        env, missing = await self.scoped_env(scope, relation.entry, child_id)
+        if missing and (scope.depth > 0 or slot.detached):
+            # Nothing can park inside a sub-prompt or ``invoke_tool``: refuse, create nothing.
             return failure(missing_env_text(relation.agent.name, missing))
         slot.subagent_id = child_id
         child = await self._ensure_child(
             scope, relation.agent.name, child_id, request.name, link, env, relation.name
         )
+        if missing:
+            # A variables request: the call waits for a person to supply the values onto the
+            # child's own env (``agents_app.services.sessions.variables_requests``).
+            raise waits.ParkCall(
+                "variables",
+                {
+                    "agent_name": relation.agent.name,
+                    "registry_agent_name": relation.name,
+                    "child_thread_id": child.id,
+                    "required": sorted({*(relation.entry.scoped_env or []), *missing}),
+                    "missing": missing,
+                },
+                missing_env_text(relation.agent.name, missing),
+            )
         await self.seed_arguments(child.id, call["id"], request.arguments)
         role = link.receiving_role()
         attachments = await self._copy_attachments(parent.id, child.id, request.attachments)
@@ -644,13 +659,19 @@ class Subagents:
 
     # --- children ------------------------------------------------------------------------
 
-    async def scoped_env(self, scope: Scope, entry: ToolConfig) -> tuple[dict[str, str], list[str]]:
+    async def scoped_env(
+        self, scope: Scope, entry: ToolConfig, child_id: str | None = None
+    ) -> tuple[dict[str, str], list[str]]:
         """The relationship's ``scopedEnv`` values as the parent resolves them (copied into the
-        child's thread env), and the names the parent cannot resolve."""
+        child's thread env), and the names neither the parent nor (once a variables request
+        was answered) the child ``child_id`` itself can resolve."""
         missing: list[str] = []
+        child = await self.deps.store.get_thread(child_id) if child_id else None
 
         async def stored(name: str) -> str | None:
             found = await self.deps.store.resolve_env(scope.thread.id, name, scope.prompt.name)
+            if found is None and child is not None:
+                found = await self.deps.store.resolve_env(child.id, name, scope.prompt.name)
             return None if found is None else found.value
 
         # The entry's own values go along, their ``${NAME}`` references resolved here.

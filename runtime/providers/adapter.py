@@ -154,6 +154,10 @@ class HTTPAdapter:
                 yield event
         except httpx.HTTPError as exc:
             failure = errors.from_transport(self.vendor, exc, (key,))
+        except errors.AdapterError as exc:
+            # A vendor's error event mid-stream is classified by a parser without the key.
+            errors.scrub(exc, (key,))
+            raise
         finally:
             await response.aclose()
         # Raised outside the handler so the error has no __context__: httpx errors hold

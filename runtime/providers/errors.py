@@ -41,6 +41,8 @@ REDACTED = "[redacted]"
 # ``vendor_code`` of a request the egress policy refused to send (runtime/core/egress.py).
 EGRESS_REFUSED = "egress_refused"
 MAX_MESSAGE_CHARS = 2000
+# A vendor code or request id is an identifier; more than this is not one.
+MAX_FIELD_CHARS = 200
 
 
 class AdapterError(ProviderError):
@@ -170,16 +172,37 @@ def classify(
         text += f" {effective}"
     if vendor_code:
         text += f" ({vendor_code})"
-    text = redact(f"{text}: {message}"[:MAX_MESSAGE_CHARS], secrets)
+    secrets = list(secrets)  # used three times below; a generator would be spent after one
+    text = redact(f"{text}: {message}", secrets)[:MAX_MESSAGE_CHARS]
+    request_id = (headers or {}).get("request-id") or (headers or {}).get("x-request-id")
     return AdapterError(
         text,
         code,
         effective,
         retryable,
         retry_after=retry_after(headers or {}, error),
-        vendor_code=vendor_code,
-        request_id=(headers or {}).get("request-id") or (headers or {}).get("x-request-id"),
+        # Both are the vendor's words too (a body or header may echo the key): they are
+        # stored with the message and shown in logs, so they get the message's redaction.
+        vendor_code=redact_field(vendor_code, secrets),
+        request_id=redact_field(request_id, secrets),
     )
+
+
+def scrub(exc: ProviderError, secrets: Iterable[str | None]) -> ProviderError:
+    """``exc`` with ``secrets`` redacted from its message, vendor code and request id (for
+    errors classified where the key was not at hand: a vendor's error event mid-stream)."""
+    secrets = list(secrets)
+    exc.message = redact(exc.message, secrets)
+    exc.args = (exc.message,)
+    exc.vendor_code = redact_field(exc.vendor_code, secrets)
+    exc.request_id = redact_field(exc.request_id, secrets)
+    return exc
+
+
+def redact_field(value: str | None, secrets: Iterable[str | None]) -> str | None:
+    """A short vendor-given field, redacted and bounded like the message."""
+    # Redacted before it is cut, so a cut never leaves the start of a secret behind.
+    return redact(str(value), secrets)[:MAX_FIELD_CHARS] if value else None
 
 
 def from_response(

@@ -72,7 +72,14 @@ from runtime.step.llm import (
     opened_log,
     run_attempt,
 )
-from runtime.store.events import message_chunk, message_image, provider_tool_frame, telemetry
+from runtime.step.tool_progress import GenerationMeter
+from runtime.store.events import (
+    event,
+    message_chunk,
+    message_image,
+    provider_tool_frame,
+    telemetry,
+)
 from runtime.store.protocol import LogQuery, LogRecord, Store
 from runtime.store.recorder import Batch, Recorder
 
@@ -208,8 +215,13 @@ class AttemptLadder:
                     message_chunk(self.message.id, self.depth, shown, reasoning=reasoning)
                 )
 
+        meter = GenerationMeter(
+            lambda tokens: self.recorder.emit(event("generation", {"outputTokens": tokens}))
+        )
+
         def on_text(text: str) -> None:
             ctx.deliver_text(text)
+            meter.add(text)
             send(text, False)
 
         def on_reasoning(text: str) -> None:
@@ -238,7 +250,7 @@ class AttemptLadder:
                 on_reasoning,
                 on_image,
                 on_provider_tool,
-                self.on_tool_stream,
+                meter.tool_stream(self.on_tool_stream),
             )
         finally:
             for reasoning, stream in streams.items():

@@ -147,6 +147,10 @@ class ToolRunner:
                 prepared = (
                     await task if task else await self.execute(scope, call, slots[call["id"]])
                 )
+                if prepared.outcome.message.status == "pending":  # its handler parked it
+                    run.parked = True
+                    run.deferred = run.deferred.merge(prepared.batch)
+                    continue
                 run.outcomes.append(prepared.outcome)
                 self._take_queued(scope, message, calls, slots, run)
                 if index == len(calls):
@@ -186,6 +190,15 @@ class ToolRunner:
         offered = scope.tools[call["function"]["name"]]
         seconds = offered.entry.wait_timeout_seconds or self.deps.limits.tool_wait_seconds
         wait = waits.wait_object(kind, call, seconds, waits.now_ms())
+        run.deferred = run.deferred.merge(
+            Batch(created=[self._pending_row(scope, call, slot, wait)])
+        )
+        return True
+
+    def _pending_row(
+        self, scope: Scope, call: ToolCall, slot: Slot, wait: dict[str, Any]
+    ) -> Message:
+        """The ``pending`` result row of a call that waits (announced with ``tool_call_waiting``)."""
         pending = Message(
             id=slot.id,
             role="tool",
@@ -199,14 +212,13 @@ class ToolRunner:
             prompt_name=scope.prompt.name,
             metadata={waits.WAIT_KEY: wait},
         )
-        run.deferred = run.deferred.merge(Batch(created=[pending]))
         self.recorder.emit(
             event(
                 "tool_call_waiting",
                 {"id": call["id"], "name": pending.name, "message_id": slot.id, **wait},
             )
         )
-        return True
+        return pending
 
     def _slots(self, calls: list[ToolCall], stored: dict[str, Message]) -> dict[str, Slot]:
         slots = {}
@@ -298,6 +310,8 @@ class ToolRunner:
         with tracing.tool_span(name, call["id"]) as span:
             try:
                 result = await self.dispatch(scope, call, slot, state)
+            except waits.ParkCall as park:
+                return self._parked(scope, call, slot, state, park)
             except asyncio.CancelledError:
                 if signal is not None:  # a worker cancels the session when Stop is pressed
                     signal.set()
@@ -325,6 +339,20 @@ class ToolRunner:
         batch = Batch(logs=[log])
         (batch.updated if slot.exists else batch.created).append(message)
         return Prepared(CallOutcome(call, message), batch, state)
+
+    def _parked(
+        self, scope: Scope, call: ToolCall, slot: Slot, state: ThreadState, park: waits.ParkCall
+    ) -> Prepared:
+        """A call its handler parked: its ``pending`` row, staged for the parking commit."""
+        offered = scope.tools.get(call["function"]["name"])
+        seconds = (
+            offered.entry.wait_timeout_seconds if offered is not None else None
+        ) or self.deps.limits.tool_wait_seconds
+        wait = {**waits.wait_object(park.kind, call, seconds, waits.now_ms()), **park.details}
+        pending = self._pending_row(scope, call, slot, wait)
+        batch = Batch()
+        (batch.updated if slot.exists else batch.created).append(pending)
+        return Prepared(CallOutcome(call, pending), batch, state)
 
     async def _session_tool(
         self, scope: Scope, call: ToolCall, result: ToolResult, state: ThreadState
@@ -387,6 +415,10 @@ class ToolRunner:
             return failure(f"Tool arguments are not valid JSON: {exc}")
         try:
             return await self._call(scope, offered, call, args, slot, state)
+        except waits.ParkCall as park:
+            if scope.depth > 0 or slot.detached:
+                return failure(park.refusal)  # only the session's own step can park
+            raise
         except Exception as exc:  # a failing tool is a result the model sees, not a crash
             if is_commit_failure(exc):
                 raise

@@ -13,10 +13,15 @@ the argument is complete once a later argument has begun (for a number: once a c
 it), once it is a string, a boolean or ``null`` (those cannot grow), or once the arguments are
 whole. A number or an object that is
 still the last argument may grow, so it waits.
+
+``GenerationMeter`` (spec 0.2.0 ``generation`` event) counts an attempt's streamed output,
+text and tool-call argument deltas alike, and reports an ``outputTokens`` estimate every
+``GENERATION_EVERY`` characters: the one sign of progress while a long argument streams.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, MutableSet
 from typing import Any
@@ -28,6 +33,42 @@ from runtime.providers.base import ToolCallDelta, ToolCallDone, ToolCallStart
 from runtime.tools.toolset import OfferedTool
 
 Fire = Callable[[ToolCall, Any], Awaitable[None]]
+
+# The reference's throttle: one estimate per 80 streamed characters, four characters a token.
+GENERATION_EVERY = 80
+CHARS_PER_TOKEN = 4
+
+
+class GenerationMeter:
+    """Counts one attempt's streamed output characters; calls ``report(outputTokens)`` each
+    time another ``GENERATION_EVERY`` characters have streamed since the last report.
+
+    Reports are live frames only: nothing here is stored, so a delta costs no write."""
+
+    def __init__(self, report: Callable[[int], None]) -> None:
+        self.report = report
+        self.chars = 0
+        self._reported_at = 0
+
+    def add(self, text: str) -> None:
+        """Streamed output (a text delta or a tool call's argument delta)."""
+        self.chars += len(text)
+        if self.chars - self._reported_at >= GENERATION_EVERY:
+            self._reported_at = self.chars
+            self.report(math.ceil(self.chars / CHARS_PER_TOKEN))
+
+    def tool_stream(
+        self, then: Callable[[object], Awaitable[None]] | None
+    ) -> Callable[[object], Awaitable[None]]:
+        """A tool-stream listener that counts argument deltas, then passes each event on."""
+
+        async def feed(item: object) -> None:
+            if isinstance(item, ToolCallDelta):
+                self.add(item.delta)
+            if then is not None:
+                await then(item)
+
+        return feed
 
 
 def completed_argument(arguments: str, name: str, *, whole: bool = False) -> tuple[bool, Any]:

@@ -92,7 +92,7 @@ function toolBlock(ctx, call, result) {
   const waiting = waitingFor(result);
   if (waiting === 'approval') return approvalPanel(ctx, name, result);
   const state = waiting ? 'waiting' : !result || result.status === 'pending' ? 'running' : result.tool_status === 'error' ? 'error' : 'done';
-  const label = { running: 'running…', error: 'failed', done: 'done', waiting: 'waiting for the client' }[state];
+  const label = { running: 'running…', error: 'failed', done: 'done', waiting: waiting === 'variables' ? 'waiting for variables (answer through the API)' : 'waiting for the client' }[state];
   const summary = [el('span', { className: 'tool-icon', 'aria-hidden': 'true', text: '⚙' }), ' Tool ', el('code', { text: name }), ' ', el('span', { className: `badge ${state}`, text: label })];
   const progress = call ? progressNote(ctx, call, result) : null;
   if (progress) summary.push(' ', progress);

@@ -18,9 +18,11 @@ from __future__ import annotations
 import asyncio
 import codecs
 import json
+import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -29,12 +31,14 @@ from django.utils import timezone
 
 from agents_app.models import A2aAgent
 from agents_app.services.definitions.a2a_agents import remote_definition
+from agents_app.services.doors import a2a_cards
 from runtime.core import egress
 from runtime.core.a2a_agents import CARD_PATH, A2aAgentDefinition, card_url
 from runtime.core.env_refs import MissingReference, expand
 from runtime.core.redaction import Redactor
 from runtime.tools.a2a_tools import A2aAgentInfo, A2aReply, A2aUnavailable, Progress
 
+log = logging.getLogger(__name__)
 EnvLookup = Callable[[str], Awaitable[str | None]]
 CARD_TIMEOUT_SECONDS = 15
 DESCRIPTION_MAX = 1024
@@ -364,31 +368,67 @@ def _remember(name: str, card: dict[str, Any] | None, problem: str = "") -> None
     A2aAgent.objects.filter(name=name).update(**changes)
 
 
+# Background card refreshes under way (module-wide: an engine may build many of these).
+_refreshing: set[asyncio.Task[None]] = set()
+
+
 class DjangoA2aAgents:
     """``runtime.tools.a2a_tools.A2aAgents`` over the ``A2aAgent`` table: cards are fetched
-    on first use and cached on the row (the studio's "Fetch the card" refreshes them)."""
+    on first use and cached on the row (the studio's "Fetch the card" refreshes them, and a
+    card older than ``a2a_cards.CARD_REFRESH`` is refreshed in the background); a failed
+    fetch is not tried again within its backoff (``a2a_cards``)."""
 
     async def _card(
         self, row: A2aAgent, d: A2aAgentDefinition, env: EnvLookup | None
-    ) -> dict[str, Any] | None:
+    ) -> tuple[dict[str, Any] | None, str]:
+        """The card (cached or fetched now), or ``None`` and why not in words."""
         if row.card is not None:
-            return dict(row.card)
+            stale = _old(row) and await a2a_cards.backoff(d) is None
+            if stale and await a2a_cards.claim_refresh(d):
+                task = asyncio.create_task(self._refresh(d, env))
+                _refreshing.add(task)  # held, or the loop may drop it unfinished
+                task.add_done_callback(_refreshing.discard)
+            return dict(row.card), ""
+        waiting = await a2a_cards.backoff(d)
+        if waiting is not None:
+            return None, waiting.words()
+        return await self._fetch(d, env)
+
+    async def _fetch(
+        self, d: A2aAgentDefinition, env: EnvLookup | None
+    ) -> tuple[dict[str, Any] | None, str]:
         try:
             card = await fetch_card(d, env)
         except A2aUnavailable as exc:
-            await sync_to_async(_remember)(d.name, None, f"Could not read the card: {exc}.")
-            return None
+            waiting = await a2a_cards.failed(d, f"its card could not be read: {exc}")
+            await sync_to_async(_remember)(d.name, None, _last_error(exc, waiting))
+            return None, waiting.words()
+        await a2a_cards.succeeded(d)
         await sync_to_async(_remember)(d.name, card)
-        return card
+        return card, ""
+
+    async def _refresh(self, d: A2aAgentDefinition, env: EnvLookup | None) -> None:
+        try:
+            card, problem = await self._fetch(d, env)
+        except Exception:  # noqa: BLE001 - a background refresh must not fail a step
+            log.warning("refreshing the card of A2A agent %s failed", d.name, exc_info=True)
+            return
+        if card is None:
+            log.warning("A2A agent %s keeps its cached card: %s", d.name, problem)
 
     async def agent(self, name: str, env: EnvLookup | None = None) -> A2aAgentInfo | None:
         row = await sync_to_async(_row)(name)
         if row is None:
             return None
         d = remote_definition(row)
-        card = None if d.description else await self._card(row, d, env)
-        described = d.description or (card_description(card) if card else "")
-        return A2aAgentInfo(name, described or f"Ask the remote agent {name} (A2A).")
+        if d.description:
+            return A2aAgentInfo(name, d.description)
+        card, problem = await self._card(row, d, env)
+        if card is None:
+            # Offered without a card, the model would call an agent that cannot answer.
+            log.warning("A2A agent %s is left out of this step: %s", name, problem)
+            return None
+        return A2aAgentInfo(name, card_description(card) or f"Ask the remote agent {name} (A2A).")
 
     async def send(
         self,
@@ -404,19 +444,35 @@ class DjangoA2aAgents:
         if row is None:
             raise A2aUnavailable("it is no longer defined or is disabled")
         d = remote_definition(row)
-        card = await self._card(row, d, env)
+        card, problem = await self._card(row, d, env)
+        if card is None:  # its endpoint and whether it streams are the card's to say
+            raise A2aUnavailable(problem)
         return await ask(
             d, card, message, context_id=context_id, task_id=task_id, env=env, progress=progress
         )
 
 
+def _old(row: A2aAgent) -> bool:
+    fetched = row.card_fetched_at
+    return fetched is None or timezone.now() - fetched > a2a_cards.CARD_REFRESH
+
+
+def _last_error(exc: A2aUnavailable, waiting: a2a_cards.Backoff) -> str:
+    """What the studio shows: why, and when the card is asked for again at the earliest."""
+    again = datetime.fromtimestamp(waiting.until, UTC).strftime("%H:%M:%S UTC")
+    return f"Could not read the card: {exc}. Not tried again before {again}."
+
+
 def card_refresh(*, row: A2aAgent, env: EnvLookup | None = None) -> dict[str, Any]:
-    """Fetch the card now and cache it (the studio's button); ``A2aUnavailable`` in words."""
+    """Fetch the card now and cache it (the studio's button, which ignores the backoff: a
+    person asked); ``A2aUnavailable`` in words."""
     d = remote_definition(row)
     try:
         card = async_to_sync(fetch_card)(d, env)
     except A2aUnavailable as exc:
-        _remember(d.name, None, f"Could not read the card: {exc}.")
+        waiting = async_to_sync(a2a_cards.failed)(d, f"its card could not be read: {exc}")
+        _remember(d.name, None, _last_error(exc, waiting))
         raise
+    async_to_sync(a2a_cards.succeeded)(d)
     _remember(d.name, card)
     return card

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from agents_app import wire
 from agents_app.base.dispatch import session_should_run
@@ -68,6 +69,8 @@ def _pending_wire(row: Message) -> dict[str, Any]:
         "toolCallId": row.tool_call_id,
         "requestPermission": None,
         "risk": None,
+        # A variables request is answered at its own route, by this id.
+        "variables_request_id": str(row.pk) if wait.get("kind") == "variables" else None,
     }
 
 
@@ -116,6 +119,13 @@ def tool_call_decide(thread: Thread, tool_call_id: str, decision: dict[str, Any]
     expects = "approval" if decision["type"] in ("approved", "rejected") else None
     if decision["type"] == "client_result":
         expects = "client"
+    if decision["type"] in ("variables_supplied", "declined"):
+        expects = "variables"
+    if wait.get("kind") == "variables" and expects not in ("variables", None):
+        raise Invalid(
+            f"Tool call {tool_call_id} waits for variables: answer it with "
+            f"POST /api/threads/{locked.pk}/variables/{row.pk}"
+        )
     if expects is not None and wait.get("kind") != expects:
         raise Invalid(
             f"Tool call {tool_call_id} waits for "
@@ -131,6 +141,11 @@ def tool_call_decide(thread: Thread, tool_call_id: str, decision: dict[str, Any]
     if changed != 1:
         raise Conflict(f"Tool call {tool_call_id} was already decided")
     row.metadata = metadata
+    if wait.get("kind") == "variables" and decision["type"] != "variables_supplied":
+        # The child a variables request made never starts: it leaves the parent's registry.
+        Thread.objects.filter(pk=wait.get("child_thread_id"), parent=locked).update(
+            child_status="terminated", terminated_at=timezone.now()
+        )
     resume_parked(locked)
     frames = [wire.message_frame(wire.message_wire(row))]
     transaction.on_commit(lambda: send_thread_frames(str(locked.pk), frames))

@@ -140,8 +140,7 @@ class CompatibleProvider(OpenAIProvider):
             return await super()._open(prepared, key)
         except errors.AdapterError as exc:
             # Vendors echo credentials back; the key is scrubbed already, secret slots here.
-            exc.message = errors.redact(exc.message, self._secrets)
-            exc.args = (exc.message,)
+            errors.scrub(exc, self._secrets)
             raise
 
 

@@ -283,13 +283,14 @@ def test_failures_come_back_as_tool_errors_in_words(server: str, alice: Any, cha
             "tool_call_id", "content"
         )
     )
-    assert rows["call_1"] == (
-        "Failed to execute tool: The remote agent gone could not be asked: could not connect "
-        "to 127.0.0.1 (ConnectError)"
+    # No card and no description: not offered (the studio shows why, test_a2a_card_backoff).
+    assert rows["call_1"] == "Failed to execute tool: Tool 'gone' is not available for this prompt."
+    assert A2aAgent.objects.get(name="gone").last_error.startswith(
+        "Could not read the card: could not connect to 127.0.0.1 (ConnectError)."
     )
-    assert rows["call_2"] == (
-        "Failed to execute tool: The remote agent locked could not be asked: 127.0.0.1 "
-        "answered HTTP 401"
+    assert rows["call_2"].startswith(
+        "Failed to execute tool: The remote agent locked could not be asked: its card could "
+        "not be read: 127.0.0.1 answered HTTP 401 (not tried again for "
     )
     assert rows["call_3"].startswith(
         "Failed to execute tool: The remote agent slow could not be asked: no answer within 0.4 s"

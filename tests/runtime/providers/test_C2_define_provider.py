@@ -64,6 +64,10 @@ acme = define_provider(
 
 @pytest.fixture
 def acme_folder(tmp_path: Path, replay) -> Iterator[Path]:
+    # The app's own providers load on first use (agents_app's loader, a reload of the code
+    # forgets other folders' definitions): load them now, as a running server has, so the
+    # folder discovered here is not forgotten by that first load.
+    known_providers()
     providers = tmp_path / "agents" / "providers"
     providers.mkdir(parents=True)
     (providers / "acme.py").write_text(ACME.replace("{base}", replay.url))
@@ -157,7 +161,14 @@ async def test_C2_a_secret_the_vendor_echoes_back_is_scrubbed(
     from .replay import Reply
 
     discover_providers([acme_folder])
-    echo = {"error": {"message": f"bad gateway token {SECRET}", "type": "invalid_request_error"}}
+    echo = {
+        "error": {
+            "message": f"bad gateway token {SECRET}",
+            "type": "invalid_request_error",
+            "code": f"gateway-{SECRET}",  # the vendor's code and request id echo it too
+        },
+        "request_id": f"req-{SECRET}",
+    }
     replay.queue(Reply.json(echo, 400))
     install(
         world.providers,
@@ -172,6 +183,9 @@ async def test_C2_a_secret_the_vendor_echoes_back_is_scrubbed(
     logs = await world.store.list_logs(thread.id, LogQuery(limit=None, kind="llm"))
     assert SECRET not in json.dumps([dataclasses.asdict(x) for x in logs], default=str)
     assert "[redacted]" in logs[-1].error
+    stored = (await world.messages(thread.id))[-1].metadata["error"]
+    assert SECRET not in json.dumps(stored)
+    assert (stored["vendor_code"], stored["request_id"]) == ("gateway-[redacted]", "req-[redacted]")
 
 
 @pytest.mark.parametrize(
