@@ -69,6 +69,9 @@ def test_the_studio_screens_and_the_try_frame_work_with_nothing_refused(
     # An agent's page frames the chat ("Try this agent"): the frame loads and runs.
     page.goto(f"{site.url}/admin/agents_app/agent/")
     page.locator("#result_list tbody th a").first.click()
+    # The frame loads lazily, when scrolled to (below the form's sections); Playwright's
+    # visibility check does not scroll, and an unloaded frame was waited for past any timeout.
+    page.locator("iframe.studio-try-frame").scroll_into_view_if_needed()
     frame = page.frame_locator("iframe.studio-try-frame")
     expect(frame.get_by_label("Message")).to_be_visible()
     # A prompt's editor runs its preview script.

@@ -16,7 +16,7 @@ values (tooltips, ``datetime``) are for machines and for whoever searches for th
 
 Deliberate exceptions to the snake_case rule, each with its reason:
 - names people gave their own definitions and data (agents, prompts, models and their
-  provider model ids, MCP servers, env values, eval datasets and cases, schedules, users,
+  provider model ids, MCP servers, A2A agents, env values, eval datasets and cases, schedules, users,
   thread names, tags), also of rows deleted or renamed since, which the history pages
   (recent actions, the audit log) and the logs behind the usage charts still name:
   identifiers they chose and search by, not codes of ours;
@@ -74,12 +74,12 @@ VISIBLE_TEXT = """() => {
 SEED_NAMES = r"""
 import json
 from agents_app.base.code_registry import get_registry
-from agents_app.models import (Agent, EnvValue, EvalCase, EvalDataset, LanguageModel, McpServer,
-    Prompt, Schedule, Thread)
+from agents_app.models import (A2aAgent, Agent, EnvValue, EvalCase, EvalDataset, LanguageModel,
+    McpServer, Prompt, Schedule, Thread)
 from django.contrib.auth import get_user_model
 names = set()
 for model, fields in ((Agent, ("name",)), (Prompt, ("name",)), (LanguageModel, ("name", "model")),
-        (McpServer, ("name",)), (EnvValue, ("key",)), (EvalDataset, ("name",)),
+        (McpServer, ("name",)), (A2aAgent, ("name",)), (EnvValue, ("key",)), (EvalDataset, ("name",)),
         (EvalCase, ("name",)), (Schedule, ("name",)), (Thread, ("display_name",)),
         (get_user_model(), ("username",))):
     for row in model.objects.values_list(*fields):
