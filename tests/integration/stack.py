@@ -13,6 +13,7 @@ goes to log files that ``Stack.tails()`` prints when a test fails.
 from __future__ import annotations
 
 import base64
+import ctypes
 import functools
 import hashlib
 import json
@@ -270,6 +271,20 @@ END $$
 """
 
 
+def die_with_parent() -> None:
+    """In the child, before it runs: the kernel kills it when the test process ends, however
+    it ends. pytest-timeout ends a hung worker with ``os._exit`` (no fixture teardown), and the
+    stack's Daphne and Celery processes then lived on, each holding database connections,
+    until a later run on the machine met "too many clients". The spawning thread must outlive
+    the child (``PR_SET_PDEATHSIG`` follows the thread): stacks start in fixtures, on the
+    test's main thread."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
 @dataclass
 class Process:
     name: str
@@ -499,6 +514,7 @@ class Stack:
             stdout=handle,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so kill -9 takes the whole worker
+            preexec_fn=die_with_parent,
         )
         process = Process(name, popen, log)
         self.processes.append(process)
