@@ -81,12 +81,16 @@ def read_file(raw: bytes | str) -> dict[str, Any]:
             file_lines.from_lines(text) if file_lines.looks_like_lines(text) else json.loads(text)
         )
     except (ValueError, UnicodeDecodeError) as exc:
-        where = (
-            f" (line {exc.lineno}, column {exc.colno})"
-            if isinstance(exc, json.JSONDecodeError)
-            else ""
-        )
-        raise Invalid(f"This is not a JSON dataset file{where}: {exc}") from None
+        # The decoder's own words ("Expecting value: line 1 column 25 (char 24)") repeat
+        # the place in a programmer's terms; a person needs the place and what was wrong.
+        if isinstance(exc, json.JSONDecodeError):
+            raise Invalid(
+                f"This is not a JSON dataset file (line {exc.lineno}, column {exc.colno}): "
+                f"{_json_reason(exc.msg)}."
+            ) from None
+        if isinstance(exc, UnicodeDecodeError):
+            raise Invalid("This is not a JSON dataset file: it is not UTF-8 text.") from None
+        raise Invalid(f"This is not a JSON dataset file: {exc}") from None
     head = {k: v for k, v in data.items() if k != "cases"} if isinstance(data, dict) else data
     unstorable = find_unstorable(head)  # in a case, the case's check below names it
     if unstorable:
@@ -180,3 +184,18 @@ def counts_text(counts: dict[str, int]) -> str:
         f"{added} case{'s' if added != 1 else ''} added, {updated or 'none'} updated, "
         f"{removed or 'none'} removed"
     )
+
+
+def _json_reason(message: str) -> str:
+    """The JSON decoder's reason in a person's words, where it has a common one."""
+    known = {
+        "Expecting value": "a value is missing or the file ends too soon",
+        "Unterminated string starting at": "a text in quotes is not closed",
+        "Expecting property name enclosed in double quotes": (
+            "a name must be in double quotes (or a comma is one too many)"
+        ),
+        "Expecting ',' delimiter": "a comma is missing",
+        "Expecting ':' delimiter": "a colon is missing after a name",
+        "Extra data": "there is more after the end of the dataset",
+    }
+    return known.get(message, message[:1].lower() + message[1:])
