@@ -1,6 +1,6 @@
 """Issue #55: a repository's CI runs its evals against a fresh database. The repository holds
 its definitions and a dataset file; the pipeline migrates an empty database, imports the
-definitions, and ``run_eval --dataset-file`` exits 0 when the pass rate reaches the threshold
+definitions, and ``run_eval --dataset FILE`` (or ``--dataset-file FILE``) exits 0 when the pass rate reaches the threshold
 and 1 when it does not, as separate processes with nothing else set up."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _repository(root: Path, answer: str) -> None:
     (root / "evals" / "oracle.eval.json").write_text(json.dumps(DATASET))
 
 
-def _pipeline(tmp: Path, answer: str) -> subprocess.CompletedProcess[str]:
+def _pipeline(tmp: Path, answer: str, flag: str) -> subprocess.CompletedProcess[str]:
     repo = tmp / "repo"
     _repository(repo, answer)
     env = {
@@ -76,21 +76,21 @@ def _pipeline(tmp: Path, answer: str) -> subprocess.CompletedProcess[str]:
         cwd=ROOT, env=env, check=True, capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     return subprocess.run(
-        [python, "manage.py", "run_eval", "--dataset-file", str(repo / "evals/oracle.eval.json"),
+        [python, "manage.py", "run_eval", flag, str(repo / "evals/oracle.eval.json"),
          "--agent", "oracle", "--threshold", "1"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
 
 
 def test_a_repository_passes_its_evals_in_a_fresh_database(tmp_path: Path) -> None:
-    done = _pipeline(tmp_path, "The answer is 42.")
+    done = _pipeline(tmp_path, "The answer is 42.", "--dataset-file")
     assert done.returncode == 0, (done.stdout, done.stderr)
     assert "Dataset oracle-set from" in done.stdout and "2 cases added" in done.stdout
     assert "Eval passed: 2/2 passed (100%)" in done.stdout
 
 
 def test_a_repository_fails_its_evals_with_exit_code_1(tmp_path: Path) -> None:
-    done = _pipeline(tmp_path, "The answer is 41.")
+    done = _pipeline(tmp_path, "The answer is 41.", "--dataset")  # a path: read as a file
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "FAIL      says 42" in done.stdout
     assert "Eval failed: 1/2 passed (50%)" in done.stderr

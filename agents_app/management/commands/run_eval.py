@@ -34,6 +34,13 @@ async def _close_connections() -> None:
     await sync_to_async(connections.close_all)()
 
 
+def _is_file_path(value: str) -> bool:
+    """``--dataset evals/oracle.eval.json`` names a file; ``--dataset oracle-set`` a stored
+    dataset (a dataset's name has no slash, and a name ending in .json would read as a file:
+    the studio's names are words)."""
+    return "/" in value or value.endswith((".json", ".jsonl"))
+
+
 class Command(BaseCommand):
     help = (
         "Run an agent over an eval dataset and wait for the result; exits 1 when the pass "
@@ -42,7 +49,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         source = parser.add_mutually_exclusive_group(required=True)
-        source.add_argument("--dataset", help="the name of a dataset stored in the studio")
+        source.add_argument(
+            "--dataset",
+            metavar="NAME_OR_FILE",
+            help="the name of a dataset stored in the studio, or a dataset file (a value "
+            "ending in .json or .jsonl, or with a / in it, is read as a file: see --dataset-file)",
+        )
         source.add_argument(
             "--dataset-file",
             type=Path,
@@ -79,7 +91,11 @@ class Command(BaseCommand):
         if not 0 <= options["threshold"] <= 1:
             raise CommandError("--threshold must be from 0 to 1")
         versions = dict(_version(v) for v in options["pin"])
-        dataset = options["dataset"] or self._import(options["dataset_file"])
+        named = options["dataset"]
+        if named and _is_file_path(named):
+            dataset = self._import(Path(named))
+        else:
+            dataset = named or self._import(options["dataset_file"])
         try:
             run = run_start(
                 dataset=dataset,
