@@ -13,6 +13,8 @@ from runtime.providers.retry import RetryPolicy, Sleep
 from runtime.store.events import EventSink, NullSink
 from runtime.store.protocol import Store
 from runtime.tools.a2a_tools import A2aAgents
+from runtime.tools.knowledge_tools import KnowledgeBases
+from runtime.tools.memory_tools import MemoryEmbedder
 from runtime.tools.registry import Registry
 
 # The reference's limits (``runtime.loop.stops`` checks them).
@@ -57,3 +59,7 @@ class Deps:
     mcp: McpTools | None = None
     # ``a2a:<name>`` tools (remote A2A agents); without it such names resolve to nothing.
     a2a: A2aAgents | None = None
+    # ``knowledge:<name>`` tools (knowledge bases); without it such names resolve to nothing.
+    knowledge: KnowledgeBases | None = None
+    # ``memory:person`` recall by meaning (``runtime.tools.memory_tools``); without it, by words.
+    memory: MemoryEmbedder | None = None

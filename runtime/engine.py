@@ -36,6 +36,8 @@ from runtime.store.recorder import Recorder
 from runtime.store.storable import storable
 from runtime.tools.a2a_tools import A2aAgents
 from runtime.tools.hooks import HookRunner, hook_ids
+from runtime.tools.knowledge_tools import KnowledgeBases
+from runtime.tools.memory_tools import MemoryEmbedder
 from runtime.tools.registry import Registry
 
 # A thread at rest: the definitions' loader, side A's prompt and the hooks (``_rest_hooks``).
@@ -64,13 +66,17 @@ class Engine:
         subagent_host: SubagentHost | None = None,
         mcp: McpTools | None = None,
         a2a: A2aAgents | None = None,
+        knowledge: KnowledgeBases | None = None,
+        memory: MemoryEmbedder | None = None,
     ) -> None:
         """``sleep`` replaces ``asyncio.sleep`` for the waits between LLM attempts (tests).
 
         ``subagent_host`` starts sessions of threads this engine does not run itself
         (non-blocking subagents, woken parents); without one, queued messages wait.
         ``mcp`` resolves and runs ``mcp:<server>/<tool>`` tools (``runtime.mcp.servers``);
-        ``a2a`` resolves and runs ``a2a:<name>`` tools (``runtime.tools.a2a_tools``).
+        ``a2a`` resolves and runs ``a2a:<name>`` tools (``runtime.tools.a2a_tools``);
+        ``knowledge`` searches ``knowledge:<name>`` bases (``runtime.tools.knowledge_tools``);
+        ``memory`` embeds ``memory:person`` memories (``runtime.tools.memory_tools``).
         """
         self.deps = Deps(
             store=store,
@@ -82,6 +88,8 @@ class Engine:
             sleep=sleep or asyncio.sleep,
             mcp=mcp,
             a2a=a2a,
+            knowledge=knowledge,
+            memory=memory,
         )
         self.subagents = Subagents(self, subagent_host or NullHost())
 

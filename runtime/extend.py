@@ -1,7 +1,8 @@
 """The public extension API: everything code in an agents folder imports.
 
-Tools, hooks, effects, thread endpoints, controllers and side handlers written in Python
-import from here, and this module's names are a contract: the engine's packages may move
+Tools, hooks, effects, thread endpoints, user endpoints, controllers and side handlers
+written in Python import from here, and this module's names are a contract: the engine's
+packages may move
 (issue #53 moved them once and broke every agents folder), this module keeps the same
 names. The older paths (``runtime.registry``, ``runtime.controllers``, ``runtime.results``,
 ``runtime.memory_store``, from before the layout step) keep working with a
@@ -12,6 +13,7 @@ the docs named after it, keep working too. docs/writing-tools-hooks.md lists the
 from __future__ import annotations
 
 from runtime.core.results import ToolResult, failure, success
+from runtime.core.user_scope import ReentrantUserCall, UserEndpointError
 from runtime.state import EnvNotFound, ThreadState
 from runtime.store.protocol import ThreadUser
 from runtime.tools.controllers import ControllerDefinition, define_controller
@@ -32,6 +34,13 @@ from runtime.tools.registry import (
     define_tool,
     discover,
 )
+from runtime.tools.user_endpoints import (
+    UserEndpointDefinition,
+    UserRequest,
+    UserState,
+    UserThread,
+    define_user_endpoint,
+)
 
 __all__ = [
     "ControllerDefinition",
@@ -43,6 +52,7 @@ __all__ = [
     "HandlerDefinition",
     "HandlerError",
     "HookDefinition",
+    "ReentrantUserCall",
     "Registry",
     "RegistryError",
     "ThreadEndpointAuth",
@@ -50,12 +60,18 @@ __all__ = [
     "ThreadUser",
     "ToolDefinition",
     "ToolResult",
+    "UserEndpointDefinition",
+    "UserEndpointError",
+    "UserRequest",
+    "UserState",
+    "UserThread",
     "define_controller",
     "define_effect",
     "define_handler",
     "define_hook",
     "define_thread_endpoint",
     "define_tool",
+    "define_user_endpoint",
     "discover",
     "failure",
     "success",

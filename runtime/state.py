@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal, Protocol
 
+import httpx
+
 from runtime.core import env_refs
 from runtime.core.messages import (
     MESSAGE_FIELDS,
@@ -283,8 +285,10 @@ class ThreadState:
         context: dict[str, Any] | None = None,
         relations: Relations | None = None,
         env_overlay: Mapping[str, str] | None = None,
+        caller: tuple[str, str] | None = None,
     ) -> None:
         self._deps, self._thread, self._defs = deps, thread, defs
+        self._caller = caller
         self._env_overlay = dict(env_overlay or {})
         self._relations = relations
         self._recorder, self._hooks, self._host = recorder, hooks, host
@@ -304,6 +308,7 @@ class ThreadState:
             "context": self.context,
             "relations": self._relations,
             "env_overlay": self._env_overlay,
+            "caller": self._caller,
         }
         values.update(changes)
         return ThreadState(self._deps, self._thread, **values)
@@ -316,6 +321,15 @@ class ThreadState:
         return self._with(
             execution=ExecutionState(execution._control, tool_call_id, execution._path)
         )
+
+    def as_tool(self, name: str) -> ThreadState:
+        """The view a code tool runs with: ``fetch`` asks credential grants as tool ``name``."""
+        return self.as_caller("tools", name)
+
+    def as_caller(self, kind: str, name: str) -> ThreadState:
+        """The view code of ``kind`` (``"tools"``, ``"endpoints"``) named ``name`` runs with:
+        who ``fetch`` says is asking for a credential grant."""
+        return self._with(caller=(kind, name))
 
     def with_env(self, values: Mapping[str, str] | None) -> ThreadState:
         """A view whose ``env`` sees ``values`` first (a prompt tool entry's ``env``)."""
@@ -769,10 +783,41 @@ class ThreadState:
     async def user(self) -> ThreadUser | None:
         """The thread's owner (spec 0.2.0 ``user()``: a ``ThreadUser`` with ``id``,
         ``username``, ``role``, ``permissions``, ``email``, ``display_name``, ``avatar_url``;
-        ``is_admin`` kept), or ``None`` for a thread without one."""
+        ``is_admin`` kept; ``await user.call(method, path, body)`` runs the owner's user
+        endpoints), or ``None`` for a thread without one."""
         if self._thread.user_id is None:
             return None
-        return await self._deps.store.get_user(self._thread.user_id)
+        user = await self._deps.store.get_user(self._thread.user_id)
+        if user is not None:
+            user.endpoint_caller = self._user_endpoint_caller(user.id)
+        return user
+
+    def _user_endpoint_caller(self, user_id: str) -> Any:
+        """``user.call``: the owner's user endpoints, through the store (spec 0.2.0 F2)."""
+        store, thread_id = self._deps.store, self.thread_id
+
+        async def call(method: str, path: str, body: Any) -> Any:
+            return await store.call_user_endpoint(user_id, method, path, body, thread_id)
+
+        return call
+
+    async def fetch(
+        self, grant: str, url: str, method: str = "GET", **options: Any
+    ) -> httpx.Response:
+        """An HTTP request carrying the credential grant ``grant`` of the thread's owner (or
+        the instance's), spec 0.2.0 ``fetch(grant, url, init)``: the platform injects the
+        secret, so this code never holds it. Only a code tool or a thread endpoint may ask
+        (the grant's ``allow.tools`` / ``allow.endpoints`` must name it), only for the
+        grant's ``origins``, through the egress policy; ``PermissionError`` says why otherwise. ``options``: ``headers``,
+        ``params``, ``json``, ``content``, ``data``. The response's ``request`` is the one
+        given here, without the credential."""
+        if self._caller is None:
+            raise PermissionError(
+                f"fetch({grant!r}): credential grants are lent to tools and thread endpoints; "
+                "this code is neither."
+            )
+        owner = self._thread.user_id
+        return await self._deps.store.grant_fetch(owner, grant, self._caller, method, url, options)
 
     @property
     def not_packable_runtime_context(self) -> Mapping[str, Any]:

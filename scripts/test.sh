@@ -14,6 +14,12 @@ export DATABASE_URL="${TEST_DATABASE_URL:-postgres://root@127.0.0.1:5432/postgre
 export TEST_REDIS_URL="${TEST_REDIS_URL:-redis://127.0.0.1:6379/0}"
 # Unit tests run in embedded mode; integration tests start their own Redis-backed processes.
 unset REDIS_URL
+# pytest keeps each test module's assertion-rewritten code in __pycache__, unless
+# PYTHONDONTWRITEBYTECODE is set (the Docker image and some machines set it): then every
+# worker parses and rewrites all the test modules again at every run, 13 of the 22 s of CPU
+# a worker spends collecting the fast loop (docs/testing.md). The tests are compiled by this
+# run; the packages were by the install above.
+unset PYTHONDONTWRITEBYTECODE
 
 echo "== ruff"; .venv/bin/ruff check .
 echo "== ruff format"; .venv/bin/ruff format --check . >/dev/null || { .venv/bin/ruff format --check .; exit 1; }

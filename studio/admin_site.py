@@ -22,7 +22,9 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
             ("agents_app", "languagemodel"),
             ("agents_app", "mcpserver"),
             ("agents_app", "a2aagent"),
+            ("agents_app", "knowledgebase"),
             ("agents_app", "envvalue"),
+            ("agents_app", "credentialgrant"),
             ("agents_app", "retentionpolicy"),
         ],
     ),
@@ -69,6 +71,7 @@ SYSTEM_MODELS: list[tuple[str, str]] = [
     ("agents_app", "threadfile"),
     ("agents_app", "websocketticket"),
     ("agents_app", "evalresult"),
+    ("agents_app", "knowledgedocument"),
     ("auth", "group"),
 ]
 DEVELOPERS_GROUP = "Developers"

@@ -178,6 +178,13 @@ STORAGES = {
 # 1.75 MiB); writes above the maximum are refused.
 STUDIO_FILE_CHUNK_SIZE = envint("STUDIO_FILE_CHUNK_SIZE", 1_835_008)
 STUDIO_FILE_MAX_SIZE = envint("STUDIO_FILE_MAX_SIZE", 1024 * 1024 * 1024)
+# Resumable uploads (…/fs/<path>/upload/start): an unfinished one is removed after this long,
+# by the expire-uploads job every STUDIO_UPLOAD_SWEEP_SECONDS.
+STUDIO_UPLOAD_EXPIRE_SECONDS = envint("STUDIO_UPLOAD_EXPIRE_SECONDS", 24 * 3600)
+STUDIO_UPLOAD_SWEEP_SECONDS = envint("STUDIO_UPLOAD_SWEEP_SECONDS", 600)
+# POST /api/threads/{id}/rpc, the reference's dev and test passthrough: off (404) unless set,
+# and loopback clients only even then (docs/api.md).
+STUDIO_THREAD_RPC = envbool("STUDIO_THREAD_RPC", False)
 
 # --- MCP (docs/mcp.md) ------------------------------------------------------------
 # stdio MCP servers run a command on the worker: off unless the operator allows it.
@@ -493,6 +500,16 @@ STUDIO_RETENTION_INTERVAL_SECONDS = envint("STUDIO_RETENTION_INTERVAL_SECONDS", 
 STUDIO_RETENTION_MAX_SECONDS = envint("STUDIO_RETENTION_MAX_SECONDS", 600)
 CELERY_IMPORTS.append("agents_app.tasks.retention_tasks")
 # --- end retention ----------------------------------------------------------------------
+
+# --- knowledge bases (docs/knowledge.md) ------------------------------------------------
+# How often the sweep hands waiting documents to the workers; how long a queued document
+# waits before its task counts as lost; how old an ingesting worker's heartbeat may grow
+# before its document is taken up again (a batch of chunks takes seconds, so minutes is dead).
+STUDIO_KNOWLEDGE_SWEEP_SECONDS = envint("STUDIO_KNOWLEDGE_SWEEP_SECONDS", 30)
+STUDIO_KNOWLEDGE_REQUEUE_SECONDS = envint("STUDIO_KNOWLEDGE_REQUEUE_SECONDS", 120)
+STUDIO_KNOWLEDGE_STALE_SECONDS = envint("STUDIO_KNOWLEDGE_STALE_SECONDS", 300)
+CELERY_IMPORTS.append("agents_app.tasks.knowledge_tasks")
+# --- end knowledge bases ----------------------------------------------------------------
 
 # Where code-defined tools, hooks, effects and thread endpoints are discovered
 # (besides ``agents/`` packages inside installed apps).

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,6 +39,57 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from tests.parallel import FileScheduling
 
     return FileScheduling(config, log)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The integration and browser folders are not even imported when ``-m`` leaves out
+    every test they hold (the fast loop, ``-m "not integration"``): each of their tests is
+    marked ``integration`` and ``browser`` tests both (their conftests), and importing them
+    (the SCIM client, Playwright, the stacks' helpers) took 7 of the 29 s of CPU each worker
+    spent collecting, for tests deselected right after (``tests/test_collection.py``)."""
+    if collection_path.name not in _PROCESS_FOLDERS or collection_path.parent != _TESTS:
+        return None
+    return _leaves_out(config.option.markexpr, marks=_PROCESS_FOLDERS[collection_path.name])
+
+
+# Each folder whose every test its conftest marks, with the marks it gives them.
+_PROCESS_FOLDERS = {"integration": {"integration"}, "browser": {"integration", "browser"}}
+_TESTS = Path(__file__).resolve().parent
+
+
+def _leaves_out(markexpr: str, *, marks: set[str]) -> bool | None:
+    """True when the ``-m`` expression is false for a test with ``marks``, whatever other
+    marks it has (every combination of the other names the expression mentions); None
+    (collect as usual) otherwise."""
+    from itertools import product
+
+    from _pytest.mark.expression import Expression
+
+    if not markexpr:
+        return None
+    try:
+        expression = Expression.compile(markexpr)
+    except SyntaxError:
+        return None  # pytest reports it with its own message
+    others = sorted(expression.idents() - marks)
+    if len(others) > 8:
+        return None
+    for values in product((False, True), repeat=len(others)):
+        present = marks | {name for name, on in zip(others, values, strict=True) if on}
+        if expression.evaluate(_MarksPresent(present, others)):
+            return None
+    return True
+
+
+class _MarksPresent:
+    """A ``-m`` matcher for a test with the marks ``present``; a mark called with arguments
+    (``-m 'foo(x=1)'``) counts as present when it is one of the free ``others``."""
+
+    def __init__(self, present: set[str], others: list[str]) -> None:
+        self.present, self.others = present, others
+
+    def __call__(self, name: str, /, **kwargs: object) -> bool:
+        return name in self.present and (not kwargs or name in self.others)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -105,6 +157,32 @@ def quick_password_hashing() -> Any:
 
     with override_settings(PASSWORD_HASHERS=[FAST_HASHER]):
         yield
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    django_db_modify_db_settings: None, request: pytest.FixtureRequest
+) -> Any:
+    """pytest-django's (the ``_gw<N>`` suffix), then the test database as a copy of the
+    migrated template (``tests/db_template.py``: instead of 14 s of migrations per process);
+    dropped after pytest-django's teardown, which keeps it (``django_db_keepdb``). Yields
+    the copy's name, or None where pytest-django creates the database itself."""
+    from django.db import connection
+
+    from tests.db_template import clone_test_database, drop_test_database
+
+    options = request.config.option
+    reuse = getattr(options, "reuse_db", False) or getattr(options, "create_db", False)
+    cloned = None if reuse else clone_test_database(connection)
+    yield cloned
+    if cloned is not None:
+        drop_test_database(cloned)
+
+
+@pytest.fixture(scope="session")
+def django_db_keepdb(django_db_keepdb: bool, django_db_modify_db_settings: str | None) -> bool:
+    """A test database copied from the template is there already: pytest-django keeps it."""
+    return django_db_keepdb or django_db_modify_db_settings is not None
 
 
 @pytest.fixture(scope="session")

@@ -27,6 +27,14 @@ from xdist.scheduler import LoadScopeScheduling
 # Folders whose files start real processes (Daphne, Celery, chromium): each file takes tens
 # of seconds to minutes, the unit files a few seconds.
 SLOW_FOLDERS = ("tests/browser/", "tests/integration/")
+# Unit files that each take a minute or more on one worker (a single test posting hundreds of
+# forms, every admin page twice, a hundred generated API requests): handed out right after the
+# slow folders, so none of them is the last unit left while the other worker has finished.
+HEAVY_FILES = (
+    "tests/agents_app/admin/test_admin_input_robustness.py",
+    "tests/agents_app/admin/test_admin_secrets.py",
+    "tests/agents_app/api/test_api_schemathesis.py",
+)
 # Redis's default ``databases 16``; 0 is TEST_REDIS_URL's (unit tests, with key prefixes).
 REDIS_DATABASES = range(1, 16)
 
@@ -56,6 +64,13 @@ def is_slow(nodeid: str) -> bool:
     return nodeid.startswith(SLOW_FOLDERS)
 
 
+def _rank(nodeids: dict[str, bool]) -> int:
+    """0 for a unit of the slow folders, 1 for a heavy unit file, 2 for the others."""
+    if any(is_slow(nodeid) for nodeid in nodeids):
+        return 0
+    return 1 if any(nodeid.startswith(HEAVY_FILES) for nodeid in nodeids) else 2
+
+
 class FileScheduling(LoadScopeScheduling):  # type: ignore[misc]
     """``--dist loadfile`` that honours ``xdist_group`` marks and hands out slow files first."""
 
@@ -73,17 +88,19 @@ class FileScheduling(LoadScopeScheduling):  # type: ignore[misc]
 
     def _slow_first(self) -> None:
         """Before the first unit is handed out: slow units to the front in collection order
-        (a package's files stay together, so its package-scoped fixtures start once), then
-        the others in the base class's order (most tests first, with its default
-        ``--loadscope-reorder``)."""
+        (a package's files stay together, so its package-scoped fixtures start once), the
+        heavy unit files next, then the others in the base class's order (most tests first,
+        with its default ``--loadscope-reorder``)."""
         order = {
             scope: n
             for n, scope in enumerate(dict.fromkeys(map(self._split_scope, self.collection)))
         }
         units = list(self.workqueue.items())
-        slow = sorted((u for u in units if _any_slow(u[1])), key=lambda u: order[u[0]])
+        first = sorted(
+            (u for u in units if _rank(u[1]) < 2), key=lambda u: (_rank(u[1]), order[u[0]])
+        )
         self.workqueue.clear()
-        self.workqueue.update(slow + [u for u in units if not _any_slow(u[1])])
+        self.workqueue.update(first + [u for u in units if _rank(u[1]) == 2])
 
     def remove_node(self, node: Any) -> str | None:
         """A worker that died (pytest-timeout's ``thread`` method ends the process on a hang):
@@ -104,7 +121,3 @@ class FileScheduling(LoadScopeScheduling):  # type: ignore[misc]
         for other in self.assigned_work:
             self._reschedule(other)
         return crashed
-
-
-def _any_slow(nodeids: dict[str, bool]) -> bool:
-    return any(is_slow(nodeid) for nodeid in nodeids)

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from tests.parallel import FileScheduling, redis_database
+from tests.parallel import HEAVY_FILES, FileScheduling, redis_database
 
 
 class Node:
@@ -117,3 +117,26 @@ def test_every_collected_test_has_a_node_id_of_its_own() -> None:
     ).stdout
     ids = [line for line in listed.splitlines() if "::" in line]
     assert len(ids) > 100 and len(set(ids)) == len(ids), ids[:3]
+
+
+def test_heavy_unit_files_follow_the_slow_folders_before_the_other_unit_files() -> None:
+    heavy = f"{HEAVY_FILES[0]}::test_1"
+    collection = [
+        "tests/agents_app/test_a.py::test_1",
+        "tests/agents_app/test_a.py::test_2",
+        heavy,
+        "tests/integration/test_e.py::test_1",
+    ]
+    gw0 = Node("gw0")
+    config: Any = SimpleNamespace(
+        getvalue=lambda name: ["popen"] if name == "tx" else None,
+        option=SimpleNamespace(loadscopereorder=True),
+    )
+    sched = FileScheduling(config)
+    sched.add_node(gw0)
+    sched.add_node_collection(gw0, collection)
+    sched.schedule()
+    for index in list(gw0.sent):
+        sched.mark_test_complete(gw0, index)
+    # The integration file, then the heavy one, then the unit file with the most tests.
+    assert [collection[i] for i in gw0.sent] == [collection[3], heavy, *collection[:2]]

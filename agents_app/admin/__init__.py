@@ -13,6 +13,8 @@ from agents_app.admin import (  # noqa: F401 (imported to register)
     env,
     evals,
     feedback,
+    grants,
+    knowledge,
     language_models,
     limits,
     logs,

@@ -52,7 +52,10 @@ class PromptToolInline(OrderColumn, admin.StackedInline):
     verbose_name_plural = "Tools the model may call"
     fieldsets = [
         (None, {"fields": ("order", "name")}),
-        ("When the tool is a provider tool (provider:NAME)", {"fields": ("options",)}),
+        (
+            "When the tool is a provider tool (provider:NAME) or a knowledge base (knowledge:NAME)",
+            {"fields": ("options",)},
+        ),
         (
             "When the tool is a prompt or an agent",
             {

@@ -20,6 +20,7 @@ from ninja import NinjaAPI, Router
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from agents_app.api import (
+    a2a_agents,
     auth,
     branches,
     catalog,
@@ -32,15 +33,20 @@ from agents_app.api import (
     feedback,
     instance,
     keys,
+    knowledge,
     logs,
     messages,
     model_catalog,
     route_rules,
     schedules,
     storage,
+    storage_uploads,
+    thread_rpc,
     threads,
     triggers,
+    user_endpoints,
     user_values,
+    users,
     variables,
     webhooks,
 )
@@ -157,22 +163,32 @@ ROUTERS: list[tuple[str, Router]] = [
     ("/threads", branches.router),
     ("/threads", execution.router),
     ("/threads", logs.router),
+    ("/threads", storage_uploads.router),  # before storage's fs/{path:path}
     ("/threads", storage.router),
+    ("/threads", thread_rpc.router),
     ("/threads", feedback.router),
     ("/threads", endpoints.router),
     ("/auth", auth.router),
     ("/api-keys", keys.router),
     ("/users/me", user_values.router),
     ("", env.router),
+    # After env's /users/me/env: {user_id} would take "me".
+    ("/users", users.router),
+    ("/grants", users.instance_grants),
     ("", model_catalog.router),
     ("", catalog.router),
     ("", instance.router),
     ("", variables.router),
+    ("/a2a-agents", a2a_agents.router),
+    ("/knowledge", knowledge.router),
     ("/evals", evals.router),
     ("/schedules", schedules.router),
     ("/webhooks", webhooks.router),
     ("/triggers", triggers.router),
     ("/inbound", triggers.inbound),
+    # User endpoints (define_user_endpoint) take whatever /users/me/… and /users/{id}/… path
+    # the built-in routes above left (kv, env, grants, the users admin API).
+    ("/users", user_endpoints.router),
     ("", controllers.router),
 ]
 for _prefix, _router in ROUTERS:

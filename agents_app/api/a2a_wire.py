@@ -21,6 +21,7 @@ from urllib.parse import quote
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agents_app.base.errors import Invalid
 from agents_app.models import Agent
 from agents_app.services.doors.a2a_tasks import (
     ANSWER_ARTIFACT,
@@ -30,6 +31,8 @@ from agents_app.services.doors.a2a_tasks import (
     TaskView,
     invalid_params,
 )
+from agents_app.services.doors.openai_compat import OpenAIError, data_url
+from agents_app.services.threads.files import clean_mime_type
 from agents_app.services.threads.messages import CONTENT_MAX, NewAttachment
 
 PROTOCOL_VERSION = "1.0"
@@ -230,12 +233,18 @@ def _part(part: PartIn, where: str, sent: Sent) -> None:
     if part.file is not None:
         raw, url = part.file.bytes_, part.file.uri
         name, mime = part.file.name, part.file.mime_type
-    if url:
-        raise A2AError(
-            -32005,
-            f"{where}: this server fetches no URLs; send the file's bytes in the part "
-            "(raw, base64)",
-        )
+    if url and not raw:
+        if not url.startswith("data:"):
+            raise A2AError(
+                -32005,
+                f"{where}: this server fetches no URLs (as /v1); send the file's bytes in "
+                "the part (raw, base64) or as a data: URI (data:<type>;base64,<data>)",
+            )
+        try:
+            given, raw = data_url(url, where)
+        except OpenAIError as exc:
+            raise invalid_params(exc.message) from None
+        mime = mime or given
     if not raw:
         raise invalid_params(f"{where}: a part needs text, data or a file's bytes")
     try:
@@ -243,8 +252,11 @@ def _part(part: PartIn, where: str, sent: Sent) -> None:
     except (binascii.Error, ValueError):
         raise invalid_params(f"{where}: the file's bytes are not valid base64") from None
     name = (name or "").strip()[:200]
-    mime = (mime or (mimetypes.guess_type(name)[0] if name else None) or "").strip()
-    mime = mime or "application/octet-stream"
+    try:
+        # The thread API's type check: a malformed type is refused, naming the part.
+        mime = clean_mime_type(mime or (mimetypes.guess_type(name)[0] if name else None))
+    except Invalid as exc:
+        raise invalid_params(f"{where}: {exc.message}") from None
     count = len(sent.files) + 1
     sent.files.append(
         NewAttachment(

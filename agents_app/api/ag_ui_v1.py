@@ -50,9 +50,10 @@ from agents_app.api.door_support import (
 from agents_app.base.overload import overload_reason, retry_after
 from agents_app.base.storable_text import describe_unstorable, find_unstorable
 from agents_app.models import Agent
-from agents_app.orchestration.ag_ui_runs import run_open
+from agents_app.orchestration.ag_ui_runs import Resumed, run_open, run_resume, run_thread
 from agents_app.orchestration.openai_turns import Turn
 from agents_app.selectors import agents_for
+from agents_app.services.doors.ag_ui_interrupts import run_interrupts
 from agents_app.services.doors.ag_ui_runs import RunInput, run_input
 from agents_app.services.doors.openai_compat import THREAD_HEADER, OpenAIError, turn_usage
 from agents_app.services.env.redaction import thread_redactor
@@ -110,7 +111,10 @@ async def _serve(scope: dict[str, Any], receive: Receive, send: Send) -> None:
             405, f"Method not allowed ({scope.get('method')}): use POST", code="method_not_allowed"
         )
     run = run_input(_parsed(await _read(receive)))
-    await _run(run, caller, agent, receive, send)
+    if run.resume:
+        await _resume(run, caller, agent, receive, send)
+    else:
+        await _run(run, caller, agent, receive, send)
 
 
 def _agent(user: Any, name: str) -> Agent | None:
@@ -164,8 +168,42 @@ async def _run(run: RunInput, caller: Caller, agent: Agent, receive: Receive, se
         await frames.leave()
 
 
+async def _resume(
+    run: RunInput, caller: Caller, agent: Agent, receive: Receive, send: Send
+) -> None:
+    """A run that answers the last one's interrupts: the same session, followed on."""
+    frames = Frames(get_channel_layer())
+    try:
+        # Joined before the answers resume the session: no frame of it is missed.
+        resumed_id = await db(run_thread)(caller.user, agent, run.thread_id)
+        if resumed_id is not None:
+            await frames.join(resumed_id)
+        resumed = await db(run_resume)(user=caller.user, agent=agent, run=run)
+        if resumed_id != resumed.turn.thread_id:
+            await frames.join(resumed.turn.thread_id)
+    except BaseException:
+        await frames.leave()
+        raise
+    gone = asyncio.ensure_future(wait_for_disconnect(receive))
+    try:
+        await _streamed(run, resumed.turn, frames, gone, send, resumed)
+    except ClientGone:
+        await stop_or_log(resumed.turn, caller)
+    except asyncio.CancelledError:
+        await asyncio.shield(stop_or_log(resumed.turn, caller))
+        raise
+    finally:
+        gone.cancel()
+        await frames.leave()
+
+
 async def _streamed(
-    run: RunInput, turn: Turn, frames: Frames, gone: asyncio.Future[None], send: Send
+    run: RunInput,
+    turn: Turn,
+    frames: Frames,
+    gone: asyncio.Future[None],
+    send: Send,
+    resumed: Resumed | None = None,
 ) -> None:
     await send(
         {
@@ -187,6 +225,9 @@ async def _streamed(
         await send({"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True})
 
     events = RunEvents(write, turn.thread_id, turn.question_id)
+    if resumed is not None:
+        events.done.update(resumed.shown)
+        events.calls.update(resumed.answered)
     await write(wire.run_started(run.thread_id, run.run_id, turn.thread_id))
     try:
         await events.start()
@@ -208,10 +249,21 @@ async def _streamed(
                 f"{turn.thread_id} (run again with that threadId once it has finished).",
                 "timeout",
             )
+        elif state.failure is not None and state.failure.code == "tool_call_waiting":
+            # Parked on calls waiting for someone: AG-UI's interrupt outcome.
+            interrupts = await db(run_interrupts)(turn.thread_id)
+            last = (
+                wire.run_finished(run.thread_id, run.run_id, None, interrupts)
+                if interrupts
+                else wire.run_error(state.failure.message, state.failure.code)
+            )
         elif state.failure is not None:
             last = wire.run_error(state.failure.message, state.failure.code)
         else:
-            usage = await db(turn_usage)(turn.thread_id, turn.question_id)
+            # A resumed run's usage would count the interrupted run's too: left out.
+            usage = (
+                await db(turn_usage)(turn.thread_id, turn.question_id) if resumed is None else None
+            )
             last = wire.run_finished(run.thread_id, run.run_id, usage)
     except (ClientGone, asyncio.CancelledError):
         raise

@@ -44,7 +44,14 @@ def run_started(thread_id: str, run_id: str, ours: str) -> dict[str, Any]:
     )
 
 
-def run_finished(thread_id: str, run_id: str, usage: Usage | None) -> dict[str, Any]:
+def run_finished(
+    thread_id: str,
+    run_id: str,
+    usage: Usage | None,
+    interrupts: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The run's last event; with ``interrupts``, the run is paused on them (AG-UI's
+    ``interrupt`` outcome: a run whose ``resume`` answers them continues it)."""
     tokens = None
     if usage is not None and usage.total_tokens:
         tokens = [
@@ -56,9 +63,10 @@ def run_finished(thread_id: str, run_id: str, usage: Usage | None) -> dict[str, 
                 "cachedInputTokens": usage.cached_tokens,
             }
         ]
-    return _event(
-        "RUN_FINISHED", threadId=thread_id, runId=run_id, outcome={"type": "success"}, usage=tokens
-    )
+    outcome: dict[str, Any] = {"type": "success"}
+    if interrupts:
+        outcome = {"type": "interrupt", "interrupts": interrupts}
+    return _event("RUN_FINISHED", threadId=thread_id, runId=run_id, outcome=outcome, usage=tokens)
 
 
 def run_error(message: str, code: str | None) -> dict[str, Any]:

@@ -85,7 +85,8 @@ async def _call(
     args: tuple[Any, ...] = (params, auth) if definition.takes_auth else (params,)
 
     async def run(engine: Engine) -> Any:
-        state = await engine.thread_state(thread_id)
+        # Who asks when the handler calls ``state.fetch`` with a credential grant.
+        state = (await engine.thread_state(thread_id)).as_caller("endpoints", definition.name)
         return await asyncio.wait_for(
             call_maybe_async(definition.fn, request, state, *args), TIMEOUT_SECONDS
         )

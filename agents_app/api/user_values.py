@@ -1,6 +1,7 @@
 """``/api/users/me/kv``: the signed-in user's account-wide values (spec 0.2.0 user KV), the
 same store a thread's code reaches through ``state.get_user_value``/``set_user_value`` on
-the threads that user owns. Always the caller's own: no route reads another user's."""
+the threads that user owns. Always the caller's own: no route reads another user's. A write
+or a delete fires the user hook ``user_value_changed`` (``services/users/hooks.py``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from agents_app.base.errors import Invalid
 from agents_app.base.storable_text import text_problem
 from agents_app.services.threads import user_values
 from agents_app.services.threads.user_values import KEY_MAX, LIST_MAX
+from agents_app.services.users import hooks
 
 router = Router(tags=["users"])
 
@@ -77,7 +79,7 @@ def user_value_read(request: AuthedRequest, params: Query[UserValueQuery]) -> di
 
 @router.post("/kv", response={200: UserValueDoneOut, **ERRORS}, summary="Write a value")
 def user_value_write(request: AuthedRequest, payload: UserValueIn) -> dict[str, Any]:
-    user_values.user_value_set(user_id=request.auth.pk, key=_key(payload.key), value=payload.value)
+    hooks.value_write_sync(request.auth.pk, _key(payload.key), payload.value)
     return {"status": "ok", "key": payload.key}
 
 
@@ -86,5 +88,5 @@ def user_value_delete(
     request: AuthedRequest,
     key: str = Query(..., min_length=1, max_length=KEY_MAX),  # type: ignore[arg-type]
 ) -> dict[str, Any]:
-    user_values.user_value_set(user_id=request.auth.pk, key=_key(key), value=None)
+    hooks.value_write_sync(request.auth.pk, _key(key), None)
     return {"status": "ok", "key": key}

@@ -15,9 +15,10 @@ from typing import Literal
 
 from runtime.tools.controllers import ControllerDefinition
 from runtime.tools.registry import EndpointDefinition, Registry
+from runtime.tools.user_endpoints import UserEndpointDefinition
 
-Routed = EndpointDefinition | ControllerDefinition
-Table = Literal["endpoints", "controllers"]
+Routed = EndpointDefinition | ControllerDefinition | UserEndpointDefinition
+Table = Literal["endpoints", "controllers", "user_endpoints"]
 
 STATIC, PARAM, CATCH_ALL = 0, 1, 2
 
@@ -99,6 +100,25 @@ def resolve_controller(
     definition, params = found
     assert isinstance(definition, ControllerDefinition)
     return definition, params
+
+
+def resolve_user_endpoint(
+    registry: Registry, method: str, path: str
+) -> tuple[UserEndpointDefinition, dict[str, str]] | None:
+    """The user endpoint serving ``method path`` (path relative to ``/api/users/me``)."""
+    found = _resolve(registry, "user_endpoints", method, path)
+    if found is None:
+        return None
+    definition, params = found
+    assert isinstance(definition, UserEndpointDefinition)
+    return definition, params
+
+
+def methods_at(registry: Registry, table: Table, path: str) -> list[str]:
+    """The methods some route of ``table`` serves at ``path`` (to tell 405 from 404)."""
+    parts = split(path)
+    routes = _routes_for(id(registry), registry, table)
+    return sorted({r.method for r in routes if _match(r, parts) is not None})
 
 
 def _resolve(

@@ -70,12 +70,27 @@ JOBS: tuple[PeriodicJob, ...] = (
         "automation",
         expires="interval",
     ),
+    # Resumable uploads left unfinished (services/threads/uploads.py).
+    PeriodicJob(
+        "expire-uploads",
+        "agents_app.expire_uploads",
+        "STUDIO_UPLOAD_SWEEP_SECONDS",
+        "automation",
+        expires="interval",
+    ),
     PeriodicJob(
         "retention",
         "agents_app.apply_retention",
         "STUDIO_RETENTION_INTERVAL_SECONDS",
         "automation",
         expires="interval",
+    ),
+    # Knowledge documents whose task was lost or whose worker died (docs/knowledge.md).
+    PeriodicJob(
+        "knowledge-tick",
+        "agents_app.knowledge_tick",
+        "STUDIO_KNOWLEDGE_SWEEP_SECONDS",
+        "automation",
     ),
 )
 

@@ -37,6 +37,33 @@ ENV_VIEW = "agents_app.view_envvalue"
 ENV_CHANGE = "agents_app.change_envvalue"
 MCP_VIEW = "agents_app.view_mcpserver"
 MCP_CHANGE = "agents_app.change_mcpserver"
+A2A_VIEW = "agents_app.view_a2aagent"
+A2A_ADD = "agents_app.add_a2aagent"
+A2A_CHANGE = "agents_app.change_a2aagent"
+A2A_DELETE = "agents_app.delete_a2aagent"
+KNOWLEDGE_VIEW = "agents_app.view_knowledgebase"
+KNOWLEDGE_ADD = "agents_app.add_knowledgebase"
+KNOWLEDGE_CHANGE = "agents_app.change_knowledgebase"
+KNOWLEDGE_DELETE = "agents_app.delete_knowledgebase"
+DOCUMENTS_VIEW = "agents_app.view_knowledgedocument"
+DOCUMENTS_ADD = "agents_app.add_knowledgedocument"
+DOCUMENTS_CHANGE = "agents_app.change_knowledgedocument"
+DOCUMENTS_DELETE = "agents_app.delete_knowledgedocument"
+# Accounts (the users admin API, spec 0.2.0 F7) are Django's own users.
+USERS_VIEW = "auth.view_user"
+USERS_ADD = "auth.add_user"
+USERS_CHANGE = "auth.change_user"
+USERS_DELETE = "auth.delete_user"
+# Someone who may change an account (set its password) may watch its user event stream.
+USERS_STREAM = USERS_CHANGE
+GRANTS_VIEW = "agents_app.view_credentialgrant"
+GRANTS_ADD = "agents_app.add_credentialgrant"
+GRANTS_CHANGE = "agents_app.change_credentialgrant"
+GRANTS_DELETE = "agents_app.delete_credentialgrant"
+
+# Acting in another person's scope (their user endpoints: their values, their threads) is
+# changing their account.
+USER_SCOPE_ADMIN = "auth.change_user"
 
 
 @dataclass(frozen=True)
@@ -117,6 +144,27 @@ API_ROUTES: dict[tuple[str, str], Rule] = {
     ("GET", "/users/me/kv"): _SIGNED,
     ("POST", "/users/me/kv"): _SIGNED,
     ("DELETE", "/users/me/kv"): _SIGNED,
+    # Your own credential grants (spec 0.2.0 F6): write-only secrets, always the caller's.
+    ("GET", "/users/me/grants"): _SIGNED,
+    ("PUT", "/users/me/grants/{name}"): _SIGNED,
+    ("DELETE", "/users/me/grants/{name}"): _SIGNED,
+    # The user event stream is a WebSocket (agents_app.sockets.user_stream); a plain GET is 426.
+    ("GET", "/users/me/stream"): _SIGNED,
+    ("GET", "/users/{user_id}/stream"): Perm(USERS_STREAM),
+    # The users admin API (spec 0.2.0 F7) and another person's env and grants.
+    ("GET", "/users"): Perm(USERS_VIEW),
+    ("POST", "/users"): Perm(USERS_ADD),
+    ("PUT", "/users/{user_id}"): Perm(USERS_CHANGE),
+    ("DELETE", "/users/{user_id}"): Perm(USERS_DELETE),
+    ("GET", "/users/{user_id}/env"): Perm(ENV_VIEW, also=(USERS_VIEW,)),
+    ("PATCH", "/users/{user_id}/env"): Perm(ENV_CHANGE, also=(USERS_CHANGE,)),
+    ("GET", "/users/{user_id}/grants"): Perm(GRANTS_VIEW),
+    ("PUT", "/users/{user_id}/grants/{name}"): Perm(GRANTS_CHANGE, also=(GRANTS_ADD,)),
+    ("DELETE", "/users/{user_id}/grants/{name}"): Perm(GRANTS_DELETE),
+    # Instance-wide grants: used when a thread's owner has none of that name.
+    ("GET", "/grants"): Perm(GRANTS_VIEW),
+    ("PUT", "/grants/{name}"): Perm(GRANTS_CHANGE, also=(GRANTS_ADD,)),
+    ("DELETE", "/grants/{name}"): Perm(GRANTS_DELETE),
     ("GET", "/envs/instance"): Perm(ENV_VIEW),
     ("PATCH", "/envs/instance"): Perm(ENV_CHANGE),
     ("GET", "/users/me/env"): _SIGNED,
@@ -155,6 +203,26 @@ API_ROUTES: dict[tuple[str, str], Rule] = {
     ("GET", "/variables/agents/{name}"): Perm(AGENTS_VIEW),
     ("GET", "/variables/prompts/{name}"): Perm(PROMPTS_VIEW),
     ("GET", "/variables/tools/{name}"): Perm(PROMPTS_VIEW),
+    # Remote A2A agents (docs/api.md "The A2A client"): the studio's permissions on them.
+    ("GET", "/a2a-agents"): Perm(A2A_VIEW),
+    ("POST", "/a2a-agents"): Perm(A2A_ADD),
+    ("GET", "/a2a-agents/{name}"): Perm(A2A_VIEW),
+    ("PUT", "/a2a-agents/{name}"): Perm(A2A_CHANGE),
+    ("DELETE", "/a2a-agents/{name}"): Perm(A2A_DELETE),
+    # Knowledge bases (docs/knowledge.md): the studio's permissions on bases and documents;
+    # the search answers anyone the base is offered to (its audience; others get 404).
+    ("GET", "/knowledge"): Perm(KNOWLEDGE_VIEW),
+    ("POST", "/knowledge"): Perm(KNOWLEDGE_ADD),
+    ("GET", "/knowledge/{name}"): Perm(KNOWLEDGE_VIEW),
+    ("PUT", "/knowledge/{name}"): Perm(KNOWLEDGE_CHANGE),
+    ("DELETE", "/knowledge/{name}"): Perm(KNOWLEDGE_DELETE),
+    ("POST", "/knowledge/{name}/search"): _SIGNED,
+    ("GET", "/knowledge/{name}/documents"): Perm(DOCUMENTS_VIEW),
+    ("POST", "/knowledge/{name}/documents"): Perm(DOCUMENTS_ADD),
+    ("GET", "/knowledge/{name}/documents/{document_id}"): Perm(DOCUMENTS_VIEW),
+    ("POST", "/knowledge/{name}/documents/{document_id}"): Perm(DOCUMENTS_CHANGE),
+    ("DELETE", "/knowledge/{name}/documents/{document_id}"): Perm(DOCUMENTS_DELETE),
+    ("POST", "/knowledge/{name}/documents/{document_id}/reindex"): Perm(DOCUMENTS_CHANGE),
     # Evals (docs/observability.md): the studio's eval permissions.
     ("GET", "/evals/datasets"): Perm("agents_app.view_evaldataset"),
     ("GET", "/evals/datasets/{name}/file"): Perm("agents_app.view_evaldataset"),
@@ -233,12 +301,25 @@ API_ROUTES: dict[tuple[str, str], Rule] = {
     ("GET", "/threads/{thread_id}/fs/{path:path}"): _VIEW,
     ("POST", "/threads/{thread_id}/fs/{path:path}"): _CHANGE,
     ("DELETE", "/threads/{thread_id}/fs/{path:path}"): _CHANGE,
+    # Resumable uploads (agents_app.api.storage_uploads): writing a file, as the one-shot POST.
+    ("POST", "/threads/{thread_id}/fs/{path:path}/upload/start"): _CHANGE,
+    ("PUT", "/threads/{thread_id}/fs/{path:path}/upload/chunk/{index}"): _CHANGE,
+    ("POST", "/threads/{thread_id}/fs/{path:path}/upload/complete"): _CHANGE,
+    # The dev/test passthrough (agents_app.api.thread_rpc): posting's rule, and off unless
+    # STUDIO_THREAD_RPC is set, and loopback callers only.
+    ("POST", "/threads/{thread_id}/rpc"): _CHANGE,
     # Rating a reply: anyone who may read the thread rates it for themselves.
     ("POST", "/threads/{thread_id}/messages/{message_id}/feedback"): _VIEW,
     ("DELETE", "/threads/{thread_id}/messages/{message_id}/feedback"): _VIEW,
     # Thread endpoints (define_thread_endpoint): reading runs as view, the rest as change.
     **{(m, "/threads/{thread_id}/"): (_VIEW if m == "GET" else _CHANGE) for m in _ALL},
     **{(m, "/threads/{thread_id}/{path:rest}"): (_VIEW if m == "GET" else _CHANGE) for m in _ALL},
+    # User endpoints (define_user_endpoint): your own scope, or, with the right to change
+    # accounts, another person's (spec 0.2.0 F2; agents_app.api.user_endpoints).
+    **{(m, "/users/me/"): _SIGNED for m in _ALL},
+    **{(m, "/users/me/{path:rest}"): _SIGNED for m in _ALL},
+    **{(m, "/users/{user_id}/"): Perm(USER_SCOPE_ADMIN) for m in _ALL},
+    **{(m, "/users/{user_id}/{path:rest}"): Perm(USER_SCOPE_ADMIN) for m in _ALL},
     # Controllers (define_controller): the definition says public or signed-in, and
     # agents_app.api.controllers authenticates the non-public ones itself.
     **{(m, "/{path:rest}"): _PUBLIC for m in _ALL},

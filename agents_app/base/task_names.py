@@ -4,3 +4,4 @@ orchestration's imports point one way (docs/architecture.md)."""
 
 RUN_SESSION = "agents_app.run_session"
 WEBHOOK_DELIVER = "agents_app.webhook_deliver"
+KNOWLEDGE_INGEST = "agents_app.knowledge_ingest"

@@ -22,6 +22,7 @@ from django.utils import timezone
 from agents_app.base.encryption import decrypt, encrypt
 from agents_app.bridge import async_commit, fast_commit
 from agents_app.bridge.files import FileStoreMixin
+from agents_app.bridge.grants import GrantStoreMixin
 from agents_app.bridge.user_values import UserValueStoreMixin
 from agents_app.bridge.users import thread_user
 from agents_app.db import page_reads, rows
@@ -682,9 +683,9 @@ def _cancel_effect(thread_id: str, effect_id: str, by: CanceledBy) -> EffectRun 
     return effect_record(row) if row is not None else None
 
 
-class DjangoStore(FileStoreMixin, UserValueStoreMixin):
+class DjangoStore(FileStoreMixin, UserValueStoreMixin, GrantStoreMixin):
     """The store protocol over the Django ORM (files: ``bridge/files.py``, user values:
-    ``bridge/user_values.py``).
+    ``bridge/user_values.py``, credential grants: ``bridge/grants.py``).
 
     Definitions are cached per instance: a store serves one session, which
     should see one consistent version of its agent, prompts and models.

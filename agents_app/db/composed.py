@@ -20,10 +20,11 @@ class Part:
 
     columns: tuple[tuple[str, str], ...]
     joins: tuple[str, ...] = ()
+    # Built once, not at every read of a row (issue #58).
+    names: tuple[str, ...] = field(init=False, compare=False)
 
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(name for name, _ in self.columns)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", tuple(name for name, _ in self.columns))
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class Select:
     # Built once: these statements run on every post and session start.
     sql: str = field(init=False, compare=False)
     _spans: dict[str, slice] = field(init=False, repr=False, compare=False)
+    _width: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         spans, start = {}, 0
@@ -47,13 +49,13 @@ class Select:
         joins = "".join(f" {j}" for part in self.parts.values() for j in part.joins)
         sql = f"SELECT {columns} FROM {self.table} {self.alias}{joins} {self.tail}"
         object.__setattr__(self, "_spans", spans)
+        object.__setattr__(self, "_width", start)
         object.__setattr__(self, "sql", sql)
 
     def read(self, row: Sequence[Any]) -> dict[str, dict[str, Any]]:
         """``row`` as ``{part: {column name: value}}``."""
-        width = sum(len(p.columns) for p in self.parts.values())
-        if len(row) != width:
-            raise ValueError(f"a row of {len(row)} values for {width} columns")
+        if len(row) != self._width:
+            raise ValueError(f"a row of {len(row)} values for {self._width} columns")
         return {
             name: dict(zip(part.names, row[self._spans[name]], strict=True))
             for name, part in self.parts.items()

@@ -8,14 +8,16 @@ columns arrive as text on both (Django registers a text loader for ``jsonb``).
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
+import weakref
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
 from django.utils.dateparse import parse_datetime
 
 from agents_app.db.composed import Part
@@ -89,17 +91,51 @@ def model_part(model: type[models.Model], table_alias: str) -> Part:
 def model_from_row(model: type[models.Model], values: Sequence[Any]) -> Any:
     """An instance of ``model`` from its concrete fields' values as the cursor gave them,
     converted as the ORM converts them (SQLite's booleans and datetimes, for one)."""
-    fields = model._meta.concrete_fields
-    converted = []
-    for field, value in zip(fields, values, strict=True):
+    if len(values) != len(model._meta.concrete_fields):
+        raise ValueError(f"{model.__name__}: {len(values)} values for its concrete fields")
+    wrapper = connections[DEFAULT_DB_ALIAS]
+    converting = _converters(wrapper, model)
+    if converting:
+        values = list(values)
+        for index, column, converters in converting:
+            value = values[index]
+            for convert in converters:
+                value = convert(value, column, wrapper)
+            values[index] = value
+    return model.from_db(wrapper.alias, _attnames(model), values)
+
+
+@functools.cache
+def _attnames(model: type[models.Model]) -> tuple[str, ...]:
+    return tuple(f.attname for f in model._meta.concrete_fields)
+
+
+# Which fields of a model need converting, and by what, for each connection (its ``ops``
+# are its own): worked out once per connection and model, as Django's compiler works them
+# out once per query, not for every field of every row (issue #58: 114 Python calls an
+# instance, most of them asking PostgreSQL's operations for converters it does not have).
+_Converting = tuple[tuple[int, Any, tuple[Any, ...]], ...]
+_CONVERTERS: weakref.WeakKeyDictionary[Any, dict[type[models.Model], _Converting]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _converters(wrapper: Any, model: type[models.Model]) -> _Converting:
+    known = _CONVERTERS.setdefault(wrapper, {})
+    found = known.get(model)
+    if found is None:
+        found = known[model] = _converters_of(wrapper, model)
+    return found
+
+
+def _converters_of(wrapper: Any, model: type[models.Model]) -> _Converting:
+    converting = []
+    for index, field in enumerate(model._meta.concrete_fields):
         column = field.get_col(model._meta.db_table)
-        for convert in (
-            *connection.ops.get_db_converters(column),
-            *field.get_db_converters(connection),
-        ):
-            value = convert(value, column, connection)
-        converted.append(value)
-    return model.from_db(connection.alias, [f.attname for f in fields], converted)
+        converters = (*wrapper.ops.get_db_converters(column), *field.get_db_converters(wrapper))
+        if converters:
+            converting.append((index, column, converters))
+    return tuple(converting)
 
 
 _INSERTS: dict[tuple[type[models.Model], str], str] = {}
@@ -116,16 +152,19 @@ def insert_row(instance: models.Model) -> None:
     if model._meta.auto_field is not None:
         raise TypeError(f"{model.__name__}: insert_row takes models with a set primary key")
     fields = model._meta.concrete_fields
-    key = (model, connection.vendor)
+    # The connection itself, not the ``connection`` proxy: each field's preparation reads
+    # its features and operations, each read through the proxy four calls (issue #58).
+    wrapper = connections[DEFAULT_DB_ALIAS]
+    key = (model, wrapper.vendor)
     sql = _INSERTS.get(key)
     if sql is None:
-        quote = connection.ops.quote_name
+        quote = wrapper.ops.quote_name
         columns = ", ".join(quote(str(f.column)) for f in fields)
         values = ", ".join(["%s"] * len(fields))
         sql = _INSERTS[key] = (
             f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({values})"
         )
-    params = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
-    with connection.cursor() as cursor:
+    params = [f.get_db_prep_save(f.pre_save(instance, True), wrapper) for f in fields]
+    with wrapper.cursor() as cursor:
         cursor.execute(sql, params)
-    instance._state.adding, instance._state.db = False, connection.alias
+    instance._state.adding, instance._state.db = False, wrapper.alias

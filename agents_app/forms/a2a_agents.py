@@ -7,12 +7,11 @@ from typing import Any
 
 from django import forms
 
-from agents_app.base.permissions import may_read_instance_env
 from agents_app.forms.fields import KeyValueLinesField
-from agents_app.models import A2aAgent, EnvValue
+from agents_app.models import A2aAgent
+from agents_app.services.definitions.a2a_agents import instance_secret_errors
 from agents_app.services.definitions.rows import build_catalog, validate_definition
 from runtime.core.a2a_agents import A2aAgentDefinition
-from runtime.core.env_refs import references
 from runtime.definitions.validation import parse
 
 _FIELDS = {"timeoutMs": "timeout_ms"}
@@ -71,26 +70,6 @@ class A2aAgentForm(forms.ModelForm):
         return cd
 
     def _refuse_unreadable_secrets(self, d: A2aAgentDefinition) -> None:
-        """Headers name env values that threads resolve down to the instance's: whoever
-        points them somewhere (a new agent, a changed URL or header) could send the
-        instance's secret to a host of their choosing, so that takes the right to read
-        instance env values, as the studio's own "Fetch the card" does."""
-        if self.actor is None or may_read_instance_env(self.actor):
-            return
-        unchanged = self.instance.pk is not None and (
-            self.instance.url == d.url and dict(self.instance.headers or {}) == dict(d.headers)
-        )
-        if unchanged:
-            return
-        names = {n for value in d.headers.values() for n in references(value)}
-        instance = set(
-            EnvValue.objects.filter(scope="instance", key__in=names).values_list("key", flat=True)
-        )
-        for key, value in d.headers.items():
-            for name in sorted(set(references(value)) & instance):
-                self.add_error(
-                    "headers",
-                    f"Header {key} uses {name}, an instance env value you may not read: this "
-                    "save would send it to the URL given here. Ask someone who may read "
-                    "instance env values to save this agent, or use an env value of your own.",
-                )
+        stored = self.instance if self.instance.pk is not None else None
+        for error in instance_secret_errors(d, self.actor, stored):
+            self.add_error("headers", error.message)

@@ -325,10 +325,12 @@ class PromptToolForm(OrderedRowForm):
         "write STRIPE_SECRET_KEY=${STRIPE_LIVE} and keep STRIPE_LIVE as a secret env value.",
     )
     options = PrettyJSONField(
-        label="Provider tool options",
-        help_text="Provider tools only: a JSON object in the vendor's names, for example "
-        '{"max_uses": 3, "allowed_domains": ["example.com"]} for Anthropic web_search. '
-        "GET /api/providers/NAME/tools lists each tool's options.",
+        label="Tool options",
+        help_text="A provider tool's options, a JSON object in the vendor's names, for example "
+        '{"max_uses": 3, "allowed_domains": ["example.com"]} for Anthropic web_search '
+        "(GET /api/providers/NAME/tools lists each tool's options); or, for a knowledge:NAME "
+        'tool, {"retrieve": {"topK": 4, "maxTokens": 1000}} to search the base before every '
+        "answer (docs/knowledge.md).",
         widget=forms.Textarea(attrs={"rows": 3, "class": "studio-code"}),
     )
 

@@ -1,8 +1,8 @@
 """The data model, one module per concept.
 
 Dependency direction (a module may import only those to its right):
-threads/messages/logs/values/files/effects/sessions/idempotency/versions → agents → prompts → language_models;
-env → agents, prompts, threads; api_keys, user_values, retention, mcp_servers, a2a_agents, audit, identity → (nothing); feedback, evals → messages, threads, agents; limits → agents, api_keys.
+threads/messages/logs/values/files/uploads/effects/sessions/idempotency/versions → agents → prompts → language_models;
+env → agents, prompts, threads; api_keys, user_values, user_streams, grants, retention, mcp_servers, a2a_agents, knowledge, audit, identity → (nothing); feedback, evals → messages, threads, agents; limits → agents, api_keys.
 
 Timestamps follow the reference wire format where it is fixed to a column:
 message and log times are integer microseconds; everything else is a datetime
@@ -18,8 +18,15 @@ from agents_app.models.env import EnvValue
 from agents_app.models.evals import EvalCase, EvalDataset, EvalResult, EvalRun
 from agents_app.models.feedback import Feedback
 from agents_app.models.files import ThreadFile, ThreadFileChunk
+from agents_app.models.grants import CredentialGrant
 from agents_app.models.idempotency import IdempotencyKey
 from agents_app.models.identity import IdentityLink, ManagedGroup, ScimToken
+from agents_app.models.knowledge import (
+    DocumentStatus,
+    KnowledgeBase,
+    KnowledgeChunk,
+    KnowledgeDocument,
+)
 from agents_app.models.language_models import LanguageModel, ModelFallback
 from agents_app.models.limits import LimitedAction, SpendBudget, UsageLimit
 from agents_app.models.logs import Log
@@ -31,6 +38,8 @@ from agents_app.models.schedules import Schedule, ScheduleRun
 from agents_app.models.sessions import ThreadSession
 from agents_app.models.threads import Thread
 from agents_app.models.triggers import Trigger
+from agents_app.models.uploads import ChunkedUpload, ChunkedUploadPart
+from agents_app.models.user_streams import UserStreamClient
 from agents_app.models.user_values import UserValue
 from agents_app.models.values import ThreadValue
 from agents_app.models.versions import DefinitionDraft, DefinitionKind, DefinitionVersion
@@ -41,6 +50,9 @@ __all__ = [
     "Agent",
     "ApiKey",
     "AuditEvent",
+    "ChunkedUpload",
+    "ChunkedUploadPart",
+    "CredentialGrant",
     "DefinitionDraft",
     "DefinitionKind",
     "DefinitionVersion",
@@ -52,6 +64,10 @@ __all__ = [
     "Feedback",
     "IdempotencyKey",
     "IdentityLink",
+    "KnowledgeBase",
+    "KnowledgeChunk",
+    "KnowledgeDocument",
+    "DocumentStatus",
     "ManagedGroup",
     "LanguageModel",
     "LimitedAction",
@@ -76,6 +92,7 @@ __all__ = [
     "ThreadSession",
     "ThreadValue",
     "Trigger",
+    "UserStreamClient",
     "UserValue",
     "WebhookDelivery",
     "WebhookSubscription",

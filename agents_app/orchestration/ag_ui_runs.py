@@ -9,23 +9,35 @@ be allowed to post to it). Any other is remembered: the first run creates a thre
 tags it ``ag-ui:<threadId>``; later runs of the same caller and agent with that
 ``threadId`` continue the thread the tag names. ``RUN_STARTED`` carries the front end's
 ``threadId`` (so its own bookkeeping holds) and ``metadata.threadId`` ours.
+
+**A resume.** A run that ended on interrupts (tool calls waiting for someone:
+``services/doors/ag_ui_interrupts.py``) is continued by a run whose ``resume`` answers
+them: ``run_resume`` records the answers on the same thread, which resumes its parked
+session, and the edge follows that session as the turn it still is.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
-from agents_app.base.errors import DomainError
-from agents_app.models import Agent, Thread
-from agents_app.orchestration.openai_turns import Opened, turn_open
+from django.db import transaction
+
+from agents_app.base.errors import DomainError, NotFound
+from agents_app.models import Agent, Message, Thread
+from agents_app.orchestration.openai_turns import Opened, Turn, turn_open
+from agents_app.selectors import access_thread
+from agents_app.services.doors.ag_ui_interrupts import resume_decide, resume_session
 from agents_app.services.doors.ag_ui_runs import (
     RunInput,
     run_history,
+    run_rows,
     state_writes,
     thread_tag,
 )
-from agents_app.services.doors.openai_compat import Ask, invalid
+from agents_app.services.doors.openai_compat import Ask, OpenAIError, Said, invalid
 from agents_app.services.threads.changes import ThreadChanges, thread_update
 from agents_app.services.threads.values import value_set
 
@@ -55,6 +67,7 @@ def run_open(*, user: Any, api_key_id: int | None, agent: Agent, run: RunInput) 
     its thread found or created (and tagged), its ``state`` written. The post follows
     (``turn_post``), once the edge listens to the thread."""
     thread_id = run_thread(user, agent, run.thread_id)
+    assert run.message is not None  # a resume goes through run_resume
     ask = Ask(
         api="chat",
         model=agent.name,
@@ -84,3 +97,57 @@ def _state_write(thread: Thread, state: dict[str, Any]) -> None:
             value_set(thread=thread, key=key, value=value)
         except DomainError as exc:
             raise invalid(f"state.{key[:100]}: {exc.message}", f"state.{key[:100]}") from None
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """A resumed turn, and what the interrupted run already told the front end (the rows it
+    showed, the calls whose results it could not show yet)."""
+
+    turn: Turn
+    shown: list[str]
+    answered: list[str]
+
+
+def run_resume(*, user: Any, agent: Agent, run: RunInput) -> Resumed:
+    """Answer the interrupts ``run.resume`` names on the thread its ``threadId`` names (the
+    caller may change it; ``OpenAIError`` otherwise): the parked session resumes once no
+    call waits. The rows the interrupted run showed are noted first, so the resumed run
+    tells only what is new."""
+    thread_id = run_thread(user, agent, run.thread_id)
+    thread = Thread.objects.filter(pk=thread_id, agent=agent).first() if thread_id else None
+    try:
+        if thread is None:
+            raise NotFound("no such thread")
+        access_thread(str(thread.pk), user, action="view")
+    except DomainError:
+        raise OpenAIError(
+            404,
+            f"threadId: no thread {run.thread_id[:100]} of this agent to resume",
+            param="threadId",
+            code="thread_not_found",
+        ) from None
+    try:
+        access_thread(str(thread.pk), user, action="change")
+    except DomainError as exc:
+        raise OpenAIError(exc.status, exc.message, param="threadId") from None
+    with transaction.atomic():
+        session = resume_session(str(thread.pk))
+        question = str(session.root_message_id or _last_question(thread))
+        shown = [row.id for row in run_rows(str(thread.pk), question)]
+        if run.state is not None:
+            _state_write(thread, run.state)
+        resume_decide(str(thread.pk), user, run.resume)
+    ask = Ask("chat", agent.name, Said("user", ""), [], str(thread.pk), None, True, False)
+    turn = Turn(str(thread.pk), question, agent.name, int(time.time()), ask)
+    return Resumed(turn, shown, [a.interrupt_id for a in run.resume])
+
+
+def _last_question(thread: Thread) -> str:
+    row = (
+        Message.objects.filter(thread=thread, depth=0, role=Message.Role.USER)
+        .order_by("-created_at")
+        .values_list("pk", flat=True)
+        .first()
+    )
+    return str(row)

@@ -23,6 +23,8 @@ from agents_app.broadcast.events import LiveSink
 from agents_app.services.definitions.mcp_servers import DjangoMcpServers
 from agents_app.services.definitions.model_catalog import key_withheld
 from agents_app.services.doors.a2a_client import DjangoA2aAgents
+from agents_app.services.knowledge.memory import LocalMemoryEmbedder
+from agents_app.services.knowledge.tool_host import DjangoKnowledgeBases
 from agents_app.services.sessions.subagents import DjangoHost
 from runtime.deps import Limits
 from runtime.engine import Engine
@@ -72,6 +74,8 @@ def build_engine(
         subagent_host=DjangoHost(),
         mcp=McpConnector(DjangoMcpServers()),
         a2a=DjangoA2aAgents(),
+        knowledge=DjangoKnowledgeBases(),
+        memory=LocalMemoryEmbedder(),
         limits=Limits(tool_wait_seconds=settings.STUDIO_TOOL_WAIT_SECONDS),
     )
 

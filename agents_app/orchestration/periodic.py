@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agents_app.orchestration import eval_runs, schedule_runner, webhook_runner
+from agents_app.orchestration import eval_runs, knowledge_ingest, schedule_runner, webhook_runner
 from agents_app.services.operations.housekeeping import expired_purge
 from agents_app.services.operations.retention import retention_apply
 from agents_app.services.sessions.lifecycle import owner_id, sessions_sweep
 from agents_app.services.sessions.tool_waits import expire_due
+from agents_app.services.threads.uploads import uploads_expire
 
 
 def sessions_tick() -> list[str]:
@@ -31,7 +32,9 @@ AUTOMATION: dict[str, Callable[[], Any]] = {
     "agents_app.schedules_tick": lambda: schedule_runner.sweep_once(owner_id()),
     "agents_app.webhooks_tick": webhook_runner.sweep,
     "agents_app.purge_expired": expired_purge,
+    "agents_app.expire_uploads": uploads_expire,
     "agents_app.apply_retention": retention_tick,
+    "agents_app.knowledge_tick": knowledge_ingest.knowledge_tick,
 }
 # The in-process executor's sweep runs these (``embedded == "sessions"``).
 SESSIONS: dict[str, Callable[[], Any]] = {

@@ -26,6 +26,7 @@ from agents_app.models import (
 from agents_app.services.env.redaction import thread_redactor
 from agents_app.services.sessions import tool_waits
 from agents_app.services.sessions.lifecycle import active_session
+from runtime.knowledge.retrieval import RETRIEVAL_LOG
 
 MAX_MESSAGES = 200
 MAX_LOGS = 50
@@ -47,6 +48,9 @@ class LogView:
     request: str
     response: str
     error: str
+    # A ``knowledge retrieval`` log: the passages found before the turn, with their scores and
+    # whether they fit the budget (runtime/step/knowledge_context.py).
+    retrieved: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,13 @@ def _newest(queryset: Any, limit: int) -> list[Any]:
     return list(reversed(queryset.order_by("-created_at")[:limit]))
 
 
+def _retrieved(log: Log) -> list[dict[str, Any]]:
+    if log.tool_name != RETRIEVAL_LOG or not isinstance(log.response_body, dict):
+        return []
+    passages = log.response_body.get("passages")
+    return [p for p in passages if isinstance(p, dict)] if isinstance(passages, list) else []
+
+
 def thread_inspection(thread: Thread) -> Inspection:
     redactor = thread_redactor(str(thread.pk))
     messages = _newest(Message.objects.filter(thread=thread), MAX_MESSAGES)
@@ -126,6 +137,7 @@ def thread_inspection(thread: Thread) -> Inspection:
                 redactor.text(_json(log.request_body)),
                 redactor.text(_json(log.response_body)),
                 redactor.text(log.error),
+                _retrieved(log),
             )
             for log in reversed(logs)  # newest first: the latest request is what people look for
         ],

@@ -11,6 +11,7 @@ from agents_app.sockets.consumers import (
     ThreadLogsConsumer,
     ThreadStreamConsumer,
 )
+from agents_app.sockets.user_stream import UserStreamConsumer
 
 websocket_urlpatterns = [
     re_path(r"^api/threads/(?P<thread_id>[^/]+)/stream$", ThreadStreamConsumer.as_asgi()),
@@ -20,5 +21,7 @@ websocket_urlpatterns = [
     # opens this one.
     re_path(r"^api/threads/(?P<thread_id>[^/]+)$", ThreadLogsConsumer.as_asgi()),
     re_path(r"^api/events$", RegistryConsumer.as_asgi()),
+    re_path(r"^api/users/me/stream$", UserStreamConsumer.as_asgi()),
+    re_path(r"^api/users/(?P<user_id>[^/]+)/stream$", UserStreamConsumer.as_asgi()),
     re_path(r"", NotFoundConsumer.as_asgi()),
 ]

@@ -102,6 +102,14 @@ def purge_expired() -> dict[str, int]:
     return AUTOMATION["agents_app.purge_expired"]()  # type: ignore[no-any-return]
 
 
+@shared_task(name="agents_app.expire_uploads", ignore_result=True)
+def expire_uploads() -> int:
+    """Resumable uploads left unfinished past their expiry (``services.threads.uploads``)."""
+    from agents_app.orchestration.periodic import AUTOMATION
+
+    return AUTOMATION["agents_app.expire_uploads"]()  # type: ignore[no-any-return]
+
+
 @shared_task(name="agents_app.evals_tick", ignore_result=True)
 def evals_tick() -> int:
     """Advance the running eval runs (agents_app/orchestration/eval_runs.py): score finished cases, start

@@ -41,6 +41,9 @@ class Catalog:
     agents: set[str] = field(default_factory=set)
     tools: set[str] = field(default_factory=set)
     hooks: set[str] = field(default_factory=set)
+    # Ids of the registered hooks of a person's scope (``runtime.core.user_scope``), which
+    # no prompt, agent or ``parentHooks`` may list.
+    user_hooks: set[str] = field(default_factory=set)
     # Side handlers (``define_handler``) a side may be backed by; unchecked like tools and
     # hooks when ``strict_code_names`` is False.
     handlers: set[str] = field(default_factory=set)
@@ -52,6 +55,8 @@ class Catalog:
     mcp_tools: dict[str, set[str] | None] | None = None
     # Remote A2A agents' names (``a2a/<name>``). None: ``a2a:`` names unchecked.
     a2a_agents: set[str] | None = None
+    # Knowledge bases' names (``knowledge:<name>``). None: ``knowledge:`` names unchecked.
+    knowledge_bases: set[str] | None = None
     # Model name → its provider, and → its ``structuredOutputs`` capability (None: not said).
     model_providers: dict[str, str] = field(default_factory=dict)
     model_structured_outputs: dict[str, bool | None] = field(default_factory=dict)

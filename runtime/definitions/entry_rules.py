@@ -87,7 +87,7 @@ def entry_kind(entry: ToolConfig, catalog: Catalog) -> str | None:
     name = entry.name
     if name.startswith(PROVIDER_TOOL_PREFIX):
         return PROVIDER
-    if name.startswith(("mcp:", "a2a:")):  # a remote tool, either way
+    if name.startswith(("mcp:", "a2a:", "knowledge:", "memory:")):  # a tool the host runs
         return MCP
     if name in catalog.tools:
         return TOOL

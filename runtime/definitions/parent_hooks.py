@@ -6,13 +6,15 @@ a missing hook, a blank reason, an unknown stage, a repeated hook, a child not e
 tool), at run time. Here the same faults are refused when the child is saved (file import,
 the definition API and the studio alike, through ``validate_agent``), each naming
 ``parentHooks[i].<field>``; a hook removed from code later fails the parent's step
-(``runtime.tools.parent_hooks``).
+(``runtime.tools.parent_hooks``). User hooks (spec 0.2.0 §7) run in a person's scope and
+are refused here, as the reference refuses them (``ParentHookResolver.ts:13-17``).
 """
 
 from __future__ import annotations
 
 from runtime.core.definition_errors import Catalog, DefinitionError
 from runtime.core.spec import AgentDefinition
+from runtime.core.user_scope import USER_HOOK_NAMES
 
 
 def parent_hook_errors(agent: AgentDefinition, catalog: Catalog | None) -> list[DefinitionError]:
@@ -40,6 +42,15 @@ def parent_hook_errors(agent: AgentDefinition, catalog: Catalog | None) -> list[
             errs.append(
                 DefinitionError(
                     f"{path}.hook", f"Hook '{hook}' is required twice; list each hook once."
+                )
+            )
+        elif hook in USER_HOOK_NAMES or (catalog is not None and hook in catalog.user_hooks):
+            errs.append(
+                DefinitionError(
+                    f"{path}.hook",
+                    f"Hook '{hook}' is a user hook (user_value_changed, user_client_attached, "
+                    "user_client_detached): it runs in a person's scope, never on a parent "
+                    "thread, so it cannot be required as a parent hook.",
                 )
             )
         elif strict and catalog is not None and hook not in catalog.hooks:

@@ -46,6 +46,9 @@ from runtime.definitions.entry_rules import (
 )
 from runtime.definitions.parent_hooks import parent_hook_errors
 from runtime.definitions.side_subagents import old_subagent_entry_errors, side_subagent_errors
+from runtime.knowledge import memory_names
+from runtime.knowledge import names as knowledge_names
+from runtime.knowledge import retrieval as knowledge_retrieval
 from runtime.mcp.servers import reference_errors
 from runtime.providers.offers import option_errors, provider_offers
 from runtime.providers.openai.offers import is_search_model
@@ -349,10 +352,19 @@ def _one_env(env: Any, tenvs: Any) -> list[DefinitionError]:
 def _hook_rules(hooks: list[str] | None, catalog: Catalog | None) -> list[DefinitionError]:
     if not hooks or catalog is None or not catalog.strict_code_names:
         return []
-    return [
+    errs = [
         DefinitionError(f"hooks.{i}", f"Hook '{h}' is not registered.")
         for i, h in enumerate(hooks)
         if h not in catalog.hooks
+    ]
+    return errs + [
+        DefinitionError(
+            f"hooks.{i}",
+            f"Hook '{h}' is a user hook: it runs in a person's scope whenever its event "
+            "happens, so a prompt or agent cannot list it; remove it from hooks.",
+        )
+        for i, h in enumerate(hooks)
+        if h in catalog.user_hooks
     ]
 
 
@@ -373,6 +385,24 @@ def _a2a_rules(prompt: PromptDefinition, catalog: Catalog) -> list[DefinitionErr
     for i, name in enumerate(prompt.tool_names()):
         if name.startswith(a2a_agents.PREFIX):
             errs += a2a_agents.reference_errors(f"tools.{i}", name, catalog.a2a_agents)
+    return errs
+
+
+def _knowledge_rules(prompt: PromptDefinition, catalog: Catalog) -> list[DefinitionError]:
+    if catalog.knowledge_bases is None:
+        return []
+    errs: list[DefinitionError] = []
+    for i, name in enumerate(prompt.tool_names()):
+        if name.startswith(knowledge_names.PREFIX):
+            errs += knowledge_names.reference_errors(f"tools.{i}", name, catalog.knowledge_bases)
+    return errs
+
+
+def _memory_rules(prompt: PromptDefinition) -> list[DefinitionError]:
+    errs: list[DefinitionError] = []
+    for i, name in enumerate(prompt.tool_names()):
+        if memory_names.is_memory_entry(name):
+            errs += memory_names.reference_errors(f"tools.{i}", name)
     return errs
 
 
@@ -407,11 +437,18 @@ def validate_prompt(
             )
         errs += _mcp_rules(prompt, catalog)
         errs += _a2a_rules(prompt, catalog)
+        errs += _knowledge_rules(prompt, catalog)
         if catalog.strict_code_names:
             known = catalog.callables()
             for i, name in enumerate(prompt.tool_names()):
                 if name not in known and not name.startswith(
-                    (PROVIDER_TOOL_PREFIX, "mcp:", "a2a:")
+                    (
+                        PROVIDER_TOOL_PREFIX,
+                        "mcp:",
+                        "a2a:",
+                        knowledge_names.PREFIX,
+                        memory_names.PREFIX,
+                    )
                 ):
                     errs.append(
                         DefinitionError(
@@ -419,8 +456,11 @@ def validate_prompt(
                         )
                     )
     for i, name in enumerate(prompt.tool_names()):
-        if not name.startswith(("provider:", "mcp:", "a2a:")):  # run elsewhere; names mapped
+        if not name.startswith(
+            ("provider:", "mcp:", "a2a:", knowledge_names.PREFIX, memory_names.PREFIX)
+        ):  # mapped
             errs += _tool_name_rule(f"tools.{i}", name)
+    errs += _memory_rules(prompt)
     errs += _hook_rules(prompt.hooks, catalog)
     errs += prompt_hooks_errors(prompt, catalog)
     errs += old_subagent_entry_errors(prompt)
@@ -491,12 +531,16 @@ def provider_tool_errors(
     for i, entry in enumerate(prompt.tools or []):
         name = entry if isinstance(entry, str) else entry.name
         options = None if isinstance(entry, str) else entry.options
+        if name.startswith(knowledge_names.PREFIX) and options is not None:
+            errs += knowledge_retrieval.option_errors(f"tools.{i}.options", name, options)
+            continue  # retrieval before each turn (docs/knowledge.md)
         if not name.startswith(PROVIDER_TOOL_PREFIX):
             if options is not None:
                 errs.append(
                     DefinitionError(
                         f"tools.{i}.options",
-                        f"Options apply only to provider tools (provider:NAME); '{name}' is not one.",
+                        f"Options apply only to provider tools (provider:NAME) and knowledge "
+                        f"bases (knowledge:NAME); '{name}' is neither.",
                     )
                 )
             continue
@@ -622,7 +666,7 @@ def _wait_rules(prompt: PromptDefinition, catalog: Catalog | None) -> list[Defin
         elif (
             catalog is not None
             and name not in catalog.tools
-            and not name.startswith(("mcp:", "a2a:"))
+            and not name.startswith(("mcp:", "a2a:", knowledge_names.PREFIX, memory_names.PREFIX))
         ):
             if name in catalog.agents:
                 what = "an agent"

@@ -461,6 +461,8 @@ class Session:
                 self._env_lookup(prompt.name),
                 self.deps.mcp,
                 self.deps.a2a,
+                self.deps.knowledge,
+                self.deps.memory,
             )
         return self._offered[key]
 

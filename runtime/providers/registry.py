@@ -64,9 +64,12 @@ def sync_defined() -> None:
         egress.forget_official_hosts(name)
     for name, definition in current.items():
         known = ADAPTERS.get(name)
-        if getattr(known, "definition", None) is not definition:
-            ADAPTERS[name] = CompatibleProvider.for_definition(definition)
-            egress.register_official_hosts(name, definition.hosts)
+        if getattr(known, "definition", None) is definition:
+            # A definition is frozen: its key name and hosts were taken when it came. Every
+            # engine build syncs, so nothing is re-read here (issue #58: 64 calls a start).
+            continue
+        ADAPTERS[name] = CompatibleProvider.for_definition(definition)
+        egress.register_official_hosts(name, definition.hosts)
         if definition.key_env:
             KEY_NAMES[name] = definition.key_env
         else:

@@ -43,6 +43,7 @@ from runtime.step.attempts import (
     tools_allowed,
 )
 from runtime.step.generated import save_generated_image
+from runtime.step.knowledge_context import KnowledgeContext
 from runtime.step.llm import LLMReply, completed_log, opened_log
 from runtime.step.media import fit_for_model
 from runtime.step.prompting import render_prompt
@@ -133,11 +134,13 @@ class Stepper:
     def __init__(self, deps: Deps, defs: DefinitionLoader, recorder: Recorder) -> None:
         self.deps, self.defs, self.recorder = deps, defs, recorder
         self._cursor = _Cursor()
+        self.knowledge = KnowledgeContext(deps, recorder)  # retrieval and citations
 
     async def request(self, scope: Scope, messages: list[dict[str, Any]]) -> ProviderRequest:
         """The provider request for ``messages`` under ``scope`` (system prompt rendered, tools listed)."""
         system = await render_prompt(scope.prompt, self.defs.find_prompt, self._env(scope))
         system = await scope.hooks.after_system_message(scope.state, system)
+        system = await self.knowledge.with_context(scope, messages, system)
         return ProviderRequest(
             model=scope.model.model,
             system=system,
@@ -421,6 +424,9 @@ class Stepper:
         for key in ("provider_tools", "web_searches", "citations"):
             if getattr(reply, key):
                 metadata[key] = list(getattr(reply, key))
+        sources = [] if calls else self.knowledge.sources(scope, attempt.request.messages)
+        if sources:  # the knowledge this answer was given (docs/knowledge.md, "Citations")
+            metadata["citations"] = [*metadata.get("citations", []), *sources]
         if metadata != opened.message.metadata:
             updates["metadata"] = metadata
         if reply.images:  # generated images, already in the thread file system

@@ -457,7 +457,9 @@ class ToolRunner:
                 parsed = tool.args_model.model_validate(args)
             except ValidationError as exc:
                 return failure("Tool argument validation failed: " + validation_text(exc))
-        return normalize(await tool(state, parsed))
+        # The tool's own view: ``state.fetch`` asks credential grants as this tool (hooks
+        # around the call get the view without it).
+        return normalize(await tool(state.as_tool(tool.name), parsed))
 
     async def _mcp(
         self, scope: Scope, offered: OfferedTool, call: ToolCall, args: dict[str, Any]

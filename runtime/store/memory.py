@@ -14,10 +14,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
 from runtime.core import waits
 from runtime.core.messages import Message, Side
 from runtime.core.progress import SessionProgress
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition
+from runtime.core.user_scope import UserEndpointError
 from runtime.store import files as fs
 from runtime.store.protocol import (
     CanceledBy,
@@ -223,6 +226,12 @@ class MemoryStore:
             return copy.deepcopy(known)
         return UserRecord(id=user_id, username=user_id, display_name=user_id)
 
+    async def call_user_endpoint(
+        self, user_id: str, method: str, path: str, body: Any, thread_id: str
+    ) -> Any:
+        """User endpoints are served by the Django store only (``agents_app.services.users``)."""
+        raise UserEndpointError(404, f"No user endpoint {method} /{path.lstrip('/')} here.")
+
     async def queue_message(self, thread_id: str, message: QueuedMessage) -> None:
         """Append to the queue."""
         queued = copy.deepcopy(message)
@@ -415,6 +424,18 @@ class MemoryStore:
             for key, stored in found[offset : offset + limit]
         ]
         return UserValuePage(entries, len(found))
+
+    async def grant_fetch(
+        self,
+        user_id: str | None,
+        grant: str,
+        caller: tuple[str, str],
+        method: str,
+        url: str,
+        options: dict[str, Any],
+    ) -> httpx.Response:
+        """No credential grants live here: every use is refused, as an unknown grant is."""
+        raise PermissionError(f"No credential grant named {grant!r} is available here.")
 
     # --- files -------------------------------------------------------------------------
 

@@ -21,13 +21,16 @@ Design rules:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
+
+import httpx
 
 from runtime.core.messages import Message, Role
 from runtime.core.progress import SessionProgress, ThreadExecutionState
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition
+from runtime.core.user_scope import UserEndpointError
 
 # ``handler_execution``: one message handed to a side handler (spec 0.2.0, the reference's kind).
 LogKind = Literal["llm", "tool", "system", "handler_execution"]
@@ -247,6 +250,20 @@ class ThreadUser:
     permissions: list[str] = field(default_factory=list)
     display_name: str = ""
     avatar_url: str | None = None
+    # ``call``'s way to the person's user endpoints: bound by ``state.user()`` (the thread's
+    # owner), absent on a caller a thread endpoint is told about.
+    endpoint_caller: UserEndpointCaller | None = field(default=None, repr=False, compare=False)
+
+    async def call(self, method: str, path: str, body: Any = None) -> Any:
+        """Call the person's user endpoint ``method path`` (spec 0.2.0 ``UserHandle.call``) in
+        their scope, one call at a time per user: its answer (``None`` for 204), or
+        ``UserEndpointError`` with the status it answered (404 unknown route, 405 wrong
+        method, 409 ``ReentrantUserCall`` for a call that would wait for itself)."""
+        if self.endpoint_caller is None:
+            raise UserEndpointError(
+                404, "User endpoints are reached through state.user() of the thread's owner."
+            )
+        return await self.endpoint_caller(method.upper(), path, body)
 
     @property
     def is_admin(self) -> bool:
@@ -275,6 +292,8 @@ class ThreadUser:
 
 # The name before spec 0.2.0; the same class.
 UserRecord = ThreadUser
+# ``(method, path, body) → answer``: a bound call into one person's user endpoints.
+UserEndpointCaller = Callable[[str, str, Any], Awaitable[Any]]
 
 
 @dataclass(slots=True)
@@ -576,6 +595,14 @@ class Store(Protocol):
         """Who a thread's owner is (``state.user()``), or ``None`` when unknown."""
         ...
 
+    async def call_user_endpoint(
+        self, user_id: str, method: str, path: str, body: Any, thread_id: str
+    ) -> Any:
+        """Run user ``user_id``'s user endpoint ``method path`` with ``body``, called by code
+        of thread ``thread_id``, in that user's scope (``ThreadUser.call``): its answer, or
+        ``runtime.core.user_scope.UserEndpointError``."""
+        ...
+
     async def set_env(
         self, thread_id: str, name: str, value: str, type: EnvType | None = None
     ) -> None:
@@ -626,6 +653,22 @@ class Store(Protocol):
         self, user_id: str, prefix: str = "", limit: int = 100, offset: int = 0
     ) -> UserValuePage:
         """A user's values whose key starts with ``prefix``, by key, exactly as set."""
+        ...
+
+    # credential grants (spec 0.2.0 user scope) ------------------------------------------
+    async def grant_fetch(
+        self,
+        user_id: str | None,
+        grant: str,
+        caller: tuple[str, str],
+        method: str,
+        url: str,
+        options: dict[str, Any],
+    ) -> httpx.Response:
+        """One request with credential grant ``grant`` of ``user_id`` (or the instance's)
+        injected, for ``caller`` (``("tools", name)``). ``PermissionError`` (with the reason)
+        when the grant does not allow ``caller``, is not for the URL's origin, or the egress
+        policy refuses the address. The response's ``request`` never carries the secret."""
         ...
 
     # files --------------------------------------------------------------------------

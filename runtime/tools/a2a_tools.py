@@ -9,12 +9,16 @@ in the same thread continues the remote conversation. Each status update the rem
 streams is a ``tool_call_progress`` event to the chat while the call runs. A remote
 ``input-required`` is a result that says what the remote agent asked (the model answers by
 calling again: the message then goes to that task); failures are error results in words.
+The remote task's **file artifacts** are written to the calling thread's files under
+``/a2a/<name>/`` (``save_files``), and the result names each one.
 """
 
 from __future__ import annotations
 
+import posixpath
+import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
@@ -29,6 +33,9 @@ PROGRESS_EVENT = "tool_call_progress"
 VALUE_PREFIX = "a2a."
 # Remote states after which the task takes no more messages (A2A 0.3 names).
 DONE_STATES = frozenset({"completed", "canceled", "failed", "rejected"})
+FILES_DIR = "/a2a"  # a remote agent's files land in /a2a/<name>/ of the calling thread
+FILE_NAME_MAX = 120
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]+")
 
 
 class A2aUnavailable(Exception):
@@ -45,13 +52,24 @@ class A2aAgentInfo:
 
 
 @dataclass(frozen=True)
+class A2aFile:
+    """A file artifact of the remote task: its bytes, or why they could not be read."""
+
+    name: str
+    mime_type: str
+    data: bytes | None
+    problem: str = ""
+
+
+@dataclass(frozen=True)
 class A2aReply:
-    """How the remote task stands after a call: its state, text and ids."""
+    """How the remote task stands after a call: its state, text, ids and files."""
 
     state: str
     text: str
     context_id: str | None = None
     task_id: str | None = None
+    files: tuple[A2aFile, ...] = ()
 
 
 class A2aAgents(Protocol):
@@ -117,7 +135,13 @@ def a2a_tool(name: str, info: A2aAgentInfo, agents: A2aAgents) -> ToolDefinition
         await state.set_value(
             key, {"contextId": reply.context_id, "taskId": reply.task_id if waiting else None}
         )
-        return reply_result(name, wire, reply)
+        result = reply_result(name, wire, reply)
+        saved = await save_files(state, name, reply.files)
+        if saved and result.status == "success":
+            result = replace(result, result=f"{result.result}\n\n{saved}")
+        elif saved:
+            result = replace(result, error=f"{result.error}\n\n{saved}")
+        return result
 
     return ToolDefinition(wire, info.description, A2aArgs, ask)
 
@@ -140,3 +164,34 @@ def reply_result(name: str, wire: str, reply: A2aReply) -> ToolResult:
         f"The remote agent {name} had not finished (its task is {reply.state}) when the "
         f"call ended.{said}"
     )
+
+
+def file_path(name: str, filename: str, taken: set[str]) -> str:
+    """Where a remote file lands: ``/a2a/<agent>/<its base name, made safe>``, numbered when
+    a file of the same call has that name already."""
+    base = _UNSAFE_NAME.sub("_", posixpath.basename(filename.replace("\\", "/"))).strip(" .")
+    base = base[:FILE_NAME_MAX] or "file"
+    stem, ext = posixpath.splitext(base)
+    path, number = f"{FILES_DIR}/{name}/{base}", 1
+    while path in taken:
+        number += 1
+        path = f"{FILES_DIR}/{name}/{stem}-{number}{ext}"
+    taken.add(path)
+    return path
+
+
+async def save_files(state: Any, name: str, files: tuple[A2aFile, ...]) -> str:
+    """Write the remote task's files to the thread; the words that name them (and the ones
+    that could not be read) for the tool result. Empty when there were none."""
+    if not files:
+        return ""
+    lines: list[str] = []
+    taken: set[str] = set()
+    for item in files:
+        if item.data is None:
+            lines.append(f"- {item.name}: not saved ({item.problem})")
+            continue
+        path = file_path(name, item.name, taken)
+        await state.write_file(path, item.data, item.mime_type)
+        lines.append(f"- {path} ({item.mime_type}, {len(item.data)} bytes)")
+    return f"The remote agent {name} returned files, saved in this thread:\n" + "\n".join(lines)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from runtime.core.spec import PromptDefinition, SideConfig
+from runtime.core.user_scope import USER_HOOK_NAMES
 from runtime.definitions.loader import DefinitionLoader, DefinitionNotFound
 from runtime.tools.hook_context import HookExecutionContext, child_context
 from runtime.tools.registry import Registry
@@ -69,6 +70,12 @@ async def required_hooks(
                     f"agents that start it (parentHooks: {requirement.reason}), and no hook with "
                     "that id is registered any more; restore the hook's code or remove the "
                     "requirement."
+                )
+            if registry.hooks[requirement.hook].hook in USER_HOOK_NAMES:
+                raise ParentHookMissing(
+                    f"The agent '{child.name}' requires the hook '{requirement.hook}' on the "
+                    "agents that start it, and that hook is now a user hook (it runs in a "
+                    "person's scope, never on a parent thread); remove the requirement."
                 )
             out.append(
                 RequiredHook(

@@ -1,10 +1,11 @@
 """Code-defined parts: tools, hooks, effects and thread endpoints written in Python.
 
 Define them with ``define_tool``, ``define_hook``, ``define_effect`` and
-``define_thread_endpoint`` (each usable as a call or as a decorator), and side handlers
-with ``define_handler`` (``runtime.tools.handlers``), in modules under ``agents/tools/``,
-``agents/hooks/``, ``agents/effects/``, ``agents/api/`` and ``agents/handlers/`` of a
-project folder or package; ``discover`` imports those
+``define_thread_endpoint`` (each usable as a call or as a decorator), side handlers
+with ``define_handler`` (``runtime.tools.handlers``) and user endpoints with
+``define_user_endpoint`` (``runtime.tools.user_endpoints``), in modules under
+``agents/tools/``, ``agents/hooks/``, ``agents/effects/``, ``agents/api/``,
+``agents/handlers/`` and ``agents/users/`` of a project folder or package; ``discover`` imports those
 modules and collects every definition into a ``Registry``. Two definitions
 with the same name are an error at start-up, never a silent override.
 """
@@ -28,10 +29,12 @@ from typing import Any, Literal, Required, TypedDict, TypeVar, overload
 from pydantic import BaseModel
 
 from runtime.core.tool_names import validate_tool_name
+from runtime.core.user_scope import USER_HOOK_NAMES
 from runtime.definitions.validation import HOOK_NAMES
 from runtime.tools.controllers import ControllerDefinition
 from runtime.tools.handlers import HandlerDefinition
 from runtime.tools.tool_env import DeclarationError, VariableDefinition, parse_declarations
+from runtime.tools.user_endpoints import UserEndpointDefinition
 
 AnyFn = Callable[..., Any]
 F = TypeVar("F", bound=AnyFn)
@@ -224,6 +227,7 @@ AnyDefinition = (
     | EndpointDefinition
     | ControllerDefinition
     | HandlerDefinition
+    | UserEndpointDefinition
 )
 
 
@@ -359,12 +363,15 @@ def define_hook(
     ``define_hook(hook=…, id=…, execute=…)`` or ``@define_hook(name)``.
 
     ``name`` is one of the fourteen hook names (``HOOK_NAMES``); the id (default: the function's
-    name) is what a prompt's or agent's ``hooks`` list refers to.
+    name) is what a prompt's or agent's ``hooks`` list refers to. The three user hooks
+    (``USER_HOOK_NAMES``: ``user_value_changed``, ``user_client_attached``,
+    ``user_client_detached``) are listed nowhere: each registered one runs in the person's scope.
     """
     if isinstance(hook, Mapping):
         return define_hook(hook.get("hook"), id=hook.get("id"), execute=hook.get("execute"))
-    if hook not in HOOK_NAMES:
-        raise RegistryError(f"Unknown hook name {hook!r}; expected one of: {', '.join(HOOK_NAMES)}")
+    if hook not in HOOK_NAMES and hook not in USER_HOOK_NAMES:
+        names = ", ".join((*HOOK_NAMES, *USER_HOOK_NAMES))
+        raise RegistryError(f"Unknown hook name {hook!r}; expected one of: {names}")
     target = fn or execute
 
     def build(impl: AnyFn) -> HookDefinition:
@@ -440,6 +447,7 @@ class Registry:
         self.endpoints: dict[str, EndpointDefinition] = {}
         self.controllers: dict[str, ControllerDefinition] = {}
         self.handlers: dict[str, HandlerDefinition] = {}
+        self.user_endpoints: dict[str, UserEndpointDefinition] = {}
         self.add(*definitions)
 
     def add(self, *definitions: AnyDefinition, origin: str = "") -> Registry:
@@ -466,7 +474,13 @@ class Registry:
             return self.handlers, item.name
         if isinstance(item, ControllerDefinition):
             return self.controllers, f"{item.method or 'GET'} {item.route or '/' + item.name}"
+        if isinstance(item, UserEndpointDefinition):
+            return self.user_endpoints, f"{item.method or 'GET'} {item.route or '/' + item.name}"
         return self.endpoints, f"{item.method or 'GET'} {item.route or '/' + item.name}"
+
+    def user_hooks(self, hook: str) -> list[HookDefinition]:
+        """Every registered implementation of the user hook ``hook``, by id."""
+        return [h for _, h in sorted(self.hooks.items()) if h.hook == hook]
 
     def catalog(self) -> dict[str, list[dict[str, Any]]]:
         """Names, descriptions and argument schemas, for the admin catalog and validation."""
@@ -512,6 +526,7 @@ KINDS: dict[str, type] = {
     "api": EndpointDefinition,
     "controllers": ControllerDefinition,
     "handlers": HandlerDefinition,
+    "users": UserEndpointDefinition,
 }
 
 
@@ -520,7 +535,7 @@ def discover(
     packages: Iterable[str] = (),
     registry: Registry | None = None,
 ) -> Registry:
-    """Import the ``agents/{tools,hooks,effects,api,controllers,handlers}`` modules of
+    """Import the ``agents/{tools,hooks,effects,api,controllers,handlers,users}`` modules of
     project folders and packages.
 
     A folder may be the project root (containing ``agents/``) or the ``agents``
@@ -584,7 +599,7 @@ def _collect(
         if not isinstance(value, cls) or id(value) in seen:
             continue
         seen.add(id(value))
-        if isinstance(value, EndpointDefinition | ControllerDefinition):
+        if isinstance(value, EndpointDefinition | ControllerDefinition | UserEndpointDefinition):
             value = value.located(*endpoint_route(relative))
         elif isinstance(value, HandlerDefinition):
             value = value.located(relative.removesuffix(".py").replace("/", "."))

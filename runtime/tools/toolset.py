@@ -34,9 +34,13 @@ from runtime.core.spec import (
     ToolConfig,
 )
 from runtime.definitions.loader import DefinitionLoader
+from runtime.knowledge import memory_names
+from runtime.knowledge.names import base_name
 from runtime.mcp.servers import McpTools, split_name, wire_name
 from runtime.providers.base import ToolSchema
 from runtime.tools.a2a_tools import A2aAgents, a2a_tool
+from runtime.tools.knowledge_tools import KnowledgeBases, knowledge_tool
+from runtime.tools.memory_tools import MemoryEmbedder, memory_tools
 from runtime.tools.registry import EMPTY_OBJECT_SCHEMA, Registry, ToolDefinition
 
 logger = logging.getLogger("runtime.tools.toolset")
@@ -69,17 +73,22 @@ async def offered_tools(
     env: EnvLookup,
     mcp: McpTools | None = None,
     a2a: A2aAgents | None = None,
+    knowledge: KnowledgeBases | None = None,
+    memory: MemoryEmbedder | None = None,
 ) -> dict[str, OfferedTool]:
     """The prompt's tools (plus the side's stop and end-session tools), by name."""
     out: dict[str, OfferedTool] = {}
     for entry in _entries(prompt):
+        if entry.name == memory_names.PERSON:  # remember, recall, forget (memory_tools)
+            out.update(_memory_offered(entry, memory))
+            continue
         if isinstance(entry.resumable, ResumableConfig):
             continue  # a resumable subagent: reached through subagent_create (runtime.delegation.subagents)
         if entry.optional and (await env(entry.optional) or "").strip().lower() not in TRUTHY:
             continue
         if entry.name.startswith(PROVIDER_TOOL_PREFIX):
             continue  # the vendor runs it: sent as a ``ProviderToolChoice`` (provider_choices)
-        offered = await resolve(defs, registry, entry, mcp, env, a2a)
+        offered = await resolve(defs, registry, entry, mcp, env, a2a, knowledge)
         if offered is None:
             logger.warning(
                 "Prompt %s lists tool %r, which resolves to nothing", prompt.name, entry.name
@@ -113,6 +122,14 @@ async def provider_choices(prompt: PromptDefinition, env: EnvLookup) -> list[Pro
     return out
 
 
+def _memory_offered(entry: ToolConfig, embedder: MemoryEmbedder | None) -> dict[str, OfferedTool]:
+    out = {}
+    for tool in memory_tools(embedder):
+        schema = ToolSchema(tool.name, tool.description, tool.args_schema)
+        out[tool.name] = OfferedTool(tool.name, "native", schema, entry, tool=tool)
+    return out
+
+
 def _entries(prompt: PromptDefinition) -> list[ToolConfig]:
     return [ToolConfig(name=t) if isinstance(t, str) else t for t in prompt.tools or []]
 
@@ -135,15 +152,25 @@ async def resolve(
     mcp: McpTools | None = None,
     env: EnvLookup | None = None,
     a2a: A2aAgents | None = None,
+    knowledge: KnowledgeBases | None = None,
 ) -> OfferedTool | None:
     """What a tool name means: native tool → prompt → agent; ``None`` when nothing matches.
 
     An ``mcp:<server>/<tool>`` name is an MCP server's tool; the model sees it as
     ``<server>__<tool>`` (providers refuse ``:`` and ``/`` in tool names). An
     ``a2a:<name>`` name is a remote A2A agent, a native tool named ``<name>``
-    (``runtime.tools.a2a_tools``).
+    (``runtime.tools.a2a_tools``); a ``knowledge:<name>`` name is a knowledge base, a native
+    tool named ``search_<name>`` (``runtime.tools.knowledge_tools``).
     """
     name = entry.name
+    base = base_name(name)
+    if base is not None:
+        base_info = await knowledge.base(base) if knowledge is not None else None
+        if knowledge is None or base_info is None:
+            return None
+        found = knowledge_tool(base, base_info, knowledge)
+        schema = ToolSchema(found.name, found.description, found.args_schema)
+        return OfferedTool(found.name, "native", schema, entry, tool=found)
     remote = agent_name(name)
     if remote is not None:
         remote_info = await a2a.agent(remote, env) if a2a is not None else None

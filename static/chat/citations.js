@@ -18,13 +18,14 @@ export function safeUrl(url) {
 // The sources in order of first citation, numbered from 1, and the text with a marker after
 // each cited span (offsets count characters, i.e. code points, as the server stores them).
 export function markCitations(text, citations) {
-  const list = Array.isArray(citations) ? citations.filter((c) => c && c.url) : [];
+  const list = Array.isArray(citations) ? citations.filter((c) => c && (c.url || passageHref(c))) : [];
   const sources = [];
   const numbers = new Map();
   for (const c of list) {
-    if (!numbers.has(c.url)) {
-      numbers.set(c.url, sources.length + 1);
-      sources.push({ url: c.url, title: c.title || null });
+    const key = c.url || passageHref(c);
+    if (!numbers.has(key)) {
+      numbers.set(key, sources.length + 1);
+      sources.push(c.url ? { url: c.url, title: c.title || null } : { passage: passageHref(c), title: c.title || null, quote: c.cited_text || '' });
     }
   }
   const chars = Array.from(String(text ?? ''));
@@ -32,7 +33,7 @@ export function markCitations(text, citations) {
   for (const c of list) {
     if (!Number.isInteger(c.end) || c.end < 0 || c.end > chars.length) continue;
     const set = at.get(c.end) || new Set();
-    set.add(numbers.get(c.url));
+    set.add(numbers.get(c.url || passageHref(c)));
     at.set(c.end, set);
   }
   for (const end of [...at.keys()].sort((a, b) => b - a)) {
@@ -41,8 +42,18 @@ export function markCitations(text, citations) {
   return { text: chars.join(''), sources };
 }
 
+// A knowledge passage (docs/knowledge.md, "Citations"): the chat's own page for it, built
+// from its numeric id only, so nothing in a citation chooses where the link goes.
+export function passageHref(c) {
+  return c && c.kind === 'knowledge' && Number.isInteger(c.passage) && c.passage > 0 ? `/chat/passages/${c.passage}/` : null;
+}
+
+function sourceHref(source) {
+  return source.passage || safeUrl(source.url);
+}
+
 function citeLink(n, source) {
-  const href = source ? safeUrl(source.url) : null;
+  const href = source ? sourceHref(source) : null;
   const sup = document.createElement('sup');
   sup.className = 'cite';
   const label = `[${n}]`;
@@ -90,9 +101,18 @@ export function sourcesList(sources) {
   const ol = document.createElement('ol');
   for (const source of sources) {
     const li = document.createElement('li');
-    const href = safeUrl(source.url);
-    const label = source.title || source.url;
-    if (href) {
+    const href = sourceHref(source);
+    const label = source.title || source.url || 'Passage';
+    if (source.passage) {
+      const a = document.createElement('a');
+      a.href = href;
+      a.target = '_blank';
+      a.rel = 'noopener noreferrer';
+      a.className = 'source-passage';
+      a.textContent = label;
+      if (source.quote) a.title = source.quote;
+      li.append(a);
+    } else if (href) {
       const a = document.createElement('a');
       a.href = href;
       a.target = '_blank';

@@ -174,10 +174,10 @@ def _run(args: list[str], env: dict[str, str]) -> str:
     return done.stdout
 
 
-def template_database(env: dict[str, str]) -> tuple[str, dict[str, str]]:
-    """The migrated and seeded template (built with ``env`` if missing) and the seed's keys."""
+def migrated_template(env: dict[str, str]) -> str:
+    """The migrated template's name, built with ``env`` if missing. The stacks' seeded
+    template starts from it, and so does each unit-test database (``tests/db_template.py``)."""
     migrated = f"{MIGRATED_PREFIX}{migrations_digest()}"
-    seeded = f"{SEEDED_PREFIX}{seed_digest()}"
 
     def migrate(db: str) -> str:
         with _admin() as conn:
@@ -186,8 +186,16 @@ def template_database(env: dict[str, str]) -> tuple[str, dict[str, str]]:
         _run([str(BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"], migrate_env)
         return "migrated"
 
+    ensure_template(migrated, MIGRATED_PREFIX, migrate)
+    return migrated
+
+
+def template_database(env: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """The migrated and seeded template (built with ``env`` if missing) and the seed's keys."""
+    seeded = f"{SEEDED_PREFIX}{seed_digest()}"
+
     def seed(db: str) -> str:
-        ensure_template(migrated, MIGRATED_PREFIX, migrate)
+        migrated = migrated_template(env)
         with _admin() as conn:
             conn.execute(f'CREATE DATABASE "{db}" TEMPLATE "{migrated}"')
         out = _run(

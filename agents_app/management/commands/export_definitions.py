@@ -11,7 +11,9 @@ from runtime.core.spec import SPEC_0_2, SPEC_VERSIONS
 
 class Command(BaseCommand):
     help = (
-        "Export every agent, prompt and model to DIR/{models,prompts,agents}/<name>.json, "
+        "Export every agent, prompt, model and knowledge base to "
+        "DIR/{models,prompts,agents,knowledge}/<name>.json (--documents: knowledge documents "
+        "too), "
         "written for spec 0.2.0 (--spec 0.1.0 for the older shape). Only those files are "
         "written; secret env values are written as null."
     )
@@ -24,6 +26,11 @@ class Command(BaseCommand):
             help="Also write every saved version to DIR/.history/<kind>/<name>.json.",
         )
         parser.add_argument(
+            "--documents",
+            action="store_true",
+            help="Also write each knowledge base's documents to DIR/knowledge/<name>/.",
+        )
+        parser.add_argument(
             "--spec",
             choices=SPEC_VERSIONS,
             default=SPEC_0_2,
@@ -34,7 +41,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, directory: Path, **options: Any) -> None:
         try:
             report = definitions_export(
-                directory=directory, history=options["history"], spec=options["spec"]
+                directory=directory,
+                history=options["history"],
+                spec=options["spec"],
+                documents=options["documents"],
             )
         except DefinitionFilesInvalid as exc:
             for line in exc.errors:
@@ -48,6 +58,8 @@ class Command(BaseCommand):
             self.stdout.write(
                 self.style.WARNING(f"{label}: no such definition here; the file was left as is.")
             )
+        if report.documents:
+            self.stdout.write(f"Wrote {len(report.documents)} knowledge documents.")
         total = len(report.created) + len(report.updated) + len(report.unchanged)
         self.stdout.write(
             self.style.SUCCESS(

@@ -5,12 +5,15 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agents_app.orchestration.knowledge_ingest import enqueue
 from agents_app.services.definitions.files import DefinitionFilesInvalid, definitions_import
 
 
 class Command(BaseCommand):
     help = (
-        "Import agents, prompts and models from DIR/{models,prompts,agents}/<name>.json. "
+        "Import agents, prompts and models from DIR/{models,prompts,agents}/<name>.json "
+        "(and knowledge bases from DIR/knowledge/<name>.json, their documents from "
+        "DIR/knowledge/<name>/, queued for indexing). "
         "All or nothing: on any error nothing is saved and every error is listed."
     )
 
@@ -27,6 +30,8 @@ class Command(BaseCommand):
             raise CommandError(
                 f"Nothing was imported: {count} error{'s' if count != 1 else ''}."
             ) from None
+        for document_id in report.queued_documents:  # committed: sent now
+            enqueue(document_id)
         for note in report.notes:
             self.stdout.write(self.style.WARNING(note))
         if options["verbosity"] >= 2:

@@ -46,6 +46,7 @@ from agents_app.models import (
     Agent,
     ApiKey,
     AuditEvent,
+    CredentialGrant,
     DefinitionKind,
     DefinitionVersion,
     EnvValue,
@@ -366,6 +367,13 @@ def _policies() -> dict[type[models.Model], Policy]:
                 names_only=("headers", "env"),
                 noise=("tools", "tools_refreshed_at", "last_error", "updated_at"),
                 shown={"url": _url_without_credentials},
+            ),
+            CredentialGrant: Policy(
+                "credential grant",
+                ("name", "kind", "user", "config"),
+                secret=("ciphertext",),
+                noise=("updated_at", "updated_by"),
+                label=lambda row: row.name + (f" ({row.user})" if row.user_id else ""),
             ),
             ScimToken: Policy(
                 "scim token", ("name", "last_four", "revoked_at"), noise=("last_used_at",)

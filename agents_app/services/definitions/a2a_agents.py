@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from agents_app.base.permissions import may_read_instance_env
 from agents_app.models import A2aAgent, EnvValue
 from runtime.core import egress
 from runtime.core.a2a_agents import A2aAgentDefinition, card_url, validate_agent
@@ -78,3 +79,36 @@ def remote_from_definition(d: A2aAgentDefinition) -> A2aAgent:
 def a2a_catalog(extra: Iterable[A2aAgentDefinition] = ()) -> set[str]:
     """The names a prompt's ``a2a:<name>`` may use: saved agents and those saved with it."""
     return set(A2aAgent.objects.values_list("name", flat=True)) | {d.name for d in extra}
+
+
+# --- who may point a header at a host -------------------------------------------------------
+
+
+def instance_secret_errors(
+    d: A2aAgentDefinition, actor: Any, stored: A2aAgent | None
+) -> list[DefinitionError]:
+    """Headers name env values that threads resolve down to the instance's: whoever points
+    them somewhere (a new agent, a changed URL or header) could send the instance's secret
+    to a host of their choosing, so that takes the right to read instance env values, as the
+    studio's own "Fetch the card" does. The studio form and the API both ask this."""
+    if actor is None or may_read_instance_env(actor):
+        return []
+    unchanged = stored is not None and (
+        stored.url == d.url and dict(stored.headers or {}) == dict(d.headers)
+    )
+    if unchanged:
+        return []
+    names = {n for value in d.headers.values() for n in references(value)}
+    instance = set(
+        EnvValue.objects.filter(scope="instance", key__in=names).values_list("key", flat=True)
+    )
+    return [
+        DefinitionError(
+            f"headers.{key}",
+            f"Header {key} uses {name}, an instance env value you may not read: this save "
+            "would send it to the URL given here. Ask someone who may read instance env "
+            "values to save this agent, or use an env value of your own.",
+        )
+        for key, value in d.headers.items()
+        for name in sorted(set(references(value)) & instance)
+    ]

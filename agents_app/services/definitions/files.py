@@ -16,21 +16,24 @@ all, and every error comes back as one line ``<file>: <field>: <sentence>``.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 from django.db.models import Model
 
 from agents_app.models import (
     A2aAgent,
     Agent,
     DefinitionVersion,
+    KnowledgeBase,
     LanguageModel,
     McpServer,
     Prompt,
 )
+from agents_app.services.definitions import knowledge_files
 from agents_app.services.definitions.mcp_servers import list_for_import
 from agents_app.services.definitions.rows import (
     AnyDefinition,
@@ -84,6 +87,8 @@ class ExportReport:
     unchanged: list[str] = field(default_factory=list)
     # Files in the kind folders that match no definition: left untouched, worth a look.
     stale: list[str] = field(default_factory=list)
+    # Knowledge documents' files written beside their bases (``documents=True``).
+    documents: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -106,13 +111,13 @@ def _scan(root: Path) -> _Scan:
     if not root.is_dir():
         raise DefinitionFilesInvalid([f"{root}: not a directory."])
     scan = _Scan()
-    expected = "definitions go in agents/, prompts/, models/, mcp/ or a2a/"
+    expected = "definitions go in agents/, prompts/, models/, mcp/, a2a/ or knowledge/"
     for entry in sorted(root.iterdir()):
         if _ignored(entry) or (entry.is_dir() and entry.name in CODE_FOLDERS):
             continue
         if not entry.is_dir():
             scan.errors.append(f"{entry.name}: unexpected file at the top level ({expected}).")
-        elif entry.name not in KINDS:
+        elif entry.name not in KINDS and entry.name != knowledge_files.FOLDER:
             scan.errors.append(f"{entry.name}/: unknown folder ({expected}).")
     for kind in KINDS:
         folder = root / kind
@@ -198,13 +203,17 @@ def _error_lines(errors: dict[str, list[DefinitionError]]) -> list[str]:
     return [f"{label}: {e}" for label, errs in errors.items() for e in errs]
 
 
-def _reference_errors(items: list[tuple[str, AnyDefinition]], scan: _Scan) -> list[str]:
+def _reference_errors(
+    items: list[tuple[str, AnyDefinition]], scan: _Scan, knowledge: Iterable[str] = ()
+) -> list[str]:
     """Reference errors of the well-formed files, so one run reports everything.
 
     Names of the files that failed count as existing: their own errors are reported
     already, and "does not exist" for each reference to them would only add noise.
     """
     catalog = build_catalog([d for _, d in items])
+    assert catalog.knowledge_bases is not None
+    catalog.knowledge_bases.update(knowledge)  # bases the same directory defines
     for kind, path in scan.files:
         if kind == "mcp":
             assert catalog.mcp_tools is not None
@@ -262,15 +271,28 @@ def definitions_import(*, directory: Path, only_missing: bool = False) -> SaveRe
     ``DefinitionFilesInvalid`` listing every error; the database is then unchanged.
     """
     items, errors, scan = _read(directory)
+    models = {d.name: d.provider for _, d in items if isinstance(d, ModelDefinition)}
+    bases, knowledge_errors = knowledge_files.read_knowledge(directory, models)
+    errors += knowledge_errors
     if only_missing:
         existing = _existing(items)
         items = [(label, d) for label, d in items if (_kind_of(label), d.name) not in existing]
+        have = set(KnowledgeBase.objects.values_list("name", flat=True))
+        bases = [b for b in bases if b.definition.name not in have]
     if errors:
-        raise DefinitionFilesInvalid(errors + _reference_errors(items, scan))
+        names = [b.definition.name for b in bases]
+        raise DefinitionFilesInvalid(errors + _reference_errors(items, scan, names))
     items, notes = _list_mcp_tools(items)
     try:
-        report = save_definitions(items, note=f"Imported from {directory.name}/")
+        # Knowledge bases first: prompts list them as knowledge:<name>. All or nothing.
+        known = set(KnowledgeBase.objects.values_list("name", flat=True))
+        with transaction.atomic():
+            queued = knowledge_files.save_knowledge(bases)
+            report = save_definitions(items, note=f"Imported from {directory.name}/")
         report.notes += notes
+        for base in bases:
+            (report.updated if base.definition.name in known else report.created).append(base.label)
+        report.queued_documents = queued
         return report
     except DefinitionsInvalid as exc:
         raise DefinitionFilesInvalid(_error_lines(exc.errors)) from None
@@ -328,7 +350,11 @@ def _texts(
 
 
 def definitions_export(
-    *, directory: Path, history: bool = False, spec: SpecVersion = SPEC_0_2
+    *,
+    directory: Path,
+    history: bool = False,
+    spec: SpecVersion = SPEC_0_2,
+    documents: bool = False,
 ) -> ExportReport:
     """Write every definition to ``directory/<kind>/<name>.json``, in spec ``spec`` (0.2.0
     unless asked; 0.1.0 while anyone needs it).
@@ -339,7 +365,8 @@ def definitions_export(
     the reason, and then nothing is written.
     With ``history``, every version of each agent, prompt and model is also written to
     ``directory/.history/<kind>/<name>.json`` (oldest first, as saved); import skips
-    hidden folders.
+    hidden folders. Knowledge bases go to ``knowledge/<name>.json`` and, with ``documents``,
+    their documents' files to ``knowledge/<name>/`` (``knowledge_files.py``).
     """
     if directory.exists() and not directory.is_dir():
         raise DefinitionFilesInvalid([f"{directory}: not a directory."])
@@ -348,6 +375,10 @@ def definitions_export(
     try:
         for kind in KINDS:
             _export_kind(directory / kind, kind, texts.get(kind, []), report)
+        folder = directory / knowledge_files.FOLDER
+        _export_kind(folder, knowledge_files.FOLDER, knowledge_files.knowledge_texts(), report)
+        if documents:
+            report.documents = knowledge_files.export_documents(folder)
         if history:
             _export_history(directory / HISTORY_FOLDER)
     except OSError as exc:

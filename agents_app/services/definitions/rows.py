@@ -19,6 +19,7 @@ from agents_app.models import (
     A2aAgent,
     Agent,
     EnvValue,
+    KnowledgeBase,
     LanguageModel,
     McpServer,
     ModelFallback,
@@ -91,6 +92,14 @@ def registered_code_names() -> tuple[set[str], set[str]] | None:
     return set(registry.tools), set(registry.hooks)
 
 
+def registered_user_hooks() -> set[str]:
+    """Ids of the registered user hooks (spec 0.2.0 §7: ``user_value_changed`` …)."""
+    from agents_app.base.code_registry import get_registry
+    from runtime.core.user_scope import USER_HOOK_NAMES
+
+    return {h.id for h in get_registry().hooks.values() if h.hook in USER_HOOK_NAMES}
+
+
 def registered_handlers() -> set[str]:
     """Names of the side handlers (``define_handler`` in ``agents/handlers/``)."""
     from agents_app.base.code_registry import get_registry
@@ -108,6 +117,7 @@ def build_catalog(
         agents=set(Agent.objects.values_list("name", flat=True)),
         mcp_tools=mcp_catalog(d for d in extra if isinstance(d, McpServerDefinition)),
         a2a_agents=remote_agents.a2a_catalog(d for d in extra if isinstance(d, A2aAgentDefinition)),
+        knowledge_bases=set(KnowledgeBase.objects.values_list("name", flat=True)),
     )
     for name, agent_type, exposed, side_a, handler_a in Agent.objects.values_list(
         "name", "type", "expose_as_tool", "side_a_prompt_id", "side_a_handler"
@@ -165,6 +175,7 @@ def build_catalog(
     if code is not None:
         catalog.tools, catalog.hooks = code
         catalog.handlers = registered_handlers()
+        catalog.user_hooks = registered_user_hooks()
     catalog.strict_code_names = code is not None if strict_code_names is None else strict_code_names
     return catalog
 

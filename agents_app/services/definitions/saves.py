@@ -58,6 +58,8 @@ class SaveReport:
     updated: list[str]
     # What the user should know though nothing failed (an MCP server not listed on import).
     notes: list[str] = field(default_factory=list)
+    # Knowledge documents an import stored or changed: the caller enqueues their ingestion.
+    queued_documents: list[int] = field(default_factory=list)
 
 
 def save_definitions(

@@ -11,14 +11,25 @@ result, progress text or cached card holds a header's value or an env value it u
 remote server may echo what it was sent, so everything it says is redacted by those values.
 A remote answer is bounded in bytes (``REPLY_MAX_BYTES``, ``CARD_MAX_BYTES``) as well as
 in time (the definition's ``timeoutMs``).
+
+**Files.** A file part of the remote task's artifacts (0.3's ``{kind: "file", file: {bytes |
+uri, name, mimeType}}``, or 1.0's ``raw``/``url``) becomes an ``A2aFile`` the tool writes
+to the calling thread: inline bytes as sent (inside the reply's bound), a ``uri`` fetched
+through the egress policy with at most ``file_max_bytes()`` (the doors' upload limit,
+``DATA_UPLOAD_MAX_MEMORY_SIZE``), the definition's headers sent only to the endpoint's own
+origin; at most ``MAX_FILES`` per call. Names are redacted, text files' contents too; a file
+that cannot be read is named with the reason instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import codecs
 import json
 import logging
+import mimetypes
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -27,6 +38,7 @@ from typing import Any
 
 import httpx
 from asgiref.sync import async_to_sync, sync_to_async
+from django.conf import settings
 from django.utils import timezone
 
 from agents_app.models import A2aAgent
@@ -35,8 +47,9 @@ from agents_app.services.doors import a2a_cards
 from runtime.core import egress
 from runtime.core.a2a_agents import CARD_PATH, A2aAgentDefinition, card_url
 from runtime.core.env_refs import MissingReference, expand
+from runtime.core.mime_types import MimeTypeError, normalize_mime_type
 from runtime.core.redaction import Redactor
-from runtime.tools.a2a_tools import A2aAgentInfo, A2aReply, A2aUnavailable, Progress
+from runtime.tools.a2a_tools import A2aAgentInfo, A2aFile, A2aReply, A2aUnavailable, Progress
 
 log = logging.getLogger(__name__)
 EnvLookup = Callable[[str], Awaitable[str | None]]
@@ -50,6 +63,14 @@ CARD_MAX_BYTES = 512 * 1024
 PROGRESS_TEXT_MAX = 2000
 STATE_MAX = 64
 STREAM_METHOD, SEND_METHOD = "message/stream", "message/send"
+MAX_FILES = 20  # file artifacts saved from one call
+FILE_NAME_MAX = 200
+FILE_FETCH_TIMEOUT_SECONDS = 60
+
+
+def file_max_bytes() -> int:
+    """What one remote file may weigh: what a door takes as one upload."""
+    return int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
 
 
 async def resolved_headers(d: A2aAgentDefinition, env: EnvLookup | None) -> dict[str, str]:
@@ -193,11 +214,44 @@ class _Task:
     task_id: str | None = None
     status_text: str = ""
     artifacts: dict[str, list[str]] = field(default_factory=dict)
+    files: dict[str, list[RemoteFile]] = field(default_factory=dict)  # by artifact id
 
     def reply(self) -> A2aReply:
         texts = ["".join(parts) for parts in self.artifacts.values() if "".join(parts).strip()]
         text = "\n\n".join(texts) if texts and self.state == "completed" else self.status_text
         return A2aReply(self.state, text, self.context_id, self.task_id)
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """A file part as the remote sent it: base64 bytes or a URI to fetch."""
+
+    name: str
+    mime_type: str
+    data: str | None
+    uri: str | None
+
+
+def _file_parts(parts: Any) -> list[RemoteFile]:
+    """The file parts of ``parts`` (0.3's ``file`` object, or 1.0's ``raw``/``url``)."""
+    out = []
+    for part in map(_obj, parts if isinstance(parts, list) else []):
+        file = _obj(part.get("file")) if part.get("kind") == "file" else part
+        data = file.get("bytes") if "file" in part else part.get("raw")
+        uri = file.get("uri") if "file" in part else part.get("url")
+        if not isinstance(data, str) and not isinstance(uri, str):
+            continue
+        name = file.get("name") if "file" in part else part.get("filename")
+        mime = file.get("mimeType") if "file" in part else part.get("mediaType")
+        out.append(
+            RemoteFile(
+                str(name or "")[:FILE_NAME_MAX],
+                str(mime or "")[:STATE_MAX],
+                data if isinstance(data, str) else None,
+                uri if isinstance(uri, str) and not isinstance(data, str) else None,
+            )
+        )
+    return out
 
 
 def _text(parts: Any) -> str:
@@ -236,6 +290,7 @@ def fold(task: _Task, result: Any, progress: Progress | None) -> None:
         artifacts = result.get("artifacts") if kind == "task" else None
         for artifact in map(_obj, artifacts if isinstance(artifacts, list) else []):
             task.artifacts[str(artifact.get("artifactId"))] = [_text(artifact.get("parts"))]
+            task.files[str(artifact.get("artifactId"))] = _file_parts(artifact.get("parts"))
         return
     if kind == "artifact-update":
         artifact = _obj(result.get("artifact"))
@@ -243,8 +298,10 @@ def fold(task: _Task, result: Any, progress: Progress | None) -> None:
         text = _text(artifact.get("parts"))
         if result.get("append"):
             task.artifacts.setdefault(key, []).append(text)
+            task.files.setdefault(key, []).extend(_file_parts(artifact.get("parts")))
         else:
             task.artifacts[key] = [text]
+            task.files[key] = _file_parts(artifact.get("parts"))
         return
     raise ValueError(f"a result of unknown kind {str(kind)[:STATE_MAX]!r}")
 
@@ -349,9 +406,115 @@ async def ask(
     except (httpx.HTTPError, ValueError, RecursionError) as exc:
         raise _failure(d, exc, redactor) from None
     reply = task.reply()
+    sent = [f for files in task.files.values() for f in files]
+    files = await remote_files(sent, d, card_endpoint(card, d), headers, redactor)
     return A2aReply(
-        redactor.text(reply.state), redactor.text(reply.text), reply.context_id, reply.task_id
+        redactor.text(reply.state),
+        redactor.text(reply.text),
+        reply.context_id,
+        reply.task_id,
+        tuple(files),
     )
+
+
+# --- the remote task's files ---------------------------------------------------------------
+
+
+async def remote_files(
+    sent: list[RemoteFile],
+    d: A2aAgentDefinition,
+    endpoint: str,
+    headers: dict[str, str],
+    redactor: Redactor,
+) -> list[A2aFile]:
+    """The bytes of each file the remote task returned (see the module doc)."""
+    out = []
+    for index, item in enumerate(sent):
+        name = redactor.text(item.name) or f"file-{index + 1}"
+        mime = _mime(item.mime_type, name)
+        if index >= MAX_FILES:
+            out.append(A2aFile(name, mime, None, f"more than {MAX_FILES} files in one answer"))
+            continue
+        try:
+            data = _decoded(item.data) if item.data is not None else None
+            if data is None:
+                data = await _fetched(str(item.uri), d, endpoint, headers)
+        except A2aUnavailable as exc:
+            out.append(A2aFile(name, mime, None, redactor.text(str(exc))))
+            continue
+        if len(data) > file_max_bytes():
+            out.append(A2aFile(name, mime, None, _over(len(data))))
+            continue
+        out.append(A2aFile(name, mime, _redacted(data, mime, redactor)))
+    return out
+
+
+def _mime(raw: str, name: str) -> str:
+    try:
+        return normalize_mime_type(raw or mimetypes.guess_type(name)[0])
+    except MimeTypeError:
+        return "application/octet-stream"
+
+
+def _decoded(data: str) -> bytes:
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise A2aUnavailable("its bytes are not valid base64") from None
+
+
+def _over(size: int) -> str:
+    return f"{size} bytes, more than the {file_max_bytes()} bytes a file may weigh"
+
+
+def _same_origin(url: str, endpoint: str) -> bool:
+    a, b = httpx.URL(url), httpx.URL(endpoint)
+    return (a.scheme, a.host, a.port) == (b.scheme, b.host, b.port)
+
+
+async def _fetched(
+    uri: str, d: A2aAgentDefinition, endpoint: str, headers: dict[str, str]
+) -> bytes:
+    """``uri``'s bytes, through the egress policy; the definition's headers (credentials)
+    only when it is on the endpoint's own origin, never to a host it names."""
+    if not uri.startswith(("http://", "https://")):
+        raise A2aUnavailable("its URI is not http(s)")
+    sent = {k: v for k, v in headers.items() if k.lower() != "accept"}
+    try:
+        sent = sent if _same_origin(uri, endpoint) else {}
+        async with (
+            egress.client(timeout=FILE_FETCH_TIMEOUT_SECONDS) as http,
+            http.stream("GET", uri, headers=sent) as response,
+        ):
+            response.raise_for_status()
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > file_max_bytes():
+                    raise A2aUnavailable(_over(len(body)))
+            return bytes(body)
+    except egress.EgressRefused as exc:
+        raise A2aUnavailable(
+            f"the egress policy does not allow {egress.host_of(uri)}: {exc}"
+        ) from None
+    except httpx.HTTPStatusError as exc:
+        code = exc.response.status_code
+        raise A2aUnavailable(f"{egress.host_of(uri)} answered HTTP {code} for it") from None
+    except (httpx.HTTPError, ValueError) as exc:
+        raise A2aUnavailable(
+            f"could not fetch it from {egress.host_of(uri)} ({type(exc).__name__})"
+        ) from None
+
+
+def _redacted(data: bytes, mime: str, redactor: Redactor) -> bytes:
+    """Text files with every header and env value the call used replaced, as the
+    remote's words are (binary files are stored as sent)."""
+    if not (mime.startswith("text/") or mime.endswith(("json", "xml", "yaml"))):
+        return data
+    try:
+        return redactor.text(data.decode("utf-8")).encode("utf-8")
+    except UnicodeDecodeError:
+        return data
 
 
 # --- the engine's A2aAgents ----------------------------------------------------------------

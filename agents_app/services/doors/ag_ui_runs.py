@@ -7,7 +7,8 @@ message, the user's, is the post**, and the earlier ones are already in the thre
 thread that is new here they become its history, as ``/v1`` stores a new conversation's).
 ``run_input`` reads the body into a ``RunInput``, refusing what the agent would not honour
 rather than ignoring it: client-run ``tools`` (the agent runs its own, on the server),
-``context``, ``forwardedProps``, ``resume``, a ``state`` that is not an object. The
+``context``, ``forwardedProps``, a ``state`` that is not an object. A run with ``resume``
+answers the interrupts the last run ended with (``ag_ui_interrupts``) and posts nothing. The
 ``state`` object is the thread's key-values (``services/threads/values.py``): the keys it
 sets are written before the post (``state_writes`` says which differ), and the run
 streams them back as ``STATE_SNAPSHOT``/``STATE_DELTA`` (``thread_state``,
@@ -24,11 +25,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agents_app.base.errors import DomainError, Invalid
 from agents_app.models import Message, ThreadValue
+from agents_app.services.doors.ag_ui_interrupts import ResumeAnswer, resume_entries
 from agents_app.services.doors.openai_compat import MAX_MESSAGES, Said, invalid
 from agents_app.services.threads.files import clean_mime_type
 from agents_app.services.threads.messages import CONTENT_MAX, NewAttachment
@@ -70,9 +72,10 @@ class RunInput:
 
     thread_id: str
     run_id: str
-    message: Said
+    message: Said | None  # None for a resume: it answers interrupts, it posts nothing
     earlier: list[Any]
     state: dict[str, Any] | None
+    resume: list[ResumeAnswer] = field(default_factory=list)
 
 
 def thread_tag(thread_id: str) -> str:
@@ -105,7 +108,7 @@ def run_input(body: Any) -> RunInput:
         if key not in _FIELDS:
             raise invalid(
                 f"Unsupported field: {key[:100]!r} (a RunAgentInput has threadId, runId, "
-                "messages, state, tools, context, forwardedProps)",
+                "messages, state, tools, context, forwardedProps, resume)",
                 key,
             )
     _refuse(body)
@@ -117,6 +120,13 @@ def run_input(body: Any) -> RunInput:
         if body.get(key) is not None:
             _text(body[key], key, limit=RUN_ID_MAX)
     raw = body.get("messages")
+    state = _run_state(body.get("state"))
+    if not _absent(body.get("resume")):
+        # A resume answers the interrupts that ended the last run; its messages are the
+        # conversation the front end holds, which the thread holds already.
+        if not isinstance(raw, list):
+            raise invalid("messages: required, a list", "messages")
+        return RunInput(thread_id, run_id, None, [], state, resume_entries(body["resume"]))
     if not isinstance(raw, list) or not raw:
         raise invalid(
             "messages: required, a non-empty list ending with the user's message", "messages"
@@ -124,16 +134,18 @@ def run_input(body: Any) -> RunInput:
     if len(raw) > MAX_MESSAGES:
         raise invalid(f"messages: at most {MAX_MESSAGES}", "messages")
     message = _message(raw[-1], f"messages.{len(raw) - 1}", last=True)
-    state = body.get("state")
+    return RunInput(thread_id, run_id, message, raw[:-1], state)
+
+
+def _run_state(state: Any) -> dict[str, Any] | None:
     if _absent(state):
-        state = None
-    elif not isinstance(state, dict):
+        return None
+    if not isinstance(state, dict):
         raise invalid(
             "state: an object (the thread's key-values, key → JSON value) or null", "state"
         )
-    else:
-        _state_check(state)
-    return RunInput(thread_id, run_id, message, raw[:-1], state)
+    _state_check(state)
+    return state
 
 
 def _state_check(state: dict[str, Any]) -> None:
@@ -165,13 +177,6 @@ def _refuse(body: dict[str, Any]) -> None:
             "forwardedProps: this door takes none (the agent's own definitions decide how "
             "it runs).",
             "forwardedProps",
-            "unsupported_parameter",
-        )
-    if not _absent(body.get("resume")):
-        raise invalid(
-            "resume: this door ends no run with an interrupt, so there is nothing to resume; "
-            "a tool call waiting for approval is decided in the studio.",
-            "resume",
             "unsupported_parameter",
         )
 
@@ -340,6 +345,8 @@ def run_rows(thread_id: str, question_id: str) -> list[Row]:
             silent=False,
             created_at__gt=since,
         )
+        # A call waiting for its decision has no result yet: it is an interrupt.
+        .exclude(role=Message.Role.TOOL, status=Message.Status.PENDING)
         .order_by("created_at")
         .values_list("id", "role", "content", "tool_calls", "tool_call_id")
     )

@@ -313,6 +313,12 @@ class _Files:
         return NewAttachment(name=name, mime_type=mime, data=data)
 
 
+def data_url(url: str, param: str) -> tuple[str | None, str]:
+    """(the media type, the base64 data) of a ``data:…;base64,…`` URL (``OpenAIError``
+    naming ``param`` otherwise): the A2A door reads a file part's data: URI with it."""
+    return _data_url(url, param)
+
+
 def _data_url(url: str, param: str) -> tuple[str | None, str]:
     """(the media type, the base64 data) of a ``data:…;base64,…`` URL."""
     if url.startswith(("http://", "https://")):

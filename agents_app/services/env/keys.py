@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from agents_app.base.encryption import current_key_id, decrypt, encrypt, key_id_of, keyring
-from agents_app.models import EnvValue, Schedule, ThreadValue
+from agents_app.models import CredentialGrant, EnvValue, Schedule, ThreadValue
 
 
 class MissingKeys(Exception):
@@ -50,6 +50,8 @@ def env_reencrypt() -> ReencryptReport:
     values = list(ThreadValue.objects.select_for_update().exclude(sealed="").order_by("pk"))
     # A schedule's run env values are sealed with the same keyring (issue #52).
     plans = list(Schedule.objects.select_for_update().exclude(env_ciphertext="").order_by("pk"))
+    # Credential grants' secrets too (services/users/grants.py).
+    grants = list(CredentialGrant.objects.select_for_update().order_by("pk"))
     missing = [_label(r) for r in rows if key_id_of(r.ciphertext) not in known]
     missing += [
         f"schedule:{p.pk} env (key '{key_id_of(p.env_ciphertext)}')"
@@ -60,6 +62,11 @@ def env_reencrypt() -> ReencryptReport:
         f"value:{v.thread_id}:{v.key} (key '{key_id_of(v.sealed)}')"
         for v in values
         if key_id_of(v.sealed) not in known
+    ]
+    missing += [
+        f"grant:{g.user_id or 'instance'}:{g.name} (key '{key_id_of(g.ciphertext)}')"
+        for g in grants
+        if key_id_of(g.ciphertext) not in known
     ]
     if missing:
         raise MissingKeys(missing)
@@ -72,10 +79,14 @@ def env_reencrypt() -> ReencryptReport:
     stale_plans = [p for p in plans if key_id_of(p.env_ciphertext) != newest]
     for plan in stale_plans:
         plan.env_ciphertext = encrypt(decrypt(plan.env_ciphertext))
+    stale_grants = [g for g in grants if key_id_of(g.ciphertext) != newest]
+    for grant in stale_grants:
+        grant.ciphertext = encrypt(decrypt(grant.ciphertext))
     # bulk_update leaves updated_at alone: rotation is not an edit of the value.
     EnvValue.objects.bulk_update(stale, ["ciphertext"], batch_size=500)
     ThreadValue.objects.bulk_update(stale_values, ["sealed"], batch_size=500)
     Schedule.objects.bulk_update(stale_plans, ["env_ciphertext"], batch_size=500)
-    total = len(rows) + len(values) + len(plans)
-    changed = len(stale) + len(stale_values) + len(stale_plans)
+    CredentialGrant.objects.bulk_update(stale_grants, ["ciphertext"], batch_size=500)
+    total = len(rows) + len(values) + len(plans) + len(grants)
+    changed = len(stale) + len(stale_values) + len(stale_plans) + len(stale_grants)
     return ReencryptReport(total, changed, total - changed, newest)

@@ -7,6 +7,9 @@ defence:
 
 - ``redact_for_thread(thread_id, data)``: a redacted copy of a JSON-like value;
 - ``thread_redactor(thread_id)``: the redactor itself, to reuse for many values;
+- ``user_redactor(user_id)``: the redactor of a person's user event stream (their own
+  secrets, the instance's, every agent's and prompt's: what their threads resolve but a
+  thread's own);
 - ``RedactingSink(sink)``: wraps an ``EventSink`` so every frame is redacted with
   the redactor of the frame's thread (loaded once per thread, refreshed after
   ``REFRESH_SECONDS``).
@@ -109,6 +112,31 @@ def thread_redactor(thread_id: str) -> Redactor:
         return Redactor(_secret_rows(str(thread_id)))
     except (ValueError, ValidationError):  # not a thread id at all
         return Redactor()
+
+
+# A person's user stream carries what user endpoints and hooks emit: the secrets any of the
+# person's threads could resolve, bar thread-scoped ones (those belong to one thread).
+_USER_SECRETS_SQL = (
+    f"SELECT scope, key, ciphertext FROM {_ENV} WHERE "
+    "scope IN ('agent', 'prompt') "
+    "OR (scope = 'instance' AND value_type = %s) "
+    "OR (scope = 'user' AND value_type = %s AND user_id = %s)"
+)
+
+
+def user_redactor(user_id: int) -> Redactor:
+    """A redactor for what ``user_id``'s user event stream sends (the thread frames' rule:
+    their own secrets by name, the instance's, agents' and prompts' unnamed)."""
+    secret = EnvValue.Type.SECRET.value
+    with connection.cursor() as cursor:
+        cursor.execute(_USER_SECRETS_SQL, [secret, secret, int(user_id)])
+        rows = cursor.fetchall()
+    return Redactor(
+        [
+            (key if scope in OWNED_SCOPES else "", decrypt(ciphertext))
+            for scope, key, ciphertext in rows
+        ]
+    )
 
 
 def redact_for_thread(thread_id: str, data: Any) -> Any:

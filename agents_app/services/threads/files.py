@@ -40,7 +40,7 @@ from django.db.models import Count, Q, Sum
 
 from agents_app.base.errors import Conflict, DomainError, Invalid, NotFound
 from agents_app.broadcast.events import send_thread_frames
-from agents_app.models import Thread, ThreadFile, ThreadFileChunk
+from agents_app.models import ChunkedUploadPart, Thread, ThreadFile, ThreadFileChunk
 from agents_app.models.timestamps import now_us
 from runtime.core.mime_types import MimeTypeError, normalize_mime_type
 from runtime.store import file_images
@@ -134,10 +134,15 @@ def _blob_names(row: ThreadFile) -> list[str]:
 
 def blob_names_of_threads(thread_ids: Iterable[Any]) -> list[str]:
     """Every blob of these threads' files (for deleting threads)."""
-    rows = ThreadFile.objects.filter(thread_id__in=list(thread_ids))
+    ids = list(thread_ids)
+    rows = ThreadFile.objects.filter(thread_id__in=ids)
     names = [n for pair in rows.values_list("blob", "thumbnail") for n in pair if n]
     chunks = ThreadFileChunk.objects.filter(file__in=rows).values_list("blob", flat=True)
-    return names + [n for n in chunks if n]
+    # Chunks of unfinished resumable uploads (``uploads.py``) are blobs of the thread too.
+    parts = ChunkedUploadPart.objects.filter(upload__thread_id__in=ids).values_list(
+        "blob", flat=True
+    )
+    return names + [n for n in chunks if n] + [n for n in parts if n]
 
 
 def read_blob(name: str, piece: int) -> Iterator[bytes]:

@@ -25,6 +25,7 @@ from runtime.providers.compatible.definition import (
     fill,
     placeholders,
 )
+from runtime.providers.compatible.overrides import call_stream, call_sync, failed
 from runtime.providers.openai.chat_completions import OpenAIProvider
 
 # (env name, request) → its value in the env chain (then the process env), or None.
@@ -83,8 +84,50 @@ class CompatibleProvider(OpenAIProvider):
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[StreamEvent]:
         bound = await self._bound(request)
-        async for event in super(CompatibleProvider, bound).stream(request):
+        base = super(CompatibleProvider, bound).stream
+        override = self.definition.overrides.get("stream")
+        events = (
+            base(request) if override is None else call_stream(self.name, override, base, request)
+        )
+        async for event in events:
             yield event
+
+    # --- the definition's method overrides (``overrides.py``) ------------------------------
+
+    def build_request(
+        self, request: ProviderRequest, *, stream: bool | None = None
+    ) -> PreparedRequest:
+        override = self.definition.overrides.get("build_request")
+        if override is None:
+            return super().build_request(request, stream=stream)
+
+        def base(req: ProviderRequest) -> PreparedRequest:
+            return OpenAIProvider.build_request(self, req, stream=stream)
+
+        prepared = call_sync(self.name, "build_request", override, base, request)
+        if not isinstance(prepared, PreparedRequest):
+            raise failed(
+                self.name,
+                "build_request",
+                f"it returned a {type(prepared).__name__}, not a "
+                "PreparedRequest (return ctx.base(request), or a dataclasses.replace of it)",
+            )
+        return prepared
+
+    def parse_body(self, payload: Any, request: ProviderRequest) -> list[StreamEvent]:
+        override = self.definition.overrides.get("parse_body")
+        if override is None:
+            return super().parse_body(payload, request)
+
+        def base(body: Any, req: ProviderRequest) -> list[StreamEvent]:
+            return OpenAIProvider.parse_body(self, body, req)
+
+        events = call_sync(self.name, "parse_body", override, base, payload, request)
+        if not isinstance(events, list):
+            raise failed(
+                self.name, "parse_body", f"it returned a {type(events).__name__}, not a list"
+            )
+        return events
 
     async def _bound(self, request: ProviderRequest) -> CompatibleProvider:
         """A copy with this request's slot values in its URL and headers."""

@@ -14,18 +14,29 @@ kind, so a user's ``agents/providers/*.py`` and ours take one path.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from runtime.core.definition_errors import NAME_RE
+from runtime.providers.compatible.overrides import ProviderMethodOverrides, checked_overrides
 
 SlotType = Literal["text", "secret", "url", "number", "boolean"]
 SLOT_TYPES: tuple[str, ...] = ("text", "secret", "url", "number", "boolean")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OPTION_KEYS = frozenset(
-    {"name", "label", "description", "base_url", "api_key", "config", "headers", "hosts"}
+    {
+        "name",
+        "label",
+        "description",
+        "base_url",
+        "api_key",
+        "config",
+        "headers",
+        "hosts",
+        "overrides",
+    }
 )
 _SLOT_KEYS = frozenset({"type", "default_env", "default", "required", "description"})
 # The slot that carries the API key (its ``default_env`` is the key's env name).
@@ -74,6 +85,8 @@ class ProviderDefinition:
     hosts: frozenset[str] = frozenset()
     builtin: bool = False
     origin: str = ""
+    # Adapter methods replaced by the definition's own functions (``overrides.py``).
+    overrides: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
 
     @property
     def key_env(self) -> str:
@@ -103,13 +116,16 @@ def define_provider(
     label: str | None = None,
     description: str | None = None,
     hosts: list[str] | None = None,
+    overrides: ProviderMethodOverrides | None = None,
 ) -> ProviderDefinition:
     """Define a provider: ``define_provider(name="acme", base_url="https://api.acme.ai/v1",
     api_key={"default_env": "ACME_API_KEY"}, config={...}, headers={...})``, or the same keys
     in one mapping. ``api_key`` is the key's slot (a secret; ``None`` for a provider that
     takes none); ``config`` maps slot names to ``{type, default_env, default, required,
     description}``; ``{slot}`` in ``base_url`` and in header values is replaced by the slot's
-    value; ``hosts`` are the vendor's own hosts (the base URL's host when not given)."""
+    value; ``hosts`` are the vendor's own hosts (the base URL's host when not given);
+    ``overrides`` replace adapter methods with functions (``overrides.py``: ``build_request``,
+    ``parse_body``, ``stream``)."""
     if options is not None:
         unknown = sorted(set(options) - _OPTION_KEYS)
         if unknown:
@@ -122,6 +138,7 @@ def define_provider(
         label = options.get("label", label)
         description = options.get("description", description)
         hosts = options.get("hosts", hosts)
+        overrides = options.get("overrides", overrides)
     if not isinstance(name, str) or not NAME_RE.match(name) or len(name) > 64:
         raise ProviderDefinitionError(
             f"define_provider: name {name!r} is not a usable provider name (letters, digits, "
@@ -155,6 +172,10 @@ def define_provider(
             f"define_provider {name}: base_url may not hold secret slots {sorted(secret_in_url)} "
             "(URLs are kept in logs); send them in a header"
         )
+    try:
+        methods = checked_overrides(name, overrides)
+    except ValueError as exc:
+        raise ProviderDefinitionError(str(exc)) from None
     host = _host(base_url)
     return ProviderDefinition(
         name=name,
@@ -164,6 +185,7 @@ def define_provider(
         description=(description or "").strip(),
         headers=header_map,
         hosts=frozenset(h.lower() for h in (hosts or ([host] if host else []))),
+        overrides=methods,
     )
 
 

@@ -224,7 +224,12 @@ def test_a_remote_question_is_the_result_and_the_answer_continues_that_task(
         )
         assert "save_note" in asked and "Call notes again with the answer" in asked
         conversation.say("Approve it.")
-        assert _tool_rows(conversation.thread)[1] == ("success", "Saving it.\n\nSaved your note.")
+        # The remote's answer, and the file its tool wrote, saved here (docs/api.md).
+        assert _tool_rows(conversation.thread)[1] == (
+            "success",
+            "Saving it.\n\nSaved your note.\n\nThe remote agent notes returned files, saved in "
+            "this thread:\n- /a2a/notes/today.txt (text/plain, 8 bytes)",
+        )
     finally:
         reset_registry(None)
 

@@ -80,8 +80,16 @@ def _no_unknown_fields(model: BaseModel, where: str) -> None:
                 _no_unknown_fields(item, f"{where}.{name}")
 
 
-def run(server: str, key: str, agent: str, body: dict[str, Any]) -> list[BaseEvent]:
-    """POST the run and read its stream: every event validated by the package's models."""
+def run(
+    server: str,
+    key: str,
+    agent: str,
+    body: dict[str, Any],
+    earlier_calls: frozenset[str] = frozenset(),
+) -> list[BaseEvent]:
+    """POST the run and read its stream: every event validated by the package's models
+    (``earlier_calls``: tool calls an interrupted run started, whose results a resumed run
+    tells)."""
     events: list[BaseEvent] = []
     headers = {"Authorization": f"Bearer {key}", "Accept": "text/event-stream"}
     with httpx.stream(
@@ -95,11 +103,11 @@ def run(server: str, key: str, agent: str, body: dict[str, Any]) -> list[BaseEve
             event = EVENT.validate_python(json.loads(line.removeprefix("data: ")))
             _no_unknown_fields(event, event.type.value)
             events.append(event)
-    _well_formed(events)
+    _well_formed(events, earlier_calls)
     return events
 
 
-def _well_formed(events: list[BaseEvent]) -> None:
+def _well_formed(events: list[BaseEvent], earlier_calls: frozenset[str] = frozenset()) -> None:
     """AG-UI's ordering rules: a run starts first and ends last; text messages, tool calls
     and steps start before their content and end before the run does."""
     kinds = [e.type.value for e in events]
@@ -107,7 +115,7 @@ def _well_formed(events: list[BaseEvent]) -> None:
     assert kinds[-1] in ("RUN_FINISHED", "RUN_ERROR") and kinds.count(kinds[-1]) == 1, kinds
     texts: set[str] = set()
     calls: set[str] = set()
-    ended_calls: set[str] = set()
+    ended_calls: set[str] = set(earlier_calls)
     steps: set[str] = set()
     for event in events[1:-1]:
         kind = event.type.value

@@ -28,7 +28,7 @@ def test_the_permission_table_names_every_permission_a_route_needs() -> None:
             needed.update(codename.split(".", 1)[1] for codename in rule.codenames)
         elif isinstance(rule, ThreadRule):
             needed.add(f"{rule.action}_thread")
-    named = set(re.findall(r"`((?:view|add|change|delete)_[a-z]+)`", _section()))
+    named = set(re.findall(r"`((?:view|add|change|delete)_[a-z0-9]+)`", _section()))
     assert needed - named == set(), "permissions the routes need but the docs do not name"
     assert named - needed - STUDIO_ONLY == set(), "permissions the docs name but no route uses"
 

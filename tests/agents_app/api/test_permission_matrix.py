@@ -48,6 +48,9 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/threads/{thread_id}/continue"): {},
     ("POST", "/threads/{thread_id}/variables/{request_id}"): {"values": {"X": "1"}},
     ("POST", "/threads/{thread_id}/stop"): {},
+    ("POST", "/threads/{thread_id}/fs/{path:path}/upload/start"): {"totalSize": 1},
+    ("POST", "/threads/{thread_id}/fs/{path:path}/upload/complete"): {"expectedChunks": 1},
+    ("POST", "/threads/{thread_id}/rpc"): {"method": "getThreadMeta"},
     ("POST", "/threads"): {"agent_id": "helper"},
     ("POST", "/threads/{thread_id}/messages/{message_id}/feedback"): {"score": 1},
     ("POST", "/threads/{thread_id}/messages/{message_id}/edit"): {"content": "changed"},
@@ -127,6 +130,7 @@ def concrete(path: str, thread_id: str) -> str:
         "provider": "test",
         "path:path": "notes.txt",
         "path:rest": "no-such-endpoint",
+        "index": "0",
     }
 
     def fill(match: re.Match[str]) -> str:

@@ -7,6 +7,7 @@ the kept counts with fresh ones after each such test (``message_counts.differenc
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from agents_app.models import Message, Thread, ThreadMessageCount
 from agents_app.services.threads.batched_delete import Batches, delete_rows
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 from tests.agents_app.process.manage_support import manage as run_manage
+from tests.integration.stack import sqlite_database
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -151,7 +153,9 @@ def test_the_sqlite_triggers_keep_the_count_and_survive_a_table_rebuild(tmp_path
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout
 
-    manage("migrate", "--noinput")
+    # Migrated: a copy of the SQLite template ``manage.py migrate`` built once (kept between
+    # runs, shared with the integration tests); migrating from zero here took over a minute.
+    sqlite_database(db, dict(os.environ), seeded=False)
     out = manage("shell", "-c", _SQLITE_SCRIPT)
     assert "kept [2]" in out  # thread one: created_at 0 and 9
     # Django alters a SQLite table by rebuilding it, which drops its triggers: the next

@@ -21,6 +21,7 @@ from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, ModelDefinition, PromptDefinition, SideConfig
 from tests.agents_app.admin.admin_pages import fill, post, read_form
 from tests.agents_app.api.api_support import _api_hosts, as_, client_for  # noqa: F401
+from tests.agents_app.start_meter import CallCounter
 
 pytestmark = pytest.mark.django_db
 
@@ -322,6 +323,25 @@ def test_sessions_reuse_pins_until_anything_they_were_computed_from_changes(
     with CaptureQueriesContext(connection) as recomputed:
         versions.session_pins(fourth)
     assert len(recomputed) > 2
+
+
+def test_pins_from_the_cache_are_each_sessions_own(base: None) -> None:
+    """The kept answer is decoded afresh for every session (issue #58; a deep copy before):
+    what one session does to its definitions never reaches the next."""
+    first = versions.session_pins(str(_session().pk))
+    assert first is not None
+    second = str(_session().pk)
+    with CallCounter() as counter:
+        cached = versions.session_pins(second)
+    assert cached is not None and cached.loaded == first.loaded
+    # Decoded from the kept JSON text, not copied object by object (62 calls a start before).
+    assert not [k for k in counter.calls if k.startswith("copy:")], counter.calls
+    cached.loaded[("prompts", "p1")]["prompt"] = "Changed in one session"
+    cached.versions["prompts"]["p1"] = 99
+    again = versions.session_pins(str(_session().pk))
+    assert again is not None and again.versions["prompts"] == {"p1": 1}
+    assert again.loaded == first.loaded
+    assert again.loaded[("prompts", "p1")]["prompt"] == "Be brief."
 
 
 def test_a_definition_changed_outside_the_save_paths_is_recorded_when_a_session_starts(
