@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal, Protocol
 
 import httpx
 
-from runtime.core import env_refs
+from runtime.core import env_refs, not_ours
 from runtime.core.messages import (
     MESSAGE_FIELDS,
     QUEUED_TOOL_CALL,
@@ -629,6 +629,22 @@ class ThreadState:
         """Send a custom event to the thread's live listeners."""
         json_only(f"emit('{event_name}') data", data)
         self._recorder.emit(event(event_name, data))
+
+    # --- reference calls refused with a sentence (runtime.core.not_ours) ----------------
+
+    async def run_agent(self, agent_name: str) -> None:
+        """Spec 0.2.0 ``runAgent``: raises ``NotOurs`` (a thread here runs one agent)."""
+        raise not_ours.run_agent_refusal(agent_name)
+
+    async def call_client(
+        self, tool: str, args: Any = None, *, timeout_ms: int | None = None, **options: Any
+    ) -> Any:
+        """Spec 0.2.0 ``callClient``: raises ``NotOurs`` (use a ``client: true`` tool entry)."""
+        raise not_ours.call_client_refusal("call_client")
+
+    async def call_client_stream(self, tool: str, args: Any = None, **options: Any) -> Any:
+        """Spec 0.2.0 ``callClientStream``/``runtimeStreams``: raises ``NotOurs``."""
+        raise not_ours.call_client_refusal("call_client_stream")
 
     # --- code execution ---------------------------------------------------------------
 

@@ -65,7 +65,7 @@ _SPEC2_STUDIO = _AA + "api/test_spec_0_2_0_studio.py::"
 _SPEC2_VENDOR = _RT + "providers/test_spec_0_2_0_capabilities.py::"
 _SIDE_SUB = _RT + "delegation/test_spec_0_2_0_side_subagents.py::"
 _SIDE_SUB_AA = _AA + "services/test_spec_0_2_0_side_subagents.py::"
-_SIDE_SUB_REFUSED = _SIDE_SUB_AA + "test_a4_what_cannot_run_is_refused_at_import_naming_the_field"
+_SIDE_SUB_REFUSED = _SIDE_SUB_AA + "test_A4_what_cannot_run_is_refused_at_import_naming_the_field"
 _SIDE_SUB_RULES = "runtime.definitions.side_subagents"
 _PARENT_HOOKS_RT = _RT + "tools/test_spec_0_2_0_parent_hooks.py::"
 _PARENT_HOOKS_AA = _AA + "services/test_spec_0_2_0_parent_hooks.py::"
@@ -219,7 +219,7 @@ LEDGER: dict[str, dict[str, Row]] = {
             "runtime.loop.handler_turn (once per received message, at most once; a "
             "registered handler only: runtime.definitions.validation._handler_rules)",
             _RT
-            + "loop/test_handler_sides.py::test_a3_handler_side_takes_each_inbound_message_once",
+            + "loop/test_handler_sides.py::test_A3_handler_side_takes_each_inbound_message_once",
             "spec 0.2.0 defineHandler; a handler's side takes only a label",
         ),
         "label": _h(
@@ -269,7 +269,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         "subagents": _h(
             "runtime.loop.session._scope → runtime.delegation.subagents.lifecycle_tools (built "
             "per side at run time); stored in Agent.side_X_subagents",
-            _SIDE_SUB_AA + "test_a4_side_subagents_import_export_and_list_as_written",
+            _SIDE_SUB_AA + "test_A4_side_subagents_import_export_and_list_as_written",
             "spec 0.2.0; refused on a person's or handler's side; 0.1.0 subagent entries in a "
             f"prompt written in 0.2.0 are refused ({_IMPORT_API_STUDIO})",
         ),
@@ -300,50 +300,50 @@ LEDGER: dict[str, dict[str, Row]] = {
             "runtime.delegation.subagents.relationships; exposeAsTool targets only ("
             + _SIDE_SUB_RULES
             + ")",
-            _SIDE_SUB + "test_a4_side_subagents_give_this_agent_s_side_the_lifecycle_tools",
+            _SIDE_SUB + "test_A4_side_subagents_give_this_agent_s_side_the_lifecycle_tools",
             f"spec 0.2.0; a target without exposeAsTool is refused ({_IMPORT_API_STUDIO})",
         ),
         "as": _h(
             "runtime.delegation.subagents (the relationship's name: subagent_create's agent, "
             "the registry's relationship)",
-            _SIDE_SUB + "test_a5_blocking_defaults_to_false_and_as_names_the_relationship",
+            _SIDE_SUB + "test_A5_blocking_defaults_to_false_and_as_names_the_relationship",
         ),
         "description": _h(
             "runtime.delegation.subagents._create_schema (replaces the child's toolDescription)",
-            _SIDE_SUB + "test_a4_side_subagents_give_this_agent_s_side_the_lifecycle_tools",
+            _SIDE_SUB + "test_A4_side_subagents_give_this_agent_s_side_the_lifecycle_tools",
         ),
         "blocking": _h(
             "runtime.delegation.subagents (default false)",
-            _SIDE_SUB + "test_a5_blocking_true_waits_for_the_answer",
+            _SIDE_SUB + "test_A5_blocking_true_waits_for_the_answer",
         ),
         "maxInstances": _h(
             "runtime.delegation.subagents._new_instance",
-            _SIDE_SUB + "test_a5_max_instances_at_the_top_level",
+            _SIDE_SUB + "test_A5_max_instances_at_the_top_level",
         ),
         "immediate": _h(
             "runtime.delegation.subagents.spawn_immediate; the object form refused by "
             + _SIDE_SUB_RULES,
             _SIDE_SUB
-            + "test_a4_hidden_relationship_is_not_offered_to_create_but_starts_immediately",
+            + "test_A4_hidden_relationship_is_not_offered_to_create_but_starts_immediately",
             f"true only; {{nameEnv, descriptionEnv, scopedEnv}} refused ({_IMPORT_API_STUDIO})",
         ),
         "optional": _h(
             "runtime.delegation.subagents.relationships",
-            _SIDE_SUB + "test_a4_optional_relationship_exists_only_when_its_env_is_true",
+            _SIDE_SUB + "test_A4_optional_relationship_exists_only_when_its_env_is_true",
         ),
         "scopedEnv": _h(
             "runtime.delegation.subagents.scoped_env",
-            _SIDE_SUB + "test_a4_scoped_env_and_explicit_parent_communication",
+            _SIDE_SUB + "test_A4_scoped_env_and_explicit_parent_communication",
         ),
         "hidden": _h(
             "runtime.delegation.subagents.lifecycle_tools (not offered to subagent_create, "
             "left out of the listing)",
             _SIDE_SUB
-            + "test_a4_hidden_relationship_is_not_offered_to_create_but_starts_immediately",
+            + "test_A4_hidden_relationship_is_not_offered_to_create_but_starts_immediately",
         ),
         "parentCommunication": _h(
             "runtime.delegation.subagents._settle",
-            _SIDE_SUB + "test_a4_scoped_env_and_explicit_parent_communication",
+            _SIDE_SUB + "test_A4_scoped_env_and_explicit_parent_communication",
         ),
         "initUserMessageProperty": _r(
             _SIDE_SUB_RULES,
@@ -426,7 +426,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "model": _h(
             "runtime.step.llm_half",
-            _RT + "step/test_attempt_ladder.py::test_after_two_failures_the_fallback_model_answers",
+            _RT + "step/test_attempt_ladder.py::test_I10_two_failures_then_the_fallback_answers",
         ),
         "includeChat": _h(
             "runtime.step.history",
@@ -698,7 +698,7 @@ LEDGER: dict[str, dict[str, Row]] = {
         ),
         "fallbacks": _h(
             "runtime.step.llm_half (attempt ladder)",
-            _RT + "step/test_attempt_ladder.py::test_after_two_failures_the_fallback_model_answers",
+            _RT + "step/test_attempt_ladder.py::test_I10_two_failures_then_the_fallback_answers",
         ),
         "inputPrice": _h(
             "runtime.providers.pricing",

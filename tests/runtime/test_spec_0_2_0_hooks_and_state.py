@@ -46,7 +46,7 @@ def _hooked(world: World, *hooks: Any, script: TestScript, on_agent: bool = Fals
 # --- D1 --------------------------------------------------------------------------------------
 
 
-async def test_d1_tool_call_started_and_done_hooks_fire_once_per_call(world: World) -> None:
+async def test_D1_tool_call_started_and_done_hooks_fire_once_per_call(world: World) -> None:
     seen: list[tuple[str, Any, Any]] = []
 
     async def started(state: Any, tool_call: Any, progress: Any) -> str:
@@ -87,7 +87,7 @@ async def test_d1_tool_call_started_and_done_hooks_fire_once_per_call(world: Wor
     ]
 
 
-async def test_d1_a_tool_call_hook_that_raises_is_logged_and_the_call_succeeds(
+async def test_D1_a_tool_call_hook_that_raises_is_logged_and_the_call_succeeds(
     world: World,
 ) -> None:
     async def broken(state: Any, tool_call: Any, progress: Any) -> None:
@@ -112,7 +112,7 @@ async def test_d1_a_tool_call_hook_that_raises_is_logged_and_the_call_succeeds(
 # --- D3 --------------------------------------------------------------------------------------
 
 
-async def test_d3_hooks_that_declare_it_get_the_context_of_the_list_that_named_them(
+async def test_D3_hooks_that_declare_it_get_the_context_of_the_list_that_named_them(
     world: World,
 ) -> None:
     contexts: list[Any] = []
@@ -187,7 +187,7 @@ async def _tree(state: Any, path: str = "/") -> list[str]:
     return out
 
 
-async def test_d5_move_and_rename_change_the_tree_and_send_file_moved(world: World) -> None:
+async def test_D5_move_and_rename_change_the_tree_and_send_file_moved(world: World) -> None:
     script = (
         TestScript()
         .add_tool_call("move", {"src": "/notes", "dst": "/archive/2026/notes"})
@@ -222,7 +222,7 @@ async def test_d5_move_and_rename_change_the_tree_and_send_file_moved(world: Wor
     ]
 
 
-async def test_d5_moving_onto_an_existing_path_or_out_of_the_tree_is_refused(
+async def test_D5_moving_onto_an_existing_path_or_out_of_the_tree_is_refused(
     world: World,
 ) -> None:
     script = (
@@ -256,7 +256,7 @@ async def test_d5_moving_onto_an_existing_path_or_out_of_the_tree_is_refused(
 # --- D6 --------------------------------------------------------------------------------------
 
 
-async def test_d6_error_origin_names_the_tool_the_provider_or_the_runtime(world: World) -> None:
+async def test_D6_error_origin_names_the_tool_the_provider_or_the_runtime(world: World) -> None:
     _hooked(world, script=TestScript().add_tool_call("fails").add_text("after"))
     thread, _ = await world.chat("go")
 
@@ -272,7 +272,7 @@ async def test_d6_error_origin_names_the_tool_the_provider_or_the_runtime(world:
     assert frames and {f["error_origin"] for f in frames} == {"tool:fails"}
 
 
-async def test_d6_a_failed_request_has_a_provider_origin(world: World) -> None:
+async def test_D6_a_failed_request_has_a_provider_origin(world: World) -> None:
     _hooked(world, script=TestScript().add_error("rate_limited", status=400))
     thread, _ = await world.chat("go")
 
@@ -299,7 +299,7 @@ def host(world: World) -> InlineHost:
     return inline
 
 
-async def test_e1_a_childs_tools_and_hooks_read_the_arguments_it_was_created_with(
+async def test_E1_a_childs_tools_and_hooks_read_the_arguments_it_was_created_with(
     world: World, host: InlineHost
 ) -> None:
     read: list[tuple[str, Any]] = []

@@ -61,7 +61,7 @@ async def _recalled(world: World, user_id: str | None) -> str:
     return [m for m in await world.messages(thread.id) if m.role == "tool"][-1].content or ""
 
 
-async def test_e3_user_values_follow_the_owner_across_threads_and_no_further(
+async def test_E3_user_values_follow_the_owner_across_threads_and_no_further(
     world: World,
 ) -> None:
     _world(world)

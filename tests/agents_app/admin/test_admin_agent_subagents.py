@@ -84,7 +84,7 @@ def _rows_form(response: Any, side: str = "a") -> Any:
     return response.context["adminform"].form.subagent_sets[side]
 
 
-def test_a4_a_subagent_added_by_form_is_stored_and_exported_as_the_api_stores_it(
+def test_A4_a_subagent_added_by_form_is_stored_and_exported_as_the_api_stores_it(
     tmp_path: Path, staff: Client, as_: Any, ops: Any
 ) -> None:
     _import(tmp_path / "src", twin={**BOSS, "name": "twin"})
@@ -108,7 +108,7 @@ def test_a4_a_subagent_added_by_form_is_stored_and_exported_as_the_api_stores_it
     assert exported["boss"]["sideA"]["subagents"] == [RELATIONSHIP]
 
 
-def test_a4_stored_rows_are_shown_as_rows_and_a_ticked_delete_removes_one(
+def test_A4_stored_rows_are_shown_as_rows_and_a_ticked_delete_removes_one(
     tmp_path: Path, staff: Client
 ) -> None:
     second = {"agent": "helper", "as": "checker", "hidden": True, "immediate": True}
@@ -127,7 +127,7 @@ def test_a4_stored_rows_are_shown_as_rows_and_a_ticked_delete_removes_one(
     assert Agent.objects.get(name="boss").side_a_subagents == [second]
 
 
-def test_a4_mistakes_are_sentences_on_the_row_and_field_and_nothing_is_saved(
+def test_A4_mistakes_are_sentences_on_the_row_and_field_and_nothing_is_saved(
     tmp_path: Path, staff: Client
 ) -> None:
     _import(tmp_path)
@@ -159,7 +159,7 @@ def test_a4_mistakes_are_sentences_on_the_row_and_field_and_nothing_is_saved(
     assert Agent.objects.get(name="boss").side_a_subagents == []
 
 
-def test_a4_a_target_no_longer_exposed_is_named_on_its_row(tmp_path: Path, staff: Client) -> None:
+def test_A4_a_target_no_longer_exposed_is_named_on_its_row(tmp_path: Path, staff: Client) -> None:
     boss = {**BOSS, "sideA": {"prompt": "boss_prompt", "subagents": [{"agent": "helper"}]}}
     _import(tmp_path, boss=boss)
     Agent.objects.filter(name="helper").update(expose_as_tool=False)
@@ -178,7 +178,7 @@ def test_a4_a_target_no_longer_exposed_is_named_on_its_row(tmp_path: Path, staff
     )
 
 
-def test_a4_the_person_s_side_refuses_rows_in_words(tmp_path: Path, staff: Client) -> None:
+def test_A4_the_person_s_side_refuses_rows_in_words(tmp_path: Path, staff: Client) -> None:
     _import(tmp_path)
     data = set_rows(read_form(staff, _url("boss")), "side_b_subagents", [{"agent": "helper"}])
 
@@ -192,7 +192,7 @@ def test_a4_the_person_s_side_refuses_rows_in_words(tmp_path: Path, staff: Clien
     assert Agent.objects.get(name="boss").side_b_subagents == []
 
 
-def test_a4_a_0_1_0_agent_shows_the_rows_disabled_and_refuses_posted_ones(
+def test_A4_a_0_1_0_agent_shows_the_rows_disabled_and_refuses_posted_ones(
     tmp_path: Path, staff: Client
 ) -> None:
     _import(tmp_path, old={"name": "old", "type": "ai_human", "sideA": {"prompt": "boss_prompt"}})
@@ -216,7 +216,7 @@ def test_a4_a_0_1_0_agent_shows_the_rows_disabled_and_refuses_posted_ones(
     assert (old.spec_version, old.side_a_subagents) == ("0.1.0", [])
 
 
-def test_a4_what_people_typed_is_escaped_when_the_rows_are_shown(
+def test_A4_what_people_typed_is_escaped_when_the_rows_are_shown(
     tmp_path: Path, staff: Client
 ) -> None:
     _import(tmp_path)
@@ -232,7 +232,7 @@ def test_a4_what_people_typed_is_escaped_when_the_rows_are_shown(
     assert "researcher" in structure and hostile not in structure
 
 
-def test_a4_a_post_without_rows_keeps_the_stored_relationships(
+def test_A4_a_post_without_rows_keeps_the_stored_relationships(
     tmp_path: Path, staff: Client
 ) -> None:
     boss = {**BOSS, "sideA": {"prompt": "boss_prompt", "subagents": [RELATIONSHIP]}}
@@ -245,7 +245,7 @@ def test_a4_a_post_without_rows_keeps_the_stored_relationships(
     assert Agent.objects.get(name="boss").side_a_subagents == [RELATIONSHIP]
 
 
-def test_a4_the_structure_page_shows_each_side_s_subagents(tmp_path: Path, staff: Client) -> None:
+def test_A4_the_structure_page_shows_each_side_s_subagents(tmp_path: Path, staff: Client) -> None:
     boss = {**BOSS, "sideA": {"prompt": "boss_prompt", "subagents": [RELATIONSHIP]}}
     _import(tmp_path, boss=boss)
 
@@ -255,7 +255,7 @@ def test_a4_the_structure_page_shows_each_side_s_subagents(tmp_path: Path, staff
     assert "as researcher: Digs up sources" in page
 
 
-def test_a4_a_view_only_page_shows_the_relationships_in_words_without_rows(
+def test_A4_a_view_only_page_shows_the_relationships_in_words_without_rows(
     tmp_path: Path, client: Client, make_user: Any
 ) -> None:
     from django.contrib.auth.models import Permission

@@ -254,7 +254,7 @@ def test_subagents_lists_children(as_: Any, alice: Any, thread_of: Any) -> None:
     assert entry["status"] == "idle"
 
 
-def test_i5_registry_entries_carry_owner_initial_arguments_and_awaiting_human(
+def test_I5_registry_entries_carry_owner_initial_arguments_and_awaiting_human(
     as_: Any, alice: Any, thread_of: Any
 ) -> None:
     root = thread_of(alice)

@@ -75,7 +75,7 @@ def test_api_handlers_lists_registered_handlers(as_: Any, ops: Any, alice: Any) 
     assert as_(alice).get("/api/handlers").status_code == 403  # staff only, as the studio's
 
 
-def test_a3_a_side_naming_an_unregistered_handler_is_refused_at_every_door(
+def test_A3_a_side_naming_an_unregistered_handler_is_refused_at_every_door(
     as_: Any, ops: Any, client: Client, tmp_path: Path
 ) -> None:
     # The reference studio's agent editor.
@@ -115,7 +115,7 @@ def test_a3_a_side_naming_an_unregistered_handler_is_refused_at_every_door(
     assert not Agent.objects.exists()
 
 
-def test_a3_a_handler_named_in_an_import_is_refused_with_the_file(tmp_path: Path) -> None:
+def test_A3_a_handler_named_in_an_import_is_refused_with_the_file(tmp_path: Path) -> None:
     err = io.StringIO()
     (tmp_path / "agents").mkdir()
     (tmp_path / "agents" / "desk.json").write_text(
@@ -126,7 +126,7 @@ def test_a3_a_handler_named_in_an_import_is_refused_with_the_file(tmp_path: Path
     assert f"agents/desk.json: sideA.handler: {UNKNOWN}" in err.getvalue()
 
 
-def test_a3_a_registered_handler_side_round_trips_through_export_and_import(
+def test_A3_a_registered_handler_side_round_trips_through_export_and_import(
     as_: Any, ops: Any, tmp_path: Path
 ) -> None:
     _import(tmp_path / "in", {**DESK, "sideA": {"handler": "order_desk", "label": "Desk"}})
@@ -152,7 +152,7 @@ def test_a3_a_registered_handler_side_round_trips_through_export_and_import(
     assert Agent.objects.get(name="desk").side_a_handler == "order_desk"
 
 
-def test_a3_a_handler_side_answers_a_thread_over_the_api(
+def test_A3_a_handler_side_answers_a_thread_over_the_api(
     as_: Any, alice: Any, tmp_path: Path
 ) -> None:
     _import(tmp_path, DESK)
@@ -184,7 +184,7 @@ def test_a3_a_handler_side_answers_a_thread_over_the_api(
     ]
 
 
-def test_a3_the_reference_editor_echoing_a_handler_agent_saves_it_unchanged(
+def test_A3_the_reference_editor_echoing_a_handler_agent_saves_it_unchanged(
     as_: Any, ops: Any, tmp_path: Path
 ) -> None:
     _import(tmp_path, {**DESK, "sideA": {"handler": "order_desk", "label": "Desk"}})

@@ -75,7 +75,7 @@ def _files(root: Path, files: dict[str, dict[str, Any]]) -> str:
     return err.getvalue()
 
 
-def test_d1_tool_call_hooks_are_accepted_in_hooks_lists_at_every_door(
+def test_D1_tool_call_hooks_are_accepted_in_hooks_lists_at_every_door(
     as_: Any, ops: Any, client: Client, tmp_path: Path
 ) -> None:
     model = {"name": "m", "provider": "test", "model": "scripted"}
@@ -133,14 +133,14 @@ def _run_thread(client: Any) -> str:
     return str(thread_id)
 
 
-def test_d1_tool_call_hooks_fire_in_a_thread_run_over_the_api(as_: Any, alice: Any) -> None:
+def test_D1_tool_call_hooks_fire_in_a_thread_run_over_the_api(as_: Any, alice: Any) -> None:
     _agent(["watch_started", "watch_done"])
     _run_thread(as_(alice))
 
     assert CALLS == [("started", "refuse_order"), ("done", "error")]
 
 
-def test_d6_the_logs_api_says_where_each_error_came_from(as_: Any, alice: Any) -> None:
+def test_D6_the_logs_api_says_where_each_error_came_from(as_: Any, alice: Any) -> None:
     _agent(["broken_watcher"])
     client = as_(alice)
     thread_id = _run_thread(client)

@@ -79,7 +79,7 @@ def _chat(client: Any) -> None:
     async_to_sync(run_session_job)(str(session.pk))
 
 
-def test_e3_what_a_thread_remembers_is_its_owners_and_no_one_elses(
+def test_E3_what_a_thread_remembers_is_its_owners_and_no_one_elses(
     as_: Any, alice: Any, bob: Any
 ) -> None:
     _agent(
@@ -119,7 +119,7 @@ def test_e3_what_a_thread_remembers_is_its_owners_and_no_one_elses(
     ]
 
 
-def test_e3_a_secret_a_thread_remembers_is_redacted_where_shown(as_: Any, alice: Any) -> None:
+def test_E3_a_secret_a_thread_remembers_is_redacted_where_shown(as_: Any, alice: Any) -> None:
     client = as_(alice)
     patched = client.patch_json("/api/users/me/env", {"env_patch": {"SHOP_KEY": SECRET}})
     assert patched.status_code == 200, patched.content
@@ -133,7 +133,7 @@ def test_e3_a_secret_a_thread_remembers_is_redacted_where_shown(as_: Any, alice:
     assert SECRET not in str(row.value) and SECRET not in row.sealed  # sealed: encrypted
 
 
-def test_e3_bad_requests_are_refused_with_a_sentence(as_: Any, alice: Any) -> None:
+def test_E3_bad_requests_are_refused_with_a_sentence(as_: Any, alice: Any) -> None:
     client = as_(alice)
     too_long = client.get(KV + "?key=" + "k" * 513)
     assert too_long.status_code == 400 and "key" in too_long.json()["error"]

@@ -29,7 +29,7 @@ def _revive(as_: Any, user: Any, thread: Any) -> dict[str, Any]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_revive_dispatches_a_session_whose_heartbeat_stopped(
+def test_I9_revive_dispatches_a_session_whose_heartbeat_stopped(
     as_: Any, alice: Any, thread_of: Any, started: list[str]
 ) -> None:
     thread = thread_of(alice)

@@ -86,7 +86,7 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
-def test_a4_side_subagents_import_export_and_list_as_written(
+def test_A4_side_subagents_import_export_and_list_as_written(
     tmp_path: Path, as_: Any, ops: Any
 ) -> None:
     src = _write(tmp_path / "src", _tree())
@@ -177,7 +177,7 @@ def test_a4_side_subagents_import_export_and_list_as_written(
     ],
     ids=["not_exposed", "init_property", "immediate_object", "human_side", "old_entry", "mixed"],
 )
-def test_a4_what_cannot_run_is_refused_at_import_naming_the_field(
+def test_A4_what_cannot_run_is_refused_at_import_naming_the_field(
     tmp_path: Path, change: dict[str, Any], said: str
 ) -> None:
     src = _write(tmp_path, _tree(**change))
@@ -188,7 +188,7 @@ def test_a4_what_cannot_run_is_refused_at_import_naming_the_field(
     assert not Agent.objects.filter(name="boss").exists()
 
 
-def test_a4_0_1_0_prompt_entry_subagents_still_import_for_0_1_0_agents(tmp_path: Path) -> None:
+def test_A4_0_1_0_prompt_entry_subagents_still_import_for_0_1_0_agents(tmp_path: Path) -> None:
     files = _tree(
         **{
             "prompts/boss_prompt": {
@@ -203,7 +203,7 @@ def test_a4_0_1_0_prompt_entry_subagents_still_import_for_0_1_0_agents(tmp_path:
     assert Agent.objects.get(name="boss").spec_version == "0.1.0"
 
 
-def test_a4_the_definition_api_takes_side_subagents_in_both_body_shapes(
+def test_A4_the_definition_api_takes_side_subagents_in_both_body_shapes(
     tmp_path: Path, as_: Any, ops: Any
 ) -> None:
     _run("import_definitions", str(_write(tmp_path, _tree())))
@@ -231,7 +231,7 @@ def test_a4_the_definition_api_takes_side_subagents_in_both_body_shapes(
     }
 
 
-def test_a4_the_studio_form_shows_side_subagents_escaped_and_keeps_them(
+def test_A4_the_studio_form_shows_side_subagents_escaped_and_keeps_them(
     tmp_path: Path, client: Any, ops: Any
 ) -> None:
     hostile = {"agent": "helper", "as": "<img src=x onerror=alert(1)>"}
@@ -261,7 +261,7 @@ def _session(thread_id: str) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a5_a_session_over_http_offers_the_side_s_tools_and_keeps_the_child(
+def test_A5_a_session_over_http_offers_the_side_s_tools_and_keeps_the_child(
     tmp_path: Path, as_: Any, alice: Any
 ) -> None:
     create = {"agent": "researcher", "name": "Scout", "message": "Find sources"}
@@ -308,7 +308,7 @@ def test_a5_a_session_over_http_offers_the_side_s_tools_and_keeps_the_child(
     assert child["parent"] == thread_id and child["terminated"] is None
 
 
-def test_a4_convert_definitions_moves_prompt_entry_subagents_onto_the_sides(
+def test_A4_convert_definitions_moves_prompt_entry_subagents_onto_the_sides(
     tmp_path: Path,
 ) -> None:
     entry = {
@@ -348,7 +348,7 @@ def test_a4_convert_definitions_moves_prompt_entry_subagents_onto_the_sides(
     assert Prompt.objects.get(name="boss_prompt").tool_entries.count() == 1
 
 
-def test_a4_convert_definitions_keeps_a_subagent_it_cannot_move_and_says_so(
+def test_A4_convert_definitions_keeps_a_subagent_it_cannot_move_and_says_so(
     tmp_path: Path,
 ) -> None:
     entry = {"name": "helper", "resumable": {"receives_messages": "side_b"}}

@@ -122,7 +122,7 @@ TOGETHER = pytest.mark.parametrize("together", [False, True], ids=["one_by_one",
 
 
 @TOGETHER
-async def test_the_stream_filters_silent_deep_and_reasoning_frames(together: bool) -> None:
+async def test_I8_the_stream_filters_silent_deep_and_reasoning_frames(together: bool) -> None:
     thread_id, key = await _thread_and_key("alice", "alice")
     plain = await _connect(f"/api/threads/{thread_id}/stream", key)
     everything = await _connect(
@@ -205,7 +205,7 @@ async def test_the_session_cookie_counts_only_from_the_same_origin() -> None:
     assert code == 4401
 
 
-async def test_registry_socket_scopes() -> None:
+async def test_I6_registry_socket_scopes_and_its_thread_created_frame() -> None:
     _, key = await _thread_and_key("alice", "alice")
     _, code = await _refused(await _connect("/api/events?scope=all", key))
     assert code == 4403

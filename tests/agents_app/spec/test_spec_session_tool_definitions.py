@@ -73,7 +73,7 @@ def test_spec_session_tools_and_subagent_options_import_store_and_export(tmp_pat
         assert json.loads((tmp_path / "out" / rel).read_text()) == TREE[rel], rel
 
 
-def test_spec_session_tool_bare_string_imports_as_its_name(tmp_path: Path) -> None:
+def test_A11_session_tool_bare_string_imports_as_its_object_form(tmp_path: Path) -> None:
     tree = dict(TREE)
     tree["agents/child.json"] = {
         "name": "child",

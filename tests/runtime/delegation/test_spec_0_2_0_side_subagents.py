@@ -64,7 +64,7 @@ async def _tool_rows(world: World, thread_id: str) -> list[Any]:
     return [m for m in await world.messages(thread_id) if m.role == "tool"]
 
 
-async def test_a4_side_subagents_give_this_agent_s_side_the_lifecycle_tools(
+async def test_A4_side_subagents_give_this_agent_s_side_the_lifecycle_tools(
     world: World, host: InlineHost
 ) -> None:
     _family(
@@ -85,7 +85,7 @@ async def test_a4_side_subagents_give_this_agent_s_side_the_lifecycle_tools(
     assert [t.name for t in world.requests()[1].tools] == []
 
 
-async def test_a4_side_b_relationship_lands_on_side_b(world: World, host: InlineHost) -> None:
+async def test_A4_side_b_relationship_lands_on_side_b(world: World, host: InlineHost) -> None:
     world.define(
         prompt("pa", model="ma"),
         prompt("pb", model="mb"),
@@ -127,7 +127,7 @@ async def test_a4_side_b_relationship_lands_on_side_b(world: World, host: Inline
     assert delivery.metadata["subagent_id"] == child.id
 
 
-async def test_a5_blocking_defaults_to_false_and_as_names_the_relationship(
+async def test_A5_blocking_defaults_to_false_and_as_names_the_relationship(
     world: World, host: InlineHost
 ) -> None:
     _family(world, {"agent": "helper", "as": "researcher"}, TestScript().add_text("found it"))
@@ -158,7 +158,7 @@ async def test_a5_blocking_defaults_to_false_and_as_names_the_relationship(
     )
 
 
-async def test_a5_blocking_true_waits_for_the_answer(world: World, host: InlineHost) -> None:
+async def test_A5_blocking_true_waits_for_the_answer(world: World, host: InlineHost) -> None:
     _family(world, {"agent": "helper", "blocking": True}, TestScript().add_text("42"))
     world.script(
         "m",
@@ -171,7 +171,7 @@ async def test_a5_blocking_true_waits_for_the_answer(world: World, host: InlineH
     assert row.content == f"42\n\nReference: {row.subagent_id}"
 
 
-async def test_a5_max_instances_at_the_top_level(world: World, host: InlineHost) -> None:
+async def test_A5_max_instances_at_the_top_level(world: World, host: InlineHost) -> None:
     _family(
         world,
         {"agent": "helper", "as": "researcher", "maxInstances": 1},
@@ -195,7 +195,7 @@ async def test_a5_max_instances_at_the_top_level(world: World, host: InlineHost)
     await host.idle()
 
 
-async def test_a5_a_failed_child_settles_idle_and_stays_addressable(
+async def test_A5_a_failed_child_settles_idle_and_stays_addressable(
     world: World, host: InlineHost
 ) -> None:
     _family(
@@ -230,7 +230,7 @@ async def test_a5_a_failed_child_settles_idle_and_stays_addressable(
     assert [m.content for m in await world.messages(child.id)][-1] == "second try worked"
 
 
-async def test_a4_hidden_relationship_is_not_offered_to_create_but_starts_immediately(
+async def test_A4_hidden_relationship_is_not_offered_to_create_but_starts_immediately(
     world: World, host: InlineHost
 ) -> None:
     _family(
@@ -248,7 +248,7 @@ async def test_a4_hidden_relationship_is_not_offered_to_create_but_starts_immedi
     assert "subagent_create" not in offered and "subagents" in offered
 
 
-async def test_a4_optional_relationship_exists_only_when_its_env_is_true(
+async def test_A4_optional_relationship_exists_only_when_its_env_is_true(
     world: World, host: InlineHost
 ) -> None:
     _family(world, {"agent": "helper", "optional": "USE_HELPER"}, TestScript())
@@ -259,7 +259,7 @@ async def test_a4_optional_relationship_exists_only_when_its_env_is_true(
     assert "subagent_create" in {t.name for t in world.requests()[1].tools}
 
 
-async def test_a4_scoped_env_and_explicit_parent_communication(
+async def test_A4_scoped_env_and_explicit_parent_communication(
     world: World, host: InlineHost
 ) -> None:
     relationship = {"agent": "helper", "scopedEnv": ["REGION"], "parentCommunication": "explicit"}

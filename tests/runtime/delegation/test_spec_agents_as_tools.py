@@ -180,7 +180,7 @@ def _handoff_world(world: World, **entry: Any) -> None:
     )
 
 
-async def test_handoff_switches_the_thread_agent_and_keeps_the_origin(world: World) -> None:
+async def test_I10_handoff_switches_the_thread_agent_keeps_the_origin(world: World) -> None:
     _handoff_world(world, init_user_message_property="issue")
     world.script("m", TestScript().add_tool_call("billing", {"issue": "double charge"}))
     world.script("mb", TestScript().add_text("I'll refund the duplicate charge."))

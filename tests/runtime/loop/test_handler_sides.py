@@ -49,7 +49,7 @@ async def _said(world: World, thread_id: str) -> list[tuple[str, str | None, str
     return [(m.role, m.side, m.content) for m in await world.messages(thread_id)]
 
 
-async def test_a3_handler_side_takes_each_inbound_message_once(world: World) -> None:
+async def test_A3_handler_side_takes_each_inbound_message_once(world: World) -> None:
     calls: list[str] = []
     world.register(_echo(calls))
     world.define(_handler_a_person_b())
@@ -88,7 +88,7 @@ async def test_a3_handler_side_takes_each_inbound_message_once(world: World) -> 
     assert not world.scripted
 
 
-async def test_a3_handler_failure_is_logged_and_session_goes_on(world: World) -> None:
+async def test_A3_handler_failure_is_logged_and_session_goes_on(world: World) -> None:
     calls: list[str] = []
     world.register(_echo(calls, fail_on="boom"))
     world.define(_handler_a_person_b())
@@ -114,7 +114,7 @@ async def test_a3_handler_failure_is_logged_and_session_goes_on(world: World) ->
     assert (ok.error_type, ok.is_complete) == ("", True)
 
 
-async def test_a3_handler_watermark_survives_a_retry(world: World) -> None:
+async def test_A3_handler_watermark_survives_a_retry(world: World) -> None:
     calls: list[str] = []
 
     def execute(state: Any, message: Any) -> str:
@@ -145,7 +145,7 @@ async def test_a3_handler_watermark_survives_a_retry(world: World) -> None:
     assert (done.is_complete, done.error_type) == (True, "")
 
 
-async def test_a3_idle_handlers_stop(world: World) -> None:
+async def test_A3_idle_handlers_stop(world: World) -> None:
     calls: list[str] = []
 
     def quiet(state: Any, message: Any) -> None:
@@ -164,7 +164,7 @@ async def test_a3_idle_handlers_stop(world: World) -> None:
     assert (result.stop_reason, result.turns) == ("handler_idle", 1)
 
 
-async def test_a3_exchange_cap_counts_handler_turns(world: World) -> None:
+async def test_A3_exchange_cap_counts_handler_turns(world: World) -> None:
     def ping(state: Any, message: Any) -> str:
         return f"ping after {message.content}"
 
@@ -191,7 +191,7 @@ async def test_a3_exchange_cap_counts_handler_turns(world: World) -> None:
     ]
 
 
-async def test_a3_stop_session_in_a_handler_ends_the_session(world: World) -> None:
+async def test_A3_stop_session_in_a_handler_ends_the_session(world: World) -> None:
     calls: list[str] = []
 
     def stopper(state: Any, message: Any) -> str:
@@ -220,7 +220,7 @@ async def test_a3_stop_session_in_a_handler_ends_the_session(world: World) -> No
     ]
 
 
-async def test_a3_a_prompt_side_and_a_handler_side_take_turns(world: World) -> None:
+async def test_A3_a_prompt_side_and_a_handler_side_take_turns(world: World) -> None:
     """The handler (side B) answers each reply of the AI (side A) with the side's message;
     the AI sees it as the user's."""
 
@@ -248,7 +248,7 @@ async def test_a3_a_prompt_side_and_a_handler_side_take_turns(world: World) -> N
     ]
 
 
-def test_a3_define_handler_refuses_what_it_cannot_run() -> None:
+def test_A3_define_handler_refuses_what_it_cannot_run() -> None:
     with pytest.raises(HandlerError, match="description is required"):
         define_handler(name="x", description="", execute=lambda state, message: None)
     with pytest.raises(HandlerError, match="execute must be a function"):
@@ -259,7 +259,7 @@ def test_a3_define_handler_refuses_what_it_cannot_run() -> None:
         define_handler({"description": "Does.", "execute": lambda s, m: None, "args": {}})
 
 
-async def test_a3_two_handlers_answering_each_other_stop_at_the_step_ceiling(
+async def test_A3_two_handlers_answering_each_other_stop_at_the_step_ceiling(
     world: World,
 ) -> None:
     """A handler turn is a step of the session (the reference's glossary), so the step

@@ -86,7 +86,7 @@ async def test_a_retryable_error_is_retried_on_the_same_model_after_a_backoff(wo
     assert _frames(world, thread.id, "fallback_triggered") == []
 
 
-async def test_after_two_failures_the_fallback_model_answers(world: World) -> None:
+async def test_I10_two_failures_then_the_fallback_answers(world: World) -> None:
     _with_fallback(
         world,
         TestScript().add_error("busy", "overloaded", 529).add_error("busy", "overloaded", 529),
