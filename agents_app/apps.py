@@ -35,6 +35,14 @@ class AgentsAppConfig(AppConfig):
             sender=self,
             dispatch_uid="agents_app.db.message_counts",
         )
+        # Knowledge's FTS5 triggers on SQLite, which a table rebuild drops.
+        from agents_app.db import knowledge_search
+
+        post_migrate.connect(
+            knowledge_search.install_after_migrate,
+            sender=self,
+            dispatch_uid="agents_app.db.knowledge_search",
+        )
         # Signing out (the API's cookie logout, the studio's) closes the session's sockets.
         user_logged_out.connect(
             socket_credentials.on_logged_out, dispatch_uid="agents_app.socket_credentials"

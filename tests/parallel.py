@@ -34,6 +34,8 @@ HEAVY_FILES = (
     "tests/agents_app/admin/test_admin_input_robustness.py",
     "tests/agents_app/admin/test_admin_secrets.py",
     "tests/agents_app/api/test_api_schemathesis.py",
+    # starts a PostgreSQL with pgvector and migrates a database on it (30 to 90 s)
+    "tests/agents_app/services/knowledge/test_search_pgvector.py",
 )
 # Redis's default ``databases 16``; 0 is TEST_REDIS_URL's (unit tests, with key prefixes).
 REDIS_DATABASES = range(1, 16)

@@ -24,6 +24,7 @@ from agents_app.services.knowledge.documents import (
     upload_problem,
 )
 from agents_app.services.knowledge.embedding import embedding_model_problem, normalised_model
+from agents_app.services.knowledge.search import search_indexes_description
 from runtime.core.definition_errors import check_name
 
 
@@ -112,7 +113,11 @@ class KnowledgeBaseAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         # Prompts name it (knowledge:NAME): a new name would break them.
-        return ("name",) if obj is not None else ()
+        return ("name", "search_indexes") if obj is not None else ()
+
+    @admin.display(description="search indexes")
+    def search_indexes(self, obj: KnowledgeBase) -> str:
+        return search_indexes_description()
 
     @admin.display(description="documents ready")
     def documents_ready(self, obj: KnowledgeBase) -> str:

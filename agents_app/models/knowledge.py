@@ -111,8 +111,11 @@ class KnowledgeDocument(models.Model):
 class KnowledgeChunk(models.Model):
     """One chunk of a document, its embedding (float32 bytes, L2-normalised) and, on
     PostgreSQL, a ``search_vector`` tsvector column the database generates from the heading
-    path and the text, with a GIN index (migration ``0031_knowledge_bases``; not a model field,
-    so SQLite, which has no such type, keeps the same model)."""
+    path and the text, with a GIN index (migration ``0032_knowledge_bases``; not a model field,
+    so SQLite, which has no such type, keeps the same model). Where PostgreSQL has pgvector,
+    a side table holds the embedding as ``vector`` too, for its HNSW index; on SQLite an FTS5
+    table indexes the text (migration ``0036``, ``agents_app/db/knowledge_vectors.py`` and
+    ``knowledge_search.py``)."""
 
     document = models.ForeignKey(KnowledgeDocument, on_delete=models.CASCADE, related_name="chunks")
     ordinal = models.PositiveIntegerField()

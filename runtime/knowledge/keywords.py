@@ -1,5 +1,5 @@
-"""The keyword ranking where the database has no full-text search (SQLite, the embedded
-default): how many of the query's words a chunk holds. PostgreSQL ranks with
+"""The keyword ranking where the database has no full-text search (a SQLite built without
+FTS5; memories): how many of the query's words a chunk holds. PostgreSQL ranks with
 ``websearch_to_tsquery`` and ``ts_rank_cd`` instead (``agents_app/db/knowledge_search.py``).
 """
 

@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from agents_app.db.knowledge_vectors import pgvector_version, vectors_store
 from agents_app.models.knowledge import DocumentStatus, KnowledgeChunk, KnowledgeDocument
 from agents_app.services.knowledge.embedding import (
     EmbeddingUnavailable,
@@ -111,6 +112,10 @@ def _ingest(document: KnowledgeDocument) -> None:
         with transaction.atomic():
             _still_ours(document)
             KnowledgeChunk.objects.bulk_create(rows)
+            if pgvector_version():  # pgvector's index, in the same transaction
+                vectors_store(
+                    document.base_id, [(r.pk, v) for r, v in zip(rows, vectors, strict=True)]
+                )
             document.chunks_embedded = len(chunks) - len(todo) + start + len(batch)
             if usage is not None:  # a provider's API: what it cost (docs/knowledge.md)
                 document.embedding_tokens += usage.tokens

@@ -4,13 +4,13 @@ Two rankings of the base's chunks (of ready documents only) fused by reciprocal 
 (``runtime/knowledge/fusion.py``, k = 60):
 
 - keywords: PostgreSQL's full-text search (``websearch_to_tsquery`` + ``ts_rank_cd`` over a
-  generated tsvector with a GIN index, ``agents_app/db/knowledge_search.py``); on SQLite,
-  which has no such column, the chunks holding the query's words, rarest words first
-  (``runtime/knowledge/keywords.py``);
-- meaning: cosine similarity between the query's embedding and each chunk's, exact, computed
-  with numpy over the base's stored vectors (``NumpyVectors``). pgvector is not installed on
-  every PostgreSQL we run on, so the vector side is a ``VectorIndex``: an index backed by
-  pgvector's ``<=>`` operator can replace this one without touching the rest.
+  generated tsvector with a GIN index), SQLite's FTS5 (BM25) in the embedded set-up
+  (``agents_app/db/knowledge_search.py``); a SQLite without FTS5 ranks the chunks holding the
+  query's words, rarest words first (``runtime/knowledge/keywords.py``);
+- meaning: cosine similarity between the query's embedding and each chunk's, through a
+  ``VectorIndex``: pgvector's HNSW index (``PgVectors``, ``agents_app/db/knowledge_vectors.py``)
+  where the database has pgvector, else exact, with numpy over the base's stored vectors
+  (``NumpyVectors``: SQLite, and PostgreSQL servers without the extension).
 """
 
 from __future__ import annotations
@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+from django.db import connection
 from django.db.models import QuerySet
 
 from agents_app.db.knowledge_search import full_text_ranking, has_full_text
+from agents_app.db.knowledge_vectors import nearest_chunks, pgvector_version
 from agents_app.models import Log
 from agents_app.models.knowledge import DocumentStatus, KnowledgeBase, KnowledgeChunk
 from agents_app.services.knowledge.embedding import EmbeddingUsage, embed_query_metered
@@ -77,8 +79,10 @@ def _chunks(base: KnowledgeBase, filters: Filters) -> QuerySet[KnowledgeChunk]:
 
 class NumpyVectors:
     """Exact cosine similarity over every stored vector of the base (they are normalised, so
-    one matrix product): about 1 ms per 10,000 chunks once loaded; fine for the collections
-    of a team's handbook, not for millions (that is pgvector's job)."""
+    one matrix product), for SQLite and PostgreSQL servers without pgvector. Reading the
+    vectors dominates: about 0.1 s a search at 10,000 chunks of 384 dimensions, 1 s at
+    100,000 (docs/knowledge.md, "Exact search, and up to what size"): fine up to about
+    10,000 chunks a base; beyond, pgvector's index."""
 
     def nearest(
         self, base: KnowledgeBase, vector: np.ndarray, limit: int, filters: Filters
@@ -93,6 +97,38 @@ class NumpyVectors:
         similarity = matrix.reshape(len(rows), -1) @ vector
         best = np.argsort(-similarity, kind="stable")[:limit]
         return [int(ids[i]) for i in best]
+
+
+class PgVectors:
+    """pgvector's HNSW index (cosine distance, ``<=>``) over the base's chunks of the query's
+    dimension: approximate nearest neighbours, in milliseconds at millions of chunks."""
+
+    def nearest(
+        self, base: KnowledgeBase, vector: np.ndarray, limit: int, filters: Filters
+    ) -> list[int]:
+        return nearest_chunks(base.pk, vector, limit, filters.document_ids, filters.pages)
+
+
+def vector_index() -> VectorIndex:
+    """The index this database searches vectors with: pgvector's where it has it."""
+    return PgVectors() if pgvector_version() else NumpyVectors()
+
+
+def search_indexes_description() -> str:
+    """Which indexes this deployment searches with, in a sentence (the studio's knowledge
+    base page and ``manage.py knowledge_indexes`` show it)."""
+    version = pgvector_version()
+    if version:
+        vectors = f"pgvector {version} (HNSW index, cosine distance)"
+    else:
+        vectors = "exact search with numpy over the base's stored vectors (no pgvector here)"
+    if connection.vendor == "postgresql":
+        words = "PostgreSQL full-text search"
+    elif has_full_text():
+        words = "SQLite FTS5 (BM25)"
+    else:
+        words = "word overlap (this SQLite has no FTS5)"
+    return f"Keywords: {words}. Meaning: {vectors}."
 
 
 def keyword_ranking(base: KnowledgeBase, query: str, limit: int, filters: Filters) -> list[int]:
@@ -127,7 +163,7 @@ def search(
     query_vector, usage = embed_query_metered(query, base.embedding_model)
     if usage is not None and thread_id:
         log_embedding(thread_id, usage, base.name)
-    vector = (vectors or NumpyVectors()).nearest(base, query_vector, CANDIDATES, filters)
+    vector = (vectors or vector_index()).nearest(base, query_vector, CANDIDATES, filters)
     fused = reciprocal_rank_fusion([keyword, vector], RRF_K)[:k]
     found = {
         c.pk: c

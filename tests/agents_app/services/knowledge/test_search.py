@@ -1,7 +1,8 @@
 """Hybrid search (docs/knowledge.md, "How search works"): a query only the keyword side
 answers, a paraphrase only the vector side answers, and the fused order is reciprocal rank
-fusion's (k = 60). On PostgreSQL the keyword side is full-text search; on SQLite, term
-overlap: the same assertions hold on both."""
+fusion's (k = 60). On PostgreSQL the keyword side is full-text search; on SQLite, FTS5: the
+same assertions hold on both (``test_search_sqlite_fts5.py``), and with pgvector as the vector
+side (``test_search_pgvector.py``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+from agents_app.db import knowledge_vectors
 from agents_app.models import KnowledgeBase, KnowledgeDocument
 from agents_app.services.knowledge.documents import document_add
 from agents_app.services.knowledge.embedding import embed_query
@@ -19,6 +23,8 @@ from agents_app.services.knowledge.search import (
     NumpyVectors,
     keyword_ranking,
     search,
+    search_indexes_description,
+    vector_index,
 )
 
 pytestmark = pytest.mark.django_db
@@ -84,7 +90,7 @@ def test_a_query_only_the_keyword_side_answers(base: KnowledgeBase) -> None:
 
 
 def test_a_paraphrase_only_the_vector_side_answers(base: KnowledgeBase) -> None:
-    query = "how long do I have to return an item I bought"
+    query = "what if I regret buying something"
     assert keyword_ranking(base, query, 50, Filters()) == []  # no chunk has those words
     top = search(base, query, k=3)
     assert top[0].document_title == "returns"
@@ -115,3 +121,19 @@ def test_documents_not_ready_are_not_searched(base: KnowledgeBase) -> None:
     KnowledgeDocument.objects.filter(filename="handbook.md").update(status="embedding")
     found = search(base, "Okonkwo orders", k=5)
     assert {p.filename for p in found} == {"returns.md"}
+
+
+def test_without_pgvector_the_vector_side_is_exact_numpy_search(base: KnowledgeBase) -> None:
+    # This suite's PostgreSQL (or SQLite) has no pgvector: the migration went through all the
+    # same and the search reads the vectors (test_search_pgvector.py runs on one that has it).
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+            if cursor.fetchone():
+                pytest.skip("this PostgreSQL offers pgvector: test_search_pgvector.py covers it")
+    assert knowledge_vectors.install(connection) is False
+    assert isinstance(vector_index(), NumpyVectors)
+    assert "exact search with numpy" in search_indexes_description()
+    with CaptureQueriesContext(connection) as ran:
+        assert search(base, "Okonkwo orders", k=3)
+    assert not any("<=>" in q["sql"] for q in ran.captured_queries)
