@@ -3,7 +3,9 @@
 A thin adapter over ``agents_app.orchestration.agent_calls``: the ASGI app authenticates every
 request with an API key (as the thread API does; 401 JSON otherwise), then hands
 it to the SDK's ``StreamableHTTPSessionManager`` in stateless mode (no MCP session
-lives between requests, so any web process can answer any request). A tool call
+lives between requests, so any web process can answer any request). The SDK serves both
+eras of the protocol there: a 2026-07-28 request (its ``MCP-Protocol-Version`` header, no
+``initialize``) and the 2025 revisions' ``initialize`` handshake. A tool call
 posts the message through the thread API's services, then waits for the session
 while sending progress notifications, and returns the final text and the thread id.
 
@@ -25,10 +27,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import jsonschema
 from channels.db import database_sync_to_async
 from django.conf import settings
 from mcp import types
-from mcp.server.lowlevel import Server
+from mcp.server import Server, ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from agents_app.base.errors import DomainError
@@ -66,44 +69,58 @@ INPUT_SCHEMA: dict[str, Any] = {
     "required": ["message"],
 }
 
-server: Server[Any, Any] = Server("standard-agents-studio")
+Context = ServerRequestContext[Any, Any]
 
 
-def _user() -> Any:
-    request = server.request_context.request
-    return request.scope[USER_KEY]  # type: ignore[union-attr]
+def _scope(ctx: Context) -> dict[str, Any]:
+    """The ASGI scope ``McpApp`` authenticated (the SDK passes its Starlette request on)."""
+    assert ctx.request is not None, "/mcp is served over HTTP only"
+    return ctx.request.scope  # type: ignore[no-any-return]
 
 
-def _api_key_id() -> int | None:
-    request = server.request_context.request
-    return request.scope.get(API_KEY_ID)  # type: ignore[union-attr, no-any-return]
+def _user(ctx: Context) -> Any:
+    return _scope(ctx)[USER_KEY]
 
 
-@server.list_tools()
-async def list_tools() -> list[types.Tool]:
-    agents = await database_sync_to_async(exposed_agents)(_user())
-    return [
+def _api_key_id(ctx: Context) -> int | None:
+    return _scope(ctx).get(API_KEY_ID)
+
+
+async def list_tools(
+    ctx: Context, params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    agents = await database_sync_to_async(exposed_agents)(_user(ctx))
+    tools = [
         types.Tool(
             name=a.name,
             title=a.title or None,
             description=a.tool_description or f"Ask the {a.title or a.name} agent.",
-            inputSchema=INPUT_SCHEMA,
+            input_schema=INPUT_SCHEMA,
         )
         for a in agents
     ]
+    return types.ListToolsResult(tools=tools)
 
 
-@server.call_tool()
-async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-    user = _user()
-    report = _progress_sender()
+async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+    arguments = params.arguments or {}
+    # The SDK 2.x's low-level server no longer checks arguments against the input schema.
+    invalid = _invalid_arguments(arguments)
+    if invalid is not None:
+        return _error(f"Input validation error: {invalid}")
+    return await ask_agent(ctx, params.name, arguments)
+
+
+async def ask_agent(ctx: Context, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    user = _user(ctx)
+    report = _progress_sender(ctx)
     try:
         # Shielded: the session can start, and its client give up, before the post returns;
         # a cancellation waits for the post so that the session it made is stopped below.
         with anyio.CancelScope(shield=True):
             ask = await database_sync_to_async(_limited_ask)(
                 user=user,
-                api_key_id=_api_key_id(),
+                api_key_id=_api_key_id(ctx),
                 agent_name=name,
                 message=str(arguments.get("message") or ""),
                 thread_id=arguments.get("thread_id") or None,
@@ -127,8 +144,21 @@ async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResul
             types.TextContent(type="text", text=progress.answer),
             types.TextContent(type="text", text=json.dumps({"thread_id": ask.thread_id})),
         ],
-        structuredContent={"answer": progress.answer, "thread_id": ask.thread_id},
+        structured_content={"answer": progress.answer, "thread_id": ask.thread_id},
     )
+
+
+def _invalid_arguments(arguments: dict[str, Any]) -> str | None:
+    try:
+        jsonschema.validate(arguments, INPUT_SCHEMA)
+    except jsonschema.ValidationError as exc:
+        return exc.message
+    return None
+
+
+server: Server[Any] = Server(
+    "standard-agents-studio", on_list_tools=list_tools, on_call_tool=call_tool
+)
 
 
 def _limited_ask(
@@ -179,15 +209,10 @@ def _stop_or_log(ask: Ask, user: Any) -> None:
 Report = Callable[[int, str], Awaitable[None]]
 
 
-def _progress_sender() -> Report:
-    ctx = server.request_context
-    token = ctx.meta.progressToken if ctx.meta is not None else None
-
+def _progress_sender(ctx: Context) -> Report:
     async def report(count: int, message: str) -> None:
-        if token is not None:
-            await ctx.session.send_progress_notification(
-                token, float(count), message=message, related_request_id=str(ctx.request_id)
-            )
+        # A no-op when the client asked for no progress (no progress token).
+        await ctx.session.report_progress(float(count), None, message)
 
     return report
 

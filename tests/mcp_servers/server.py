@@ -15,7 +15,8 @@ import os
 import sys
 from typing import Any
 
-from mcp.server.fastmcp import Context, FastMCP, Image
+from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import EmbeddedResource, TextResourceContents
 
 # A 1x1 red PNG.
@@ -23,7 +24,7 @@ PIXEL = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
 )
 
-server = FastMCP("test-tools", host="127.0.0.1", log_level="CRITICAL")
+server = MCPServer("test-tools", log_level="CRITICAL")
 
 
 @server.tool(description="Repeat the given text.")
@@ -38,7 +39,9 @@ def pixel() -> Image:
 
 @server.tool(description="Always fails.")
 def fail(reason: str = "broken on purpose") -> str:
-    raise RuntimeError(reason)
+    # The SDK 2.x shows the model a ToolError's text; any other exception is a crash
+    # whose text stays on the server.
+    raise ToolError(reason)
 
 
 @server.tool(description="Never answers.")
@@ -60,7 +63,7 @@ def _note(line: str) -> None:
 
 
 @server.tool(description="Who the caller says it is.")
-def whoami(ctx: Context) -> str:  # type: ignore[type-arg]
+def whoami(ctx: Context) -> str:
     request: Any = ctx.request_context.request
     if request is not None:
         return f"auth: {request.headers.get('authorization', '')}"
@@ -68,14 +71,14 @@ def whoami(ctx: Context) -> str:  # type: ignore[type-arg]
 
 
 @server.tool(description="The call id the client sent in _meta.")
-def call_meta(ctx: Context) -> str:  # type: ignore[type-arg]
-    meta = ctx.request_context.meta
-    return f"callId: {getattr(meta, 'callId', None)}"
+def call_meta(ctx: Context) -> str:
+    meta = ctx.request_context.meta or {}
+    return f"callId: {meta.get('callId')}"
 
 
 @server.tool(description="An embedded text resource.")
 def report() -> list[Any]:
-    resource = TextResourceContents(uri="memo://report", mimeType="text/plain", text="all good")
+    resource = TextResourceContents(uri="memo://report", mime_type="text/plain", text="all good")
     return [EmbeddedResource(type="resource", resource=resource)]
 
 
@@ -85,7 +88,6 @@ def main() -> None:
         return
     import uvicorn
 
-    server.settings.port = int(sys.argv[2])
     uvicorn.run(
         server.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning"
     )
