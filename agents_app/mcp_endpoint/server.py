@@ -1,7 +1,9 @@
 """``/mcp``: the agents exposed as tools, served to MCP clients over streamable HTTP.
 
 A thin adapter over ``agents_app.orchestration.agent_calls``: the ASGI app authenticates every
-request with an API key (as the thread API does; 401 JSON otherwise), then hands
+request with an API key (as the thread API does) or an OAuth access token of the platform's
+authorization server (``services.access.oauth_server``; 401 JSON with a ``WWW-Authenticate``
+naming the protected-resource metadata otherwise, RFC 9728 §5.1), then hands
 it to the SDK's ``StreamableHTTPSessionManager`` in stateless mode (no MCP session
 lives between requests, so any web process can answer any request). The SDK serves both
 eras of the protocol there: a 2026-07-28 request (its ``MCP-Protocol-Version`` header, no
@@ -42,6 +44,7 @@ from agents_app.orchestration.agent_calls import Ask, agent_ask, ask_progress, e
 from agents_app.selectors import access_thread, agents_for
 from agents_app.services.access import limits
 from agents_app.services.access.api_keys import api_key_in_use
+from agents_app.services.access.oauth_server import SCOPE, oauth_token_in_use
 from agents_app.services.sessions.lifecycle import thread_stop
 from agents_app.services.threads.messages import CONTENT_MAX
 
@@ -275,10 +278,10 @@ class McpApp:
         if refusal is not None:
             await _json(send, *refusal)
             return
-        key = await database_sync_to_async(_authenticate)(scope)
-        if key is None:
-            body = {"error": "Unauthorized: send Authorization: Bearer <API key>"}
-            await _json(send, 401, body, [(b"www-authenticate", b"Bearer")])
+        caller = await database_sync_to_async(_authenticate)(scope)
+        if caller is None:
+            body = {"error": "Unauthorized: send Authorization: Bearer <API key or OAuth token>"}
+            await _json(send, 401, body, [(b"www-authenticate", _challenge(scope))])
             return
         data = await _body(receive)
         if data is None:
@@ -290,7 +293,7 @@ class McpApp:
             await _json(send, *invalid)
             return
         manager = await self._ensure_running()
-        scope = {**scope, USER_KEY: key.user, API_KEY_ID: key.pk}
+        scope = {**scope, USER_KEY: caller[0], API_KEY_ID: caller[1]}
         await manager.handle_request(scope, _replay(data, receive), send)
 
 
@@ -311,12 +314,44 @@ def _gate(scope: Any) -> Answer | None:
     return None
 
 
-def _authenticate(scope: Any) -> Any:
-    """The unrevoked API key of the ``Authorization: Bearer`` header (its user loaded)."""
+def _authenticate(scope: Any) -> tuple[Any, int | None] | None:
+    """The user (and API key id) of the ``Authorization: Bearer`` header: an unrevoked API key,
+    or an unrevoked, unexpired OAuth access token with the ``mcp`` scope."""
+    raw = _bearer(scope)
+    if raw is None:
+        return None
+    key = api_key_in_use(raw)
+    if key is not None:
+        return key.user, key.pk
+    token = oauth_token_in_use(raw)
+    return (token.user, None) if token is not None else None
+
+
+def _bearer(scope: Any) -> str | None:
     text = scope_headers(scope).get("authorization", "")
-    if text[:7].lower() == "bearer ":
-        return api_key_in_use(text[7:].strip())
-    return None
+    return text[7:].strip() if text[:7].lower() == "bearer " else None
+
+
+def _challenge(scope: Any) -> bytes:
+    """``WWW-Authenticate`` for a 401: where the protected-resource metadata is (RFC 9728
+    §5.1) and the scope to ask for; ``invalid_token`` when a token was sent (RFC 6750 §3.1)."""
+    metadata = f"{_origin(scope)}/.well-known/oauth-protected-resource/mcp"
+    value = f'Bearer resource_metadata="{metadata}", scope="{SCOPE}"'
+    if _bearer(scope):
+        value += ', error="invalid_token"'
+    return value.encode("latin1")
+
+
+def _origin(scope: Any) -> str:
+    """The site's origin as Django would build it (``STUDIO_PUBLIC_URL`` when set)."""
+    if settings.STUDIO_PUBLIC_URL:
+        return str(settings.STUDIO_PUBLIC_URL).rstrip("/")
+    headers = scope_headers(scope)
+    scheme = scope.get("scheme", "http")
+    proxied = settings.SECURE_PROXY_SSL_HEADER
+    if proxied and headers.get(proxied[0][5:].lower().replace("_", "-")) == proxied[1]:
+        scheme = "https"
+    return f"{scheme}://{request_host(headers)}"
 
 
 async def _body(receive: Any) -> bytes | None:

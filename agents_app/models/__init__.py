@@ -2,7 +2,7 @@
 
 Dependency direction (a module may import only those to its right):
 threads/messages/logs/values/files/effects/sessions/idempotency/versions → agents → prompts → language_models;
-env → agents, prompts, threads; api_keys, user_values, retention, mcp_servers, a2a_agents, audit, identity → (nothing); feedback, evals → messages, threads, agents; limits → agents, api_keys.
+env → agents, prompts, threads; api_keys, user_values, retention, mcp_servers, a2a_agents, audit, identity, oauth → (nothing); feedback, evals → messages, threads, agents; limits → agents, api_keys.
 
 Timestamps follow the reference wire format where it is fixed to a column:
 message and log times are integer microseconds; everything else is a datetime
@@ -25,6 +25,7 @@ from agents_app.models.limits import LimitedAction, SpendBudget, UsageLimit
 from agents_app.models.logs import Log
 from agents_app.models.mcp_servers import McpServer
 from agents_app.models.messages import Message, QueuedMessage, ThreadMessageCount
+from agents_app.models.oauth import OAuthAuthorizationCode, OAuthClient, OAuthToken
 from agents_app.models.prompts import Prompt, PromptPart, PromptTool
 from agents_app.models.retention import RetentionPolicy
 from agents_app.models.schedules import Schedule, ScheduleRun
@@ -58,6 +59,9 @@ __all__ = [
     "Log",
     "McpServer",
     "Message",
+    "OAuthAuthorizationCode",
+    "OAuthClient",
+    "OAuthToken",
     "ModelFallback",
     "Prompt",
     "PromptPart",
