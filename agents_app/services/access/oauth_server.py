@@ -13,6 +13,7 @@ selectors as for an API key), never more, and stops working when the person is d
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
@@ -42,6 +43,17 @@ AUTH_METHODS = ["none", "client_secret_basic", "client_secret_post"]
 GRANT_TYPES = ["authorization_code", "refresh_token"]
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+class _WarningsOnly(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING
+
+
+# Authlib's grants log each issued token whole ("Issue token {...}") at DEBUG: only their
+# warnings and errors pass, so a token never reaches a log at any level.
+for _name in ("authorization_code", "refresh_token"):
+    logging.getLogger(f"authlib.oauth2.rfc6749.grants.{_name}").addFilter(_WarningsOnly())
 
 
 def _hash(raw: str) -> str:

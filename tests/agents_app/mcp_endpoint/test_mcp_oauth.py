@@ -14,6 +14,7 @@ import asyncio
 import base64
 import hashlib
 import json
+import logging
 import re
 import secrets
 from typing import Any
@@ -395,3 +396,30 @@ def test_bad_requests_to_the_endpoints_get_json_errors(client: DjangoClient) -> 
     insecure = client.post("/oauth/token", data={"grant_type": "authorization_code"})
     assert insecure.status_code == 400
     assert json.loads(insecure.content)["error"] == "insecure_transport"
+
+
+def test_a_refresh_rotates_the_tokens_and_no_token_reaches_a_log(
+    server: str, alice: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    _oracle()
+    client_id = _register(server).json()["client_id"]
+    verifier, challenge = _pkce()
+    first = _exchange(server, client_id, _code(server, alice, client_id, challenge), verifier)
+    tokens = first.json()
+    refresh = {
+        "grant_type": "refresh_token",
+        "refresh_token": tokens["refresh_token"],
+        "client_id": client_id,
+    }
+    renewed = httpx.post(f"{server}/oauth/token", data=refresh)
+    assert renewed.status_code == 200, renewed.text
+    fresh = renewed.json()
+    assert fresh["refresh_token"] != tokens["refresh_token"]
+    assert _mcp(server, fresh["access_token"], "tools/list").status_code == 200
+    # The old pair went with the refresh; the old refresh token cannot be used twice.
+    assert _mcp(server, tokens["access_token"], "tools/list").status_code == 401
+    assert httpx.post(f"{server}/oauth/token", data=refresh).json()["error"] == "invalid_grant"
+    issued = [tokens["access_token"], tokens["refresh_token"], fresh["access_token"]]
+    assert not [t for t in issued if t in caplog.text]
+    assert "Issue token" not in caplog.text
