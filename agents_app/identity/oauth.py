@@ -15,12 +15,19 @@ from urllib.parse import urlsplit
 from authlib.oauth2.rfc6749.errors import OAuth2Error
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
-from agents_app.services.access.oauth_server import SCOPE, SERVER, metadata
+from agents_app.services.access.oauth_server import (
+    SCOPE,
+    SERVER,
+    connected_clients,
+    metadata,
+    oauth_token_revoke,
+)
 
 RESOURCE_PATH = "/mcp"
 
@@ -109,7 +116,7 @@ def revoke(request: HttpRequest) -> HttpResponse:
 def authorize(request: HttpRequest) -> HttpResponse:
     """The consent page (GET) and the person's answer (POST, the same URL and query)."""
     if not request.user.is_authenticated:
-        return redirect_to_login(request.get_full_path())
+        return _sign_in_first(request)
     try:
         grant = SERVER.get_consent_grant(request, end_user=request.user)
     except OAuth2Error as error:
@@ -133,6 +140,26 @@ def authorize(request: HttpRequest) -> HttpResponse:
     if settings.STUDIO_CSP:
         response["Content-Security-Policy"] = _consent_policy(redirect_uri)
     return response
+
+
+@require_http_methods(["GET", "POST"])
+def connections(request: HttpRequest) -> HttpResponse:
+    """The person's connected MCP clients, each with Revoke (a plain form, any person signed
+    in, staff or not; the studio's admin list shows the same to staff)."""
+    if not request.user.is_authenticated:
+        return _sign_in_first(request)
+    rows = connected_clients(request.user)
+    if request.method == "POST":
+        token = rows.filter(pk=str(request.POST.get("revoke", "")).strip() or None).first()
+        if token is not None:
+            oauth_token_revoke(token=token)
+        return HttpResponseRedirect(reverse("oauth-connections"))
+    return _page(request, "oauth/connections.html", {"connections": list(rows[:200])})
+
+
+def _sign_in_first(request: HttpRequest) -> HttpResponse:
+    # The chat's sign-in page: every person has one (the studio's is for staff).
+    return redirect_to_login(request.get_full_path(), login_url=reverse("chat-login"))
 
 
 def _page(

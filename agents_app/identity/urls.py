@@ -31,4 +31,5 @@ urlpatterns = [
     path("oauth/authorize", oauth.authorize, name="oauth-authorize"),
     path("oauth/token", oauth.token, name="oauth-token"),
     path("oauth/revoke", oauth.revoke, name="oauth-revoke"),
+    path("oauth/connections", oauth.connections, name="oauth-connections"),
 ]

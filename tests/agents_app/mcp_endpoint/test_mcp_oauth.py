@@ -350,7 +350,7 @@ def test_consent_asks_a_signed_out_person_to_sign_in_first(server: str) -> None:
     url = _authorize_url(server, client_id, code_challenge="c" * 43, code_challenge_method="S256")
     page = httpx.get(url)
     assert page.status_code == 302
-    assert page.headers["location"].startswith(settings.LOGIN_URL + "?next=")
+    assert page.headers["location"].startswith("/login/?next=/oauth/authorize%3F")
 
 
 def test_registration_refuses_what_it_would_not_honour(server: str) -> None:
@@ -423,3 +423,22 @@ def test_a_refresh_rotates_the_tokens_and_no_token_reaches_a_log(
     issued = [tokens["access_token"], tokens["refresh_token"], fresh["access_token"]]
     assert not [t for t in issued if t in caplog.text]
     assert "Issue token" not in caplog.text
+
+
+def test_any_person_revokes_their_own_connection_on_a_page(
+    server: str, alice: Any, bob: Any
+) -> None:
+    _oracle()
+    token, _ = _token(server, alice)
+    bobs, _ = _token(server, bob)
+    page = DjangoClient()
+    page.force_login(alice)
+    listing = page.get("/oauth/connections")
+    assert listing.status_code == 200 and listing.content.decode().count("Revoke</button>") == 1
+    [bob_row] = OAuthToken.objects.filter(user=bob)
+    page.post("/oauth/connections", {"revoke": bob_row.pk})  # not hers: nothing happens
+    assert _mcp(server, bobs, "tools/list").status_code == 200
+    mine = OAuthToken.objects.get(user=alice)
+    assert page.post("/oauth/connections", {"revoke": mine.pk}).status_code == 302
+    assert _mcp(server, token, "tools/list").status_code == 401
+    assert "revoked" in page.get("/oauth/connections").content.decode()
