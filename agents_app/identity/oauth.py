@@ -150,7 +150,8 @@ def connections(request: HttpRequest) -> HttpResponse:
         return _sign_in_first(request)
     rows = connected_clients(request.user)
     if request.method == "POST":
-        token = rows.filter(pk=str(request.POST.get("revoke", "")).strip() or None).first()
+        chosen = str(request.POST.get("revoke", "")).strip()
+        token = rows.filter(pk=int(chosen)).first() if chosen.isdigit() else None
         if token is not None:
             oauth_token_revoke(token=token)
         return HttpResponseRedirect(reverse("oauth-connections"))

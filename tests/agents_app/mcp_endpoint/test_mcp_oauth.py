@@ -437,6 +437,8 @@ def test_any_person_revokes_their_own_connection_on_a_page(
     assert listing.status_code == 200 and listing.content.decode().count("Revoke</button>") == 1
     [bob_row] = OAuthToken.objects.filter(user=bob)
     page.post("/oauth/connections", {"revoke": bob_row.pk})  # not hers: nothing happens
+    for junk in ("", "abc", "9" * 40, "1; drop"):
+        assert page.post("/oauth/connections", {"revoke": junk}).status_code == 302
     assert _mcp(server, bobs, "tools/list").status_code == 200
     mine = OAuthToken.objects.get(user=alice)
     assert page.post("/oauth/connections", {"revoke": mine.pk}).status_code == 302
