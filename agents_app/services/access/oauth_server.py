@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from authlib.integrations.django_oauth2 import AuthorizationServer as DjangoAuthorizationServer
+from authlib.oauth2.base import OAuth2Error
 from authlib.oauth2.rfc6749 import grants
 from authlib.oauth2.rfc6749.errors import InvalidRequestError
 from authlib.oauth2.rfc6750 import BearerTokenGenerator
@@ -28,6 +29,7 @@ from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7591 import ClientRegistrationEndpoint
 from authlib.oauth2.rfc7591.errors import InvalidRedirectURIError
 from authlib.oauth2.rfc7636 import CodeChallenge
+from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -167,8 +169,39 @@ class S256Required(CodeChallenge):
         super().validate_code_challenge(grant, redirect_uri)
 
 
+class InvalidTarget(OAuth2Error):  # type: ignore[misc]
+    """RFC 8707 §2: a ``resource`` this server issues no tokens for."""
+
+    error = "invalid_target"
+
+
+def resource_url(request_uri: str) -> str:
+    """The one resource tokens are for: ``/mcp`` on the site's origin."""
+    public = settings.STUDIO_PUBLIC_URL.rstrip("/")
+    if public:
+        return f"{public}/mcp"
+    parts = urlsplit(request_uri)
+    return f"{parts.scheme}://{parts.netloc}/mcp"
+
+
+def check_resource(request: Any) -> None:
+    """Refuse a ``resource`` (RFC 8707) other than ``/mcp`` of this site."""
+    wanted = request.payload.data.get("resource")
+    if wanted and wanted.rstrip("/") != resource_url(request.uri):
+        raise InvalidTarget(f"Tokens are issued for {resource_url(request.uri)} only.")
+
+
 class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = AUTH_METHODS
+
+    def validate_authorization_request(self) -> Any:
+        redirect_uri = super().validate_authorization_request()
+        check_resource(self.request)
+        return redirect_uri
+
+    def validate_token_request(self) -> None:
+        super().validate_token_request()
+        check_resource(self.request)
 
     def save_authorization_code(self, code: str, request: Any) -> OAuthAuthorizationCode:
         data = request.payload.data

@@ -444,3 +444,31 @@ def test_any_person_revokes_their_own_connection_on_a_page(
     assert page.post("/oauth/connections", {"revoke": mine.pk}).status_code == 302
     assert _mcp(server, token, "tools/list").status_code == 401
     assert "revoked" in page.get("/oauth/connections").content.decode()
+
+
+def test_a_token_for_another_resource_is_refused(server: str, alice: Any) -> None:
+    # RFC 8707: this server issues tokens for its own /mcp only.
+    client_id = _register(server).json()["client_id"]
+    _, challenge = _pkce()
+    elsewhere = _authorize_url(
+        server,
+        client_id,
+        code_challenge=challenge,
+        code_challenge_method="S256",
+        resource="https://other.example/mcp",
+    )
+    page = Browser(server, alice).http.get(elsewhere)
+    assert page.status_code == 400 and f"{server}/mcp only" in page.text
+    verifier, challenge = _pkce()
+    code = _code(server, alice, client_id, challenge)
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": REDIRECT,
+        "client_id": client_id,
+        "code_verifier": verifier,
+        "resource": "https://other.example/mcp",
+    }
+    refused = httpx.post(f"{server}/oauth/token", data=form)
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_target"
+    assert not OAuthToken.objects.exists()
