@@ -312,6 +312,11 @@ def test_a_token_reaches_only_what_its_person_may_reach(server: str, alice: Any,
     assert refused["isError"] is True
     assert refused["content"][0]["text"] == "Agent not found or not exposed as a tool: beta"
     assert not Thread.objects.filter(agent__name="beta").exists()
+    # The scope is mcp: the token opens no other door (the API, /v1, /a2a, /ag-ui).
+    auth = {"Authorization": f"Bearer {alices}"}
+    for path in ("/api/threads", "/v1/models", "/a2a/oracle/.well-known/agent-card.json"):
+        assert httpx.get(f"{server}{path}", headers=auth).status_code == 401, path
+    assert httpx.post(f"{server}/ag-ui/oracle", json={}, headers=auth).status_code == 401
 
 
 def test_pkce_missing_plain_or_wrong_is_refused(server: str, alice: Any) -> None:
