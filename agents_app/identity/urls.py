@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.urls import path, re_path
 
-from agents_app.identity import oauth, oidc
+from agents_app.identity import mcp_connect, oauth, oidc
 from agents_app.identity.scim import endpoint as scim_endpoint
 
 urlpatterns = [
@@ -32,4 +32,8 @@ urlpatterns = [
     path("oauth/token", oauth.token, name="oauth-token"),
     path("oauth/revoke", oauth.revoke, name="oauth-revoke"),
     path("oauth/connections", oauth.connections, name="oauth-connections"),
+    # A person's own accounts at auth: oauth MCP servers (docs/mcp.md).
+    path("mcp-servers/connections", mcp_connect.connections, name="mcp-oauth-connections"),
+    path("mcp-servers/<int:server_id>/connect", mcp_connect.connect, name="mcp-oauth-connect"),
+    path("mcp-servers/callback", mcp_connect.callback, name="mcp-oauth-callback"),
 ]

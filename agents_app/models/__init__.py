@@ -23,7 +23,7 @@ from agents_app.models.identity import IdentityLink, ManagedGroup, ScimToken
 from agents_app.models.language_models import LanguageModel, ModelFallback
 from agents_app.models.limits import LimitedAction, SpendBudget, UsageLimit
 from agents_app.models.logs import Log
-from agents_app.models.mcp_servers import McpServer
+from agents_app.models.mcp_servers import McpOAuthGrant, McpServer
 from agents_app.models.messages import Message, QueuedMessage, ThreadMessageCount
 from agents_app.models.oauth import OAuthAuthorizationCode, OAuthClient, OAuthToken
 from agents_app.models.prompts import Prompt, PromptPart, PromptTool
@@ -57,6 +57,7 @@ __all__ = [
     "LanguageModel",
     "LimitedAction",
     "Log",
+    "McpOAuthGrant",
     "McpServer",
     "Message",
     "OAuthAuthorizationCode",

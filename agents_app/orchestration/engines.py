@@ -23,6 +23,7 @@ from agents_app.broadcast.events import LiveSink
 from agents_app.services.definitions.mcp_servers import DjangoMcpServers
 from agents_app.services.definitions.model_catalog import key_withheld
 from agents_app.services.doors.a2a_client import DjangoA2aAgents
+from agents_app.services.mcp_oauth.tokens import DjangoMcpTokens
 from agents_app.services.sessions.subagents import DjangoHost
 from runtime.deps import Limits
 from runtime.engine import Engine
@@ -70,7 +71,7 @@ def build_engine(
         registry=get_registry(),
         providers=provider_registry(store, http),
         subagent_host=DjangoHost(),
-        mcp=McpConnector(DjangoMcpServers()),
+        mcp=McpConnector(DjangoMcpServers(), tokens=DjangoMcpTokens()),
         a2a=DjangoA2aAgents(),
         limits=Limits(tool_wait_seconds=settings.STUDIO_TOOL_WAIT_SECONDS),
     )

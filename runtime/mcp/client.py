@@ -93,6 +93,15 @@ class McpServerSource(Protocol):
         ...
 
 
+class McpTokenSource(Protocol):
+    """The person's OAuth access token for an ``auth: oauth`` server (the host's store)."""
+
+    async def access_token(self, server: McpServer, thread_id: str | None) -> str:
+        """A valid token of the thread owner (refreshed when expired); ``McpConfigError``
+        says in words, with the link, that the person must connect first."""
+        ...
+
+
 class McpUnavailable(Exception):
     """The server cannot be reached or its connection was lost (plain words in ``str``)."""
 
@@ -291,13 +300,17 @@ class McpPool:
         *,
         call_id: str,
         env: EnvLookup,
+        bearer: str | None = None,
     ) -> ToolResult:
-        """Run ``tool``; every failure is an error result with a sentence the model can use."""
+        """Run ``tool``; every failure is an error result with a sentence the model can use.
+        ``bearer``: the person's OAuth access token (``auth: oauth`` servers)."""
         label = f"MCP tool '{server.name}/{tool}'"
         try:
             headers, child_env = await resolved(server, env)
         except McpConfigError as exc:
             return failure(f"{label} cannot be called: {exc}")
+        if bearer is not None:
+            headers = {**headers, "Authorization": f"Bearer {bearer}"}
         timeout = server.timeout_ms / 1000
         for attempt in (1, 2):
             try:
@@ -383,12 +396,17 @@ def _fingerprint(server: McpServerDefinition, headers: dict[str, str], env: dict
     return f"{server.name}:{digest}"
 
 
-async def discover_tools(server: McpServerDefinition, env: EnvLookup) -> list[McpToolInfo]:
-    """Connect afresh, list every tool, close. ``McpUnavailable`` says why it failed."""
+async def discover_tools(
+    server: McpServerDefinition, env: EnvLookup, bearer: str | None = None
+) -> list[McpToolInfo]:
+    """Connect afresh, list every tool, close. ``McpUnavailable`` says why it failed.
+    ``bearer``: the person's OAuth access token (``auth: oauth`` servers)."""
     try:
         headers, child_env = await resolved(server, env)
     except McpConfigError as exc:
         raise McpUnavailable(str(exc)) from None
+    if bearer is not None:
+        headers = {**headers, "Authorization": f"Bearer {bearer}"}
     conn = Connection(server, headers, child_env)
     timeout = server.timeout_ms / 1000
     try:
@@ -414,8 +432,13 @@ class McpConnector:
     (the effect sweeper's), and a disabled server or a changed timeout applies at once.
     """
 
-    def __init__(self, source: McpServerSource, pool: McpPool = POOL) -> None:
-        self.source, self.pool = source, pool
+    def __init__(
+        self,
+        source: McpServerSource,
+        pool: McpPool = POOL,
+        tokens: McpTokenSource | None = None,
+    ) -> None:
+        self.source, self.pool, self.tokens = source, pool, tokens
 
     async def _server(self, name: str) -> McpServer | None:
         server = await self.source.mcp_server(name)
@@ -443,9 +466,24 @@ class McpConnector:
         return server.model_copy(update={"tools": tools})
 
     async def call(
-        self, server: str, name: str, args: dict[str, Any], *, call_id: str, env: EnvLookup
+        self,
+        server: str,
+        name: str,
+        args: dict[str, Any],
+        *,
+        call_id: str,
+        env: EnvLookup,
+        thread_id: str | None = None,
     ) -> ToolResult:
         found = await self._server(server)
         if found is None or found.tool(name) is None:
             return failure(f"MCP tool '{server}/{name}' is not available (removed or disabled).")
-        return await self.pool.call(found, name, args, call_id=call_id, env=env)
+        bearer = None
+        if found.auth == "oauth":
+            if self.tokens is None:
+                return failure(f"MCP server '{server}' needs OAuth, which is not set up here.")
+            try:
+                bearer = await self.tokens.access_token(found, thread_id)
+            except McpConfigError as exc:
+                return failure(str(exc))
+        return await self.pool.call(found, name, args, call_id=call_id, env=env, bearer=bearer)

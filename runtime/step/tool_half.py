@@ -470,7 +470,9 @@ class ToolRunner:
             return entry.value if entry else None
 
         server, tool = offered.mcp
-        return await self.deps.mcp.call(server, tool, args, call_id=call["id"], env=env)
+        return await self.deps.mcp.call(
+            server, tool, args, call_id=call["id"], env=env, thread_id=thread_id
+        )
 
     async def invoke(self, scope: Scope, name: str, args: dict[str, Any]) -> ToolResult:
         """``state.invoke_tool``: run any tool, prompt or agent now; nothing is stored."""
