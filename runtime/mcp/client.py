@@ -38,6 +38,7 @@ from runtime.core.results import ToolResult, failure
 from runtime.mcp.servers import (
     EnvLookup,
     McpConfigError,
+    McpNeedsInput,
     McpServer,
     McpServerDefinition,
     McpToolInfo,
@@ -141,7 +142,14 @@ class Connection:
     async def _run(self) -> None:
         try:
             # No response cache: a tool list is read afresh when the studio asks for it.
-            client = Client(self._transport(), message_handler=self._on_message, cache=None)
+            client = Client(
+                self._transport(),
+                message_handler=self._on_message,
+                cache=None,
+                # Declares elicitation; questions reach the person through ``call`` on
+                # 2026-07-28 connections (``input_required``), see ``_live_question``.
+                elicitation_callback=_live_question,
+            )
             async with client as session:
                 self.session = session
                 self._ready.set()
@@ -181,14 +189,30 @@ class Connection:
             self.broken.set()
 
     async def call(
-        self, tool: str, args: dict[str, Any], call_id: str, timeout: float
+        self,
+        tool: str,
+        args: dict[str, Any],
+        call_id: str,
+        timeout: float,
+        resume: dict[str, Any] | None = None,
     ) -> types.CallToolResult:
-        """One ``tools/call``; ``McpUnavailable`` when the connection is lost meanwhile."""
+        """One ``tools/call``; ``McpUnavailable`` when the connection is lost meanwhile,
+        ``McpNeedsInput`` when the server asks the person (``resume`` answers it)."""
         session = self.session
         if session is None or self.broken.is_set():
             raise McpUnavailable(plain_error(self.error))
         meta = types.RequestParamsMeta(callId=call_id)  # type: ignore[typeddict-unknown-key]
-        request = asyncio.ensure_future(session.call_tool(tool, args, meta=meta))
+        responses, state = _answers(resume)
+        request = asyncio.ensure_future(
+            session.session.call_tool(
+                tool,
+                args,
+                meta=meta,
+                allow_input_required=True,
+                input_responses=responses,
+                request_state=state,
+            )
+        )
         lost = asyncio.ensure_future(self.broken.wait())
         try:
             done, _ = await asyncio.wait(
@@ -202,7 +226,11 @@ class Connection:
             lost.cancel()
         if request in done:
             try:
-                return request.result()
+                answer = request.result()
+                if isinstance(answer, types.InputRequiredResult):
+                    raise McpNeedsInput(_questions(answer))
+                assert isinstance(answer, types.CallToolResult)
+                return answer
             except MCPError as exc:
                 if _is_lost(exc):
                     self.broken.set()
@@ -237,6 +265,49 @@ class Connection:
                 await asyncio.wait_for(asyncio.shield(self._task), 10)
             except (TimeoutError, asyncio.CancelledError):
                 self._task.cancel()
+
+
+async def _live_question(context: Any, params: Any) -> types.ErrorData:
+    """A 2025-era server's mid-call ``elicitation/create``: a worker cannot hold a call open
+    until a person answers, so it is refused in words (2026-07-28 servers ask durably)."""
+    return types.ErrorData(
+        code=types.INVALID_REQUEST,
+        message="This client asks the person only through input_required (MCP 2026-07-28).",
+    )
+
+
+def _questions(result: types.InputRequiredResult) -> dict[str, Any]:
+    """What the person must answer, as stored on the waiting call (JSON)."""
+    questions = []
+    for key, request in (result.input_requests or {}).items():
+        params = getattr(request, "params", None)
+        if getattr(request, "method", "") != "elicitation/create" or params is None:
+            questions.append({"key": key, "unsupported": getattr(request, "method", "?")})
+            continue
+        questions.append(
+            {
+                "key": key,
+                "mode": getattr(params, "mode", "form"),
+                "message": params.message,
+                "schema": getattr(params, "requested_schema", None) or {},
+                "url": getattr(params, "url", None),
+            }
+        )
+    return {"questions": questions, "request_state": result.request_state}
+
+
+def _answers(resume: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
+    """The SDK's ``input_responses`` and ``request_state`` from a stored answer."""
+    if not resume:
+        return None, None
+    answer = resume.get("answer") or {}
+    action = answer.get("action") if answer.get("action") in ("accept", "decline") else "cancel"
+    content = answer.get("content") if action == "accept" else None
+    responses: dict[str, Any] = {
+        q["key"]: types.ElicitResult(action=action, content=content)
+        for q in resume.get("questions") or []
+    }
+    return responses or None, resume.get("request_state")
 
 
 def _is_lost(exc: MCPError) -> bool:
@@ -301,6 +372,7 @@ class McpPool:
         call_id: str,
         env: EnvLookup,
         bearer: str | None = None,
+        resume: dict[str, Any] | None = None,
     ) -> ToolResult:
         """Run ``tool``; every failure is an error result with a sentence the model can use.
         ``bearer``: the person's OAuth access token (``auth: oauth`` servers)."""
@@ -320,7 +392,7 @@ class McpPool:
                     f"Could not connect to MCP server '{server.name}': {str(exc).rstrip('.')}."
                 )
             try:
-                raw = await conn.call(tool, args, call_id, timeout)
+                raw = await conn.call(tool, args, call_id, timeout, resume)
             except McpUnavailable as exc:
                 await self._discard(server, conn)
                 if attempt == 2:
@@ -331,6 +403,12 @@ class McpPool:
                 continue
             except _CallTimeout:
                 return failure(f"{label} did not answer within {timeout:g} s; it was cancelled.")
+            except McpNeedsInput as asked:
+                odd = [q for q in asked.details["questions"] if q.get("mode") != "form"]
+                if odd:
+                    what = odd[0].get("unsupported") or f"a {odd[0].get('mode')} elicitation"
+                    return failure(f"{label} asked for {what}, which this platform cannot answer.")
+                raise
             except MCPError as exc:
                 return failure(f"{label} failed: {exc.error.message}")
             return result_from_content(
@@ -474,6 +552,7 @@ class McpConnector:
         call_id: str,
         env: EnvLookup,
         thread_id: str | None = None,
+        resume: dict[str, Any] | None = None,
     ) -> ToolResult:
         found = await self._server(server)
         if found is None or found.tool(name) is None:
@@ -486,4 +565,6 @@ class McpConnector:
                 bearer = await self.tokens.access_token(found, thread_id)
             except McpConfigError as exc:
                 return failure(str(exc))
-        return await self.pool.call(found, name, args, call_id=call_id, env=env, bearer=bearer)
+        return await self.pool.call(
+            found, name, args, call_id=call_id, env=env, bearer=bearer, resume=resume
+        )

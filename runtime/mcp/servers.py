@@ -102,10 +102,23 @@ class McpTools(Protocol):
         call_id: str,
         env: EnvLookup,
         thread_id: str | None = None,
+        resume: dict[str, Any] | None = None,
     ) -> ToolResult:
         """Run the tool; server errors and timeouts come back as error results. ``thread_id``:
-        whose person's OAuth token an ``auth: oauth`` server is called with."""
+        whose person's OAuth token an ``auth: oauth`` server is called with. ``McpNeedsInput``
+        when the server asks the person a question; ``resume`` (its ``details`` plus the
+        person's ``answer``) then sends the answer back."""
         ...
+
+
+class McpNeedsInput(Exception):
+    """The server asked the person a question (2026-07-28 ``input_required``): ``details``
+    holds the questions (key, message, requested schema) and the server's ``request_state``,
+    all that answering needs, so the call can wait durably and resume in any process."""
+
+    def __init__(self, details: dict[str, Any]) -> None:
+        super().__init__("The MCP server asked the person for input.")
+        self.details = details
 
 
 # --- names ------------------------------------------------------------------------------

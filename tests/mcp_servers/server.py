@@ -3,7 +3,8 @@
 Tools: ``echo`` (text), ``pixel`` (a PNG image), ``fail`` (raises), ``hang`` (never
 answers until cancelled), ``whoami`` (the ``Authorization`` header over HTTP, env
 ``MCP_TOKEN`` over stdio: what the canary tests plant a secret in), ``call_meta``
-(the ``_meta.callId`` the client sent), ``report`` (an embedded text resource).
+(the ``_meta.callId`` the client sent), ``report`` (an embedded text resource), ``book``
+(asks the person a question: elicitation, ``input_required`` on 2026-07-28).
 A started and a cancelled ``hang`` are recorded in the file named by env ``MCP_CANCEL_LOG``.
 """
 
@@ -13,11 +14,12 @@ import asyncio
 import base64
 import os
 import sys
-from typing import Any
+from typing import Annotated, Any
 
-from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, Image, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import EmbeddedResource, TextResourceContents
+from pydantic import BaseModel
 
 # A 1x1 red PNG.
 PIXEL = base64.b64decode(
@@ -80,6 +82,23 @@ def call_meta(ctx: Context) -> str:
 def report() -> list[Any]:
     resource = TextResourceContents(uri="memo://report", mime_type="text/plain", text="all good")
     return [EmbeddedResource(type="resource", resource=resource)]
+
+
+class Seat(BaseModel):
+    seat: str
+    window: bool = False
+
+
+def ask_seat(flight: str) -> Elicit[Seat]:
+    return Elicit(f"Which seat on flight {flight}?", Seat)
+
+
+@server.tool(description="Book a seat: asks the person which one (elicitation).")
+def book(flight: str, answer: Annotated[ElicitationResult[Seat], Resolve(ask_seat)]) -> str:
+    if answer.action == "accept":
+        where = "a window" if answer.data.window else "an aisle"
+        return f"Booked seat {answer.data.seat} ({where}) on {flight}."
+    return f"Not booked: the person chose {answer.action}."
 
 
 def main() -> None:
