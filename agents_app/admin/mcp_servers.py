@@ -14,8 +14,8 @@ from django.utils.html import format_html, format_html_join
 from agents_app.base.errors import Invalid
 from agents_app.forms.mcp_servers import McpServerForm
 from agents_app.models import McpOAuthGrant, McpServer
+from agents_app.services.access.mcp_tokens import mcp_grant_revoke
 from agents_app.services.definitions.mcp_servers import mcp_server_probe, mcp_server_refresh
-from agents_app.services.mcp_oauth.tokens import mcp_grant_revoke
 
 
 @admin.register(McpServer)

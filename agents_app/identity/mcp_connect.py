@@ -1,7 +1,7 @@
 """A person's connections to ``auth: oauth`` MCP servers (docs/mcp.md, "Servers that need
 OAuth"): ``/mcp-servers/connections`` lists them with Connect and Disconnect (plain forms,
 any signed-in person), ``/mcp-servers/<id>/connect`` starts the flow in the browser and
-``/mcp-servers/callback`` finishes it (``services.mcp_oauth.flow``)."""
+``/mcp-servers/callback`` finishes it (``services.access.mcp_connect``)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from agents_app.identity.oauth import _sign_in_first
 from agents_app.models import McpOAuthGrant, McpServer
-from agents_app.services.mcp_oauth.flow import begin, finish
-from agents_app.services.mcp_oauth.tokens import OAuthFailed, mcp_grant_revoke
+from agents_app.services.access.mcp_connect import begin, finish
+from agents_app.services.access.mcp_tokens import OAuthFailed, mcp_grant_revoke
 
 _PENDING = "mcp_oauth_pending"
 

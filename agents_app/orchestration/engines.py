@@ -20,10 +20,10 @@ from agents_app.base.code_registry import get_registry
 from agents_app.bridge import async_commit
 from agents_app.bridge.store import DjangoStore
 from agents_app.broadcast.events import LiveSink
+from agents_app.services.access.mcp_tokens import DjangoMcpTokens
 from agents_app.services.definitions.mcp_servers import DjangoMcpServers
 from agents_app.services.definitions.model_catalog import key_withheld
 from agents_app.services.doors.a2a_client import DjangoA2aAgents
-from agents_app.services.mcp_oauth.tokens import DjangoMcpTokens
 from agents_app.services.sessions.subagents import DjangoHost
 from runtime.deps import Limits
 from runtime.engine import Engine

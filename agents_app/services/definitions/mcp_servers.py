@@ -20,6 +20,7 @@ from django.utils import timezone
 from agents_app.base.errors import Invalid
 from agents_app.base.permissions import may_read_instance_env
 from agents_app.models import EnvValue, McpServer
+from agents_app.services.access.mcp_tokens import access_token_for
 from runtime.core.env_refs import references
 from runtime.definitions.validation import DefinitionError
 from runtime.mcp.client import McpUnavailable, discover_tools
@@ -192,8 +193,6 @@ def studio_bearer(server: McpServer, user: Any) -> str | None:
     tools with it); ``McpUnavailable`` asks them to connect first."""
     if server.auth != "oauth":
         return None
-    from agents_app.services.mcp_oauth.tokens import access_token_for
-
     try:
         return access_token_for(server, user)
     except McpConfigError as exc:

@@ -34,9 +34,9 @@ from agents_app.models import (
     Thread,
 )
 from agents_app.orchestration.thread_creation import thread_create
+from agents_app.services.access.mcp_tokens import access_token_for
 from agents_app.services.definitions.mcp_servers import mcp_server_save
 from agents_app.services.definitions.saves import save_definitions
-from agents_app.services.mcp_oauth.tokens import access_token_for
 from agents_app.services.threads import messages as message_service
 from runtime.core.spec import AgentDefinition, PromptDefinition, SideConfig
 from runtime.mcp.servers import McpServerDefinition, parse_server, wire_name

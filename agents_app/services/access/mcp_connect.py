@@ -27,7 +27,7 @@ from mcp.client.auth.utils import (
 )
 
 from agents_app.models import EnvValue, McpOAuthGrant, McpServer
-from agents_app.services.mcp_oauth.tokens import OAuthFailed, store_grant, token_request
+from agents_app.services.access.mcp_tokens import OAuthFailed, store_grant, token_request
 from runtime.core import egress
 from runtime.core.env_refs import PLACEHOLDER
 
