@@ -196,8 +196,10 @@ def finish(pending: dict[str, Any], query: dict[str, str], user: Any) -> McpOAut
         },
     )
     server = McpServer.objects.get(pk=pending["server"])
-    keep = {
+    keep: dict[str, Any] = {
         k: pending[k]
         for k in ("client_id", "client_secret", "token_endpoint", "revocation_endpoint", "resource")
     }
+    # The address the tokens were issued for: a server moved elsewhere never gets them.
+    keep["server_url"] = server.url
     return store_grant(server=server, user=user, answer=answer, client=keep)

@@ -111,39 +111,59 @@ def token_request(data: dict[str, Any], form: dict[str, str]) -> dict[str, Any]:
     return answer
 
 
+class _Forget(Exception):
+    """The connection cannot be used any more: forget it (after the lock's transaction)."""
+
+    def __init__(self, pk: int, why: str) -> None:
+        super().__init__(why)
+        self.pk, self.why = pk, why
+
+
 def access_token_for(server: McpServer, user: Any) -> str:
     """``user``'s valid access token for ``server``, refreshed first when it has expired
     (under a row lock, so two calls do not spend one rotating refresh token twice).
-    ``McpConfigError`` (with the connect link) when there is none or it cannot be renewed."""
+    ``McpConfigError`` (with the connect link) when there is none or it cannot be renewed;
+    a connection that cannot be used any more is forgotten."""
     if user is None or not getattr(user, "pk", None):
         raise must_connect(server)
-    with transaction.atomic():
-        grant = McpOAuthGrant.objects.select_for_update().filter(user=user, server=server).first()
-        if grant is None:
-            raise must_connect(server)
-        data = unseal(grant)
-        if grant.expires_at is None or grant.expires_at - EARLY > timezone.now():
-            return str(data["access_token"])
-        if not data.get("refresh_token"):
-            grant.delete()
-            raise must_connect(server, f"The connection to MCP server '{server.name}' expired.")
-        try:
-            answer = token_request(
-                data, {"grant_type": "refresh_token", "refresh_token": data["refresh_token"]}
-            )
-        except OAuthFailed as exc:
-            grant.delete()
-            raise must_connect(
-                server,
-                f"The connection to MCP server '{server.name}' could not be renewed ({exc}).",
-            ) from None
-        data["access_token"] = answer["access_token"]
-        data["refresh_token"] = answer.get("refresh_token") or data["refresh_token"]
-        grant.sealed = seal(data)
-        grant.expires_at = expiry(answer)
-        grant.scope = str(answer.get("scope") or grant.scope)[:500]
-        grant.save(update_fields=["sealed", "expires_at", "scope", "updated_at"])
+    try:
+        with transaction.atomic():
+            return _locked_token(server, user)
+    except _Forget as gone:
+        McpOAuthGrant.objects.filter(pk=gone.pk).delete()
+        raise must_connect(server, gone.why) from None
+
+
+def _locked_token(server: McpServer, user: Any) -> str:
+    grant = McpOAuthGrant.objects.select_for_update().filter(user=user, server=server).first()
+    if grant is None:
+        raise must_connect(server)
+    data = unseal(grant)
+    if data.get("server_url") != server.url:
+        # Edited to point elsewhere since the person connected: their tokens stay here.
+        raise _Forget(
+            grant.pk, f"MCP server '{server.name}' moved to another address since you connected."
+        )
+    if grant.expires_at is None or grant.expires_at - EARLY > timezone.now():
         return str(data["access_token"])
+    if not data.get("refresh_token"):
+        raise _Forget(grant.pk, f"The connection to MCP server '{server.name}' expired.")
+    try:
+        answer = token_request(
+            data, {"grant_type": "refresh_token", "refresh_token": data["refresh_token"]}
+        )
+    except OAuthFailed as exc:
+        raise _Forget(
+            grant.pk,
+            f"The connection to MCP server '{server.name}' could not be renewed ({exc}).",
+        ) from None
+    data["access_token"] = answer["access_token"]
+    data["refresh_token"] = answer.get("refresh_token") or data["refresh_token"]
+    grant.sealed = seal(data)
+    grant.expires_at = expiry(answer)
+    grant.scope = str(answer.get("scope") or grant.scope)[:500]
+    grant.save(update_fields=["sealed", "expires_at", "scope", "updated_at"])
+    return str(data["access_token"])
 
 
 def mcp_grant_revoke(*, grant: McpOAuthGrant) -> None:

@@ -203,6 +203,17 @@ def test_an_expired_token_is_refreshed_and_a_disconnect_revokes_it(server: str, 
     assert "needs your own account" in _ask(alice).content
 
 
+def test_a_server_moved_to_another_address_never_gets_the_token(server: str, alice: Any) -> None:
+    row = _define(server)
+    Browser(server, alice).connect(row)
+    McpServer.objects.filter(pk=row.pk).update(url="http://127.0.0.1:9/elsewhere/mcp")
+    moved = _ask(alice)
+    assert moved.tool_status == "error"
+    assert "moved to another address since you connected" in moved.content
+    assert "Connect" in moved.content or "/connect" in moved.content
+    assert not McpOAuthGrant.objects.exists()
+
+
 def test_staff_revoke_a_persons_connection(server: str, alice: Any) -> None:
     row = _define(server)
     Browser(server, alice).connect(row)
