@@ -54,6 +54,8 @@ SECTIONS: list[tuple[str, list[tuple[str, str]]]] = [
         [
             ("auth", "user"),
             ("agents_app", "apikey"),
+            ("agents_app", "oauthtoken"),
+            ("agents_app", "mcpoauthgrant"),
             ("agents_app", "usagelimit"),
             ("agents_app", "spendbudget"),
             ("agents_app", "scimtoken"),

@@ -20,6 +20,7 @@ from agents_app.admin import (  # noqa: F401 (imported to register)
     logs,
     mcp_servers,
     messages,
+    oauth_clients,
     prompts,
     retention,
     schedules,

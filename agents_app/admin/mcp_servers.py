@@ -13,7 +13,8 @@ from django.utils.html import format_html, format_html_join
 
 from agents_app.base.errors import Invalid
 from agents_app.forms.mcp_servers import McpServerForm
-from agents_app.models import McpServer
+from agents_app.models import McpOAuthGrant, McpServer
+from agents_app.services.access.mcp_tokens import mcp_grant_revoke
 from agents_app.services.definitions.mcp_servers import mcp_server_probe, mcp_server_refresh
 
 
@@ -33,6 +34,10 @@ class McpServerAdmin(admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ("name", "enabled", "transport", "timeout_ms", "allowed_tools")}),
         ("Streamable HTTP", {"fields": ("url", "headers")}),
+        (
+            "Sign-in (OAuth, each person's own account)",
+            {"fields": ("auth", "oauth_client_id", "oauth_client_secret", "oauth_scope")},
+        ),
         (
             "stdio (runs a command on the worker)",
             {"classes": ("collapse",), "fields": ("command", "args", "env")},
@@ -141,3 +146,28 @@ class McpServerAdmin(admin.ModelAdmin):
             "<th>What it does</th><th>Offered</th></tr></thead><tbody>{}</tbody></table>",
             rows,
         )
+
+
+@admin.register(McpOAuthGrant)
+class McpOAuthGrantAdmin(admin.ModelAdmin):
+    """People's connections to ``auth: oauth`` servers: staff see who is connected and may
+    revoke (delete) a connection; the tokens themselves are never shown."""
+
+    list_display = ("server", "user", "scope", "expires_at", "created_at", "updated_at")
+    list_filter = ("server",)
+    search_fields = ("user__username", "server__name")
+    fields = ("server", "user", "scope", "expires_at", "created_at", "updated_at")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def delete_model(self, request: HttpRequest, obj: McpOAuthGrant) -> None:
+        mcp_grant_revoke(grant=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for grant in queryset:
+            mcp_grant_revoke(grant=grant)

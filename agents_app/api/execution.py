@@ -16,6 +16,8 @@ from agents_app.api.run_responses import (
     EffectCanceledOut,
     EffectPageOut,
     EffectRanOut,
+    InputAnswerOut,
+    InputRequestOut,
     ToolResultOut,
     VariablesAnswerOut,
     VariablesRequestOut,
@@ -24,7 +26,12 @@ from agents_app.api.schemas import ERRORS
 from agents_app.base.errors import Invalid, NotFound
 from agents_app.base.storable_text import describe_unstorable, find_unstorable
 from agents_app.orchestration import effect_runner
-from agents_app.services.sessions import client_bridge, tool_waits, variables_requests
+from agents_app.services.sessions import (
+    client_bridge,
+    input_requests,
+    tool_waits,
+    variables_requests,
+)
 from agents_app.services.sessions import effects as effect_service
 from agents_app.services.sessions import lifecycle as sessions
 
@@ -154,6 +161,47 @@ def variables_answer(request: AuthedRequest, thread_id: str, request_id: str) ->
         raise Invalid(describe_unstorable(found))
     thread = selectors.access_thread(thread_id, request.auth)
     return variables_requests.request_answer(thread, request_id, body, request.auth)
+
+
+@router.get(
+    "/{thread_id}/inputs/{request_id}",
+    response={200: InputRequestOut, **ERRORS},
+    summary="An MCP server's question to the person (elicitation): its message and fields",
+)
+def input_request(request: AuthedRequest, thread_id: str, request_id: str) -> dict[str, Any]:
+    thread = selectors.access_thread(thread_id, request.auth)
+    return input_requests.request_wire(thread, request_id)
+
+
+@router.post(
+    "/{thread_id}/inputs/{request_id}",
+    response={200: InputAnswerOut, **ERRORS},
+    summary="Answer an MCP server's question (accept with values, decline or cancel)",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["action"],
+                        "properties": {
+                            "action": {"enum": ["accept", "decline", "cancel"]},
+                            "content": {"type": "object"},
+                        },
+                    }
+                }
+            },
+        }
+    },
+)
+def input_answer(request: AuthedRequest, thread_id: str, request_id: str) -> dict[str, Any]:
+    body = tool_waits.parse_body(request.body)
+    found = find_unstorable(body)
+    if found:
+        raise Invalid(describe_unstorable(found))
+    thread = selectors.access_thread(thread_id, request.auth)
+    return input_requests.request_answer(thread, request_id, body)
 
 
 @router.post(

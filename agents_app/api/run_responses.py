@@ -49,6 +49,26 @@ class VariablesAnswerOut(Out):
     status: Str
 
 
+class InputRequestOut(Out):
+    """An MCP server's question to the person: its message and the fields it asks for."""
+
+    request_id: Str
+    thread_id: Str
+    tool_call_id: StrOrNull
+    tool: StrOrNull
+    questions: Value
+    status: Str
+    requested_at: IntOrNull
+    expires_at: IntOrNull
+
+
+class InputAnswerOut(Out):
+    """``resumed``: the answer was recorded and the waiting call goes on."""
+
+    request_id: Str
+    status: Str
+
+
 class EffectOut(Out):
     id: Str
     name: Str

@@ -285,6 +285,8 @@ API_ROUTES: dict[tuple[str, str], Rule] = {
     ("POST", "/threads/{thread_id}/tool-result"): _CHANGE,
     ("GET", "/threads/{thread_id}/variables/{request_id}"): _VIEW,
     ("POST", "/threads/{thread_id}/variables/{request_id}"): _CHANGE,
+    ("GET", "/threads/{thread_id}/inputs/{request_id}"): _VIEW,
+    ("POST", "/threads/{thread_id}/inputs/{request_id}"): _CHANGE,
     ("POST", "/threads/{thread_id}/continue"): _CHANGE,
     ("GET", "/threads/{thread_id}/effects"): _VIEW,
     ("POST", "/threads/{thread_id}/effects/{effect_id}/cancel"): _CHANGE,

@@ -12,7 +12,13 @@ from agents_app.services.definitions.mcp_servers import server_errors
 from runtime.definitions.validation import parse
 from runtime.mcp.servers import McpServerDefinition
 
-_FIELDS = {"timeoutMs": "timeout_ms", "allowedTools": "allowed_tools"}
+_FIELDS = {
+    "timeoutMs": "timeout_ms",
+    "allowedTools": "allowed_tools",
+    "oauthClientId": "oauth_client_id",
+    "oauthClientSecret": "oauth_client_secret",
+    "oauthScope": "oauth_scope",
+}
 
 
 class ArgsField(forms.CharField):
@@ -66,6 +72,10 @@ class McpServerForm(forms.ModelForm):
             "env",
             "timeout_ms",
             "allowed_tools",
+            "auth",
+            "oauth_client_id",
+            "oauth_client_secret",
+            "oauth_scope",
         ]
         labels = {"url": "URL", "timeout_ms": "Timeout (ms)"}
         help_texts = {
@@ -73,6 +83,14 @@ class McpServerForm(forms.ModelForm):
             "url": "HTTP: the server's streamable HTTP endpoint, e.g. https://example.com/mcp.",
             "command": "stdio: the program to run on the worker (only when MCP_ALLOW_STDIO is on).",
             "timeout_ms": "How long one tool call may take before the model gets a timeout error.",
+            "auth": "OAuth: each person connects their own account once, and tool calls use "
+            "the thread owner's token.",
+            "oauth_client_id": "OAuth: a client registered with the server's authorization "
+            "server. Empty: registered automatically (dynamic registration).",
+            "oauth_client_secret": "OAuth: that client's secret as ${NAME}, an instance env "
+            "value (never the secret itself).",
+            "oauth_scope": "OAuth: the scopes to ask for, space separated. Empty: what the "
+            "server lists.",
         }
 
     def clean(self) -> dict[str, Any]:
@@ -90,6 +108,10 @@ class McpServerForm(forms.ModelForm):
             "timeoutMs": cd.get("timeout_ms"),
             "allowedTools": cd.get("allowed_tools") or None,
             "enabled": bool(cd.get("enabled")),
+            "auth": cd.get("auth") or "none",
+            "oauthClientId": cd.get("oauth_client_id") or "",
+            "oauthClientSecret": cd.get("oauth_client_secret") or "",
+            "oauthScope": cd.get("oauth_scope") or "",
         }
         definition, errors = parse(McpServerDefinition, data)
         if definition is not None:

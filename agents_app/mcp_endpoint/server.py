@@ -1,9 +1,13 @@
 """``/mcp``: the agents exposed as tools, served to MCP clients over streamable HTTP.
 
 A thin adapter over ``agents_app.orchestration.agent_calls``: the ASGI app authenticates every
-request with an API key (as the thread API does; 401 JSON otherwise), then hands
+request with an API key (as the thread API does) or an OAuth access token of the platform's
+authorization server (``services.access.oauth_server``; 401 JSON with a ``WWW-Authenticate``
+naming the protected-resource metadata otherwise, RFC 9728 §5.1), then hands
 it to the SDK's ``StreamableHTTPSessionManager`` in stateless mode (no MCP session
-lives between requests, so any web process can answer any request). A tool call
+lives between requests, so any web process can answer any request). The SDK serves both
+eras of the protocol there: a 2026-07-28 request (its ``MCP-Protocol-Version`` header, no
+``initialize``) and the 2025 revisions' ``initialize`` handshake. A tool call
 posts the message through the thread API's services, then waits for the session
 while sending progress notifications, and returns the final text and the thread id.
 
@@ -25,10 +29,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import jsonschema
 from channels.db import database_sync_to_async
 from django.conf import settings
 from mcp import types
-from mcp.server.lowlevel import Server
+from mcp.server import Server, ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from agents_app.base.errors import DomainError
@@ -39,6 +44,7 @@ from agents_app.orchestration.agent_calls import Ask, agent_ask, ask_progress, e
 from agents_app.selectors import access_thread, agents_for
 from agents_app.services.access import limits
 from agents_app.services.access.api_keys import api_key_in_use
+from agents_app.services.access.oauth_server import SCOPE, oauth_token_in_use
 from agents_app.services.sessions.lifecycle import thread_stop
 from agents_app.services.threads.messages import CONTENT_MAX
 
@@ -66,44 +72,58 @@ INPUT_SCHEMA: dict[str, Any] = {
     "required": ["message"],
 }
 
-server: Server[Any, Any] = Server("standard-agents-studio")
+Context = ServerRequestContext[Any, Any]
 
 
-def _user() -> Any:
-    request = server.request_context.request
-    return request.scope[USER_KEY]  # type: ignore[union-attr]
+def _scope(ctx: Context) -> dict[str, Any]:
+    """The ASGI scope ``McpApp`` authenticated (the SDK passes its Starlette request on)."""
+    assert ctx.request is not None, "/mcp is served over HTTP only"
+    return ctx.request.scope  # type: ignore[no-any-return]
 
 
-def _api_key_id() -> int | None:
-    request = server.request_context.request
-    return request.scope.get(API_KEY_ID)  # type: ignore[union-attr, no-any-return]
+def _user(ctx: Context) -> Any:
+    return _scope(ctx)[USER_KEY]
 
 
-@server.list_tools()
-async def list_tools() -> list[types.Tool]:
-    agents = await database_sync_to_async(exposed_agents)(_user())
-    return [
+def _api_key_id(ctx: Context) -> int | None:
+    return _scope(ctx).get(API_KEY_ID)
+
+
+async def list_tools(
+    ctx: Context, params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    agents = await database_sync_to_async(exposed_agents)(_user(ctx))
+    tools = [
         types.Tool(
             name=a.name,
             title=a.title or None,
             description=a.tool_description or f"Ask the {a.title or a.name} agent.",
-            inputSchema=INPUT_SCHEMA,
+            input_schema=INPUT_SCHEMA,
         )
         for a in agents
     ]
+    return types.ListToolsResult(tools=tools)
 
 
-@server.call_tool()
-async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-    user = _user()
-    report = _progress_sender()
+async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
+    arguments = params.arguments or {}
+    # The SDK 2.x's low-level server no longer checks arguments against the input schema.
+    invalid = _invalid_arguments(arguments)
+    if invalid is not None:
+        return _error(f"Input validation error: {invalid}")
+    return await ask_agent(ctx, params.name, arguments)
+
+
+async def ask_agent(ctx: Context, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    user = _user(ctx)
+    report = _progress_sender(ctx)
     try:
         # Shielded: the session can start, and its client give up, before the post returns;
         # a cancellation waits for the post so that the session it made is stopped below.
         with anyio.CancelScope(shield=True):
             ask = await database_sync_to_async(_limited_ask)(
                 user=user,
-                api_key_id=_api_key_id(),
+                api_key_id=_api_key_id(ctx),
                 agent_name=name,
                 message=str(arguments.get("message") or ""),
                 thread_id=arguments.get("thread_id") or None,
@@ -127,8 +147,21 @@ async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResul
             types.TextContent(type="text", text=progress.answer),
             types.TextContent(type="text", text=json.dumps({"thread_id": ask.thread_id})),
         ],
-        structuredContent={"answer": progress.answer, "thread_id": ask.thread_id},
+        structured_content={"answer": progress.answer, "thread_id": ask.thread_id},
     )
+
+
+def _invalid_arguments(arguments: dict[str, Any]) -> str | None:
+    try:
+        jsonschema.validate(arguments, INPUT_SCHEMA)
+    except jsonschema.ValidationError as exc:
+        return exc.message
+    return None
+
+
+server: Server[Any] = Server(
+    "standard-agents-studio", on_list_tools=list_tools, on_call_tool=call_tool
+)
 
 
 def _limited_ask(
@@ -179,15 +212,10 @@ def _stop_or_log(ask: Ask, user: Any) -> None:
 Report = Callable[[int, str], Awaitable[None]]
 
 
-def _progress_sender() -> Report:
-    ctx = server.request_context
-    token = ctx.meta.progressToken if ctx.meta is not None else None
-
+def _progress_sender(ctx: Context) -> Report:
     async def report(count: int, message: str) -> None:
-        if token is not None:
-            await ctx.session.send_progress_notification(
-                token, float(count), message=message, related_request_id=str(ctx.request_id)
-            )
+        # A no-op when the client asked for no progress (no progress token).
+        await ctx.session.report_progress(float(count), None, message)
 
     return report
 
@@ -250,10 +278,10 @@ class McpApp:
         if refusal is not None:
             await _json(send, *refusal)
             return
-        key = await database_sync_to_async(_authenticate)(scope)
-        if key is None:
-            body = {"error": "Unauthorized: send Authorization: Bearer <API key>"}
-            await _json(send, 401, body, [(b"www-authenticate", b"Bearer")])
+        caller = await database_sync_to_async(_authenticate)(scope)
+        if caller is None:
+            body = {"error": "Unauthorized: send Authorization: Bearer <API key or OAuth token>"}
+            await _json(send, 401, body, [(b"www-authenticate", _challenge(scope))])
             return
         data = await _body(receive)
         if data is None:
@@ -265,7 +293,7 @@ class McpApp:
             await _json(send, *invalid)
             return
         manager = await self._ensure_running()
-        scope = {**scope, USER_KEY: key.user, API_KEY_ID: key.pk}
+        scope = {**scope, USER_KEY: caller[0], API_KEY_ID: caller[1]}
         await manager.handle_request(scope, _replay(data, receive), send)
 
 
@@ -286,12 +314,44 @@ def _gate(scope: Any) -> Answer | None:
     return None
 
 
-def _authenticate(scope: Any) -> Any:
-    """The unrevoked API key of the ``Authorization: Bearer`` header (its user loaded)."""
+def _authenticate(scope: Any) -> tuple[Any, int | None] | None:
+    """The user (and API key id) of the ``Authorization: Bearer`` header: an unrevoked API key,
+    or an unrevoked, unexpired OAuth access token with the ``mcp`` scope."""
+    raw = _bearer(scope)
+    if raw is None:
+        return None
+    key = api_key_in_use(raw)
+    if key is not None:
+        return key.user, key.pk
+    token = oauth_token_in_use(raw)
+    return (token.user, None) if token is not None else None
+
+
+def _bearer(scope: Any) -> str | None:
     text = scope_headers(scope).get("authorization", "")
-    if text[:7].lower() == "bearer ":
-        return api_key_in_use(text[7:].strip())
-    return None
+    return text[7:].strip() if text[:7].lower() == "bearer " else None
+
+
+def _challenge(scope: Any) -> bytes:
+    """``WWW-Authenticate`` for a 401: where the protected-resource metadata is (RFC 9728
+    §5.1) and the scope to ask for; ``invalid_token`` when a token was sent (RFC 6750 §3.1)."""
+    metadata = f"{_origin(scope)}/.well-known/oauth-protected-resource/mcp"
+    value = f'Bearer resource_metadata="{metadata}", scope="{SCOPE}"'
+    if _bearer(scope):
+        value += ', error="invalid_token"'
+    return value.encode("latin1")
+
+
+def _origin(scope: Any) -> str:
+    """The site's origin as Django would build it (``STUDIO_PUBLIC_URL`` when set)."""
+    if settings.STUDIO_PUBLIC_URL:
+        return str(settings.STUDIO_PUBLIC_URL).rstrip("/")
+    headers = scope_headers(scope)
+    scheme = scope.get("scheme", "http")
+    proxied = settings.SECURE_PROXY_SSL_HEADER
+    if proxied and headers.get(proxied[0][5:].lower().replace("_", "-")) == proxied[1]:
+        scheme = "https"
+    return f"{scheme}://{request_host(headers)}"
 
 
 async def _body(receive: Any) -> bytes | None:

@@ -2,7 +2,7 @@
 
 Dependency direction (a module may import only those to its right):
 threads/messages/logs/values/files/uploads/effects/sessions/idempotency/versions → agents → prompts → language_models;
-env → agents, prompts, threads; api_keys, user_values, user_streams, grants, retention, mcp_servers, a2a_agents, knowledge, audit, identity → (nothing); feedback, evals → messages, threads, agents; limits → agents, api_keys.
+env → agents, prompts, threads; api_keys, user_values, user_streams, grants, retention, mcp_servers, a2a_agents, knowledge, audit, identity, oauth → (nothing); feedback, evals → messages, threads, agents; limits → agents, api_keys.
 
 Timestamps follow the reference wire format where it is fixed to a column:
 message and log times are integer microseconds; everything else is a datetime
@@ -30,8 +30,9 @@ from agents_app.models.knowledge import (
 from agents_app.models.language_models import LanguageModel, ModelFallback
 from agents_app.models.limits import LimitedAction, SpendBudget, UsageLimit
 from agents_app.models.logs import Log
-from agents_app.models.mcp_servers import McpServer
+from agents_app.models.mcp_servers import McpOAuthGrant, McpServer
 from agents_app.models.messages import Message, QueuedMessage, ThreadMessageCount
+from agents_app.models.oauth import OAuthAuthorizationCode, OAuthClient, OAuthToken
 from agents_app.models.prompts import Prompt, PromptPart, PromptTool
 from agents_app.models.retention import RetentionPolicy
 from agents_app.models.schedules import Schedule, ScheduleRun
@@ -72,8 +73,12 @@ __all__ = [
     "LanguageModel",
     "LimitedAction",
     "Log",
+    "McpOAuthGrant",
     "McpServer",
     "Message",
+    "OAuthAuthorizationCode",
+    "OAuthClient",
+    "OAuthToken",
     "ModelFallback",
     "Prompt",
     "PromptPart",

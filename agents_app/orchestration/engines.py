@@ -20,6 +20,7 @@ from agents_app.base.code_registry import get_registry
 from agents_app.bridge import async_commit
 from agents_app.bridge.store import DjangoStore
 from agents_app.broadcast.events import LiveSink
+from agents_app.services.access.mcp_tokens import DjangoMcpTokens
 from agents_app.services.definitions.mcp_servers import DjangoMcpServers
 from agents_app.services.definitions.model_catalog import key_withheld
 from agents_app.services.doors.a2a_client import DjangoA2aAgents
@@ -72,7 +73,7 @@ def build_engine(
         registry=get_registry(),
         providers=provider_registry(store, http),
         subagent_host=DjangoHost(),
-        mcp=McpConnector(DjangoMcpServers()),
+        mcp=McpConnector(DjangoMcpServers(), tokens=DjangoMcpTokens()),
         a2a=DjangoA2aAgents(),
         knowledge=DjangoKnowledgeBases(),
         memory=LocalMemoryEmbedder(),

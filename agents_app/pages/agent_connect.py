@@ -160,7 +160,8 @@ def agent_doors(*, base_url: str, agent: str, exposed_as_tool: bool) -> list[Doo
             "mcp",
             "MCP (/mcp)",
             "MCP clients (Claude Desktop, Cursor, VS Code…) list the agent as a tool "
-            f"named {agent}.",
+            f"named {agent}. A client that signs in with OAuth needs only the URL (you "
+            "consent once); others send an API key, as below.",
             [("MCP URL", mcp), ("Tool", agent)],
             json.dumps(mcp_config, indent=2),
             "json",

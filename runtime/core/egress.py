@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import httpx2
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -261,11 +262,38 @@ class SyncEgressTransport(httpx.BaseTransport):
         self._inner.close()
 
 
-def _host_port(request: httpx.Request) -> tuple[str, int]:
+class EgressRefusedHttpx2(httpx2.TransportError):
+    """``EgressRefused`` raised inside an httpx2 client (the MCP SDK's HTTP library)."""
+
+
+class EgressTransportHttpx2(httpx2.AsyncBaseTransport):
+    """``EgressTransport`` for ``httpx2.AsyncClient`` (the MCP SDK 2.x takes only those)."""
+
+    def __init__(self, policy: EgressPolicy | None = None, **options: Any) -> None:
+        self._policy = policy
+        self._inner = httpx2.AsyncHTTPTransport(**options)
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        policy = self._policy or _policy
+        host, port = _host_port(request)
+        try:
+            address = await policy.check(host, port)
+        except EgressRefused as exc:
+            raise EgressRefusedHttpx2(str(exc)) from None
+        except httpx.ConnectError as exc:
+            raise httpx2.ConnectError(str(exc)) from None
+        _pin(request, host, address)
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _host_port(request: httpx.Request | httpx2.Request) -> tuple[str, int]:
     return request.url.host, request.url.port or (443 if request.url.scheme == "https" else 80)
 
 
-def _pin(request: httpx.Request, host: str, address: IPAddress) -> None:
+def _pin(request: httpx.Request | httpx2.Request, host: str, address: IPAddress) -> None:
     if str(address) != host.strip("[]"):
         # Pin: connect to the checked address, keep the name for Host and TLS.
         request.url = request.url.copy_with(host=str(address))
@@ -276,6 +304,11 @@ def _pin(request: httpx.Request, host: str, address: IPAddress) -> None:
 def client(policy: EgressPolicy | None = None, **options: Any) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` whose every request (and redirect hop) obeys the policy."""
     return httpx.AsyncClient(transport=EgressTransport(policy), **options)
+
+
+def client_httpx2(policy: EgressPolicy | None = None, **options: Any) -> httpx2.AsyncClient:
+    """``client`` for the MCP SDK 2.x, which takes ``httpx2`` clients only."""
+    return httpx2.AsyncClient(transport=EgressTransportHttpx2(policy), **options)
 
 
 def sync_client(policy: EgressPolicy | None = None, **options: Any) -> httpx.Client:

@@ -23,7 +23,8 @@ from runtime.core.results import ToolResult, failure, success
 WAIT_KEY = "tool_wait"
 DEFAULT_WAIT_SECONDS = 1800  # the reference's parked-call TTL (30 min)
 STOPPED_TEXT = "Execution stopped by user"
-WaitKind = Literal["approval", "client", "variables"]
+# "input": an MCP server asked the person a question (elicitation, docs/mcp.md).
+WaitKind = Literal["approval", "client", "variables", "input"]
 
 
 class ParkCall(Exception):
@@ -113,6 +114,11 @@ def variables_declined(reason: str | None = None) -> dict[str, Any]:
     return {"type": "declined", "reason": (reason or "").strip() or "No reason given"}
 
 
+def input_answered(action: str, content: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A person's answer to an MCP server's question: accept (with values), decline, cancel."""
+    return {"type": "input_answered", "action": action, "content": content or {}}
+
+
 def expired() -> dict[str, Any]:
     return {"type": "expired"}
 
@@ -124,7 +130,7 @@ def stopped() -> dict[str, Any]:
 def result_for(decision: dict[str, Any], wait: dict[str, Any]) -> ToolResult | None:
     """The result the model reads for a decided call; ``None`` when the call must run now."""
     kind = decision.get("type")
-    if kind in ("approved", "variables_supplied"):
+    if kind in ("approved", "variables_supplied", "input_answered"):
         return None  # the call runs (again) now
     if kind == "rejected":
         return failure(f"The user rejected this tool call: {decision.get('reason')}")
@@ -135,9 +141,11 @@ def result_for(decision: dict[str, Any], wait: dict[str, Any]) -> ToolResult | N
             f"so it was not created: {decision.get('reason')}"
         )
     if kind == "expired":
-        who = {"approval": "approval", "variables": "the requested variables"}.get(
-            str(wait.get("kind")), "the client's result"
-        )
+        who = {
+            "approval": "approval",
+            "variables": "the requested variables",
+            "input": "the person's answer to the MCP server's question",
+        }.get(str(wait.get("kind")), "the client's result")
         return failure(f"The tool call timed out waiting for {who}.")
     if kind == "stopped":
         return failure(STOPPED_TEXT)

@@ -1,20 +1,24 @@
 """Calling MCP servers with the official SDK: one reused connection per server and event loop.
 
 A ``Connection`` is owned by a background task that holds the SDK's context managers
-(the transport and the ``ClientSession`` must be entered and left in one task);
-calls from any task of the same loop go through its session. A connection is
+(the transport and the SDK's ``Client`` must be entered and left in one task); calls from
+any task of the same loop go through its client. The client negotiates the protocol
+revision (``mode="auto"``: ``server/discover`` at 2026-07-28, the ``initialize`` handshake
+of the 2025 revisions when the server does not answer it). A connection is
 "broken" when its task ended, the transport reported an error, or the server
 answered "connection closed" / "session terminated": the call then reopens it
 once and tries again (the call id travels in ``_meta.callId`` so a server can
 recognise the retry), and a second loss fails the call with a plain sentence.
 
-A call that times out, or whose session is stopped (the task is cancelled), sends
-``notifications/cancelled`` for its request so the server can stop working on it.
+A call that times out, or whose session is stopped (the task is cancelled), is cancelled
+through the SDK, which tells the server (``notifications/cancelled`` on a 2025-era
+connection; a 2026-07-28 request's response stream is closed) so it can stop working on it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -24,17 +28,17 @@ from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 import anyio
-import httpx
-from mcp import ClientSession, StdioServerParameters, types
+import httpx2
+from mcp import Client, MCPError, StdioServerParameters, types
 from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import StreamableHTTPError, streamable_http_client
-from mcp.shared.exceptions import McpError
 
 from runtime.core import egress
 from runtime.core.results import ToolResult, failure
 from runtime.mcp.servers import (
     EnvLookup,
     McpConfigError,
+    McpNeedsInput,
     McpServer,
     McpServerDefinition,
     McpToolInfo,
@@ -49,7 +53,7 @@ _LOST_TEXT = ("connection closed", "session terminated")
 # What a transport reports when it can no longer carry requests (other exceptions the
 # SDK hands the message handler, e.g. a late answer to a cancelled request, are noise).
 _TRANSPORT_ERRORS = (
-    httpx.HTTPError,
+    httpx2.HTTPError,
     OSError,
     StreamableHTTPError,
     anyio.BrokenResourceError,
@@ -58,7 +62,12 @@ _TRANSPORT_ERRORS = (
 # The SDK's transports log whole protocol messages (tool results, which may echo a
 # header secret) at DEBUG/INFO from tasks shared by every thread, where no thread's
 # redactor applies: only their warnings and errors pass.
-_QUIET_LOGGERS = ("mcp.client.streamable_http", "mcp.client.stdio", "client")
+_QUIET_LOGGERS = (
+    "mcp.client.streamable_http",
+    "mcp.client.stdio",
+    "mcp.shared.jsonrpc_dispatcher",
+    "client",
+)
 
 
 class _WarningsOnly(logging.Filter):
@@ -85,6 +94,15 @@ class McpServerSource(Protocol):
         ...
 
 
+class McpTokenSource(Protocol):
+    """The person's OAuth access token for an ``auth: oauth`` server (the host's store)."""
+
+    async def access_token(self, server: McpServer, thread_id: str | None) -> str:
+        """A valid token of the thread owner (refreshed when expired); ``McpConfigError``
+        says in words, with the link, that the person must connect first."""
+        ...
+
+
 class McpUnavailable(Exception):
     """The server cannot be reached or its connection was lost (plain words in ``str``)."""
 
@@ -103,7 +121,7 @@ class Connection:
         self, server: McpServerDefinition, headers: dict[str, str], env: dict[str, str]
     ) -> None:
         self.server, self.headers, self.env = server, headers, env
-        self.session: ClientSession | None = None
+        self.session: Client | None = None
         self.error: BaseException | None = None
         self.broken = asyncio.Event()
         self._ready = asyncio.Event()
@@ -123,11 +141,16 @@ class Connection:
 
     async def _run(self) -> None:
         try:
-            async with (
-                self._transport() as streams,
-                ClientSession(streams[0], streams[1], message_handler=self._on_message) as session,
-            ):
-                await session.initialize()
+            # No response cache: a tool list is read afresh when the studio asks for it.
+            client = Client(
+                self._transport(),
+                message_handler=self._on_message,
+                cache=None,
+                # Declares elicitation; questions reach the person through ``call`` on
+                # 2026-07-28 connections (``input_required``), see ``_live_question``.
+                elicitation_callback=_live_question,
+            )
+            async with client as session:
                 self.session = session
                 self._ready.set()
                 await self._closing.wait()
@@ -143,10 +166,10 @@ class Connection:
     async def _transport(self) -> AsyncIterator[Any]:
         s = self.server
         if s.transport == "http":
-            timeout = httpx.Timeout(30.0, read=max(300.0, s.timeout_ms / 1000))
+            timeout = httpx2.Timeout(30.0, read=max(300.0, s.timeout_ms / 1000))
             async with (
                 # The egress policy checks the server's address (docs/security.md).
-                egress.client(headers=self.headers or None, timeout=timeout) as client,
+                egress.client_httpx2(headers=self.headers or None, timeout=timeout) as client,
                 streamable_http_client(s.url, http_client=client) as streams,
             ):
                 yield streams
@@ -166,68 +189,71 @@ class Connection:
             self.broken.set()
 
     async def call(
-        self, tool: str, args: dict[str, Any], call_id: str, timeout: float
+        self,
+        tool: str,
+        args: dict[str, Any],
+        call_id: str,
+        timeout: float,
+        resume: dict[str, Any] | None = None,
     ) -> types.CallToolResult:
-        """One ``tools/call``; ``McpUnavailable`` when the connection is lost meanwhile."""
+        """One ``tools/call``; ``McpUnavailable`` when the connection is lost meanwhile,
+        ``McpNeedsInput`` when the server asks the person (``resume`` answers it)."""
         session = self.session
         if session is None or self.broken.is_set():
             raise McpUnavailable(plain_error(self.error))
-        # The id the SDK is about to give this request, so it can be cancelled by id.
-        request_id = session._request_id
-        request = asyncio.ensure_future(session.call_tool(tool, args, meta={"callId": call_id}))
+        meta = types.RequestParamsMeta(callId=call_id)  # type: ignore[typeddict-unknown-key]
+        responses, state = _answers(resume)
+        request = asyncio.ensure_future(
+            session.session.call_tool(
+                tool,
+                args,
+                meta=meta,
+                allow_input_required=True,
+                input_responses=responses,
+                request_state=state,
+            )
+        )
         lost = asyncio.ensure_future(self.broken.wait())
         try:
             done, _ = await asyncio.wait(
                 {request, lost}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
             )
         except asyncio.CancelledError:
-            request.cancel()
-            await asyncio.shield(self._cancel_remote(request_id, "The session was stopped."))
+            # Cancelling the SDK's request tells the server (module docstring).
+            await _cancelled(request)
             raise
         finally:
             lost.cancel()
         if request in done:
             try:
-                return request.result()
-            except McpError as exc:
+                answer = request.result()
+                if isinstance(answer, types.InputRequiredResult):
+                    raise McpNeedsInput(_questions(answer))
+                assert isinstance(answer, types.CallToolResult)
+                return answer
+            except MCPError as exc:
                 if _is_lost(exc):
                     self.broken.set()
                     raise McpUnavailable(exc.error.message) from None
                 raise
-        request.cancel()
+        await _cancelled(request)
         if lost in done:
             raise McpUnavailable(plain_error(self.error))
-        await self._cancel_remote(request_id, "Timed out.")
         raise _CallTimeout()
-
-    async def _cancel_remote(self, request_id: int, reason: str) -> None:
-        if self.session is None or self.broken.is_set():
-            return
-        note = types.CancelledNotification(
-            params=types.CancelledNotificationParams(requestId=request_id, reason=reason)
-        )
-        try:
-            await asyncio.wait_for(
-                self.session.send_notification(types.ClientNotification(note)), 5
-            )
-        except Exception:  # noqa: BLE001 - best effort: the call has failed already
-            logger.debug("could not send the cancellation to %s", self.server.name)
 
     async def list_tools(self, timeout: float) -> list[McpToolInfo]:
         assert self.session is not None
         tools: list[McpToolInfo] = []
         cursor: str | None = None
         while True:
-            page = await self.session.list_tools(
-                params=types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            )
+            page = await self.session.list_tools(cursor=cursor)
             tools += [
                 McpToolInfo(
-                    name=t.name, description=t.description or "", input_schema=t.inputSchema
+                    name=t.name, description=t.description or "", input_schema=t.input_schema
                 )
                 for t in page.tools
             ]
-            cursor = page.nextCursor
+            cursor = page.next_cursor
             if not cursor:
                 return tools
 
@@ -241,8 +267,58 @@ class Connection:
                 self._task.cancel()
 
 
-def _is_lost(exc: McpError) -> bool:
+async def _live_question(context: Any, params: Any) -> types.ErrorData:
+    """A 2025-era server's mid-call ``elicitation/create``: a worker cannot hold a call open
+    until a person answers, so it is refused in words (2026-07-28 servers ask durably)."""
+    return types.ErrorData(
+        code=types.INVALID_REQUEST,
+        message="This client asks the person only through input_required (MCP 2026-07-28).",
+    )
+
+
+def _questions(result: types.InputRequiredResult) -> dict[str, Any]:
+    """What the person must answer, as stored on the waiting call (JSON)."""
+    questions = []
+    for key, request in (result.input_requests or {}).items():
+        params = getattr(request, "params", None)
+        if getattr(request, "method", "") != "elicitation/create" or params is None:
+            questions.append({"key": key, "unsupported": getattr(request, "method", "?")})
+            continue
+        questions.append(
+            {
+                "key": key,
+                "mode": getattr(params, "mode", "form"),
+                "message": params.message,
+                "schema": getattr(params, "requested_schema", None) or {},
+                "url": getattr(params, "url", None),
+            }
+        )
+    return {"questions": questions, "request_state": result.request_state}
+
+
+def _answers(resume: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
+    """The SDK's ``input_responses`` and ``request_state`` from a stored answer."""
+    if not resume:
+        return None, None
+    answer = resume.get("answer") or {}
+    action = answer.get("action") if answer.get("action") in ("accept", "decline") else "cancel"
+    content = answer.get("content") if action == "accept" else None
+    responses: dict[str, Any] = {
+        q["key"]: types.ElicitResult(action=action, content=content)
+        for q in resume.get("questions") or []
+    }
+    return responses or None, resume.get("request_state")
+
+
+def _is_lost(exc: MCPError) -> bool:
     return exc.error.code in _LOST or exc.error.message.lower() in _LOST_TEXT
+
+
+async def _cancelled(request: asyncio.Future[Any]) -> None:
+    """Cancel the SDK's request and let its cancellation reach the server (bounded)."""
+    request.cancel()
+    with contextlib.suppress(BaseException):
+        await asyncio.wait_for(asyncio.shield(request), 5)
 
 
 _devnull_file: Any = None
@@ -266,7 +342,7 @@ def plain_error(exc: BaseException | None) -> str:
         return f"the server answered HTTP {response.status_code} {response.reason_phrase}".strip()
     if isinstance(exc, FileNotFoundError):
         return f"the command was not found ({exc.filename or exc})"
-    if isinstance(exc, McpError):
+    if isinstance(exc, MCPError):
         return exc.error.message
     text = str(exc).strip()
     name = type(exc).__name__
@@ -295,13 +371,18 @@ class McpPool:
         *,
         call_id: str,
         env: EnvLookup,
+        bearer: str | None = None,
+        resume: dict[str, Any] | None = None,
     ) -> ToolResult:
-        """Run ``tool``; every failure is an error result with a sentence the model can use."""
+        """Run ``tool``; every failure is an error result with a sentence the model can use.
+        ``bearer``: the person's OAuth access token (``auth: oauth`` servers)."""
         label = f"MCP tool '{server.name}/{tool}'"
         try:
             headers, child_env = await resolved(server, env)
         except McpConfigError as exc:
             return failure(f"{label} cannot be called: {exc}")
+        if bearer is not None:
+            headers = {**headers, "Authorization": f"Bearer {bearer}"}
         timeout = server.timeout_ms / 1000
         for attempt in (1, 2):
             try:
@@ -311,7 +392,7 @@ class McpPool:
                     f"Could not connect to MCP server '{server.name}': {str(exc).rstrip('.')}."
                 )
             try:
-                raw = await conn.call(tool, args, call_id, timeout)
+                raw = await conn.call(tool, args, call_id, timeout, resume)
             except McpUnavailable as exc:
                 await self._discard(server, conn)
                 if attempt == 2:
@@ -322,12 +403,18 @@ class McpPool:
                 continue
             except _CallTimeout:
                 return failure(f"{label} did not answer within {timeout:g} s; it was cancelled.")
-            except McpError as exc:
+            except McpNeedsInput as asked:
+                odd = [q for q in asked.details["questions"] if q.get("mode") != "form"]
+                if odd:
+                    what = odd[0].get("unsupported") or f"a {odd[0].get('mode')} elicitation"
+                    return failure(f"{label} asked for {what}, which this platform cannot answer.")
+                raise
+            except MCPError as exc:
                 return failure(f"{label} failed: {exc.error.message}")
             return result_from_content(
-                [c.model_dump(mode="json") for c in raw.content],
-                raw.structuredContent,
-                raw.isError,
+                [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in raw.content],
+                raw.structured_content,
+                raw.is_error,
             )
         raise AssertionError("unreachable")
 
@@ -387,12 +474,17 @@ def _fingerprint(server: McpServerDefinition, headers: dict[str, str], env: dict
     return f"{server.name}:{digest}"
 
 
-async def discover_tools(server: McpServerDefinition, env: EnvLookup) -> list[McpToolInfo]:
-    """Connect afresh, list every tool, close. ``McpUnavailable`` says why it failed."""
+async def discover_tools(
+    server: McpServerDefinition, env: EnvLookup, bearer: str | None = None
+) -> list[McpToolInfo]:
+    """Connect afresh, list every tool, close. ``McpUnavailable`` says why it failed.
+    ``bearer``: the person's OAuth access token (``auth: oauth`` servers)."""
     try:
         headers, child_env = await resolved(server, env)
     except McpConfigError as exc:
         raise McpUnavailable(str(exc)) from None
+    if bearer is not None:
+        headers = {**headers, "Authorization": f"Bearer {bearer}"}
     conn = Connection(server, headers, child_env)
     timeout = server.timeout_ms / 1000
     try:
@@ -400,7 +492,7 @@ async def discover_tools(server: McpServerDefinition, env: EnvLookup) -> list[Mc
         return await asyncio.wait_for(conn.list_tools(timeout), timeout)
     except TimeoutError:
         raise McpUnavailable(f"the tool list did not arrive within {timeout:g} s") from None
-    except McpError as exc:
+    except MCPError as exc:
         raise McpUnavailable(exc.error.message) from None
     finally:
         await conn.close()
@@ -418,8 +510,13 @@ class McpConnector:
     (the effect sweeper's), and a disabled server or a changed timeout applies at once.
     """
 
-    def __init__(self, source: McpServerSource, pool: McpPool = POOL) -> None:
-        self.source, self.pool = source, pool
+    def __init__(
+        self,
+        source: McpServerSource,
+        pool: McpPool = POOL,
+        tokens: McpTokenSource | None = None,
+    ) -> None:
+        self.source, self.pool, self.tokens = source, pool, tokens
 
     async def _server(self, name: str) -> McpServer | None:
         server = await self.source.mcp_server(name)
@@ -447,9 +544,27 @@ class McpConnector:
         return server.model_copy(update={"tools": tools})
 
     async def call(
-        self, server: str, name: str, args: dict[str, Any], *, call_id: str, env: EnvLookup
+        self,
+        server: str,
+        name: str,
+        args: dict[str, Any],
+        *,
+        call_id: str,
+        env: EnvLookup,
+        thread_id: str | None = None,
+        resume: dict[str, Any] | None = None,
     ) -> ToolResult:
         found = await self._server(server)
         if found is None or found.tool(name) is None:
             return failure(f"MCP tool '{server}/{name}' is not available (removed or disabled).")
-        return await self.pool.call(found, name, args, call_id=call_id, env=env)
+        bearer = None
+        if found.auth == "oauth":
+            if self.tokens is None:
+                return failure(f"MCP server '{server}' needs OAuth, which is not set up here.")
+            try:
+                bearer = await self.tokens.access_token(found, thread_id)
+            except McpConfigError as exc:
+                return failure(str(exc))
+        return await self.pool.call(
+            found, name, args, call_id=call_id, env=env, bearer=bearer, resume=resume
+        )

@@ -27,6 +27,8 @@ from runtime.core.spec import Definition
 
 PREFIX = "mcp:"
 Transport = Literal["http", "stdio"]
+# ``oauth``: each person connects their own account (docs/mcp.md, "Servers that need OAuth").
+Auth = Literal["none", "oauth"]
 EnvLookup = Callable[[str], Awaitable[str | None]]
 DEFAULT_TIMEOUT_MS = 30_000
 MAX_TIMEOUT_MS = 600_000
@@ -57,6 +59,12 @@ class McpServerDefinition(Definition):
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     allowed_tools: list[str] | None = None
     enabled: bool = True
+    auth: Auth = "none"
+    # With ``auth: oauth``: a client registered with the server's authorization server
+    # beforehand (empty: dynamic registration); the secret is a ``${NAME}`` env value.
+    oauth_client_id: str = ""
+    oauth_client_secret: str = ""
+    oauth_scope: str = ""
 
 
 class McpServer(McpServerDefinition):
@@ -86,10 +94,31 @@ class McpTools(Protocol):
         ...
 
     async def call(
-        self, server: str, name: str, args: dict[str, Any], *, call_id: str, env: EnvLookup
+        self,
+        server: str,
+        name: str,
+        args: dict[str, Any],
+        *,
+        call_id: str,
+        env: EnvLookup,
+        thread_id: str | None = None,
+        resume: dict[str, Any] | None = None,
     ) -> ToolResult:
-        """Run the tool; server errors and timeouts come back as error results."""
+        """Run the tool; server errors and timeouts come back as error results. ``thread_id``:
+        whose person's OAuth token an ``auth: oauth`` server is called with. ``McpNeedsInput``
+        when the server asks the person a question; ``resume`` (its ``details`` plus the
+        person's ``answer``) then sends the answer back."""
         ...
+
+
+class McpNeedsInput(Exception):
+    """The server asked the person a question (2026-07-28 ``input_required``): ``details``
+    holds the questions (key, message, requested schema) and the server's ``request_state``,
+    all that answering needs, so the call can wait durably and resume in any process."""
+
+    def __init__(self, details: dict[str, Any]) -> None:
+        super().__init__("The MCP server asked the person for input.")
+        self.details = details
 
 
 # --- names ------------------------------------------------------------------------------
@@ -137,6 +166,7 @@ def validate_server(d: McpServerDefinition) -> list[DefinitionError]:
             errs.append(DefinitionError("url", "A URL is for HTTP servers only."))
         if d.headers:
             errs.append(DefinitionError("headers", "Headers are for HTTP servers only."))
+    errs += _oauth_errors(d)
     if not 1 <= d.timeout_ms <= MAX_TIMEOUT_MS:
         errs.append(DefinitionError("timeoutMs", f"The timeout must be 1 to {MAX_TIMEOUT_MS} ms."))
     for field, values in (("headers", d.headers), ("env", d.env)):
@@ -146,6 +176,33 @@ def validate_server(d: McpServerDefinition) -> list[DefinitionError]:
             elif literal_credential(key, value):
                 # The definition is shown in the studio and exported to files.
                 errs.append(DefinitionError(f"{field}.{key}", LITERAL_CREDENTIAL))
+    return errs
+
+
+def _oauth_errors(d: McpServerDefinition) -> list[DefinitionError]:
+    if d.auth != "oauth":
+        if d.oauth_client_id or d.oauth_client_secret or d.oauth_scope:
+            return [DefinitionError("auth", "The OAuth settings need auth: oauth.")]
+        return []
+    errs = []
+    if d.transport != "http":
+        errs.append(DefinitionError("auth", "OAuth is for HTTP servers only."))
+    if any(k.lower() == "authorization" for k in d.headers):
+        errs.append(
+            DefinitionError(
+                "headers.Authorization",
+                "With auth: oauth the Authorization header carries the person's token; "
+                "remove this header.",
+            )
+        )
+    if d.oauth_client_secret and not d.oauth_client_id:
+        errs.append(DefinitionError("oauthClientSecret", "A client secret needs a client id."))
+    if d.oauth_client_secret and not PLACEHOLDER.fullmatch(d.oauth_client_secret.strip()):
+        errs.append(
+            DefinitionError(
+                "oauthClientSecret", "Write the client secret as ${NAME}, a secret env value."
+            )
+        )
     return errs
 
 

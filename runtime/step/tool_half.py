@@ -34,6 +34,7 @@ from runtime.core.spec import ToolConfig
 from runtime.core.waits import WaitKind
 from runtime.definitions.loader import DefinitionLoader
 from runtime.deps import Deps
+from runtime.mcp.servers import McpNeedsInput
 from runtime.state import ExecutionControl, ThreadState
 from runtime.step.llm_half import INVALID_RESPONSE_TOOL, Scope
 from runtime.step.tool_progress import completed_argument, progress_argument
@@ -438,7 +439,7 @@ class ToolRunner:
         if offered.kind == "stop":
             return success(_stop_text(args))
         if offered.kind == "mcp":
-            return await self._mcp(scope, offered, call, args)
+            return await self._mcp(scope, offered, call, args, slot)
         assert self.delegate is not None
         if offered.kind == "prompt":
             return await self.delegate.subprompt(scope, offered, call, args, slot)
@@ -462,7 +463,12 @@ class ToolRunner:
         return normalize(await tool(state.as_tool(tool.name), parsed))
 
     async def _mcp(
-        self, scope: Scope, offered: OfferedTool, call: ToolCall, args: dict[str, Any]
+        self,
+        scope: Scope,
+        offered: OfferedTool,
+        call: ToolCall,
+        args: dict[str, Any],
+        slot: Slot,
     ) -> ToolResult:
         assert self.deps.mcp is not None and offered.mcp is not None
         store, thread_id, prompt = self.deps.store, scope.thread.id, scope.prompt.name
@@ -472,7 +478,24 @@ class ToolRunner:
             return entry.value if entry else None
 
         server, tool = offered.mcp
-        return await self.deps.mcp.call(server, tool, args, call_id=call["id"], env=env)
+        # A call that waited for the person's answer to the server's question goes back with it.
+        resume = None
+        if slot.waited is not None:
+            wait = waits.wait_of(slot.waited) or {}
+            decision = waits.decision_of(slot.waited) or {}
+            if wait.get("kind") == "input" and decision.get("type") == "input_answered":
+                resume = {**(wait.get("input") or {}), "answer": decision}
+        try:
+            return await self.deps.mcp.call(
+                server, tool, args, call_id=call["id"], env=env, thread_id=thread_id, resume=resume
+            )
+        except McpNeedsInput as asked:
+            raise waits.ParkCall(
+                "input",
+                {"input": asked.details},
+                f"MCP server '{server}' asked the person a question, which can be answered "
+                "only in the agent's own prompt (not in a sub-prompt or through invoke_tool).",
+            ) from None
 
     async def invoke(self, scope: Scope, name: str, args: dict[str, Any]) -> ToolResult:
         """``state.invoke_tool``: run any tool, prompt or agent now; nothing is stored."""

@@ -85,12 +85,87 @@ function approvalPanel(ctx, name, result) {
     status);
 }
 
+// A remote MCP server's question to the person (elicitation): its message and the fields of
+// its requested schema as a form; Send / Decline / Cancel answer POST …/inputs/{requestId}.
+function inputField(name, spec, required) {
+  const id = `mcp-input-${name}`;
+  const label = el('label', { for: id, text: `${spec.title || name}${required ? ' (required)' : ''}` });
+  let input;
+  if (Array.isArray(spec.enum)) {
+    input = el('select', { id, name }, ...spec.enum.map((v) => el('option', { value: String(v), text: String(v) })));
+  } else if (spec.type === 'boolean') {
+    input = el('input', { id, name, type: 'checkbox', checked: spec.default === true });
+  } else {
+    const numeric = spec.type === 'number' || spec.type === 'integer';
+    input = el('input', { id, name, type: numeric ? 'number' : 'text', required, step: spec.type === 'integer' ? '1' : 'any' });
+    if (spec.default !== undefined) input.value = String(spec.default);
+  }
+  const read = () => {
+    if (spec.type === 'boolean') return input.checked;
+    if (input.value === '') return undefined;
+    if (spec.type === 'number') return Number(input.value);
+    if (spec.type === 'integer') return Number.parseInt(input.value, 10);
+    return input.value;
+  };
+  const hint = spec.description ? el('small', { text: spec.description }) : null;
+  return { node: el('div', { className: 'mcp-input-field' }, label, input, hint), read };
+}
+
+function inputPanel(ctx, name, result) {
+  const questions = result.metadata.tool_wait.input?.questions || [];
+  const question = questions[0] || { message: 'The server asks for your input.', schema: {} };
+  const schema = question.schema || {};
+  const required = new Set(schema.required || []);
+  const fields = Object.entries(schema.properties || {}).map(([key, spec]) => [key, inputField(key, spec || {}, required.has(key))]);
+  const status = el('p', { className: 'approval-status', role: 'status' });
+  const sendButton = el('button', { type: 'submit', className: 'primary', text: 'Send' });
+  const decline = el('button', { type: 'button', className: 'danger', text: 'Decline' });
+  const cancel = el('button', { type: 'button', text: 'Cancel' });
+  const buttons = [sendButton, decline, cancel];
+  const send = async (body, what) => {
+    buttons.forEach((b) => (b.disabled = true));
+    status.textContent = `${what}…`;
+    try {
+      await api(`${threadPath(ctx.threadId)}/inputs/${encodeURIComponent(result.id)}`, { method: 'POST', json: body });
+      status.textContent = `${what}. The agent continues.`;
+    } catch (error) {
+      status.textContent = error.message;
+      buttons.forEach((b) => (b.disabled = false));
+    }
+  };
+  const form = el('form', { className: 'mcp-input-form' }, ...fields.map(([, f]) => f.node), el('div', { className: 'approval-actions' }, ...buttons));
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const content = {};
+    for (const [key, f] of fields) {
+      const value = f.read();
+      if (value !== undefined) content[key] = value;
+    }
+    send({ action: 'accept', content }, 'Sent');
+  });
+  decline.addEventListener('click', () => send({ action: 'decline' }, 'Declined'));
+  cancel.addEventListener('click', () => send({ action: 'cancel' }, 'Cancelled'));
+  return el('section', { className: 'approval mcp-input', 'data-tool-call-id': result.tool_call_id, 'aria-label': `Answer the question of ${name}` },
+    el('p', { className: 'approval-question' }, el('code', { text: name }), ' asks: ', question.message || ''),
+    form,
+    status);
+}
+
+// A tool result saying the person must connect their account to an MCP server: its link.
+// Only this site's own path is linked (the text may come from a server).
+const CONNECT = /\/mcp-servers\/(\d+)\/connect/;
+function connectLink(result) {
+  const found = result && result.tool_status === 'error' ? CONNECT.exec(String(result.content || '')) : null;
+  return found ? el('a', { href: `/mcp-servers/${found[1]}/connect`, className: 'button mcp-connect', target: '_blank', rel: 'noopener', text: 'Connect your account' }) : null;
+}
+
 const waitingFor = (result) => result && result.status === 'pending' && result.metadata?.tool_wait && !result.metadata.tool_wait.decision ? result.metadata.tool_wait.kind : null;
 
 function toolBlock(ctx, call, result) {
   const name = call?.function?.name || result?.name || 'tool';
   const waiting = waitingFor(result);
   if (waiting === 'approval') return approvalPanel(ctx, name, result);
+  if (waiting === 'input') return inputPanel(ctx, name, result);
   const state = waiting ? 'waiting' : !result || result.status === 'pending' ? 'running' : result.tool_status === 'error' ? 'error' : 'done';
   const label = { running: 'running…', error: 'failed', done: 'done', waiting: waiting === 'variables' ? 'waiting for variables (answer through the API)' : 'waiting for the client' }[state];
   const summary = [el('span', { className: 'tool-icon', 'aria-hidden': 'true', text: '⚙' }), ' Tool ', el('code', { text: name }), ' ', el('span', { className: `badge ${state}`, text: label })];
@@ -99,6 +174,8 @@ function toolBlock(ctx, call, result) {
   const body = el('div', { className: 'tool-body' });
   if (call) body.append(el('h4', { text: 'Arguments' }), el('pre', { className: 'tool-args', text: pretty(call.function?.arguments) }));
   if (result && result.status !== 'pending') body.append(el('h4', { text: state === 'error' ? 'Error' : 'Result' }), el('pre', { className: 'tool-result', text: pretty(result.content) }));
+  const connect = connectLink(result);
+  if (connect) return el('div', { className: 'tool-with-connect' }, details(ctx, `tool:${call?.id || result?.id}`, `tool tool-${state}`, summary, body), connect);
   return details(ctx, `tool:${call?.id || result?.id}`, `tool tool-${state}`, summary, body);
 }
 

@@ -9,7 +9,7 @@ const TEXT = {
   connecting: 'Connecting…',
   idle: 'Ready. Send a message.',
   thinking: 'Thinking…',
-  waiting: 'Waiting for your approval (or for the client) before a tool runs.',
+  waiting: 'Waiting for your answer (or for the client) before a tool goes on.',
   writing: 'Writing a reply…',
   sending: 'Sending…',
   stopping: 'Stopping…',

@@ -52,14 +52,17 @@ export function progressNote(ctx, call, result) {
 }
 
 // The `.tools` block of one message's calls, or null when nothing is to be shown. A call
-// waiting for the person's approval is always shown in full: they are asked about it.
+// waiting for the person's approval or answer is always shown in full: they are asked about
+// it; so is one that needs them to connect an MCP server account (its Connect link).
 export function toolsView(ctx, calls, results, fullBlock) {
   const mode = ctx.toolActivity || 'full';
   const waiting = (r) => r?.status === 'pending' && r.metadata?.tool_wait && !r.metadata.tool_wait.decision;
+  // A call that failed because the person must connect an MCP server account: its link.
+  const mustConnect = (r) => r?.tool_status === 'error' && /\/mcp-servers\/\d+\/connect/.test(String(r.content || ''));
   const shown = calls
     .map((c) => {
       const result = results.get(c.id);
-      if (mode === 'full' || waiting(result)) return fullBlock(ctx, c, result);
+      if (mode === 'full' || waiting(result) || mustConnect(result)) return fullBlock(ctx, c, result);
       return mode === 'summary' ? toolLine(ctx, c, result) : null;
     })
     .filter(Boolean);

@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -26,8 +27,8 @@ pytestmark = pytest.mark.integration
 async def mcp_session(stack: Stack, user: str | None) -> AsyncIterator[ClientSession]:
     headers = {"Authorization": f"Bearer {stack.keys[user]}"} if user else {}
     async with (
-        httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30, read=120)) as http,
-        streamable_http_client(f"{stack.http}/mcp", http_client=http) as (read, write, _),
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=120)) as http,
+        streamable_http_client(f"{stack.http}/mcp", http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):
         await session.initialize()
@@ -52,21 +53,21 @@ async def test_sdk_client_lists_exposed_agents_and_gets_answers_with_progress(
         assert "mcp-oracle" in tools and "greeter" not in tools
         oracle = tools["mcp-oracle"]
         assert oracle.description == "Answers questions about life, the universe and everything."
-        assert oracle.inputSchema["required"] == ["message"]
-        assert set(oracle.inputSchema["properties"]) == {"message", "thread_id"}
+        assert oracle.input_schema["required"] == ["message"]
+        assert set(oracle.input_schema["properties"]) == {"message", "thread_id"}
 
         seen, on_progress = _recorder()
         result = await session.call_tool(
             "mcp-oracle", {"message": "What is the answer?"}, progress_callback=on_progress
         )
-        assert not result.isError, result.content
+        assert not result.is_error, result.content
         assert result.content[0].text == "The answer is 42."  # type: ignore[union-attr]
-        thread_id = result.structuredContent["thread_id"]  # type: ignore[index]
+        thread_id = result.structured_content["thread_id"]  # type: ignore[index]
         assert seen, "no progress notification arrived"
 
         again = await session.call_tool("mcp-oracle", {"message": "Sure?", "thread_id": thread_id})
         assert again.content[0].text == "Still 42."  # type: ignore[union-attr]
-        assert again.structuredContent["thread_id"] == thread_id  # type: ignore[index]
+        assert again.structured_content["thread_id"] == thread_id  # type: ignore[index]
     owner = stack.sql(
         "SELECT u.username FROM agents_app_thread t JOIN auth_user u ON u.id = t.owner_id "
         "WHERE t.id = %s",
@@ -78,7 +79,7 @@ async def test_sdk_client_lists_exposed_agents_and_gets_answers_with_progress(
         refused = await session.call_tool(
             "mcp-oracle", {"message": "Let me in", "thread_id": thread_id}
         )
-        assert refused.isError
+        assert refused.is_error
         assert "access to this thread" in refused.content[0].text  # type: ignore[union-attr]
     messages = stack.sql("SELECT count(*) FROM agents_app_message WHERE thread_id = %s", thread_id)
     assert messages == [(4,)]  # bob's message was never stored
@@ -246,7 +247,7 @@ async def test_mcp_applies_usage_limits(stack: Stack) -> None:
         limit("thread_create", 0)
         async with mcp_session(stack, "charlie") as session:
             refused = await session.call_tool("mcp-oracle", {"message": "a new thread?"})
-        assert refused.isError
+        assert refused.is_error
         assert "Too many new threads" in refused.content[0].text  # type: ignore[union-attr]
         assert _threads_of(stack, "charlie") == before
 
@@ -258,7 +259,7 @@ async def test_mcp_applies_usage_limits(stack: Stack) -> None:
                 "mcp-oracle", {"message": "and a post?", "thread_id": thread_id}
             )
         for answer in (new, posted):
-            assert answer.isError
+            assert answer.is_error
             assert "Too many messages" in answer.content[0].text  # type: ignore[union-attr]
         assert _threads_of(stack, "charlie") == before
         assert _messages_in(stack, thread_id) == 0
@@ -270,7 +271,7 @@ async def test_mcp_applies_usage_limits(stack: Stack) -> None:
         )
         async with mcp_session(stack, "charlie") as session:
             over_budget = await session.call_tool("mcp-oracle", {"message": "a new thread?"})
-        assert over_budget.isError
+        assert over_budget.is_error
         assert "monthly spend budget" in over_budget.content[0].text  # type: ignore[union-attr]
         assert _threads_of(stack, "charlie") == before
     finally:

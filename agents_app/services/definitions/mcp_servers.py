@@ -20,6 +20,7 @@ from django.utils import timezone
 from agents_app.base.errors import Invalid
 from agents_app.base.permissions import may_read_instance_env
 from agents_app.models import EnvValue, McpServer
+from agents_app.services.access.mcp_tokens import access_token_for
 from runtime.core.env_refs import references
 from runtime.definitions.validation import DefinitionError
 from runtime.mcp.client import McpUnavailable, discover_tools
@@ -51,6 +52,10 @@ def server_definition(row: McpServer) -> McpServerDefinition:
         timeout_ms=row.timeout_ms,
         allowed_tools=list(row.allowed_tools) if row.allowed_tools is not None else None,
         enabled=row.enabled,
+        auth=row.auth,  # type: ignore[arg-type]
+        oauth_client_id=row.oauth_client_id,
+        oauth_client_secret=row.oauth_client_secret,
+        oauth_scope=row.oauth_scope,
     )
 
 
@@ -131,6 +136,10 @@ def server_from_definition(d: McpServerDefinition) -> McpServer:
             "timeout_ms": d.timeout_ms,
             "allowed_tools": d.allowed_tools,
             "enabled": d.enabled,
+            "auth": d.auth,
+            "oauth_client_id": d.oauth_client_id,
+            "oauth_client_secret": d.oauth_client_secret,
+            "oauth_scope": d.oauth_scope,
         },
     )
     return row
@@ -179,11 +188,23 @@ def studio_env_lookup(user: Any) -> EnvLookup:
     return lookup
 
 
+def studio_bearer(server: McpServer, user: Any) -> str | None:
+    """The studio user's own OAuth token for an ``auth: oauth`` server (their test lists the
+    tools with it); ``McpUnavailable`` asks them to connect first."""
+    if server.auth != "oauth":
+        return None
+    try:
+        return access_token_for(server, user)
+    except McpConfigError as exc:
+        raise McpUnavailable(str(exc)) from None
+
+
 def mcp_server_refresh(*, server: McpServer, user: Any) -> list[McpToolInfo]:
     """Connect, list the tools and cache them; ``Invalid`` says in plain words what failed."""
     definition = server_definition(server)
     try:
-        tools = async_to_sync(discover_tools)(definition, studio_env_lookup(user))
+        bearer = studio_bearer(server, user)
+        tools = async_to_sync(discover_tools)(definition, studio_env_lookup(user), bearer)
     except McpUnavailable as exc:
         server.last_error = f"Could not list the tools of '{server.name}': {str(exc).rstrip('.')}."
         server.save(update_fields=["last_error", "updated_at"])
@@ -199,7 +220,10 @@ def mcp_server_probe(*, server: McpServer, user: Any) -> list[McpToolInfo]:
     """Connect with ``server`` as given (the studio form's unsaved edits) and list its tools,
     storing nothing: "Test connection" tests what the person typed, not the saved row."""
     try:
-        return async_to_sync(discover_tools)(server_definition(server), studio_env_lookup(user))
+        bearer = studio_bearer(server, user)
+        return async_to_sync(discover_tools)(
+            server_definition(server), studio_env_lookup(user), bearer
+        )
     except McpUnavailable as exc:
         raise Invalid(
             f"Could not list the tools of '{server.name}': {str(exc).rstrip('.')}."

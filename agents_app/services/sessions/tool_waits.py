@@ -126,6 +126,11 @@ def tool_call_decide(thread: Thread, tool_call_id: str, decision: dict[str, Any]
             f"Tool call {tool_call_id} waits for variables: answer it with "
             f"POST /api/threads/{locked.pk}/variables/{row.pk}"
         )
+    if wait.get("kind") == "input" and decision["type"] != "input_answered":
+        raise Invalid(
+            f"Tool call {tool_call_id} waits for the person's answer to an MCP server's "
+            f"question: answer it with POST /api/threads/{locked.pk}/inputs/{row.pk}"
+        )
     if expects is not None and wait.get("kind") != expects:
         raise Invalid(
             f"Tool call {tool_call_id} waits for "

@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+import httpx2
 import openai
 import pytest
 from a2a.client import ClientConfig, ClientFactory
@@ -134,8 +135,8 @@ def via_ag_ui(server: str, key: str, agent: str) -> str:
 @asynccontextmanager
 async def mcp_session(server: str, key: str) -> AsyncIterator[ClientSession]:
     async with (
-        httpx.AsyncClient(headers=_auth(key), timeout=httpx.Timeout(WAIT)) as http,
-        streamable_http_client(f"{server}/mcp", http_client=http) as (read, write, _),
+        httpx2.AsyncClient(headers=_auth(key), timeout=httpx2.Timeout(WAIT)) as http,
+        streamable_http_client(f"{server}/mcp", http_client=http) as (read, write),
         ClientSession(read, write) as session,
     ):
         await session.initialize()
@@ -146,7 +147,7 @@ def via_mcp(server: str, key: str, agent: str) -> str:
     async def ask() -> str:
         async with mcp_session(server, key) as session:
             result = await session.call_tool(agent, {"message": QUESTION})
-        assert not result.isError, result.content
+        assert not result.is_error, result.content
         return str(result.content[0].text)  # type: ignore[union-attr]
 
     return asyncio.run(ask())
@@ -202,7 +203,7 @@ def refusals(server: str, key: str, agent: str) -> dict[str, Any]:
         async with mcp_session(server, key) as session:
             listed = [t.name for t in (await session.list_tools()).tools]
             result = await session.call_tool(agent, {"message": "Hi"})
-        return agent in listed, result.isError, result.content[0].text  # type: ignore[union-attr]
+        return agent in listed, result.is_error, result.content[0].text  # type: ignore[union-attr]
 
     out["/mcp"] = asyncio.run(mcp())
     return out

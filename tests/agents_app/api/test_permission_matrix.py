@@ -47,6 +47,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/threads/{thread_id}/tool-result"): {"tool_call_id": "call_1", "approve": True},
     ("POST", "/threads/{thread_id}/continue"): {},
     ("POST", "/threads/{thread_id}/variables/{request_id}"): {"values": {"X": "1"}},
+    ("POST", "/threads/{thread_id}/inputs/{request_id}"): {"action": "decline"},
     ("POST", "/threads/{thread_id}/stop"): {},
     ("POST", "/threads/{thread_id}/fs/{path:path}/upload/start"): {"totalSize": 1},
     ("POST", "/threads/{thread_id}/fs/{path:path}/upload/complete"): {"expectedChunks": 1},

@@ -5,13 +5,13 @@ call was when the SDK cancelled it (the end-to-end case is in
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
 import anyio
 import pytest
-from mcp.server.lowlevel.server import request_ctx
+from mcp import types
 
 from agents_app.mcp_endpoint import server as mcp_server
 from agents_app.orchestration.agent_calls import Ask
@@ -20,12 +20,16 @@ ASK = Ask(thread_id="t-1", message_id="m-1")
 NOT_DONE = SimpleNamespace(done=False, steps=0, latest="starting")
 
 
-@pytest.fixture(autouse=True)
-def mcp_request() -> Iterator[None]:
-    request = SimpleNamespace(scope={mcp_server.USER_KEY: "alice"})
-    token = request_ctx.set(SimpleNamespace(request=request, meta=None))  # type: ignore[arg-type]
-    yield
-    request_ctx.reset(token)
+async def _no_progress(*_: Any) -> None:
+    return None
+
+
+# What the SDK hands a request handler (``ServerRequestContext``), as far as the call reads it.
+CTX: Any = SimpleNamespace(
+    request=SimpleNamespace(scope={mcp_server.USER_KEY: "alice"}),
+    session=SimpleNamespace(report_progress=_no_progress),
+    meta=None,
+)
 
 
 @pytest.fixture
@@ -50,7 +54,8 @@ class Blocking:
 
 async def _cancel_inside(blocking: Blocking) -> None:
     async with anyio.create_task_group() as tg:
-        tg.start_soon(mcp_server.call_tool, "sleeper", {"message": "slowly"})
+        params = types.CallToolRequestParams(name="sleeper", arguments={"message": "slowly"})
+        tg.start_soon(mcp_server.call_tool, CTX, params)
         await anyio.to_thread.run_sync(blocking.entered.wait)
         tg.cancel_scope.cancel()
         blocking.release.set()
