@@ -9,6 +9,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import FileResponse, Http404, HttpRequest
+from django.template.defaultfilters import filesizeformat
 from django.urls import path, reverse
 from django.utils.html import format_html
 
@@ -88,12 +89,16 @@ class DocumentInline(admin.TabularInline):
     extra = 0
     can_delete = True
     show_change_link = True
-    fields = ("title", "filename", "status_words", "size", "updated_at")
+    fields = ("title", "filename", "status_words", "size_words", "updated_at")
     readonly_fields = fields
 
     @admin.display(description="status")
     def status_words(self, obj: KnowledgeDocument) -> str:
         return status_in_words(obj)
+
+    @admin.display(description="size")
+    def size_words(self, obj: KnowledgeDocument) -> str:
+        return filesizeformat(obj.size)
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # documents are added with the upload field above
@@ -162,7 +167,7 @@ class KnowledgeDocumentAdmin(admin.ModelAdmin):
         "open_file",
         "filename",
         "content_type",
-        "size",
+        "size_words",
         "content_hash",
         "status_words",
         "chunk_count",
@@ -175,6 +180,10 @@ class KnowledgeDocumentAdmin(admin.ModelAdmin):
     @admin.display(description="status")
     def status_words(self, obj: KnowledgeDocument) -> str:
         return status_in_words(obj)
+
+    @admin.display(description="size")
+    def size_words(self, obj: KnowledgeDocument) -> str:
+        return filesizeformat(obj.size)
 
     @admin.display(description="document")
     def open_file(self, obj: KnowledgeDocument) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.template.defaultfilters import filesizeformat
 from django.test import Client, override_settings
 from django.urls import reverse
 
@@ -66,6 +67,9 @@ def test_a_base_is_created_with_its_documents_and_shows_their_status_in_words(
         document_ingest(document.pk)
     page = staff.get(change).content.decode()
     assert page.count("Ready: 1 passage<") == 2
+    # Sizes as people read them, never a raw byte count (issue #55's one formatting layer).
+    leave = documents["leave.docx"]
+    assert filesizeformat(leave.size) in page and f">{leave.size}<" not in page
     assert "Failed: broken.pdf could not be read as PDF" in page
 
 
