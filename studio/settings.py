@@ -493,6 +493,8 @@ STUDIO_RETENTION_THREAD_DAYS = envint("STUDIO_RETENTION_THREAD_DAYS", 0)
 STUDIO_RETENTION_LOG_DAYS = envint("STUDIO_RETENTION_LOG_DAYS", 0)
 STUDIO_RETENTION_LOG_BODY_DAYS = envint("STUDIO_RETENTION_LOG_BODY_DAYS", 0)
 STUDIO_RETENTION_EFFECT_DAYS = envint("STUDIO_RETENTION_EFFECT_DAYS", 0)
+# Memories agents keep about a person (docs/knowledge.md "Memory"): 0 keeps them until forgotten.
+STUDIO_RETENTION_MEMORY_DAYS = envint("STUDIO_RETENTION_MEMORY_DAYS", 0)
 # Rows per statement (and per short transaction), how often beat runs retention, and how
 # long one run may work before it leaves the rest to the next run.
 STUDIO_RETENTION_BATCH = envint("STUDIO_RETENTION_BATCH", 1000)

@@ -28,6 +28,7 @@ LABELS = {
     "log_days": "Logs",
     "log_body_days": "Log bodies",
     "effect_days": "Finished effects",
+    "memory_days": "Memories about people",
 }
 
 

@@ -40,6 +40,14 @@ class RetentionPolicy(models.Model):
         help_text="Completed, failed and canceled scheduled effects; pending ones always stay. "
         "0 keeps them forever.",
     )
+    memory_days = models.PositiveIntegerField(
+        "forget memories unchanged for (days)",
+        null=True,
+        blank=True,
+        help_text="What agents remember about a person (memory:person tools, the chat's "
+        "“What the agents remember about you”), forgotten when not told again or changed "
+        "for this many days. 0 keeps them until the person or an agent forgets them.",
+    )
     # Every log created before this (microseconds) has had its bodies trimmed, so a run
     # starts there instead of re-reading years of trimmed rows.
     log_bodies_trimmed_before = models.BigIntegerField(default=0, editable=False)

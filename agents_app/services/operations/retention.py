@@ -33,7 +33,14 @@ from django.db.models import BooleanField, Case, Exists, OuterRef, Q, Value, Whe
 from django.utils import timezone
 
 from agents_app.broadcast.events import asend_registry
-from agents_app.models import Log, RetentionPolicy, ScheduledEffect, Thread, ThreadSession
+from agents_app.models import (
+    Log,
+    RetentionPolicy,
+    ScheduledEffect,
+    Thread,
+    ThreadSession,
+    UserValue,
+)
 from agents_app.models.effects import FINISHED
 from agents_app.selectors import ACTIVE_SESSION
 from agents_app.services.threads.batched_delete import (
@@ -43,6 +50,7 @@ from agents_app.services.threads.batched_delete import (
     delete_rows,
     reverse_relations,
 )
+from runtime.knowledge.memory_names import MEMORY_KEY_PREFIX
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +66,7 @@ class Policy:
     log_days: int
     log_body_days: int
     effect_days: int
+    memory_days: int
 
 
 def policy_row() -> RetentionPolicy:
@@ -71,6 +80,7 @@ def settings_policy() -> Policy:
         log_days=settings.STUDIO_RETENTION_LOG_DAYS,
         log_body_days=settings.STUDIO_RETENTION_LOG_BODY_DAYS,
         effect_days=settings.STUDIO_RETENTION_EFFECT_DAYS,
+        memory_days=settings.STUDIO_RETENTION_MEMORY_DAYS,
     )
 
 
@@ -159,6 +169,8 @@ def retention_apply(
             _old_logs(run, report, _log_cutoff(report))
         if policy.effect_days:
             _old_effects(run, report, _effect_cutoff(report))
+        if policy.memory_days:
+            _old_memories(run, report, _us(now - timedelta(days=policy.memory_days)) // 1000)
         if policy.log_body_days:
             _trim_bodies(run, report, row, _body_cutoff(report))
     except OutOfTime:
@@ -383,6 +395,13 @@ def _old_logs(run: Batches, report: Report, cutoff_us: int) -> None:
 
 def _old_effects(run: Batches, report: Report, cutoff: datetime) -> None:
     _drain_oldest(run, report, _finished_before(cutoff), "completed_at", "effects")
+
+
+def _old_memories(run: Batches, report: Report, cutoff_ms: int) -> None:
+    """A person's memories (user values under ``memory/``) not changed since the cutoff; the
+    account's other values are theirs to keep and are not touched."""
+    old = UserValue.objects.filter(key__startswith=MEMORY_KEY_PREFIX, updated_at__lt=cutoff_ms)
+    _drain_oldest(run, report, old, "updated_at", "memories")
 
 
 def _trim_bodies(run: Batches, report: Report, row: RetentionPolicy, cutoff_us: int) -> None:

@@ -6,6 +6,7 @@ account."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -55,3 +56,32 @@ def test_issue59_memories_outlive_thread_retention_are_exported_per_person_and_g
     alice.delete()
     assert not UserValue.objects.filter(user_id=alice_id).exists()
     assert [m.text for m in memories_of(user_id=bob.pk)] == [BOBS]
+
+
+@pytest.mark.django_db
+def test_issue59_the_memory_period_forgets_memories_not_told_again_and_nothing_else(
+    settings: Any, alice: Any, bob: Any
+) -> None:
+    """``memory_days`` (the studio's retention page, ``STUDIO_RETENTION_MEMORY_DAYS``): a
+    memory not changed for that long is forgotten, for every person; one told again (a
+    recent ``updated_at``) stays, and the account's other values are not memories."""
+    [thread] = make_threads(make_agent(), 1, idle_days=0)
+    _memory(alice, "old", FACT, thread)  # updated_at 1 ms after the epoch
+    _memory(bob, "old", BOBS, thread)
+    recent = "Alice moved to Leeds."
+    _memory(alice, "new", recent, thread)
+    UserValue.objects.filter(key="memory/new").update(updated_at=int(time.time() * 1000))
+    UserValue.objects.create(user=alice, key="settings/theme", value="dark", updated_at=1)
+
+    settings.STUDIO_RETENTION_MEMORY_DAYS = 0  # the default: kept until forgotten
+    retention_apply()
+    assert UserValue.objects.filter(key__startswith="memory/").count() == 3
+
+    settings.STUDIO_RETENTION_MEMORY_DAYS = 30
+    dry = retention_apply(dry_run=True)
+    assert dry.deleted == {"agents_app.UserValue": 2}, dry.lines()
+    report = retention_apply()
+    assert "deleted 2 agents_app.UserValue" in report.lines(), report.lines()
+    assert [m.text for m in memories_of(user_id=alice.pk)] == [recent]
+    assert memories_of(user_id=bob.pk) == []
+    assert UserValue.objects.filter(key="settings/theme").exists()
