@@ -17,7 +17,8 @@ values (tooltips, ``datetime``) are for machines and for whoever searches for th
 Deliberate exceptions to the snake_case rule, each with its reason:
 - names people gave their own definitions and data (agents, prompts, models and their
   provider model ids, MCP servers, A2A agents, env values, eval datasets and cases, schedules, users,
-  thread names, tags), also of rows deleted or renamed since, which the history pages
+  thread names, tags, knowledge bases and their documents (and a base's search tool,
+  ``search_<base>``), credential grants, OAuth clients' names), also of rows deleted or renamed since, which the history pages
   (recent actions, the audit log) and the logs behind the usage charts still name:
   identifiers they chose and search by, not codes of ours;
 - names from the code registry (tools, hooks, effects, thread endpoints): what a prompt
@@ -74,16 +75,21 @@ VISIBLE_TEXT = """() => {
 SEED_NAMES = r"""
 import json
 from agents_app.base.code_registry import get_registry
-from agents_app.models import (A2aAgent, Agent, EnvValue, EvalCase, EvalDataset, LanguageModel,
-    McpServer, Prompt, Schedule, Thread)
+from agents_app.models import (A2aAgent, Agent, CredentialGrant, EnvValue, EvalCase, EvalDataset,
+    KnowledgeBase, KnowledgeDocument, LanguageModel, McpServer, OAuthClient, Prompt, Schedule,
+    Thread)
 from django.contrib.auth import get_user_model
 names = set()
 for model, fields in ((Agent, ("name",)), (Prompt, ("name",)), (LanguageModel, ("name", "model")),
         (McpServer, ("name",)), (A2aAgent, ("name",)), (EnvValue, ("key",)), (EvalDataset, ("name",)),
         (EvalCase, ("name",)), (Schedule, ("name",)), (Thread, ("display_name",)),
+        (KnowledgeBase, ("name",)), (KnowledgeDocument, ("title", "filename")),
+        (CredentialGrant, ("name",)), (OAuthClient, ("client_name",)),
         (get_user_model(), ("username",))):
     for row in model.objects.values_list(*fields):
         names.update(str(v) for v in row if v)
+# A knowledge base's search tool is named after the base (knowledge:NAME gives search_NAME).
+names.update(f"search_{n}" for n in KnowledgeBase.objects.values_list("name", flat=True))
 for row in Thread.objects.values_list("tags", flat=True):
     names.update(str(t) for t in (row or []))
 for items in get_registry().catalog().values():
