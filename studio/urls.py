@@ -13,8 +13,10 @@ urlpatterns = [
     # Browsers ask for /favicon.ico whatever the page names: the studio's icon, not a 404.
     path("favicon.ico", RedirectView.as_view(url=f"{settings.STATIC_URL}favicon.svg")),
     path("api/", api.urls),
-    # Any other /api/… path: a JSON 404 ({"error": …}), never the HTML page.
-    re_path(r"^api(?:/.*)?$", not_found_view),
+    # Any other /api/… path: a JSON 404 ({"error": …}), never the HTML page. Any character,
+    # a newline too (a decoded %0A in a file path: "." would stop there), to the very end
+    # (\Z: "$" also matches before a last newline).
+    re_path(r"^api(?:/[\s\S]*)?\Z", not_found_view),
     # Sign-in with the identity provider (/oidc/) and SCIM provisioning (/scim/v2/).
     path("", include("agents_app.identity.urls")),
     path("", include("agents_app.web.urls")),

@@ -57,6 +57,8 @@ _IMAGES = _RT + "step/test_spec_images.py::"
 _VALIDATION = _AA + "services/test_validation_rules.py::"
 _MCP = _AA + "orchestration/test_mcp_servers.py::"
 _A2A = _AA + "api/test_a2a_client.py::"
+_MCP_OAUTH = _AA + "mcp_remote/"
+_CONFIGURED_CLIENT = "test_mcp_configured_client.py::test_a_configured_client_and_scope_are_what_the_connect_flow_uses"
 _THREADS = _AA + "api/test_api_threads.py::"
 _ENTRY_KINDS = "runtime.definitions.entry_rules.tool_entry_option_errors"
 _SPEC2_RT = _RT + "definitions/test_spec_0_2_0_definitions.py::"
@@ -981,6 +983,25 @@ LEDGER: dict[str, dict[str, Row]] = {
         "enabled": _h(
             "runtime.tools.toolset (disabled servers offer nothing)",
             _RT + "mcp/test_mcp_tools.py::test_unknown_or_disabled_server_tools_are_not_offered",
+        ),
+        "auth": Row(
+            HONOURED,
+            "services.access.mcp_tokens (each person's own token on the call)",
+            _MCP_OAUTH + "test_mcp_remote_oauth.py::"
+            "test_a_person_connects_once_and_the_tool_call_uses_their_token",
+            "modes other than none and oauth refused at save",
+        ),
+        "oauthClientId": _h(
+            "services.access.mcp_connect (instead of dynamic registration)",
+            _MCP_OAUTH + _CONFIGURED_CLIENT,
+        ),
+        "oauthClientSecret": _h(
+            "services.access.mcp_connect (${NAME}: an instance env value)",
+            _MCP_OAUTH + _CONFIGURED_CLIENT,
+        ),
+        "oauthScope": _h(
+            "services.access.mcp_connect (the authorization request's scope)",
+            _MCP_OAUTH + _CONFIGURED_CLIENT,
         ),
     },
     "A2aAgentDefinition": {

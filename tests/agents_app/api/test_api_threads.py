@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from agents_app.models import EnvValue, Log, Message, Thread, ThreadSession
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
@@ -300,10 +301,20 @@ def test_the_stream_path_over_plain_http_is_400(as_: Any, alice: Any, thread_of:
     assert response.json() == {"error": "This endpoint only supports WebSocket connections"}
 
 
-def test_unknown_api_paths_are_json_404(as_: Any, alice: Any) -> None:
+def test_unknown_api_paths_are_json_404(as_: Any, alice: Any, thread_of: Any) -> None:
     response = as_(alice).get("/api/does/not/exist")
     assert response.status_code == 404
     assert response.json() == {"error": "Not found"}
+    # A path no route takes because of a newline in it (a decoded %0A, as schemathesis sends
+    # into a file path) is still a JSON error, not Django's HTML page.
+    thread = thread_of(alice)
+    for path in ("/api/does/not%0Aexist", f"/api/threads/{thread.pk}/fs/%0A/upload/start"):
+        answer = as_(alice).post(path, "{}", content_type="application/json")
+        assert answer.status_code in (400, 404), path
+        # and a POST without a CSRF token from a browser-less client: the 404, not an HTML 403
+        bare = Client(enforce_csrf_checks=True).post(path, "{}", content_type="application/json")
+        assert bare["Content-Type"].startswith("application/json"), path
+        assert answer["Content-Type"].startswith("application/json"), path
 
 
 def test_openapi_docs_are_served(anonymous: Any) -> None:
