@@ -1,9 +1,11 @@
 """The engine bench over the production pieces: DjangoStore on PostgreSQL, live events on.
 
     .venv/bin/python bench/django_engine_bench.py [--sessions 50] [--redis redis://127.0.0.1:6379/9]
+        [--smoke]
 
 Creates a throw-away PostgreSQL database (``BENCH_POSTGRES_URL``, default the local
-server over TCP), migrates it, saves the bench's model/prompt/agent through the
+server over TCP), a copy of the integration tests' migrated template (built once, as
+``migrate`` would), saves the bench's model/prompt/agent through the
 definition services, and runs the 20-step scripted tool loop of ``engine_bench.py``
 with the Django store as the session runner builds it (commits on the event loop's
 own connection) and the session runner's live sink, ``LiveSink`` (``--sink channels``
@@ -12,7 +14,7 @@ in-memory layer. Prints ms per step (p50, p90), store calls and SQL statements p
 step (Django's queries and the engine's commit statements), and this process's CPU time
 per step (steadier than the wall clock on a busy machine). ``--profile FILE`` writes a
 cProfile of the measured sessions only (not the migration or the warm-up) to FILE, for
-``python -m pstats FILE``.
+``python -m pstats FILE``. ``--smoke`` (the test suite's): one session after one warm-up.
 """
 
 from __future__ import annotations
@@ -34,11 +36,16 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 
 def _database(admin_url: str) -> str:
+    """A new database, a copy of the migrated template (migrating from zero took seconds)."""
     import psycopg
 
+    from tests.integration.stack import migrated_template
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DJANGO_SETTINGS_MODULE": "studio.settings"}
+    template = migrated_template(env)
     name = f"bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin_url, autocommit=True) as con:
-        con.execute(f'CREATE DATABASE "{name}"')
+        con.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     return f"{admin_url.rsplit('/', 1)[0]}/{name}"
 
 
@@ -145,7 +152,14 @@ def main() -> None:
     )
     parser.add_argument("--sink", choices=["live", "channels"], default="live")
     parser.add_argument("--profile", default="", help="write a cProfile of the sessions here")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="seconds: the smallest sizes that take every path (the test suite's)",
+    )
     options = parser.parse_args()
+    if options.smoke:
+        options.sessions, options.warmup = 1, 1
     admin_url = os.environ.get("BENCH_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/postgres")
     url = _database(admin_url)
     os.environ["DATABASE_URL"] = url
@@ -155,10 +169,8 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
     try:
         import django
-        from django.core.management import call_command
 
         django.setup()
-        call_command("migrate", verbosity=0)
         report = asyncio.run(bench(options.sessions, options.warmup, options.sink, options.profile))
     finally:
         from django.db import connections

@@ -1,10 +1,10 @@
 """Scheduled effects bench: the due-effect query with a big table, and lateness on real workers.
 
     .venv/bin/python bench/effects_bench.py [--pending 100000] [--effects 3000] [--seconds 60]
-                                            [--workers 2]
+                                            [--workers 2] [--smoke]
 
 1. Creates a throw-away PostgreSQL database (``BENCH_POSTGRES_URL``, default the local
-   server), migrates it, and fills ``agents_app_scheduledeffect`` with ``--pending``
+   server; a copy of the integration tests' migrated template), and fills ``agents_app_scheduledeffect`` with ``--pending``
    pending runs due over the next day plus as many finished ones (history). Times the
    sweep's queries exactly as ``services.sessions.effects`` sends them (captured from the ORM):
    the due check, the claim's ``SELECT … FOR UPDATE SKIP LOCKED`` (with and without
@@ -15,7 +15,8 @@
    statement (``clock_timestamp()``) minus the run's due time, p50/p99/max.
 
 Targets: claim query < 5 ms with 100,000 pending runs (index ``effect_due_pending``);
-lateness p99 < 1 s.
+lateness p99 < 1 s. ``--smoke`` (the test suite's): 10 pending runs, 2 timed runs per query,
+3 effects due over a second on one worker.
 """
 
 from __future__ import annotations
@@ -79,11 +80,16 @@ def _ms(values: list[float]) -> str:
 
 
 def create_database(admin_url: str) -> str:
+    """A new database, a copy of the migrated template (migrating from zero took seconds)."""
     import psycopg
 
+    from tests.integration.stack import migrated_template
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DJANGO_SETTINGS_MODULE": "studio.settings"}
+    template = migrated_template(env)
     name = f"bench_effects_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(admin_url, autocommit=True) as con:
-        con.execute(f'CREATE DATABASE "{name}"')
+        con.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     return f"{admin_url.rsplit('/', 1)[0]}/{name}"
 
 
@@ -247,7 +253,17 @@ class Processes:
                 os.killpg(popen.pid, signal.SIGKILL)
 
 
-def lateness_bench(url: str, thread_id: str, effects: int, seconds: float, workers: int) -> None:
+def lateness_bench(
+    url: str,
+    thread_id: str,
+    effects: int,
+    seconds: float,
+    workers: int,
+    lead: float = 2,
+    poll: float = 1,
+) -> None:
+    """Part 2; ``lead``: seconds from the insert to the first due time, ``poll``: how often
+    the bench looks whether every run is done."""
     from django.db import connection
 
     tmp = Path(tempfile.mkdtemp(prefix="effects-bench-"))
@@ -271,18 +287,20 @@ def lateness_bench(url: str, thread_id: str, effects: int, seconds: float, worke
     try:
         redis = shutil.which("redis-server") or "redis-server"
         procs.spawn("redis", [redis, "--port", str(port), "--save", "", "--appendonly", "no"])
-        for n in range(workers):
-            name = f"w{n + 1}"
+        names = [f"w{n + 1}" for n in range(workers)]
+        for name in names:
             procs.spawn(
                 name,
                 [str(BIN / "celery"), "-A", "studio", "worker", "-n", f"{name}@%h", "-l", "INFO"]
                 + ["--without-gossip", "--without-mingle"],
             )
-            procs.wait_log(name, " ready.")
         beat_schedule = str(tmp / "beat-schedule")
         procs.spawn(
             "beat", [str(BIN / "celery"), "-A", "studio", "beat", "-s", beat_schedule, "-l", "INFO"]
         )
+        # All start at once (each start is mostly imports); no run is due before all are up.
+        for name in names:
+            procs.wait_log(name, " ready.")
         procs.wait_log("beat", "Sending due task effects-tick")
         step_ms = seconds * 1000 / effects
         with connection.cursor() as cursor:
@@ -292,11 +310,12 @@ def lateness_bench(url: str, thread_id: str, effects: int, seconds: float, worke
                     (id, thread_id, name, args, due_at, status, attempts, max_attempts, error,
                      claimed_by, manual_run, created_at, updated_at)
                 SELECT gen_random_uuid(), %s, 'bench', NULL,
-                       clock_timestamp() + interval '2 seconds' + i * %s * interval '1 millisecond',
+                       clock_timestamp() + %s * interval '1 second'
+                         + i * %s * interval '1 millisecond',
                        'pending', 0, 3, '', '', false, now(), now()
                 FROM generate_series(0, %s - 1) AS i
                 """,
-                [thread_id, step_ms, effects],
+                [thread_id, lead, step_ms, effects],
             )
         deadline = time.monotonic() + seconds + 60
         while time.monotonic() < deadline:
@@ -307,7 +326,7 @@ def lateness_bench(url: str, thread_id: str, effects: int, seconds: float, worke
                 )
                 if cursor.fetchone()[0] == 0:
                     break
-            time.sleep(1)
+            time.sleep(poll)
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT extract(epoch FROM s.started_at - e.due_at) * 1000,"
@@ -335,19 +354,21 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--runs", type=int, default=200, help="timed runs per query")
     parser.add_argument("--skip-workers", action="store_true", help="only the query bench")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="seconds: the smallest sizes that take every path (the test suite's)",
+    )
     options = parser.parse_args()
+    if options.smoke:
+        options.pending, options.effects, options.seconds = 10, 3, 1
+        options.workers, options.runs = 1, 2
     admin = os.environ.get("BENCH_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/postgres")
     url = create_database(admin)
     try:
         os.environ["DATABASE_URL"] = url
         os.environ.pop("REDIS_URL", None)
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
-        subprocess.run(
-            [str(BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"],
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            check=True,
-        )
         import django
 
         django.setup()
@@ -355,7 +376,10 @@ def main() -> None:
         print(f"table: {options.pending:,} pending runs + {options.pending:,} finished")
         query_bench(thread_id, options.runs)
         if not options.skip_workers:
-            lateness_bench(url, thread_id, options.effects, options.seconds, options.workers)
+            lead, poll = (0.5, 0.2) if options.smoke else (2, 1)
+            lateness_bench(
+                url, thread_id, options.effects, options.seconds, options.workers, lead, poll
+            )
     finally:
         from django.db import connections
 

@@ -4,6 +4,7 @@
     .venv/bin/python bench/engine_bench.py --sessions 200
     .venv/bin/python bench/engine_bench.py --sessions 10 --steps 240   # flat in length?
     .venv/bin/python bench/engine_bench.py --store mypkg.bench:make_store
+    .venv/bin/python bench/engine_bench.py --smoke     # one session of 21 steps (the suite's)
 
 ``--store module:function`` plugs in another store: the function receives the
 definitions the run needs (model, prompt, agent) and returns a ``Store`` (it
@@ -158,13 +159,20 @@ def load_factory(spec: str) -> Callable[[list[Any]], Any]:
     return getattr(importlib.import_module(module_name), attr or "make_store")  # type: ignore[no-any-return]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=STEPS, help="steps per session (≥ 20)")
     parser.add_argument("--store", default="", help="module:function building the store")
-    options = parser.parse_args()
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="seconds: the smallest sizes that take every path (the test suite's)",
+    )
+    options = parser.parse_args(argv)
+    if options.smoke:  # one step past 20: the by-position figures print too
+        options.sessions, options.warmup, options.steps = 1, 1, STEPS + 1
     factory = load_factory(options.store) if options.store else memory_store
     report = asyncio.run(run(factory, options.sessions, options.warmup, max(options.steps, 20)))
     steps = max(options.steps, 20)

@@ -1,6 +1,6 @@
 """Where the wait before a reply's first token goes, one post at a time.
 
-    .venv/bin/python bench/first_token_bench.py [--posts 30] [--env NAME=VALUE ...]
+    .venv/bin/python bench/first_token_bench.py [--posts 30] [--env NAME=VALUE ...] [--smoke]
 
 Starts the integration stack (a throw-away PostgreSQL database, Redis, Daphne, one Celery
 worker) with the clocked provider (``bench/clocked_provider.py``) answering at once, then
@@ -123,7 +123,7 @@ async def run(stack: Stack, posts: int, show_frames: bool) -> list[dict[str, flo
     return [split(s, recorded_moments(stack, s["thread"])) for s in samples]
 
 
-def main() -> None:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--posts", type=int, default=30)
     parser.add_argument("--frames", action="store_true", help="print the last post's frames")
@@ -131,65 +131,86 @@ def main() -> None:
         "--profile", type=Path, default=None, help="py-spy the worker and Daphne into DIR"
     )
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the stack")
-    args = parser.parse_args()
-    stack = Stack(Path(tempfile.mkdtemp(prefix="first-token-bench-")))
-    stack.env.update(
-        {
-            "STUDIO_PROVIDER_FACTORIES": "test=bench.clocked_provider.factory",
-            "LOG_LEVEL": "WARNING",
-            "STUDIO_RATE_THREAD_CREATE": "off",
-            "STUDIO_RATE_MESSAGE_POST": "off",
-        }
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="seconds: the smallest sizes that take every path (the test suite's)",
     )
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.posts, args.frames = 1, True
+    return args
+
+
+def stack_env(args: argparse.Namespace) -> dict[str, str]:
+    """The settings this bench starts the stack with (every process of it)."""
+    env = {
+        "STUDIO_PROVIDER_FACTORIES": "test=bench.clocked_provider.factory",
+        "LOG_LEVEL": "WARNING",
+        "STUDIO_RATE_THREAD_CREATE": "off",
+        "STUDIO_RATE_MESSAGE_POST": "off",
+    }
     for item in args.env:
         name, _, value = item.partition("=")
-        stack.env[name.strip()] = value
+        env[name.strip()] = value
+    return env
+
+
+def measure(stack: Stack, args: argparse.Namespace) -> None:
+    """The bench on a started stack (its worker of its own; the stack is the caller's)."""
+    # 1000 tokens/s, 3 tokens: the provider answers at once.
+    stack.run(
+        [
+            sys.executable,
+            "-c",
+            "import django; django.setup()\n" + SEED.format(rate=1000, tokens=3),
+        ]
+    )
+    worker = stack.worker("bench")
+    wait_until(lambda: "ready" in worker.log.read_text(), "the worker to start")
+    spies = []
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
+        spy = Path(sys.executable).parent / "py-spy"
+        for name, pid in (("worker", worker.popen.pid), ("daphne", stack.daphne.popen.pid)):
+            spies.append(
+                subprocess.Popen(
+                    [
+                        str(spy),
+                        "record",
+                        "--format",
+                        "raw",
+                        "--rate",
+                        "1000",
+                        "--nonblocking",
+                        "--gil",
+                    ]
+                    + ["--pid", str(pid), "--output", str(args.profile / f"{name}.txt")],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+    rows = asyncio.run(run(stack, args.posts, args.frames))
+    for spy_process in spies:  # py-spy writes its file when interrupted
+        spy_process.send_signal(signal.SIGINT)
+        spy_process.wait()
+    print(f"machine speed probe {speed_probe_ms():.0f} ms; {len(rows)} posts, one at a time")
+    print(f"{'part':>9} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
+    for name in (*PARTS, "total", "answer"):
+        values = [r[name] for r in rows]
+        print(
+            f"{name:>9} {pct(values, 50):>8.1f} {pct(values, 99):>8.1f} "
+            f"{statistics.fmean(values):>8.1f}"
+        )
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    stack = Stack(Path(tempfile.mkdtemp(prefix="first-token-bench-")))
+    stack.env.update(stack_env(args))
     stack.start()
     try:
-        # 1000 tokens/s, 3 tokens: the provider answers at once.
-        stack.run(
-            [
-                sys.executable,
-                "-c",
-                "import django; django.setup()\n" + SEED.format(rate=1000, tokens=3),
-            ]
-        )
-        worker = stack.worker("bench")
-        wait_until(lambda: "ready" in worker.log.read_text(), "the worker to start")
-        spies = []
-        if args.profile:
-            args.profile.mkdir(parents=True, exist_ok=True)
-            spy = Path(sys.executable).parent / "py-spy"
-            for name, pid in (("worker", worker.popen.pid), ("daphne", stack.daphne.popen.pid)):
-                spies.append(
-                    subprocess.Popen(
-                        [
-                            str(spy),
-                            "record",
-                            "--format",
-                            "raw",
-                            "--rate",
-                            "1000",
-                            "--nonblocking",
-                            "--gil",
-                        ]
-                        + ["--pid", str(pid), "--output", str(args.profile / f"{name}.txt")],
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                    )
-                )
-        rows = asyncio.run(run(stack, args.posts, args.frames))
-        for spy_process in spies:  # py-spy writes its file when interrupted
-            spy_process.send_signal(signal.SIGINT)
-            spy_process.wait()
-        print(f"machine speed probe {speed_probe_ms():.0f} ms; {len(rows)} posts, one at a time")
-        print(f"{'part':>9} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
-        for name in (*PARTS, "total", "answer"):
-            values = [r[name] for r in rows]
-            print(
-                f"{name:>9} {pct(values, 50):>8.1f} {pct(values, 99):>8.1f} "
-                f"{statistics.fmean(values):>8.1f}"
-            )
+        measure(stack, args)
     finally:
         stack.stop()
 

@@ -16,7 +16,9 @@ Two image sizes: a typical photo after the upload rule (1024x768 JPEG) and the
 largest the upload rule keeps (about 1.5 MiB). ``--threshold`` sets
 ``recentImageThreshold`` (default 10: all 10 images are sent).
 
-    .venv/bin/python bench/image_request_bench.py [--runs 15] [--threshold 10]
+    .venv/bin/python bench/image_request_bench.py [--runs 15] [--threshold 10] [--smoke]
+
+``--smoke`` (the test suite's): one run, 20 messages and 2 small images of each kind.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from runtime.store.protocol import NewThread  # noqa: E402
 
 MESSAGES = 200
 IMAGES = 10
+SMOKE_MESSAGES, SMOKE_IMAGES = 20, 2
 
 
 def photo(width: int, height: int, sigma: float) -> bytes:
@@ -64,12 +67,16 @@ def photo(width: int, height: int, sigma: float) -> bytes:
 
 
 async def thread_with_images(
-    store: MemoryStore, image: bytes, size: tuple[int, int]
+    store: MemoryStore,
+    image: bytes,
+    size: tuple[int, int],
+    messages: int = MESSAGES,
+    images: int = IMAGES,
 ) -> list[Message]:
     thread = await store.create_thread(NewThread(id="bench-thread", agent_name="bench"))
-    carriers = {int(i * MESSAGES / IMAGES) // 2 * 2 for i in range(IMAGES)}  # user rows
+    carriers = {int(i * messages / images) // 2 * 2 for i in range(images)}  # user rows
     rows: list[Message] = []
-    for index in range(MESSAGES):
+    for index in range(messages):
         role = "user" if index % 2 == 0 else "assistant"
         attachments = None
         if index in carriers:
@@ -139,8 +146,11 @@ async def one_run(
     return times
 
 
-async def main(runs: int, threshold: int) -> None:
+async def run(runs: int, threshold: int, smoke: bool = False) -> None:
     client = httpx.AsyncClient()
+    messages, images = (SMOKE_MESSAGES, SMOKE_IMAGES) if smoke else (MESSAGES, IMAGES)
+    # The smoke run's images are small: the same paths, without the seconds of encoding.
+    typical, ceiling = ((64, 48), (90, 68)) if smoke else ((1024, 768), (1800, 1350))
     vendors: list[tuple[str, str, HTTPAdapter]] = [
         ("openai", "openai", OpenAIProvider(client, "k")),
         ("responses", "openai", OpenAIResponsesProvider(client, "k")),
@@ -148,13 +158,17 @@ async def main(runs: int, threshold: int) -> None:
         ("google", "google", GoogleProvider(client, "k")),
     ]
     for label, image, size in (
-        ("1024x768 photo", photo(1024, 768, 12), (1024, 768)),
-        ("near the 1.5 MiB upload ceiling", photo(1800, 1350, 40), (1800, 1350)),
+        (f"{typical[0]}x{typical[1]} photo", photo(*typical, 12), typical),
+        (
+            "a noisier photo" if smoke else "near the 1.5 MiB upload ceiling",
+            photo(*ceiling, 40),
+            ceiling,
+        ),
     ):
         store = MemoryStore()
-        rows = await thread_with_images(store, image, size)
+        rows = await thread_with_images(store, image, size, messages, images)
         print(
-            f"\n{MESSAGES} messages, {IMAGES} images of {len(image) / 1024:.0f} KiB ({label}), threshold {threshold}"
+            f"\n{messages} messages, {images} images of {len(image) / 1024:.0f} KiB ({label}), threshold {threshold}"
         )
         for vendor, provider, adapter in vendors:
             model = ModelDefinition(name="m", provider=provider, model="x")  # type: ignore[arg-type]
@@ -170,9 +184,18 @@ async def main(runs: int, threshold: int) -> None:
     await client.aclose()
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--threshold", type=int, default=10)
-    args = parser.parse_args()
-    asyncio.run(main(args.runs, args.threshold))
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="seconds: the smallest sizes that take every path (the test suite's)",
+    )
+    args = parser.parse_args(argv)
+    asyncio.run(run(1 if args.smoke else args.runs, args.threshold, args.smoke))
+
+
+if __name__ == "__main__":
+    main()

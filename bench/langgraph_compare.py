@@ -4,39 +4,53 @@ LangGraph is not one of our dependencies: run this in a throw-away virtualenv,
 
     python3 -m venv /tmp/lg && /tmp/lg/bin/pip install langgraph langgraph-checkpoint-postgres \\
         "psycopg[binary]" psycopg-pool
-    /tmp/lg/bin/python bench/langgraph_compare.py [sessions]
+    /tmp/lg/bin/python bench/langgraph_compare.py [sessions] [--smoke]
 
 alternating with ``bench/django_engine_bench.py`` (this VM's speed drifts during a day, so
 only figures taken side by side compare). A step is the same as ours: from one model call to
 the next, i.e. the scripted reply, its tool call and both super-steps' checkpoints
-(``AsyncPostgresSaver`` on a throw-away database of ``BENCH_POSTGRES_URL``).
+(``AsyncPostgresSaver`` on a throw-away database of ``BENCH_POSTGRES_URL``). ``--smoke`` (the
+test suite's, in our own virtualenv): one session; without LangGraph, our side of the loop
+only (in memory), and the output says so.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import statistics
 import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
-import psycopg
-from langchain_core.messages import AIMessage, HumanMessage
-from langchain_core.tools import tool
-from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import add_messages
-from langgraph.prebuilt import ToolNode
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+try:
+    import psycopg
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.message import add_messages
+    from langgraph.prebuilt import ToolNode
+except ImportError:  # our own virtualenv: the smoke run says so and runs our side
+    LANGGRAPH = False
+else:
+    LANGGRAPH = True
 
 ADMIN = os.environ.get("BENCH_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/postgres")
 STEPS = 20
 WARMUP = 3
 MARKS: list[float] = []  # when each model call starts
+NOT_INSTALLED = (
+    "LangGraph is not installed in this virtualenv (it is not one of our dependencies: see"
+    " this file's docstring for a throw-away one)"
+)
 
 
-@tool
 def count(n: int) -> str:
     """Count one more."""
     return f"counted {n}"
@@ -70,7 +84,7 @@ async def one_session(app: Any) -> list[float]:
     return [(b - a) * 1000 for a, b in zip([started, *MARKS[1:]], ends, strict=True)]
 
 
-async def main(sessions: int) -> None:
+async def langgraph_side(sessions: int, warmup: int) -> None:
     name = f"lgbench_{uuid.uuid4().hex[:6]}"
     with psycopg.connect(ADMIN, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
@@ -80,12 +94,12 @@ async def main(sessions: int) -> None:
             await saver.setup()
             graph = StateGraph(State)
             graph.add_node("agent", agent)
-            graph.add_node("tools", ToolNode([count]))
+            graph.add_node("tools", ToolNode([tool(count)]))
             graph.add_edge(START, "agent")
             graph.add_conditional_edges("agent", route, ["tools", END])
             graph.add_edge("tools", "agent")
             app = graph.compile(checkpointer=saver)
-            for _ in range(WARMUP):
+            for _ in range(warmup):
                 await one_session(app)
             durations: list[float] = []
             for _ in range(sessions):
@@ -99,5 +113,34 @@ async def main(sessions: int) -> None:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def our_side(sessions: int, warmup: int) -> None:
+    """The same loop on our engine (in memory: the smoke run's stand-in when LangGraph is
+    missing; ``django_engine_bench.py`` is the side-by-side figure on PostgreSQL)."""
+    from bench.engine_bench import memory_store, run
+
+    report = asyncio.run(run(memory_store, sessions, warmup))
+    print(f"our engine (in-memory store), {report['steps']} steps")
+    print(f"ms per step:      p50 {report['p50_ms']:.3f}   p90 {report['p90_ms']:.3f}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("sessions", type=int, nargs="?", default=50)
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="seconds: the smallest sizes that take every path (the test suite's)",
+    )
+    options = parser.parse_args(argv)
+    sessions, warmup = (1, 1) if options.smoke else (options.sessions, WARMUP)
+    if LANGGRAPH:
+        asyncio.run(langgraph_side(sessions, warmup))
+    elif options.smoke:
+        print(f"{NOT_INSTALLED}: our side only.")
+        our_side(sessions, warmup)
+    else:
+        sys.exit(f"{NOT_INSTALLED}.")
+
+
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 50))
+    main()

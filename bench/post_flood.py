@@ -1,7 +1,7 @@
 """The posting flood: many concurrent ``POST /api/threads/{id}/messages`` against a database
 that takes fewer connections than there are requests.
 
-    .venv/bin/python bench/post_flood.py [--posts 200] [--threads 20] [--connections 20]
+    .venv/bin/python bench/post_flood.py [--posts 200] [--threads 20] [--connections 20] [--smoke]
 
 Starts the integration stack (a throw-away PostgreSQL database owned by a throw-away role,
 Redis, Daphne; no worker, so posted messages stay queued and are easy to count), creates
@@ -32,7 +32,14 @@ def main() -> None:
     parser.add_argument("--posts", type=int, default=200)
     parser.add_argument("--threads", type=int, default=20)
     parser.add_argument("--connections", type=int, default=20)
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="seconds: the smallest sizes that take every path (the test suite's)",
+    )
     args = parser.parse_args()
+    if args.smoke:  # fewer connections than posts: some are refused, then retried
+        args.posts, args.threads, args.connections = 10, 2, 3
     with tempfile.TemporaryDirectory() as tmp:
         stack = FloodStack(Path(tmp))
         try:

@@ -6,7 +6,7 @@ local HTTP server on 127.0.0.1, every event in its own HTTP chunk. The adapter
 parses it as in production (httpx → SSE decoder → vendor parser → events) and
 we time the whole request, then divide by the number of chunks.
 
-    .venv/bin/python bench/provider_bench.py [--chunks 2000] [--runs 7]
+    .venv/bin/python bench/provider_bench.py [--chunks 2000] [--runs 7] [--smoke]
 
 Reads the fixtures from ../shared/fixtures/providers (or $PROVIDER_FIXTURES).
 """
@@ -144,20 +144,31 @@ async def one_run(adapter: HTTPAdapter) -> tuple[float, int]:
     return time.perf_counter() - started, deltas
 
 
-async def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chunks", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=7)
-    args = parser.parse_args()
-    print(f"{args.chunks} chunks per stream, median of {args.runs} runs (after one warm-up)")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="seconds: the smallest sizes that take every path (the test suite's)",
+    )
+    args = parser.parse_args(argv)
+    if args.smoke:  # enough chunks for every recording's head and ending around the deltas
+        args.chunks, args.runs = 50, 1
+    asyncio.run(run(args.chunks, args.runs))
+
+
+async def run(chunks: int, runs: int) -> None:
+    print(f"{chunks} chunks per stream, median of {runs} runs (after one warm-up)")
     print(f"{'vendor':<12}{'µs/chunk':>10}{'total ms':>10}{'deltas':>8}")
     async with httpx.AsyncClient(timeout=30) as client:
-        for vendor, (cls, prefix, events) in streams(args.chunks).items():
+        for vendor, (cls, prefix, events) in streams(chunks).items():
             server = OneShotServer(events)
             adapter = cls(client, KEY, f"http://127.0.0.1:{server.port}{prefix}")
             await one_run(adapter)  # warm-up: connection setup, imports, caches
             timings = []
-            for _ in range(args.runs):
+            for _ in range(runs):
                 seconds, deltas = await one_run(adapter)
                 timings.append(seconds)
             server.close()
@@ -168,4 +179,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -1,6 +1,6 @@
 """The session task's publish: Celery's ``send_task`` against the direct ``LPUSH``.
 
-    .venv/bin/python bench/publish_bench.py [--blocks 20] [--per-block 50]
+    .venv/bin/python bench/publish_bench.py [--blocks 20] [--per-block 50] [--smoke]
 
 Publishes ``run_session`` messages to a queue of its own on ``TEST_REDIS_URL`` (default the
 local Redis), alternating blocks of ``send_task`` and of
@@ -24,8 +24,10 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
 
 import django  # noqa: E402
+from django.apps import apps  # noqa: E402
 
-django.setup()
+if not apps.ready:  # a caller with Django set up already (the test suite) keeps its own
+    django.setup()
 
 import redis  # noqa: E402
 from celery import Celery  # noqa: E402
@@ -36,11 +38,18 @@ from agents_app.orchestration.session_publish import TaskPublisher  # noqa: E402
 from tests.agents_app.start_meter import CallCounter  # noqa: E402
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--blocks", type=int, default=20)
     parser.add_argument("--per-block", type=int, default=50)
-    args = parser.parse_args()
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="seconds: the smallest sizes that take every path (the test suite's)",
+    )
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.blocks, args.per_block = 1, 2
     url = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
     queue = f"publish-bench-{uuid.uuid4().hex[:8]}"
     app = Celery("publish-bench", set_as_current=False)

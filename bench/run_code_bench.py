@@ -1,6 +1,6 @@
 """run_code start-up bench: the latency of one whole sandboxed execution.
 
-    .venv/bin/python bench/run_code_bench.py [--runs 50]
+    .venv/bin/python bench/run_code_bench.py [--runs 50] [--smoke]
 
 Each run is ``state.run_code``'s full path for a trivial module: spawn a child
 process, import the engine and the TypeScript eraser, lower the OS limits,
@@ -51,13 +51,23 @@ def report(label: str, timings: list[float]) -> None:
     )
 
 
-async def main(runs: int) -> None:
-    await measure(TRIVIAL, 3, execute={"args": [1]})  # warm the page cache
+async def run(runs: int, warmup: int = 3) -> None:
+    await measure(TRIVIAL, warmup, execute={"args": [1]})  # warm the page cache
     report("trivial module", await measure(TRIVIAL, runs, execute={"args": [1]}))
     report("bridged async import", await measure(BRIDGED, runs, imports={"host": {"load": _load}}))
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
-    asyncio.run(main(parser.parse_args().runs))
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="seconds: the smallest sizes that take every path (the test suite's)",
+    )
+    options = parser.parse_args(argv)
+    asyncio.run(run(1, 1) if options.smoke else run(options.runs))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,12 +1,16 @@
 """Schedule lateness on real processes: beat, two workers, many interval schedules.
 
     .venv/bin/python bench/schedules_bench.py [--schedules 40] [--interval 2] [--seconds 50]
+        [--workers 2] [--smoke]
 
-Starts the integration stack (PostgreSQL database, Daphne, a private Redis, beat and two
-Celery workers, default schedule settings), inserts ``--schedules`` interval schedules
-of the seeded ``greeter`` agent due from a few seconds from now, lets them run for
-``--seconds``, pauses them, and reports per run: claim − due and started (thread created,
-message posted) − due, p50/p99/max, and whether any due time ran twice or was skipped.
+Starts the integration stack without its web server, which schedules do not need
+(PostgreSQL database, a private Redis, beat and ``--workers`` Celery workers, default schedule
+settings), inserts ``--schedules`` interval schedules of the seeded ``greeter`` agent due
+from a few seconds from now, lets them run for ``--seconds``, pauses them, and reports per
+run: claim − due and started (thread created, message posted) − due, p50/p99/max, and whether
+any due time ran twice or was skipped.
+``--smoke`` (the test suite's): two schedules every second for a second on one worker,
+the first due a second after beat's first tick.
 """
 
 from __future__ import annotations
@@ -34,13 +38,35 @@ def main() -> None:
     parser.add_argument("--schedules", type=int, default=40)
     parser.add_argument("--interval", type=int, default=2)
     parser.add_argument("--seconds", type=int, default=50)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="seconds: the smallest sizes that take every path (the test suite's)",
+    )
     args = parser.parse_args()
+    # Seconds from the insert to the first due time: beat and the workers are ready by then.
+    lead = 5
+    if args.smoke:
+        args.schedules, args.interval, args.seconds, args.workers, lead = 2, 1, 1, 1, 1
     stack = EffectsStack(Path(tempfile.mkdtemp(prefix="schedules-bench-")))
-    stack.start()
     try:
-        stack.ready_worker("w1")
-        stack.ready_worker("w2")
-        stack.beat()
+        stack.redis.start()
+        stack.create_database()
+        # All start at once (each start is mostly imports); no schedule is due before all are up.
+        workers = [stack.worker(f"w{n + 1}") for n in range(args.workers)]
+        beat = stack.beat()
+        for worker in workers:
+            wait_until(
+                lambda w=worker: " ready." in w.log.read_text(errors="replace"),
+                f"worker {worker.name} to be ready",
+                timeout=60,
+            )
+        wait_until(
+            lambda: "Sending due task schedules-tick" in beat.log.read_text(errors="replace"),
+            "beat's first schedules tick",
+            timeout=60,
+        )
         stack.sql(
             """
             INSERT INTO agents_app_schedule
@@ -49,7 +75,7 @@ def main() -> None:
                  paused, catch_up, next_run_at, created_at, updated_at, agent_id, owner_id)
             SELECT gen_random_uuid(), 'bench ' || i, '', 'UTC', %s, 'Bench tick', '', '[]', '[]',
                    'new_thread', '', false, 0,
-                   date_trunc('second', now()) + interval '5 seconds'
+                   date_trunc('second', now()) + %s * interval '1 second'
                      + (i %% %s) * interval '1 second' / %s,
                    now(), now(),
                    (SELECT id FROM agents_app_agent WHERE name = 'greeter'),
@@ -57,11 +83,12 @@ def main() -> None:
             FROM generate_series(0, %s - 1) AS i RETURNING id
             """,
             args.interval,
+            lead,
             args.schedules,
             args.schedules,
             args.schedules,
         )
-        time.sleep(5 + args.seconds)
+        time.sleep(lead + args.seconds)
         stack.sql_exec("UPDATE agents_app_schedule SET paused = true")
         wait_until(
             lambda: not stack.sql("SELECT 1 FROM agents_app_schedulerun WHERE status = 'claimed'"),

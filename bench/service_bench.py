@@ -1,7 +1,7 @@
 """The service bench: live streaming through the real stack.
 
     .venv/bin/python bench/service_bench.py [--levels 1,100,200,300,500] [--rate 50]
-        [--seconds 15] [--server daphne|uvicorn] [--coalesce-ms N] [--profile DIR]
+        [--seconds 15] [--server daphne|uvicorn] [--coalesce-ms N] [--profile DIR] [--smoke]
 
 Starts the integration stack (a throw-away PostgreSQL database, Redis, Daphne, one
 Celery worker with the threads pool) with a clocked ``test`` provider in the worker
@@ -23,7 +23,8 @@ provider → engine → LiveSink → Redis channel layer → Daphne consumer →
 off); ``--env NAME=VALUE`` sets any setting for every process of the stack; ``--profile DIR`` records every level of Daphne and the worker with py-spy
 (``DIR/<server>-<level>-{daphne,worker}.txt``, collapsed stacks; ``bench/profile_summary.py``
 prints where the time went). The messages page and the thread list have their own bench
-(``bench/messages_page_bench.py``).
+(``bench/messages_page_bench.py``). ``--smoke`` (the test suite's): level 1 at 20 tokens/s for
+a second, with ``--timeline``.
 """
 
 from __future__ import annotations
@@ -463,7 +464,7 @@ def peak_overlap(results: list[Result]) -> int:
     return best
 
 
-def main() -> None:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--levels", default="1,100,200,300,500")
     parser.add_argument("--rate", type=int, default=50, help="tokens per second per session")
@@ -524,33 +525,146 @@ def main() -> None:
         help="cProfile every thread of the server and the worker during each level, into DIR "
         "(bench/cprofile_hook; no py-spy needed)",
     )
-    args = parser.parse_args()
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="seconds: the smallest sizes that take every path (the test suite's)",
+    )
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.levels, args.rate, args.seconds, args.timeline = "1", 20, 1, True
     if args.profile and not (Path(sys.executable).parent / "py-spy").exists():
         # Not a locked dependency: `uv sync` (scripts/install.sh) removes it from .venv.
         parser.error(f"--profile needs py-spy: uv pip install --python {sys.executable} py-spy")
+    return args
+
+
+def stack_env(args: argparse.Namespace) -> dict[str, str]:
+    """The settings this bench starts the stack with (every process of it)."""
     levels = [int(x) for x in args.levels.split(",")]
-    tokens = args.rate * args.seconds
-    stack = Stack(Path(tempfile.mkdtemp(prefix="service-bench-")), server=args.server)
-    stack.env.update(
-        {
-            "STUDIO_PROVIDER_FACTORIES": "test=bench.clocked_provider.factory",
-            "CELERY_WORKER_CONCURRENCY": str(max(levels) + 40),
-            "STUDIO_SESSION_HEARTBEAT_SECONDS": "5",
-            "STUDIO_SESSION_STALE_SECONDS": "60",
-            "STUDIO_SESSION_SWEEP_SECONDS": "10",
-            "STUDIO_STOP_POLL_MS": "500",
-            "LOG_LEVEL": "WARNING",
-            # The bench measures throughput: one user opens hundreds of threads at once.
-            "STUDIO_RATE_THREAD_CREATE": "off",
-            "STUDIO_RATE_MESSAGE_POST": "off",
-            "STUDIO_RATE_WS_TICKET": "off",
-        }
-    )
+    env = {
+        "STUDIO_PROVIDER_FACTORIES": "test=bench.clocked_provider.factory",
+        "CELERY_WORKER_CONCURRENCY": str(max(levels) + 40),
+        "STUDIO_SESSION_HEARTBEAT_SECONDS": "5",
+        "STUDIO_SESSION_STALE_SECONDS": "60",
+        "STUDIO_SESSION_SWEEP_SECONDS": "10",
+        "STUDIO_STOP_POLL_MS": "500",
+        "LOG_LEVEL": "WARNING",
+        # The bench measures throughput: one user opens hundreds of threads at once.
+        "STUDIO_RATE_THREAD_CREATE": "off",
+        "STUDIO_RATE_MESSAGE_POST": "off",
+        "STUDIO_RATE_WS_TICKET": "off",
+    }
     if args.coalesce_ms is not None:
-        stack.env["STUDIO_STREAM_COALESCE_MS"] = str(args.coalesce_ms)
+        env["STUDIO_STREAM_COALESCE_MS"] = str(args.coalesce_ms)
     for item in args.env:
         name, _, value = item.partition("=")
-        stack.env[name.strip()] = value
+        env[name.strip()] = value
+    return env
+
+
+def measure(stack: Stack, args: argparse.Namespace) -> None:
+    """The bench on a started stack (its workers of its own; the stack is the caller's)."""
+    levels = [int(x) for x in args.levels.split(",")]
+    tokens = args.rate * args.seconds
+    stack.run(
+        [
+            str(Path(sys.executable)),
+            "-c",
+            "import django; django.setup()\n" + SEED.format(rate=args.rate, tokens=tokens),
+        ]
+    )
+    if args.split_http or args.edge:
+        start_http_server(stack, edge=args.edge)
+        if args.nice_http:
+            renice(stack.http_server.popen.pid, args.nice_http)  # type: ignore[attr-defined]
+    stack.bench_workers = [  # type: ignore[attr-defined]
+        stack.worker(f"bench{n}") for n in range(args.workers)
+    ]
+    for worker in stack.bench_workers:  # type: ignore[attr-defined]
+        wait_until(
+            lambda w=worker: "ready" in w.log.read_text(),
+            "the worker to start",
+            timeout=180 if args.cprofile else 30,  # profiled, its start-up is slower
+        )
+    print(
+        f"machine: {len(os.sched_getaffinity(0))} cores, speed probe {speed_probe_ms():.0f} ms; "
+        f"{args.rate} tokens/s per session for {args.seconds}s ({tokens} tokens); "
+        f"server {args.server}; workers {args.workers}; STUDIO_STREAM_COALESCE_MS="
+        f"{stack.env.get('STUDIO_STREAM_COALESCE_MS', 'default')}"
+    )
+    print("\n(a)+(b) streaming sessions at once")
+    header = (
+        f"{'sessions':>8} {'ok':>4} {'errors':>6} {'peak':>5} {'tokens':>15} "
+        f"{'tok/s/session':>13} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} "
+        f"{'server MB':>9} {'worker MB':>9} {'frames/tok':>10} {'B/frame':>7} "
+        f"{'server cores':>12} {'worker cores':>12} {'client cores':>12}"
+    )
+    print(header)
+    # The first session of each process pays its imports and cold caches (as
+    # first_token_bench's uncounted first post): one session, not counted, so level 1
+    # is a warm session's wait and not a deploy's first.
+    asyncio.run(run_level(stack, 1, tokens, timeout=args.seconds * 4 + 60))
+    for level in levels:
+        row = asyncio.run(
+            run_level(
+                stack,
+                level,
+                tokens,
+                timeout=args.seconds * 4 + 60,
+                profile=args.profile,
+                label=f"{args.server}-{level}",
+                seconds=args.profile_seconds or args.seconds,
+                http_concurrency=args.http_concurrency,
+                cprofile=args.cprofile,
+            )
+        )
+        print(
+            f"{row['sessions']:>8} {'yes' if row['ok'] else 'NO':>4} {row['errors']:>6} "
+            f"{row['peak']:>5} {row['tokens']:>15} {row['session_rate']:>13.1f} "
+            f"{row['p50_ms']:>7.1f} {row['p99_ms']:>7.1f} {row['max_ms']:>7.1f} "
+            f"{row['daphne_mb']:>9.0f} {row['worker_mb']:>9.0f} "
+            f"{row['frames_per_token']:>10.2f} {row['bytes_per_frame']:>7.0f} "
+            f"{row['daphne_cpu']:>12.2f} {row['worker_cpu']:>12.2f} "
+            f"{row['client_cpu']:>12.2f}"
+        )
+        print(
+            f"         start (post to first token) p50 {row['start_p50_ms']:.0f} ms, "
+            f"p99 {row['start_p99_ms']:.0f} ms; all streaming from "
+            f"t={row['steady_from_s']:.1f}s: p99 {row['steady_p99_ms']:.1f} ms; CPU per "
+            f"session: server {row['server_ms_per_session']:.1f} ms, "
+            f"worker {row['worker_ms_per_session']:.1f} ms, PostgreSQL and Redis "
+            f"{row['services_ms_per_session']:.1f} ms; sockets' server "
+            f"{row['relay_us_per_frame']:.0f} µs per frame"
+            + (
+                f", HTTP server {row['http_ms_per_post']:.1f} ms per post"
+                if row["http_ms_per_post"]
+                else ""
+            )
+        )
+        if row["first_error"]:
+            print(f"         first error: {row['first_error']}")
+        if args.timeline:
+            for second, count, p50, p99 in row["timeline"]:
+                used = row["cores"].get(second)
+                cores = (
+                    f"  cores: server {used[0]:.2f} (relay {used[4]:.2f}) worker "
+                    f"{used[1]:.2f} client {used[2]:.2f} db+redis {used[6]:.2f} "
+                    f"box {used[3]:.2f}"
+                    if used
+                    else ""
+                )
+                print(
+                    f"         t={second:>3}s {count:>7} tokens  p50 {p50:>7.1f}  "
+                    f"p99 {p99:>7.1f}{cores}"
+                )
+    print(f"\nafter the run: {args.server} {rss_mb(stack.daphne.popen.pid):.0f} MB")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    stack = Stack(Path(tempfile.mkdtemp(prefix="service-bench-")), server=args.server)
+    stack.env.update(stack_env(args))
     if args.cprofile is not None:
         args.cprofile = args.cprofile.resolve()
         args.cprofile.mkdir(parents=True, exist_ok=True)
@@ -559,98 +673,7 @@ def main() -> None:
         stack.env["START_CPROFILE_DIR"] = str(args.cprofile)
     stack.start()
     try:
-        stack.run(
-            [
-                str(Path(sys.executable)),
-                "-c",
-                "import django; django.setup()\n" + SEED.format(rate=args.rate, tokens=tokens),
-            ]
-        )
-        if args.split_http or args.edge:
-            start_http_server(stack, edge=args.edge)
-            if args.nice_http:
-                renice(stack.http_server.popen.pid, args.nice_http)  # type: ignore[attr-defined]
-        stack.bench_workers = [  # type: ignore[attr-defined]
-            stack.worker(f"bench{n}") for n in range(args.workers)
-        ]
-        for worker in stack.bench_workers:  # type: ignore[attr-defined]
-            wait_until(
-                lambda w=worker: "ready" in w.log.read_text(),
-                "the worker to start",
-                timeout=180 if args.cprofile else 30,  # profiled, its start-up is slower
-            )
-        print(
-            f"machine: {len(os.sched_getaffinity(0))} cores, speed probe {speed_probe_ms():.0f} ms; "
-            f"{args.rate} tokens/s per session for {args.seconds}s ({tokens} tokens); "
-            f"server {args.server}; workers {args.workers}; STUDIO_STREAM_COALESCE_MS="
-            f"{stack.env.get('STUDIO_STREAM_COALESCE_MS', 'default')}"
-        )
-        print("\n(a)+(b) streaming sessions at once")
-        header = (
-            f"{'sessions':>8} {'ok':>4} {'errors':>6} {'peak':>5} {'tokens':>15} "
-            f"{'tok/s/session':>13} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} "
-            f"{'server MB':>9} {'worker MB':>9} {'frames/tok':>10} {'B/frame':>7} "
-            f"{'server cores':>12} {'worker cores':>12} {'client cores':>12}"
-        )
-        print(header)
-        # The first session of each process pays its imports and cold caches (as
-        # first_token_bench's uncounted first post): one session, not counted, so level 1
-        # is a warm session's wait and not a deploy's first.
-        asyncio.run(run_level(stack, 1, tokens, timeout=args.seconds * 4 + 60))
-        for level in levels:
-            row = asyncio.run(
-                run_level(
-                    stack,
-                    level,
-                    tokens,
-                    timeout=args.seconds * 4 + 60,
-                    profile=args.profile,
-                    label=f"{args.server}-{level}",
-                    seconds=args.profile_seconds or args.seconds,
-                    http_concurrency=args.http_concurrency,
-                    cprofile=args.cprofile,
-                )
-            )
-            print(
-                f"{row['sessions']:>8} {'yes' if row['ok'] else 'NO':>4} {row['errors']:>6} "
-                f"{row['peak']:>5} {row['tokens']:>15} {row['session_rate']:>13.1f} "
-                f"{row['p50_ms']:>7.1f} {row['p99_ms']:>7.1f} {row['max_ms']:>7.1f} "
-                f"{row['daphne_mb']:>9.0f} {row['worker_mb']:>9.0f} "
-                f"{row['frames_per_token']:>10.2f} {row['bytes_per_frame']:>7.0f} "
-                f"{row['daphne_cpu']:>12.2f} {row['worker_cpu']:>12.2f} "
-                f"{row['client_cpu']:>12.2f}"
-            )
-            print(
-                f"         start (post to first token) p50 {row['start_p50_ms']:.0f} ms, "
-                f"p99 {row['start_p99_ms']:.0f} ms; all streaming from "
-                f"t={row['steady_from_s']:.1f}s: p99 {row['steady_p99_ms']:.1f} ms; CPU per "
-                f"session: server {row['server_ms_per_session']:.1f} ms, "
-                f"worker {row['worker_ms_per_session']:.1f} ms, PostgreSQL and Redis "
-                f"{row['services_ms_per_session']:.1f} ms; sockets' server "
-                f"{row['relay_us_per_frame']:.0f} µs per frame"
-                + (
-                    f", HTTP server {row['http_ms_per_post']:.1f} ms per post"
-                    if row["http_ms_per_post"]
-                    else ""
-                )
-            )
-            if row["first_error"]:
-                print(f"         first error: {row['first_error']}")
-            if args.timeline:
-                for second, count, p50, p99 in row["timeline"]:
-                    used = row["cores"].get(second)
-                    cores = (
-                        f"  cores: server {used[0]:.2f} (relay {used[4]:.2f}) worker "
-                        f"{used[1]:.2f} client {used[2]:.2f} db+redis {used[6]:.2f} "
-                        f"box {used[3]:.2f}"
-                        if used
-                        else ""
-                    )
-                    print(
-                        f"         t={second:>3}s {count:>7} tokens  p50 {p50:>7.1f}  "
-                        f"p99 {p99:>7.1f}{cores}"
-                    )
-        print(f"\nafter the run: {args.server} {rss_mb(stack.daphne.popen.pid):.0f} MB")
+        measure(stack, args)
     finally:
         stack.stop()
 

@@ -1,7 +1,7 @@
 """The worker's CPU per streamed token, without the database: engine → LiveSink → Redis.
 
     .venv/bin/python bench/token_path_bench.py [--sessions 200] [--rate 50] [--seconds 5]
-        [--redis redis://127.0.0.1:6379/0]
+        [--redis redis://127.0.0.1:6379/0] [--smoke]
 
 ``--sessions`` sessions stream at once, each ``--rate`` tokens/s for ``--seconds`` from
 the service bench's clocked provider (``bench/clocked_provider.py``), through the engine
@@ -30,8 +30,10 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
 
 import django  # noqa: E402
+from django.apps import apps  # noqa: E402
 
-django.setup()
+if not apps.ready:  # a caller with Django set up already (the test suite) keeps its own
+    django.setup()
 
 from channels_redis.pubsub import RedisPubSubChannelLayer  # noqa: E402
 
@@ -89,7 +91,7 @@ def run_on(loop: str, coroutine: Any) -> Any:
         return runner.run(coroutine)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--rate", type=int, default=50)
@@ -99,7 +101,14 @@ def main() -> None:
     parser.add_argument(
         "--redis", default=os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
     )
-    options = parser.parse_args()
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="seconds: the smallest sizes that take every path (the test suite's)",
+    )
+    options = parser.parse_args(argv)
+    if options.smoke:  # two sessions of five tokens
+        options.sessions, options.rate, options.seconds, options.repeat = 2, 50, 0.1, 1
     probe = speed_probe_ms()
     reports = [
         run_on(options.loop, run(options.sessions, options.rate, options.seconds, options.redis))

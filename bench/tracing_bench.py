@@ -5,6 +5,7 @@ alternating, in one process (docs/observability.md has the figures).
 spans (the OTLP encoding and the network are the collector's business, off the step's path).
 
     .venv/bin/python bench/tracing_bench.py --sessions 40 --rounds 3
+    .venv/bin/python bench/tracing_bench.py --smoke
 """
 
 from __future__ import annotations
@@ -33,11 +34,20 @@ class Dropping(SpanExporter):
         return SpanExportResult.SUCCESS
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=3)
-    options = parser.parse_args()
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="seconds: the smallest sizes that take every path (the test suite's)",
+    )
+    options = parser.parse_args(argv)
+    if options.smoke:
+        options.sessions, options.rounds, warmup = 1, 1, 1
+    else:
+        warmup = 3
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(Dropping()))
     for round_ in range(options.rounds):
@@ -46,7 +56,7 @@ def main() -> None:
                 tracing.enable(provider=provider)
             else:
                 tracing.disable()
-            report = asyncio.run(run(memory_store, options.sessions, 3))
+            report = asyncio.run(run(memory_store, options.sessions, warmup))
             print(
                 f"round {round_ + 1} tracing {label:<3} p50 {report['p50_ms']:.3f} ms/step"
                 f"  p90 {report['p90_ms']:.3f}"

@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from runtime.core.messages import Clock
-from runtime.core.waits import DEFAULT_WAIT_SECONDS
+from runtime.core.waits import DEFAULT_LIVE_QUESTION_SECONDS, DEFAULT_WAIT_SECONDS
 from runtime.mcp.servers import McpTools
 from runtime.providers import ProviderRegistry
 from runtime.providers.retry import RetryPolicy, Sleep
@@ -38,6 +38,9 @@ class Limits:
     # How long a call waiting for approval or for the client waits before it times out
     # (a tool entry's ``waitTimeoutSeconds`` overrides it).
     tool_wait_seconds: int = DEFAULT_WAIT_SECONDS
+    # How long a 2025-era MCP server's question, asked in the middle of its call, holds the
+    # call open for the person's answer; then the server is told "cancel".
+    live_question_seconds: int = DEFAULT_LIVE_QUESTION_SECONDS
 
 
 @dataclass(slots=True)

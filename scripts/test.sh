@@ -21,18 +21,28 @@ unset REDIS_URL
 # run; the packages were by the install above.
 unset PYTHONDONTWRITEBYTECODE
 
+started=$SECONDS
 echo "== ruff"; .venv/bin/ruff check .
 echo "== ruff format"; .venv/bin/ruff format --check . >/dev/null || { .venv/bin/ruff format --check .; exit 1; }
 echo "== import contracts"; .venv/bin/lint-imports
-echo "== mypy"; .venv/bin/mypy runtime agents_app studio
 echo "== migrations"; .venv/bin/python manage.py makemigrations --check --dry-run >/dev/null
-echo "== pytest"
+# mypy (a minute of one core on a fresh clone) runs beside pytest, whose workers spend much
+# of their time waiting on the processes their tests start; its verdict is read at the end.
+checks="$(mktemp)"
+.venv/bin/mypy runtime agents_app studio >"$checks" 2>&1 &
+mypy_pid=$!
+echo "== pytest (mypy beside it; $((SECONDS - started)) s of checks so far)"
 # On both cores (pytest-xdist): each worker has its own test database, stacks and Redis
 # databases; a test file is one unit of work, the slow folders go first (docs/testing.md).
 # PYTEST_WORKERS=0 runs everything in this one process (a debugger, pdb).
 set +e
 .venv/bin/pytest -q -p no:cacheprovider -n "${PYTEST_WORKERS:-2}" --dist loadgroup "$@"
 status=$?
+wait "$mypy_pid"
+mypy_status=$?
 set -e
+echo "== mypy"; cat "$checks"; rm -f "$checks"
+echo "== done in $((SECONDS - started)) s after the install"
+[ "$mypy_status" -eq 0 ] || exit "$mypy_status"
 # pytest exits 5 when it collected nothing: that is a failure of the suite, not a pass.
 exit $status

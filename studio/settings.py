@@ -309,6 +309,13 @@ STUDIO_SESSION_SWEEP_SECONDS = envint("STUDIO_SESSION_SWEEP_SECONDS", 10)
 # How long a tool call waiting for approval or the client waits before the model gets a
 # timeout result (a tool entry's waitTimeoutSeconds overrides it; the sweep expires them).
 STUDIO_TOOL_WAIT_SECONDS = envint("STUDIO_TOOL_WAIT_SECONDS", 1800)
+# A 2025-era MCP server's question in the middle of a tool call holds the call (and a
+# worker's slot) open for the person's answer at most this long; then the server gets
+# "cancel" (docs/mcp.md). Far shorter than a parked wait, which holds nothing.
+STUDIO_MCP_LIVE_QUESTION_SECONDS = envint("STUDIO_MCP_LIVE_QUESTION_SECONDS", 300)
+if not 1 <= STUDIO_MCP_LIVE_QUESTION_SECONDS <= 3600:
+    # An MCP connection's stream read times out after an hour of silence (runtime.mcp.client).
+    raise ImproperlyConfigured("STUDIO_MCP_LIVE_QUESTION_SECONDS must be from 1 to 3600")
 # Client bridge (WS /api/threads/{id}/bridge), the reference's defaults: a socket that a
 # call was delivered to is closed when it sends nothing (not even a ping) for LIVENESS
 # seconds, or gives no result within CLIENT_TOOL_TIMEOUT; the call stays parked and is

@@ -77,7 +77,10 @@ def build_engine(
         a2a=DjangoA2aAgents(),
         knowledge=DjangoKnowledgeBases(),
         memory=LocalMemoryEmbedder(),
-        limits=Limits(tool_wait_seconds=settings.STUDIO_TOOL_WAIT_SECONDS),
+        limits=Limits(
+            tool_wait_seconds=settings.STUDIO_TOOL_WAIT_SECONDS,
+            live_question_seconds=settings.STUDIO_MCP_LIVE_QUESTION_SECONDS,
+        ),
     )
 
 

@@ -9,6 +9,10 @@ it) with its open step kept. Whoever decides writes ``decision`` into that
 object (``decide``: exactly once, conditionally), and the resumed session turns
 the decision into the call's result: approved calls run, everything else
 becomes the result the model reads.
+
+One wait is held instead of parked: a 2025-era MCP server's question in the middle of its
+call (``live: true``, kind ``input``). The row and the decision are the same, but the session
+keeps running and reads the decision itself (``runtime.step.tool_half``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,12 @@ from runtime.core.results import ToolResult, failure, success
 
 WAIT_KEY = "tool_wait"
 DEFAULT_WAIT_SECONDS = 1800  # the reference's parked-call TTL (30 min)
+# A held call (a 2025-era MCP server's mid-call question) keeps a worker and the server's
+# request open, so it waits far less than a parked one.
+DEFAULT_LIVE_QUESTION_SECONDS = 300
+# ``tool_wait.live``: the call is held open by its session (not parked), which reads the
+# decision itself: answering it queues no session.
+LIVE_KEY = "live"
 STOPPED_TEXT = "Execution stopped by user"
 # "input": an MCP server asked the person a question (elicitation, docs/mcp.md).
 WaitKind = Literal["approval", "client", "variables", "input"]

@@ -83,6 +83,13 @@ class McpServer(McpServerDefinition):
         return next((t for t in self.offered() if t.name == name), None)
 
 
+# Asks the person one question of a server's mid-call ``elicitation/create`` and returns
+# their answer, ``{"action": "accept" | "decline" | "cancel", "content": {...}}``; the
+# question has the shape of one of ``runtime.mcp.client._questions``' (key, mode, message,
+# schema, url).
+McpAsk = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
 class McpTools(Protocol):
     """What the engine needs to offer and run ``mcp:`` tools."""
 
@@ -103,11 +110,14 @@ class McpTools(Protocol):
         env: EnvLookup,
         thread_id: str | None = None,
         resume: dict[str, Any] | None = None,
+        ask: McpAsk | None = None,
     ) -> ToolResult:
         """Run the tool; server errors and timeouts come back as error results. ``thread_id``:
         whose person's OAuth token an ``auth: oauth`` server is called with. ``McpNeedsInput``
-        when the server asks the person a question; ``resume`` (its ``details`` plus the
-        person's ``answer``) then sends the answer back."""
+        when the server asks the person a question (2026-07-28); ``resume`` (its ``details``
+        plus the person's ``answer``) then sends the answer back. A 2025-era server asks in
+        the middle of the call instead: ``ask`` puts the question to the person while the
+        call is held (without it, the question is refused in words)."""
         ...
 
 
@@ -119,6 +129,20 @@ class McpNeedsInput(Exception):
     def __init__(self, details: dict[str, Any]) -> None:
         super().__init__("The MCP server asked the person for input.")
         self.details = details
+
+
+class McpUnavailable(Exception):
+    """The server cannot be reached or its connection was lost (plain words in ``str``)."""
+
+
+class McpCallTimeout(Exception):
+    """A call got no answer within the server's ``timeoutMs`` (it was cancelled)."""
+
+
+NOBODY_TO_ASK = (
+    "The MCP server asked the person a question in the middle of the call, but nobody can "
+    "answer here (a sub-prompt, invoke_tool or a call outside a chat); it was not asked."
+)
 
 
 # --- names ------------------------------------------------------------------------------

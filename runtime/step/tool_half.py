@@ -46,6 +46,8 @@ from runtime.tools.toolset import OfferedTool, resolve
 
 # How often a running tool's session looks for a Stop (one small read per running call).
 STOP_POLL_SECONDS = 0.5
+# How often a call held for the person's answer to its server's question reads its row.
+LIVE_POLL_SECONDS = 0.5
 EMPTY_RESPONSE_ERROR = (
     "Your last response was empty. Reply with text, call a tool, or attach a file."
 )
@@ -439,7 +441,7 @@ class ToolRunner:
         if offered.kind == "stop":
             return success(_stop_text(args))
         if offered.kind == "mcp":
-            return await self._mcp(scope, offered, call, args, slot)
+            return await self._mcp(scope, offered, call, args, slot, state)
         assert self.delegate is not None
         if offered.kind == "prompt":
             return await self.delegate.subprompt(scope, offered, call, args, slot)
@@ -469,6 +471,7 @@ class ToolRunner:
         call: ToolCall,
         args: dict[str, Any],
         slot: Slot,
+        state: ThreadState,
     ) -> ToolResult:
         assert self.deps.mcp is not None and offered.mcp is not None
         store, thread_id, prompt = self.deps.store, scope.thread.id, scope.prompt.name
@@ -483,11 +486,27 @@ class ToolRunner:
         if slot.waited is not None:
             wait = waits.wait_of(slot.waited) or {}
             decision = waits.decision_of(slot.waited) or {}
-            if wait.get("kind") == "input" and decision.get("type") == "input_answered":
+            # A held question (``live``) was answered to a session that has since died: its
+            # server lost the call with the connection, so the call simply runs again.
+            answered = decision.get("type") == "input_answered" and not wait.get(waits.LIVE_KEY)
+            if wait.get("kind") == "input" and answered:
                 resume = {**(wait.get("input") or {}), "answer": decision}
+        ask = None
+        if scope.depth == 0 and not slot.detached:  # elsewhere nobody can answer: refused
+
+            async def ask(question: dict[str, Any]) -> dict[str, Any]:
+                return await self._ask_live(scope, call, slot, state, question)
+
         try:
             return await self.deps.mcp.call(
-                server, tool, args, call_id=call["id"], env=env, thread_id=thread_id, resume=resume
+                server,
+                tool,
+                args,
+                call_id=call["id"],
+                env=env,
+                thread_id=thread_id,
+                resume=resume,
+                ask=ask,
             )
         except McpNeedsInput as asked:
             raise waits.ParkCall(
@@ -496,6 +515,54 @@ class ToolRunner:
                 f"MCP server '{server}' asked the person a question, which can be answered "
                 "only in the agent's own prompt (not in a sub-prompt or through invoke_tool).",
             ) from None
+
+    async def _ask_live(
+        self,
+        scope: Scope,
+        call: ToolCall,
+        slot: Slot,
+        state: ThreadState,
+        question: dict[str, Any],
+    ) -> dict[str, Any]:
+        """A 2025-era MCP server's question in the middle of the call: stored and announced
+        exactly as a parked question is (the call's ``pending`` row, a ``tool_wait`` of kind
+        ``input``, marked ``live``), so the chat's form and ``…/inputs/{requestId}`` answer
+        it; the call is held meanwhile and the decision read back from the store."""
+        seconds = self.deps.limits.live_question_seconds
+        wait = {
+            **waits.wait_object("input", call, seconds, waits.now_ms()),
+            "input": {"questions": [question], "request_state": None},
+            waits.LIVE_KEY: True,
+        }
+        pending = self._pending_row(scope, call, slot, wait)
+        # A server may ask again in the same call: the same row waits again.
+        batch = Batch(updated=[pending]) if slot.exists else Batch(created=[pending])
+        await self.recorder.commit(batch, scope.hooks, state)
+        slot.exists = True
+        row = await self._live_decision(scope.thread.id, call["id"], slot.id, wait["expires_at"])
+        slot.waited = row  # the result row keeps who answered what
+        decision = waits.decision_of(row) or {}
+        if decision.get("type") == "input_answered" and decision.get("action") in (
+            "accept",
+            "decline",
+        ):
+            return {"action": decision["action"], "content": decision.get("content") or {}}
+        return {"action": "cancel", "content": {}}  # expired, stopped, or cancelled
+
+    async def _live_decision(
+        self, thread_id: str, call_id: str, row_id: str, expires_at: int
+    ) -> Message | None:
+        """The held question's row once decided; past its expiry it is decided "expired"
+        (conditionally: an answer that came first wins)."""
+        store = self.deps.store
+        while True:
+            row = await store.get_message(thread_id, row_id)
+            if row is None or waits.decision_of(row) is not None or row.status != "pending":
+                return row
+            if waits.now_ms() >= expires_at:
+                expired = await store.decide_tool_call(thread_id, call_id, waits.expired())
+                return expired or await store.get_message(thread_id, row_id)
+            await asyncio.sleep(LIVE_POLL_SECONDS)
 
     async def invoke(self, scope: Scope, name: str, args: dict[str, Any]) -> ToolResult:
         """``state.invoke_tool``: run any tool, prompt or agent now; nothing is stored."""

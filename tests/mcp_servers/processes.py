@@ -23,11 +23,13 @@ def free_port() -> int:
 
 
 class HttpMcpServer:
-    """The test server over streamable HTTP on 127.0.0.1 (stop and start it again at will)."""
+    """The test server over streamable HTTP on 127.0.0.1 (stop and start it again at will);
+    ``era="2025"``: it speaks only the 2025 revisions (a stateful ``initialize`` session)."""
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
+    def __init__(self, env: dict[str, str] | None = None, era: str | None = None) -> None:
         self.port = free_port()
         self.env = env or {}
+        self.era = era
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -36,7 +38,14 @@ class HttpMcpServer:
 
     def start(self) -> HttpMcpServer:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", MODULE, "http", str(self.port)],
+            [
+                sys.executable,
+                "-m",
+                MODULE,
+                "http",
+                str(self.port),
+                *([self.era] if self.era else []),
+            ],
             cwd=ROOT,
             env={**os.environ, **self.env},
         )

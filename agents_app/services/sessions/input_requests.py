@@ -7,6 +7,10 @@ fields it wants) and an opaque ``request_state``. The engine stores the call's r
 parks the session, as an approval does; the request's id is that row's id. Answering
 (accept with values, decline, cancel) records the decision on the row and queues the parked
 session, whose resumed call sends the answer and the state back to the server.
+
+A 2025-era server asks in the middle of the call instead (``elicitation/create``): the
+call is held open, its row is the same ``pending`` row with ``live: true`` in its wait, and
+the same routes read and answer it; the running session reads the answer and sends it on.
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ is stored ``pending`` with a ``tool_wait`` object and the session row is ``parke
 (no worker, the sweep leaves it). Deciding writes the decision on the row with a
 conditional update that only a still-waiting call takes (two racing approvals: one
 wins, the other gets 409), then queues the parked session again; the worker that
-claims it resumes the step and turns the decision into the call's result.
+claims it resumes the step and turns the decision into the call's result. A held wait
+(``live``: a 2025-era MCP server's mid-call question) queues nothing: its running session
+reads the decision.
 """
 
 from __future__ import annotations
@@ -151,7 +153,9 @@ def tool_call_decide(thread: Thread, tool_call_id: str, decision: dict[str, Any]
         Thread.objects.filter(pk=wait.get("child_thread_id"), parent=locked).update(
             child_status="terminated", terminated_at=timezone.now()
         )
-    resume_parked(locked)
+    if not wait.get(waits.LIVE_KEY):
+        # A held call's session is running and reads the decision itself: nothing to queue.
+        resume_parked(locked)
     frames = [wire.message_frame(wire.message_wire(row))]
     transaction.on_commit(lambda: send_thread_frames(str(locked.pk), frames))
     return {"status": "resumed", "side": row.side, "tool_call_id": tool_call_id}

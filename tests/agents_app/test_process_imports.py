@@ -1,0 +1,70 @@
+"""What a process imports to start (issue #53: the suite starts a few hundred Daphne, Celery
+and ``manage.py`` processes; issue #58: a worker's start). The MCP SDK builds its protocol
+types at import, about a second of CPU, and numpy takes 0.13 s more: a process imports them
+when it first connects to an MCP server or embeds a text, never to start. ``django.setup()``
+went from 2.3 s to 1.4 s of CPU on this machine with that (docs/testing.md).
+
+A child process each, so what this test run imported does not count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.timeout(120)]
+
+ROOT = Path(__file__).resolve().parents[2]
+# Imported only on use (``runtime.mcp.connection``; the knowledge services' vectors).
+ON_USE = ("mcp", "mcp_types", "numpy")
+
+
+def _imported_after(code: str) -> set[str]:
+    script = (
+        "import json, os, sys\n"
+        "os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'studio.settings')\n"
+        "import django\n"
+        "django.setup()\n"
+        f"{code}\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    env = {**os.environ, "STUDIO_EXECUTOR": "inprocess"}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_a_django_process_starts_without_the_mcp_sdk_or_numpy() -> None:
+    imported = _imported_after("")
+    assert "django" in imported and "agents_app" in imported
+    assert not imported & set(ON_USE), sorted(imported & set(ON_USE))
+
+
+def test_a_warmed_worker_with_its_engine_built_has_not_imported_them_either() -> None:
+    # What a Celery worker does before its first session (the engine, its MCP connector).
+    imported = _imported_after(
+        "from agents_app.orchestration.warm_up import warm_worker\n"
+        "warm_worker()\n"
+        "from runtime.mcp.client import POOL, McpConnector"
+    )
+    assert "runtime" in imported
+    assert not imported & set(ON_USE), sorted(imported & set(ON_USE))
+
+
+def test_the_first_mcp_connection_imports_the_sdk() -> None:
+    # The other side of the same rule: the SDK is still there when a server is used.
+    imported = _imported_after("import runtime.mcp.connection")
+    assert "mcp" in imported
