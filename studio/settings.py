@@ -40,8 +40,9 @@ STUDIO_ADMIN_PASSWORD = envstr("STUDIO_ADMIN_PASSWORD")
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "")
 
+# Not "daphne": its app only replaces ``runserver`` (we serve with ``python -m studio.serve``)
+# and imports Twisted into every process, 0.25 s of CPU for each worker and command.
 INSTALLED_APPS = [
-    "daphne",
     "studio.apps.StudioAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",

@@ -1,8 +1,9 @@
 """What a process imports to start (issue #53: the suite starts a few hundred Daphne, Celery
 and ``manage.py`` processes; issue #58: a worker's start). The MCP SDK builds its protocol
-types at import, about a second of CPU, and numpy takes 0.13 s more: a process imports them
-when it first connects to an MCP server or embeds a text, never to start. ``django.setup()``
-went from 2.3 s to 1.4 s of CPU on this machine with that (docs/testing.md).
+types at import, about a second of CPU, numpy takes 0.13 s more and Daphne with Twisted
+0.25 s: a process imports them when it first connects to an MCP server, embeds a text or
+serves HTTP, never to start. ``django.setup()`` went from 2.3 s to 1.2 s of CPU on this
+machine with that (docs/testing.md).
 
 A child process each, so what this test run imported does not count.
 """
@@ -20,8 +21,9 @@ import pytest
 pytestmark = [pytest.mark.timeout(120)]
 
 ROOT = Path(__file__).resolve().parents[2]
-# Imported only on use (``runtime.mcp.connection``; the knowledge services' vectors).
-ON_USE = ("mcp", "mcp_types", "numpy")
+# Imported only on use (``runtime.mcp.connection``; the knowledge services' vectors; the
+# ASGI server, which only ``studio.serve`` starts).
+ON_USE = ("mcp", "mcp_types", "numpy", "daphne", "twisted")
 
 
 def _imported_after(code: str) -> set[str]:
