@@ -3,7 +3,7 @@
 # Integration tests use the real PostgreSQL and Redis on 127.0.0.1 (started here if needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/install.sh
+STUDIO_INSTALL_LAZY_BYTECODE=1 ./scripts/install.sh
 ./scripts/ensure-services.sh
 ./scripts/ensure-browser.sh
 ./scripts/ensure-pgbouncer.sh

@@ -146,7 +146,8 @@ function inputPanel(ctx, name, result) {
   decline.addEventListener('click', () => send({ action: 'decline' }, 'Declined'));
   cancel.addEventListener('click', () => send({ action: 'cancel' }, 'Cancelled'));
   return el('section', { className: 'approval mcp-input', 'data-tool-call-id': result.tool_call_id, 'aria-label': `Answer the question of ${name}` },
-    el('p', { className: 'approval-question' }, el('code', { text: name }), ' asks: ', question.message || ''),
+    // The model's name of the tool is <server>__<tool>: the person reads the server's name.
+    el('p', { className: 'approval-question' }, 'The MCP server ', el('code', { text: name.split('__')[0] }), ' asks: ', question.message || ''),
     form,
     status);
 }

@@ -6,7 +6,7 @@ chromium driven by Playwright through its executable path.
   integration personas alice, bob, charlie (``PASSWORD``) and ops (staff).
 - ``browser`` / ``page`` / ``phone_page``: a chromium per session, a fresh context per test.
 - ``frames(page)``: every WebSocket frame the page sends or receives, as text.
-- ``shot(page, name)``: a screenshot saved under ``artifacts/screenshots/`` (the CI artifact).
+- ``shot(page, name)``: a screenshot saved under ``artifacts/screenshots/`` (JPEG; a failure's PNG).
 
 Playwright's own browser download cannot work here (closed network), so chromium comes from
 Debian (``scripts/ensure-browser.sh``, run by the test command); the flags keep it from
@@ -107,7 +107,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             failed_page = funcargs.get(name)
             if failed_page is not None:
                 try:
-                    path = shot(failed_page, f"FAILED-{item.name}-{name}")
+                    path = shot(failed_page, f"FAILED-{item.name}-{name}", lossless=True)
                     report.sections.append(("screenshot", str(path)))
                 except Exception as exc:  # the page may be gone; the report matters more
                     report.sections.append(("screenshot", f"not taken: {exc}"))

@@ -72,11 +72,18 @@ def _text(payload: Any) -> str:
     return str(payload)
 
 
-def shot(page: Page, name: str) -> Path:
-    """Save a full-page screenshot as ``artifacts/screenshots/<name>.png``."""
+def shot(page: Page, name: str, *, lossless: bool = False) -> Path:
+    """Save a full-page screenshot as ``artifacts/screenshots/<name>.jpg`` (``.png`` when
+    ``lossless``: a failure's). Chromium encodes a long page's PNG in about a second of CPU
+    on this machine and its JPEG in half that; the suite takes some 300 of them."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    path = ARTIFACTS / f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', name)}.png"
-    page.screenshot(path=str(path), full_page=True)
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", name)
+    if lossless:
+        path = ARTIFACTS / f"{stem}.png"
+        page.screenshot(path=str(path), full_page=True)
+    else:
+        path = ARTIFACTS / f"{stem}.jpg"
+        page.screenshot(path=str(path), full_page=True, type="jpeg", quality=80)
     return path
 
 

@@ -77,6 +77,8 @@ def test_the_chat_asks_the_person_the_mcp_servers_question(
     panel = page.locator("section.mcp-input")
     expect(panel).to_be_visible()
     expect(panel).to_contain_text("Which seat on flight LH400?")
+    # The server's own name, not the model's <server>__<tool> name of the tool.
+    expect(panel.locator(".approval-question")).to_contain_text("The MCP server air asks:")
     shot(page, f"chat-mcp-question-{width}")
     panel.get_by_label("seat (required)").fill("12A")
     panel.get_by_label("window").check()

@@ -29,8 +29,8 @@ from agents_app.models import Agent, Message, Prompt, Thread, ThreadFile, Thread
 from agents_app.selectors import access_thread
 from agents_app.services.doors.openai_compat import OpenAIError
 from agents_app.services.env.redaction import thread_redactor
+from agents_app.services.sessions import input_requests, tool_waits
 from agents_app.services.sessions import lifecycle as sessions
-from agents_app.services.sessions import tool_waits
 from agents_app.services.threads.files import file_bytes
 from runtime.core import waits
 
@@ -59,6 +59,12 @@ INLINE_TOTAL = 4_000_000  # ... and of all a task's file artifacts together
 MAX_FILE_ARTIFACTS = 100  # files listed per task (a thread may hold thousands)
 ANSWER_ARTIFACT = "answer"
 APPROVE_WORDS = frozenset({"approve", "approved", "yes", "y", "ok", "allow", "run it"})
+# How to answer an MCP server's question over A2A (it has no plain-text answer).
+INPUT_HOW = (
+    'send a data part {"action": "accept", "content": {...}} (the fields the server asks '
+    'for), {"action": "decline"} or {"action": "cancel"} (with "toolCallId" when several '
+    "calls wait)"
+)
 
 State = Literal[
     "submitted", "working", "input-required", "completed", "canceled", "failed", "rejected"
@@ -143,6 +149,8 @@ class Waiting:
     tool: str
     kind: str
     arguments: Any
+    request_id: str = ""  # the waiting row's id (an MCP question's ``input_requests`` id)
+    question: str = ""  # an MCP server's (first) question, for ``input`` waits
 
 
 @dataclass(frozen=True)
@@ -287,12 +295,19 @@ def _waiting(thread_id: str) -> list[Waiting]:
     out = []
     for row in tool_waits.waiting_rows(thread_id).order_by("created_at"):
         wait = row.metadata[waits.WAIT_KEY]
+        kind = str(wait.get("kind"))
+        question = ""
+        if kind == input_requests.KIND:
+            server, asked, _ = input_requests.first_question(wait)
+            question = f"The MCP server {server} asks: {asked}"
         out.append(
             Waiting(
                 str(row.tool_call_id),
                 str(wait.get("tool") or row.name),
-                str(wait.get("kind")),
+                kind,
                 wait.get("arguments"),
+                str(row.pk),
+                question,
             )
         )
     return out
@@ -318,25 +333,44 @@ def _files(session: ThreadSession) -> list[FileArtifact]:
     return out
 
 
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith((".", "?", "!")) else f"{text}."
+
+
 def _detail(session: ThreadSession, state: State, waiting: list[Waiting]) -> str:
     if state == "input-required":
-        calls = ", ".join(f"{w.tool} ({w.tool_call_id})" for w in waiting)
-        if all(w.kind == "approval" for w in waiting):
-            return (
-                f"The agent waits for approval to run {calls}. Reply in this task: "
-                '"approve" lets it run; any other reply refuses it, and the agent reads your '
-                'reply as the reason (or send a data part {"approve": true|false, "reason": '
-                '"…"}).'
-            )
-        return (
-            f"The agent waits for {calls}, a tool its own client runs; A2A cannot answer it. "
-            f"Answer it in the studio (thread {session.thread_id})."
-        )
+        return _waiting_detail(session, waiting)
     if state == "failed":
         return f"The agent's session failed: {session.error or 'no reason recorded'}"
     if state == "canceled":
         return "The task was canceled before the agent finished."
     return ""
+
+
+def _waiting_detail(session: ThreadSession, waiting: list[Waiting]) -> str:
+    calls = ", ".join(f"{w.tool} ({w.tool_call_id})" for w in waiting)
+    if any(w.kind not in ("approval", input_requests.KIND) for w in waiting):
+        return (
+            f"The agent waits for {calls}, a tool its own client runs; A2A cannot answer it. "
+            f"Answer it in the studio (thread {session.thread_id})."
+        )
+    said = []
+    approvals = [f"{w.tool} ({w.tool_call_id})" for w in waiting if w.kind == "approval"]
+    if approvals:
+        said.append(
+            f"The agent waits for approval to run {', '.join(approvals)}. Reply in this task: "
+            '"approve" lets it run; any other reply refuses it, and the agent reads your '
+            'reply as the reason (or send a data part {"approve": true|false, "reason": '
+            '"…"}).'
+        )
+    for w in waiting:
+        if w.kind == input_requests.KIND:
+            said.append(
+                f"{_sentence(w.question)} The call {w.tool} ({w.tool_call_id}) waits for "
+                f"your answer: {INPUT_HOW}."
+            )
+    return " ".join(said)
 
 
 # --- decisions ---------------------------------------------------------------------------------
@@ -349,28 +383,35 @@ class Answer:
     approve: bool
     reason: str
     tool_call_id: str | None = None
+    # A data part ``{action, content?}``: the answer to an MCP server's question.
+    input: dict[str, Any] | None = None
+    text: bool = False  # a plain-text reply (an MCP server's question cannot take one)
 
 
 def answer_of(text: str, data: dict[str, Any] | None) -> Answer:
-    """A reply's decision: a data part ``{approve, reason?, toolCallId?}``, else its text
-    ("approve" and the like approve; anything else refuses, with the text as the reason)."""
+    """A reply's decision: a data part ``{approve, reason?, toolCallId?}`` (an approval) or
+    ``{action, content?, toolCallId?}`` (an MCP server's question), else its text ("approve"
+    and the like approve; anything else refuses, with the text as the reason)."""
     if data is not None:
+        call = data.get("toolCallId")
+        if call is not None and not isinstance(call, str):
+            raise invalid_params("message: the data part's toolCallId must be a string")
+        if "action" in data and "approve" not in data:
+            body = {k: v for k, v in data.items() if k != "toolCallId"}
+            return Answer(False, "", call, input=body)
         approve = data.get("approve")
         if not isinstance(approve, bool):
             raise invalid_params('message: a data part that answers a task needs "approve": bool')
         reason = data.get("reason")
         if reason is not None and not isinstance(reason, str):
             raise invalid_params("message: the data part's reason must be a string")
-        call = data.get("toolCallId")
-        if call is not None and not isinstance(call, str):
-            raise invalid_params("message: the data part's toolCallId must be a string")
         return Answer(approve, (reason or "").strip() or ("" if approve else "Refused"), call)
     words = text.strip()
     if not words:
         raise invalid_params("message: the task waits for an answer; the message has no text")
     if words.lower().rstrip(".!") in APPROVE_WORDS:
-        return Answer(True, "")
-    return Answer(False, words)
+        return Answer(True, "", text=True)
+    return Answer(False, words, text=True)
 
 
 def task_answer(session: ThreadSession, user: Any, answer: Answer) -> None:
@@ -382,15 +423,35 @@ def task_answer(session: ThreadSession, user: Any, answer: Answer) -> None:
     calls = [w for w in view.waiting if answer.tool_call_id in (None, w.tool_call_id)]
     if not calls:
         raise invalid_params(f"toolCallId: no call {answer.tool_call_id} waits in this task")
-    if any(w.kind != "approval" for w in calls):
+    if any(w.kind not in ("approval", input_requests.KIND) for w in calls):
         raise A2AError(UNSUPPORTED_OPERATION, view.detail)
+    _fits(calls, answer)
     thread = access_thread(str(session.thread_id), user, action="change")
     for call in calls:
-        decision = waits.approval(answer.approve, answer.reason[: tool_waits.MAX_REASON])
         try:
+            if answer.input is not None:
+                input_requests.request_answer(thread, call.request_id, answer.input)
+                continue
+            decision = waits.approval(answer.approve, answer.reason[: tool_waits.MAX_REASON])
             tool_waits.tool_call_decide(thread, call.tool_call_id, decision)
         except DomainError as exc:
             raise from_domain(exc) from exc
+
+
+def _fits(calls: list[Waiting], answer: Answer) -> None:
+    """Refuse an answer of the wrong shape for the calls it decides."""
+    asked = [w for w in calls if w.kind == input_requests.KIND]
+    if asked and answer.input is None:
+        said = "a plain-text reply" if answer.text else 'a data part with "approve"'
+        raise invalid_params(
+            f"message: {said} cannot answer an MCP server's question ({asked[0].tool}, "
+            f"{asked[0].tool_call_id}); {INPUT_HOW}."
+        )
+    if answer.input is not None and len(asked) < len(calls):
+        raise invalid_params(
+            'message: a data part with "action" answers an MCP server\'s question; a call '
+            'waiting for approval takes "approve" (name one call with "toolCallId").'
+        )
 
 
 def _not_waiting(view: TaskView) -> A2AError:

@@ -2,15 +2,17 @@
 for someone, and the run that answers it.
 
 A session parks when a tool call waits for a person (``requiresApproval``), for the client
-that runs it (``client: true``) or for scoped env values (a variables request:
-``subagent_create``). The run then ends as AG-UI's human-in-the-loop asks: ``RUN_FINISHED``
-with the outcome ``{"type": "interrupt", "interrupts": [...]}``, one interrupt per waiting
-call (``run_interrupts``: its id is the tool call's id; ``reason`` says what it waits for,
-``responseSchema`` what an answer holds). The front end answers with a new ``RunAgentInput``
-on the same ``threadId`` whose ``resume`` entries name the interrupts
+that runs it (``client: true``), for scoped env values (a variables request:
+``subagent_create``) or for the answer to an MCP server's question (kind ``input``; only its
+first question is asked, as the chat does). The run then ends as AG-UI's human-in-the-loop
+asks: ``RUN_FINISHED`` with the outcome ``{"type": "interrupt", "interrupts": [...]}``, one
+interrupt per waiting call (``run_interrupts``: its id is the tool call's id; ``reason`` says
+what it waits for, ``responseSchema`` what an answer holds). The front end answers with a new
+``RunAgentInput`` on the same ``threadId`` whose ``resume`` entries name the interrupts
 (``resume_entries`` reads them); ``resume_decide`` records each as the thread API's own
-decision (``tool_waits.tool_call_decide``, ``variables_requests.request_answer``), which
-resumes the same session once no call waits. Nothing here runs anything.
+decision (``tool_waits.tool_call_decide``, ``variables_requests.request_answer``,
+``input_requests.request_answer``), which resumes the same session once no call waits.
+Nothing here runs anything.
 """
 
 from __future__ import annotations
@@ -21,12 +23,12 @@ from typing import Any
 
 from django.db import transaction
 
-from agents_app.base.errors import DomainError
+from agents_app.base.errors import DomainError, Invalid
 from agents_app.models import Message, Thread, ThreadSession
 from agents_app.selectors import access_thread
 from agents_app.services.doors.openai_compat import OpenAIError, invalid
 from agents_app.services.env.redaction import thread_redactor
-from agents_app.services.sessions import tool_waits, variables_requests
+from agents_app.services.sessions import input_requests, tool_waits, variables_requests
 from runtime.core import waits
 
 MAX_RESUME = 100  # entries of one resume (a step's tool calls are fewer)
@@ -34,7 +36,12 @@ MAX_REASON = tool_waits.MAX_REASON
 ID_MAX = 200
 
 # What each kind of wait is called in an interrupt, and the answer it takes.
-REASONS = {"approval": "tool_approval", "client": "client_tool", "variables": "variables_request"}
+REASONS = {
+    "approval": "tool_approval",
+    "client": "client_tool",
+    "variables": "variables_request",
+    "input": "mcp_question",
+}
 SCHEMAS: dict[str, dict[str, Any]] = {
     "approval": {
         "type": "object",
@@ -83,9 +90,10 @@ def run_interrupts(thread_id: str) -> list[dict[str, Any]]:
         interrupt: dict[str, Any] = {
             "id": str(row.tool_call_id),
             "reason": REASONS.get(kind, kind),
-            "message": _message(kind, tool, wait),
+            # An MCP server's question is the server's words: redacted like the arguments.
+            "message": redactor.text(_message(kind, tool, wait)),
             "toolCallId": str(row.tool_call_id),
-            "responseSchema": SCHEMAS.get(kind, {"type": "object"}),
+            "responseSchema": _schema(kind, wait),
             "metadata": {"tool": tool, "arguments": redactor.data(wait.get("arguments"))},
         }
         expires = wait.get("expires_at")
@@ -96,7 +104,30 @@ def run_interrupts(thread_id: str) -> list[dict[str, Any]]:
     return out
 
 
+def _schema(kind: str, wait: dict[str, Any]) -> dict[str, Any]:
+    if kind != "input":
+        return SCHEMAS.get(kind, {"type": "object"})
+    _, _, asked = input_requests.first_question(wait)
+    return {
+        "type": "object",
+        "properties": {"action": {"enum": list(input_requests.ACTIONS)}, "content": asked},
+        "required": ["action"],
+    }
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith((".", "?", "!")) else f"{text}."
+
+
 def _message(kind: str, tool: str, wait: dict[str, Any]) -> str:
+    if kind == "input":
+        server, question, _ = input_requests.first_question(wait)
+        return (
+            f"The MCP server {server} asks: {_sentence(question)} Resume with payload "
+            '{action: "accept", content: {...}} (the fields of responseSchema.properties.'
+            'content), {action: "decline"} or status "cancelled".'
+        )
     if kind == "approval":
         return (
             f"The agent asks to run {tool}. Resume with payload {{approve: true}} to let it "
@@ -194,8 +225,16 @@ def resume_decide(thread_id: str, user: Any, answers: list[ResumeAnswer]) -> Non
 
 def _decision(row: Message, answer: ResumeAnswer, where: str) -> dict[str, Any]:
     """The thread API's decision (or a variables request's body) for ``answer``."""
-    kind = row.metadata[waits.WAIT_KEY].get("kind")
+    wait = row.metadata[waits.WAIT_KEY]
+    kind = wait.get("kind")
     payload = answer.payload
+    if kind == "input":
+        body = payload if answer.resolved else {"action": "cancel"}
+        try:
+            input_requests.check_answer(wait, body)
+        except Invalid as exc:
+            raise invalid(f"{where}: {exc.message}", where) from None
+        return {"input": body}
     if kind == "variables":
         if not answer.resolved:
             return {"variables": {"decline": True, "reason": "Cancelled by the client"}}
@@ -227,7 +266,9 @@ def _decision(row: Message, answer: ResumeAnswer, where: str) -> dict[str, Any]:
 
 
 def _record(thread: Thread, row: Message, decision: dict[str, Any], user: Any) -> None:
-    if "variables" in decision:
+    if "input" in decision:
+        input_requests.request_answer(thread, str(row.pk), decision["input"])
+    elif "variables" in decision:
         variables_requests.request_answer(thread, str(row.pk), decision["variables"], user)
     else:
         tool_waits.tool_call_decide(thread, str(row.tool_call_id), decision)

@@ -127,25 +127,48 @@ def check_content(schema: dict[str, Any], content: Any) -> dict[str, Any]:
     return dict(content)
 
 
+def first_question(wait: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """The server's name, its (first) question and the schema an answer's content follows:
+    what the doors that show one question at a time (AG-UI, A2A) ask the person."""
+    tool = str(wait.get("tool") or "")
+    server = tool.split("__", 1)[0] if "__" in tool else tool
+    questions = _questions(wait)
+    message = str(questions[0]["message"] or "") if questions else ""
+    return server, message, _answer_schema(questions)
+
+
+def _answer_schema(questions: list[dict[str, Any]]) -> dict[str, Any]:
+    # Several questions in one wait have no single schema: only an empty content fits.
+    schema = questions[0]["schema"] if len(questions) == 1 else {}
+    return schema if isinstance(schema, dict) else {}
+
+
+def check_answer(wait: dict[str, Any], body: Any) -> tuple[str, dict[str, Any]]:
+    """The action and content of an answer to ``wait``, checked (``Invalid`` otherwise)."""
+    if not isinstance(body, dict):
+        raise Invalid("Body must be a JSON object")
+    action = body.get("action")
+    if action not in ACTIONS:
+        raise Invalid('action must be "accept", "decline" or "cancel"')
+    if action == "accept":
+        return action, check_content(_answer_schema(_questions(wait)), body.get("content", {}))
+    if "content" in body and body["content"] not in (None, {}):
+        raise Invalid("content is sent only with action accept")
+    return action, {}
+
+
 @transaction.atomic
 def request_answer(thread: Thread, request_id: str, body: Any) -> dict[str, Any]:
     """Answer a server's question: ``{action: "accept", content: {...}}``, ``{action:
     "decline"}`` or ``{action: "cancel"}``; the waiting call resumes with it."""
     if not isinstance(body, dict):
         raise Invalid("Body must be a JSON object")
-    action = body.get("action")
-    if action not in ACTIONS:
+    if body.get("action") not in ACTIONS:
         raise Invalid('action must be "accept", "decline" or "cancel"')
     row = _row(thread, request_id)
     wait = row.metadata[waits.WAIT_KEY]
     if wait.get("decision") is not None or row.status != Message.Status.PENDING:
         raise Conflict(f"Input request {row.pk} was already answered ({_status(wait)})")
-    content: dict[str, Any] = {}
-    if action == "accept":
-        questions = _questions(wait)
-        schema = questions[0]["schema"] if len(questions) == 1 else {}
-        content = check_content(schema, body.get("content", {}))
-    elif "content" in body and body["content"] not in (None, {}):
-        raise Invalid("content is sent only with action accept")
+    action, content = check_answer(wait, body)
     decided = tool_call_decide(thread, str(row.tool_call_id), waits.input_answered(action, content))
     return {"request_id": str(row.pk), "status": decided["status"]}

@@ -35,6 +35,8 @@ from a2a.types.a2a_pb2 import (
 )
 from a2a.utils.errors import InvalidParamsError, TaskNotCancelableError, TaskNotFoundError
 from django.contrib.auth.models import Group
+from google.protobuf.json_format import ParseDict
+from google.protobuf.struct_pb2 import Value
 from pydantic import BaseModel
 
 from agents_app.base.code_registry import reset_registry
@@ -46,7 +48,10 @@ from runtime.core.spec import AgentDefinition, PromptDefinition, SideConfig, Too
 from runtime.providers.test_provider import TestScript
 from runtime.tools.registry import Registry, define_tool
 from tests.agents_app.api.api_support import define_agent
+from tests.agents_app.api.door_mcp import *  # noqa: F403  (fixture: air_server)
+from tests.agents_app.api.door_mcp import BOOKED, QUESTION, traveller_agent
 from tests.agents_app.api.door_server import *  # noqa: F403  (fixtures: server, _sessions_run)
+from tests.mcp_servers.processes import HttpMcpServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
@@ -389,6 +394,39 @@ def test_any_other_answer_refuses_the_call_with_its_words_as_the_reason(
     tool = Row.objects.get(role="tool")
     assert tool.tool_status == "error" and "Not today, thanks" in tool.content
     assert not [a for a in done.artifacts if a.name.startswith("/")]
+
+
+def test_an_mcp_server_s_question_is_input_required_and_a_data_part_answers_it(
+    server: str, air_server: HttpMcpServer, ops: Any, alice: Any
+) -> None:
+    traveller_agent(air_server, ops)
+    key = key_of(alice)
+    waiting = asyncio.run(_send(server, key, "traveller", "Book LH400"))
+    assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    question = waiting.status.message.parts[0].text
+    assert f"The MCP server air asks: {QUESTION}" in question and '"action"' in question
+
+    async def answer(part: Part) -> list[StreamResponse]:
+        client = await _client(server, key, "traveller")
+        message = Message(
+            message_id=f"m-{time.monotonic_ns()}",
+            role=Role.ROLE_USER,
+            parts=[part],
+            task_id=waiting.id,
+        )
+        try:
+            return [e async for e in client.send_message(SendMessageRequest(message=message))]
+        finally:
+            await client.close()
+
+    with pytest.raises(InvalidParamsError, match="plain-text reply cannot answer an MCP"):
+        asyncio.run(answer(Part(text="12A please")))
+    seat = {"action": "accept", "content": {"seat": "12A", "window": True}}
+    [event] = asyncio.run(answer(Part(data=ParseDict(seat, Value()))))
+    assert event.task.id == waiting.id
+    assert event.task.status.state == TaskState.TASK_STATE_COMPLETED
+    tool = Row.objects.get(role="tool")
+    assert (tool.tool_status, tool.content) == ("success", BOOKED)
 
 
 async def _get(server: str, key: str, agent: str, task_id: str) -> Task:

@@ -25,8 +25,11 @@ from agents_app.services.definitions.saves import save_definitions
 from runtime.core.spec import AgentDefinition, PromptDefinition, SideConfig, ToolConfig
 from runtime.providers.test_provider import TestScript
 from runtime.tools.registry import Registry, define_tool
+from tests.agents_app.api.door_mcp import *  # noqa: F403  (fixture: air_server)
+from tests.agents_app.api.door_mcp import BOOKED, QUESTION, traveller_agent
 from tests.agents_app.api.door_server import *  # noqa: F403  (fixtures: server, _sessions_run)
 from tests.agents_app.api.test_ag_ui import _of, _post, key_of, run, run_body
+from tests.mcp_servers.processes import HttpMcpServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
@@ -239,3 +242,35 @@ def test_a_variables_request_is_an_interrupt_answered_with_the_values_never_echo
     assert SECRET not in sent
     child = Thread.objects.get(parent__isnull=False)
     assert EnvValue.objects.get(scope="thread", thread=child, key="REGION").value == "eu"
+
+
+def test_an_mcp_server_s_question_is_an_interrupt_answered_with_the_server_s_fields(
+    server: str, air_server: HttpMcpServer, ops: Any, alice: Any
+) -> None:
+    traveller_agent(air_server, ops)
+    key = key_of(alice)
+    events = run(server, key, "traveller", run_body("air-1", "Book LH400"))
+    assert events[-1].outcome.type == "interrupt"
+    [interrupt] = events[-1].outcome.interrupts
+    assert (interrupt.id, interrupt.reason) == ("c1", "mcp_question")
+    assert f"The MCP server air asks: {QUESTION}" in interrupt.message
+    schema = interrupt.response_schema
+    assert schema["properties"]["action"]["enum"] == ["accept", "decline", "cancel"]
+    assert set(schema["properties"]["content"]["properties"]) == {"seat", "window"}
+
+    def resume(payload: Any) -> dict[str, Any]:
+        entry = ResumeEntry(interrupt_id="c1", status="resolved", payload=payload)
+        messages = [UserMessage(id=f"u-{time.monotonic_ns()}", content="Book LH400")]
+        return run_body("air-1", "", messages=messages, resume=[entry])
+
+    unasked = resume({"action": "accept", "content": {"row": 3}})
+    refused = _post(server, key, unasked, agent="traveller")
+    assert refused.status_code == 400
+    assert refused.json()["error"]["param"] == "resume.0.payload"
+    assert "not asked for by the server: row" in refused.json()["error"]["message"]
+
+    seat = resume({"action": "accept", "content": {"seat": "12A", "window": True}})
+    resumed = run(server, key, "traveller", seat, earlier_calls=frozenset({"c1"}))
+    [result] = _of(resumed, "TOOL_CALL_RESULT")
+    assert (result.tool_call_id, result.content) == ("c1", BOOKED)
+    assert resumed[-1].outcome.type == "success"
