@@ -30,7 +30,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from agents_app.api.a2a_v1 import with_a2a  # noqa: E402
 from agents_app.api.ag_ui_v1 import with_ag_ui  # noqa: E402
 from agents_app.api.openai_v1 import with_openai  # noqa: E402
-from agents_app.mcp_endpoint.server import with_mcp  # noqa: E402
+from agents_app.mcp_endpoint.mount import with_mcp  # noqa: E402
 from agents_app.orchestration.executor import LoopCapture  # noqa: E402
 from agents_app.sockets.consumers import websocket_auth  # noqa: E402
 from agents_app.sockets.routing import websocket_urlpatterns  # noqa: E402

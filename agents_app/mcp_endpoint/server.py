@@ -429,16 +429,3 @@ async def _json(
     ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": data})
-
-
-def with_mcp(django_app: Any, path: str = "/mcp") -> Any:
-    """An ASGI app serving ``path`` with MCP and everything else with ``django_app``."""
-    mcp_app = McpApp()
-
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"].rstrip("/") == path:
-            await mcp_app(scope, receive, send)
-        else:
-            await django_app(scope, receive, send)
-
-    return app

@@ -5,24 +5,12 @@ protocol types): a process that never calls an MCP server (a ``manage.py`` comma
 whose agents use none) never pays it; ``runtime.mcp.client`` imports this module on its
 first connection.
 
-A ``Connection`` is owned by a background task that holds the SDK's context managers
-(the transport and the SDK's ``Client`` must be entered and left in one task); calls from
-any task of the same loop go through its client. The client negotiates the protocol
-revision (``mode="auto"``: ``server/discover`` at 2026-07-28, the ``initialize`` handshake
-of the 2025 revisions when the server does not answer it). A connection is
-"broken" when its task ended, the transport reported an error, or the server
-answered "connection closed" / "session terminated": the call then reopens it
-once and tries again (the call id travels in ``_meta.callId`` so a server can
-recognise the retry), and a second loss fails the call with a plain sentence.
-
-A call that times out, or whose session is stopped (the task is cancelled), is cancelled
-through the SDK, which tells the server (``notifications/cancelled`` on a 2025-era
-connection; a 2026-07-28 request's response stream is closed) so it can stop working on it.
-
-A server's question to the person comes one of two ways (docs/mcp.md, "When a server asks
-the person"): on 2026-07-28 the call answers ``input_required`` and waits durably
-(``McpNeedsInput``); a 2025-era server sends ``elicitation/create`` while the call is open,
-which the call's ``ask`` answers while the call is held (``Connection._elicit``).
+A ``Connection`` is owned by a background task that holds the SDK's context managers (the
+transport and the SDK's ``Client`` must be entered and left in one task); calls from any task
+of the same loop go through its client, which negotiates the revision (``server/discover`` at
+2026-07-28, else the 2025 ``initialize`` handshake). A call that times out or is stopped is
+cancelled through the SDK, which tells the server. A 2025-era server's mid-call question
+reaches the call's ``ask`` (``_elicit``, ``_whose``).
 """
 
 from __future__ import annotations

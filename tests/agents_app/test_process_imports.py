@@ -1,9 +1,9 @@
 """What a process imports to start (issue #53: the suite starts a few hundred Daphne, Celery
 and ``manage.py`` processes; issue #58: a worker's start). The MCP SDK builds its protocol
 types at import, about a second of CPU, numpy takes 0.13 s more and Daphne with Twisted
-0.25 s: a process imports them when it first connects to an MCP server, embeds a text or
-serves HTTP, never to start. ``django.setup()`` went from 2.3 s to 1.2 s of CPU on this
-machine with that (docs/testing.md).
+0.25 s: a process imports them when it first connects to an MCP server, answers ``/mcp``,
+embeds a text or serves HTTP, never to start. ``django.setup()`` went from 2.3 s to about
+1.3 s of CPU on this machine with that (docs/testing.md).
 
 A child process each, so what this test run imported does not count.
 """
@@ -64,6 +64,14 @@ def test_a_warmed_worker_with_its_engine_built_has_not_imported_them_either() ->
     )
     assert "runtime" in imported
     assert not imported & set(ON_USE), sorted(imported & set(ON_USE))
+
+
+def test_the_web_server_s_application_starts_without_the_mcp_sdk_or_numpy() -> None:
+    # What Daphne imports (``studio.asgi``, its warm-up included): ``/mcp`` loads the SDK on
+    # its first request (``agents_app.mcp_endpoint.mount``).
+    imported = _imported_after("import studio.asgi")
+    assert "channels" in imported
+    assert not imported & {"mcp", "mcp_types", "numpy"}, sorted(imported & set(ON_USE))
 
 
 def test_the_first_mcp_connection_imports_the_sdk() -> None:

@@ -20,11 +20,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 import httpx
-from mcp.client.auth.utils import (
-    build_oauth_authorization_server_metadata_discovery_urls,
-    build_protected_resource_metadata_discovery_urls,
-    issuers_match,
-)
 
 from agents_app.models import EnvValue, McpOAuthGrant, McpServer
 from agents_app.services.access.mcp_tokens import OAuthFailed, store_grant, token_request
@@ -61,7 +56,7 @@ def _resource_metadata(http: httpx.Client, url: str) -> dict[str, Any]:
         named = found.group(1) if found else None
     except httpx.HTTPError as exc:
         raise OAuthFailed(f"the server could not be reached ({type(exc).__name__})") from None
-    for candidate in build_protected_resource_metadata_discovery_urls(named, url):
+    for candidate in _auth_utils().build_protected_resource_metadata_discovery_urls(named, url):
         body = _get_json(http, candidate)
         if body and body.get("authorization_servers"):
             return body
@@ -69,10 +64,12 @@ def _resource_metadata(http: httpx.Client, url: str) -> dict[str, Any]:
 
 
 def _server_metadata(http: httpx.Client, issuer: str, url: str) -> dict[str, Any]:
-    for candidate in build_oauth_authorization_server_metadata_discovery_urls(issuer, url):
+    for candidate in _auth_utils().build_oauth_authorization_server_metadata_discovery_urls(
+        issuer, url
+    ):
         body = _get_json(http, candidate)
         if body and body.get("authorization_endpoint") and body.get("token_endpoint"):
-            if not issuers_match(str(body.get("issuer", "")), issuer):
+            if not _auth_utils().issuers_match(str(body.get("issuer", "")), issuer):
                 raise OAuthFailed(
                     f"the authorization server's metadata names issuer {body.get('issuer')!r}, "
                     f"not {issuer!r}"
@@ -182,7 +179,7 @@ def finish(pending: dict[str, Any], query: dict[str, str], user: Any) -> McpOAut
         raise OAuthFailed("the answer does not belong to this connection attempt (state)")
     if query.get("error"):
         raise OAuthFailed(f"the authorization server answered {query['error'][:80]}")
-    if query.get("iss") and not issuers_match(query["iss"], pending["issuer"]):
+    if query.get("iss") and not _auth_utils().issuers_match(query["iss"], pending["issuer"]):
         raise OAuthFailed("the answer came from another authorization server (iss)")
     if not query.get("code"):
         raise OAuthFailed("the answer carries no code")
@@ -203,3 +200,11 @@ def finish(pending: dict[str, Any], query: dict[str, str], user: Any) -> McpOAut
     # The address the tokens were issued for: a server moved elsewhere never gets them.
     keep["server_url"] = server.url
     return store_grant(server=server, user=user, answer=answer, client=keep)
+
+
+def _auth_utils() -> Any:
+    """The MCP SDK's OAuth discovery helpers, imported when a person connects (the SDK costs
+    about a second of CPU at import; a server process should not pay it to start)."""
+    from mcp.client.auth import utils
+
+    return utils

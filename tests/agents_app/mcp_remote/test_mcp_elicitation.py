@@ -14,16 +14,14 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from agents_app.models import McpServer, Message, ThreadSession
+from agents_app.models import Message, ThreadSession
 from agents_app.orchestration.runner import run_session_job
 from agents_app.orchestration.thread_creation import thread_create
-from agents_app.services.definitions.mcp_servers import mcp_server_refresh
-from agents_app.services.definitions.saves import save_definitions
 from agents_app.services.threads import messages as message_service
-from runtime.core.spec import AgentDefinition, PromptDefinition, SideConfig
 from runtime.mcp.client import POOL
 from runtime.mcp.servers import wire_name
 from tests.agents_app.api.api_support import _api_hosts, client_for, scripted_model  # noqa: F401
+from tests.agents_app.api.door_mcp import traveller_agent
 from tests.mcp_servers.processes import HttpMcpServer
 
 pytestmark = [pytest.mark.timeout(120)]
@@ -37,15 +35,7 @@ def http_server() -> Iterator[HttpMcpServer]:
 
 
 def _define(server: HttpMcpServer, ops: Any) -> None:
-    row = McpServer.objects.create(name="air", url=server.url)
-    mcp_server_refresh(server=row, user=ops)
-    call = {"name": wire_name("air", "book"), "arguments": {"flight": "LH400"}, "id": "c1"}
-    model = scripted_model(
-        "m", [{"toolCalls": [call], "finishReason": "tool_calls"}, {"content": "ok"}]
-    )
-    prompt = PromptDefinition(name="p", model="m", prompt="Book.", tools=["mcp:air/book"])
-    agent = AgentDefinition(name="traveller", side_a=SideConfig(prompt="p"))
-    save_definitions([("m", model), ("p", prompt), ("a", agent)], strict_code_names=False)
+    traveller_agent(server, ops)
 
 
 async def _run(thread: Any) -> None:
