@@ -31,8 +31,14 @@ def _contrast(a: str, b: str) -> float:
 
 
 def _style(page: Page, selector: str, prop: str) -> str:
+    # Found and read in one script turn: the transcript re-renders after a reply settles, and a
+    # node resolved by a locator first can be detached by the time it is read (its computed
+    # style is then empty).
+    page.locator(selector).first.wait_for(state="attached")
     return str(
-        page.locator(selector).first.evaluate(f"n => getComputedStyle(n).{prop}")  # noqa: S608
+        page.evaluate(
+            "([s, p]) => getComputedStyle(document.querySelector(s))[p]", [selector, prop]
+        )
     )
 
 
