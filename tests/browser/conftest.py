@@ -4,12 +4,13 @@ chromium driven by Playwright through its executable path.
 - ``site``: one stack per test session, with the demo agents loaded (``load_demo``), static
   files collected, one Celery worker, the superuser ``admin`` (``ADMIN_PASSWORD``) and the
   integration personas alice, bob, charlie (``PASSWORD``) and ops (staff).
-- ``browser`` / ``page`` / ``phone_page``: a chromium per session, a fresh context per test.
+- ``browser`` / ``page`` / ``phone_page``: a chromium headless shell per package, a fresh context
+  per test; ``full_browser``: Debian's full chromium, for its PDF viewer.
 - ``frames(page)``: every WebSocket frame the page sends or receives, as text.
 - ``shot(page, name)``: a screenshot saved under ``artifacts/screenshots/`` (JPEG; a failure's PNG).
 
-Playwright's own browser download cannot work here (closed network), so chromium comes from
-Debian (``scripts/ensure-browser.sh``, run by the test command); the flags keep it from
+Playwright's own browser download cannot work here (closed network), so chromium and its
+headless shell come from Debian (``scripts/ensure-browser.sh``, run by the test command); the flags keep it from
 reaching for Google's services, which this machine refuses.
 """
 
@@ -20,9 +21,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
-from tests.browser.support import ADMIN_PASSWORD, CHROMIUM, CHROMIUM_FLAGS, Site, shot
+from tests.browser.support import (
+    ADMIN_PASSWORD,
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    FULL_CHROMIUM,
+    Site,
+    shot,
+)
 from tests.integration.stack import Stack, wait_until
 
 
@@ -57,13 +65,31 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 # main thread while it is open, and every pytest-asyncio test collected after this package
 # would then fail with "Runner.run() cannot be called from a running event loop".
 @pytest.fixture(scope="package")
-def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: run scripts/ensure-browser.sh (the test command does)")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        yield launched
-        launched.close()
+def playwright() -> Iterator[Playwright]:
+    with sync_playwright() as running:
+        yield running
+
+
+def _launch(playwright: Playwright, executable: str) -> Iterator[Browser]:
+    if not Path(executable).exists():
+        pytest.fail(
+            f"{executable} is missing: run scripts/ensure-browser.sh (the test command does)"
+        )
+    launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
+    yield launched
+    launched.close()
+
+
+@pytest.fixture(scope="package")
+def browser(playwright: Playwright) -> Iterator[Browser]:
+    """Debian's chromium headless shell: the engine, without the desktop browser's CPU."""
+    yield from _launch(playwright, CHROMIUM)
+
+
+@pytest.fixture(scope="package")
+def full_browser(playwright: Playwright) -> Iterator[Browser]:
+    """Debian's full chromium, for what only the desktop browser has (its PDF viewer)."""
+    yield from _launch(playwright, FULL_CHROMIUM)
 
 
 def _new_page(browser: Browser, **context: Any) -> Iterator[Page]:

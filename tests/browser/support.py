@@ -15,7 +15,9 @@ from playwright.sync_api import Page
 
 from tests.integration.stack import BIN, ROOT, Stack
 
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+# Debian's chromium headless shell (scripts/ensure-browser.sh says why not the full browser).
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium-headless-shell")
+FULL_CHROMIUM = os.environ.get("CHROMIUM_FULL_PATH", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -46,8 +48,9 @@ class Site:
         return self.stack.run([str(BIN / "python"), "manage.py", *args])
 
     def python(self, code: str) -> str:
-        """Run Python with Django set up against the stack (``manage.py shell -c``)."""
-        return self.manage("shell", "-c", code)
+        """Run Python with Django set up against the stack, as ``manage.py shell -c`` does
+        (in the stack's one snippet process: ``Stack.python``)."""
+        return self.stack.python(code)
 
     def api_key(self, username: str) -> str:
         """A raw API key of an integration persona (alice, bob, charlie, ops)."""

@@ -26,7 +26,7 @@ from playwright.sync_api import Page, expect
 from tests.browser.support import shot
 from tests.integration.oidc_provider import OidcProvider
 from tests.integration.scim import scim_client
-from tests.integration.stack import BIN, Stack, wait_until
+from tests.integration.stack import Stack, wait_until
 
 USERS: dict[str, dict[str, Any]] = {
     "erin": {
@@ -59,7 +59,7 @@ class SsoSite:
         return self.stack.http
 
     def python(self, code: str) -> str:
-        return self.stack.run([str(BIN / "python"), "manage.py", "shell", "-c", code])
+        return self.stack.python(code)
 
     def groups_of(self, username: str) -> set[str]:
         rows = self.stack.sql(

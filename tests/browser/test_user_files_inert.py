@@ -138,14 +138,15 @@ def _admin_keys(stack: Stack) -> list[str]:
         f"print(json.dumps(sorted(ApiKey.objects.filter(user__username='{ADMIN}')"
         ".values_list('name', flat=True))))"
     )
-    out = stack.run([str(BIN / "python"), "manage.py", "shell", "-c", code])
+    out = stack.python(code)
     return list(json.loads(out.strip().splitlines()[-1]))
 
 
 @pytest.fixture
-def admin(browser: Browser, stack: Stack) -> Iterator[tuple[Page, list[str]]]:
-    """A page signed in as the superuser, and the URLs it requests (from any frame)."""
-    context = browser.new_context(accept_downloads=True)
+def admin(full_browser: Browser, stack: Stack) -> Iterator[tuple[Page, list[str]]]:
+    """A page signed in as the superuser, and the URLs it requests (from any frame). The full
+    chromium: its PDF viewer is part of what a user's file must not turn into script."""
+    context = full_browser.new_context(accept_downloads=True)
     page = context.new_page()
     page.set_default_timeout(15_000)
     requested: list[str] = []

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 import httpx
 import psycopg
 
+from tests.integration.snippets import Snippets
 from tests.parallel import redis_database
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -393,6 +394,7 @@ class Stack:
     pooler_url: str = ""
     # The ASGI server: "daphne" (production's) or "uvicorn" (the bench's alternative).
     server: str = "daphne"
+    snippets: Snippets | None = None
 
     def __post_init__(self) -> None:
         redis_base = self.redis_base or os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -499,10 +501,19 @@ class Stack:
                 conn.execute(_GIVE_OBJECTS.replace("{role}", self.db_owner))  # type: ignore[arg-type]
 
     def stop(self) -> None:
+        if self.snippets is not None:
+            self.snippets.close()
         for process in reversed(self.processes):
             process.stop()
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{self.db_name}" WITH (FORCE)')
+
+    def python(self, code: str) -> str:
+        """Run Python with Django set up against the stack, as ``manage.py shell -c`` does,
+        in one long-lived process (``tests/integration/snippets.py``); returns its stdout."""
+        if self.snippets is None:
+            self.snippets = Snippets(ROOT, str(BIN / "python"))
+        return self.snippets.run(code, self.env)
 
     def run(self, args: list[str]) -> str:
         done = subprocess.run(

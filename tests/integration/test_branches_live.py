@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.stack import BIN, Stack, wait_until
+from tests.integration.stack import Stack, wait_until
 from tests.integration.test_live_sessions import Frame, Watch, new_thread, post
 
 pytestmark = pytest.mark.integration
@@ -39,7 +39,7 @@ save_definitions([(model.name, model), (prompt.name, prompt), (agent.name, agent
 
 
 def _define(stack: Stack) -> None:
-    stack.run([str(BIN / "python"), "manage.py", "shell", "-c", DEFINE])
+    stack.python(DEFINE)
 
 
 def _page(stack: Stack, thread_id: str, user: str = "alice") -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.integration.stack import BIN, Stack, wait_until
+from tests.integration.stack import Stack, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -48,7 +48,7 @@ LOST_TASK = {"STUDIO_SESSION_REDISPATCH_SECONDS": "5"}
 def test_an_eval_run_completes_once_through_a_worker_kill(stack: Stack, worker) -> None:  # type: ignore[no-untyped-def]
     doomed = worker("evals-doomed", env=LOST_TASK)
     worker("evals-beat", beat=True, env=LOST_TASK)
-    out = stack.run([str(BIN / "python"), "manage.py", "shell", "-c", SETUP])
+    out = stack.python(SETUP)
     run_id = out.strip().splitlines()[-1]
 
     def in_flight_on_the_doomed_worker() -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.stack import BIN, Stack, wait_until
+from tests.integration.stack import Stack, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +56,7 @@ def test_issue59_a_worker_killed_mid_ingestion_resumes_every_passage_exactly_onc
 ) -> None:
     data = " ".join(SENTENCES).encode()
     doomed = worker("kb-doomed")
-    out = stack.run([str(BIN / "python"), "manage.py", "shell", "-c", f"DATA = {data!r}\n{ADD}"])
+    out = stack.python(f"DATA = {data!r}\n{ADD}")
     document_id = int(out.split("DOC", 1)[1].split()[0])
 
     def mid_embedding() -> bool:
