@@ -14,6 +14,22 @@ if [ -z "${TEST_DATABASE_URL:-}" ] && ! pg_up; then
   pg_up || { echo "PostgreSQL did not start on 127.0.0.1:5432" >&2; exit 1; }
 fi
 
+# Each pytest worker runs stacks whose Daphne pools and Celery threads hold connections of
+# their own (a browser site about thirty); PostgreSQL's default of 100 runs out with three
+# workers ("sorry, too many clients already"). The suite's server gets at least
+# TEST_PG_MAX_CONNECTIONS (scripts/test.sh: 80 a worker and 60 more), set once and kept.
+want="${TEST_PG_MAX_CONNECTIONS:-300}"
+if [ -z "${TEST_DATABASE_URL:-}" ]; then
+  have="$(psql -h 127.0.0.1 -U root -d postgres -Atc 'SHOW max_connections' 2>/dev/null || echo 0)"
+  if [ "${have:-0}" -lt "$want" ]; then
+    echo "PostgreSQL allows $have connections; setting max_connections = $want and restarting it…"
+    psql -h 127.0.0.1 -U root -d postgres -qc "ALTER SYSTEM SET max_connections = $want"
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql)" main restart
+    for _ in $(seq 1 30); do pg_up && break; sleep 1; done
+    pg_up || { echo "PostgreSQL did not come back on 127.0.0.1:5432" >&2; exit 1; }
+  fi
+fi
+
 if [ -z "${TEST_REDIS_URL:-}" ] && ! redis_up; then
   echo "Starting Redis…"
   mkdir -p /var/lib/redis /var/log/redis

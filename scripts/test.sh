@@ -3,8 +3,12 @@
 # Integration tests use the real PostgreSQL and Redis on 127.0.0.1 (started here if needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# One pytest worker more than the cores: the browser and integration tests spend much of their
+# time waiting on the processes they start, and a third worker fills those waits (measured
+# in docs/testing.md). PYTEST_WORKERS=0 runs everything in this one process (a debugger).
+workers="${PYTEST_WORKERS:-$(($(nproc) + 1))}"
 STUDIO_INSTALL_LAZY_BYTECODE=1 ./scripts/install.sh
-./scripts/ensure-services.sh
+TEST_PG_MAX_CONNECTIONS="$((workers * 80 + 60))" ./scripts/ensure-services.sh
 ./scripts/ensure-browser.sh
 ./scripts/ensure-pgbouncer.sh
 ./scripts/ensure-nginx.sh
@@ -32,11 +36,10 @@ checks="$(mktemp)"
 .venv/bin/mypy runtime agents_app studio >"$checks" 2>&1 &
 mypy_pid=$!
 echo "== pytest (mypy beside it; $((SECONDS - started)) s of checks so far)"
-# On both cores (pytest-xdist): each worker has its own test database, stacks and Redis
-# databases; a test file is one unit of work, the slow folders go first (docs/testing.md).
-# PYTEST_WORKERS=0 runs everything in this one process (a debugger, pdb).
+# pytest-xdist: each worker has its own test database, stacks and Redis databases; a test
+# file is one unit of work, the slow folders go first (docs/testing.md).
 set +e
-.venv/bin/pytest -q -p no:cacheprovider -n "${PYTEST_WORKERS:-2}" --dist loadgroup "$@"
+.venv/bin/pytest -q -p no:cacheprovider -n "$workers" --dist loadgroup "$@"
 status=$?
 wait "$mypy_pid"
 mypy_status=$?

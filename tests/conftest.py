@@ -248,6 +248,19 @@ def no_lingering_effect_sweeper() -> Any:
 
 
 @pytest.fixture(autouse=True)
+def no_lingering_webhook_delivery() -> Any:
+    """A webhook delivery in embedded mode runs on a thread of its own after the commit; the
+    test that started it waits for it, so it never touches the database during a later test
+    (where pytest-django refuses it, and the delivery is lost)."""
+    yield
+    import threading
+
+    for thread in threading.enumerate():
+        if thread.name == "webhook-delivery":
+            thread.join(timeout=30)
+
+
+@pytest.fixture(autouse=True)
 def fresh_pin_cache() -> Any:
     """Each test starts with no cached session pins: ids and timestamps of rolled-back
     rows may repeat between tests, so a stamp from another test could match."""
