@@ -16,10 +16,16 @@ keeps Django's ``TRUNCATE … RESTART IDENTITY``.
 
 Content types and permissions are kept: migrations made them, no test makes or removes one,
 and Django's ``post_migrate`` after each flush re-created all 55 and 223 of them (half the
-flush's cost, about 0.08 s a test, for some 900 tests); with them kept it only reads them.
+flush's cost, about 0.08 s a test, for some 900 tests). With them kept it only read them, and
+put back our triggers, which a ``DELETE`` never drops: so on PostgreSQL the flush sends no
+``post_migrate`` at all (as Django's own flush does with ``inhibit_post_migrate``), and all the
+``DELETE``s go as one string, one round trip. Measured with 30 flushes in a row as
+``TransactionTestCase`` calls it, on the quiet machine: 18.3 ms of CPU a flush (27.8 ms of
+wall-clock) before, 1.8 to 7.3 ms (5.1 to 11.9 ms) in three runs after.
 
 ``tests/test_fast_flush.py`` fails if Django stops calling ``sql_flush`` with these
-arguments or the statements stop emptying a table.
+arguments, the statements stop emptying a table, or a flush as ``TransactionTestCase`` calls it
+runs ``post_migrate`` again (Django renaming ``inhibit_post_migrate``).
 """
 
 from __future__ import annotations
@@ -28,9 +34,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from django.core.management.commands import flush
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.postgresql.operations import DatabaseOperations
 
 _DJANGOS_SQL_FLUSH = DatabaseOperations.sql_flush
+_DJANGOS_FLUSH_HANDLE = flush.Command.handle
 # What migrations put there and no test changes (``post_migrate`` would write them back).
 KEPT = frozenset({"django_content_type", "auth_permission"})
 
@@ -48,14 +57,28 @@ def sql_flush(
             ops, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade
         )
     deletes = [f"DELETE FROM {ops.quote_name(table)};" for table in tables if table not in KEPT]
-    return ["SET LOCAL studio.audit_purge = 'on';", *deletes]
+    # One statement string, so one round trip (psycopg sends a parameterless string of several
+    # statements whole), not one per table.
+    return [" ".join(["SET LOCAL studio.audit_purge = 'on';", *deletes])]
+
+
+def _handle(command: flush.Command, **options: Any) -> None:
+    database = options.get("database") or DEFAULT_DB_ALIAS
+    if connections[database].vendor == "postgresql" and not options.get("reset_sequences"):
+        # Nothing for post_migrate to put back: the DELETEs keep content types, permissions
+        # and our tables' triggers (agents_app/apps.py's receivers re-install those).
+        options["inhibit_post_migrate"] = True
+    _DJANGOS_FLUSH_HANDLE(command, **options)
 
 
 @contextmanager
 def deletes_instead_of_truncate() -> Iterator[None]:
-    """While open, ``flush`` on PostgreSQL empties tables with ``DELETE``."""
+    """While open, ``flush`` on PostgreSQL empties tables with ``DELETE`` and sends no
+    ``post_migrate``."""
     DatabaseOperations.sql_flush = sql_flush  # type: ignore[method-assign]
+    flush.Command.handle = _handle  # type: ignore[assignment]
     try:
         yield
     finally:
         DatabaseOperations.sql_flush = _DJANGOS_SQL_FLUSH  # type: ignore[method-assign]
+        flush.Command.handle = _DJANGOS_FLUSH_HANDLE  # type: ignore[method-assign]
