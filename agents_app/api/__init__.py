@@ -52,6 +52,7 @@ from agents_app.api import (
     webhooks,
 )
 from agents_app.api.limits import install_limit_handler
+from agents_app.api.openapi_cache import CachedSchemaApi
 from agents_app.api.parser import StrictParser, UnstorableTextError
 from agents_app.api.security import AUTHENTICATORS
 from agents_app.base.errors import DomainError
@@ -137,7 +138,7 @@ def install_error_handlers(api: NinjaAPI) -> None:
 
 
 AUTH = AUTHENTICATORS
-api = NinjaAPI(
+api = CachedSchemaApi(
     title="Standard Agents Studio API",
     version="1",
     description="The Standard Agents thread API (reference wire format). See docs/api.md.",
