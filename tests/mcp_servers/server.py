@@ -107,6 +107,21 @@ def book(flight: str, answer: Annotated[ElicitationResult[Seat], Resolve(ask_sea
     return f"Not booked: the person chose {answer.action}."
 
 
+class Meal(BaseModel):
+    meal: str
+
+
+def ask_meal(flight: str) -> Elicit[Meal]:
+    return Elicit(f"Which meal on flight {flight}?", Meal)
+
+
+@server.tool(description="Order a meal: asks the person which one (elicitation).")
+def meal(flight: str, answer: Annotated[ElicitationResult[Meal], Resolve(ask_meal)]) -> str:
+    if answer.action == "accept":
+        return f"Ordered {answer.data.meal} on {flight}."
+    return f"No meal: the person chose {answer.action}."
+
+
 # ``seat`` calls that wait for each other before asking, by group (``together``).
 _arrived: dict[str, int] = {}
 _all_here: dict[str, asyncio.Event] = {}

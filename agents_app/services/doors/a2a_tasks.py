@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from django.db import transaction
 from django.db.models import Q
 
 from agents_app.base.code_registry import get_registry
@@ -427,15 +428,18 @@ def task_answer(session: ThreadSession, user: Any, answer: Answer) -> None:
         raise A2AError(UNSUPPORTED_OPERATION, view.detail)
     _fits(calls, answer)
     thread = access_thread(str(session.thread_id), user, action="change")
-    for call in calls:
-        try:
-            if answer.input is not None:
-                input_requests.request_answer(thread, call.request_id, answer.input)
-                continue
-            decision = waits.approval(answer.approve, answer.reason[: tool_waits.MAX_REASON])
-            tool_waits.tool_call_decide(thread, call.tool_call_id, decision)
-        except DomainError as exc:
-            raise from_domain(exc) from exc
+    try:
+        # All or none: an answer that fits the first question but not the next records
+        # neither (each is checked against its own question's schema as it is recorded).
+        with transaction.atomic():
+            for call in calls:
+                if answer.input is not None:
+                    input_requests.request_answer(thread, call.request_id, answer.input)
+                    continue
+                decision = waits.approval(answer.approve, answer.reason[: tool_waits.MAX_REASON])
+                tool_waits.tool_call_decide(thread, call.tool_call_id, decision)
+    except DomainError as exc:
+        raise from_domain(exc) from exc
 
 
 def _fits(calls: list[Waiting], answer: Answer) -> None:

@@ -44,10 +44,12 @@ from agents_app.models import Agent, SpendBudget, Thread, ThreadSession, UsageLi
 from agents_app.models import Message as Row
 from agents_app.services.access.api_keys import api_key_create
 from agents_app.services.definitions.saves import save_definitions
+from runtime.core import waits
 from runtime.core.spec import AgentDefinition, PromptDefinition, SideConfig, ToolConfig
+from runtime.mcp.servers import wire_name
 from runtime.providers.test_provider import TestScript
 from runtime.tools.registry import Registry, define_tool
-from tests.agents_app.api.api_support import define_agent
+from tests.agents_app.api.api_support import define_agent, scripted_model
 from tests.agents_app.api.door_mcp import *  # noqa: F403  (fixture: air_server)
 from tests.agents_app.api.door_mcp import BOOKED, QUESTION, traveller_agent
 from tests.agents_app.api.door_server import *  # noqa: F403  (fixtures: server, _sessions_run)
@@ -427,6 +429,61 @@ def test_an_mcp_server_s_question_is_input_required_and_a_data_part_answers_it(
     assert event.task.status.state == TaskState.TASK_STATE_COMPLETED
     tool = Row.objects.get(role="tool")
     assert (tool.tool_status, tool.content) == ("success", BOOKED)
+
+
+def test_one_answer_to_several_mcp_questions_is_checked_against_each_before_any_is_recorded(
+    server: str, air_server: HttpMcpServer, ops: Any, alice: Any
+) -> None:
+    """Without ``toolCallId`` a data part answers every waiting question: one that fits the
+    first question but not the second records neither (the task still waits for both)."""
+    traveller_agent(air_server, ops)
+    calls = [
+        {"name": wire_name("air", "book"), "arguments": {"flight": "LH400"}, "id": "c1"},
+        {"name": wire_name("air", "meal"), "arguments": {"flight": "LH400"}, "id": "c2"},
+    ]
+    model = scripted_model(
+        "m2", [{"toolCalls": calls, "finishReason": "tool_calls"}, {"content": "ok"}]
+    )
+    prompt = PromptDefinition(
+        name="p2", model="m2", prompt="Book.", tools=["mcp:air/book", "mcp:air/meal"]
+    )
+    agent = AgentDefinition(name="caterer", side_a=SideConfig(prompt="p2"))
+    save_definitions([("m", model), ("p", prompt), ("a", agent)], strict_code_names=False)
+    key = key_of(alice)
+    waiting = asyncio.run(_send(server, key, "caterer", "Book LH400 with a meal"))
+    assert waiting.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+
+    async def answer(body: dict[str, Any]) -> list[StreamResponse]:
+        client = await _client(server, key, "caterer")
+        message = Message(
+            message_id=f"m-{time.monotonic_ns()}",
+            role=Role.ROLE_USER,
+            parts=[Part(data=ParseDict(body, Value()))],
+            task_id=waiting.id,
+        )
+        try:
+            return [e async for e in client.send_message(SendMessageRequest(message=message))]
+        finally:
+            await client.close()
+
+    seat = {"action": "accept", "content": {"seat": "12A", "window": True}}
+    with pytest.raises(InvalidParamsError):
+        asyncio.run(answer(seat))
+    undecided = [
+        (row.tool_call_id, row.status, row.metadata[waits.WAIT_KEY].get("decision"))
+        for row in Row.objects.filter(role="tool").order_by("tool_call_id")
+    ]
+    assert undecided == [("c1", "pending", None), ("c2", "pending", None)]
+    assert asyncio.run(_get(server, key, "caterer", waiting.id)).status.state == (
+        TaskState.TASK_STATE_INPUT_REQUIRED
+    )
+    asyncio.run(answer({**seat, "toolCallId": "c1"}))
+    [event] = asyncio.run(answer({"action": "accept", "content": {"meal": "fish"}}))
+    assert event.task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert sorted(Row.objects.filter(role="tool").values_list("content", flat=True)) == [
+        BOOKED,
+        "Ordered fish on LH400.",
+    ]
 
 
 async def _get(server: str, key: str, agent: str, task_id: str) -> Task:
