@@ -99,7 +99,19 @@ def test_a_new_chat_is_listed_with_its_first_message_while_the_reply_is_coming(
     expect(listed).to_have_text("Are you there?")
     page.get_by_role("button", name="Stop").click()
     expect(page.locator(f'#thread-list a[data-thread-id="{thread_id}"]')).to_be_visible()
-    # The suite shares one site: leave bob's threads as they were.
+    expect(page.locator("#state")).to_have_attribute("data-state", "stopped")
+    # The suite shares one site: leave bob's threads as they were. The stopped session may
+    # still write its last rows as it ends; the delete waits for them.
     site.python(
-        f"from agents_app.models import Thread; Thread.objects.filter(pk={thread_id!r}).delete()"
+        "import time\n"
+        "from django.db import IntegrityError\n"
+        "from agents_app.models import Thread\n"
+        "for _ in range(100):\n"
+        "    try:\n"
+        f"        Thread.objects.filter(pk={thread_id!r}).delete()\n"
+        "        break\n"
+        "    except IntegrityError:\n"
+        "        time.sleep(0.2)\n"
+        "else:\n"
+        "    raise RuntimeError('the thread is still being written to')\n"
     )

@@ -70,9 +70,12 @@ def via_thread_api(server: str, key: str, agent: str) -> str:
         assert posted.status_code == 202, posted.text
         deadline = time.monotonic() + WAIT
         while True:
+            # Whether it runs first, then the messages: read the other way round, a reply still
+            # being written (its content not yet there) could be read just before the session
+            # ended, and taken as the answer.
+            executing = api.get("/threads", params={"search": thread}).json()["threads"]
             rows = api.get(f"/threads/{thread}/messages", params={"order": "asc"}).json()
             said = [m["content"] for m in rows["messages"] if m["role"] == "assistant"]
-            executing = api.get("/threads", params={"search": thread}).json()["threads"]
             if said and not executing[0]["executing"]:
                 return str(said[-1])
             assert time.monotonic() < deadline, rows
