@@ -14,8 +14,8 @@ from tests.integration.stack import BIN, ROOT
 
 
 @pytest.fixture
-def snippets() -> Snippets:
-    return Snippets(ROOT, str(BIN / "python"))
+def snippets(tmp_path: Path) -> Snippets:
+    return Snippets(ROOT, str(BIN / "python"), tmp_path / "snippets.log")
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -51,6 +51,11 @@ def test_a_snippet_runs_as_the_shell_runs_it_in_one_process(
         out = snippets.run("import os; print(os.environ['STUDIO_SNIPPET_PROBE'])", changed)
         assert out.split()[-1] == "two"
         assert snippets.popen is not None and snippets.popen.pid != first
+        # Its own stderr goes to the log, never to a pipe nobody reads: a snippet that writes
+        # far more than a pipe holds still gets its answer.
+        loud = "import os\nfor _ in range(300): os.write(2, b'x' * 1000)\nprint('done')"
+        assert snippets.run(loud, changed).split()[-1] == "done"
+        assert (tmp_path / "snippets.log").stat().st_size >= 300_000
     finally:
         snippets.close()
     assert snippets.popen is None

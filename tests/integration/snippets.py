@@ -22,6 +22,7 @@ import select
 import subprocess
 import sys
 import traceback
+from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
@@ -32,11 +33,19 @@ class SnippetError(RuntimeError):
 
 
 class Snippets:
-    """The client: starts the process on first use, again when the environment changed."""
+    """The client: starts the process on first use, again when the environment changed.
 
-    def __init__(self, root: Path, python: str) -> None:
+    The process's own stderr (Django's log lines, warnings) goes to ``log``, not to a pipe:
+    nobody reads a pipe between snippets, and a full one would stop the process mid-snippet.
+    ``preexec`` runs in the child before it starts (the stack's ``die_with_parent``)."""
+
+    def __init__(
+        self, root: Path, python: str, log: Path, preexec: Callable[[], None] | None = None
+    ) -> None:
         self.root = root
         self.python = python
+        self.log = log
+        self.preexec = preexec
         self.popen: subprocess.Popen[bytes] | None = None
         self.answers: Any = None
         self.env: dict[str, str] = {}
@@ -51,9 +60,9 @@ class Snippets:
         ready, _, _ = select.select([self.answers], [], [], timeout)
         line = self.answers.readline() if ready else b""
         if not line:
-            stderr = self._stop()
+            self._stop()
             raise SnippetError(
-                f"the snippet process gave no answer within {timeout} s:\n{code}\n{stderr}"
+                f"the snippet process gave no answer within {timeout} s:\n{code}\n{self._tail()}"
             )
         answer = json.loads(line)
         if not answer["ok"]:
@@ -62,31 +71,34 @@ class Snippets:
 
     def _start(self, env: dict[str, str]) -> None:
         read, write = os.pipe()
-        self.popen = subprocess.Popen(
-            [self.python, "-m", "tests.integration.snippets", str(write)],
-            cwd=self.root,
-            env=env,
-            stdin=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            pass_fds=(write,),
-            start_new_session=True,
-        )
+        with self.log.open("ab") as log:
+            self.popen = subprocess.Popen(
+                [self.python, "-m", "tests.integration.snippets", str(write)],
+                cwd=self.root,
+                env=env,
+                stdin=subprocess.PIPE,
+                stderr=log,
+                pass_fds=(write,),
+                start_new_session=True,
+                preexec_fn=self.preexec,
+            )
         os.close(write)
         self.answers = os.fdopen(read, "rb")
         self.env = dict(env)
 
-    def _stop(self) -> str:
+    def _stop(self) -> None:
         if self.popen is None:
-            return ""
+            return
         if self.popen.poll() is None:
             self.popen.kill()
         self.popen.wait(10)
-        stderr = self.popen.stderr.read().decode(errors="replace") if self.popen.stderr else ""
-        for stream in (self.popen.stdin, self.popen.stderr, self.answers):
+        for stream in (self.popen.stdin, self.answers):
             if stream is not None:
                 stream.close()
         self.popen = None
-        return stderr
+
+    def _tail(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
 
     def close(self) -> None:
         if self.popen is not None and self.popen.stdin is not None:
@@ -99,12 +111,6 @@ class Snippets:
 
 
 def _serve(answers_fd: int) -> None:
-    import ctypes
-    import signal
-
-    # Killed with the test process, however it ends (tests/integration/stack.py's
-    # die_with_parent: a hung worker is ended without fixture teardown).
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     import django
 
     django.setup()

@@ -512,7 +512,9 @@ class Stack:
         """Run Python with Django set up against the stack, as ``manage.py shell -c`` does,
         in one long-lived process (``tests/integration/snippets.py``); returns its stdout."""
         if self.snippets is None:
-            self.snippets = Snippets(ROOT, str(BIN / "python"))
+            self.snippets = Snippets(
+                ROOT, str(BIN / "python"), self.tmp / "snippets.log", die_with_parent
+            )
         return self.snippets.run(code, self.env)
 
     def run(self, args: list[str]) -> str:
