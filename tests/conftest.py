@@ -194,6 +194,11 @@ def django_db_setup(django_db_setup: Any, django_db_blocker: Any) -> Any:
     yield
     from django.db import connection
 
+    from agents_app.orchestration.executor import inprocess
+
+    # The in-process executor's sweep would otherwise wake after the drop and log its
+    # failure to a stream pytest has closed ("--- Logging error ---" after the summary).
+    inprocess.close()
     if connection.vendor != "postgresql":
         return
     with django_db_blocker.unblock(), connection.cursor() as cursor:

@@ -67,6 +67,26 @@ class InProcessExecutor:
         loop = self._loop
         return loop if loop is not None and loop.is_running() else None
 
+    def close(self) -> None:
+        """Cancel every task on the loop this executor started and stop it (a loop it was
+        handed by the ASGI server is that server's to stop). For a process that goes on
+        after its sessions must end: the test run, before its database is dropped."""
+        with self._lock:
+            loop, own = self._loop, self._own
+            if own is None or loop is None:
+                return
+            self._loop, self._own = None, None
+            self._sweeping.discard(loop)
+
+        def cancel_all() -> None:
+            for task in asyncio.all_tasks(loop):
+                task.cancel()
+            loop.call_soon(loop.stop)  # after the cancelled tasks have had their turn
+
+        if loop.is_running():
+            loop.call_soon_threadsafe(cancel_all)
+            own.join(timeout=10)
+
     def submit(self, coro: Any) -> Future[Any]:
         loop = self.loop()
         if loop not in self._sweeping:
