@@ -6,7 +6,6 @@ Every wait is a bounded poll that fails with a sentence.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -71,11 +70,20 @@ def test_an_effect_runs_at_its_due_time_with_its_arguments(
 
 def test_a_canceled_effect_never_runs(stack: EffectsStack, worker: Any, thread_id: str) -> None:
     worker("w1")
-    effect_id = stack.schedule(thread_id, "record", {"cancel": True}, 2000)
+    # Due well after the scheduling process ends: that process starts Django, which on a
+    # loaded machine took longer than a 2 s delay, so the effect had run before the cancel.
+    effect_id = stack.schedule(thread_id, "record", {"cancel": True}, 6_000)
     url = f"/api/threads/{thread_id}/effects/{effect_id}/cancel"
     response = stack.client("alice").post(url)
     assert response.json() == {"action": "canceled", "id": effect_id, "canceledBy": "user"}
-    time.sleep(3.5)  # past its due time and a few sweeps
+    due = stack.effect(effect_id)["due_at"]
+    # Past its due time and a few sweeps (the database's clock: the row's due_at is its).
+    wait_until(
+        lambda: stack.sql("SELECT now() > %s + interval '1.5 seconds'", due)[0][0],
+        "the canceled effect's due time to pass",
+        timeout=60,
+        interval=0.5,
+    )
     assert stack.effect(effect_id)["status"] == "user_canceled"
     assert stack.side(effect_id) is None
     assert stack.client("alice").post(url).status_code == 409

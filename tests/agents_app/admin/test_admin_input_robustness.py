@@ -24,41 +24,39 @@ def staff(client: Client, ops: Any) -> Client:
     return client
 
 
-def _forms(client: Client) -> list[tuple[str, dict[str, Any]]]:
+def _form(client: Client, name: str) -> tuple[str, dict[str, Any]]:
+    """The add form of ``name``, filled so that it saves, with a row in each inline."""
     model = LanguageModel.objects.create(name="gpt", provider="test", model="x")
     prompt = Prompt.objects.create(name="p", model=model, text="hi")
-    pages = []
-    url = reverse("admin:agents_app_languagemodel_add")
-    pages.append(
-        (
-            url,
-            set_rows(
-                fill(read_form(client, url), name="m2", model="x"),
-                "fallback_links",
-                [{"fallback": model.pk}],
-            ),
-        )
-    )
-    url = reverse("admin:agents_app_prompt_add")
-    data = fill(read_form(client, url), name="p2", model=model.pk)
-    set_rows(data, "parts", [{"type": "include", "include": prompt.pk}])
-    set_rows(data, "tool_entries", [{"name": "p", "resumable": True}])
-    pages.append((url, set_rows(data, "env_values", [{"key": "K", "value_input": "v"}])))
-    url = reverse("admin:agents_app_agent_add")
-    pages.append((url, fill(read_form(client, url), name="a2", side_a_prompt=prompt.pk)))
-    url = reverse("admin:agents_app_envvalue_add")
-    pages.append((url, fill(read_form(client, url), key="K2", value_input="v")))
-    return pages
+    url = reverse(f"admin:agents_app_{name}_add")
+    data = read_form(client, url)
+    if name == "languagemodel":
+        fill(data, name="m2", model="x")
+        set_rows(data, "fallback_links", [{"fallback": model.pk}])
+    elif name == "prompt":
+        fill(data, name="p2", model=model.pk)
+        set_rows(data, "parts", [{"type": "include", "include": prompt.pk}])
+        set_rows(data, "tool_entries", [{"name": "p", "resumable": True}])
+        set_rows(data, "env_values", [{"key": "K", "value_input": "v"}])
+    elif name == "agent":
+        fill(data, name="a2", side_a_prompt=prompt.pk)
+    else:
+        fill(data, key="K2", value_input="v")
+    return url, data
 
 
-def test_no_input_makes_a_studio_form_fail_with_a_server_error(staff: Client) -> None:
-    for url, data in _forms(staff):
-        fields = [
-            k
-            for k in data
-            if "__prefix__" not in k and not k.endswith("FORMS") and k != "csrfmiddlewaretoken"
-        ]
-        for field in fields:
-            for value in NASTY:
-                response = post(staff, url, {**data, field: value})
-                assert response.status_code in (200, 302), (url, field, value)
+# One test per form (each posts a few hundred times), so no single one nears the suite's
+# per-test timeout on a loaded machine and the workers share them.
+@pytest.mark.parametrize("name", ["languagemodel", "prompt", "agent", "envvalue"])
+def test_no_input_makes_a_studio_form_fail_with_a_server_error(staff: Client, name: str) -> None:
+    url, data = _form(staff, name)
+    fields = [
+        k
+        for k in data
+        if "__prefix__" not in k and not k.endswith("FORMS") and k != "csrfmiddlewaretoken"
+    ]
+    assert len(fields) >= 5, fields
+    for field in fields:
+        for value in NASTY:
+            response = post(staff, url, {**data, field: value})
+            assert response.status_code in (200, 302), (url, field, value)
