@@ -12,8 +12,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from jsonschema import SchemaError
-from jsonschema.validators import validator_for
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
@@ -599,6 +597,10 @@ def response_schema_errors(
     if schema is None:
         return []
     errs: list[DefinitionError] = []
+    # jsonschema costs 65 ms of a process start; only a prompt with a schema needs it.
+    from jsonschema import SchemaError
+    from jsonschema.validators import validator_for
+
     try:
         validator_for(schema).check_schema(schema)
     except SchemaError as exc:

@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from runtime.core.provider_tools import ProviderToolOffer
 from runtime.core.spec import ModelDefinition
 from runtime.providers.anthropic.offers import anthropic_offers
@@ -46,6 +44,8 @@ def allowed_offers(model: ModelDefinition) -> dict[str, ProviderToolOffer]:
 
 def option_errors(offer: ProviderToolOffer, options: dict[str, Any]) -> list[str]:
     """What is wrong with ``options`` for ``offer``, in plain words (empty: fine)."""
+    from jsonschema import Draft202012Validator  # on use: 65 ms of a process start
+
     validator = Draft202012Validator(offer.options_schema or {"type": "object"})
     out = []
     for error in sorted(validator.iter_errors(options), key=lambda e: list(e.absolute_path)):

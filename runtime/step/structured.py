@@ -13,9 +13,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jsonschema.exceptions import best_match
-from jsonschema.validators import validator_for
-
 # Not a vendor failure (the vendor answered), so not one of the providers' error codes.
 SCHEMA_MISMATCH = "invalid_response"
 RETRY_NOTE = (
@@ -30,6 +27,9 @@ def answer_problem(schema: dict[str, Any], content: str) -> str | None:
         value = json.loads(content)
     except json.JSONDecodeError as exc:
         return f"The answer is not valid JSON ({exc.msg} at character {exc.pos})."
+    from jsonschema.exceptions import best_match  # on use (runtime.tools.toolset says why)
+    from jsonschema.validators import validator_for
+
     error = best_match(validator_for(schema)(schema).iter_errors(value))
     if error is None:
         return None

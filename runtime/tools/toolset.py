@@ -20,8 +20,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from jsonschema import Draft202012Validator
-
 from runtime.core.a2a_agents import agent_name
 from runtime.core.provider_tools import ProviderToolChoice
 from runtime.core.spec import (
@@ -282,6 +280,10 @@ def schema_problem(schema: dict[str, Any] | None, args: dict[str, Any]) -> str |
     """The first JSON-schema violation of ``args`` as ``[path] message``, or ``None``."""
     if not schema:
         return None
+    # Imported on the first call with a schema: jsonschema and what it brings cost 0.2 s of
+    # CPU, which every process paid at start (a web server, a command) for a worker's need.
+    from jsonschema import Draft202012Validator
+
     errors = sorted(Draft202012Validator(schema).iter_errors(args), key=lambda e: list(e.path))
     if not errors:
         return None

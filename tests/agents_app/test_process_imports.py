@@ -22,8 +22,9 @@ pytestmark = [pytest.mark.timeout(120)]
 
 ROOT = Path(__file__).resolve().parents[2]
 # Imported only on use (``runtime.mcp.connection``; the knowledge services' vectors; the
-# ASGI server, which only ``studio.serve`` starts).
-ON_USE = ("mcp", "mcp_types", "numpy", "daphne", "twisted")
+# ASGI server, which only ``studio.serve`` starts; jsonschema, 0.2 s with what it brings, when
+# a tool call's arguments or an answer are first checked against a schema).
+ON_USE = ("mcp", "mcp_types", "numpy", "daphne", "twisted", "jsonschema")
 
 
 def _imported_after(code: str) -> set[str]:
