@@ -16,6 +16,7 @@ from django.db import connection
 from django.db.backends.utils import CursorWrapper
 
 from agents_app.bridge import async_commit, fast_commit
+from agents_app.orchestration.executor import inprocess
 from tests.runtime.conftest import World
 from tests.runtime.test_step_cost import (  # noqa: F401  (the same tests, over this store)
     STEPS,
@@ -67,6 +68,10 @@ def _size(params: Any) -> int:
 
 @pytest.fixture
 def statements(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    # Statements are recorded from every thread of this process: an in-process executor an
+    # earlier test of this worker started would sweep now and then, and a sweep during a
+    # measured step counted as that step's (three SELECTs at step 199 on a loaded machine).
+    inprocess.close()
     made: list[Statements] = []
 
     def watch(meter: Meter) -> Statements:
@@ -158,3 +163,28 @@ async def test_step_200_runs_the_statements_of_step_20_and_writes_only_its_longe
     # and the thread's row, a few KB whatever the session's length.
     rest = seen.bytes_by_step[198] - meter.steps[198].written["logs.request_body"]
     assert 0 < rest <= MIDDLE_STEP_OTHER_BYTES[connection.vendor], rest
+
+
+@pytest.fixture
+def sweeping(settings: Any) -> Iterator[None]:
+    """An in-process executor sweeping every 20 ms, as an earlier test of this worker may
+    have left one (its sweep reads the sessions table from a thread of its own)."""
+    settings.STUDIO_SESSION_SWEEP_SECONDS = 0.02
+
+    async def nothing() -> None:
+        return None
+
+    inprocess.submit(nothing()).result(timeout=10)
+    yield
+    inprocess.close()
+
+
+async def test_a_sweep_left_running_by_an_earlier_test_is_not_counted_as_a_step_s(
+    sweeping: None, world: World, statements: Any
+) -> None:
+    meter = tool_loop(world)
+    seen = statements(meter)
+    await run_loop(world, meter, STEPS)
+    expected = MIDDLE_STEP_STATEMENTS[connection.vendor]
+    for step in range(1, STEPS - 1):
+        assert dict(seen.by_step[step]) == expected, f"step {step + 1}: {seen.by_step[step]}"
