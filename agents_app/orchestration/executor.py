@@ -85,7 +85,8 @@ class InProcessExecutor:
 
         if loop.is_running():
             loop.call_soon_threadsafe(cancel_all)
-            own.join(timeout=10)
+            if threading.current_thread() is not own:  # a job closing it cannot wait for itself
+                own.join(timeout=10)
 
     def submit(self, coro: Any) -> Future[Any]:
         loop = self.loop()

@@ -597,7 +597,7 @@ def response_schema_errors(
     if schema is None:
         return []
     errs: list[DefinitionError] = []
-    # jsonschema costs 65 ms of a process start; only a prompt with a schema needs it.
+    # On use: only a prompt with a schema needs jsonschema (runtime.tools.toolset says why).
     from jsonschema import SchemaError
     from jsonschema.validators import validator_for
 

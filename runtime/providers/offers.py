@@ -44,7 +44,7 @@ def allowed_offers(model: ModelDefinition) -> dict[str, ProviderToolOffer]:
 
 def option_errors(offer: ProviderToolOffer, options: dict[str, Any]) -> list[str]:
     """What is wrong with ``options`` for ``offer``, in plain words (empty: fine)."""
-    from jsonschema import Draft202012Validator  # on use: 65 ms of a process start
+    from jsonschema import Draft202012Validator  # on use (runtime.tools.toolset says why)
 
     validator = Draft202012Validator(offer.options_schema or {"type": "object"})
     out = []

@@ -114,7 +114,7 @@ def parse_checks(data: Any) -> list[Any]:
             except re.error as err:
                 raise Invalid(f"checks.{index}.pattern: not a regular expression ({err})") from None
         if isinstance(check, JsonSchema):
-            import jsonschema  # on use: 65 ms of a process start
+            import jsonschema  # on use (runtime.tools.toolset says why)
 
             try:
                 jsonschema.Draft202012Validator.check_schema(check.json_schema)
