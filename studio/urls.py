@@ -5,6 +5,9 @@ from django.views.generic import RedirectView
 
 from agents_app.api import api, not_found_view
 
+# The studio's ModelAdmins, loaded here rather than at django.setup() (studio/apps.py).
+admin.autodiscover()
+
 # JSON for API clients, 503 + Retry-After for outages, whatever escaped the middleware.
 handler500 = "agents_app.base.overload.server_error"
 

@@ -8,6 +8,11 @@ from agents_app.services.operations.health import ROLES, Unhealthy, check_role
 
 
 class Command(BaseCommand):
+    # A probe every 30 s per container (docker/compose.yaml): the system checks would import
+    # the whole API and studio each time (2 s of CPU); the migrate job ran them before the
+    # processes it probes started.
+    requires_system_checks: list[str] = []
+
     help = (
         "Exit 0 when this process of the topology does its job (web: Daphne answers HTTP; "
         "worker: the database works and the worker answers a ping; beat: database and broker "
