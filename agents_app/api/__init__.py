@@ -20,6 +20,13 @@ from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI, Router
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
+# Before any router declares a route, so the routes' models are built on first use
+# (agents_app/base/model_builds.py); the imports below follow it on purpose.
+# ruff: noqa: E402
+from agents_app.base.model_builds import defer_model_builds
+
+defer_model_builds()
+
 from agents_app.api import (
     a2a_agents,
     auth,

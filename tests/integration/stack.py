@@ -175,6 +175,11 @@ def _run(args: list[str], env: dict[str, str]) -> str:
     return done.stdout
 
 
+# The templates' migrate skips the system checks (the URL check imports the whole API):
+# tests/agents_app/process/test_migrations.py runs a checked migrate on both databases.
+MIGRATE = [str(BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0", "--skip-checks"]
+
+
 def migrated_template(env: dict[str, str]) -> str:
     """The migrated template's name, built with ``env`` if missing. The stacks' seeded
     template starts from it, and so does each unit-test database (``tests/db_template.py``)."""
@@ -184,7 +189,7 @@ def migrated_template(env: dict[str, str]) -> str:
         with _admin() as conn:
             conn.execute(f'CREATE DATABASE "{db}"')
         migrate_env = {**env, "DATABASE_URL": _database_url(db)}
-        _run([str(BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"], migrate_env)
+        _run(MIGRATE, migrate_env)
         return "migrated"
 
     ensure_template(migrated, MIGRATED_PREFIX, migrate)
@@ -227,7 +232,7 @@ def sqlite_database(dest: Path, env: dict[str, str], *, seeded: bool) -> dict[st
         building = template.with_name(f"build-{uuid.uuid4().hex[:8]}.sqlite3")
         build_env = {**env, "DATABASE_URL": f"sqlite:///{building}"}
         try:
-            _run([str(BIN / "python"), "manage.py", "migrate", "--noinput", "-v", "0"], build_env)
+            _run(MIGRATE, build_env)
             note: dict[str, Any] = {"keys": {}}
             if seeded:
                 out = _run([str(BIN / "python"), "-m", "tests.integration.seed"], build_env)
