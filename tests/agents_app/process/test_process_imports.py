@@ -27,17 +27,18 @@ ROOT = Path(__file__).resolve().parents[3]
 ON_USE = ("mcp", "mcp_types", "numpy", "daphne", "twisted", "jsonschema")
 
 
-def _imported_after(code: str, *, packages: bool = True) -> set[str]:
-    """The top-level packages (or, with ``packages=False``, every module) a fresh process has
-    imported after ``django.setup()`` and ``code``."""
-    names = "{m.split('.')[0] for m in sys.modules}" if packages else "set(sys.modules)"
+def _snapshots(code: str) -> list[set[str]]:
+    """Every module a fresh process has imported after ``django.setup()``, at each ``snap()``
+    that ``code`` calls and at its end."""
     script = (
         "import json, os, sys\n"
         "os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'studio.settings')\n"
         "import django\n"
         "django.setup()\n"
+        "def snap():\n"
+        "    print(json.dumps(sorted(sys.modules)))\n"
         f"{code}\n"
-        f"print(json.dumps(sorted({names})))\n"
+        "snap()\n"
     )
     env = {**os.environ, "STUDIO_EXECUTOR": "inprocess"}
     done = subprocess.run(
@@ -50,13 +51,22 @@ def _imported_after(code: str, *, packages: bool = True) -> set[str]:
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+    return [set(json.loads(line)) for line in done.stdout.splitlines() if line.startswith("[")]
+
+
+def _imported_after(code: str) -> set[str]:
+    """The top-level packages a fresh process has imported after ``django.setup()`` and
+    ``code``."""
+    return {name.split(".")[0] for name in _snapshots(code)[-1]}
 
 
 def test_a_django_process_starts_without_the_mcp_sdk_or_numpy() -> None:
-    imported = _imported_after("")
+    modules = _snapshots("")[-1]
+    imported = {name.split(".")[0] for name in modules}
     assert "django" in imported and "agents_app" in imported
     assert not imported & set(ON_USE), sorted(imported & set(ON_USE))
+    # Nor the API or the studio (below): the URLconf and the admin's checks load them.
+    assert not modules & set(SERVED_ONLY), sorted(modules & set(SERVED_ONLY))
 
 
 def test_a_warmed_worker_with_its_engine_built_has_not_imported_them_either() -> None:
@@ -93,27 +103,24 @@ def test_a_worker_starts_without_the_api_or_the_studio() -> None:
     # What ``celery -A studio worker`` and ``beat`` do before their first task: the loader
     # imports the task modules, after Celery's Django fixup (which ran every system check,
     # the URL check importing the API, and dropped the result: studio/celery.py turns it off).
-    imported = _imported_after(
-        "from studio.celery import app\napp.loader.init_worker()", packages=False
-    )
+    imported = _snapshots("from studio.celery import app\napp.loader.init_worker()")[-1]
     assert "agents_app.tasks.session_tasks" in imported
     assert not imported & set(SERVED_ONLY), sorted(imported & set(SERVED_ONLY))
 
 
-def test_a_setup_leaves_the_studio_to_the_urls_and_the_checks() -> None:
-    # django.setup() no longer imports every admin.py (studio/apps.py): the URLconf and the
-    # admin's system checks do, so `manage.py check` still checks every ModelAdmin.
-    assert not _imported_after("", packages=False) & set(SERVED_ONLY)
-    counted = _imported_after(
+def test_the_admin_checks_load_the_studio_first() -> None:
+    # django.setup() no longer imports every admin.py (studio/apps.py): the admin's system
+    # checks do, so `manage.py check` still checks every ModelAdmin (the URLconf loads them
+    # where the studio is served: every admin test).
+    before, checked = _snapshots(
+        "snap()\n"
         "from django.contrib import admin\n"
         "from django.core.checks import Tags, run_checks\n"
         "assert not run_checks(tags=[Tags.admin])\n"
-        "print(len(admin.site._registry))",
-        packages=False,
+        "assert len(admin.site._registry) > 20, admin.site._registry"
     )
-    assert "agents_app.admin" in counted and "studio.urls" not in counted
-    served = _imported_after("import studio.urls", packages=False)
-    assert "agents_app.admin" in served
+    assert "agents_app.admin" not in before
+    assert "agents_app.admin" in checked and "studio.urls" not in checked
 
 
 def test_the_health_probe_runs_no_system_checks() -> None:
