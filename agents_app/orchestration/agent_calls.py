@@ -68,9 +68,13 @@ def ask_progress(ask: Ask) -> AskProgress:
         # Still queued (behind a running session) or not yet taken by its session.
         waiting = QueuedMessage.objects.filter(pk=ask.message_id).exists()
         return AskProgress(False, 0, "queued" if waiting else "starting", "", "")
+    # Whether a session still runs is read before its rows: a session that ended before this
+    # read stored its reply before it ended, so the rows read next hold it. Read the other way
+    # round, a session ending between the two reads was "done" with the rows from before its
+    # reply, and the answer was empty.
+    active = ThreadSession.objects.filter(thread=thread, status__in=ACTIVE).exists()
     after = Message.objects.filter(thread=thread, created_at__gt=question.created_at)
     rows = list(after.order_by("created_at").only("role", "name", "depth", "content", "status"))
-    active = ThreadSession.objects.filter(thread=thread, status__in=ACTIVE).exists()
     answer = next(
         (
             m.content or ""

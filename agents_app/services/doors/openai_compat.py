@@ -749,6 +749,10 @@ def turn_state(thread_id: str, question_id: str) -> TurnState:
                 409, "message_removed", "The message was removed before the agent answered it."
             ),
         )
+    # Whether a session still runs is read before the replies: one that ended before this
+    # read stored its reply first, so the rows read next hold it (the other way round, a
+    # session ending between the two reads was over with the rows from before its reply).
+    active = ThreadSession.objects.filter(thread_id=thread_id, status__in=_ACTIVE).exists()
     rows = (
         Message.objects.filter(
             thread_id=thread_id,
@@ -770,7 +774,7 @@ def turn_state(thread_id: str, question_id: str) -> TurnState:
         )
         for pk, content, status in rows
     ]
-    if ThreadSession.objects.filter(thread_id=thread_id, status__in=_ACTIVE).exists():
+    if active:
         return TurnState(False, replies)
     last = (
         ThreadSession.objects.filter(thread_id=thread_id)
