@@ -57,6 +57,9 @@ def server(django_db_setup: Any, request: pytest.FixtureRequest) -> Iterator[str
                 asyncio.run_coroutine_threadsafe(async_commit.close(), loop).result(10)
             running.should_exit = True
             thread.join(15)
+            # Its session sweep, if it runs on a loop of its own, ends with the module: one
+            # went on polling after the worker's test database was dropped.
+            fresh.close()
             asyncio.run(sync_to_async(connections.close_all)())
 
 

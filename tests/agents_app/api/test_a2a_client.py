@@ -20,8 +20,9 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from agents_app.models import A2aAgent, EnvValue, Log, Thread, ThreadValue
+from agents_app.models import A2aAgent, EnvValue, Log, Thread, ThreadSession, ThreadValue
 from agents_app.models import Message as Row
+from agents_app.orchestration.agent_calls import ACTIVE
 from agents_app.services.access.api_keys import api_key_create
 from agents_app.services.definitions.files import (
     DefinitionFilesInvalid,
@@ -126,6 +127,13 @@ def chat(server: str, alice: Any) -> Iterator[Any]:
     yield open_chat
     for each in opened:
         each.close()
+    # A remote agent's session goes on after its caller gave up (the "slow" one streams for
+    # 4 s past a 400 ms timeout): it ends before the test's database is emptied. Still
+    # writing then, it broke the flush's foreign keys and left rows to the next test.
+    deadline = time.monotonic() + WAIT
+    while ThreadSession.objects.filter(status__in=ACTIVE).exists():
+        assert time.monotonic() < deadline, "a session still ran after the test"
+        time.sleep(0.05)
 
 
 def _tool_rows(thread: str) -> list[tuple[str, str | None]]:
