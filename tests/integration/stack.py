@@ -37,6 +37,7 @@ import psycopg
 
 from tests.integration.snippets import Snippets
 from tests.parallel import redis_database
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -55,23 +56,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def wait_until(check: Any, what: str, timeout: float = 30.0, interval: float = 0.1) -> Any:
-    """Poll ``check()`` until it returns something truthy; fail with ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    last_error: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            result = check()
-            if result:
-                return result
-        except Exception as exc:  # the service may not be up yet
-            last_error = exc
-        time.sleep(interval)
-    raise AssertionError(
-        f"timed out after {timeout}s waiting for {what} (last error: {last_error})"
-    )
 
 
 def _digest(paths: list[Path], *extra: str) -> str:

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from agents_app.models import LanguageModel, Prompt
 from tests.agents_app.admin.admin_pages import fill, post, read_form, set_rows
+from tests.plain_templates import plain_templates
 
 pytestmark = pytest.mark.django_db
 # Missing, too large for any number column, too long for any text column, a null byte
@@ -56,7 +57,8 @@ def test_no_input_makes_a_studio_form_fail_with_a_server_error(staff: Client, na
         if "__prefix__" not in k and not k.endswith("FORMS") and k != "csrfmiddlewaretoken"
     ]
     assert len(fields) >= 5, fields
-    for field in fields:
-        for value in NASTY:
-            response = post(staff, url, {**data, field: value})
-            assert response.status_code in (200, 302), (url, field, value)
+    with plain_templates():  # only the status is read
+        for field in fields:
+            for value in NASTY:
+                response = post(staff, url, {**data, field: value})
+                assert response.status_code in (200, 302), (url, field, value)

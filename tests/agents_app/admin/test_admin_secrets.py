@@ -41,6 +41,7 @@ from agents_app.models import (
 )
 from agents_app.services.access.api_keys import api_key_create
 from tests.agents_app.admin.admin_pages import change_row, fill, post, read_form
+from tests.plain_templates import plain_templates
 
 pytestmark = pytest.mark.django_db
 CANARY = f"sk-canary-{uuid.uuid4().hex}"
@@ -158,13 +159,14 @@ def _forbidden() -> list[str]:
 def _crawl(client: Client) -> int:
     forbidden = _forbidden()
     pages = 0
-    for url in _admin_urls():
-        response = client.get(url)
-        assert response.status_code < 500, url
-        body = response.content.decode()
-        for needle in forbidden:
-            assert needle not in body, f"{url} shows a secret or its ciphertext"
-        pages += 1
+    with plain_templates():  # only status and content are read
+        for url in _admin_urls():
+            response = client.get(url)
+            assert response.status_code < 500, url
+            body = response.content.decode()
+            for needle in forbidden:
+                assert needle not in body, f"{url} shows a secret or its ciphertext"
+            pages += 1
     return pages
 
 

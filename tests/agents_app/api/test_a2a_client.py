@@ -37,6 +37,7 @@ from runtime.core.spec import AgentDefinition, PromptDefinition, SideConfig
 from runtime.providers.test_provider import TestScript
 from tests.agents_app.api.api_support import define_agent
 from tests.agents_app.api.door_server import *  # noqa: F403  (fixtures: server, _sessions_run)
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
@@ -130,10 +131,12 @@ def chat(server: str, alice: Any) -> Iterator[Any]:
     # A remote agent's session goes on after its caller gave up (the "slow" one streams for
     # 4 s past a 400 ms timeout): it ends before the test's database is emptied. Still
     # writing then, it broke the flush's foreign keys and left rows to the next test.
-    deadline = time.monotonic() + WAIT
-    while ThreadSession.objects.filter(status__in=ACTIVE).exists():
-        assert time.monotonic() < deadline, "a session still ran after the test"
-        time.sleep(0.05)
+    wait_until(
+        lambda: not ThreadSession.objects.filter(status__in=ACTIVE).exists(),
+        "the sessions a test left running to end",
+        timeout=WAIT,
+        interval=0.05,
+    )
 
 
 def _tool_rows(thread: str) -> list[tuple[str, str | None]]:

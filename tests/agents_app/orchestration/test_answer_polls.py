@@ -67,24 +67,24 @@ def _poll(read: Callable[[], Any], done: Callable[[Any], bool]) -> Any:
     raise AssertionError(seen)
 
 
-@MOMENTS
-def test_an_mcp_ask_is_done_with_the_stored_answer_when_the_session_ends_mid_poll(
-    alice: Any, thread_of: Any, after: str
-) -> None:
-    thread: Thread = thread_of(alice)
-    question, end = _turn(thread)
-    ask = Ask(str(thread.pk), str(question.pk))
-    with connection.execute_wrapper(_ends_during(after, end)):
-        progress = _poll(lambda: ask_progress(ask), lambda p: p.done)
-    assert progress.answer == "The answer is 42.", progress
+def _mcp_ask(question: Message) -> tuple[Callable[[], Any], Callable[[Any], str]]:
+    ask = Ask(str(question.thread_id), str(question.pk))
+    return (lambda: ask_progress(ask)), (lambda progress: progress.answer)
+
+
+def _v1_turn(question: Message) -> tuple[Callable[[], Any], Callable[[Any], str]]:
+    return (lambda: turn_state(str(question.thread_id), str(question.pk))), (
+        lambda state: state.answer()
+    )
 
 
 @MOMENTS
-def test_a_v1_turn_is_over_with_the_stored_reply_when_the_session_ends_mid_poll(
-    alice: Any, thread_of: Any, after: str
+@pytest.mark.parametrize("door", [_mcp_ask, _v1_turn], ids=["mcp-ask", "v1-turn"])
+def test_a_poll_is_done_with_the_stored_answer_when_the_session_ends_mid_poll(
+    alice: Any, thread_of: Any, after: str, door: Any
 ) -> None:
-    thread: Thread = thread_of(alice)
-    question, end = _turn(thread)
+    question, end = _turn(thread_of(alice))
+    read, answer = door(question)
     with connection.execute_wrapper(_ends_during(after, end)):
-        state = _poll(lambda: turn_state(str(thread.pk), str(question.pk)), lambda t: t.done)
-    assert state.answer() == "The answer is 42.", state
+        result = _poll(read, lambda r: r.done)
+    assert answer(result) == "The answer is 42.", result

@@ -4,7 +4,6 @@ relationships with the injected lifecycle tools, the registry, queueing to the p
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from runtime.providers.test_provider import TestScript
 from runtime.state import ThreadState
 from runtime.tools.registry import define_hook, define_tool
 from tests.runtime.conftest import World, agent, prompt, side
+from tests.waiting import await_until
 
 
 @pytest.fixture
@@ -480,12 +480,13 @@ async def test_spec_subagent_run_that_dies_outside_the_engine_is_delivered_as_fa
     await world.run(thread.id, "go")
     with pytest.raises(OSError):
         await host.idle()
+
     # The failure's delivery wakes the parent; over PostgreSQL its turn could still be
     # running when idle() raised the child's error (a CI run read 'waiting').
-    for _ in range(200):
-        if (await world.messages(thread.id))[-1].content == "It crashed.":
-            break
-        await asyncio.sleep(0.05)
+    async def answered() -> bool:
+        return (await world.messages(thread.id))[-1].content == "It crashed."
+
+    await await_until(answered, "the parent's turn after the failure's delivery")
     [child] = await world.store.list_children(thread.id)
     assert child.child_status == "failed"
     delivered = [m for m in await world.messages(thread.id) if m.silent]

@@ -133,13 +133,17 @@ JSON_SPACING = {"postgresql": 1.05, "sqlite": 1.15}
 MIDDLE_STEP_OTHER_BYTES = {"postgresql": 5500, "sqlite": 8000}
 
 
+def _assert_middle_steps(seen: Statements) -> None:
+    expected = MIDDLE_STEP_STATEMENTS[connection.vendor]
+    for step in range(1, STEPS - 1):
+        assert dict(seen.by_step[step]) == expected, f"step {step + 1}: {seen.by_step[step]}"
+
+
 async def test_a_middle_step_runs_a_fixed_set_of_statements(world: World, statements: Any) -> None:
     meter = tool_loop(world)
     seen = statements(meter)
     await run_loop(world, meter, STEPS)
-    expected = MIDDLE_STEP_STATEMENTS[connection.vendor]
-    for step in range(1, STEPS - 1):
-        assert dict(seen.by_step[step]) == expected, f"step {step + 1}: {seen.by_step[step]}"
+    _assert_middle_steps(seen)
 
 
 async def test_step_200_runs_the_statements_of_step_20_and_writes_only_its_longer_request(
@@ -185,6 +189,4 @@ async def test_a_sweep_left_running_by_an_earlier_test_is_not_counted_as_a_step_
     meter = tool_loop(world)
     seen = statements(meter)
     await run_loop(world, meter, STEPS)
-    expected = MIDDLE_STEP_STATEMENTS[connection.vendor]
-    for step in range(1, STEPS - 1):
-        assert dict(seen.by_step[step]) == expected, f"step {step + 1}: {seen.by_step[step]}"
+    _assert_middle_steps(seen)
