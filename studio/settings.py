@@ -204,7 +204,11 @@ EMBEDDED = not REDIS_URL
 
 CHANNEL_LAYERS: dict[str, dict[str, Any]]
 if EMBEDDED:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    # channels' in-memory layer, minus a task per member at each group_send
+    # (agents_app/broadcast/memory_layer.py).
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "agents_app.broadcast.memory_layer.EmbeddedChannelLayer"}
+    }
 else:
     _redis_host = {
         "address": REDIS_URL,
