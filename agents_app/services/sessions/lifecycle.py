@@ -229,8 +229,12 @@ def thread_stop(*, thread: Thread) -> None:
     locked.stopped = True
     locked.save(update_fields=["stopped"])
     # Messages queued before the stop no longer resume the thread: the stop is newer, and
-    # a session still waiting for a worker must park them instead of running.
-    marked = QueuedMessage.objects.filter(
+    # a session still waiting for a worker must park them instead of running. A row another
+    # transaction holds is being consumed (a worker's commit stores it as a message and
+    # deletes it, then updates the thread): waiting for it while holding the thread's lock
+    # was a deadlock, and the stop was the transaction PostgreSQL aborted. Such a row is
+    # skipped: it is gone once that commit lands.
+    marked = QueuedMessage.objects.select_for_update(skip_locked=True).filter(
         thread=locked, **{f"metadata__{wire.RESUME_MARK}": wire.RESUME_VALUE}
     )
     for row in marked:
