@@ -7,7 +7,6 @@ working when columns are added), ages set explicitly: ``days_ago`` everywhere.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -192,11 +191,3 @@ def backends_waiting_for_a_lock() -> int:
             [db["NAME"]],
         ).fetchone()
     return int(row[0]) if row else 0
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached")
-        time.sleep(0.05)

@@ -39,8 +39,8 @@ from tests.agents_app.services.retention_support import (
     make_threads,
     recording,
     us_ago,
-    wait_until,
 )
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -198,7 +198,12 @@ def test_a_thread_whose_session_starts_during_retention_is_kept(policy: Any) -> 
             poster.append(
                 in_background(lambda: message_post(thread=thread, role="user", content="back"))
             )
-            wait_until(lambda: backends_waiting_for_a_lock() == 1)
+            wait_until(
+                lambda: backends_waiting_for_a_lock() == 1,
+                "the post to wait for the lock retention holds",
+                timeout=60,
+                interval=0.05,
+            )
 
     with recording(Statements(on_first=post_meanwhile)) as statements:
         report = retention_apply()
