@@ -5,7 +5,8 @@ channels' ``InMemoryChannelLayer.group_send`` makes a task per member and collec
 ``asyncio.as_completed``, even for a group with no member; its ``send`` never waits (it puts
 on the channel's queue or raises ``ChannelFull``), so the tasks only add work. A running
 session sends every frame of a thread to that thread's group, mostly watched by nobody: about
-thirteen ``group_send`` a step, a tenth of an embedded step's CPU (``bench/history.md``).
+thirteen ``group_send`` a step: 6% of the function calls of the engine bench's embedded
+steps (docs/architecture.md, "Libraries we chose, and why").
 This one sends to each member in turn: the same messages, in the same order, with the same
 ``ChannelFull`` rule (a full channel drops the message; the others still get it).
 """
