@@ -92,6 +92,14 @@ class _MarksPresent:
         return name in self.present and (not kwargs or name in self.others)
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """A sweep (``@pytest.mark.sweep``: every API operation, every field of every studio form,
+    100k rows) counts as ``integration``: the full suite runs it, the fast loop leaves it out
+    (docs/testing.md)."""
+    if item.get_closest_marker("sweep") and not item.get_closest_marker("integration"):
+        item.add_marker(pytest.mark.integration)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test has a node id of its own. pytest-xdist hands work out by node id, so tests
     that share one run once between them: schemathesis 4 gives each API operation's test the
@@ -211,10 +219,12 @@ def django_db_setup(django_db_setup: Any, django_db_blocker: Any) -> Any:
 @pytest.fixture(autouse=True, scope="session")
 def flush_by_delete() -> Any:
     """Transactional tests end with a flush of ``DELETE``s, not Django's ``TRUNCATE``: over a
-    second saved per test on PostgreSQL (``tests/fast_flush.py`` has the figures)."""
+    second saved per test on PostgreSQL (``tests/fast_flush.py`` has the figures); and a
+    clean connection is kept for the next test, not closed (``tests/kept_connections.py``)."""
     from tests.fast_flush import deletes_instead_of_truncate
+    from tests.kept_connections import kept_between_tests
 
-    with deletes_instead_of_truncate():
+    with deletes_instead_of_truncate(), kept_between_tests():
         yield
 
 
@@ -310,16 +320,17 @@ def ops(make_user: Any) -> Any:
 
 @pytest.fixture
 async def close_thread_connections() -> Any:
-    """Close the DB connection that ``sync_to_async`` opened in its worker thread.
+    """Settle the DB connection that ``sync_to_async`` opened in its worker thread.
 
-    Async tests reach the ORM from asgiref's executor thread; without this, its
-    connection outlives the test and blocks dropping the PostgreSQL test database.
+    Async tests reach the ORM from asgiref's executor thread. Its connection is kept for the
+    next test when clean and closed otherwise (``tests/kept_connections.py``); the session's
+    end closes what is left before the test database is dropped (``django_db_setup``).
     """
     yield
     from asgiref.sync import sync_to_async
-    from django.db import connections
 
     from agents_app.bridge import async_commit
+    from tests.kept_connections import settle_all
 
-    await sync_to_async(connections.close_all)()
+    await sync_to_async(settle_all)()
     await async_commit.close()  # the engine's commits on this test's event loop

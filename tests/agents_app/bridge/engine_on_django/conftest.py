@@ -137,3 +137,24 @@ def store(
 @pytest.fixture
 def harness(store: Any) -> Harness:
     return DjangoHarness(store)
+
+
+@pytest.fixture
+def sync_connection(transactional_db: Any) -> Any:
+    """The test's own database connection, as its synchronous fixtures see it."""
+    from django.db import connections
+
+    return connections["default"]
+
+
+@pytest.fixture(autouse=True)
+async def one_connection_per_thread(sync_connection: Any) -> Any:
+    """The harness writes rows synchronously from the test's coroutine. Django keeps
+    connections per asyncio context there, and each test runs in a new context, so each
+    would open a new connection (a new PostgreSQL process reading the catalog afresh):
+    share the one the test's synchronous fixtures use, which is kept between tests
+    (``tests/kept_connections.py``)."""
+    from django.db import connections
+
+    connections["default"] = sync_connection
+    yield
