@@ -8,6 +8,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from tests.parallel import HEAVY_FILES, FileScheduling, redis_database
 
 
@@ -97,6 +99,7 @@ def test_each_worker_draws_redis_databases_from_a_share_of_its_own(monkeypatch: 
     assert 0 not in drawn["gw0"] | drawn["gw1"]  # TEST_REDIS_URL's, the unit tests'
 
 
+@pytest.mark.integration  # a pytest process of its own
 def test_every_collected_test_has_a_node_id_of_its_own() -> None:
     # xdist schedules by node id: two tests with one id run once between them.
     listed = subprocess.run(

@@ -12,6 +12,8 @@ import pytest
 from tests.integration.snippets import SnippetError, Snippets
 from tests.integration.stack import BIN, ROOT
 
+pytestmark = pytest.mark.integration  # each test starts the snippet process
+
 
 @pytest.fixture
 def snippets(tmp_path: Path) -> Snippets:

@@ -12,7 +12,7 @@ from agents_app.models import LanguageModel, Prompt
 from tests.agents_app.admin.admin_pages import fill, post, read_form, set_rows
 from tests.plain_templates import plain_templates
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sweep]
 # Missing, too large for any number column, too long for any text column, a null byte
 # (PostgreSQL refuses those in text), and JSON whose escapes spell a lone surrogate and a
 # NUL (valid JSON, but not storable once parsed, e.g. by a model's script field).

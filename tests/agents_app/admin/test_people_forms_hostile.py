@@ -41,6 +41,7 @@ def _forms(client: Client) -> list[tuple[str, dict[str, Any]]]:
     return pages
 
 
+@pytest.mark.sweep
 def test_no_input_makes_a_new_form_fail_or_echo_markup(admin_client: Client) -> None:
     with plain_templates():  # only status and content are read
         _post_every_nasty_value(admin_client)

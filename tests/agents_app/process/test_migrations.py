@@ -13,6 +13,9 @@ import pytest
 
 from tests.agents_app.process.manage_support import manage as _manage
 
+# Each test runs manage.py in a process of its own.
+pytestmark = pytest.mark.integration
+
 POSTGRES_ADMIN_URL = os.environ.get(
     "MIGRATION_CHECK_POSTGRES_URL", "postgresql://root@127.0.0.1:5432/postgres"
 )

@@ -72,6 +72,7 @@ def _session_writes(thread_id: Any, session_id: Any) -> Any:
     return work
 
 
+@pytest.mark.sweep
 def test_retention_on_100k_rows_deletes_what_is_old_in_bounded_batches_without_blocking_sessions(
     policy: Any,
 ) -> None:

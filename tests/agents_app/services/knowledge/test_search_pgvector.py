@@ -44,7 +44,10 @@ from agents_app.services.knowledge.search import (
 from tests.agents_app.services.knowledge.embedding_server import DIMENSIONS, embedding_server
 from tests.agents_app.services.knowledge.test_search import HANDBOOK, RETURNS
 
-pytestmark = pytest.mark.postgresql("a PostgreSQL server with pgvector, started here")
+pytestmark = [
+    pytest.mark.postgresql("a PostgreSQL server with pgvector, started here"),
+    pytest.mark.integration,  # that server is a process of its own
+]
 
 
 @pytest.fixture(scope="module")
