@@ -7,6 +7,7 @@ No timing assertions: every wait is a bounded poll that fails with a sentence.
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 import uuid
 from collections.abc import Callable
@@ -148,6 +149,17 @@ def test_daphne_and_the_worker_stream_on_uvloop(stack: Stack, shared_worker: Pro
         stream.until(lambda f: f["type"] == "stopped", "the session's stopped frame")
     assert "Daphne runs the uvloop event loop" in stack.daphne.log.read_text()
     assert "Sessions run on a new uvloop event loop" in w.log.read_text()
+
+
+def test_the_server_listens_with_room_for_a_burst_of_connections(stack: Stack) -> None:
+    """``python -m studio.serve`` listens with a backlog of 1024 (``STUDIO_LISTEN_BACKLOG``),
+    not Twisted's 50, which a flood of 200 posts opened at once overflowed: one connection was
+    reset with no answer (``tests/integration/test_post_flood.py``). ``ss`` shows a listening
+    socket's backlog as its Send-Q."""
+    shown = subprocess.run(
+        ["ss", "-ltnH", f"sport = :{stack.port}"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert shown[:3] == ["LISTEN", "0", "1024"], shown
 
 
 def test_messages_sent_while_a_session_runs_are_queued_and_handled_in_order(
