@@ -58,7 +58,7 @@ def staff_setup(
     django_db_setup: Any, django_db_blocker: Any, keep_connection: None
 ) -> Iterator[dict[str, str]]:
     """An agent, a staff user with an API key, and a thread, made once for the module's 190
-    operations (each made them anew before: 27 s of the file's 100 on a loaded worker). As
+    operations, not once each (the file alone on a quiet machine: 54.2 → 51.0 s). As
     Django's ``TestCase.setUpTestData``: made in a transaction that each test's own (a
     savepoint, the ``db`` fixture) sits inside, so what an operation deletes or changes
     comes back for the next; rolled back at the module's end."""
