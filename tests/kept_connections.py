@@ -14,7 +14,8 @@ A connection is kept only when it is as a new one would be: open and usable, aut
 configured, outside any transaction and atomic block. Anything else (a test that broke its
 connection, left a transaction open, turned autocommit off) is closed as Django would close
 it. ``tests/test_kept_connections.py`` fails if Django stops asking
-``_should_reload_connections`` after the flush, or if a broken connection survives a test.
+``_should_reload_connections`` after the flush, or if ``settle_all`` keeps a connection the
+server killed.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 from django.db import connections
 from django.test import TransactionTestCase
+from psycopg.pq import TransactionStatus
 
 _DJANGOS_SHOULD_RELOAD = TransactionTestCase._should_reload_connections
 
@@ -37,8 +39,6 @@ def reusable(connection: Any) -> bool:
         return False
     if connection.get_autocommit() != connection.settings_dict["AUTOCOMMIT"]:
         return False
-    from psycopg.pq import TransactionStatus
-
     if connection.connection.info.transaction_status != TransactionStatus.IDLE:
         return False  # broken (UNKNOWN) or inside a transaction Django does not know of
     if connection.errors_occurred:

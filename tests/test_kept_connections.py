@@ -8,11 +8,11 @@ import io
 import unittest
 from collections.abc import Callable
 
-import psycopg
 import pytest
 from django.db import OperationalError, connection, transaction
 from django.test import TransactionTestCase
 
+from agents_app.base import faults
 from tests.kept_connections import reusable, settle_all
 
 pytestmark = [
@@ -60,10 +60,7 @@ def test_only_a_clean_connection_is_reusable() -> None:
     assert not reusable(connection)
     connection.connection.execute("ROLLBACK")
     assert reusable(connection)
-    params = connection.get_connection_params()
-    keys = ("dbname", "host", "port", "user", "password")
-    with psycopg.connect(**{k: params[k] for k in keys if params.get(k)}) as other:
-        other.execute("SELECT pg_terminate_backend(%s)", [_pid()])
+    faults._terminate("a test", _pid())  # the project's own kill: waits until it is gone
     with pytest.raises(OperationalError):
         _pid()
     assert not reusable(connection)
