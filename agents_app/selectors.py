@@ -41,7 +41,7 @@ from agents_app.base.permissions import (
 )
 from agents_app.db import page_reads
 from agents_app.db.expansions import log_descendant_ids, workblock_ids
-from agents_app.db.raw_sql import db_datetime, db_uuid, row_by_uuid
+from agents_app.db.raw_sql import db_datetime, db_uuid, prepared_cursor, row_by_uuid
 from agents_app.db.thread_search import match_snippets, threads_matching
 from agents_app.models import (
     Agent,
@@ -181,7 +181,7 @@ def thread_to_post(thread_id: str, user: Any, *, action: ThreadAction = "change"
         pk = db_uuid(thread_id)
     except ValueError:
         raise NotFound(f"Thread not found: {thread_id}") from None
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_post_sql(), [Agent.State.PUBLISHED, getattr(user, "pk", None), pk])
         row = cursor.fetchone()
     if row is None:

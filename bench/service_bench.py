@@ -107,9 +107,10 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def services_seconds() -> float:
+def services_seconds(names: tuple[str, ...] = ("postgres", "redis-server")) -> float:
     """CPU time the machine's PostgreSQL and Redis servers have used so far (every process
-    named postgres or redis-server, plus what their exited children used)."""
+    named postgres or redis-server, plus what their exited children used); ``names`` takes
+    one of them."""
     total = 0.0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -119,7 +120,7 @@ def services_seconds() -> float:
         except OSError:
             continue
         name, _, rest = stat.partition(" (")[2].rpartition(")")
-        if name.startswith(("postgres", "redis-server")):
+        if name.startswith(names):
             fields = rest.split()
             total += sum(int(x) for x in fields[11:15])
     return total / os.sysconf("SC_CLK_TCK")
@@ -341,6 +342,7 @@ async def run_level(
                 cpu_seconds(stack.daphne.popen.pid),
                 cpu_seconds(http_pid) if http_pid else 0.0,
                 services_seconds(),
+                services_seconds(("postgres",)),
             )
 
         cpu_before = cpu_now()
@@ -440,6 +442,7 @@ async def run_level(
         "worker_ms_per_session": 1000 * cpu_used[1] / sessions,
         # PostgreSQL and Redis (the machine's, shared with anything else running on it).
         "services_ms_per_session": 1000 * cpu_used[6] / sessions,
+        "postgres_ms_per_session": 1000 * cpu_used[7] / sessions,
         "daphne_mb": peak["daphne"],
         "worker_mb": peak["worker"],
     }
@@ -634,7 +637,8 @@ def measure(stack: Stack, args: argparse.Namespace) -> None:
             f"t={row['steady_from_s']:.1f}s: p99 {row['steady_p99_ms']:.1f} ms; CPU per "
             f"session: server {row['server_ms_per_session']:.1f} ms, "
             f"worker {row['worker_ms_per_session']:.1f} ms, PostgreSQL and Redis "
-            f"{row['services_ms_per_session']:.1f} ms; sockets' server "
+            f"{row['services_ms_per_session']:.1f} ms (PostgreSQL "
+            f"{row['postgres_ms_per_session']:.1f}); sockets' server "
             f"{row['relay_us_per_frame']:.0f} µs per frame"
             + (
                 f", HTTP server {row['http_ms_per_post']:.1f} ms per post"

@@ -18,6 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 from agents_app.base.periodic_jobs import beat_schedule
 from studio import event_loop as _event_loop
 from studio import process_tuning as _process_tuning
+from studio.db_options import prepared_options
 from studio.devsecrets import load_or_create
 from studio.envparse import envbool, envdecimal, envheader, envint, envlist, envrate, envstr
 
@@ -128,6 +129,19 @@ if envbool("DB_TRANSACTION_POOLING", False):
 # max_prepared_statements = 0, in transaction pooling) needs false: same SQL, unprepared.
 DB_SERVER_PREPARE = envbool("DB_SERVER_PREPARE", True)
 # --- end DB_SERVER_PREPARE ---
+# --- prepared statements (DB_PREPARE_THRESHOLD) ---
+# psycopg prepares the start path's statements after a few runs (studio/db_options.py).
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    try:
+        DATABASES["default"].setdefault("OPTIONS", {}).update(
+            prepared_options(
+                server_prepare=DB_SERVER_PREPARE,
+                threshold=envint("DB_PREPARE_THRESHOLD", 5),
+            )
+        )
+    except ValueError as exc:
+        raise ImproperlyConfigured(str(exc)) from None
+# --- end prepared statements ---
 if envstr("TEST_DB_NAME"):
     # Lets several test runs share one PostgreSQL server without clobbering each other.
     DATABASES["default"]["TEST"] = {"NAME": envstr("TEST_DB_NAME")}

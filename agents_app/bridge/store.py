@@ -26,7 +26,7 @@ from agents_app.bridge.grants import GrantStoreMixin
 from agents_app.bridge.user_values import UserValueStoreMixin
 from agents_app.bridge.users import thread_user
 from agents_app.db import page_reads, rows
-from agents_app.db.raw_sql import db_uuid, row_by_uuid
+from agents_app.db.raw_sql import db_uuid, prepared_cursor, row_by_uuid
 from agents_app.db.thread_records import CHILDREN, RECORD, record_from
 from agents_app.models import (
     Agent,
@@ -495,7 +495,7 @@ def _count_llm_responses(thread_id: str, model: str) -> int:
         pk = db_uuid(thread_id)
     except ValueError:
         return 0
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_LLM_RESPONSES_SQL, [pk, Log.Kind.LLM, model, "interrupted"])
         return int(cursor.fetchone()[0])
 

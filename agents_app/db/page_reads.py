@@ -25,7 +25,7 @@ from typing import Any
 
 from django.db import connection
 
-from agents_app.db.raw_sql import db_json, db_uuid, text_uuid
+from agents_app.db.raw_sql import db_json, db_uuid, prepared_cursor, text_uuid
 from agents_app.models import Message, QueuedMessage, ThreadMessageCount
 from runtime.core.messages import Message as EngineMessage
 
@@ -174,7 +174,7 @@ def engine_messages(
             f"ORDER BY w.created_at {order}"
         )
         params = [db_uuid(thread_id), *params]
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     if not with_newest:

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from django.utils.dateparse import parse_datetime
 
 from agents_app.db.composed import Part
@@ -63,13 +64,51 @@ def datetime_param(value: datetime) -> Any:
     return connection.ops.adapt_datetimefield_value(value)
 
 
+def prepared_cursor(wrapper: Any = None) -> Any:
+    """A cursor for the statements every conversation start runs (issue #58).
+
+    On PostgreSQL it binds parameters on the server, so psycopg prepares a statement once
+    the connection has run it ``DB_PREPARE_THRESHOLD`` times and PostgreSQL keeps its plan:
+    planning was most of the database's CPU per start. Django's own cursors bind on the
+    client, where nothing is ever prepared (``studio/db_options.py``). It is Django's
+    cursor in all else (its wrapper: ``execute_wrappers``, the query log, error
+    translation). On other databases, the connection's own cursor.
+    """
+    wrapper = wrapper if wrapper is not None else connections[DEFAULT_DB_ALIAS]
+    if wrapper.vendor != "postgresql":
+        return wrapper.cursor()
+    # What ``BaseDatabaseWrapper.cursor()`` does, with the server-binding cursor class
+    # Django itself uses under OPTIONS["server_side_binding"].
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    wrapper.close_if_health_check_failed()
+    wrapper.ensure_connection()
+    with wrapper.wrap_database_errors:
+        cursor = ServerBindingCursor(wrapper.connection)  # type: ignore[call-arg]
+    wrapper.validate_thread_sharing()
+    if wrapper.queries_logged:
+        return _ComposedDebugCursor(cursor, wrapper)
+    return wrapper.make_cursor(cursor)
+
+
+class _ComposedDebugCursor(CursorDebugWrapper):
+    """The query log's entry for a server-bound statement is the statement with its values
+    composed in, as for Django's own cursors (``last_executed_query`` reads a client-bound
+    cursor's sent text; this one sends ``$1``). Only when queries are logged: DEBUG, tests."""
+
+    def execute(self, sql: Any, params: Any = None) -> Any:
+        shown = self.db.ops.compose_sql(sql, params) if params is not None else sql
+        with self.debug_sql(shown):
+            return CursorWrapper.execute(self, sql, params)
+
+
 def row_by_uuid(sql: str, value: Any) -> tuple[Any, ...] | None:
     """The one row ``sql`` (one ``%s``: a UUID) reads, or None for no row or a malformed id."""
     try:
         pk = db_uuid(value)
     except ValueError:
         return None
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, [pk])
         return cursor.fetchone()  # type: ignore[no-any-return]
 
@@ -165,6 +204,6 @@ def insert_row(instance: models.Model) -> None:
             f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES ({values})"
         )
     params = [f.get_db_prep_save(f.pre_save(instance, True), wrapper) for f in fields]
-    with wrapper.cursor() as cursor:
+    with prepared_cursor(wrapper) as cursor:
         cursor.execute(sql, params)
     instance._state.adding, instance._state.db = False, wrapper.alias

@@ -15,11 +15,10 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
-from agents_app.db.raw_sql import model_columns, model_from_row
+from agents_app.db.raw_sql import model_columns, model_from_row, prepared_cursor
 from agents_app.models import ApiKey
 from agents_app.services.access.socket_credentials import credential_revoked, key_credential
 
@@ -73,7 +72,7 @@ def api_key_in_use(raw: str) -> ApiKey | None:
     """The unrevoked key ``raw`` of an active user (its ``user`` loaded), or None."""
     if not isinstance(raw, str) or len(raw) != _KEY_LENGTH or not raw.startswith(KEY_PREFIX):
         return None
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_key_sql(), [_hash(raw)])
         row = cursor.fetchone()
     if row is None:

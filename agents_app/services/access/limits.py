@@ -35,6 +35,7 @@ from redis.exceptions import RedisError
 
 from agents_app.base.errors import RateLimited
 from agents_app.db.composed import Part
+from agents_app.db.raw_sql import prepared_cursor
 from agents_app.models import LimitedAction, SpendBudget, Thread, ThreadSession, UsageLimit
 from agents_app.selectors import spend_since
 
@@ -242,7 +243,7 @@ def action_buckets(action: str, *, user: Any, api_key_id: int | None = None) -> 
     ``api_key_id`` is given): settings defaults, replaced by the studio's usage limits."""
     user_rate = settings.STUDIO_RATE_LIMITS.get(action)
     key_rate = settings.STUDIO_RATE_LIMITS_PER_KEY.get(action) if api_key_id else None
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_LIMITS_SQL, [user.pk, action, api_key_id])
         rows = cursor.fetchall()
     for row_key, limit, period in rows:

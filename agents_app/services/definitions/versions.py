@@ -28,7 +28,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, connection, transaction
 
 from agents_app.base.errors import Invalid, NotFound
-from agents_app.db.raw_sql import db_json, db_uuid, row_by_uuid, text_uuid
+from agents_app.db.raw_sql import db_json, db_uuid, prepared_cursor, row_by_uuid, text_uuid
 from agents_app.models import (
     Agent,
     DefinitionDraft,
@@ -334,7 +334,7 @@ def session_pins(session_id: str) -> Pins | None:
         return Pins.from_json(db_json(stored))
     pins = pins_for(agent_name, text_uuid(thread_id) or "", stamp=_stamp_of(stamp))
     field = ThreadSession._meta.get_field("definition_versions")
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_fix_pins_sql(), [field.get_db_prep_save(pins.as_json(), connection), pk])
         fixed = cursor.rowcount
     if not fixed:  # another process pinned it first: use what it fixed
@@ -411,7 +411,7 @@ def _stamp_of(row: Iterable[Any]) -> tuple[tuple[Any, ...], int]:
 
 def definitions_stamp(thread_id: str | None) -> tuple[tuple[Any, ...], int]:
     """(what every definition was computed from, the thread's open drafts): one query."""
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute("SELECT " + _stamp_columns("%s"), [thread_id])
         return _stamp_of(cursor.fetchone())
 

@@ -27,7 +27,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection
 
 from agents_app.base.encryption import decrypt
-from agents_app.db.raw_sql import db_uuid
+from agents_app.db.raw_sql import db_uuid, prepared_cursor
 from agents_app.models import EnvValue, Thread
 from runtime.core.redaction import Redactor
 from runtime.store.events import EventSink, Frame
@@ -92,7 +92,7 @@ def _read(sql: str, thread_id: str, *, marker: bool) -> tuple[bool, list[tuple[s
     params = [pk, secret, secret, secret, pk]
     if marker:
         params.insert(0, pk)  # the marker row's own thread id comes first
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     found = any(scope == "" for scope, _, _ in rows)

@@ -50,6 +50,7 @@ from agents_app.db.raw_sql import (
     model_columns,
     model_from_row,
     model_part,
+    prepared_cursor,
     row_by_uuid,
     text_uuid,
 )
@@ -498,7 +499,7 @@ def session_claim(session_id: str, owner: str) -> Claim | None:
     when = datetime_param(now)
     running, queued = ThreadSession.Status.RUNNING, ThreadSession.Status.QUEUED
     stale = datetime_param(now - stale_after())
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_CLAIM_SQL, [running, owner, when, when, pk, queued, running, stale])
         row = cursor.fetchone()
     if row is None:
@@ -726,7 +727,7 @@ def session_end(claim: Claim, *, status: str, error: str = "") -> Released:
         session_pk = db_uuid(claim.session_id)
     except ValueError:
         return Released(None)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_RELEASE_TOUCH_SQL, [when, thread_pk])
         touched = cursor.fetchone()
         faults.hit("release")

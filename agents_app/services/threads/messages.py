@@ -14,13 +14,13 @@ import binascii
 from dataclasses import dataclass, replace
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from agents_app import wire
 from agents_app.base.errors import Conflict, Invalid, Locked, NotFound
 from agents_app.broadcast.events import send_thread_and_registry, send_thread_frames
-from agents_app.db.raw_sql import datetime_param, db_uuid, insert_row
+from agents_app.db.raw_sql import datetime_param, db_uuid, insert_row, prepared_cursor
 from agents_app.models import Message, QueuedMessage, Thread, ThreadFile
 from agents_app.models.agents import MidRunMessages
 from agents_app.selectors import message_in_thread, queued_in_thread
@@ -224,7 +224,7 @@ def _touch(thread: Thread, role: str, content: str, silent: bool) -> None:
     now = timezone.now()
     thread.last_activity_at = now
     stamp, pk = datetime_param(now), db_uuid(thread.pk)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         if role == "user" and not silent and content.strip():
             thread.last_message_at, thread.last_message_preview = now, preview_of(content)
             cursor.execute(_TOUCH_WITH_MESSAGE_SQL, [stamp, stamp, thread.last_message_preview, pk])
