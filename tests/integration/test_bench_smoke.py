@@ -125,6 +125,8 @@ NOT_BENCHES = {
     "clocked_provider.py": "the provider the streaming benches load into their workers",
     "profile_summary.py": "prints a py-spy recording that a bench's --profile wrote",
     "start_profile.py": "prints a cProfile that service_bench.py --cprofile wrote",
+    "engine_ratio.py": "runs django_engine_bench.py and langgraph_compare.py by turns; their"
+    " smoke cases hold the 'ms per step' line it reads",
 }
 
 
