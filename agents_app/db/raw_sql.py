@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 from django.utils.dateparse import parse_datetime
 
@@ -64,7 +65,7 @@ def datetime_param(value: datetime) -> Any:
     return connection.ops.adapt_datetimefield_value(value)
 
 
-def prepared_cursor(wrapper: Any = None) -> Any:
+def prepared_cursor(wrapper: BaseDatabaseWrapper | None = None) -> CursorWrapper:
     """A cursor for the statements every conversation start runs (issue #58).
 
     On PostgreSQL it binds parameters on the server, so psycopg prepares a statement once
@@ -88,7 +89,7 @@ def prepared_cursor(wrapper: Any = None) -> Any:
     wrapper.validate_thread_sharing()
     if wrapper.queries_logged:
         return _ComposedDebugCursor(cursor, wrapper)
-    return wrapper.make_cursor(cursor)
+    return wrapper.make_cursor(cursor)  # type: ignore[arg-type]  # (the stubs say CursorWrapper)
 
 
 class _ComposedDebugCursor(CursorDebugWrapper):
