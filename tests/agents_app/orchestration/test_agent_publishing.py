@@ -63,3 +63,32 @@ def test_mcp_offers_only_what_the_user_is_offered() -> None:
     assert [a.name for a in exposed_agents(person)] == []
     person.groups.add(Group.objects.get(name="Beta"))
     assert [a.name for a in exposed_agents(person)] == ["pub"]
+
+
+def test_thread_creation_offers_the_same_agents_and_reads_permissions_only_past_the_audience() -> (
+    None
+):
+    """``offered_agent`` (every thread's creation) asks the cheap question first: a published
+    agent in the person's audience is offered without the two permission statements; a draft
+    still needs the studio's view permission, and stays absent for everyone else."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from agents_app.selectors import offered_agent
+
+    _save()
+    person = User.objects.create_user("pat", password="x")
+    staff = User.objects.create_user("sam", password="x", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="view_agent"))
+    staff = User.objects.get(pk=staff.pk)
+    with CaptureQueriesContext(connection) as read:
+        assert offered_agent(person, "pub").name == "pub"
+    assert not [q for q in read.captured_queries if "auth_permission" in q["sql"]], read
+    assert len(read.captured_queries) == 1
+
+    _save(state="draft")
+    with pytest.raises(NotFound):
+        offered_agent(person, "pub")
+    assert offered_agent(User.objects.get(pk=staff.pk), "pub").name == "pub"
+    with pytest.raises(NotFound):
+        offered_agent(staff, "x" * 129)
