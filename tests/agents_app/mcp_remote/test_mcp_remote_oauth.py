@@ -32,6 +32,7 @@ from agents_app.models import (
     OAuthClient,
     OAuthToken,
     Thread,
+    ThreadSession,
 )
 from agents_app.orchestration.thread_creation import thread_create
 from agents_app.services.access.mcp_tokens import access_token_for
@@ -117,16 +118,23 @@ class Browser:
 
 
 def _ask(user: Any) -> Message:
-    """A session of the caller agent in ``user``'s thread; its tool message."""
+    """A session of the caller agent in ``user``'s thread, run to its end; its tool message.
+
+    To its end, not only to the tool message: a session still committing when the test's
+    teardown flushes the tables deadlocks with the flush (a CI run read "deadlock detected
+    while deleting tuple in agents_app_thread", and the next test found the last one's rows)."""
     thread = thread_create(user=user, agent_name="caller")
     message_service.message_post(thread=thread, role="user", content="go")
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         found = Message.objects.filter(thread=thread, role="tool").first()
-        if found is not None:
+        open_sessions = ThreadSession.objects.filter(
+            thread=thread, status__in=(ThreadSession.Status.QUEUED, ThreadSession.Status.RUNNING)
+        )
+        if found is not None and not open_sessions.exists():
             return found
         time.sleep(0.1)
-    raise AssertionError("the tool call did not finish")
+    raise AssertionError("the tool call's session did not finish")
 
 
 def test_a_person_connects_once_and_the_tool_call_uses_their_token(
