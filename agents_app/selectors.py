@@ -114,9 +114,11 @@ def offered_agent(user: Any, name: str) -> Agent:
 
     As ``agents_for``, asking the cheap question first: a published agent in the user's
     audience needs no permission read (two statements, at every thread's creation)."""
-    agent = published_to(user).filter(name=name).first() if len(name) <= 128 else None
-    if agent is None and len(name) <= 128 and sees_every_agent(user):
-        agent = Agent.objects.filter(name=name).first()
+    agent = None
+    if len(name) <= 128:  # no longer name is saved: nothing to read
+        agent = published_to(user).filter(name=name).first()
+        if agent is None and sees_every_agent(user):
+            agent = Agent.objects.filter(name=name).first()
     if agent is None:
         raise NotFound(f"Agent not found: {name}")
     return agent

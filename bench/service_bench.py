@@ -107,11 +107,11 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def services_seconds(names: tuple[str, ...] = ("postgres", "redis-server")) -> float:
+def services_seconds() -> tuple[float, float]:
     """CPU time the machine's PostgreSQL and Redis servers have used so far (every process
-    named postgres or redis-server, plus what their exited children used); ``names`` takes
-    one of them."""
-    total = 0.0
+    named postgres or redis-server, plus what their exited children used), and PostgreSQL's
+    part of it: one pass over /proc."""
+    total = postgres = 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -120,10 +120,13 @@ def services_seconds(names: tuple[str, ...] = ("postgres", "redis-server")) -> f
         except OSError:
             continue
         name, _, rest = stat.partition(" (")[2].rpartition(")")
-        if name.startswith(names):
-            fields = rest.split()
-            total += sum(int(x) for x in fields[11:15])
-    return total / os.sysconf("SC_CLK_TCK")
+        if name.startswith(("postgres", "redis-server")):
+            used = sum(int(x) for x in rest.split()[11:15])
+            total += used
+            if name.startswith("postgres"):
+                postgres += used
+    tick = os.sysconf("SC_CLK_TCK")
+    return total / tick, postgres / tick
 
 
 SEED = """
@@ -341,8 +344,7 @@ async def run_level(
                 box_busy_seconds(),
                 cpu_seconds(stack.daphne.popen.pid),
                 cpu_seconds(http_pid) if http_pid else 0.0,
-                services_seconds(),
-                services_seconds(("postgres",)),
+                *services_seconds(),
             )
 
         cpu_before = cpu_now()
