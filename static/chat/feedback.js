@@ -15,20 +15,36 @@ function thumb(down) {
 export const rateable = (message, streaming) =>
   message.role === 'assistant' && !streaming && message.status !== 'failed' && !message.metadata?.queued && Boolean(message.content);
 
+// What the rating controls hold for one reply, by message id on the transcript: the server's
+// answer to this page's last rating, whether the reason form is open, the last error. Kept off
+// the row itself: a reload that was fetched before the rating replaces the row with a copy
+// that does not have it yet, and the person's 👍 must not vanish under them.
+function controls(ctx, message) {
+  const all = ctx.transcript.ratings;
+  if (!all.has(message.id)) all.set(message.id, { open: false, error: null });
+  return all.get(message.id);
+}
+
+const ratingOf = (ctx, message) => {
+  const held = controls(ctx, message);
+  return 'feedback' in held ? held.feedback : message.feedback;
+};
+
 async function send(ctx, message, body) {
   const url = `${threadPath(ctx.threadId)}/messages/${encodeURIComponent(message.id)}/feedback`;
+  const held = controls(ctx, message);
   try {
     const answer = body ? await api(url, { method: 'POST', json: body }) : await api(url, { method: 'DELETE' });
-    message.feedback = answer.feedback;
-    message.feedbackError = null;
+    held.feedback = answer.feedback;
+    held.error = null;
   } catch (error) {
-    message.feedbackError = error.message;
+    held.error = error.message;
   }
   ctx.rerender();
 }
 
 function reasonForm(ctx, message) {
-  const current = message.feedback || {};
+  const current = ratingOf(ctx, message) || {};
   const form = el('form', { className: 'feedback-form' });
   const reasons = ctx.feedbackReasons || [];
   let select = null;
@@ -42,14 +58,16 @@ function reasonForm(ctx, message) {
   form.append(comment, el('button', { type: 'submit', className: 'feedback-save', text: 'Send feedback' }));
   form.addEventListener('submit', (event) => {
     event.preventDefault();
-    message.feedbackOpen = false;
+    controls(ctx, message).open = false;
     send(ctx, message, { score: current.score || -1, reason: select?.value || null, comment: comment.value.trim() || null });
   });
   return form;
 }
 
 export function feedbackBar(ctx, message) {
-  const score = message.feedback?.score || 0;
+  const rating = ratingOf(ctx, message);
+  const held = controls(ctx, message);
+  const score = rating?.score || 0;
   const bar = el('div', { className: 'feedback', role: 'group', 'aria-label': 'Rate this reply' });
   for (const [value, label] of [[1, 'Good reply'], [-1, 'Bad reply']]) {
     const pressed = score === value;
@@ -57,24 +75,24 @@ export function feedbackBar(ctx, message) {
     const button = el('button', { type: 'button', className: `feedback-thumb${pressed ? ' pressed' : ''}`, 'aria-pressed': pressed ? 'true' : 'false', 'aria-label': name, title: name, 'data-score': value }, thumb(value === -1));
     button.addEventListener('click', () => {
       if (pressed) {
-        message.feedbackOpen = false;
+        held.open = false;
         send(ctx, message, null);
         return;
       }
-      message.feedbackOpen = value === -1;
+      held.open = value === -1;
       send(ctx, message, { score: value, reason: null, comment: null });
     });
     bar.append(button);
   }
   if (score) {
-    const more = el('button', { type: 'button', className: 'feedback-more', text: message.feedback.reason || message.feedback.comment ? 'Edit feedback' : 'Add a reason' });
+    const more = el('button', { type: 'button', className: 'feedback-more', text: rating.reason || rating.comment ? 'Edit feedback' : 'Add a reason' });
     more.addEventListener('click', () => {
-      message.feedbackOpen = !message.feedbackOpen;
+      held.open = !held.open;
       ctx.rerender();
     });
     bar.append(more);
   }
-  if (message.feedbackError) bar.append(el('span', { className: 'feedback-error', role: 'alert', text: message.feedbackError }));
-  if (score && message.feedbackOpen) bar.append(reasonForm(ctx, message));
+  if (held.error) bar.append(el('span', { className: 'feedback-error', role: 'alert', text: held.error }));
+  if (score && held.open) bar.append(reasonForm(ctx, message));
   return bar;
 }

@@ -342,7 +342,7 @@ function layout(ctx) {
     group = null;
     const m = item.message;
     const calls = parseCalls(m).map((c) => [results.get(c.id) || null, t.progress.get(c.id) || null]);
-    blocks.push({ key: `m:${m.id}`, message: m, sig: JSON.stringify([m, t.streaming.get(m.id), t.reasoning.get(m.id), calls, ctx.showReasoning, ctx.dual, ctx.toolActivity]) });
+    blocks.push({ key: `m:${m.id}`, message: m, sig: JSON.stringify([m, t.streaming.get(m.id), t.reasoning.get(m.id), t.ratings.get(m.id), calls, ctx.showReasoning, ctx.dual, ctx.toolActivity]) });
   }
   return blocks.map((b) =>
     b.message

@@ -16,6 +16,8 @@ export class Transcript {
     // tool call id -> the newest `tool_call_progress` of a running call (a remote A2A agent's
     // status updates). Live only: the server keeps none of it, so a reload shows none.
     this.progress = new Map();
+    // message id -> what this page's rating controls hold (feedback.js): not part of the row.
+    this.ratings = new Map();
     this.version = 0;
   }
 
