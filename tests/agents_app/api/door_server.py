@@ -64,9 +64,26 @@ def server(django_db_setup: Any, request: pytest.FixtureRequest) -> Iterator[str
 
 
 @pytest.fixture(autouse=True)
-def _sessions_run(settings: Any) -> None:
+def _sessions_run(settings: Any) -> Iterator[None]:
     settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost", "testserver"]
     settings.STUDIO_EXECUTOR = "inprocess"
+    _settle_shared_thread()
+    yield
+    _settle_shared_thread()
+
+
+def _settle_shared_thread() -> None:
+    """Close the connection of asgiref's shared sync thread unless it is clean.
+
+    The server's requests and sessions reach the ORM through that one thread, whose
+    connection outlives a test. Once, in a full run, it came to this module already inside a
+    transaction (left by an earlier test of that pytest worker), and every ORM call of the
+    server then failed ("can't change 'autocommit' now") until the test timed out. A clean
+    connection is kept, as between other tests (``tests/kept_connections.py``).
+    """
+    from tests.kept_connections import settle_all
+
+    asyncio.run(sync_to_async(settle_all)())
 
 
 __all__ = ["_sessions_run", "server"]
