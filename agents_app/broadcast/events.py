@@ -264,29 +264,25 @@ class LiveSink:
                 # batch, one Redis write and one round trip, not one per frame (issue #39).
                 # Chunks arriving meanwhile still merge in the queue behind that wait.
                 publisher = self._publisher()
-                handed: asyncio.Future[None] | None = None
+                run: list[tuple[dict[str, Any], list[catch_up.Op] | None]] = []
+                logs = group.endswith("-logs")
                 while queue:
-                    if (
-                        handed is not None
-                        and len(queue) == 1
-                        and queue[0].get("type") in CHUNK_TYPES
-                    ):
+                    if run and len(queue) == 1 and queue[0].get("type") in CHUNK_TYPES:
                         break  # a lone trailing chunk waits for its pace: later tokens merge in
                     frame = queue.popleft()
                     if frame.get("type") in CHUNK_TYPES:
                         self._last_chunk[group] = time.monotonic()
                     frame["seq"], frame["stream"] = next(self._seq[group]), self.stream
                     # What a socket joining mid-reply is sent first (thread groups only).
-                    ops = None
-                    if not group.endswith("-logs"):
-                        ops = catch_up.ops_for(frame, self._tracked[group]) or None
+                    ops = None if logs else catch_up.ops_for(frame, self._tracked[group]) or None
                     try:
-                        handed = publisher.queue(group, live_event(frame), ops)
-                        self.sent += 1
+                        run.append((live_event(frame), ops))
                     except Exception:  # a dropped live frame must never break a session
                         logger.warning("live frame to %s dropped", group, exc_info=True)
-                if handed is not None:
-                    await handed  # batches complete in order: every earlier frame is out too
+                if run:
+                    self.sent += len(run)
+                    # Batches complete in order: every earlier frame is out too.
+                    await publisher.queue_run(group, run)
         finally:
             self._senders.pop(group, None)
 

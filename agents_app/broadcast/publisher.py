@@ -35,13 +35,14 @@ from agents_app.broadcast.live_frames import THREAD_FRAME, frames_event
 logger = logging.getLogger(__name__)
 
 
-Queued = tuple[str, dict[str, Any], asyncio.Future[None], list[catch_up.Op] | None]
+Queued = tuple[str, dict[str, Any], list[catch_up.Op] | None]
 
 
 class BatchPublisher:
     def __init__(self, layer: Any) -> None:
         self._layer = layer
         self._batch: list[Queued] = []
+        self._waiters: list[asyncio.Future[None]] = []  # one per handover, not per message
         self._runner: asyncio.Task[None] | None = None
         self.batches = 0
         self.frames = 0  # messages handed over
@@ -53,9 +54,19 @@ class BatchPublisher:
         """Queue one layer message (in call order); the future ends once its batch was
         written or failed (failures are logged here, never raised). ``before``: the
         group's catch-up list ops (``catch_up``), written just before the message."""
+        return self.queue_run(group, [(message, before)])
+
+    def queue_run(
+        self, group: str, items: list[tuple[dict[str, Any], list[catch_up.Op] | None]]
+    ) -> asyncio.Future[None]:
+        """``queue`` for a run of ``group``'s messages, in order, with one future for the run:
+        a sink hands a step's burst at once and waits for its last frame only."""
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
-        self._batch.append((group, message, done, before))
+        batch = self._batch
+        for message, before in items:
+            batch.append((group, message, before))
+        self._waiters.append(done)
         if self._runner is None:
             self._runner = loop.create_task(self._run())
         return done
@@ -67,15 +78,16 @@ class BatchPublisher:
 
     async def _run(self) -> None:
         try:
-            while self._batch:
+            while self._batch or self._waiters:
                 batch, self._batch = self._batch, []
+                waiters, self._waiters = self._waiters, []
                 try:
                     await self._publish(batch)
                 except Exception:  # a dropped live frame must never break a session
                     logger.warning("%d live frames dropped", len(batch), exc_info=True)
                 self.batches += 1
                 self.frames += len(batch)
-                for _, _, done, _ in batch:
+                for done in waiters:
                     if not done.done():
                         done.set_result(None)
         finally:
@@ -85,7 +97,7 @@ class BatchPublisher:
         shards = self._shards(batch)
         if shards is None:
             local = catch_up.is_local(self._layer)
-            for group, message, _, before in batch:
+            for group, message, before in batch:
                 if before and local:
                     catch_up.local_lists.apply(group, before)
                 await self._layer.group_send(group, message)
@@ -106,7 +118,7 @@ class BatchPublisher:
         shards: dict[int, tuple[Any, list[tuple[Any, ...]]]] = {}
         serialize = self._layer.serialize
         per_group: dict[str, list[tuple[dict[str, Any], list[catch_up.Op] | None]]] = {}
-        for group, message, _, before in batch:
+        for group, message, before in batch:
             per_group.setdefault(group, []).append((message, before))
         for group, items in per_group.items():
             channel = loop_layer._get_group_channel_name(group)

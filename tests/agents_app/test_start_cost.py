@@ -93,9 +93,10 @@ def test_a_post_costs_the_server_a_bounded_number_of_calls(
 # (-25) and the provider registry's sync skips the compatible providers it already has
 # (``registry.sync_defined``: -48, their ``key_env`` read twelve times a start); 3,161 with
 # the test's own helper coroutine counted; then 2,992 with the start's statements bound on
-# the server (``raw_sql.prepared_cursor``: no quoting of each value into the text). 10%
-# more fails.
-WORKER_CALLS = 2992
+# the server (``raw_sql.prepared_cursor``: no quoting of each value into the text); 2,975
+# with one future per burst of frames handed to the publisher, not one per frame. 10% more
+# fails.
+WORKER_CALLS = 2975
 
 # (``versions.pins_for`` no longer deep-copies the kept pins: held by
 # ``test_pins_from_the_cache_are_each_sessions_own``, since the in-memory channel layer of

@@ -77,3 +77,32 @@ async def test_a_step_of_the_tool_loop_sends_its_13_frames_in_at_most_half_as_ma
     assert publisher.frames >= 12 * STEPS, publisher.frames  # every step's frames went out
     assert publisher.messages * 2 <= publisher.frames, (publisher.messages, publisher.frames)
     await layer.flush()
+
+
+# Python calls of the live path (the sink, the publisher, the embedded layer; 12.9 frames) per
+# step of the tool loop, nobody watching the thread: measured for issue #58 at 157.1 per step,
+# 131.6 since a sink hands a step's burst to the publisher with one future (not one per frame)
+# and a group nobody watches skips the in-memory layer's clean-up pass (the engine bench's
+# step, asyncio's futures and tasks included: 3,029 → 2,924 calls). 10% more fails.
+LIVE_CALLS_PER_STEP = 131.6
+
+
+async def test_a_step_s_frames_cost_the_embedded_live_path_a_bounded_number_of_calls() -> None:
+    from agents_app.broadcast.memory_layer import EmbeddedChannelLayer
+    from runtime.store.memory import MemoryStore
+    from tests.agents_app.start_meter import CallCounter
+    from tests.runtime.conftest import Harness, World
+    from tests.runtime.test_step_cost import STEPS, run_loop, tool_loop
+
+    world = World(Harness(MemoryStore()))
+    meter = tool_loop(world, STEPS, count_store=False)
+    live = LiveSink(layer=EmbeddedChannelLayer(), pacer=ChunkPacer(budget=0), window=0)
+    world.sink = _Both(world.sink, live)  # type: ignore[assignment]
+    with CallCounter() as counter:
+        await run_loop(world, meter, STEPS)
+        await live.flush()
+    assert live.sent >= 12 * STEPS, live.sent
+    path = ("agents_app.broadcast.", "channels.")
+    calls = {name: n for name, n in counter.calls.items() if name.startswith(path)}
+    per_step = sum(calls.values()) / STEPS
+    assert per_step <= LIVE_CALLS_PER_STEP * 1.1, sorted(calls.items(), key=lambda i: -i[1])

@@ -66,3 +66,14 @@ def test_the_embedded_mode_uses_it() -> None:
 
     assert studio_settings.EMBEDDED  # the unit tests run embedded
     assert type(get_channel_layer()) is EmbeddedChannelLayer
+
+
+async def test_a_group_nobody_watches_skips_the_clean_up_pass() -> None:
+    layer = EmbeddedChannelLayer()
+    passes: list[int] = []
+    layer._clean_expired = lambda: passes.append(1)  # O(channels + members) each time
+    await layer.group_send("thread.nobody", {"type": "thread.frame"})
+    assert passes == []
+    await layer.group_add("thread.1", await layer.new_channel())
+    await layer.group_send("thread.1", {"type": "thread.frame"})
+    assert passes == [1]  # a watched group's send still expires what is old first
