@@ -6,6 +6,10 @@ versions (``services.definitions.versions.session_pins``: its agent and everythi
 agent can reach), and every later read, also after a park or on another worker, returns
 those versions. Each log row the session commits names them (``Log.definition_versions``).
 A name the pins do not hold (not reachable when the session started) is read as saved now.
+
+``NewestDefinitions`` reads an agent's newest versions the same way outside a session (a
+thread's creation): from this process's cache of them (``versions.pins_for``) while the
+definitions' stamp says nothing changed, one statement instead of a read of each row.
 """
 
 from __future__ import annotations
@@ -74,3 +78,17 @@ class PinnedDefinitions:
         for log in commit.logs:
             if log.definition_versions is None:
                 log.definition_versions = pins.stamp(agent, log.prompt_name, log.model)
+
+
+class NewestDefinitions(PinnedDefinitions):
+    """Store mixin: the newest versions of ``pinned_agent`` and what it reaches, as a session
+    of it starting now would pin them (``versions.pins_for``: cached while nothing changed)."""
+
+    pinned_agent: str
+
+    async def session_pins(self) -> versions.Pins | None:
+        if not self._pins_read:
+            self._pins = await sync_to_async(versions.pins_for)(self.pinned_agent, None)
+            self._pins_read = True
+            self._parsed = {}
+        return self._pins

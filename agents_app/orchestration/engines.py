@@ -84,10 +84,10 @@ def build_engine(
     )
 
 
-async def with_engine(fn: Callable[[Engine], Awaitable[T]]) -> T:
+async def with_engine(fn: Callable[[Engine], Awaitable[T]], store: Any = None) -> T:
     """Run ``fn`` with an engine whose frames go to the thread's listeners (flushed after)."""
     sink = LiveSink()
-    engine = build_engine(sink=sink)
+    engine = build_engine(sink=sink, store=store)
     try:
         return await fn(engine)
     finally:

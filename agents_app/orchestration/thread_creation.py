@@ -12,6 +12,8 @@ from typing import Any
 from asgiref.sync import async_to_sync
 
 from agents_app import wire
+from agents_app.bridge.pinned import NewestDefinitions
+from agents_app.bridge.store import DjangoStore
 from agents_app.models import Agent, Thread
 from agents_app.orchestration.engines import with_engine
 from agents_app.services.threads import changes as thread_service
@@ -24,6 +26,16 @@ from agents_app.services.threads.idempotency import (
 )
 from runtime.engine import Engine
 from runtime.store.protocol import ThreadRecord
+
+
+class _NewThreadStore(NewestDefinitions, DjangoStore):
+    """The creation reads its agent's definitions as its first session will: the newest
+    versions, from the process's cache while nothing changed (a new chat waits for this
+    before its first post: the agent and its prompt were six statements, now the stamp)."""
+
+    def __init__(self, agent: str) -> None:
+        super().__init__()
+        self.pinned_agent = agent
 
 
 def thread_create(
@@ -47,7 +59,7 @@ def thread_create(
             agent.name, user_id=owner, tags=tags, env=patch.replace or {}
         )
 
-    record = async_to_sync(with_engine)(create)
+    record = async_to_sync(with_engine)(create, _NewThreadStore(agent.name))
     return thread_service.thread_created(thread_id=record.id, agent=agent, patch=patch)
 
 

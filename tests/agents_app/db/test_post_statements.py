@@ -286,7 +286,7 @@ def test_a_posts_inserts_are_fixed_statements(
     assert session.root_message_id == queued.pk and session.side == "a"
 
 
-def test_a_thread_creation_runs_fifteen_statements(
+def test_a_thread_creation_runs_nine_statements(
     thread_of: Any, alice: Any, as_: Any, settings: Any
 ) -> None:
     """A new chat creates its thread before its first post, so its statements are part of
@@ -295,7 +295,11 @@ def test_a_thread_creation_runs_fifteen_statements(
     ``after_thread_created`` hook (most), the thread's secrets were read to build a state no
     hook used: 19 statements before, 17 then; 15 since the offer check asks the cheap question
     first (issue #58: a published agent in the person's audience needs no permission read,
-    two statements). A new one fails here with the list."""
+    two statements); 9 since the engine reads the agent's definitions as its first session
+    will, from the process's cache of the newest versions while the definitions' stamp says
+    nothing changed (the agent's row, env values and audience groups, the prompt, its parts,
+    tools and env values: seven statements, now the stamp). A new one fails here with the
+    list."""
     settings.STUDIO_EXECUTOR = "none"
     client = as_(alice)
     thread_of(alice)  # defines the agent
@@ -306,10 +310,11 @@ def test_a_thread_creation_runs_fifteen_statements(
     assert answer.status_code == 200, answer.content
     sql = [q["sql"] for q in statements.captured_queries if "SAVEPOINT" not in q["sql"]]
     listed = [" ".join(s.split()[:4])[:70] for s in sql]
-    assert len(sql) == 15, listed
+    assert len(sql) == 9, listed
     assert not any("auth_permission" in s for s in sql), listed
-    agent_reads = [s for s in sql if 'FROM "agents_app_agent"' in s and s.startswith("SELECT")]
-    # The offer check, the engine's definition, the store's row for the insert.
-    assert len(agent_reads) == 3, listed
+    agent_reads = [s for s in sql if s.startswith('SELECT "agents_app_agent"')]
+    # The offer check and the store's row for the insert; the definition is the cache's.
+    assert len(agent_reads) == 2, listed
+    assert not any(s.startswith('SELECT "agents_app_prompt') for s in sql), listed
     # No secrets read: no hook gets a state whose frames would be redacted with them.
     assert not any(s.startswith("SELECT '', '', ''") for s in sql), listed
