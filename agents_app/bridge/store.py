@@ -94,8 +94,10 @@ def _exists(thread_id: str) -> None:
 
 
 @transaction.atomic
-def _create_thread(new: NewThread) -> ThreadRecord:
-    agent = Agent.objects.get(name=new.agent_name)
+def _create_thread(new: NewThread, agent: Agent | None = None) -> ThreadRecord:
+    """``agent``: the row of ``new.agent_name`` when the caller has read it already."""
+    if agent is None or agent.name != new.agent_name:
+        agent = Agent.objects.get(name=new.agent_name)
     parent = Thread.objects.filter(pk=new.parent_id).first() if new.parent_id else None
     row = Thread.objects.create(
         id=uuid.UUID(new.id),
@@ -696,6 +698,9 @@ class DjangoStore(FileStoreMixin, UserValueStoreMixin, GrantStoreMixin):
     transaction of their own: that connection would not see it.
     """
 
+    # The row of the agent whose thread this store creates, when the caller read it already.
+    agent_row: Agent | None = None
+
     def __init__(self, *, async_commits: bool = False) -> None:
         self._definitions: dict[tuple[str, str], Any] = {}
         self.async_commits = async_commits and fast_commit.supported()
@@ -707,7 +712,7 @@ class DjangoStore(FileStoreMixin, UserValueStoreMixin, GrantStoreMixin):
         return self._definitions[key]
 
     async def create_thread(self, new: NewThread) -> ThreadRecord:
-        return await sync_to_async(_create_thread)(new)
+        return await sync_to_async(_create_thread)(new, self.agent_row)
 
     async def get_thread(self, thread_id: str) -> ThreadRecord | None:
         return await sync_to_async(_get_thread)(thread_id)

@@ -31,11 +31,12 @@ from runtime.store.protocol import ThreadRecord
 class _NewThreadStore(NewestDefinitions, DjangoStore):
     """The creation reads its agent's definitions as its first session will: the newest
     versions, from the process's cache while nothing changed (a new chat waits for this
-    before its first post: the agent and its prompt were six statements, now the stamp)."""
+    before its first post: the agent and its prompt were seven statements, now the stamp).
+    The agent's row the caller read is the one the new thread points to: no read of it again."""
 
-    def __init__(self, agent: str) -> None:
+    def __init__(self, agent: Agent) -> None:
         super().__init__()
-        self.pinned_agent = agent
+        self.pinned_agent, self.agent_row = agent.name, agent
 
 
 def thread_create(
@@ -59,7 +60,7 @@ def thread_create(
             agent.name, user_id=owner, tags=tags, env=patch.replace or {}
         )
 
-    record = async_to_sync(with_engine)(create, _NewThreadStore(agent.name))
+    record = async_to_sync(with_engine)(create, _NewThreadStore(agent))
     return thread_service.thread_created(thread_id=record.id, agent=agent, patch=patch)
 
 

@@ -286,7 +286,7 @@ def test_a_posts_inserts_are_fixed_statements(
     assert session.root_message_id == queued.pk and session.side == "a"
 
 
-def test_a_thread_creation_runs_nine_statements(
+def test_a_thread_creation_runs_eight_statements(
     thread_of: Any, alice: Any, as_: Any, settings: Any
 ) -> None:
     """A new chat creates its thread before its first post, so its statements are part of
@@ -298,8 +298,9 @@ def test_a_thread_creation_runs_nine_statements(
     two statements); 9 since the engine reads the agent's definitions as its first session
     will, from the process's cache of the newest versions while the definitions' stamp says
     nothing changed (the agent's row, env values and audience groups, the prompt, its parts,
-    tools and env values: seven statements, now the stamp). A new one fails here with the
-    list."""
+    tools and env values: seven statements, now the stamp); 8 since the insert points to the
+    agent's row the offer check read instead of reading it again. A new one fails here with
+    the list."""
     settings.STUDIO_EXECUTOR = "none"
     client = as_(alice)
     thread_of(alice)  # defines the agent
@@ -310,11 +311,11 @@ def test_a_thread_creation_runs_nine_statements(
     assert answer.status_code == 200, answer.content
     sql = [q["sql"] for q in statements.captured_queries if "SAVEPOINT" not in q["sql"]]
     listed = [" ".join(s.split()[:4])[:70] for s in sql]
-    assert len(sql) == 9, listed
+    assert len(sql) == 8, listed
     assert not any("auth_permission" in s for s in sql), listed
     agent_reads = [s for s in sql if s.startswith('SELECT "agents_app_agent"')]
-    # The offer check and the store's row for the insert; the definition is the cache's.
-    assert len(agent_reads) == 2, listed
+    # The offer check's, which the insert reuses; the definition is the cache's.
+    assert len(agent_reads) == 1, listed
     assert not any(s.startswith('SELECT "agents_app_prompt') for s in sql), listed
     # No secrets read: no hook gets a state whose frames would be redacted with them.
     assert not any(s.startswith("SELECT '', '', ''") for s in sql), listed
