@@ -16,6 +16,15 @@ from mcp import types
 from agents_app.mcp_endpoint import server as mcp_server
 from agents_app.orchestration.agent_calls import Ask
 
+# The calls run through channels' ``database_sync_to_async``, which tidies asgiref's shared
+# sync thread's database connection before and after each call; a connection an earlier test
+# left there with an error flag is checked with a query. Without database access that check
+# raised before the blocking call began, and the test waited for it until the suite's timeout
+# killed the worker (twice in full runs). With access the check runs; and every wait is bounded.
+pytestmark = pytest.mark.django_db
+
+ENTERED_WITHIN = 30  # seconds
+
 ASK = Ask(thread_id="t-1", message_id="m-1")
 NOT_DONE = SimpleNamespace(done=False, steps=0, latest="starting")
 
@@ -56,7 +65,8 @@ async def _cancel_inside(blocking: Blocking) -> None:
     async with anyio.create_task_group() as tg:
         params = types.CallToolRequestParams(name="sleeper", arguments={"message": "slowly"})
         tg.start_soon(mcp_server.call_tool, CTX, params)
-        await anyio.to_thread.run_sync(blocking.entered.wait)
+        entered = await anyio.to_thread.run_sync(blocking.entered.wait, ENTERED_WITHIN)
+        assert entered, "the call never reached the blocking step"
         tg.cancel_scope.cancel()
         blocking.release.set()
 
