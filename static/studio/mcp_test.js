@@ -6,15 +6,19 @@
   function start() {
     const button = document.getElementById("mcp-test-connection");
     if (!button) return;
-    const snapshot = () => new URLSearchParams(new FormData(button.form)).toString();
-    const saved = snapshot();
+    const snapshot = (form) => new URLSearchParams(new FormData(form)).toString();
+    // The saved settings are the form as the server sent it, not as it is when this script
+    // runs: someone may have typed before it loaded. A detached copy, reset, has those values.
+    const pristine = button.form.cloneNode(true);
+    pristine.reset();
+    const saved = snapshot(pristine);
     const result = document.createElement("p");
     result.className = "studio-connection-result";
     result.setAttribute("role", "status");
     result.hidden = true;
     button.after(result);
     button.addEventListener("click", async function (event) {
-      if (snapshot() === saved) return; // nothing edited: the saved settings' test
+      if (snapshot(button.form) === saved) return; // nothing edited: the saved settings' test
       event.preventDefault();
       button.disabled = true;
       result.hidden = false;
