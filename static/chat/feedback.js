@@ -19,6 +19,11 @@ export const rateable = (message, streaming) =>
 // answer to this page's last rating, whether the reason form is open, the last error. Kept off
 // the row itself: a reload that was fetched before the rating replaces the row with a copy
 // that does not have it yet, and the person's 👍 must not vanish under them.
+// Reading makes no entry: the transcript view's signature of a message includes its entry,
+// and one made by a first draw would redraw every reply once more.
+const NONE = Object.freeze({ open: false, error: null });
+const held = (ctx, message) => ctx.transcript.ratings.get(message.id) || NONE;
+
 function controls(ctx, message) {
   const all = ctx.transcript.ratings;
   if (!all.has(message.id)) all.set(message.id, { open: false, error: null });
@@ -26,19 +31,19 @@ function controls(ctx, message) {
 }
 
 const ratingOf = (ctx, message) => {
-  const held = controls(ctx, message);
-  return 'feedback' in held ? held.feedback : message.feedback;
+  const state = held(ctx, message);
+  return 'feedback' in state ? state.feedback : message.feedback;
 };
 
 async function send(ctx, message, body) {
   const url = `${threadPath(ctx.threadId)}/messages/${encodeURIComponent(message.id)}/feedback`;
-  const held = controls(ctx, message);
+  const state = controls(ctx, message);
   try {
     const answer = body ? await api(url, { method: 'POST', json: body }) : await api(url, { method: 'DELETE' });
-    held.feedback = answer.feedback;
-    held.error = null;
+    state.feedback = answer.feedback;
+    state.error = null;
   } catch (error) {
-    held.error = error.message;
+    state.error = error.message;
   }
   ctx.rerender();
 }
@@ -66,7 +71,7 @@ function reasonForm(ctx, message) {
 
 export function feedbackBar(ctx, message) {
   const rating = ratingOf(ctx, message);
-  const held = controls(ctx, message);
+  const state = held(ctx, message);
   const score = rating?.score || 0;
   const bar = el('div', { className: 'feedback', role: 'group', 'aria-label': 'Rate this reply' });
   for (const [value, label] of [[1, 'Good reply'], [-1, 'Bad reply']]) {
@@ -75,11 +80,11 @@ export function feedbackBar(ctx, message) {
     const button = el('button', { type: 'button', className: `feedback-thumb${pressed ? ' pressed' : ''}`, 'aria-pressed': pressed ? 'true' : 'false', 'aria-label': name, title: name, 'data-score': value }, thumb(value === -1));
     button.addEventListener('click', () => {
       if (pressed) {
-        held.open = false;
+        controls(ctx, message).open = false;
         send(ctx, message, null);
         return;
       }
-      held.open = value === -1;
+      controls(ctx, message).open = value === -1;
       send(ctx, message, { score: value, reason: null, comment: null });
     });
     bar.append(button);
@@ -87,12 +92,12 @@ export function feedbackBar(ctx, message) {
   if (score) {
     const more = el('button', { type: 'button', className: 'feedback-more', text: rating.reason || rating.comment ? 'Edit feedback' : 'Add a reason' });
     more.addEventListener('click', () => {
-      held.open = !held.open;
+      controls(ctx, message).open = !state.open;
       ctx.rerender();
     });
     bar.append(more);
   }
-  if (held.error) bar.append(el('span', { className: 'feedback-error', role: 'alert', text: held.error }));
-  if (score && held.open) bar.append(reasonForm(ctx, message));
+  if (state.error) bar.append(el('span', { className: 'feedback-error', role: 'alert', text: state.error }));
+  if (score && state.open) bar.append(reasonForm(ctx, message));
   return bar;
 }
