@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from django.core.checks import Error, register
@@ -66,4 +67,27 @@ def check_retention_settings(app_configs: Any = None, **kwargs: Any) -> list[Err
             id="agents.E020",
         )
         for problem in policy_problems(settings_policy())
+    ]
+
+
+# Variables the platform once read and no longer does: set, each would promise something that
+# does not happen, so the start-up says so instead of ignoring it.
+RETIRED_ENVIRONMENT = {
+    "CELERY_VISIBILITY_TIMEOUT": (
+        "the broker keeps no copy of a delivered task, so there is nothing to redeliver; "
+        "the sweep dispatches a lost task again after STUDIO_SESSION_REDISPATCH_SECONDS"
+    ),
+}
+
+
+@register()
+def check_retired_environment(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    return [
+        Error(
+            f"{name} is no longer used: {why}.",
+            hint="Remove it from the environment (docs/operating.md, 'Fault recovery').",
+            id="agents.E021",
+        )
+        for name, why in RETIRED_ENVIRONMENT.items()
+        if name in os.environ
     ]

@@ -281,12 +281,13 @@ CELERY_TASK_ALWAYS_EAGER = False
 # pool thread only waits for its session (see docs/api.md, "Sessions on Celery").
 CELERY_WORKER_POOL = envstr("CELERY_WORKER_POOL", "threads")
 CELERY_WORKER_CONCURRENCY = envint("CELERY_WORKER_CONCURRENCY", 64)
-# Redis redelivers an unacknowledged task after the visibility timeout, even while the
-# first worker is still running it; the session claim makes that duplicate harmless, and
-# the sweep (not redelivery) is what resumes a session whose worker died.
-CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {
-    "visibility_timeout": envint("CELERY_VISIBILITY_TIMEOUT", 3600),
-}
+# No copy of a delivered task in Redis (kombu's "ack emulation" off): the database, not the
+# broker, recovers lost work. Every task's row is swept (sessions, effects, webhooks,
+# knowledge documents), so the copy only ever came back after its hour-long visibility
+# timeout, and it cost each delivery and each ack a Redis transaction (a tenth of the
+# worker's CPU per conversation start, bench/history.md "twentieth round"). A worker that
+# closes its connection still pushes back what it received and did not finish.
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {"ack_emulation": False}
 # --- broker faults (docs/operating.md, "Fault recovery") ---------------------------------
 # A worker must outlive a Redis restart: retry the broker forever, at start-up too (the
 # default gives up after 100 attempts, about 50 minutes, and the process exits).

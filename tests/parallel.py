@@ -54,8 +54,8 @@ def worker_count() -> int:
 
 def redis_database() -> int:
     """A Redis database number for a stack of this worker: drawn from this worker's share
-    of 1..15, so two workers' stacks never meet in one database (Celery's ``unacked`` and
-    binding keys have no prefix). Random within the share: stacks of one worker, and runs of
+    of 1..15, so two workers' stacks never meet in one database (Celery's queue and binding
+    keys have no prefix). Random within the share: stacks of one worker, and runs of
     other checkouts on the same Redis, rarely pick the same one."""
     count = min(worker_count(), len(REDIS_DATABASES))
     share = [n for n in REDIS_DATABASES if n % count == worker_index() % count]

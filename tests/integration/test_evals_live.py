@@ -38,8 +38,8 @@ def _results(stack: Stack, run_id: str) -> list[tuple[str, str | None]]:
     ]
 
 
-# A run_session task the doomed worker had received but not yet claimed stays unacknowledged
-# in Redis (acks_late) until the visibility timeout; the session sweep dispatches its queued
+# A run_session task the doomed worker had received but not yet claimed dies with it (the
+# broker keeps no copy of a delivered task); the session sweep dispatches its queued
 # session again after STUDIO_SESSION_REDISPATCH_SECONDS (120 s in production: as long as this
 # test waits). The workers here use a shorter limit, as the stack's heartbeat limits are.
 LOST_TASK = {"STUDIO_SESSION_REDISPATCH_SECONDS": "5"}

@@ -1,8 +1,8 @@
 """A session's task that a worker received but never claimed, when that worker is killed.
 
-With ``acks_late`` the task stays unacknowledged in Redis until the broker's visibility
-timeout (an hour): nobody holds the session (it is still queued, no heartbeat to go stale),
-so only the sweep's lost-task limit (``STUDIO_SESSION_REDISPATCH_SECONDS``) dispatches it
+The broker keeps no copy of a delivered task (studio/settings.py, ack emulation off), so the
+task dies with the worker: nobody holds the session (it is still queued, no heartbeat to go
+stale), and only the sweep's lost-task limit (``STUDIO_SESSION_REDISPATCH_SECONDS``) dispatches it
 again. This is what made ``test_evals_live`` time out on a loaded machine (its 120 s wait was
 the production limit); here the window is held open on purpose, with a row lock on the
 session that the doomed worker's claim waits for.

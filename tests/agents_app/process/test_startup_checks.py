@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from django.test import override_settings
 
 from agents_app.base import code_registry
-from agents_app.checks import check_code_registry, check_encryption_keyring
+from agents_app.checks import (
+    check_code_registry,
+    check_encryption_keyring,
+    check_retired_environment,
+)
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_valid_keyring_passes() -> None:
@@ -39,3 +49,29 @@ def test_duplicate_tool_names_are_a_startup_error(tmp_path: Path) -> None:
         code_registry.reset_registry()
     assert [e.id for e in errors] == ["agents.E002"]
     assert "hello" in errors[0].msg
+
+
+def test_a_retired_variable_stops_the_start_up_with_what_replaced_it() -> None:
+    """``CELERY_VISIBILITY_TIMEOUT`` tuned a redelivery the broker no longer does: set, it
+    stops ``manage.py check`` (and so ``migrate``, compose's first step) instead of being
+    read by nothing."""
+    env = {**os.environ, "CELERY_VISIBILITY_TIMEOUT": "600"}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert "agents.E021" in done.stderr
+    assert "CELERY_VISIBILITY_TIMEOUT is no longer used" in done.stderr
+    assert "STUDIO_SESSION_REDISPATCH_SECONDS" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_without_retired_variables_the_check_is_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CELERY_VISIBILITY_TIMEOUT", raising=False)
+    assert check_retired_environment() == []
