@@ -13,6 +13,7 @@ from agents_app.admin.env import AgentEnvValueInline, EnvOwnerAdminMixin
 from agents_app.admin.versions import VersionedAdmin
 from agents_app.forms import AgentForm
 from agents_app.forms.agents import SIDE_FIELDS
+from agents_app.forms.fields import rendered_as_one_page
 from agents_app.models import Agent, PromptTool
 from agents_app.pages.agent_structure import parent_hooks_in_words
 from agents_app.pages.variable_scan import agent_env_levels
@@ -40,6 +41,20 @@ class AgentAdmin(
     def change_context(self, request: HttpRequest, obj: Agent) -> dict[str, Any]:
         # The read-only "Env values this agent needs" panel (names and levels, never values).
         return {**super().change_context(request, obj), "env_needs": agent_env_levels(obj)}
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        # The side fields' suggestions (four of them) are one reading of the names.
+        return rendered_as_one_page(
+            lambda: super(AgentAdmin, self).changeform_view(
+                request, object_id, form_url, extra_context
+            )
+        )
 
     def render_change_form(
         self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any

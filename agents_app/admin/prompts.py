@@ -22,6 +22,7 @@ from agents_app.forms import (
     PromptToolForm,
     PromptToolFormSet,
 )
+from agents_app.forms.fields import rendered_as_one_page
 from agents_app.forms.suggestions import callables
 from agents_app.models import Prompt, PromptPart, PromptTool
 from agents_app.services.definitions.provider_tools import options_by_model
@@ -183,6 +184,18 @@ class PromptAdmin(PromptDraftAdmin, VersionedAdmin, EnvOwnerAdminMixin, admin.Mo
         object_id: str | None = None,
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        # One page: the catalog below and every tool row's suggestions are one reading.
+        return rendered_as_one_page(
+            lambda: self._with_catalog(request, object_id, form_url, extra_context)
+        )
+
+    def _with_catalog(
+        self,
+        request: HttpRequest,
+        object_id: str | None,
+        form_url: str,
+        extra_context: dict[str, Any] | None,
     ) -> HttpResponse:
         # The tool picker's companion: every name a tool row accepts, with what it does.
         catalog = callables()

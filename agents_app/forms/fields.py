@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.http import HttpResponse
+from django.template.response import SimpleTemplateResponse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
@@ -185,19 +189,59 @@ class DefaultYesNoSelect(forms.NullBooleanSelect):
         self.choices = [("unknown", default_label), ("true", "Yes"), ("false", "No")]
 
 
+# One page's render: what its suggestion sources returned and which shared lists it wrote.
+_page: ContextVar[dict[Any, Any] | None] = ContextVar("studio_suggestions_page", default=None)
+
+
+@contextmanager
+def one_page() -> Iterator[None]:
+    """Within it, each suggestion source is read once and each shared ``<datalist>`` is
+    written once: a prompt with twenty tool rows read every tool, prompt and agent name
+    twenty times and sent the same list twenty times."""
+    token = _page.set({})
+    try:
+        yield
+    finally:
+        _page.reset(token)
+
+
+def rendered_as_one_page(view: Callable[[], HttpResponse]) -> HttpResponse:
+    """``view()``'s response, rendered inside ``one_page`` (a template response renders
+    after the view returns, outside any scope the view opened)."""
+    with one_page():
+        response = view()
+        if isinstance(response, SimpleTemplateResponse):
+            response.render()
+    return response
+
+
+def once_per_page(key: Any, make: Callable[[], Any]) -> Any:
+    """``make()``, read once per ``one_page`` under ``key`` (every time outside one)."""
+    page = _page.get()
+    if page is None:
+        return make()
+    if key not in page:
+        page[key] = make()
+    return page[key]
+
+
 class SuggestionsInput(forms.TextInput):
     """A text input with a ``<datalist>`` of known names; any other name may still be typed.
 
-    ``suggestions`` is called at render time so the list is never stale.
+    ``suggestions`` is called at render time so the list is never stale (once per page
+    inside ``one_page``). With ``shared_list`` every input of the kind points at one list,
+    written with the first of them in a page (each writes its own outside ``one_page``).
     """
 
     def __init__(
         self,
         suggestions: Callable[[], Iterable[tuple[str, str]]],
         attrs: dict[str, Any] | None = None,
+        shared_list: str | None = None,
     ):
         super().__init__(attrs)
         self.suggestions = suggestions
+        self.shared_list = shared_list
 
     def render(
         self,
@@ -206,15 +250,22 @@ class SuggestionsInput(forms.TextInput):
         attrs: dict[str, Any] | None = None,
         renderer: Any = None,
     ) -> SafeString:
-        list_id = re.sub(r"[^A-Za-z0-9_-]", "_", f"{(attrs or {}).get('id') or name}_names")
-        attrs = {**(attrs or {}), "list": list_id, "autocomplete": "off"}
-        options = format_html_join("", '<option value="{}">{}</option>', self.suggestions())
-        return format_html(
-            '{}<datalist id="{}">{}</datalist>',
-            super().render(name, value, attrs, renderer),
-            list_id,
-            options,
+        list_id = self.shared_list or re.sub(
+            r"[^A-Za-z0-9_-]", "_", f"{(attrs or {}).get('id') or name}_names"
         )
+        attrs = {**(attrs or {}), "list": list_id, "autocomplete": "off"}
+        box = super().render(name, value, attrs, renderer)
+        page = _page.get()
+        if self.shared_list and page is not None:
+            written = page.setdefault("datalists written", set())
+            if list_id in written:
+                return box
+            written.add(list_id)
+        options = once_per_page(
+            self.suggestions,
+            lambda: format_html_join("", '<option value="{}">{}</option>', self.suggestions()),
+        )
+        return format_html('{}<datalist id="{}">{}</datalist>', box, list_id, options)
 
 
 class PriceInput(forms.NumberInput):

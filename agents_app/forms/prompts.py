@@ -394,7 +394,7 @@ class PromptToolForm(OrderedRowForm):
             "result. Empty: the instance default.",
         }
         widgets = {
-            "name": SuggestionsInput(callable_names),
+            "name": SuggestionsInput(callable_names, shared_list="studio-tool-names"),
             "immediate": DefaultYesNoSelect(),
             "blocking": DefaultYesNoSelect(),
             "requires_approval": DefaultYesNoSelect(),

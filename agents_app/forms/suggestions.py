@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agents_app.forms.fields import once_per_page
 from agents_app.models import Agent, LanguageModel, Prompt
 from agents_app.services.definitions import mcp_servers
 from agents_app.services.definitions import rows as definitions
@@ -26,7 +27,13 @@ def _short(text: str, length: int = 90) -> str:
 
 
 def callables() -> list[Callable]:
-    """Code tools, MCP servers' tools, prompts and agents with their descriptions, in that order."""
+    """Code tools, MCP servers' tools, prompts and agents with their descriptions, in that
+    order (read once per page: ``fields.one_page``)."""
+    result: list[Callable] = once_per_page(callables, _read_callables)
+    return result
+
+
+def _read_callables() -> list[Callable]:
     from agents_app.base.code_registry import get_registry
 
     code = definitions.registered_code_names()

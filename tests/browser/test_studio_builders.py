@@ -152,3 +152,26 @@ def test_provider_tool_options_are_fields_from_the_vendors_description(
         "print(json.dumps(PromptTool.objects.get(prompt__name='searching_prompt').options))",
     )
     assert stored == expected
+
+
+def test_every_tool_row_suggests_names_from_the_page_s_one_list(site: Site, page: Page) -> None:
+    """The tool rows share one ``<datalist>`` (forms/fields.py, ``shared_list``): a saved
+    row, the extra row and a row added in the browser all suggest the same names."""
+    site.python(DEFINE_SEARCHING_PROMPT)
+    pk = _stored(
+        site,
+        "from agents_app.models import Prompt;"
+        "print(json.dumps(str(Prompt.objects.get(name='searching_prompt').pk)))",
+    )
+    admin_login(page, site)
+    page.goto(f"{site.url}/admin/agents_app/prompt/{pk}/change/")
+    page.get_by_role("tab", name="Tools").click()
+    page.locator("#tool_entries-group .add-row a").click()
+    boxes = page.locator("input[name^='tool_entries-'][name$='-name']:not([name*='__prefix__'])")
+    expect(boxes).to_have_count(3)  # the saved row, the extra row, the added row
+    suggested = boxes.evaluate_all(
+        "els => els.map(el => el.list ? [...el.list.options].map(o => o.value) : null)"
+    )
+    assert all(names and "searching_prompt" in names for names in suggested), suggested
+    assert suggested[0] == suggested[1] == suggested[2]
+    assert page.locator("datalist#studio-tool-names").count() == 1
