@@ -41,7 +41,13 @@ from agents_app.base.permissions import (
 )
 from agents_app.db import page_reads
 from agents_app.db.expansions import log_descendant_ids, workblock_ids
-from agents_app.db.raw_sql import db_datetime, db_uuid, prepared_cursor, row_by_uuid
+from agents_app.db.raw_sql import (
+    db_datetime,
+    db_uuid,
+    prepared_cursor,
+    row_by_uuid,
+    server_bound,
+)
 from agents_app.db.thread_search import match_snippets, threads_matching
 from agents_app.models import (
     Agent,
@@ -116,9 +122,10 @@ def offered_agent(user: Any, name: str) -> Agent:
     audience needs no permission read (two statements, at every thread's creation)."""
     agent = None
     if len(name) <= 128:  # no longer name is saved: nothing to read
-        agent = published_to(user).filter(name=name).first()
-        if agent is None and sees_every_agent(user):
-            agent = Agent.objects.filter(name=name).first()
+        with server_bound():  # at every thread's creation: kept prepared (issue #58)
+            agent = published_to(user).filter(name=name).first()
+            if agent is None and sees_every_agent(user):
+                agent = Agent.objects.filter(name=name).first()
     if agent is None:
         raise NotFound(f"Agent not found: {name}")
     return agent
@@ -352,13 +359,14 @@ def thread_subtree(thread: Thread) -> list[uuid.UUID]:
 
 
 def registry_thread(thread_id: Any) -> dict[str, Any] | None:
-    row = (
-        Thread.objects.select_related("agent", "origin_agent")
-        .only(*THREAD_ITEM_FIELDS)
-        .annotate(is_executing=active_session_exists())
-        .filter(pk=thread_id)
-        .first()
-    )
+    with server_bound():  # at every thread's creation: kept prepared (issue #58)
+        row = (
+            Thread.objects.select_related("agent", "origin_agent")
+            .only(*THREAD_ITEM_FIELDS)
+            .annotate(is_executing=active_session_exists())
+            .filter(pk=thread_id)
+            .first()
+        )
     if row is None:
         return None
     return wire.registry_thread(row, bool(row.is_executing))  # type: ignore[attr-defined]

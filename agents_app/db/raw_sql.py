@@ -12,7 +12,8 @@ import functools
 import json
 import uuid
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -90,6 +91,45 @@ def prepared_cursor(wrapper: BaseDatabaseWrapper | None = None) -> CursorWrapper
     if wrapper.queries_logged:
         return _ComposedDebugCursor(cursor, wrapper)
     return wrapper.make_cursor(cursor)  # type: ignore[arg-type]  # (the stubs say CursorWrapper)
+
+
+@contextmanager
+def server_bound(wrapper: BaseDatabaseWrapper | None = None) -> Iterator[None]:
+    """The ORM's statements inside bind on the server, as ``prepared_cursor``'s do, so a
+    connection prepares them once it has run them ``DB_PREPARE_THRESHOLD`` times (issue #58).
+
+    For the ORM reads a conversation start still makes (a new chat's thread creation: its
+    agent, the new thread, the registry's row), whose select_related and annotations are the
+    ORM's to build: PostgreSQL planned each at every run, 1.3 ms of its CPU per creation at
+    200 at once. Django's cursors take the connection's ``cursor_factory``, which is set
+    here for the block and put back after (``tests/agents_app/db/test_server_bound.py`` fails
+    if Django's cursors stop following it), with Django's own flag for a connection under its
+    ``server_side_binding`` option, which its query log reads. On other databases, nothing
+    changes.
+    """
+    wrapper = wrapper if wrapper is not None else connections[DEFAULT_DB_ALIAS]
+    if wrapper.vendor != "postgresql":
+        yield
+        return
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    wrapper.ensure_connection()
+    raw = wrapper.connection
+    before = raw.cursor_factory
+    # Django's flag for a connection that binds on the server: its query log composes such
+    # statements with their values (it would log none: the sent text has ``$1``).
+    features = wrapper.features
+    flagged = features.__dict__.get("uses_server_side_binding")
+    raw.cursor_factory = ServerBindingCursor
+    features.uses_server_side_binding = True
+    try:
+        yield
+    finally:
+        raw.cursor_factory = before
+        if flagged is None:
+            del features.uses_server_side_binding
+        else:
+            features.uses_server_side_binding = flagged
 
 
 class _ComposedDebugCursor(CursorDebugWrapper):

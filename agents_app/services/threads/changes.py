@@ -17,6 +17,7 @@ from django.utils import timezone
 from agents_app import selectors
 from agents_app.base.errors import Invalid, NotFound
 from agents_app.broadcast.events import send_registry
+from agents_app.db.raw_sql import server_bound
 from agents_app.models import Agent, EnvValue, PromptTool, Thread
 from agents_app.services.env import writes as env_service
 from agents_app.services.threads import files as thread_files
@@ -86,9 +87,12 @@ def thread_created(*, thread_id: Any, agent: Agent, patch: env_service.EnvPatch)
         EnvValue.objects.filter(
             scope=EnvValue.Scope.THREAD, thread_id=thread_id, key__in=text_keys
         ).update(value_type=EnvValue.Type.TEXT)
-    thread = Thread.objects.select_related("agent", "origin_agent").get(pk=thread_id)
+    # Every creation runs these: bound on the server, so they stay prepared (issue #58).
+    with server_bound():
+        thread = Thread.objects.select_related("agent", "origin_agent").get(pk=thread_id)
+        starts = _starts_immediately(agent)
     _announce("thread_created", thread.pk, thread.owner_id)
-    if _starts_immediately(agent):
+    if starts:
         from agents_app.services.sessions.lifecycle import thread_continue
 
         # The first AI side: side B when a person is on side A (spec 0.2.0).
