@@ -118,18 +118,22 @@ def server_bound(wrapper: BaseDatabaseWrapper | None = None) -> Iterator[None]:
     before = raw.cursor_factory
     # Django's flag for a connection that binds on the server: its query log composes such
     # statements with their values (it would log none: the sent text has ``$1``).
-    features = wrapper.features
-    flagged = features.__dict__.get("uses_server_side_binding")
+    # (A cached property of the connection's features: its value lives in their __dict__.)
+    cached = wrapper.features.__dict__
+    flagged = cached.get(_SERVER_BINDING)
     raw.cursor_factory = ServerBindingCursor
-    features.uses_server_side_binding = True
+    cached[_SERVER_BINDING] = True
     try:
         yield
     finally:
         raw.cursor_factory = before
         if flagged is None:
-            del features.uses_server_side_binding
+            cached.pop(_SERVER_BINDING, None)
         else:
-            features.uses_server_side_binding = flagged
+            cached[_SERVER_BINDING] = flagged
+
+
+_SERVER_BINDING = "uses_server_side_binding"
 
 
 class _ComposedDebugCursor(CursorDebugWrapper):
