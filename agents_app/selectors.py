@@ -9,6 +9,7 @@ too). Being staff grants nothing by itself.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,10 +44,14 @@ from agents_app.db import page_reads
 from agents_app.db.expansions import log_descendant_ids, workblock_ids
 from agents_app.db.raw_sql import (
     db_datetime,
+    db_json,
     db_uuid,
+    model_columns,
+    model_from_row,
     prepared_cursor,
     row_by_uuid,
     server_bound,
+    text_uuid,
 )
 from agents_app.db.thread_search import match_snippets, threads_matching
 from agents_app.models import (
@@ -122,9 +127,16 @@ def offered_agent(user: Any, name: str) -> Agent:
     audience needs no permission read (two statements, at every thread's creation)."""
     agent = None
     if len(name) <= 128:  # no longer name is saved: nothing to read
-        with server_bound():  # at every thread's creation: kept prepared (issue #58)
-            agent = published_to(user).filter(name=name).first()
-            if agent is None and sees_every_agent(user):
+        # ``published_to(user).filter(name=name)`` as a fixed statement: every thread's
+        # creation reads it, and the ORM's compiling it was a third of that request's calls.
+        with prepared_cursor() as cursor:
+            cursor.execute(
+                _offered_agent_sql(), [name, Agent.State.PUBLISHED, getattr(user, "pk", None)]
+            )
+            row = cursor.fetchone()
+        agent = model_from_row(Agent, row) if row is not None else None
+        if agent is None and sees_every_agent(user):
+            with server_bound():
                 agent = Agent.objects.filter(name=name).first()
     if agent is None:
         raise NotFound(f"Agent not found: {name}")
@@ -174,16 +186,34 @@ def _thread_id_and_owner(pk: uuid.UUID) -> Thread | None:
     )
 
 
-def _post_sql() -> str:
+@functools.cache
+def _published_to_sql() -> str:
+    """``published_to``'s rule for the agent ``a`` as SQL, with two parameters: the
+    published state and the person's id (``None``: only agents without an audience)."""
     audience = Agent.audience_groups.through._meta.db_table
     members = get_user_model().groups.through._meta.db_table
     return (
-        f"SELECT t.id, t.agent_id, t.owner_id, (a.state = %s AND ("
+        f"(a.state = %s AND ("
         f"NOT EXISTS (SELECT 1 FROM {audience} g WHERE g.agent_id = a.id) OR EXISTS ("
         f"SELECT 1 FROM {audience} g JOIN {members} m ON m.group_id = g.group_id "
-        f"WHERE g.agent_id = a.id AND m.user_id = %s))) "
+        f"WHERE g.agent_id = a.id AND m.user_id = %s)))"
+    )
+
+
+@functools.cache
+def _post_sql() -> str:
+    return (
+        f"SELECT t.id, t.agent_id, t.owner_id, {_published_to_sql()} "
         f"FROM {Thread._meta.db_table} t JOIN {Agent._meta.db_table} a ON a.id = t.agent_id "
         "WHERE t.id = %s"
+    )
+
+
+@functools.cache
+def _offered_agent_sql() -> str:
+    return (
+        f"SELECT {', '.join(model_columns(Agent, 'a'))} FROM {Agent._meta.db_table} a "
+        f"WHERE a.name = %s AND {_published_to_sql()}"
     )
 
 
@@ -358,18 +388,41 @@ def thread_subtree(thread: Thread) -> list[uuid.UUID]:
     return ordered
 
 
+@functools.cache
+def _registry_sql() -> str:
+    """``THREAD_ITEM_FIELDS`` of one thread, then whether a session of it is active: a fixed
+    statement (every thread's creation announces the thread: the ORM's compiling the
+    two-join read was a third of that request's calls, issue #58)."""
+    threads, agents = Thread._meta.db_table, Agent._meta.db_table
+    sessions = ThreadSession._meta.db_table
+    return (
+        "SELECT t.id, t.owner_id, t.tags, t.parent_id, t.terminated_at, t.created_at, "
+        "t.last_activity_at, t.last_message_preview, t.last_message_at, a.name, a.title, "
+        "a.type, a.description, a.icon, a.side_a_prompt_id, a.side_a_handler, "
+        "a.side_b_handler, o.name, EXISTS (SELECT 1 FROM "
+        f"{sessions} s WHERE s.thread_id = t.id AND s.status IN (%s, %s)) "
+        f"FROM {threads} t JOIN {agents} a ON a.id = t.agent_id "
+        f"JOIN {agents} o ON o.id = t.origin_agent_id WHERE t.id = %s"
+    )
+
+
 def registry_thread(thread_id: Any) -> dict[str, Any] | None:
-    with server_bound():  # at every thread's creation: kept prepared (issue #58)
-        row = (
-            Thread.objects.select_related("agent", "origin_agent")
-            .only(*THREAD_ITEM_FIELDS)
-            .annotate(is_executing=active_session_exists())
-            .filter(pk=thread_id)
-            .first()
-        )
+    try:
+        pk = db_uuid(thread_id)
+    except ValueError:
+        return None
+    with prepared_cursor() as cursor:
+        cursor.execute(_registry_sql(), [*(str(s) for s in ACTIVE_SESSION), pk])
+        row = cursor.fetchone()
     if row is None:
         return None
-    return wire.registry_thread(row, bool(row.is_executing))  # type: ignore[attr-defined]
+    values = dict(zip(THREAD_ITEM_FIELDS, row[:-1], strict=True))
+    values["id"] = text_uuid(values["id"])
+    values["parent_id"] = text_uuid(values["parent_id"])
+    values["tags"] = db_json(values["tags"])
+    for name in ("terminated_at", "created_at", "last_activity_at", "last_message_at"):
+        values[name] = db_datetime(values[name])
+    return wire.registry_thread(values, bool(row[-1]))
 
 
 def thread_activity(thread_id: Any) -> dict[str, Any] | None:

@@ -274,9 +274,10 @@ def thread_item_of_values(v: dict[str, Any], executing: bool, origin: str | None
     }
 
 
-def registry_thread(row: Thread, executing: bool) -> dict[str, Any]:
-    """The registry socket's thread shape (``agent_name`` instead of ``agent_id``)."""
-    item = thread_item(row, executing, configured_origin())
+def registry_thread(values: dict[str, Any], executing: bool) -> dict[str, Any]:
+    """The registry socket's thread shape (``agent_name`` instead of ``agent_id``), from a
+    row with ``selectors.THREAD_ITEM_FIELDS``."""
+    item = thread_item_of_values(values, executing, configured_origin())
     item["agent_name"] = item.pop("agent_id")
     item["origin_agent_name"] = item.pop("origin_agent_id")
     return item

@@ -26,7 +26,7 @@ from agents_app.bridge.grants import GrantStoreMixin
 from agents_app.bridge.user_values import UserValueStoreMixin
 from agents_app.bridge.users import thread_user
 from agents_app.db import page_reads, rows
-from agents_app.db.raw_sql import db_uuid, prepared_cursor, row_by_uuid, server_bound
+from agents_app.db.raw_sql import db_uuid, insert_row, prepared_cursor, row_by_uuid, server_bound
 from agents_app.db.thread_records import CHILDREN, RECORD, record_from
 from agents_app.models import (
     Agent,
@@ -104,7 +104,7 @@ def _insert_thread(new: NewThread, agent: Agent | None) -> ThreadRecord:
     if agent is None or agent.name != new.agent_name:
         agent = Agent.objects.get(name=new.agent_name)
     parent = Thread.objects.filter(pk=new.parent_id).first() if new.parent_id else None
-    row = Thread.objects.create(
+    row = Thread(
         id=uuid.UUID(new.id),
         agent=agent,
         origin_agent=agent,
@@ -117,6 +117,9 @@ def _insert_thread(new: NewThread, agent: Agent | None) -> ThreadRecord:
         child_status=new.child_status,
         subagent_config=new.subagent,
     )
+    # A statement built once (the ORM compiled the insert at every creation, issue #58);
+    # nothing listens to a thread's save signals (tests/agents_app/db/test_thread_creation_reads.py).
+    insert_row(row)
     for key, value in new.env.items():
         env = EnvValue(scope=EnvValue.Scope.THREAD, thread=row, key=key)
         env.value = value

@@ -200,3 +200,52 @@ def test_the_thread_routes_are_tried_first() -> None:
         URLPattern.resolve = real  # type: ignore[method-assign]
     assert match.kwargs == {"thread_id": "9b2f3c1e-0000-4000-8000-000000000000"}
     assert len(tried) <= 14, tried  # 87 before issue #58 (13 now, the favicon's included)
+
+
+# The server's Python calls for one thread creation (``POST /api/threads``: a new chat's
+# first request, before its first post), the engine's part on async_to_sync's loop and the
+# registry's row on commit included, without the event loop's and the threads' own
+# (``CallCounter.work``), measured for issue #58: 10,683 before (the ORM compiling and
+# converting the offer check's agent, the insert, the created thread with two joins, the
+# immediate-tools check and the registry's row), 2,203 with those as fixed statements on
+# ``prepared_cursor`` (``selectors.offered_agent``, ``selectors.registry_thread``,
+# ``threads.changes``, ``bridge.store``). 10% more fails, and so does any ORM compile.
+CREATION_CALLS = 2203
+CREATION_NAMED = {"django.db.models.sql.compiler:SQLCompiler.compile": 0}
+
+
+@pytest.mark.django_db
+def test_a_thread_creation_costs_the_server_a_bounded_number_of_calls(
+    alice: Any, as_: Any, settings: Any, monkeypatch: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    from agents_app.orchestration import thread_creation
+
+    settings.STUDIO_EXECUTOR = "none"
+    define_agent("helper", [{"content": "hi"}])
+    client = as_(alice)
+
+    def create() -> None:
+        with django_capture_on_commit_callbacks(execute=True):  # the registry's row
+            answer = client.post_json("/api/threads", {"agent_id": "helper"})
+        assert answer.status_code == 200, answer.content
+
+    for _ in range(3):
+        create()
+    counter = CallCounter()
+    real = thread_creation.with_engine
+
+    async def counted(fn: Any, store: Any) -> Any:  # the engine runs on async_to_sync's loop
+        counter.on_this_thread()
+        try:
+            return await real(fn, store)
+        finally:
+            counter.off_this_thread()
+
+    monkeypatch.setattr(thread_creation, "with_engine", counted)
+    with counter:
+        create()
+    work = counter.work()
+    assert sum(work.values()) <= CREATION_CALLS * 1.1, over_budget(work, {"total": CREATION_CALLS})
+    assert not _over_named(counter.calls, CREATION_NAMED), _over_named(
+        counter.calls, CREATION_NAMED
+    )

@@ -17,7 +17,7 @@ from django.utils import timezone
 from agents_app import selectors
 from agents_app.base.errors import Invalid, NotFound
 from agents_app.broadcast.events import send_registry
-from agents_app.db.raw_sql import server_bound
+from agents_app.db.raw_sql import model_columns, model_from_row, prepared_cursor, row_by_uuid
 from agents_app.models import Agent, EnvValue, PromptTool, Thread
 from agents_app.services.env import writes as env_service
 from agents_app.services.threads import files as thread_files
@@ -87,16 +87,37 @@ def thread_created(*, thread_id: Any, agent: Agent, patch: env_service.EnvPatch)
         EnvValue.objects.filter(
             scope=EnvValue.Scope.THREAD, thread_id=thread_id, key__in=text_keys
         ).update(value_type=EnvValue.Type.TEXT)
-    # Every creation runs these: bound on the server, so they stay prepared (issue #58).
-    with server_bound():
-        thread = Thread.objects.select_related("agent", "origin_agent").get(pk=thread_id)
-        starts = _starts_immediately(agent)
+    thread = _created_thread(thread_id, agent)
     _announce("thread_created", thread.pk, thread.owner_id)
-    if starts:
+    if _starts_immediately(agent):
         from agents_app.services.sessions.lifecycle import thread_continue
 
         # The first AI side: side B when a person is on side A (spec 0.2.0).
         thread_continue(thread=thread, side="b" if agent.side_a_human else "a")
+    return thread
+
+
+# Fixed statements: every thread's creation runs both (the ORM compiled them, the created
+# thread's with two joins, at each creation: issue #58).
+_CREATED_SQL = (
+    f"SELECT {', '.join(model_columns(Thread, 't'))} FROM {Thread._meta.db_table} t WHERE t.id = %s"
+)
+_IMMEDIATE_SQL = (
+    f"SELECT 1 FROM {PromptTool._meta.db_table} "
+    "WHERE prompt_id = %s AND immediate = %s AND optional = %s LIMIT 1"
+)
+
+
+def _created_thread(thread_id: Any, agent: Agent) -> Thread:
+    """The thread just created, its agent and origin agent the row the creation used."""
+    row = row_by_uuid(_CREATED_SQL, thread_id)
+    if row is None:  # created just now: cannot happen
+        raise NotFound(f"Thread not found: {thread_id}")
+    thread: Thread = model_from_row(Thread, row)
+    if thread.agent_id == agent.pk:
+        thread.agent = agent
+    if thread.origin_agent_id == agent.pk:
+        thread.origin_agent = agent
     return thread
 
 
@@ -106,7 +127,9 @@ def _starts_immediately(agent: Agent) -> bool:
     first = agent.side_a_prompt_id or agent.side_b_prompt_id
     if first is None:
         return False
-    return PromptTool.objects.filter(prompt_id=first, immediate=True, optional="").exists()
+    with prepared_cursor() as cursor:
+        cursor.execute(_IMMEDIATE_SQL, [first, True, ""])
+        return cursor.fetchone() is not None
 
 
 @dataclass
