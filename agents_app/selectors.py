@@ -50,7 +50,6 @@ from agents_app.db.raw_sql import (
     model_from_row,
     prepared_cursor,
     row_by_uuid,
-    server_bound,
     text_uuid,
 )
 from agents_app.db.thread_search import match_snippets, threads_matching
@@ -136,8 +135,7 @@ def offered_agent(user: Any, name: str) -> Agent:
             row = cursor.fetchone()
         agent = model_from_row(Agent, row) if row is not None else None
         if agent is None and sees_every_agent(user):
-            with server_bound():
-                agent = Agent.objects.filter(name=name).first()
+            agent = Agent.objects.filter(name=name).first()
     if agent is None:
         raise NotFound(f"Agent not found: {name}")
     return agent

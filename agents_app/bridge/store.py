@@ -26,7 +26,7 @@ from agents_app.bridge.grants import GrantStoreMixin
 from agents_app.bridge.user_values import UserValueStoreMixin
 from agents_app.bridge.users import thread_user
 from agents_app.db import page_reads, rows
-from agents_app.db.raw_sql import db_uuid, insert_row, prepared_cursor, row_by_uuid, server_bound
+from agents_app.db.raw_sql import db_uuid, insert_row, prepared_cursor, row_by_uuid
 from agents_app.db.thread_records import CHILDREN, RECORD, record_from
 from agents_app.models import (
     Agent,
@@ -96,11 +96,6 @@ def _exists(thread_id: str) -> None:
 @transaction.atomic
 def _create_thread(new: NewThread, agent: Agent | None = None) -> ThreadRecord:
     """``agent``: the row of ``new.agent_name`` when the caller has read it already."""
-    with server_bound():  # every creation's insert: kept prepared (issue #58)
-        return _insert_thread(new, agent)
-
-
-def _insert_thread(new: NewThread, agent: Agent | None) -> ThreadRecord:
     if agent is None or agent.name != new.agent_name:
         agent = Agent.objects.get(name=new.agent_name)
     parent = Thread.objects.filter(pk=new.parent_id).first() if new.parent_id else None

@@ -12,8 +12,7 @@ import functools
 import json
 import uuid
 import weakref
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -91,49 +90,6 @@ def prepared_cursor(wrapper: BaseDatabaseWrapper | None = None) -> CursorWrapper
     if wrapper.queries_logged:
         return _ComposedDebugCursor(cursor, wrapper)
     return wrapper.make_cursor(cursor)  # type: ignore[arg-type]  # (the stubs say CursorWrapper)
-
-
-@contextmanager
-def server_bound(wrapper: BaseDatabaseWrapper | None = None) -> Iterator[None]:
-    """The ORM's statements inside bind on the server, as ``prepared_cursor``'s do, so a
-    connection prepares them once it has run them ``DB_PREPARE_THRESHOLD`` times (issue #58).
-
-    For the ORM reads a conversation start still makes (a new chat's thread creation: its
-    agent, the new thread, the registry's row), whose select_related and annotations are the
-    ORM's to build: PostgreSQL planned each at every run, 1.3 ms of its CPU per creation at
-    200 at once. Django's cursors take the connection's ``cursor_factory``, which is set
-    here for the block and put back after (``tests/agents_app/db/test_server_bound.py`` fails
-    if Django's cursors stop following it), with Django's own flag for a connection under its
-    ``server_side_binding`` option, which its query log reads. On other databases, nothing
-    changes.
-    """
-    wrapper = wrapper if wrapper is not None else connections[DEFAULT_DB_ALIAS]
-    if wrapper.vendor != "postgresql":
-        yield
-        return
-    from django.db.backends.postgresql.base import ServerBindingCursor
-
-    wrapper.ensure_connection()
-    raw = wrapper.connection
-    before = raw.cursor_factory
-    # Django's flag for a connection that binds on the server: its query log composes such
-    # statements with their values (it would log none: the sent text has ``$1``).
-    # (A cached property of the connection's features: its value lives in their __dict__.)
-    cached = wrapper.features.__dict__
-    flagged = cached.get(_SERVER_BINDING)
-    raw.cursor_factory = ServerBindingCursor
-    cached[_SERVER_BINDING] = True
-    try:
-        yield
-    finally:
-        raw.cursor_factory = before
-        if flagged is None:
-            cached.pop(_SERVER_BINDING, None)
-        else:
-            cached[_SERVER_BINDING] = flagged
-
-
-_SERVER_BINDING = "uses_server_side_binding"
 
 
 class _ComposedDebugCursor(CursorDebugWrapper):

@@ -164,8 +164,8 @@ def test_a_warm_thread_creation_makes_postgresql_plan_nothing(
     """A new chat creates its thread before its first post, and the bench's 200 starts
     create 200 threads: the offer check's agent, the insert, the created thread's read, the
     immediate-tools check and the registry's row were ORM statements PostgreSQL planned at
-    every run (266 of its 899 ms over 200 creations, pg_stat_statements). They run bound on
-    the server now (``raw_sql.server_bound``)."""
+    every run (266 of its 899 ms over 200 creations, pg_stat_statements). They are fixed
+    statements on ``prepared_cursor`` now (``test_start_cost.py`` holds their Python)."""
     settings.STUDIO_EXECUTOR = "none"
     define_agent("helper", [{"content": "hi"}])
     client = as_(alice)
