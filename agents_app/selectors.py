@@ -46,8 +46,8 @@ from agents_app.db.raw_sql import (
     db_datetime,
     db_json,
     db_uuid,
-    model_columns,
     model_from_row,
+    model_select,
     prepared_cursor,
     row_by_uuid,
     text_uuid,
@@ -209,10 +209,7 @@ def _post_sql() -> str:
 
 @functools.cache
 def _offered_agent_sql() -> str:
-    return (
-        f"SELECT {', '.join(model_columns(Agent, 'a'))} FROM {Agent._meta.db_table} a "
-        f"WHERE a.name = %s AND {_published_to_sql()}"
-    )
+    return f"{model_select(Agent, 'a')} WHERE a.name = %s AND {_published_to_sql()}"
 
 
 def thread_to_post(thread_id: str, user: Any, *, action: ThreadAction = "change") -> Thread:

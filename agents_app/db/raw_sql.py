@@ -115,16 +115,25 @@ def row_by_uuid(sql: str, value: Any) -> tuple[Any, ...] | None:
 
 
 def model_columns(model: type[models.Model], table_alias: str) -> list[str]:
-    """``alias.column`` for each concrete field of ``model``, in ``_meta`` order (the order
-    ``model_from_row`` reads)."""
-    return [f"{table_alias}.{f.column}" for f in model._meta.concrete_fields]
+    """``alias."column"`` for each concrete field of ``model``, in ``_meta`` order (the order
+    ``model_from_row`` reads). Quoted as both PostgreSQL and SQLite quote: a column may be
+    named for a keyword (the agent's ``primary``), which SQLite refuses bare."""
+    return [f'{table_alias}."{f.column}"' for f in model._meta.concrete_fields]
+
+
+def model_select(model: type[models.Model], table_alias: str) -> str:
+    """``SELECT`` every concrete field of ``model`` (``model_columns``) ``FROM`` its table as
+    ``table_alias``: the start of a fixed statement ``model_from_row`` reads."""
+    columns = ", ".join(model_columns(model, table_alias))
+    return f"SELECT {columns} FROM {model._meta.db_table} {table_alias}"
 
 
 def model_part(model: type[models.Model], table_alias: str) -> Part:
     """Every concrete field of ``model`` as a part of a composed SELECT, named by attname
     (``model_from_row`` takes ``Select.values(row, part)``)."""
+    columns = model_columns(model, table_alias)
     return Part(
-        tuple((f.attname, f"{table_alias}.{f.column}") for f in model._meta.concrete_fields)
+        tuple((f.attname, c) for f, c in zip(model._meta.concrete_fields, columns, strict=True))
     )
 
 

@@ -47,9 +47,9 @@ from agents_app.db.raw_sql import (
     db_json,
     db_uuid,
     insert_row,
-    model_columns,
     model_from_row,
     model_part,
+    model_select,
     prepared_cursor,
     row_by_uuid,
     text_uuid,
@@ -92,9 +92,7 @@ def stale_after() -> timedelta:
 
 # Fixed statements: every post runs both under its thread's lock, and compiling the ORM's
 # versions cost more of the web process's time than PostgreSQL's work (issue #21).
-_THREAD_ROW_SQL = (
-    f"SELECT {', '.join(model_columns(Thread, 't'))} FROM {Thread._meta.db_table} t WHERE t.id = %s"
-)
+_THREAD_ROW_SQL = f"{model_select(Thread, 't')} WHERE t.id = %s"
 _OPEN_SESSIONS = (*ACTIVE_SESSION, ThreadSession.Status.PARKED)
 _OPEN_STATUSES_SQL = (
     f"SELECT DISTINCT status FROM {ThreadSession._meta.db_table} WHERE thread_id = %s "

@@ -17,7 +17,7 @@ from django.utils import timezone
 from agents_app import selectors
 from agents_app.base.errors import Invalid, NotFound
 from agents_app.broadcast.events import send_registry
-from agents_app.db.raw_sql import model_columns, model_from_row, prepared_cursor, row_by_uuid
+from agents_app.db.raw_sql import model_from_row, model_select, prepared_cursor, row_by_uuid
 from agents_app.models import Agent, EnvValue, PromptTool, Thread
 from agents_app.services.env import writes as env_service
 from agents_app.services.threads import files as thread_files
@@ -99,9 +99,7 @@ def thread_created(*, thread_id: Any, agent: Agent, patch: env_service.EnvPatch)
 
 # Fixed statements: every thread's creation runs both (the ORM compiled them, the created
 # thread's with two joins, at each creation: issue #58).
-_CREATED_SQL = (
-    f"SELECT {', '.join(model_columns(Thread, 't'))} FROM {Thread._meta.db_table} t WHERE t.id = %s"
-)
+_CREATED_SQL = f"{model_select(Thread, 't')} WHERE t.id = %s"
 _IMMEDIATE_SQL = (
     f"SELECT 1 FROM {PromptTool._meta.db_table} "
     "WHERE prompt_id = %s AND immediate = %s AND optional = %s LIMIT 1"

@@ -12,7 +12,7 @@ from django.db import connection, connections
 
 from agents_app.db import raw_sql
 from agents_app.db.raw_sql import model_columns, model_from_row
-from agents_app.models import Thread
+from agents_app.models import Agent, Thread
 from tests.agents_app.api.api_support import *  # noqa: F403  (fixtures)
 
 
@@ -61,3 +61,15 @@ def test_converters_are_worked_out_per_connection(alice: Any, thread_of: Any) ->
     worker.join(10)
     assert seen and seen[0] is not here
     assert Thread in raw_sql._CONVERTERS[seen[0]]
+
+
+def test_a_column_named_for_a_keyword_reads_on_every_database(thread_of: Any, alice: Any) -> None:
+    """The agent's ``primary`` is a keyword SQLite refuses bare (``near "primary": syntax
+    error`` for every thread creation of an embedded server, caught by test_embedded):
+    ``model_select`` quotes every column as both databases quote."""
+    agent = thread_of(alice).agent
+    assert 'a."primary"' in raw_sql.model_select(Agent, "a")
+    with raw_sql.prepared_cursor() as cursor:
+        cursor.execute(f"{raw_sql.model_select(Agent, 'a')} WHERE a.id = %s", [agent.pk])
+        row = cursor.fetchone()
+    assert model_from_row(Agent, row).name == agent.name
