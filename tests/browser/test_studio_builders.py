@@ -119,9 +119,8 @@ save_definitions([("model", model), ("prompt", prompt)], strict_code_names=False
 """
 
 
-def test_provider_tool_options_are_fields_from_the_vendors_description(
-    site: Site, page: Page
-) -> None:
+def _open_searching_prompt_s_tools(site: Site, page: Page) -> None:
+    """The saved ``searching_prompt`` (one provider tool row) on its Tools tab, signed in."""
     site.python(DEFINE_SEARCHING_PROMPT)
     pk = _stored(
         site,
@@ -131,6 +130,12 @@ def test_provider_tool_options_are_fields_from_the_vendors_description(
     admin_login(page, site)
     page.goto(f"{site.url}/admin/agents_app/prompt/{pk}/change/")
     page.get_by_role("tab", name="Tools").click()
+
+
+def test_provider_tool_options_are_fields_from_the_vendors_description(
+    site: Site, page: Page
+) -> None:
+    _open_searching_prompt_s_tools(site, page)
     form = page.locator(".json-builder[data-builder=provider-options]")
     expect(form.locator("[data-field=max_uses]")).to_have_value("2")  # read from the JSON
     form.locator("[data-field=max_uses]").fill("3")
@@ -157,15 +162,7 @@ def test_provider_tool_options_are_fields_from_the_vendors_description(
 def test_every_tool_row_suggests_names_from_the_page_s_one_list(site: Site, page: Page) -> None:
     """The tool rows share one ``<datalist>`` (forms/fields.py, ``shared_list``): a saved
     row, the extra row and a row added in the browser all suggest the same names."""
-    site.python(DEFINE_SEARCHING_PROMPT)
-    pk = _stored(
-        site,
-        "from agents_app.models import Prompt;"
-        "print(json.dumps(str(Prompt.objects.get(name='searching_prompt').pk)))",
-    )
-    admin_login(page, site)
-    page.goto(f"{site.url}/admin/agents_app/prompt/{pk}/change/")
-    page.get_by_role("tab", name="Tools").click()
+    _open_searching_prompt_s_tools(site, page)
     page.locator("#tool_entries-group .add-row a").click()
     boxes = page.locator("input[name^='tool_entries-'][name$='-name']:not([name*='__prefix__'])")
     expect(boxes).to_have_count(3)  # the saved row, the extra row, the added row

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,8 +13,7 @@ from agents_app.checks import (
     check_encryption_keyring,
     check_retired_environment,
 )
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.agents_app.process.manage_support import check_at_start
 
 
 def test_valid_keyring_passes() -> None:
@@ -55,16 +51,7 @@ def test_a_retired_variable_stops_the_start_up_with_what_replaced_it() -> None:
     """``CELERY_VISIBILITY_TIMEOUT`` tuned a redelivery the broker no longer does: set, it
     stops ``manage.py check`` (and so ``migrate``, compose's first step) instead of being
     read by nothing."""
-    env = {**os.environ, "CELERY_VISIBILITY_TIMEOUT": "600"}
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    done = subprocess.run(
-        [sys.executable, "manage.py", "check"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = check_at_start(CELERY_VISIBILITY_TIMEOUT="600")
     assert done.returncode != 0
     assert "agents.E021" in done.stderr
     assert "CELERY_VISIBILITY_TIMEOUT is no longer used" in done.stderr
