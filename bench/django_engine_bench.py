@@ -10,7 +10,8 @@ definition services, and runs the 20-step scripted tool loop of ``engine_bench.p
 with the Django store as the session runner builds it (commits on the event loop's
 own connection) and the session runner's live sink, ``LiveSink`` (``--sink channels``
 for the simpler ``ChannelsSink``), on the Redis channel layer with ``--redis``, else the
-in-memory layer. Prints ms per step (p50, p90), store calls and SQL statements per
+in-memory layer, on the event loop the worker runs sessions on (``STUDIO_EVENT_LOOP``:
+uvloop unless it says asyncio; ``engine_ratio.py`` runs LangGraph's side on the same). Prints ms per step (p50, p90), store calls and SQL statements per
 step (Django's queries and the engine's commit statements), and this process's CPU time
 per step (steadier than the wall clock on a busy machine). ``--profile FILE`` writes a
 cProfile of the measured sessions only (not the migration or the warm-up) to FILE, for
@@ -171,7 +172,12 @@ def main() -> None:
         import django
 
         django.setup()
-        report = asyncio.run(bench(options.sessions, options.warmup, options.sink, options.profile))
+        from studio.event_loop import loop_factory, loop_name
+
+        with asyncio.Runner(loop_factory=loop_factory()) as runner:
+            report = runner.run(
+                bench(options.sessions, options.warmup, options.sink, options.profile)
+            )
     finally:
         from django.db import connections
 
@@ -179,7 +185,7 @@ def main() -> None:
         _drop(admin_url, url)
     layer = "redis" if options.redis else "in-memory"
     name = "LiveSink" if options.sink == "live" else "ChannelsSink"
-    print(f"DjangoStore on PostgreSQL, {name} ({layer} layer)")
+    print(f"DjangoStore on PostgreSQL, {name} ({layer} layer), {loop_name()} loop")
     print(f"steps:            {report['steps']}  ({report['wall']:.1f} s)")
     print(f"ms per step:      p50 {report['p50']:.3f}   p90 {report['p90']:.3f}")
     print(f"CPU ms per step:  {report['cpu']:.3f}  (this process: the engine, store, live sink)")

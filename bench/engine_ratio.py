@@ -2,10 +2,13 @@
 
 Each round runs ``bench/django_engine_bench.py`` (DjangoStore on PostgreSQL, our virtualenv)
 and ``bench/langgraph_compare.py`` (LangGraph's ``AsyncPostgresSaver``, a throw-away
-virtualenv: see that file's docstring) one right after the other, in alternating order, and
-prints each round's p50 ms per step and their ratio. A figure taken minutes apart compares
-two states of a machine whose speed drifts; two figures taken in the same round compare the
-two engines.
+virtualenv: see that file's docstring) twice, with LangGraph's ``sync`` durability (the
+promise our engine keeps: a step's writes are stored before the next part runs) and with
+its default ``async`` (writes stored while the next part runs), one right after the other,
+in turns, and prints each round's p50 ms per step and our ratio to each. A figure taken
+minutes apart compares two states of a machine whose speed drifts; figures taken in the same
+round compare the engines. Every run is on the same event loop, ``--loop`` (the worker's,
+uvloop, unless it says asyncio).
 
     .venv/bin/python bench/engine_ratio.py --rounds 3 --langgraph-python /tmp/lg/bin/python
 
@@ -41,25 +44,37 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sessions", type=int, default=30)
     parser.add_argument("--langgraph-python", default="/tmp/lg/bin/python")
+    parser.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop")
     args = parser.parse_args(argv)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    ours = [sys.executable, "bench/django_engine_bench.py", "--sessions", str(args.sessions)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "STUDIO_EVENT_LOOP": args.loop}
     theirs = [args.langgraph_python, "bench/langgraph_compare.py", str(args.sessions)]
+    runs = {
+        "ours": [sys.executable, "bench/django_engine_bench.py", "--sessions", str(args.sessions)],
+        "sync": [*theirs, "--durability", "sync"],
+        "async": [*theirs, "--durability", "async"],
+    }
     if not Path(args.langgraph_python).exists():
         raise SystemExit(f"{args.langgraph_python}: no such Python (see langgraph_compare.py)")
-    ratios = []
-    print("round   ours p50 ms   LangGraph p50 ms   ratio")
+    ratios: dict[str, list[float]] = {"sync": [], "async": []}
+    print(f"{args.loop} loop; LangGraph with sync durability (our promise) and async (its default)")
+    print("round   ours p50 ms   LangGraph sync   ratio   LangGraph async   ratio")
     for n in range(1, args.rounds + 1):
-        # Alternate who goes first: whatever the machine does between the two runs of a
-        # round falls on each side in turn.
-        if n % 2:
-            our_p50, their_p50 = p50_of(ours, env), p50_of(theirs, env)
-        else:
-            their_p50 = p50_of(theirs, env)
-            our_p50 = p50_of(ours, env)
-        ratios.append(our_p50 / their_p50)
-        print(f"{n:>5}   {our_p50:>11.3f}   {their_p50:>16.3f}   {ratios[-1]:.2f}", flush=True)
-    print(f"ratio: median {statistics.median(ratios):.2f}, worst {max(ratios):.2f}")
+        # Turn the order each round: whatever the machine does between the runs of a round
+        # falls on each side in turn.
+        names = list(runs)[n % 3 :] + list(runs)[: n % 3]
+        p50 = {name: p50_of(runs[name], env) for name in names}
+        for mode in ratios:
+            ratios[mode].append(p50["ours"] / p50[mode])
+        print(
+            f"{n:>5}   {p50['ours']:>11.3f}   {p50['sync']:>14.3f}   {ratios['sync'][-1]:>5.2f}"
+            f"   {p50['async']:>15.3f}   {ratios['async'][-1]:>5.2f}",
+            flush=True,
+        )
+    for mode, values in ratios.items():
+        print(
+            f"ratio to LangGraph {mode}: median {statistics.median(values):.2f},"
+            f" worst {max(values):.2f}"
+        )
 
 
 if __name__ == "__main__":
