@@ -11,11 +11,12 @@ with the Django store as the session runner builds it (commits on the event loop
 own connection) and the session runner's live sink, ``LiveSink`` (``--sink channels``
 for the simpler ``ChannelsSink``), on the Redis channel layer with ``--redis``, else the
 in-memory layer, on the event loop the worker runs sessions on (``STUDIO_EVENT_LOOP``:
-uvloop unless it says asyncio; ``engine_ratio.py`` runs LangGraph's side on the same). Prints ms per step (p50, p90), store calls and SQL statements per
-step (Django's queries and the engine's commit statements), and this process's CPU time
-per step (steadier than the wall clock on a busy machine). ``--profile FILE`` writes a
-cProfile of the measured sessions only (not the migration or the warm-up) to FILE, for
-``python -m pstats FILE``. ``--smoke`` (the test suite's): one session after one warm-up.
+uvloop unless it says asyncio; ``engine_ratio.py`` runs LangGraph's side on the same).
+Prints ms per step (p50, p90), store calls and SQL statements per step (Django's queries
+and the engine's commit statements), and this process's CPU time per step (steadier than
+the wall clock on a busy machine). ``--profile FILE`` writes a cProfile of the measured
+sessions only (not the migration or the warm-up) to FILE, for ``python -m pstats FILE``.
+``--smoke`` (the test suite's): one session after one warm-up.
 """
 
 from __future__ import annotations
